@@ -1,0 +1,33 @@
+# `make run` and `make test` set everything up on a fresh machine (Python 3.10+ with venv).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8501
+
+.PHONY: run test test-fast clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.test: requirements-test.txt $(VENV)/.runtime
+	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+	touch $@
+
+run: $(VENV)/.runtime
+	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
+
+test: $(VENV)/.test
+	$(BIN)/python -m pytest
+
+# Engine and figure tests only (no Streamlit server, no browser).
+test-fast: $(VENV)/.test
+	$(BIN)/python -m pytest -m "not browser and not app"
+
+clean:
+	rm -rf $(VENV) test-output .pytest_cache

@@ -1,0 +1,37 @@
+"""Independent NumPy references written straight from the paper, for the tests."""
+
+import numpy as np
+
+
+def softmax_attention(query, key, value, mask=None):
+    """softmax(Q·Kᵀ/sqrt(d_k))·V with True = may attend; rows with no allowed key -> 0."""
+    scores = query @ np.swapaxes(key, -1, -2) / np.sqrt(query.shape[-1])
+    if mask is None:
+        mask = np.ones(scores.shape, bool)
+    mask = np.broadcast_to(mask, scores.shape)
+    weights = np.zeros(scores.shape, np.float64)
+    for index in np.ndindex(scores.shape[:-1]):
+        allowed = mask[index]
+        if allowed.any():
+            row = scores[index][allowed]
+            exp = np.exp(row - row.max())
+            weights[index][allowed] = exp / exp.sum()
+    return weights @ value, weights
+
+
+def padding_mask(tokens, pads):
+    tokens = np.asarray(tokens)
+    return ~np.isin(tokens, list(pads))[:, None, None, :]
+
+
+def subsequent_mask(n):
+    return np.array([[j <= i for j in range(n)] for i in range(n)])
+
+
+def positional_encoding(length, d_model):
+    encoding = np.zeros((length, d_model))
+    for pos in range(length):
+        for dim in range(d_model):
+            angle = pos / 10000 ** ((dim - dim % 2) / d_model)
+            encoding[pos, dim] = np.sin(angle) if dim % 2 == 0 else np.cos(angle)
+    return encoding

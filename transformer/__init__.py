@@ -1,0 +1,29 @@
+"""Attention Lab's engine: the Transformer of "Attention Is All You Need" in Keras 3.
+
+Masks are boolean with True = may attend; attention is scaled by 1/sqrt(d_k).
+No Streamlit and no Plotly here: `run_live` turns a `LiveConfig` into NumPy arrays.
+"""
+
+from transformer.attention import (
+    AttentionStages,
+    MultiHeadAttention,
+    attention_stages,
+    masked_softmax,
+    scaled_dot_product_attention,
+)
+from transformer.device import device_label, resolve_device, visible_gpus
+from transformer.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
+from transformer.live import LiveConfig, LiveResult, ModelCache, run_live
+from transformer.masks import padding_mask, subsequent_mask, target_mask
+from transformer.model import Transformer
+from transformer.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
+from transformer.walkthrough import Walkthrough, attention_walkthrough
+
+__all__ = [
+    "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward",
+    "LiveConfig", "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding",
+    "ResidualBlock", "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages",
+    "attention_walkthrough", "device_label", "masked_softmax", "padding_mask", "positional_encoding",
+    "resolve_device", "run_live", "scaled_dot_product_attention", "subsequent_mask", "target_mask",
+    "visible_gpus",
+]

@@ -1,0 +1,219 @@
+"""Scaled dot-product attention and multi-head attention (paper section 3.2).
+
+Mask convention everywhere in this package: a boolean mask, **True = the
+query may attend to the key**, broadcastable to ``(..., N_q, N_k)``.
+A query whose keys are all masked gets weights exactly 0 and output 0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import keras
+import tensorflow as tf
+
+
+class AttentionStages(NamedTuple):
+    """Every intermediate of one scaled dot-product attention.
+
+    Shapes for query ``(..., N_q, d_k)``, key ``(..., N_k, d_k)`` and value
+    ``(..., N_k, d_v)``:
+      scores  (..., N_q, N_k)  Q·Kᵀ
+      scaled  (..., N_q, N_k)  Q·Kᵀ / sqrt(d_k)
+      masked  (..., N_q, N_k)  scaled, with -inf where the mask is False
+      weights (..., N_q, N_k)  softmax over keys; 0 where masked, 0 on fully masked rows
+      output  (..., N_q, d_v)  weights · V
+    """
+
+    scores: tf.Tensor
+    scaled: tf.Tensor
+    masked: tf.Tensor
+    weights: tf.Tensor
+    output: tf.Tensor
+
+
+def masked_softmax(logits, mask=None):
+    """Softmax over the last axis that gives exactly 0 where ``mask`` is False.
+
+    Args:
+      logits: float tensor ``(..., N_q, N_k)``.
+      mask: optional boolean tensor broadcastable to ``logits``; True = may attend.
+
+    Returns:
+      Weights shaped like ``logits``. Rows with at least one allowed key sum to 1;
+      rows with none are all 0 (never NaN, never spread over masked keys).
+    """
+    if mask is None:
+        return tf.nn.softmax(logits, axis=-1)
+    mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(logits))  # (..., N_q, N_k)
+    lowest = tf.constant(logits.dtype.min, dtype=logits.dtype)
+    filled = tf.where(mask, logits, lowest)  # (..., N_q, N_k), finite everywhere
+    weights = tf.nn.softmax(filled, axis=-1)  # (..., N_q, N_k)
+    return tf.where(mask, weights, tf.zeros_like(weights))  # masked and empty rows -> 0
+
+
+def attention_stages(query, key, value, mask=None) -> AttentionStages:
+    """Scaled dot-product attention, returning every stage (see `AttentionStages`).
+
+    Args:
+      query: ``(..., N_q, d_k)``.
+      key: ``(..., N_k, d_k)``.
+      value: ``(..., N_k, d_v)``.
+      mask: optional boolean, broadcastable to ``(..., N_q, N_k)``; True = may attend.
+    """
+    query = tf.convert_to_tensor(query)
+    key = tf.cast(key, query.dtype)
+    value = tf.cast(value, query.dtype)
+    d_k = tf.cast(tf.shape(query)[-1], query.dtype)
+    scores = tf.matmul(query, key, transpose_b=True)  # (..., N_q, N_k)
+    scaled = scores / tf.sqrt(d_k)  # (..., N_q, N_k)
+    if mask is None:
+        masked = scaled
+    else:
+        full_mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(scaled))
+        masked = tf.where(full_mask, scaled, tf.constant(-math.inf, scaled.dtype))
+    weights = masked_softmax(scaled, mask)  # (..., N_q, N_k)
+    output = tf.matmul(weights, value)  # (..., N_q, d_v)
+    return AttentionStages(scores, scaled, masked, weights, output)
+
+
+def scaled_dot_product_attention(query, key, value, mask=None):
+    """softmax(Q·Kᵀ / sqrt(d_k)) · V, as in the paper (not the seed's 1/d_k).
+
+    Args:
+      query: ``(..., N_q, d_k)``.
+      key: ``(..., N_k, d_k)``.
+      value: ``(..., N_k, d_v)``.
+      mask: optional boolean, broadcastable to ``(..., N_q, N_k)``; True = may attend.
+
+    Returns:
+      ``(output (..., N_q, d_v), weights (..., N_q, N_k))``.
+    """
+    query = tf.convert_to_tensor(query)
+    d_k = tf.cast(tf.shape(query)[-1], query.dtype)
+    scaled = tf.matmul(query, tf.cast(key, query.dtype), transpose_b=True) / tf.sqrt(d_k)  # (..., N_q, N_k)
+    weights = masked_softmax(scaled, mask)  # (..., N_q, N_k)
+    output = tf.matmul(weights, tf.cast(value, query.dtype))  # (..., N_q, d_v)
+    return output, weights
+
+
+def check_heads(d_model, num_heads):
+    """Raise ValueError unless ``num_heads`` is a positive divisor of ``d_model``."""
+    if not isinstance(d_model, int) or d_model < 1:
+        raise ValueError(f"d_model must be a positive integer. Received: d_model={d_model!r}")
+    if not isinstance(num_heads, int) or num_heads < 1 or d_model % num_heads:
+        raise ValueError(
+            "d_model must be divisible by num_heads. "
+            f"Received: d_model={d_model}, num_heads={num_heads}"
+        )
+
+
+class MaskConsumer:
+    """Mixin for layers whose ``mask`` argument is an attention mask used inside ``call``.
+
+    Keras treats a ``mask`` argument as a padding mask to carry along; these layers
+    consume it instead, so their outputs carry no Keras mask.
+    """
+
+    def compute_mask(self, inputs, previous_mask=None):
+        return None
+
+
+@keras.saving.register_keras_serializable(package="attention_lab")
+class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
+    """Multi-head attention (paper section 3.2.2) with d_k = d_v = d_model / H.
+
+    Args:
+      d_model: model width; the output has this last dimension.
+      num_heads: H, a divisor of d_model.
+      dropout: dropout rate on the attention weights during training.
+
+    Call arguments:
+      query: ``(B, N_q, d_model)``.
+      key: ``(B, N_k, d_model)``.
+      value: ``(B, N_k, d_model)``.
+      mask: optional boolean, broadcastable to ``(B, H, N_q, N_k)``; True = may attend.
+        A padding mask is ``(B, 1, 1, N_k)``, a target mask ``(B, 1, N_q, N_k)``.
+      training: apply dropout when True.
+
+    Returns:
+      ``(output (B, N_q, d_model), weights (B, H, N_q, N_k))``; weights are those
+      before dropout, so they are what the picture of a head should show.
+    """
+
+    def __init__(self, d_model, num_heads, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        check_heads(d_model, num_heads)
+        self.d_model = d_model  # model width
+        self.num_heads = num_heads  # H
+        self.depth = d_model // num_heads  # d_k = d_v
+        self.dropout = dropout
+        self.transform_query = keras.layers.Dense(d_model, name="transform_query")
+        self.transform_key = keras.layers.Dense(d_model, name="transform_key")
+        self.transform_value = keras.layers.Dense(d_model, name="transform_value")
+        self.transform_out = keras.layers.Dense(d_model, name="transform_out")
+        self.weights_dropout = keras.layers.Dropout(dropout)
+
+    def build(self, query_shape, key_shape=None, value_shape=None):
+        key_shape = query_shape if key_shape is None else key_shape
+        value_shape = key_shape if value_shape is None else value_shape
+        self.transform_query.build(query_shape)
+        self.transform_key.build(key_shape)
+        self.transform_value.build(value_shape)
+        self.transform_out.build(tuple(query_shape[:-1]) + (self.d_model,))
+
+    def split_heads(self, x):
+        """``(B, N, d_model)`` -> ``(B, H, N, d_k)``."""
+        batch, length = tf.shape(x)[0], tf.shape(x)[1]
+        x = tf.reshape(x, (batch, length, self.num_heads, self.depth))  # (B, N, H, d_k)
+        return tf.transpose(x, (0, 2, 1, 3))  # (B, H, N, d_k)
+
+    def merge_heads(self, x):
+        """``(B, H, N, d_k)`` -> ``(B, N, d_model)``."""
+        x = tf.transpose(x, (0, 2, 1, 3))  # (B, N, H, d_k)
+        batch, length = tf.shape(x)[0], tf.shape(x)[1]
+        return tf.reshape(x, (batch, length, self.d_model))  # (B, N, d_model)
+
+    def project(self, query, key, value):
+        """Linear projections split into heads: three ``(B, H, N, d_k)`` tensors."""
+        q = self.split_heads(self.transform_query(query))  # (B, H, N_q, d_k)
+        k = self.split_heads(self.transform_key(key))  # (B, H, N_k, d_k)
+        v = self.split_heads(self.transform_value(value))  # (B, H, N_k, d_v)
+        return q, k, v
+
+    def call(self, query, key, value, mask=None, training=False):
+        q, k, v = self.project(query, key, value)
+        weights = masked_softmax(self._scaled_scores(q, k), mask)  # (B, H, N_q, N_k)
+        dropped = self.weights_dropout(weights, training=training)  # (B, H, N_q, N_k)
+        context = tf.matmul(dropped, v)  # (B, H, N_q, d_v)
+        output = self.transform_out(self.merge_heads(context))  # (B, N_q, d_model)
+        return output, weights
+
+    def _scaled_scores(self, q, k):
+        return tf.matmul(q, k, transpose_b=True) / math.sqrt(self.depth)  # (B, H, N_q, N_k)
+
+    def trace(self, query, key, value, mask=None):
+        """Run the layer eagerly and return every intermediate tensor by name.
+
+        Keys, in order: inputs, projected (after the Dense layers), split heads,
+        scores, weights, context, merged, output. Shapes follow the call docstring.
+        """
+        projected = [self.transform_query(query), self.transform_key(key), self.transform_value(value)]
+        q, k, v = (self.split_heads(x) for x in projected)  # (B, H, N, d_k) each
+        stages = attention_stages(q, k, v, mask)
+        merged = self.merge_heads(stages.output)  # (B, N_q, d_model)
+        return {
+            "query": query, "key": key, "value": value,
+            "query_projected": projected[0], "key_projected": projected[1],
+            "value_projected": projected[2],
+            "query_heads": q, "key_heads": k, "value_heads": v,
+            "scores": stages.scores, "scaled": stages.scaled, "masked": stages.masked,
+            "weights": stages.weights, "context": stages.output,
+            "merged": merged, "output": self.transform_out(merged),
+        }
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(d_model=self.d_model, num_heads=self.num_heads, dropout=self.dropout)
+        return config

@@ -1,0 +1,225 @@
+"""Feed-forward, residual blocks, encoder and decoder stacks (paper section 3.1).
+
+Masks follow the package convention: boolean, True = may attend.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from transformer.attention import MaskConsumer, MultiHeadAttention
+
+
+def _register(cls):
+    return keras.saving.register_keras_serializable(package="attention_lab")(cls)
+
+
+@_register
+class FeedForward(keras.layers.Layer):
+    """Position-wise FFN(x) = max(0, x·W1 + b1)·W2 + b2: ``(B, N, d_model)`` -> same shape."""
+
+    def __init__(self, d_model, d_ff, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.d_ff = d_ff
+        self.hidden = keras.layers.Dense(d_ff, activation="relu", name="hidden")
+        self.project = keras.layers.Dense(d_model, name="project")
+
+    def build(self, x_shape):
+        self.hidden.build(x_shape)
+        self.project.build(tuple(x_shape[:-1]) + (self.d_ff,))
+
+    def call(self, x):
+        return self.project(self.hidden(x))  # (B, N, d_ff) -> (B, N, d_model)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(d_model=self.d_model, d_ff=self.d_ff)
+        return config
+
+
+@_register
+class ResidualBlock(MaskConsumer, keras.layers.Layer):
+    """Post-norm residual: ``LayerNorm(x + Dropout(sublayer(x, *args)))``, as in the paper.
+
+    The sublayer gets ``x`` first and any further call arguments after it. When the
+    sublayer returns ``(output, extra)`` (attention returns its weights), the block
+    returns ``(normed, extra)``; otherwise just ``normed`` ``(B, N, d_model)``.
+    """
+
+    def __init__(self, sublayer, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.sublayer = sublayer
+        self.dropout = dropout
+        self.dropout_layer = keras.layers.Dropout(dropout)
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="layer_norm")
+
+    def build(self, x_shape):
+        self.layer_norm.build(x_shape)
+
+    def call(self, x, *sublayer_args, training=False, **sublayer_kwargs):
+        # `training` reaches the sublayer through Keras's call context.
+        result = self.sublayer(x, *sublayer_args, **sublayer_kwargs)
+        output, extra = result if isinstance(result, tuple) else (result, None)
+        normed = self.layer_norm(x + self.dropout_layer(output, training=training))  # (B, N, d_model)
+        return normed if extra is None else (normed, extra)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(sublayer=keras.saving.serialize_keras_object(self.sublayer), dropout=self.dropout)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["sublayer"] = keras.saving.deserialize_keras_object(config["sublayer"])
+        return cls(**config)
+
+
+def _attention_block(d_model, num_heads, dropout, name):
+    return ResidualBlock(MultiHeadAttention(d_model, num_heads, name="attention"), dropout, name=name)
+
+
+def _feed_forward_block(d_model, d_ff, dropout):
+    return ResidualBlock(FeedForward(d_model, d_ff, name="feed_forward"), dropout, name="feed_forward_block")
+
+
+class _BlockConfig(keras.layers.Layer):
+    """Stores the four hyper-parameters every encoder/decoder layer shares."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_ff = d_ff
+        self.dropout = dropout
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff, dropout=self.dropout)
+        return config
+
+
+@_register
+class EncoderBlock(MaskConsumer, _BlockConfig):
+    """Self-attention then feed-forward, each in a `ResidualBlock`.
+
+    Call arguments:
+      x: ``(B, N, d_model)``.
+      mask: optional boolean broadcastable to ``(B, H, N, N)`` (a padding mask
+        ``(B, 1, 1, N)``); True = may attend.
+
+    Returns:
+      ``(output (B, N, d_model), weights (B, H, N, N))``.
+    """
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
+        super().__init__(d_model, num_heads, d_ff, dropout, **kwargs)
+        self.self_attention_block = _attention_block(d_model, num_heads, dropout, "self_attention_block")
+        self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
+
+    def call(self, x, mask=None, training=False):
+        x, weights = self.self_attention_block(x, x, x, mask=mask, training=training)  # (B, N, D), (B, H, N, N)
+        return self.feed_forward_block(x, training=training), weights
+
+
+@_register
+class DecoderBlock(_BlockConfig):
+    """Masked self-attention, cross-attention over the encoder output, feed-forward.
+
+    Call arguments:
+      x: ``(B, N_t, d_model)`` target representations.
+      memory: ``(B, N_s, d_model)`` encoder output.
+      self_mask: boolean broadcastable to ``(B, H, N_t, N_t)``, usually the target
+        mask ``(B, 1, N_t, N_t)``; True = may attend.
+      memory_mask: boolean broadcastable to ``(B, H, N_t, N_s)``, usually the
+        source padding mask ``(B, 1, 1, N_s)``.
+
+    Returns:
+      ``(output (B, N_t, d_model), self_weights (B, H, N_t, N_t), cross_weights (B, H, N_t, N_s))``.
+    """
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
+        super().__init__(d_model, num_heads, d_ff, dropout, **kwargs)
+        self.self_attention_block = _attention_block(d_model, num_heads, dropout, "self_attention_block")
+        self.cross_attention_block = _attention_block(d_model, num_heads, dropout, "cross_attention_block")
+        self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
+
+    def call(self, x, memory, self_mask=None, memory_mask=None, training=False):
+        x, self_weights = self.self_attention_block(x, x, x, mask=self_mask, training=training)
+        x, cross_weights = self.cross_attention_block(x, memory, memory, mask=memory_mask, training=training)
+        return self.feed_forward_block(x, training=training), self_weights, cross_weights
+
+
+class _Stack(keras.layers.Layer):
+    """A stack of ``num_layers`` identical blocks."""
+
+    block_class = None
+
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(num_layers, int) or num_layers < 1:
+            raise ValueError(f"num_layers must be a positive integer. Received: num_layers={num_layers!r}")
+        self.num_layers = num_layers
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_ff = d_ff
+        self.dropout = dropout
+        self.blocks = [
+            self.block_class(d_model, num_heads, d_ff, dropout, name=f"block_{index}")
+            for index in range(num_layers)
+        ]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_layers=self.num_layers, d_model=self.d_model, num_heads=self.num_heads,
+            d_ff=self.d_ff, dropout=self.dropout,
+        )
+        return config
+
+
+@_register
+class Encoder(MaskConsumer, _Stack):
+    """``num_layers`` encoder blocks.
+
+    Call arguments:
+      x: ``(B, N, d_model)`` embedded source with positions added.
+      mask: optional boolean broadcastable to ``(B, H, N, N)``; True = may attend.
+
+    Returns:
+      ``(output (B, N, d_model), [weights (B, H, N, N)] * num_layers)``.
+    """
+
+    block_class = EncoderBlock
+
+    def call(self, x, mask=None, training=False):
+        all_weights = []
+        for block in self.blocks:
+            x, weights = block(x, mask=mask, training=training)  # (B, N, D), (B, H, N, N)
+            all_weights.append(weights)
+        return x, all_weights
+
+
+@_register
+class Decoder(_Stack):
+    """``num_layers`` decoder blocks (the seed's Decoder appended to an undefined list; this runs).
+
+    Call arguments: as `DecoderBlock`.
+
+    Returns:
+      ``(output (B, N_t, d_model), [self_weights (B, H, N_t, N_t)], [cross_weights (B, H, N_t, N_s)])``,
+      one entry per layer in each list.
+    """
+
+    block_class = DecoderBlock
+
+    def call(self, x, memory, self_mask=None, memory_mask=None, training=False):
+        self_weights, cross_weights = [], []
+        for block in self.blocks:
+            x, block_self, block_cross = block(
+                x, memory, self_mask=self_mask, memory_mask=memory_mask, training=training
+            )
+            self_weights.append(block_self)  # (B, H, N_t, N_t)
+            cross_weights.append(block_cross)  # (B, H, N_t, N_s)
+        return x, self_weights, cross_weights

@@ -1,0 +1,311 @@
+"""The one plain-data entry point: a frozen configuration in, NumPy arrays out.
+
+The app calls `run_live` (and `attention_walkthrough` for one layer's
+intermediates); it never touches a tensor. Models are built once per
+architecture, seeded, cached (bounded) and run through one `tf.function` whose
+signature leaves batch and length free, so changing the text, the pad symbols
+or the sequence length neither rebuilds nor retraces anything.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import tensorflow as tf
+
+from transformer import tokens as tok
+from transformer.attention import check_heads
+from transformer.device import device_label, resolve_device
+from transformer.masks import padding_mask, subsequent_mask
+from transformer.model import Transformer
+from transformer.positional import positional_encoding
+
+VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
+MAX_SEQ_LEN = 512
+MAX_D_MODEL = 1024
+MAX_D_FF = 4096
+MAX_LAYERS = 6
+MAX_HEADS = 64
+ATTENTION_BUDGET_BYTES = 256 * 2**20  # all attention weights of one run, float32
+MODEL_CACHE_SIZE = 4
+STACKS = ("encoder", "decoder", "cross")
+
+SEED_BATCH = "1 2 3 4 5 0 0\n1 2 0 0 0 0 0\n1 2 3 4 5 6 7"
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """Everything a view depends on; hashable, so it can key caches."""
+
+    d_model: int = 64  # model width
+    num_heads: int = 4  # H, divides d_model
+    d_ff: int = 256  # feed-forward inner width
+    num_layers: int = 2  # encoder layers = decoder layers
+    seq_len: int = 7  # N: every line is padded or truncated to this
+    pad_symbols: tuple = ("0", "<pad>")  # the first one pads short lines
+    source_text: str = SEED_BATCH  # one sequence per line
+    target_text: str = SEED_BATCH
+    seed: int = 0  # seeds the random weights
+    device: str = "auto"  # "auto" (GPU when present) or "cpu"
+    padding_masks: bool = True  # False: draw what attention does without padding masks
+    look_ahead_mask: bool = True  # False: the decoder may look ahead
+
+    @property
+    def architecture(self) -> tuple:
+        """What a built model depends on."""
+        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.seed, resolve_device(self.device))
+
+
+@dataclass(frozen=True)
+class LiveResult:
+    """Plain NumPy results of one configuration (B lines, N = seq_len, L layers, H heads).
+
+    source_ids, target_ids: ``(B, N)`` int32; source_tokens, target_tokens: ``(B, N)`` text.
+    source_padding_mask, target_padding_mask: ``(B, 1, 1, N)`` bool, True = may attend.
+    subsequent_mask: ``(N, N)`` bool, lower triangular. target_mask: ``(B, 1, N, N)`` bool.
+    positional_encoding: ``(N, d_model)`` float32.
+    attention: ``{"encoder" | "decoder" | "cross": (L, B, H, N_q, N_k) float32}``.
+    applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
+      (all True where a toggle switched a mask off).
+    """
+
+    config: LiveConfig
+    source_tokens: tuple
+    target_tokens: tuple
+    source_ids: np.ndarray
+    target_ids: np.ndarray
+    source_truncated: tuple
+    target_truncated: tuple
+    pad_ids: tuple
+    source_padding_mask: np.ndarray
+    target_padding_mask: np.ndarray
+    subsequent_mask: np.ndarray
+    target_mask: np.ndarray
+    positional_encoding: np.ndarray
+    attention: dict
+    applied_masks: dict
+    device: str
+    device_label: str
+    tf_version: str
+    compute_seconds: float
+    traces: int
+    builds: int
+    notices: tuple = field(default=())
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _check_range(name, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}. Received: {name}={value!r}")
+
+
+def attention_bytes(batch, heads, layers, length) -> int:
+    """float32 bytes of every attention map of one run (3 stacks of L layers)."""
+    return 4 * batch * heads * len(STACKS) * layers * length * length
+
+
+def validate(config: LiveConfig) -> None:
+    """Raise ValueError naming the offending values; return None when the config can run."""
+    _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
+    _check_range("num_heads", config.num_heads, 1, MAX_HEADS)
+    check_heads(config.d_model, config.num_heads)
+    _check_range("d_ff", config.d_ff, 1, MAX_D_FF)
+    _check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
+    _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
+    _check_range("seed", config.seed, 0, 2**31 - 1)
+    resolve_device(config.device)
+    tok.check_pad_symbols(config.pad_symbols)
+
+
+def check_budget(config: LiveConfig, batch: int) -> None:
+    """Refuse, with the numbers, a run whose attention maps would not fit the budget."""
+    needed = attention_bytes(batch, config.num_heads, config.num_layers, config.seq_len)
+    if needed > ATTENTION_BUDGET_BYTES:
+        raise ValueError(
+            f"The attention maps would need {needed / 2**20:,.0f} MB "
+            f"(B={batch} lines × H={config.num_heads} heads × 3 stacks × {config.num_layers} layers × "
+            f"N²={config.seq_len}² × 4 bytes); the limit is {ATTENTION_BUDGET_BYTES / 2**20:,.0f} MB. "
+            "Lower the heads, layers, sequence length or number of lines."
+        )
+
+
+# ---------------------------------------------------------------- tokens and masks
+
+
+@dataclass(frozen=True)
+class _Batches:
+    source: tok.EncodedBatch
+    target: tok.EncodedBatch
+    pad_ids: tuple
+    notices: tuple
+
+
+def encode_batches(config: LiveConfig) -> _Batches:
+    """Source and target text -> padded id batches sharing one vocabulary."""
+    pad_symbols = tok.check_pad_symbols(config.pad_symbols)
+    source_lines = tok.split_lines(config.source_text, "source")
+    target_lines = tok.split_lines(config.target_text, "target")
+    if len(source_lines) != len(target_lines):
+        raise ValueError(
+            f"The source has {len(source_lines)} lines but the target has {len(target_lines)}: "
+            "give one target line per source line."
+        )
+    vocabulary = tok.build_vocabulary(source_lines + target_lines, pad_symbols, VOCAB_SIZE)
+    source = tok.encode_lines(source_lines, vocabulary, pad_symbols[0], config.seq_len)
+    target = tok.encode_lines(target_lines, vocabulary, pad_symbols[0], config.seq_len)
+    pads = tok.pad_ids(vocabulary, pad_symbols)
+    return _Batches(source, target, pads, _notices(source, target, pads, config.seq_len))
+
+
+def _notices(source, target, pads, length) -> tuple:
+    notices = []
+    for name, batch in (("source", source), ("target", target)):
+        for line, (count, cut) in enumerate(zip(batch.lengths, batch.truncated), start=1):
+            if cut:
+                notices.append(f"{name.capitalize()} line {line} has {count} tokens; it was cut to {length}.")
+        for line in np.flatnonzero(np.isin(batch.ids, pads).all(axis=1)) + 1:
+            notices.append(
+                f"{name.capitalize()} line {line} is all padding: no key is allowed for it, "
+                "so its attention weights are all zero."
+            )
+    if not np.isin(source.ids, pads).any() and not np.isin(target.ids, pads).any():
+        notices.append("No pad symbol occurs in any sequence, so the padding masks block nothing.")
+    return tuple(notices)
+
+
+def _masks(config: LiveConfig, batches: _Batches):
+    """Returns NumPy masks and the tensors each stack is run with (True = may attend)."""
+    pads = list(batches.pad_ids) or [-1]  # -1 matches no id: nothing is padding
+    source_padding = padding_mask(batches.source.ids, pads)  # (B, 1, 1, N)
+    target_padding = padding_mask(batches.target.ids, pads)  # (B, 1, 1, N)
+    future = subsequent_mask(config.seq_len)  # (N, N)
+    full = tf.ones_like(source_padding)  # (B, 1, 1, N)
+    run_source = source_padding if config.padding_masks else full  # (B, 1, 1, N_s)
+    run_target = tf.logical_and(
+        target_padding if config.padding_masks else full,
+        future if config.look_ahead_mask else tf.ones_like(future),
+    )  # (B, 1, N_t, N_t)
+    return source_padding, target_padding, future, run_source, run_target
+
+
+# ---------------------------------------------------------------- models
+
+
+class _Entry:
+    """A built, seeded model and its traced forward pass."""
+
+    def __init__(self, architecture):
+        d_model, num_heads, d_ff, num_layers, seed, device = architecture
+        self.device = device
+        self.traces = 0
+        with tf.device(device):
+            self.model = Transformer(
+                VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
+                num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
+            )
+            ids = tf.zeros((1, 1), tf.int32)  # (1, 1): builds every weight eagerly
+            self.model(ids, ids)
+            seed_weights(self.model, seed)
+        self.forward = tf.function(self._forward, input_signature=[
+            tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)
+            tf.TensorSpec((None, None), tf.int32),  # tgt (B, N_t)
+            tf.TensorSpec((None, 1, None, None), tf.bool),  # src_mask (B, 1, 1, N_s)
+            tf.TensorSpec((None, 1, None, None), tf.bool),  # tgt_mask (B, 1, N_t, N_t)
+        ])
+
+    def _forward(self, src, tgt, src_mask, tgt_mask):
+        self.traces += 1  # runs only while tracing
+        _, attention = self.model.hidden_and_attention(src, tgt, src_mask, tgt_mask)
+        return {name: tf.stack(weights) for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
+
+
+def seed_weights(model, seed: int) -> None:
+    """Deterministic initial values from ``seed``, whatever Keras's global RNG did.
+
+    Kernels: Glorot uniform; embeddings: U(-0.05, 0.05); biases and LayerNorm beta: 0;
+    LayerNorm gamma: 1 (the Keras defaults, drawn from a seeded generator).
+    """
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        shape, name = tuple(variable.shape), variable.path
+        if name.endswith("gamma"):
+            value = np.ones(shape)
+        elif name.endswith(("beta", "bias")):
+            value = np.zeros(shape)
+        elif name.endswith("embeddings"):
+            value = rng.uniform(-0.05, 0.05, shape)
+        else:
+            limit = np.sqrt(6.0 / (shape[0] + shape[-1]))
+            value = rng.uniform(-limit, limit, shape)
+        variable.assign(value.astype(np.float32))
+
+
+class ModelCache:
+    """At most ``size`` built models, least recently used evicted; thread-safe."""
+
+    def __init__(self, size: int = MODEL_CACHE_SIZE):
+        self.size = size
+        self.builds = 0
+        self._entries: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, architecture) -> _Entry:
+        with self._lock:
+            if architecture in self._entries:
+                self._entries.move_to_end(architecture)
+                return self._entries[architecture]
+            entry = _Entry(architecture)
+            self.builds += 1
+            self._entries[architecture] = entry
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+            return entry
+
+    def __len__(self):
+        return len(self._entries)
+
+
+MODELS = ModelCache()
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
+    """Compute everything the pages draw for ``config``; ValueError on bad input."""
+    validate(config)
+    batches = encode_batches(config)
+    check_budget(config, batches.source.ids.shape[0])
+    entry = cache.get(config.architecture)
+    with tf.device(entry.device):
+        source_padding, target_padding, future, run_source, run_target = _masks(config, batches)
+        started = time.perf_counter()
+        attention = entry.forward(batches.source.ids, batches.target.ids, run_source, run_target)
+        attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
+        seconds = time.perf_counter() - started
+        encoding = positional_encoding(config.seq_len, config.d_model).numpy()  # (N, D)
+    batch, length = batches.source.ids.shape
+    applied = {
+        "encoder": np.broadcast_to(run_source.numpy()[:, 0], (batch, length, length)),
+        "decoder": run_target.numpy()[:, 0],
+        "cross": np.broadcast_to(run_source.numpy()[:, 0], (batch, length, length)),
+    }
+    return LiveResult(
+        config=config,
+        source_tokens=batches.source.tokens, target_tokens=batches.target.tokens,
+        source_ids=batches.source.ids, target_ids=batches.target.ids,
+        source_truncated=batches.source.truncated, target_truncated=batches.target.truncated,
+        pad_ids=batches.pad_ids,
+        source_padding_mask=source_padding.numpy(), target_padding_mask=target_padding.numpy(),
+        subsequent_mask=future.numpy(),
+        target_mask=tf.logical_and(target_padding, future).numpy(),
+        positional_encoding=encoding, attention=attention, applied_masks=applied,
+        device=entry.device, device_label=device_label(entry.device), tf_version=tf.__version__,
+        compute_seconds=seconds, traces=entry.traces, builds=cache.builds, notices=batches.notices,
+    )

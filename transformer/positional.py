@@ -1,0 +1,83 @@
+"""Scaled embeddings and sinusoidal positional encodings (paper sections 3.4, 3.5)."""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+
+def positional_encoding(length, d_model):
+    """Sinusoidal encoding, ``(length, d_model)`` float32.
+
+    ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))`` and
+    ``PE[pos, 2i+1] = cos(pos / 10000^(2i/d_model))``; an odd ``d_model`` ends
+    on a sine column.
+    """
+    if (isinstance(length, int) and length < 0) or int(d_model) < 1:
+        raise ValueError(
+            f"positional_encoding needs length >= 0 and d_model >= 1. "
+            f"Received: length={length}, d_model={d_model}"
+        )
+    dims = tf.range(d_model)  # (D,)
+    pair_index = tf.cast(dims // 2 * 2, tf.float32)  # (D,) the "2i" of each column
+    rates = tf.pow(10000.0, -pair_index / float(d_model))  # (D,)
+    positions = tf.cast(tf.range(length), tf.float32)[:, None]  # (N, 1)
+    angles = positions * rates[None, :]  # (N, D)
+    is_even = tf.equal(dims % 2, 0)[None, :]  # (1, D)
+    return tf.where(is_even, tf.sin(angles), tf.cos(angles))  # (N, D)
+
+
+@keras.saving.register_keras_serializable(package="attention_lab")
+class PositionalEncoding(keras.layers.Layer):
+    """Adds the sinusoidal encoding to ``(B, N, d_model)`` inputs, then dropout.
+
+    The encoding is computed for the input's own length at call time, so any
+    sequence length works without rebuilding.
+    """
+
+    def __init__(self, d_model, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model = d_model
+        self.dropout = dropout
+        self.dropout_layer = keras.layers.Dropout(dropout)
+
+    def call(self, x, training=False):
+        encoding = positional_encoding(tf.shape(x)[1], self.d_model)  # (N, D)
+        return self.dropout_layer(x + tf.cast(encoding, x.dtype)[None], training=training)  # (B, N, D)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(d_model=self.d_model, dropout=self.dropout)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="attention_lab")
+class ScaledEmbedding(keras.layers.Layer):
+    """Token embedding multiplied by sqrt(d_model): ``(B, N)`` ids -> ``(B, N, d_model)``.
+
+    ``embeddings`` is the ``(vocab_size, d_model)`` matrix, shareable with the
+    pre-softmax projection.
+    """
+
+    def __init__(self, vocab_size, d_model, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.embed = keras.layers.Embedding(vocab_size, d_model, name="embed")
+
+    def build(self, tokens_shape=None):
+        self.embed.build(tokens_shape)
+
+    @property
+    def embeddings(self):
+        return self.embed.embeddings  # (V, D)
+
+    def call(self, tokens):
+        return self.embed(tokens) * math.sqrt(self.d_model)  # (B, N, D)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, d_model=self.d_model)
+        return config

@@ -1,0 +1,54 @@
+"""Independent references: ``keras.layers.MultiHeadAttention`` with this engine's weights."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+
+def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:
+    """A built Keras MultiHeadAttention holding ``layer``'s (our `MultiHeadAttention`) weights.
+
+    Our Dense kernels ``(d_model, d_model)`` are Keras's ``(d_model, H, d_k)`` and
+    ``(H, d_k, d_model)`` reshaped: heads are the consecutive d_k-wide column blocks.
+    """
+    heads, depth, width = layer.num_heads, layer.depth, layer.d_model
+    reference = keras.layers.MultiHeadAttention(num_heads=heads, key_dim=depth, value_dim=depth)
+    probe = np.zeros((1, 1, width), np.float32)
+    reference(probe, probe, probe)  # builds its weights
+    pairs = [
+        (reference.query_dense, layer.transform_query),
+        (reference.key_dense, layer.transform_key),
+        (reference.value_dense, layer.transform_value),
+    ]
+    for theirs, ours in pairs:
+        kernel, bias = (w.numpy() for w in ours.weights)
+        theirs.set_weights([kernel.reshape(width, heads, depth), bias.reshape(heads, depth)])
+    kernel, bias = (w.numpy() for w in layer.transform_out.weights)
+    reference.output_dense.set_weights([kernel.reshape(heads, depth, width), bias])
+    return reference
+
+
+def compare_with_keras(layer, query, key, value, mask) -> dict:
+    """Max absolute differences between ``layer`` and Keras's layer with the same weights.
+
+    Args:
+      layer: our `MultiHeadAttention`.
+      query, key, value: ``(B, N_q, d_model)``, ``(B, N_k, d_model)``, ``(B, N_k, d_model)``.
+      mask: ``(B, N_q, N_k)`` bool, True = may attend. Rows with no allowed key are
+        left out: Keras spreads them uniformly, this engine gives them zero weight.
+
+    Returns:
+      ``{"output": float, "weights": float}``.
+    """
+    mask = np.asarray(mask, bool)  # (B, N_q, N_k)
+    ours, our_weights = layer(query, key, value, mask=mask[:, None])  # (B, N_q, D), (B, H, N_q, N_k)
+    theirs, their_weights = copy_to_keras(layer)(
+        query, value, key, attention_mask=mask, return_attention_scores=True
+    )
+    rows = mask.any(axis=-1)  # (B, N_q) queries with at least one allowed key
+    if not rows.any():
+        return {"output": 0.0, "weights": 0.0}
+    output_gap = np.abs(np.asarray(ours) - np.asarray(theirs))[rows]  # (rows, D)
+    weight_gap = np.abs(np.asarray(our_weights) - np.asarray(their_weights)).transpose(0, 2, 1, 3)[rows]
+    return {"output": float(output_gap.max()), "weights": float(weight_gap.max())}
