@@ -55,6 +55,11 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="layer_norm")
 
     def build(self, x_shape):
+        if not self.sublayer.built:  # a cross-attention sublayer is built by its parent
+            if isinstance(self.sublayer, MultiHeadAttention):
+                self.sublayer.build(x_shape, x_shape, x_shape)
+            else:
+                self.sublayer.build(x_shape)
         self.layer_norm.build(x_shape)
 
     def call(self, x, *sublayer_args, training=False, **sublayer_kwargs):
@@ -118,6 +123,10 @@ class EncoderBlock(MaskConsumer, _BlockConfig):
         self.self_attention_block = _attention_block(d_model, num_heads, dropout, "self_attention_block")
         self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
 
+    def build(self, x_shape):
+        self.self_attention_block.build(x_shape)
+        self.feed_forward_block.build(x_shape)
+
     def call(self, x, mask=None, training=False):
         x, weights = self.self_attention_block(x, x, x, mask=mask, training=training)  # (B, N, D), (B, H, N, N)
         return self.feed_forward_block(x, training=training), weights
@@ -144,6 +153,12 @@ class DecoderBlock(_BlockConfig):
         self.self_attention_block = _attention_block(d_model, num_heads, dropout, "self_attention_block")
         self.cross_attention_block = _attention_block(d_model, num_heads, dropout, "cross_attention_block")
         self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
+
+    def build(self, x_shape, memory_shape):
+        self.self_attention_block.build(x_shape)
+        self.cross_attention_block.sublayer.build(x_shape, memory_shape, memory_shape)
+        self.cross_attention_block.build(x_shape)
+        self.feed_forward_block.build(x_shape)
 
     def call(self, x, memory, self_mask=None, memory_mask=None, training=False):
         x, self_weights = self.self_attention_block(x, x, x, mask=self_mask, training=training)
@@ -193,6 +208,10 @@ class Encoder(MaskConsumer, _Stack):
 
     block_class = EncoderBlock
 
+    def build(self, x_shape):
+        for block in self.blocks:
+            block.build(x_shape)
+
     def call(self, x, mask=None, training=False):
         all_weights = []
         for block in self.blocks:
@@ -213,6 +232,10 @@ class Decoder(_Stack):
     """
 
     block_class = DecoderBlock
+
+    def build(self, x_shape, memory_shape):
+        for block in self.blocks:
+            block.build(x_shape, memory_shape)
 
     def call(self, x, memory, self_mask=None, memory_mask=None, training=False):
         self_weights, cross_weights = [], []

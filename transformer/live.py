@@ -209,8 +209,7 @@ class _Entry:
                 VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
                 num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
             )
-            ids = tf.zeros((1, 1), tf.int32)  # (1, 1): builds every weight eagerly
-            self.model(ids, ids)
+            self.model.build((None, None), (None, None))  # every weight, before tracing
             seed_weights(self.model, seed)
         self.forward = tf.function(self._forward, input_signature=[
             tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)

@@ -80,6 +80,15 @@ class Transformer(keras.Model):
         self.decoder = Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout, name="decoder")
         self.output_layer = None if share_output_weights else keras.layers.Dense(tgt_vocab_size, name="output_layer")
 
+    def build(self, src_shape, tgt_shape):
+        src_shape, tgt_shape = tuple(src_shape), tuple(tgt_shape)
+        self.source_embedding.build(src_shape)
+        self.target_embedding.build(tgt_shape)
+        self.encoder.build(src_shape + (self.d_model,))
+        self.decoder.build(tgt_shape + (self.d_model,), src_shape + (self.d_model,))
+        if self.output_layer is not None:
+            self.output_layer.build(tgt_shape + (self.d_model,))
+
     def encode(self, src, src_mask=None, training=False):
         """``(B, N_s)`` ids -> ``(memory (B, N_s, d_model), [encoder weights])``."""
         x = self.source_positions(self.source_embedding(src), training=training)  # (B, N_s, D)

@@ -1,0 +1,168 @@
+"""The plain-data entry point: tokens, masks, caching, tracing, devices and bad input."""
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import numpy_reference as ref
+from transformer import LiveConfig, ModelCache, attention_walkthrough, run_live
+from transformer.live import ATTENTION_BUDGET_BYTES, SEED_BATCH, attention_bytes
+
+BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
+
+
+@pytest.fixture()
+def cache():
+    return ModelCache(size=2)
+
+
+def test_default_config_reproduces_the_seed_masks(cache):
+    result = run_live(LiveConfig(), cache)
+    assert result.source_ids.tolist() == [[1, 2, 3, 4, 5, 0, 0], [1, 2, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6, 7]]
+    np.testing.assert_array_equal(result.source_padding_mask, ref.padding_mask(result.source_ids, [0]))
+    np.testing.assert_array_equal(result.subsequent_mask, ref.subsequent_mask(7))
+    np.testing.assert_array_equal(result.target_mask, ref.padding_mask(result.target_ids, [0]) & ref.subsequent_mask(7))
+    assert result.source_tokens[1] == ("1", "2", "0", "0", "0", "0", "0")
+
+
+def test_result_holds_plain_numpy_of_documented_shapes(cache):
+    result = run_live(replace(BASE, seq_len=5), cache)
+    for stack in ("encoder", "decoder", "cross"):
+        assert isinstance(result.attention[stack], np.ndarray)
+        assert result.attention[stack].shape == (2, 3, 2, 5, 5)
+        assert result.applied_masks[stack].shape == (3, 5, 5)
+    assert result.positional_encoding.shape == (5, 16)
+    np.testing.assert_allclose(result.positional_encoding, ref.positional_encoding(5, 16), atol=2e-5)
+    assert result.device == "/CPU:0" or "GPU" in result.device
+    assert result.compute_seconds > 0 and result.tf_version.startswith("2.21")
+
+
+def test_same_config_gives_same_arrays_and_seed_changes_them(cache):
+    first = run_live(BASE, cache)
+    again = run_live(BASE, ModelCache())
+    np.testing.assert_array_equal(first.attention["cross"], again.attention["cross"])
+    other = run_live(replace(BASE, seed=1), cache)
+    assert not np.allclose(first.attention["cross"], other.attention["cross"])
+
+
+def test_one_trace_and_one_build_across_lengths_pads_and_text(cache):
+    """The model for one architecture is traced once across sequence lengths, pad symbols and text."""
+    moves = [
+        replace(BASE, seq_len=3), replace(BASE, seq_len=40), replace(BASE, seq_len=11),
+        replace(BASE, pad_symbols=("<pad>",)), replace(BASE, pad_symbols=("0", "9")),
+        replace(BASE, source_text="a b c", target_text="x y"),
+        replace(BASE, source_text="1 2\n3 4\n5 6\n7 8", target_text="1\n2\n3\n4"),
+        replace(BASE, padding_masks=False), replace(BASE, look_ahead_mask=False),
+    ]
+    results = [run_live(move, cache) for move in moves]
+    assert {result.traces for result in results} == {1}
+    assert cache.builds == 1
+
+
+def test_model_cache_is_bounded(cache):
+    for d_model in (8, 16, 32):
+        run_live(replace(BASE, d_model=d_model), cache)
+    assert len(cache) == 2 and cache.builds == 3
+    run_live(replace(BASE, d_model=32), cache)
+    assert cache.builds == 3
+
+
+def test_text_tokens_build_a_vocabulary_with_pads_first(cache):
+    result = run_live(replace(BASE, source_text="the cat the", target_text="le chat", seq_len=4,
+                              pad_symbols=("<pad>", "0")), cache)
+    assert result.source_tokens == (("the", "cat", "the", "<pad>"),)
+    assert result.source_ids.tolist() == [[2, 3, 2, 0]]
+    assert result.pad_ids == (0, 1)
+    assert result.source_padding_mask[0, 0, 0].tolist() == [True, True, True, False]
+
+
+def test_truncation_is_reported(cache):
+    result = run_live(replace(BASE, seq_len=3, source_text="1 2 3 4\n1 2", target_text="1\n2"), cache)
+    assert result.source_truncated == (True, False)
+    assert any("cut to 3" in notice for notice in result.notices)
+
+
+def test_all_padding_line_gets_zero_weights_and_a_notice(cache):
+    result = run_live(replace(BASE, source_text="0 0 0\n1 2 3", target_text="1\n2"), cache)
+    assert np.all(result.attention["encoder"][:, 0] == 0)
+    assert np.all(result.attention["cross"][:, 0] == 0)
+    assert any("Source line 1 is all padding" in notice for notice in result.notices)
+
+
+def test_mask_toggles_change_what_is_applied(cache):
+    on = run_live(BASE, cache)
+    no_pad = run_live(replace(BASE, padding_masks=False), cache)
+    no_future = run_live(replace(BASE, look_ahead_mask=False), cache)
+    assert no_pad.applied_masks["encoder"].all() and not on.applied_masks["encoder"].all()
+    assert (no_pad.attention["encoder"][:, 0, :, :, 5:] > 0).all()
+    assert (no_future.attention["decoder"][:, 2, :, 0, 1:] > 0).all()
+    np.testing.assert_array_equal(on.target_mask, no_future.target_mask)  # drawn masks stay the paper's
+
+
+BAD = [
+    (dict(num_heads=3), "d_model=16, num_heads=3"),
+    (dict(seq_len=0), "seq_len=0"),
+    (dict(seq_len=513), "seq_len=513"),
+    (dict(seq_len="7"), "seq_len='7'"),
+    (dict(d_model=4096), "d_model=4096"),
+    (dict(num_layers=0), "num_layers=0"),
+    (dict(source_text="  \n "), "source text is empty"),
+    (dict(target_text=""), "target text is empty"),
+    (dict(target_text="1 2"), "source has 3 lines but the target has 1"),
+    (dict(pad_symbols=()), "at least one pad symbol"),
+    (dict(pad_symbols=("a b",)), "'a b'"),
+    (dict(source_text="1 2 5000", target_text="1"), "5000"),
+    (dict(source_text="x\n" * 17, target_text="y\n" * 17), "17 lines"),
+    (dict(device="tpu"), "device='tpu'"),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD)
+def test_bad_input_raises_value_error_naming_the_values(change, message, cache):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        run_live(replace(BASE, **change), cache)
+    assert run_live(BASE, cache).attention["encoder"].shape[0] == 2  # the next valid input works
+
+
+def test_memory_budget_is_checked_before_computing(cache):
+    config = replace(BASE, d_model=512, num_heads=64, num_layers=6, seq_len=512,
+                     source_text="1\n" * 16, target_text="1\n" * 16)
+    assert attention_bytes(16, 64, 6, 512) > ATTENTION_BUDGET_BYTES
+    with pytest.raises(ValueError, match=r"B=16 lines × H=64 heads"):
+        run_live(config, cache)
+    assert cache.builds == 0
+
+
+def test_walkthrough_shapes_and_agreement_with_keras(cache):
+    for stack in ("encoder", "decoder", "cross"):
+        walk = attention_walkthrough(replace(BASE, seq_len=6), stack, 1, cache)
+        assert walk.shapes["query_heads"] == (3, 2, 6, 8)
+        assert walk.shapes["weights"] == (3, 2, 6, 6) and walk.shapes["output"] == (3, 6, 16)
+        assert walk.keras_difference["output"] < 1e-4 and walk.keras_difference["weights"] < 1e-5
+    live = run_live(replace(BASE, seq_len=6), cache)
+    np.testing.assert_allclose(walk.tensors["weights"], live.attention["cross"][1], atol=1e-5)
+
+
+def test_walkthrough_rejects_unknown_layer(cache):
+    with pytest.raises(ValueError, match="layer=2"):
+        attention_walkthrough(BASE, "encoder", 2, cache)
+
+
+def test_runs_on_cpu_when_no_gpu_is_visible():
+    code = (
+        "from transformer import run_live, LiveConfig, resolve_device;"
+        "r = run_live(LiveConfig(d_model=8, num_heads=2, d_ff=8, num_layers=1));"
+        "print(r.device, r.device_label, resolve_device('cpu'))"
+    )
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", PYTHONPATH=os.getcwd())
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["/CPU:0", "CPU", "/CPU:0"]
+
+
+def test_seed_batch_constant_is_the_seed_example():
+    assert SEED_BATCH.splitlines()[1] == "1 2 0 0 0 0 0"
