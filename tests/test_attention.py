@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 import numpy_reference as ref
-from transformer import MultiHeadAttention, attention_stages, scaled_dot_product_attention
+from transformer import MultiHeadAttention, attention_stages, masked_softmax, scaled_dot_product_attention
 from transformer.reference import compare_with_keras, copy_to_keras
 
 RNG = np.random.default_rng(0)
@@ -162,3 +162,10 @@ def test_dropout_on_weights_only_in_training():
     c, _ = layer(x, x, x, training=True)
     assert not np.allclose(a, c)
     assert isinstance(layer, keras.layers.Layer) and tf.is_tensor(c)
+
+
+def test_masked_softmax_accepts_numpy_and_empties_blocked_rows():
+    logits = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], np.float32)
+    weights = masked_softmax(logits, np.array([[True, False, True], [False, False, False]])).numpy()
+    assert weights[0, 1] == 0 and weights[0].sum() == pytest.approx(1.0)
+    assert np.all(weights[1] == 0)

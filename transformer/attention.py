@@ -44,6 +44,7 @@ def masked_softmax(logits, mask=None):
       Weights shaped like ``logits``. Rows with at least one allowed key sum to 1;
       rows with none are all 0 (never NaN, never spread over masked keys).
     """
+    logits = tf.convert_to_tensor(logits)
     if mask is None:
         return tf.nn.softmax(logits, axis=-1)
     mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(logits))  # (..., N_q, N_k)

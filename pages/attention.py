@@ -1,0 +1,75 @@
+"""Attention: per-head heatmaps for encoder, masked decoder and cross-attention, with statistics and checks."""
+
+import numpy as np
+import streamlit as st
+
+from transformer.analysis import attention_checks, head_statistics
+from ui import data, state
+from ui.controls import STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker
+from viz.attention import head_grid, model_view, single_head, stats_figure
+from viz.common import FULL_RESOLUTION
+from viz.export import arrays_npz, matrix_csv
+
+st.title("Attention")
+controls = st.columns([3, 2, 2])
+with controls[0]:
+    stack = stack_picker()
+with controls[2]:
+    padding_on, future_on = mask_toggles()
+config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
+result = data.live(config)
+layers, batch, heads, n_q, n_k = result.attention[stack].shape
+with controls[1]:
+    layer = layer_picker(layers)
+    element = element_picker(batch)
+
+query_tokens = result.source_tokens[element] if stack == "encoder" else result.target_tokens[element]
+key_tokens = result.target_tokens[element] if stack == "decoder" else result.source_tokens[element]
+weights = result.attention[stack][layer, :, element]  # (H, N_q, N_k)
+mask = result.applied_masks[stack][element]  # (N_q, N_k)
+if not (padding_on and future_on):
+    st.info("A mask is switched off: the weights below are what attention does without it.", icon="🔓")
+
+st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
+plot(head_grid(weights, mask, query_tokens, key_tokens, title=f"{heads} heads"), "heads")
+if max(n_q, n_k) > FULL_RESOLUTION:
+    head = head_picker(heads, label="Open one head at full resolution")
+    with st.expander(f"Head {head} at full resolution ({n_q}×{n_k})"):
+        plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}"), "single_head")
+
+left, right = st.columns([2, 3])
+with left:
+    st.markdown("**Head average**")
+    plot(head_grid(weights.mean(0)[None], mask, query_tokens, key_tokens, columns=1, names=["mean of heads"]),
+         "average")
+with right:
+    st.markdown("**Per-head statistics** (over query rows with an allowed key)")
+    pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
+    stats = head_statistics(weights, mask, pads)
+    plot(stats_figure(stats), "stats")
+    st.dataframe({"head": list(range(heads)), **{k: np.round(v, 4) for k, v in stats.items()}},
+                 hide_index=True)
+
+st.subheader("Checks, computed live on these arrays")
+walk = data.walkthrough(config, stack, layer)
+checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
+                          walk.keras_difference)
+for check in checks:
+    icon = "✅" if check.passed else "❌"
+    st.markdown(f"{icon} **{check.name}** — {check.detail}: `{check.value:.3g}`")
+
+MODEL_VIEW_HEADS = 16
+with st.expander("Model view: every layer × head (small multiples)"):
+    shown_heads = min(heads, MODEL_VIEW_HEADS)
+    if shown_heads < heads:
+        st.caption(f"Showing the first {shown_heads} of {heads} heads.")
+    all_layers = result.attention[stack][:, element, :shown_heads]  # (L, H', N_q, N_k)
+    plot(model_view(all_layers, mask, STACK_NAMES[stack]), "model_view")
+
+left, right = st.columns(2)
+left.download_button("Download this stack's weights (NPZ)", arrays_npz(
+    weights=result.attention[stack], mask=result.applied_masks[stack],
+    query_tokens=np.array(query_tokens), key_tokens=np.array(key_tokens),
+), file_name=f"attention_{stack}.npz", mime="application/octet-stream")
+right.download_button("Download the head average (CSV)", matrix_csv(weights.mean(0), query_tokens, key_tokens),
+                      file_name=f"attention_{stack}_layer{layer}_average.csv", mime="text/csv")

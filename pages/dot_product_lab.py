@@ -1,0 +1,85 @@
+"""Dot-product lab: one head step by step, why 1/sqrt(d_k), how masks are filled, stable softmax."""
+
+import numpy as np
+import streamlit as st
+
+from transformer import masked_softmax
+from transformer.analysis import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
+from ui import data, state
+from ui.controls import PERSIST, STACK_NAMES, element_picker, head_picker, layer_picker, plot, stack_picker
+from viz.common import position_labels
+from viz.lab import bars_figure, dimension_labels, scaling_figure, stage_figure
+
+st.title("Dot-product lab")
+st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
+config = state.live_config()
+result = data.live(config)
+layers, batch, heads = result.attention["encoder"].shape[:3]
+top = st.columns(4)
+with top[0]:
+    stack = stack_picker()
+with top[1]:
+    layer = layer_picker(layers)
+with top[2]:
+    element = element_picker(batch)
+with top[3]:
+    head = head_picker(heads)
+
+walk = data.walkthrough(config, stack, layer)
+t = {name: array[element] for name, array in walk.tensors.items()}
+query_labels = position_labels(result.source_tokens[element] if stack == "encoder" else result.target_tokens[element])
+key_labels = position_labels(result.target_tokens[element] if stack == "decoder" else result.source_tokens[element])
+mask = walk.mask[element]  # (N_q, N_k)
+d_k = t["query_heads"].shape[-1]
+dims = dimension_labels(d_k)
+
+st.subheader(f"{STACK_NAMES[stack]}, layer {layer}, head {head}: d_k = {d_k}")
+cols = st.columns(3)
+for col, name, title, rows in zip(cols, ("query_heads", "key_heads", "value_heads"), ("Q", "K", "V"),
+                                  (query_labels, key_labels, key_labels)):
+    with col:
+        plot(stage_figure(t[name][head], rows, dims, title), f"lab_{name}")
+cols = st.columns(3)
+with cols[0]:
+    plot(stage_figure(t["scores"][head], query_labels, key_labels, "Q·Kᵀ"), "lab_scores")
+with cols[1]:
+    plot(stage_figure(t["scaled"][head], query_labels, key_labels, f"÷ √d_k = ÷ {np.sqrt(d_k):.3g}"), "lab_scaled")
+with cols[2]:
+    plot(stage_figure(t["masked"][head], query_labels, key_labels, "+ mask (−∞ where blocked)", mask=mask),
+         "lab_masked")
+cols = st.columns(2)
+with cols[0]:
+    plot(stage_figure(t["weights"][head], query_labels, key_labels, "softmax", mask=mask, weights=True),
+         "lab_weights")
+with cols[1]:
+    plot(stage_figure(t["context"][head], query_labels, dims, "· V"), "lab_context")
+
+st.subheader("Why divide by √d_k")
+st.markdown("For q, k with independent N(0, 1) entries, q·k has variance d_k: the softmax saturates (its entropy "
+            "collapses) as d_k grows. Dividing by √d_k brings the variance back to 1. Measured now on random "
+            "vectors:")
+plot(scaling_figure(data.scaling()), "lab_scaling")
+
+st.subheader("Filling the mask: select, add −1e9, or −∞")
+scores_row_index = st.slider("Query row", 0, len(query_labels) - 1, 0, key="lab_row")
+scores_row = t["scaled"][head][scores_row_index]
+row_mask = mask[scores_row_index].copy()
+if st.toggle("Block every key of this row", key="lab_block_all"):
+    row_mask[:] = False
+fills = mask_fills(scores_row, row_mask)
+engine = np.asarray(masked_softmax(scores_row[None].astype(np.float32), row_mask[None]))[0]
+cols = st.columns(4)
+for col, (name, values) in zip(cols, list(fills.items()) + [("this engine", engine)]):
+    with col:
+        plot(bars_figure(key_labels, values, name), f"lab_fill_{name}")
+st.caption("With no allowed key, −∞ gives 0/0 = NaN and −1e9 spreads the weight evenly over blocked keys; "
+           "this engine gives every weight exactly 0.")
+
+st.subheader("A stable softmax")
+scale = st.select_slider("Logit size", options=[1, 10, 50, 100, 500, 1000], value=100, key="lab_scale")
+logits = np.linspace(-1.0, 1.0, 5) * scale
+cols = st.columns(3)
+for col, name, fn in zip(cols, ("naive exp(x)/Σexp(x)", "exp(x − max)", "exp(x − logsumexp)"),
+                         (naive_softmax, stable_softmax, logsumexp_softmax)):
+    with col:
+        plot(bars_figure([f"{v:g}" for v in logits], fn(logits), name), f"lab_softmax_{name}")

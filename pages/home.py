@@ -1,0 +1,25 @@
+"""Home: what Attention Lab is, and a link to each page."""
+
+import streamlit as st
+
+st.title("Attention Lab")
+st.markdown(
+    """
+A live laboratory for the Transformer of *Attention Is All You Need*. Change **d_model**, the number of
+**heads**, the **sequence length**, the **pad symbols** and the **input sequences** in the sidebar: the
+model's own components (TensorFlow / Keras) run again and every picture is redrawn.
+
+The conventions are the paper's: attention is scaled by **1/√d_k**, a mask's **True means "may attend"**,
+the look-ahead mask is **lower triangular**, and a query with no allowed key gets **zero weight** (never NaN).
+The weights are seeded random weights: the pictures show what the *mechanism* does, not what a trained
+model learned. Every view is in the URL — copy the link to share exactly what you see.
+"""
+)
+st.page_link("pages/masks.py", label="Masks — padding, look-ahead and target masks, and how they broadcast", icon="🎭")
+st.page_link("pages/positional_encoding.py", label="Positional encoding — sinusoids, wavelengths, similarity",
+             icon="〰️")
+st.page_link("pages/attention.py", label="Attention — every head of every layer, with statistics and checks",
+             icon="🔍")
+st.page_link("pages/dot_product_lab.py", label="Dot-product lab — one head step by step, why scale, mask fills",
+             icon="🧪")
+st.page_link("pages/shapes.py", label="Shapes — the tensor shapes of multi-head attention, step by step", icon="📐")

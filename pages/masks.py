@@ -1,0 +1,51 @@
+"""Masks: padding, look-ahead and combined target masks of the current batch, and how they broadcast."""
+
+import numpy as np
+import streamlit as st
+
+from ui import data, state
+from ui.controls import plot
+from viz.export import arrays_npz, matrix_csv
+from viz.masks import broadcast_rows, fully_masked_rows, mask_figure, mask_grid
+
+st.title("Masks")
+st.caption("Blue: the query may attend to the key (True). Grey: blocked (False). Rows are queries, columns keys.")
+result = data.live(state.live_config())
+batch, length = result.source_ids.shape
+titles = [f"line {b + 1}" for b in range(batch)]
+
+st.subheader("Padding mask (source)")
+st.markdown(f"Shape `{result.source_padding_mask.shape}` = (B, 1, 1, N): one row per sequence, repeated for every "
+            "query when it meets the attention logits. Padded keys are blocked for every query.")
+source_padding = np.broadcast_to(result.source_padding_mask[:, 0], (batch, length, length))
+plot(mask_grid(source_padding, result.source_tokens, result.source_tokens, titles), "padding")
+
+st.subheader("Look-ahead (subsequent) mask")
+st.markdown(f"Shape `{result.subsequent_mask.shape}` = (N, N), lower triangular: query *i* may attend to keys "
+            "*j ≤ i* only. The same for every sequence and head.")
+positions = [""] * length
+plot(mask_figure(result.subsequent_mask, positions, positions, f"subsequent_mask({length})"), "subsequent")
+
+st.subheader("Target mask (padding AND look-ahead)")
+st.markdown(f"Shape `{result.target_mask.shape}` = (B, 1, N, N): what masked decoder self-attention uses.")
+plot(mask_grid(result.target_mask[:, 0], result.target_tokens, result.target_tokens, titles), "target")
+
+st.subheader("How the masks broadcast")
+rows = broadcast_rows(batch, state.current_values()["heads"], length)
+st.table([{k: str(v) for k, v in row.items()} for row in rows])
+empty = fully_masked_rows(result.target_mask[:, 0])
+source_empty = fully_masked_rows(source_padding)
+if source_empty or empty:
+    listed = [f"source line {b + 1}, query {q}" for b, q in source_empty[:20]]
+    listed += [f"target line {b + 1}, query {q}" for b, q in empty[:20]]
+    st.warning("Fully masked rows (every key blocked, so these queries get zero weight): " + "; ".join(listed))
+else:
+    st.success("No query row is fully masked: every query has at least one key it may attend to.")
+
+left, right = st.columns(2)
+left.download_button("Download all masks (NPZ)", arrays_npz(
+    source_padding_mask=result.source_padding_mask, target_padding_mask=result.target_padding_mask,
+    subsequent_mask=result.subsequent_mask, target_mask=result.target_mask,
+), file_name="masks.npz", mime="application/octet-stream")
+right.download_button("Download the look-ahead mask (CSV)", matrix_csv(result.subsequent_mask.astype(int)),
+                      file_name="subsequent_mask.csv", mime="text/csv")

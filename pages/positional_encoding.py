@@ -1,0 +1,48 @@
+"""Positional encoding: the sinusoids of the paper for the current d_model and sequence length."""
+
+import streamlit as st
+
+from ui import data, state
+from ui.controls import PERSIST, parse_indices, plot
+from viz import positional
+from viz.export import matrix_csv
+
+st.title("Positional encoding")
+st.markdown("PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)). "
+            "It is added to the scaled embeddings at the bottom of the encoder and decoder.")
+result = data.live(state.live_config())
+encoding = result.positional_encoding
+length, d_model = encoding.shape
+
+st.subheader(f"Encoding: {length} positions × {d_model} dimensions")
+plot(positional.encoding_heatmap(encoding), "pe_heatmap")
+
+left, right = st.columns(2)
+dims_text = left.text_input("Dimensions to plot", key="pe_dims", help="Space-separated, e.g. 4 5 6 7.", **PERSIST)
+positions_text = right.text_input("Positions to plot", key="pe_positions", help="Space-separated.", **PERSIST)
+dims = parse_indices(dims_text, d_model, "dimensions") or list(range(min(4, d_model)))
+positions = parse_indices(positions_text, length, "positions") or list(range(min(8, length)))
+
+st.subheader("Chosen dimensions against position")
+plot(positional.dimension_lines(encoding, dims), "pe_lines")
+left, right = st.columns(2)
+with left:
+    st.markdown("**Every chosen dimension, offset** (curves over position)")
+    plot(positional.dimensions_offset(encoding, dims), "pe_dims_offset")
+with right:
+    st.markdown("**Every chosen position, offset** (curves over dimension)")
+    plot(positional.positions_offset(encoding, positions), "pe_positions_offset")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Wavelength of each dimension pair")
+    st.caption("A geometric progression from 2π to 10000·2π positions.")
+    plot(positional.wavelength_figure(d_model), "pe_wavelengths")
+with right:
+    st.subheader("Similarity between positions")
+    st.caption("PE(p)·PE(q) depends on p − q only: nearby positions look alike, and a fixed offset is a fixed "
+               "rotation of each sin/cos pair — which is why relative positions are recoverable.")
+    plot(positional.similarity_figure(encoding), "pe_similarity")
+
+st.download_button("Download the encoding (CSV)", matrix_csv(encoding, [str(p) for p in range(length)]),
+                   file_name=f"positional_encoding_{length}x{d_model}.csv", mime="text/csv")

@@ -1,0 +1,51 @@
+"""Shapes: the tensor shapes of multi-head attention, step by step, for the current configuration."""
+
+import streamlit as st
+
+from ui import data, state
+from ui.controls import PERSIST, plot
+from viz.shapes import tensor_diagram
+
+STEPS = [
+    ("Inputs", ["query", "key", "value"], ("B", "N", "d_model"),
+     "Query, key and value inputs (the same tensor in self-attention)."),
+    ("Linear projections", ["query_projected", "key_projected", "value_projected"], ("B", "N", "d_model"),
+     "Dense layers W_Q, W_K, W_V: d_model → h·d_k = d_model."),
+    ("Split heads", ["query_heads", "key_heads", "value_heads"], ("B", "H", "N", "d_k"),
+     "Reshape (B, N, H, d_k), then transpose to (B, H, N, d_k)."),
+    ("Q·Kᵀ", ["scores", "scaled"], ("B", "H", "N_q", "N_k"),
+     "Transpose the keys, multiply with the queries, divide by √d_k."),
+    ("softmax · V", ["weights", "context"], ("B", "H", "N_q", "·"),
+     "Masked softmax over keys (B, H, N_q, N_k), then weights · V gives (B, H, N_q, d_k)."),
+    ("Merge heads", ["merged"], ("B", "N", "d_model"), "Transpose back to (B, N, H, d_k), reshape to (B, N, d_model)."),
+    ("Output projection", ["output"], ("B", "N", "d_model"), "Dense layer W_O: d_model → d_model."),
+]
+AXES = {
+    "query_heads": ("B", "H", "N_q", "d_k"), "key_heads": ("B", "H", "N_k", "d_k"),
+    "value_heads": ("B", "H", "N_k", "d_k"), "scores": ("B", "H", "N_q", "N_k"), "scaled": ("B", "H", "N_q", "N_k"),
+    "weights": ("B", "H", "N_q", "N_k"), "context": ("B", "H", "N_q", "d_k"),
+}
+
+st.title("Shapes")
+config = state.live_config()
+walk = data.walkthrough(config, "encoder", 0)
+shapes = walk.shapes
+B, N, d_model = shapes["query"]
+H, d_k = shapes["query_heads"][1], shapes["query_heads"][3]
+st.markdown(f"Encoder self-attention of layer 0 with **B = {B}**, **N = {N}**, **d_model = {d_model}**, "
+            f"**H = {H}**, **d_k = d_model / H = {d_k}** — the shapes below are read off the real tensors.")
+
+step = st.select_slider("Step", options=list(range(len(STEPS))), key="step",
+                        format_func=lambda i: f"{i + 1}. {STEPS[i][0]}", **PERSIST)
+title, names, _, caption = STEPS[step]
+st.subheader(f"{step + 1}. {title}")
+st.markdown(caption)
+cols = st.columns(len(names))
+for col, name in zip(cols, names):
+    axes = AXES.get(name, ("B", "N", "d_model"))
+    with col:
+        plot(tensor_diagram(shapes[name], axes, name), f"shape_{name}")
+
+st.subheader("Every step")
+st.table([{"step": f"{i + 1}. {t}", "tensors": ", ".join(f"{n} {shapes[n]}" for n in ns)}
+          for i, (t, ns, _, _) in enumerate(STEPS)])

@@ -1,0 +1,153 @@
+"""Per-head statistics and live correctness checks on attention arrays (NumPy only).
+
+Masks: bool, True = may attend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ROW_SUM_TOLERANCE = 1e-4
+KERAS_TOLERANCE = 1e-4
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verified property: its name, whether it holds, and the measured number."""
+
+    name: str
+    passed: bool
+    value: float
+    detail: str
+
+
+def _allowed_rows(mask) -> np.ndarray:
+    return np.asarray(mask, bool).any(axis=-1)  # (N_q,)
+
+
+def head_statistics(weights, mask, key_is_padding) -> dict:
+    """Per-head numbers for comparing heads.
+
+    Args:
+      weights: ``(H, N_q, N_k)``.  mask: ``(N_q, N_k)`` bool.
+      key_is_padding: ``(N_k,)`` bool, True where the key token is a pad symbol.
+
+    Returns:
+      ``{"entropy", "max_weight", "mean_distance", "padding_share"}`` -> ``(H,)`` arrays,
+      averaged over query rows that have at least one allowed key.
+    """
+    weights = np.asarray(weights, dtype=np.float64)  # (H, N_q, N_k)
+    rows = _allowed_rows(np.broadcast_to(mask, weights.shape[-2:]))  # (N_q,)
+    used = weights[:, rows]  # (H, R, N_k)
+    if used.shape[1] == 0:
+        zeros = np.zeros(weights.shape[0])
+        return {"entropy": zeros, "max_weight": zeros, "mean_distance": zeros, "padding_share": zeros}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = np.where(used > 0, used * np.log(used), 0.0)  # (H, R, N_k)
+    distance = np.abs(np.flatnonzero(rows)[:, None] - np.arange(weights.shape[-1])[None, :])  # (R, N_k)
+    padding = np.asarray(key_is_padding, bool)[None, None, :]  # (1, 1, N_k)
+    return {
+        "entropy": -plogp.sum(-1).mean(-1),
+        "max_weight": weights.max(axis=(-2, -1)),
+        "mean_distance": (used * distance[None]).sum(-1).mean(-1),
+        "padding_share": (used * padding).sum(-1).mean(-1),
+    }
+
+
+def attention_checks(weights, mask, keras_difference=None) -> list[Check]:
+    """The properties the paper and this engine promise, measured on real arrays.
+
+    Args:
+      weights: ``(..., N_q, N_k)``.  mask: broadcastable bool, True = may attend.
+      keras_difference: optional ``{"output", "weights"}`` max gaps to Keras's layer.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    mask = np.broadcast_to(np.asarray(mask, bool), weights.shape)
+    finite = bool(np.isfinite(weights).all())
+    sums = np.nan_to_num(weights, nan=np.inf).sum(-1)  # (..., N_q)
+    allowed = mask.any(-1)  # (..., N_q)
+    row_gap = float(np.abs(sums[allowed] - 1).max()) if allowed.any() else 0.0
+    empty_gap = float(np.abs(sums[~allowed]).max()) if (~allowed).any() else 0.0
+    masked_max = float(np.abs(np.nan_to_num(weights, nan=np.inf)[~mask]).max()) if (~mask).any() else 0.0
+    checks = [
+        Check("no NaN or inf", finite, float((~np.isfinite(weights)).sum()), "count of non-finite weights"),
+        Check("rows sum to 1 where a key is allowed", row_gap <= ROW_SUM_TOLERANCE, row_gap,
+              "max |row sum − 1|"),
+        Check("masked weights are exactly 0", masked_max == 0.0, masked_max, "max |weight| on masked cells"),
+        Check("rows with no allowed key are all 0", empty_gap == 0.0, empty_gap, "max row sum of empty rows"),
+    ]
+    if keras_difference is not None:
+        gap = max(keras_difference.values())
+        checks.append(Check("agrees with keras.layers.MultiHeadAttention", gap <= KERAS_TOLERANCE, gap,
+                            "max |this engine − Keras| (same weights, output and weights)"))
+    return checks
+
+
+def scaling_experiment(d_ks=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), keys: int = 16,
+                       samples: int = 2000, seed: int = 0) -> dict:
+    """Seed 001's argument, measured: for q, k ~ N(0, 1)^d_k, var(q·k) = d_k, and
+    dividing by sqrt(d_k) brings it back to 1 and keeps the softmax from saturating.
+
+    Returns arrays over ``d_k``: ``variance_raw``, ``variance_scaled``, ``entropy_raw``,
+    ``entropy_scaled`` (mean softmax entropy over ``keys`` keys), and ``max_entropy`` = log(keys).
+    """
+    rng = np.random.default_rng(seed)
+    result = {name: [] for name in ("variance_raw", "variance_scaled", "entropy_raw", "entropy_scaled")}
+    for d_k in d_ks:
+        q = rng.standard_normal((samples, 1, d_k))  # (S, 1, d_k)
+        k = rng.standard_normal((samples, keys, d_k))  # (S, K, d_k)
+        dots = (q * k).sum(-1)  # (S, K)
+        for name, logits in (("raw", dots), ("scaled", dots / np.sqrt(d_k))):
+            result[f"variance_{name}"].append(float(logits.var()))
+            result[f"entropy_{name}"].append(float(_entropy(stable_softmax(logits)).mean()))
+    return {"d_k": list(d_ks), **{k: np.array(v) for k, v in result.items()}, "max_entropy": float(np.log(keys))}
+
+
+def _entropy(probabilities) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.where(probabilities > 0, probabilities * np.log(probabilities), 0.0).sum(-1)
+
+
+def naive_softmax(logits) -> np.ndarray:
+    """exp(x) / Σ exp(x): overflows to inf/inf = NaN for large logits."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        exp = np.exp(np.asarray(logits, dtype=np.float32))
+        return exp / exp.sum(-1, keepdims=True)
+
+
+def stable_softmax(logits) -> np.ndarray:
+    """exp(x - max x) / Σ exp(x - max x), the same function without overflow."""
+    logits = np.asarray(logits, dtype=np.float64)
+    shifted = logits - logits.max(-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(-1, keepdims=True)
+
+
+def logsumexp_softmax(logits) -> np.ndarray:
+    """exp(x - logsumexp(x)), seed 002's tip."""
+    logits = np.asarray(logits, dtype=np.float64)
+    peak = logits.max(-1, keepdims=True)
+    log_total = peak + np.log(np.exp(logits - peak).sum(-1, keepdims=True))
+    return np.exp(logits - log_total)
+
+
+def mask_fills(scores, mask) -> dict:
+    """One row of scores under three mask fills (NumPy, float32 as on the device).
+
+    ``select`` keeps allowed scores only (boolean select); ``add -1e9`` adds a large
+    negative number to blocked scores; ``-inf`` sets them to −∞. With no allowed key,
+    ``-inf`` gives NaN and ``add -1e9`` a uniform spread over blocked keys.
+    """
+    scores = np.asarray(scores, dtype=np.float32)
+    mask = np.asarray(mask, bool)
+    with np.errstate(invalid="ignore"):
+        selected = np.zeros_like(scores)
+        if mask.any():
+            selected[mask] = stable_softmax(scores[mask])
+        return {
+            "select": selected,
+            "add -1e9": stable_softmax(scores + np.where(mask, 0.0, -1e9)).astype(np.float32),
+            "-inf": naive_softmax(np.where(mask, scores - scores[mask].max() if mask.any() else scores, -np.inf)),
+        }

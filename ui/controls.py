@@ -1,0 +1,73 @@
+"""Page-level controls shared by several pages (their values are URL fields too)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import state
+
+PERSIST = dict(persist_state="session")
+STACK_NAMES = {
+    "encoder": "Encoder self-attention",
+    "decoder": "Masked decoder self-attention",
+    "cross": "Cross-attention (decoder → encoder)",
+}
+
+
+def clamp(key: str, high: int) -> None:
+    """Keep an index field within 0..high before its widget is drawn."""
+    value = st.session_state.get(key, state.FIELDS[key].default)
+    st.session_state[key] = min(max(0, value), max(0, high))
+
+
+def element_picker(batch: int, column=st) -> int:
+    """Which batch element (source/target line) to draw."""
+    clamp("element", batch - 1)
+    if batch == 1:
+        return 0
+    return column.selectbox("Sequence (batch element)", list(range(batch)), key="element",
+                            format_func=lambda b: f"line {b + 1}", **PERSIST)
+
+
+def stack_picker(column=st) -> str:
+    return column.radio("Attention", state.STACK_CHOICES, key="stack", format_func=STACK_NAMES.get,
+                        horizontal=True, **PERSIST)
+
+
+def layer_picker(layers: int, column=st) -> int:
+    clamp("layer", layers - 1)
+    if layers == 1:
+        return 0
+    return column.slider("Layer", 0, layers - 1, key="layer", **PERSIST)
+
+
+def head_picker(heads: int, column=st, label="Head") -> int:
+    clamp("head", heads - 1)
+    if heads == 1:
+        return 0
+    return column.slider(label, 0, heads - 1, key="head", **PERSIST)
+
+
+def mask_toggles(column=st) -> tuple[bool, bool]:
+    padding = column.toggle("Padding mask", key="pad_mask", help="Off: padded keys may be attended to.", **PERSIST)
+    future = column.toggle("Look-ahead mask", key="future_mask",
+                           help="Off: the decoder may attend to later positions.", **PERSIST)
+    return padding, future
+
+
+def plot(fig, key: str) -> None:
+    """Our colour scales are part of the picture: keep Streamlit's theme from replacing them."""
+    st.plotly_chart(fig, theme=None, key=key, config={"displaylogo": False})
+
+
+def parse_indices(text: str, limit: int, what: str) -> list[int]:
+    """Space-separated integers in 0..limit-1; a clear message for anything else."""
+    values, bad = [], []
+    for part in text.replace(",", " ").split():
+        if part.isdigit() and int(part) < limit:
+            values.append(int(part))
+        else:
+            bad.append(part)
+    if bad:
+        st.warning(f"Ignored {what} {' '.join(bad[:5])!s}: use whole numbers from 0 to {limit - 1}.", icon="⚠️")
+    return sorted(set(values))[:64]

@@ -1,0 +1,57 @@
+"""Cached engine calls for the pages. A bad configuration shows a message and stops the page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer import attention_walkthrough, run_live
+from transformer.analysis import scaling_experiment
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def _live(config):
+    return run_live(config)
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def _walkthrough(config, stack, layer):
+    return attention_walkthrough(config, stack, layer)
+
+
+@st.cache_data(show_spinner=False)
+def scaling(seed: int = 0):
+    return scaling_experiment(seed=seed)
+
+
+def _or_stop(compute, *args):
+    try:
+        with st.spinner("Computing…"):
+            return compute(*args)
+    except ValueError as error:
+        st.error(str(error), icon="⚠️")
+    except Exception as error:  # the engine failed on valid-looking input: say so, keep the app alive
+        st.error(f"The computation failed ({type(error).__name__}): {str(error)[:500]}", icon="⚠️")
+    st.stop()
+
+
+def show_status(result) -> None:
+    """The status line: device, TensorFlow version, compute time of the last run."""
+    text = (f"**Device:** {result.device_label} · **TensorFlow** {result.tf_version} · "
+            f"**compute** {result.compute_seconds * 1000:.1f} ms")
+    st.session_state["_last_status"] = text
+    slot = st.session_state.get("_status_slot")
+    if slot is not None:
+        slot.caption(text)
+
+
+def live(config):
+    """`run_live` for ``config``, cached; on bad input an error message and the page stops."""
+    result = _or_stop(_live, config)
+    show_status(result)
+    for notice in result.notices:
+        st.info(notice, icon="ℹ️")
+    return result
+
+
+def walkthrough(config, stack, layer):
+    return _or_stop(_walkthrough, config, stack, layer)

@@ -1,0 +1,182 @@
+"""The app's state: one field per control, kept in ``st.session_state`` and mirrored in the URL.
+
+Every field has a default and a parser; a URL value that does not parse falls
+back to the default with a visible notice. Only values that differ from the
+defaults are written to the URL, so a copied link stays short.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import streamlit as st
+
+from transformer.live import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+
+D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+DEVICE_CHOICES = ("auto", "cpu")
+STACK_CHOICES = ("encoder", "decoder", "cross")
+MAX_HEADS_SHOWN = 64
+MAX_TEXT_CHARS = 20_000
+URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
+NOTICES = "_notices"
+
+
+def head_choices(d_model: int) -> list[int]:
+    """Divisors of d_model that make sensible head counts."""
+    return [h for h in range(1, min(d_model, MAX_HEADS_SHOWN) + 1) if d_model % h == 0]
+
+
+def nearest_heads(d_model: int, heads: int) -> int:
+    """The valid head count closest to ``heads`` (ties go to the smaller)."""
+    return min(head_choices(d_model), key=lambda h: (abs(h - heads), h))
+
+
+def _integer(low: int, high: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError(f"must be from {low} to {high}")
+        return value
+    return parse
+
+
+def _choice(choices, kind=str) -> Callable[[str], Any]:
+    def parse(raw: str):
+        value = kind(raw)
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(map(str, choices))}")
+        return value
+    return parse
+
+
+def _text(limit: int) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if len(raw) > limit:
+            raise ValueError(f"is longer than {limit:,} characters")
+        return raw
+    return parse
+
+
+def _flag(raw: str) -> bool:
+    if raw not in ("0", "1"):
+        raise ValueError("must be 0 or 1")
+    return raw == "1"
+
+
+@dataclass(frozen=True)
+class Field:
+    default: Any
+    parse: Callable[[str], Any]
+
+
+FIELDS: dict[str, Field] = {
+    # model controls in the sidebar
+    "d_model": Field(64, _choice(D_MODEL_CHOICES, int)),
+    "heads": Field(4, _integer(1, MAX_HEADS_SHOWN)),
+    "d_ff": Field(256, _choice(D_FF_CHOICES, int)),
+    "layers": Field(2, _integer(1, MAX_LAYERS)),
+    "seq_len": Field(7, _integer(1, MAX_SEQ_LEN)),
+    "seed": Field(0, _integer(0, 2**31 - 1)),
+    "pads": Field("0 <pad>", _text(200)),
+    "src": Field(SEED_BATCH, _text(MAX_TEXT_CHARS)),
+    "tgt": Field(SEED_BATCH, _text(MAX_TEXT_CHARS)),
+    "device": Field("auto", _choice(DEVICE_CHOICES)),
+    # page controls
+    "stack": Field("encoder", _choice(STACK_CHOICES)),
+    "layer": Field(0, _integer(0, MAX_LAYERS - 1)),
+    "element": Field(0, _integer(0, 15)),
+    "head": Field(0, _integer(0, MAX_HEADS_SHOWN - 1)),
+    "pad_mask": Field(True, _flag),
+    "future_mask": Field(True, _flag),
+    "pe_dims": Field("4 5 6 7", _text(400)),
+    "pe_positions": Field("0 1 2 3 4 5 6 7", _text(400)),
+    "step": Field(0, _integer(0, 6)),
+}
+
+DUMPERS = {bool: lambda value: "1" if value else "0"}
+
+
+def dump(value) -> str:
+    return DUMPERS.get(type(value), str)(value)
+
+
+def parse_url(query: dict) -> tuple[dict, list[str]]:
+    """Values for every field from URL parameters, and a notice for each one ignored."""
+    values, notices = {}, []
+    for key, field in FIELDS.items():
+        values[key] = field.default
+        if key not in query:
+            continue
+        raw = query[key]
+        try:
+            values[key] = field.parse(raw)
+        except (ValueError, TypeError) as error:
+            notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); using {dump(field.default)!r}.")
+    if values["d_model"] % values["heads"]:
+        fixed = nearest_heads(values["d_model"], values["heads"])
+        notices.append(
+            f"The link's heads={values['heads']} does not divide d_model={values['d_model']}; using {fixed}."
+        )
+        values["heads"] = fixed
+    return values, notices
+
+
+def url_params(values: dict) -> tuple[dict, list[str]]:
+    """The non-default values as URL parameters; texts too long for a link are left out."""
+    params, left_out = {}, []
+    for key, field in FIELDS.items():
+        value = values.get(key, field.default)
+        if value == field.default:
+            continue
+        text = dump(value)
+        if len(text) > URL_TEXT_LIMIT:
+            left_out.append(key)
+            continue
+        params[key] = text
+    return params, left_out
+
+
+def load_url_once() -> None:
+    """On a session's first run: fill ``st.session_state`` from the URL (or the defaults)."""
+    if "_loaded" in st.session_state:
+        return
+    values, notices = parse_url(st.query_params.to_dict())
+    for key, value in values.items():
+        st.session_state[key] = value
+    st.session_state[NOTICES] = notices
+    st.session_state["_loaded"] = True
+
+
+def current_values() -> dict:
+    return {key: st.session_state.get(key, field.default) for key, field in FIELDS.items()}
+
+
+def write_url() -> list[str]:
+    """Mirror the state in the URL; returns the fields too long to put in it."""
+    params, left_out = url_params(current_values())
+    if params != st.query_params.to_dict():
+        st.query_params.from_dict(params)
+    return left_out
+
+
+def notify(message: str) -> None:
+    """Queue a notice shown at the top of the next page drawn."""
+    st.session_state.setdefault(NOTICES, []).append(message)
+
+
+def pad_symbols(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+def live_config(**overrides) -> LiveConfig:
+    """The engine configuration the sidebar describes (pages may override mask toggles)."""
+    state = current_values()
+    config = LiveConfig(
+        d_model=state["d_model"], num_heads=state["heads"], d_ff=state["d_ff"], num_layers=state["layers"],
+        seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],
+        target_text=state["tgt"], seed=state["seed"], device=state["device"],
+    )
+    return LiveConfig(**{**config.__dict__, **overrides})

@@ -1,0 +1,1 @@
+"""Plotly figure builders: NumPy in, go.Figure out. No TensorFlow, no Streamlit."""

@@ -1,0 +1,76 @@
+"""Figures of the dot-product lab: one head's stages, the scaling argument, mask fills."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.common import DIVERGING_COLORSCALE, MASKED_COLOR, category_axes, position_labels
+
+
+def stage_figure(values, row_labels, column_labels, title: str, mask=None, weights=False) -> go.Figure:
+    """One stage as a heatmap with its shape in the title.
+
+    ``values`` is ``(R, C)``; ``mask`` (same shape, True = may attend) draws blocked
+    cells grey, whatever their value (-inf included). Weights use the fixed 0–1
+    scale; other stages a diverging scale centred on 0.
+    """
+    values = np.asarray(values, dtype=np.float32)
+    blocked = np.zeros(values.shape, bool) if mask is None else ~np.asarray(mask, bool)
+    shown = np.where(blocked | ~np.isfinite(values), np.nan, values).astype(np.float32)
+    if weights:
+        scale = dict(colorscale="Blues", zmin=0.0, zmax=1.0)
+    else:
+        limit = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
+        scale = dict(colorscale=DIVERGING_COLORSCALE, zmin=-limit or -1.0, zmax=limit or 1.0)
+    fig = go.Figure(go.Heatmap(z=shown, x=column_labels, y=row_labels, **scale,
+                               hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>"))
+    if blocked.any():
+        fig.add_trace(go.Heatmap(
+            z=np.where(blocked, 1.0, np.nan).astype(np.float32), x=column_labels, y=row_labels,
+            colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False,
+            hovertemplate="row %{y}<br>column %{x}<br>masked (−∞ before softmax)<extra></extra>",
+        ))
+    category_axes(fig, showticklabels=len(row_labels) <= 40)
+    fig.update_layout(title=f"{title}  {tuple(values.shape)}", height=320, margin=dict(t=50, l=10, r=10, b=10))
+    return fig
+
+
+def dimension_labels(count: int) -> list[str]:
+    return [f"d{j}" for j in range(count)]
+
+
+def stage_labels(tokens) -> list[str]:
+    return position_labels(tokens)
+
+
+def scaling_figure(experiment: dict) -> go.Figure:
+    """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k)."""
+    d_k = experiment["d_k"]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("variance of q·k", "softmax entropy (nats)"))
+    for key, name, dash in (("raw", "q·k", "dot"), ("scaled", "q·k / sqrt(d_k)", "solid")):
+        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"variance_{key}"], name=name, line=dict(dash=dash),
+                                 hovertemplate="d_k %{x}<br>variance %{y:.3f}<extra>" + name + "</extra>"),
+                      row=1, col=1)
+        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"entropy_{key}"], name=name, line=dict(dash=dash),
+                                 showlegend=False,
+                                 hovertemplate="d_k %{x}<br>entropy %{y:.3f}<extra>" + name + "</extra>"),
+                      row=1, col=2)
+    fig.add_trace(go.Scatter(x=d_k, y=[experiment["max_entropy"]] * len(d_k), name="uniform (log N)",
+                             line=dict(color="grey", dash="dash")), row=1, col=2)
+    fig.update_xaxes(type="log", title="d_k")
+    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_layout(height=360, margin=dict(t=50, l=10, r=10, b=10))
+    return fig
+
+
+def bars_figure(labels, values, title: str) -> go.Figure:
+    """Bars of one probability row (e.g. a softmax under different mask fills); NaN bars are marked."""
+    values = np.asarray(values, dtype=np.float64)
+    text = ["NaN" if np.isnan(v) else f"{v:.3g}" for v in values]
+    fig = go.Figure(go.Bar(x=list(labels), y=np.nan_to_num(values, nan=0.0), text=text, textposition="outside",
+                           hovertemplate="%{x}<br>%{text}<extra></extra>"))
+    fig.update_layout(title=title, yaxis=dict(range=[0, 1.15], title="weight"), height=280,
+                      margin=dict(t=50, l=10, r=10, b=10))
+    return fig

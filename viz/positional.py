@@ -1,0 +1,117 @@
+"""Positional-encoding figures (seed 004's three line plots, the heatmap, wavelengths, similarity).
+
+Every builder takes the ``(N, d_model)`` encoding (or d_model) and returns a go.Figure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.common import DIVERGING_COLORSCALE, max_pool, pool_factor
+
+OFFSET = 4.0  # vertical spacing of the offset plots, as in the seed
+
+
+def encoding_heatmap(encoding) -> go.Figure:
+    """Position × dimension, values in [-1, 1] on a fixed diverging scale."""
+    encoding = np.asarray(encoding, dtype=np.float32)  # (N, D)
+    return go.Figure(
+        go.Heatmap(z=encoding, colorscale=DIVERGING_COLORSCALE, zmin=-1, zmax=1,
+                   colorbar=dict(title="PE"),
+                   hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"),
+        layout=dict(xaxis_title="dimension", yaxis_title="position", yaxis_autorange="reversed",
+                    height=420, margin=dict(t=30, l=10, r=10, b=10)),
+    )
+
+
+def dimension_lines(encoding, dimensions) -> go.Figure:
+    """Chosen dimensions against position (seed: ``plt.plot(pe[:, 4:8])``)."""
+    encoding = np.asarray(encoding, dtype=np.float32)
+    positions = np.arange(encoding.shape[0])
+    fig = go.Figure([
+        go.Scatter(x=positions, y=encoding[:, d], mode="lines", name=f"dim {d}",
+                   hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.4f}}<extra></extra>")
+        for d in dimensions
+    ])
+    fig.update_layout(xaxis_title="position", yaxis_title="value", height=380, margin=dict(t=30, l=10, r=10, b=10))
+    return fig
+
+
+def dimensions_offset(encoding, dimensions) -> go.Figure:
+    """Each chosen dimension as a curve over position, offset sideways by 4 (seed's pe_dim_all)."""
+    encoding = np.asarray(encoding, dtype=np.float32)
+    positions = np.arange(encoding.shape[0])
+    fig = go.Figure([
+        go.Scatter(x=encoding[:, d] + OFFSET * i, y=positions, mode="lines", name=f"dim {d}",
+                   hovertemplate=f"dim {d}<br>position %{{y}}<extra></extra>")
+        for i, d in enumerate(dimensions)
+    ])
+    fig.update_layout(
+        xaxis=dict(title="dimension", tickvals=[OFFSET * i for i in range(len(dimensions))],
+                   ticktext=[str(d) for d in dimensions]),
+        yaxis=dict(title="position", autorange="reversed"), height=460, margin=dict(t=30, l=10, r=10, b=10),
+    )
+    return fig
+
+
+def positions_offset(encoding, positions) -> go.Figure:
+    """Each chosen position as a curve over dimension, offset upwards by 4 (seed's pe_length_all)."""
+    encoding = np.asarray(encoding, dtype=np.float32)
+    dims = np.arange(encoding.shape[1])
+    fig = go.Figure([
+        go.Scatter(x=dims, y=encoding[p] + OFFSET * i, mode="lines", name=f"pos {p}",
+                   hovertemplate=f"pos {p}<br>dimension %{{x}}<extra></extra>")
+        for i, p in enumerate(positions)
+    ])
+    fig.update_layout(
+        xaxis_title="dimension",
+        yaxis=dict(title="position", tickvals=[OFFSET * i for i in range(len(positions))],
+                   ticktext=[str(p) for p in positions]),
+        height=460, margin=dict(t=30, l=10, r=10, b=10),
+    )
+    return fig
+
+
+def wavelengths(d_model: int) -> np.ndarray:
+    """Wavelength of each sin/cos pair i: ``2π · 10000^(2i/d_model)``, shape ``(ceil(D/2),)``."""
+    pairs = np.arange(0, d_model, 2)
+    return 2 * np.pi * 10000.0 ** (pairs / d_model)
+
+
+def wavelength_figure(d_model: int) -> go.Figure:
+    """Wavelengths on a log scale: a geometric progression from 2π to 10000·2π."""
+    values = wavelengths(d_model)
+    fig = go.Figure(go.Scatter(
+        x=np.arange(len(values)), y=values, mode="lines+markers",
+        hovertemplate="pair %{x} (dims 2i, 2i+1)<br>wavelength %{y:.1f} positions<extra></extra>",
+    ))
+    fig.update_layout(xaxis_title="dimension pair i", yaxis=dict(title="wavelength (positions)", type="log"),
+                      height=340, margin=dict(t=30, l=10, r=10, b=10))
+    return fig
+
+
+def similarity(encoding) -> np.ndarray:
+    """Dot products between positions' encodings, ``(N, N)``."""
+    encoding = np.asarray(encoding, dtype=np.float32)
+    return encoding @ encoding.T  # (N, N)
+
+
+def similarity_figure(encoding) -> go.Figure:
+    """PE·PEᵀ: it depends on the offset between positions, so relative position is recoverable.
+
+    Matrices longer than 128 positions are max-pooled (and titled so).
+    """
+    matrix = similarity(encoding)
+    factor = pool_factor(matrix.shape[0])
+    shown = max_pool(matrix, factor, factor, fill=-np.inf) if factor > 1 else matrix
+    limit = float(np.abs(matrix).max()) or 1.0
+    title = f"max-pooled {factor}×{factor} view" if factor > 1 else ""
+    ticks = np.arange(shown.shape[0]) * factor
+    return go.Figure(
+        go.Heatmap(z=shown.astype(np.float32), x=ticks, y=ticks, colorscale=DIVERGING_COLORSCALE,
+                   zmin=-limit, zmax=limit, colorbar=dict(title="PE·PE"),
+                   hovertemplate="position %{y}<br>position %{x}<br>dot product %{z:.3f}<extra></extra>"),
+        layout=dict(title=title, xaxis_title="position", yaxis_title="position", yaxis_autorange="reversed",
+                    height=420, margin=dict(t=40, l=10, r=10, b=10)),
+    )
