@@ -2,24 +2,24 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="Attention Lab", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
 
 from ui import sidebar, state  # noqa: E402  (after set_page_config)
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon="🏠", default=True),
-    st.Page("pages/masks.py", title="Masks", icon="🎭", url_path="masks"),
-    st.Page("pages/positional_encoding.py", title="Positional encoding", icon="〰️", url_path="positional-encoding"),
-    st.Page("pages/attention.py", title="Attention", icon="🔍", url_path="attention"),
-    st.Page("pages/dot_product_lab.py", title="Dot-product lab", icon="🧪", url_path="dot-product-lab"),
-    st.Page("pages/shapes.py", title="Shapes", icon="📐", url_path="shapes"),
+    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("app_pages/masks.py", title="Masks", icon=":material/grid_on:", url_path="masks"),
+    st.Page("app_pages/positional_encoding.py", title="Positional encoding", icon=":material/waves:", url_path="positional-encoding"),
+    st.Page("app_pages/attention.py", title="Attention", icon=":material/visibility:", url_path="attention"),
+    st.Page("app_pages/dot_product_lab.py", title="Dot-product lab", icon=":material/science:", url_path="dot-product-lab"),
+    st.Page("app_pages/shapes.py", title="Shapes", icon=":material/straighten:", url_path="shapes"),
 ]
 
 state.load_url_once()
 page = st.navigation(PAGES)
 sidebar.render()
 for notice in st.session_state.pop(state.NOTICES, []):
-    st.warning(notice, icon="⚠️")
+    st.warning(notice, icon=":material/warning:")
 left_out = state.write_url()
 if left_out:
     st.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")

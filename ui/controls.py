@@ -57,7 +57,7 @@ def mask_toggles(column=st) -> tuple[bool, bool]:
 
 def plot(fig, key: str) -> None:
     """Our colour scales are part of the picture: keep Streamlit's theme from replacing them."""
-    st.plotly_chart(fig, theme=None, key=key, config={"displaylogo": False})
+    st.plotly_chart(fig, theme=None, key=f"fig_{key}", config={"displaylogo": False})
 
 
 def parse_indices(text: str, limit: int, what: str) -> list[int]:
@@ -69,5 +69,5 @@ def parse_indices(text: str, limit: int, what: str) -> list[int]:
         else:
             bad.append(part)
     if bad:
-        st.warning(f"Ignored {what} {' '.join(bad[:5])!s}: use whole numbers from 0 to {limit - 1}.", icon="⚠️")
+        st.warning(f"Ignored {what} {' '.join(bad[:5])!s}: use whole numbers from 0 to {limit - 1}.", icon=":material/warning:")
     return sorted(set(values))[:64]

@@ -28,9 +28,9 @@ def _or_stop(compute, *args):
         with st.spinner("Computing…"):
             return compute(*args)
     except ValueError as error:
-        st.error(str(error), icon="⚠️")
+        st.error(str(error), icon=":material/warning:")
     except Exception as error:  # the engine failed on valid-looking input: say so, keep the app alive
-        st.error(f"The computation failed ({type(error).__name__}): {str(error)[:500]}", icon="⚠️")
+        st.error(f"The computation failed ({type(error).__name__}): {str(error)[:500]}", icon=":material/warning:")
     st.stop()
 
 
@@ -49,7 +49,7 @@ def live(config):
     result = _or_stop(_live, config)
     show_status(result)
     for notice in result.notices:
-        st.info(notice, icon="ℹ️")
+        st.info(notice, icon=":material/info:")
     return result
 
 

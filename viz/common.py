@@ -56,8 +56,9 @@ def pooled_labels(labels, factor: int) -> list[str]:
 
 def category_axes(fig: go.Figure, row=None, col=None, reverse_y=True, **kwargs) -> None:
     """Category axes (labels are never merged), query rows from top to bottom."""
-    fig.update_xaxes(type="category", tickangle=-45, row=row, col=col, **kwargs)
-    fig.update_yaxes(type="category", autorange="reversed" if reverse_y else True, row=row, col=col, **kwargs)
+    fig.update_xaxes(type="category", tickangle=-45, automargin=True, row=row, col=col, **kwargs)
+    fig.update_yaxes(type="category", autorange="reversed" if reverse_y else True, automargin=True,
+                     row=row, col=col, **kwargs)
 
 
 def weight_layers(weights, mask, query_labels, key_labels, name="", coloraxis="coloraxis"):

@@ -28,7 +28,7 @@ key_tokens = result.target_tokens[element] if stack == "decoder" else result.sou
 weights = result.attention[stack][layer, :, element]  # (H, N_q, N_k)
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
 if not (padding_on and future_on):
-    st.info("A mask is switched off: the weights below are what attention does without it.", icon="🔓")
+    st.info("A mask is switched off: the weights below are what attention does without it.", icon=":material/lock_open:")
 
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 plot(head_grid(weights, mask, query_tokens, key_tokens, title=f"{heads} heads"), "heads")

@@ -24,7 +24,8 @@ st.subheader("Look-ahead (subsequent) mask")
 st.markdown(f"Shape `{result.subsequent_mask.shape}` = (N, N), lower triangular: query *i* may attend to keys "
             "*j ≤ i* only. The same for every sequence and head.")
 positions = [""] * length
-plot(mask_figure(result.subsequent_mask, positions, positions, f"subsequent_mask({length})"), "subsequent")
+with st.columns([1, 1])[0]:
+    plot(mask_figure(result.subsequent_mask, positions, positions, f"subsequent_mask({length})"), "subsequent")
 
 st.subheader("Target mask (padding AND look-ahead)")
 st.markdown(f"Shape `{result.target_mask.shape}` = (B, 1, N, N): what masked decoder self-attention uses.")

@@ -15,11 +15,11 @@ The weights are seeded random weights: the pictures show what the *mechanism* do
 model learned. Every view is in the URL — copy the link to share exactly what you see.
 """
 )
-st.page_link("pages/masks.py", label="Masks — padding, look-ahead and target masks, and how they broadcast", icon="🎭")
-st.page_link("pages/positional_encoding.py", label="Positional encoding — sinusoids, wavelengths, similarity",
-             icon="〰️")
-st.page_link("pages/attention.py", label="Attention — every head of every layer, with statistics and checks",
-             icon="🔍")
-st.page_link("pages/dot_product_lab.py", label="Dot-product lab — one head step by step, why scale, mask fills",
-             icon="🧪")
-st.page_link("pages/shapes.py", label="Shapes — the tensor shapes of multi-head attention, step by step", icon="📐")
+st.page_link("app_pages/masks.py", label="Masks — padding, look-ahead and target masks, and how they broadcast", icon=":material/grid_on:")
+st.page_link("app_pages/positional_encoding.py", label="Positional encoding — sinusoids, wavelengths, similarity",
+             icon=":material/waves:")
+st.page_link("app_pages/attention.py", label="Attention — every head of every layer, with statistics and checks",
+             icon=":material/visibility:")
+st.page_link("app_pages/dot_product_lab.py", label="Dot-product lab — one head step by step, why scale, mask fills",
+             icon=":material/science:")
+st.page_link("app_pages/shapes.py", label="Shapes — the tensor shapes of multi-head attention, step by step", icon=":material/straighten:")

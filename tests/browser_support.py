@@ -1,0 +1,81 @@
+"""A real `streamlit run` on a free loopback port, and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("ATTENTION_LAB_CHROMIUM", "/usr/bin/chromium")
+OUTPUT = ROOT / "test-output" / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def browser_required() -> bool:
+    return bool(os.environ.get("ATTENTION_LAB_REQUIRE_BROWSER") or os.environ.get("CI"))
+
+
+def chromium_missing() -> str | None:
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        return f"{CHROMIUM} is not installed (apt-get install -y chromium)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(base_url: str, process, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        time.sleep(0.25)
+    raise TimeoutError(f"{base_url}/_stcore/health did not answer within {timeout} s")
+
+
+@contextlib.contextmanager
+def streamlit_server(script: str = "app.py"):
+    port = free_port()
+    log = open(ROOT / "test-output" / f"streamlit-{port}.log", "w")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base_url, process)
+        yield base_url
+    finally:
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=15)
+        if process.poll() is None:
+            process.kill()
+        log.close()
+
+
+def wait_idle(page, timeout: float = 90_000) -> None:
+    """Until the script has run and stopped (Streamlit's own e2e tests wait for this)."""
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+    page.wait_for_timeout(300)
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
