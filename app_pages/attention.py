@@ -25,7 +25,7 @@ with controls[1]:
 
 query_tokens = result.source_tokens[element] if stack == "encoder" else result.target_tokens[element]
 key_tokens = result.target_tokens[element] if stack == "decoder" else result.source_tokens[element]
-weights = result.attention[stack][layer, :, element]  # (H, N_q, N_k)
+weights = result.attention[stack][layer, element]  # (H, N_q, N_k)
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
 if not (padding_on and future_on):
     st.info("A mask is switched off: the weights below are what attention does without it.", icon=":material/lock_open:")

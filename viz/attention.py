@@ -110,17 +110,18 @@ STAT_COLUMNS = ("entropy", "max_weight", "mean_distance", "padding_share")
 STAT_TITLES = {
     "entropy": "entropy (nats)",
     "max_weight": "max weight",
-    "mean_distance": "mean attention distance (positions)",
-    "padding_share": "share of weight on padding",
+    "mean_distance": "mean distance (positions)",
+    "padding_share": "weight on padding",
 }
 
 
 def stats_figure(stats: dict) -> go.Figure:
     """Bars per head for each statistic of `transformer.analysis.head_statistics`."""
     heads = [f"head {h}" for h in range(len(stats["entropy"]))]
-    fig = make_subplots(rows=1, cols=len(STAT_COLUMNS), subplot_titles=[STAT_TITLES[c] for c in STAT_COLUMNS])
-    for col, column in enumerate(STAT_COLUMNS, start=1):
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[STAT_TITLES[c] for c in STAT_COLUMNS],
+                        vertical_spacing=0.18)
+    for index, column in enumerate(STAT_COLUMNS):
         fig.add_trace(go.Bar(x=heads, y=np.asarray(stats[column], dtype=np.float32), name=STAT_TITLES[column],
-                             hovertemplate="%{x}<br>%{y:.4f}<extra></extra>"), row=1, col=col)
-    fig.update_layout(showlegend=False, height=300, margin=dict(t=50, l=10, r=10, b=10))
+                             hovertemplate="%{x}<br>%{y:.4f}<extra></extra>"), row=index // 2 + 1, col=index % 2 + 1)
+    fig.update_layout(showlegend=False, height=420, margin=dict(t=50, l=10, r=10, b=10))
     return fig
