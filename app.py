@@ -9,9 +9,9 @@ from ui import sidebar, state  # noqa: E402  (after set_page_config)
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("app_pages/masks.py", title="Masks", icon=":material/grid_on:", url_path="masks"),
-    st.Page("app_pages/positional_encoding.py", title="Positional encoding", icon=":material/waves:", url_path="positional-encoding"),
+    st.Page("app_pages/positional_encoding.py", title="Positional encoding", icon=":material/waves:", url_path="positional_encoding"),
     st.Page("app_pages/attention.py", title="Attention", icon=":material/visibility:", url_path="attention"),
-    st.Page("app_pages/dot_product_lab.py", title="Dot-product lab", icon=":material/science:", url_path="dot-product-lab"),
+    st.Page("app_pages/dot_product_lab.py", title="Dot-product lab", icon=":material/science:", url_path="dot_product_lab"),
     st.Page("app_pages/shapes.py", title="Shapes", icon=":material/straighten:", url_path="shapes"),
 ]
 

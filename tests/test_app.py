@@ -1,0 +1,234 @@
+"""Every page through streamlit.testing.v1.AppTest: no exception, controls change the charts, URL state."""
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+pytestmark = pytest.mark.app
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes"]
+
+
+def open_page(page, query=None):
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.switch_page(f"app_pages/{page}.py")
+    return at.run()
+
+
+def specs(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def decode(z):
+    """A Plotly typed array ({"dtype", "bdata", "shape"}) or a list, as NumPy."""
+    if isinstance(z, dict):
+        array = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        shape = [int(n) for n in str(z.get("shape", len(array))).split(",")]
+        return array.reshape(shape)
+    return np.asarray(z, dtype=float)
+
+
+def heatmaps(spec) -> list[np.ndarray]:
+    return [decode(trace["z"]) for trace in spec["data"] if trace["type"] == "heatmap"]
+
+
+def weight_panels(spec) -> list[np.ndarray]:
+    """The weight layer of each head panel (every other heatmap is the masked-cells layer)."""
+    return [decode(t["z"]) for t in spec["data"] if t["type"] == "heatmap" and "coloraxis" in t]
+
+
+def no_errors(at):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_without_exception(page):
+    at = open_page(page)
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    if page != "home":
+        assert at.get("plotly_chart"), "every page but home draws charts"
+
+
+def test_status_line_names_device_version_and_time():
+    at = open_page("masks")
+    status = " ".join(c.value for c in at.sidebar.caption)
+    assert "CPU" in status or "GPU" in status
+    assert "TensorFlow** 2.21" in status and " ms" in status
+
+
+def test_masks_page_reproduces_the_seed_figures():
+    at = open_page("masks")
+    padding, subsequent, target = specs(at)[:3]
+    allowed = [z for z in heatmaps(padding)][0::2]  # "attend" layer of each panel: 1 where allowed
+    assert np.array_equal(~np.isnan(allowed[1][0]), [1, 1, 0, 0, 0, 0, 0])
+    assert np.array_equal(~np.isnan(heatmaps(subsequent)[0]), np.tril(np.ones((7, 7), bool)))
+    expected = np.tril(np.ones((7, 7), bool)) & np.array([1, 1, 1, 1, 1, 0, 0], bool)
+    assert np.array_equal(~np.isnan(heatmaps(target)[0]), expected)
+
+
+@pytest.mark.parametrize("key, value", [("seq_len", 5), ("pads", "<pad>"), ("src", "1 2 0\n0 0 0\n4")])
+def test_sidebar_controls_change_the_mask_charts(key, value):
+    at = open_page("masks")
+    before = heatmaps(specs(at)[0])
+    widget = at.sidebar.slider(key=key) if key == "seq_len" else (
+        at.sidebar.text_input(key=key) if key == "pads" else at.sidebar.text_area(key=key))
+    widget.set_value(value).run()
+    no_errors(at)
+    after = heatmaps(specs(at)[0])
+    assert len(before) != len(after) or any(a.shape != b.shape or not np.array_equal(a, b, equal_nan=True)
+                                            for a, b in zip(before, after))
+    assert at.query_params[key] == str(value)
+
+
+def test_d_model_changes_the_positional_encoding():
+    at = open_page("positional_encoding")
+    assert heatmaps(specs(at)[0])[0].shape == (7, 64)
+    at.sidebar.select_slider(key="d_model").set_value(128).run()
+    no_errors(at)
+    assert heatmaps(specs(at)[0])[0].shape == (7, 128)
+
+
+@pytest.mark.parametrize("d_model, heads", [(64, 4), (32, 8), (48, 3), (16, 1)])
+def test_attention_page_draws_one_panel_per_head_for_every_stack(d_model, heads):
+    at = open_page("attention", {"d_model": str(d_model), "heads": str(heads)})
+    for stack in ("encoder", "decoder", "cross"):
+        at.radio(key="stack").set_value(stack).run()
+        no_errors(at)
+        assert len(weight_panels(specs(at)[0])) == heads
+        assert at.sidebar.select_slider(key="heads").value == heads
+
+
+@pytest.mark.parametrize("key, value", [("seed", 7), ("d_ff", 64), ("layers", 3)])
+def test_model_controls_change_the_weights(key, value):
+    at = open_page("attention", {"stack": "cross", "layer": "1"})
+    before = weight_panels(specs(at)[0])
+    widget = {"seed": at.sidebar.number_input, "d_ff": at.sidebar.select_slider, "layers": at.sidebar.slider}[key]
+    widget(key=key).set_value(value).run()
+    no_errors(at)
+    after = weight_panels(specs(at)[0])
+    assert not all(np.allclose(a, b, equal_nan=True) for a, b in zip(before, after))
+
+
+def test_toggling_the_padding_mask_changes_the_weights():
+    at = open_page("attention")
+    masked = weight_panels(specs(at)[0])
+    assert all(np.isnan(panel[:, 5:]).all() for panel in masked)  # padded keys drawn as masked
+    at.toggle(key="pad_mask").set_value(False).run()
+    unmasked = weight_panels(specs(at)[0])
+    assert all((panel[:, 5:] > 0).all() for panel in unmasked)
+    assert at.query_params["pad_mask"] == "0"
+
+
+def test_toggling_the_look_ahead_mask_changes_decoder_weights():
+    at = open_page("attention", {"stack": "decoder"})
+    at.toggle(key="future_mask").set_value(False).run()
+    no_errors(at)
+    panel = weight_panels(specs(at)[0])[0]
+    assert (panel[0, 1:5] > 0).all()
+
+
+def test_attention_page_shows_live_checks_all_passing():
+    at = open_page("attention")
+    lines = [m.value for m in at.markdown if "✅" in m.value or "❌" in m.value]
+    assert len(lines) == 5 and all(line.startswith("✅") for line in lines)
+    assert any("keras.layers.MultiHeadAttention" in line for line in lines)
+
+
+def test_changing_d_model_fixes_heads_and_says_so():
+    at = open_page("masks", {"d_model": "64", "heads": "32"})
+    at.sidebar.select_slider(key="d_model").set_value(48).run()
+    no_errors(at)
+    assert at.sidebar.select_slider(key="heads").value == 24
+    assert any("heads is now 24" in w.value for w in at.warning)
+
+
+def test_url_parameters_are_read_back_into_the_controls():
+    query = {"d_model": "128", "heads": "8", "seq_len": "12", "layers": "3", "pads": "<pad>", "seed": "5",
+             "src": "a b c", "tgt": "x y", "device": "cpu"}
+    at = open_page("masks", query)
+    no_errors(at)
+    assert at.sidebar.select_slider(key="d_model").value == 128
+    assert at.sidebar.select_slider(key="heads").value == 8
+    assert at.sidebar.slider(key="seq_len").value == 12
+    assert at.sidebar.slider(key="layers").value == 3
+    assert at.sidebar.text_input(key="pads").value == "<pad>"
+    assert at.sidebar.number_input(key="seed").value == 5
+    assert at.sidebar.text_area(key="src").value == "a b c"
+    assert at.sidebar.radio(key="device").value == "cpu"
+
+
+@pytest.mark.parametrize("query, notice", [
+    ({"seq_len": "abc"}, "seq_len='abc'"),
+    ({"seq_len": "-3"}, "seq_len='-3'"),
+    ({"d_model": "100"}, "d_model='100'"),
+    ({"heads": "3"}, "heads=3 does not divide d_model=64"),
+    ({"stack": "<script>"}, "stack='<script>'"),
+])
+def test_invalid_url_values_fall_back_with_a_notice(query, notice):
+    at = open_page("masks", query)
+    no_errors(at)
+    assert any(notice in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("src", "   ", "source text is empty"),
+    ("tgt", "1 2", "source has 3 lines but the target has 1"),
+    ("pads", "", "at least one pad symbol"),
+    ("src", "1 2 9999\n1\n2", "9999"),
+])
+def test_bad_input_shows_a_message_and_the_next_input_works(key, value, message):
+    at = open_page("attention")
+    widget = at.sidebar.text_input(key=key) if key == "pads" else at.sidebar.text_area(key=key)
+    original = widget.value
+    widget.set_value(value).run()
+    no_errors(at)
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    widget.set_value(original).run()
+    no_errors(at)
+    assert not at.error and at.get("plotly_chart")
+
+
+def test_html_tokens_are_plain_text_in_the_figures():
+    payload = "<img src=x onerror=alert(1)>"
+    at = open_page("masks", {"src": payload, "tgt": "<b>bold</b>"})
+    no_errors(at)
+    assert not at.error
+    labels = specs(at)[0]["data"][0]["x"]
+    assert any("<img" in label for label in labels)
+
+
+def test_dot_product_lab_stages_and_fills():
+    at = open_page("dot_product_lab", {"stack": "decoder"})
+    no_errors(at)
+    titles = [spec["layout"]["title"]["text"] for spec in specs(at) if "title" in spec["layout"]]
+    assert any(t.startswith("Q  (7, 16)") for t in titles) and any(t.startswith("softmax") for t in titles)
+    at.toggle(key="lab_block_all").set_value(True).run()
+    no_errors(at)
+    fills = {spec["layout"]["title"]["text"]: spec for spec in specs(at) if "title" in spec["layout"]}
+    assert "NaN" in fills["-inf"]["data"][0]["text"]
+    assert all(v == 0 for v in decode(fills["this engine"]["data"][0]["y"]))
+
+
+def test_shapes_page_reads_real_shapes():
+    at = open_page("shapes", {"d_model": "96", "heads": "6", "seq_len": "9"})
+    no_errors(at)
+    assert any("d_k = d_model / H = 16" in m.value for m in at.markdown)
+    at.select_slider(key="step").set_value(2).run()
+    titles = [spec["layout"]["title"]["text"] for spec in specs(at)]
+    assert "query_heads  [3, 6, 9, 16]" in titles or "query_heads  (3, 6, 9, 16)" in titles
+
+
+def test_page_controls_survive_a_page_switch():
+    at = open_page("attention")
+    at.radio(key="stack").set_value("cross").run()
+    at.switch_page("app_pages/masks.py").run()
+    assert at.query_params["stack"] == "cross"
+    at.switch_page("app_pages/attention.py").run()
+    assert at.radio(key="stack").value == "cross"
