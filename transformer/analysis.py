@@ -148,6 +148,6 @@ def mask_fills(scores, mask) -> dict:
             selected[mask] = stable_softmax(scores[mask])
         return {
             "select": selected,
-            "add -1e9": stable_softmax(scores + np.where(mask, 0.0, -1e9)).astype(np.float32),
+            "add -1e9": stable_softmax((scores + np.where(mask, 0.0, -1e9)).astype(np.float32)).astype(np.float32),
             "-inf": naive_softmax(np.where(mask, scores - scores[mask].max() if mask.any() else scores, -np.inf)),
         }

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.common import (
-    FULL_RESOLUTION, category_axes, max_pool, pool_factor, pooled_labels, position_labels,
+    CELL_BUDGET, FULL_RESOLUTION, category_axes, max_pool, pool_factor, pooled_labels, position_labels,
     weight_coloraxis, weight_layers,
 )
 
@@ -52,6 +52,7 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
       names: panel titles (default ``"head h"``).
     """
     weights = np.asarray(weights, dtype=np.float32)
+    limit = min(limit, max(8, int((CELL_BUDGET / weights.shape[0]) ** 0.5)))  # many heads: coarser panels
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
         weights, mask, position_labels(query_tokens), position_labels(key_tokens), limit
     )
@@ -75,8 +76,17 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
 
 def single_head(weights, mask, query_tokens, key_tokens, title="") -> go.Figure:
     """One ``(N_q, N_k)`` head at full resolution, whatever its size."""
-    return head_grid(np.asarray(weights)[None], mask, query_tokens, key_tokens, title, columns=1,
-                     limit=max(np.shape(weights)), names=[title or "head"])
+    fig = head_grid(np.asarray(weights)[None], mask, query_tokens, key_tokens, title, columns=1, names=[title or "head"])
+    if max(np.shape(weights)) <= FULL_RESOLUTION:
+        return fig
+    shown = np.asarray(weights, dtype=np.float32)
+    labels_q, labels_k = position_labels(query_tokens), position_labels(key_tokens)
+    full = weight_layers(shown, np.broadcast_to(mask, shown.shape), labels_q, labels_k, name=title or "head")
+    fig.data = []
+    for trace in full:
+        fig.add_trace(trace)
+    fig.update_layout(title=f"{title} — full resolution {shown.shape[0]}×{shown.shape[1]}")
+    return fig
 
 
 def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:

@@ -18,6 +18,7 @@ BLOCKED_COLOR = "#f0f0f0"
 DIVERGING_COLORSCALE = "RdBu_r"
 MAX_LABEL_CHARS = 12
 FULL_RESOLUTION = 128  # larger matrices are max-pooled before they are sent
+CELL_BUDGET = 80_000  # cells per multi-panel figure (~0.9 MB as float32 weights + mask layers)
 
 
 def short(token: str) -> str:

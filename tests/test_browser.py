@@ -1,0 +1,138 @@
+"""The app in a real headless Chromium (Debian's), driven by Playwright, against `streamlit run`.
+
+Skipped only when Chromium is missing on a developer's machine; in CI
+(``CI`` or ``ATTENTION_LAB_REQUIRE_BROWSER`` set) a missing browser fails.
+"""
+
+import pytest
+
+from browser_support import (
+    CHROMIUM, CHROMIUM_ARGS, OUTPUT, browser_required, chromium_missing, streamlit_server, wait_idle,
+)
+
+pytestmark = pytest.mark.browser
+PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    problem = chromium_missing()
+    if problem:
+        if browser_required():
+            pytest.fail(f"browser tests are required here but {problem}")
+        pytest.skip(problem)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with streamlit_server() as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.dialogs = []
+    page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+    yield page
+    context.close()
+
+
+def open_page(page, server, path):
+    page.goto(f"{server}/{path}")
+    wait_idle(page)
+    page.wait_for_selector("[data-testid='stSidebar']")
+    return page
+
+
+def chart_data(page, index=0):
+    """What Plotly drew in chart ``index``: trace count and the first trace's z shape."""
+    return page.evaluate(
+        """(index) => {
+            const plots = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot');
+            const plot = plots[index];
+            if (!plot || !plot.data) return null;
+            const z = plot._fullData[0].z;
+            return {traces: plot.data.length, rows: z ? z.length : 0, cols: z && z[0] ? z[0].length : 0};
+        }""",
+        index,
+    )
+
+
+def wait_for_charts(page):
+    page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot').data")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_opens_without_exception_and_is_screenshotted(page, server, path):
+    open_page(page, server, path)
+    assert page.locator("[data-testid='stException']").count() == 0
+    if path:
+        wait_for_charts(page)
+        assert page.get_by_test_id("stPlotlyChart").count() >= 1
+    page.screenshot(path=str(OUTPUT / f"{path or 'home'}.png"), full_page=True)
+
+
+def slider_thumb(page, label):
+    container = page.get_by_test_id("stSlider").filter(has_text=label)
+    return container.get_by_role("slider")
+
+
+def test_moving_the_sequence_length_slider_redraws_the_masks(page, server):
+    open_page(page, server, "masks")
+    wait_for_charts(page)
+    before = chart_data(page)
+    assert before["rows"] == 7
+    thumb = slider_thumb(page, "Sequence length")
+    thumb.focus()
+    thumb.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')._fullData[0].z.length === 8",
+        timeout=60_000,
+    )
+    wait_idle(page)
+    assert chart_data(page)["rows"] == 8
+    assert "seq_len=8" in page.url
+    page.screenshot(path=str(OUTPUT / "masks-after-slider.png"), full_page=True)
+
+
+def test_a_copied_link_reproduces_the_view(page, server):
+    open_page(page, server, "attention?d_model=32&heads=8&seq_len=5&stack=cross")
+    wait_for_charts(page)
+    assert chart_data(page)["traces"] == 16  # 8 heads × (weights layer + masked layer)
+    assert chart_data(page)["rows"] == 5
+    assert page.get_by_text("Cross-attention (decoder → encoder)").count() >= 1
+
+
+def test_bad_url_value_shows_a_notice_not_a_traceback(page, server):
+    open_page(page, server, "masks?seq_len=banana")
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert page.get_by_text("Ignored the link's seq_len='banana'").count() == 1
+    wait_for_charts(page)
+
+
+def test_html_in_tokens_is_shown_as_text_and_never_runs(page, server):
+    open_page(page, server, "masks")
+    wait_for_charts(page)
+    source = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Source sequences")
+    payload = "<img src=x onerror=alert(1)> <script>alert(2)</script>"
+    source.fill("\n".join([payload] * 3))  # one line per target line
+    source.press("Control+Enter")
+    page.wait_for_timeout(500)
+    wait_idle(page)
+    page.wait_for_timeout(1000)
+    assert page.dialogs == []
+    assert page.locator("img[src='x']").count() == 0
+    assert page.locator("[data-testid='stMain'] script").count() == 0
+    ticks = page.locator(".xtick text").all_text_contents()
+    assert any("<img" in tick for tick in ticks), ticks[:10]
+    page.screenshot(path=str(OUTPUT / "masks-html-tokens.png"), full_page=True)

@@ -1,0 +1,161 @@
+"""Figure builders: NumPy in, go.Figure out; labels, colour scales, masked cells, pooling, payloads."""
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from transformer.analysis import attention_checks, head_statistics, mask_fills, scaling_experiment
+from transformer.analysis import logsumexp_softmax, naive_softmax, stable_softmax
+from viz import attention, lab, masks, positional, shapes
+from viz.common import max_pool, pooled_labels, position_labels
+from viz.export import arrays_npz, matrix_csv
+
+RNG = np.random.default_rng(0)
+TOKENS = ["the", "cat", "the", "<pad>"]
+
+
+def test_position_labels_keep_repeated_tokens_distinct():
+    labels = position_labels(TOKENS)
+    assert labels == ["0·the", "1·cat", "2·the", "3·<pad>"] and len(set(labels)) == 4
+    assert position_labels(["x" * 40])[0].endswith("…") and len(position_labels(["x" * 40])[0]) <= 14
+
+
+def test_mask_grid_draws_allowed_and_blocked_layers_with_hover_words():
+    mask = np.tril(np.ones((4, 4), bool))[None]
+    fig = masks.mask_grid(mask, [TOKENS], [TOKENS], ["line 1"])
+    allowed, blocked = fig.data
+    assert isinstance(fig, go.Figure)
+    np.testing.assert_array_equal(~np.isnan(allowed.z), mask[0])
+    np.testing.assert_array_equal(~np.isnan(blocked.z), ~mask[0])
+    assert "attend" in allowed.hovertemplate and "blocked" in blocked.hovertemplate
+    assert "%{y}" in allowed.hovertemplate and "%{x}" in allowed.hovertemplate
+    assert list(allowed.x) == position_labels(TOKENS)
+    assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.autorange == "reversed"
+
+
+def test_broadcast_rows_and_fully_masked_rows():
+    rows = masks.broadcast_rows(3, 8, 7)
+    assert [r["shape"] for r in rows] == [(3, 1, 1, 7), (7, 7), (3, 1, 7, 7)]
+    assert all(r["broadcasts_to"] == (3, 8, 7, 7) for r in rows)
+    grid = np.ones((2, 3, 3), bool)
+    grid[1, 2] = False
+    assert masks.fully_masked_rows(grid) == [(1, 2)]
+
+
+def test_head_grid_one_panel_per_head_fixed_scale_and_masked_cells():
+    weights = RNG.random((6, 4, 4)).astype(np.float32)
+    mask = np.ones((4, 4), bool)
+    mask[:, 3] = False
+    fig = attention.head_grid(weights, mask, TOKENS, TOKENS)
+    panels = [t for t in fig.data if t.coloraxis]
+    assert len(panels) == 6 and len(fig.data) == 12
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+    assert all(np.isnan(p.z[:, 3]).all() for p in panels)
+    masked_layer = fig.data[1]
+    assert masked_layer.colorscale[0][1] != "rgb(247,251,255)" and "blocked" in masked_layer.hovertemplate
+    assert "weight" in panels[0].hovertemplate and "query %{y}" in panels[0].hovertemplate
+
+
+def test_long_sequences_are_pooled_and_labelled():
+    weights = RNG.random((2, 300, 300)).astype(np.float32)
+    fig = attention.head_grid(weights, np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300)
+    assert np.shape(fig.data[0].z) == (100, 100)
+    assert "max-pooled 3×3" in fig.layout.title.text
+    full = attention.single_head(weights[0], np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300)
+    assert np.shape(full.data[0].z) == (300, 300)
+
+
+def test_figure_payload_stays_small_at_n_512():
+    weights = RNG.random((8, 512, 512)).astype(np.float32)
+    fig = attention.head_grid(weights, np.ones((512, 512), bool), ["tok"] * 512, ["tok"] * 512)
+    assert len(fig.to_json()) < 1_000_000
+
+
+def test_max_pool_and_pooled_labels():
+    array = np.arange(16, dtype=float).reshape(4, 4)
+    np.testing.assert_array_equal(max_pool(array, 2, 2), [[5, 7], [13, 15]])
+    np.testing.assert_array_equal(max_pool(np.arange(5.0)[None], 1, 2), [[1, 3, 4]])
+    assert pooled_labels(position_labels(["a", "b", "c"]), 2) == ["0–1·a", "2–2·c"]
+
+
+def test_model_view_has_layers_times_heads_panels():
+    fig = attention.model_view(RNG.random((2, 3, 5, 5)), np.ones((5, 5), bool), "encoder")
+    assert len([t for t in fig.data if t.coloraxis]) == 6
+
+
+def test_stats_figure_and_head_statistics():
+    weights = np.zeros((2, 3, 3))
+    weights[0] = np.eye(3)  # attends to itself: distance 0, entropy 0
+    weights[1] = 1 / 3
+    stats = head_statistics(weights, np.ones((3, 3), bool), np.array([False, False, True]))
+    np.testing.assert_allclose(stats["entropy"], [0, np.log(3)], atol=1e-9)
+    np.testing.assert_allclose(stats["mean_distance"], [0, 8 / 9], atol=1e-9)
+    np.testing.assert_allclose(stats["padding_share"], [1 / 3, 1 / 3], atol=1e-9)
+    np.testing.assert_allclose(stats["max_weight"], [1, 1 / 3])
+    assert len(attention.stats_figure(stats).data) == 4
+
+
+def test_checks_flag_broken_arrays():
+    weights = np.array([[[0.5, 0.5, 0.0], [0.0, 0.0, 0.0]]])
+    mask = np.array([[[True, True, False], [False, False, False]]])
+    assert all(check.passed for check in attention_checks(weights, mask, {"output": 1e-7, "weights": 0.0}))
+    leaky = weights.copy()
+    leaky[0, 0] = [0.4, 0.4, 0.2]  # weight on a masked key
+    failed = {c.name for c in attention_checks(leaky, mask) if not c.passed}
+    assert failed == {"masked weights are exactly 0"}
+    unnormalised = weights * 0.9
+    assert {c.name for c in attention_checks(unnormalised, mask) if not c.passed} == {
+        "rows sum to 1 where a key is allowed"}
+    nan = weights.copy()
+    nan[0, 1, 0] = np.nan
+    assert "no NaN or inf" in {c.name for c in attention_checks(nan, mask) if not c.passed}
+    assert not attention_checks(weights, mask, {"output": 0.1, "weights": 0})[-1].passed
+
+
+def test_positional_figures():
+    encoding = RNG.random((16, 8)).astype(np.float32)
+    assert np.shape(positional.encoding_heatmap(encoding).data[0].z) == (16, 8)
+    assert len(positional.dimension_lines(encoding, [1, 2]).data) == 2
+    assert len(positional.dimensions_offset(encoding, [0, 1, 2]).data) == 3
+    assert len(positional.positions_offset(encoding, [0, 5]).data) == 2
+    np.testing.assert_allclose(positional.wavelengths(4), [2 * np.pi, 2 * np.pi * 100])
+    assert np.shape(positional.similarity_figure(encoding).data[0].z) == (16, 16)
+    assert "max-pooled" in positional.similarity_figure(RNG.random((300, 4))).layout.title.text
+
+
+def test_lab_figures_and_numerics():
+    fig = lab.stage_figure(np.array([[1.0, -np.inf]]), ["q"], ["a", "b"], "masked", mask=np.array([[True, False]]))
+    assert len(fig.data) == 2 and "(1, 2)" in fig.layout.title.text
+    weights = lab.stage_figure(np.array([[0.2, 0.8]]), ["q"], ["a", "b"], "softmax", weights=True)
+    assert weights.data[0].zmin == 0 and weights.data[0].zmax == 1
+    experiment = scaling_experiment(d_ks=(4, 64, 256), samples=400)
+    assert experiment["variance_raw"][2] > 100 and abs(experiment["variance_scaled"][2] - 1) < 0.3
+    assert experiment["entropy_raw"][2] < experiment["entropy_scaled"][2]
+    assert len(lab.scaling_figure(experiment).data) == 5
+    fills = mask_fills(np.array([1.0, 2.0, 3.0]), np.array([False, False, False]))
+    assert np.isnan(fills["-inf"]).all() and np.allclose(fills["add -1e9"], 1 / 3) and (fills["select"] == 0).all()
+    big = np.array([0.0, 500.0, 1000.0])
+    assert np.isnan(naive_softmax(big)).any()
+    np.testing.assert_allclose(stable_softmax(big), logsumexp_softmax(big))
+    assert "NaN" in lab.bars_figure(["a"], [np.nan], "x").data[0].text
+
+
+def test_shape_diagram_titles_the_shape():
+    fig = shapes.tensor_diagram((3, 8, 7, 16), ("B", "H", "N_q", "d_k"), "query_heads")
+    assert "(3, 8, 7, 16)" in fig.layout.title.text and len(fig.layout.shapes) == 4
+
+
+def test_exports():
+    csv = matrix_csv(np.eye(2), ["a", "b"], ["x", "y"]).decode()
+    assert csv.splitlines()[0] == ",x,y" and csv.splitlines()[1] == "a,1.0,0.0"
+    import io
+    data = np.load(io.BytesIO(arrays_npz(mask=np.ones((2, 2), bool))), allow_pickle=False)
+    assert data["mask"].all()
+
+
+@pytest.mark.parametrize("builder", [masks.mask_figure, attention.single_head])
+def test_builders_accept_html_tokens_as_plain_labels(builder):
+    tokens = ["<img src=x onerror=alert(1)>", "b"]
+    args = (np.ones((2, 2), bool),) if builder is masks.mask_figure else (np.eye(2), np.ones((2, 2), bool))
+    fig = builder(*args, tokens, tokens, "t")
+    assert fig.data[0].x[0].startswith("0·<img")
