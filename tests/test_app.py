@@ -73,15 +73,16 @@ def test_masks_page_reproduces_the_seed_figures():
     assert np.array_equal(~np.isnan(heatmaps(target)[0]), expected)
 
 
-@pytest.mark.parametrize("key, value", [("seq_len", 5), ("pads", "<pad>"), ("src", "1 2 0\n0 0 0\n4")])
+@pytest.mark.parametrize("key, value", [("seq_len", 5), ("pads", "<pad>"), ("src", "1 2 0\n0 0 0\n4"),
+                                        ("tgt", "5 0\n6 6 0\n7")])
 def test_sidebar_controls_change_the_mask_charts(key, value):
     at = open_page("masks")
-    before = heatmaps(specs(at)[0])
+    before = [z for spec in specs(at) for z in heatmaps(spec)]
     widget = at.sidebar.slider(key=key) if key == "seq_len" else (
         at.sidebar.text_input(key=key) if key == "pads" else at.sidebar.text_area(key=key))
     widget.set_value(value).run()
     no_errors(at)
-    after = heatmaps(specs(at)[0])
+    after = [z for spec in specs(at) for z in heatmaps(spec)]
     assert len(before) != len(after) or any(a.shape != b.shape or not np.array_equal(a, b, equal_nan=True)
                                             for a, b in zip(before, after))
     assert at.query_params[key] == str(value)
@@ -232,3 +233,14 @@ def test_page_controls_survive_a_page_switch():
     assert at.query_params["stack"] == "cross"
     at.switch_page("app_pages/attention.py").run()
     assert at.radio(key="stack").value == "cross"
+
+
+def test_heads_slider_changes_the_number_of_panels_and_device_can_be_forced():
+    at = open_page("attention")
+    at.sidebar.select_slider(key="heads").set_value(8).run()
+    no_errors(at)
+    assert len(weight_panels(specs(at)[0])) == 8
+    at.sidebar.radio(key="device").set_value("cpu").run()
+    no_errors(at)
+    assert "**Device:** CPU" in " ".join(c.value for c in at.sidebar.caption)
+    assert at.query_params["device"] == "cpu"
