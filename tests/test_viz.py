@@ -121,6 +121,9 @@ def test_positional_figures():
     np.testing.assert_allclose(positional.wavelengths(4), [2 * np.pi, 2 * np.pi * 100])
     assert np.shape(positional.similarity_figure(encoding).data[0].z) == (16, 16)
     assert "max-pooled" in positional.similarity_figure(RNG.random((300, 4))).layout.title.text
+    big = positional.encoding_heatmap(RNG.random((512, 1024)).astype(np.float32))
+    assert np.shape(big.data[0].z) == (171, 342) and "one in every 3" in big.layout.title.text
+    assert len(big.to_json()) < 1_000_000
 
 
 def test_lab_figures_and_numerics():

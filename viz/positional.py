@@ -8,20 +8,29 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import DIVERGING_COLORSCALE, max_pool, pool_factor
+import math
+
+from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, max_pool, pool_factor
 
 OFFSET = 4.0  # vertical spacing of the offset plots, as in the seed
 
 
 def encoding_heatmap(encoding) -> go.Figure:
-    """Position × dimension, values in [-1, 1] on a fixed diverging scale."""
+    """Position × dimension, values in [-1, 1] on a fixed diverging scale.
+
+    Above CELL_BUDGET cells, every k-th position and dimension is drawn (exact
+    values, titled so) to keep what is sent to the browser small.
+    """
     encoding = np.asarray(encoding, dtype=np.float32)  # (N, D)
+    stride = max(1, math.ceil(math.sqrt(encoding.size / CELL_BUDGET)))
+    positions, dims = np.arange(0, encoding.shape[0], stride), np.arange(0, encoding.shape[1], stride)
+    title = f"one in every {stride} positions and dimensions" if stride > 1 else ""
     return go.Figure(
-        go.Heatmap(z=encoding, colorscale=DIVERGING_COLORSCALE, zmin=-1, zmax=1,
-                   colorbar=dict(title="PE"),
+        go.Heatmap(z=encoding[::stride, ::stride], x=dims, y=positions, colorscale=DIVERGING_COLORSCALE,
+                   zmin=-1, zmax=1, colorbar=dict(title="PE"),
                    hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"),
-        layout=dict(xaxis_title="dimension", yaxis_title="position", yaxis_autorange="reversed",
-                    height=420, margin=dict(t=30, l=10, r=10, b=10)),
+        layout=dict(title=title, xaxis_title="dimension", yaxis_title="position", yaxis_autorange="reversed",
+                    height=420, margin=dict(t=40, l=10, r=10, b=10)),
     )
 
 
