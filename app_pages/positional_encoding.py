@@ -5,7 +5,7 @@ import streamlit as st
 from ui import data, state
 from ui.controls import PERSIST, parse_indices, plot
 from viz import positional
-from viz.export import matrix_csv
+from viz.export import arrays_npz, matrix_csv
 
 st.title("Positional encoding")
 st.markdown("PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)). "
@@ -44,5 +44,9 @@ with right:
                "rotation of each sin/cos pair — which is why relative positions are recoverable.")
     plot(positional.similarity_figure(encoding), "pe_similarity")
 
-st.download_button("Download the encoding (CSV)", matrix_csv(encoding, [str(p) for p in range(length)]),
-                   file_name=f"positional_encoding_{length}x{d_model}.csv", mime="text/csv")
+left, right = st.columns(2)
+left.download_button("Download the encoding (CSV)", matrix_csv(encoding, [str(p) for p in range(length)]),
+                     file_name=f"positional_encoding_{length}x{d_model}.csv", mime="text/csv")
+right.download_button("Download encoding, wavelengths and similarity (NPZ)", arrays_npz(
+    encoding=encoding, wavelengths=positional.wavelengths(d_model), similarity=positional.similarity(encoding),
+), file_name=f"positional_encoding_{length}x{d_model}.npz", mime="application/octet-stream")
