@@ -52,8 +52,9 @@ def wait_healthy(base_url: str, process, timeout: float = 120.0) -> None:
 
 
 @contextlib.contextmanager
-def streamlit_server(script: str = "app.py"):
+def streamlit_server(script: str = "app.py", with_process: bool = False):
     port = free_port()
+    (ROOT / "test-output").mkdir(exist_ok=True)
     log = open(ROOT / "test-output" / f"streamlit-{port}.log", "w")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
@@ -64,7 +65,7 @@ def streamlit_server(script: str = "app.py"):
     base_url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base_url, process)
-        yield base_url
+        yield (base_url, process) if with_process else base_url
     finally:
         process.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -10,6 +10,8 @@ or the sequence length neither rebuilds nor retraces anything.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -276,6 +278,25 @@ MODELS = ModelCache()
 # ---------------------------------------------------------------- entry points
 
 
+_ENGINE_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+
+
+def on_engine_thread(function):
+    """Run ``function`` on the one long-lived engine thread.
+
+    Streamlit runs every session's reruns on threads of their own; the cached
+    models are shared by all of them and called eagerly by the walkthrough, so one
+    thread owns TensorFlow and sessions' computations never interleave on a model.
+    """
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if threading.current_thread().name.startswith("engine"):
+            return function(*args, **kwargs)
+        return _ENGINE_THREAD.submit(function, *args, **kwargs).result()
+    return wrapper
+
+
+@on_engine_thread
 def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
     """Compute everything the pages draw for ``config``; ValueError on bad input."""
     validate(config)

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.live import MODELS, STACKS, LiveConfig, ModelCache, _masks, encode_batches, validate
+from transformer.live import (
+    MODELS, STACKS, LiveConfig, ModelCache, _masks, encode_batches, on_engine_thread, validate,
+)
 from transformer.reference import compare_with_keras
 
 
@@ -57,6 +59,7 @@ def _inputs_of_layer(model, stack, layer, src, tgt, src_mask, tgt_mask):
     return block.cross_attention_block.sublayer, (y, memory, memory, src_mask)
 
 
+@on_engine_thread
 def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int = 0,
                           cache: ModelCache = MODELS) -> Walkthrough:
     """Every intermediate of the attention sublayer ``stack`` / ``layer`` for ``config``."""

@@ -1,0 +1,109 @@
+"""Load test: concurrent headless-Chromium sessions moving sliders against one `streamlit run`.
+
+    python bench/load_test.py [--sessions 8] [--seconds 60] [--single-seconds 30] [--write]
+
+First one session alone (the reference), then N sessions at once, all on loopback.
+Each session types its own source text and checks, after every move, that its
+chart shows its own tokens only (sessions never see each other's state). A move
+is a key press on the sequence-length slider; its latency runs until the chart
+shows the new length. Prints a table; --write puts it into BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from report import percentile, process_rss_mb, write_section  # noqa: E402
+
+ROWS = "() => { const p = document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot');" \
+       " return p && p._fullData ? p._fullData[0].z.length : -1; }"
+LABELS = "() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')._fullData[0].y.join(' ')"
+
+
+async def session(browser, base_url, name, seconds, seed):
+    """One user: own text, random slider moves; returns (latencies, errors, leaks)."""
+    rng = random.Random(seed)
+    context = await browser.new_context(viewport={"width": 1300, "height": 900})
+    page = await context.new_page()
+    text = "\n".join(f"{name} {name}x 0" for _ in range(3))
+    await page.goto(f"{base_url}/masks?src={text.replace(chr(10), '%0A')}&seq_len=6")
+    await page.wait_for_function(f"() => ({ROWS})() === 6", timeout=120_000)
+    thumb = page.get_by_test_id("stSlider").filter(has_text="Sequence length").get_by_role("slider")
+    length, latencies, errors, leaks = 6, [], 0, 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        step = rng.choice([-1, 1]) if 3 < length < 20 else (1 if length <= 3 else -1)
+        length += step
+        started = time.perf_counter()
+        await thumb.focus()
+        await thumb.press("ArrowRight" if step > 0 else "ArrowLeft")
+        try:
+            await page.wait_for_function(f"() => ({ROWS})() === {length}", timeout=60_000)
+        except Exception:
+            errors += 1
+            break
+        latencies.append(time.perf_counter() - started)
+        errors += await page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count()
+        labels = await page.evaluate(LABELS)
+        leaks += int(set(re.findall(r"·(s\d+)", labels)) != {name})
+    await context.close()
+    return latencies, errors, leaks
+
+
+async def run(sessions, seconds, base_url):
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i) for i in range(sessions)))
+        await browser.close()
+    latencies = [value for result in results for value in result[0]]
+    return latencies, sum(r[1] for r in results), sum(r[2] for r in results)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--single-seconds", type=float, default=30)
+    parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
+    args = parser.parse_args()
+    with streamlit_server(with_process=True) as (base_url, process):
+        single, single_errors, single_leaks = asyncio.run(run(1, args.single_seconds, base_url))
+        rss_before = process_rss_mb(process.pid)
+        many, errors, leaks = asyncio.run(run(args.sessions, args.seconds, base_url))
+        rss_after = process_rss_mb(process.pid)
+    p90_single, p90_many = percentile(single, 90), percentile(many, 90)
+    rows = [
+        ("sessions", "1", str(args.sessions), ""),
+        ("moves", str(len(single)), str(len(many)), ""),
+        ("p50 slider → redrawn chart (ms)", f"{percentile(single, 50) * 1e3:.0f}", f"{percentile(many, 50) * 1e3:.0f}", ""),
+        ("p90 slider → redrawn chart (ms)", f"{p90_single * 1e3:.0f}", f"{p90_many * 1e3:.0f}",
+         f"ratio {p90_many / p90_single:.2f} (target ≤ 2)"),
+        ("errors / exceptions", str(single_errors), str(errors), "target 0"),
+        ("moves that showed another session's tokens", str(single_leaks), str(leaks), "target 0"),
+        ("server RSS (MB), before → after", "", f"{rss_before:.0f} → {rss_after:.0f}", ""),
+    ]
+    table = ["| measure | 1 session | N sessions | note |", "| --- | --- | --- | --- |"]
+    table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    print("\n".join(table))
+    if args.write:
+        write_section("Load test", f"{args.sessions} sessions × {args.seconds:.0f} s, "
+                      f"reference: 1 session × {args.single_seconds:.0f} s, same run.", table)
+    if errors or leaks:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Shared by the benchmarks: percentiles, process memory, and the BENCHMARKS.md sections."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "BENCHMARKS.md"
+
+
+def percentile(values, q) -> float:
+    return float(np.percentile(values, q)) if len(values) else float("nan")
+
+
+def process_rss_mb(pid: int | None = None) -> float:
+    """Resident memory of a process (this one by default), from /proc."""
+    status = Path(f"/proc/{pid or os.getpid()}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
+
+def machine() -> str:
+    import tensorflow as tf  # noqa: PLC0415  (only the benchmarks need the version)
+
+    gpus = tf.config.list_physical_devices("GPU")
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"{'GPU: ' + str(len(gpus)) if gpus else 'no GPU'}; Python {platform.python_version()}, "
+            f"TensorFlow {tf.__version__}; {datetime.date.today().isoformat()}")
+
+
+def write_section(title: str, intro: str, table: list[str]) -> None:
+    """Replace (or add) the ``## title`` section of BENCHMARKS.md."""
+    text = BENCHMARKS.read_text() if BENCHMARKS.exists() else "# Benchmarks\n\nMade by the project's own `make` targets.\n"
+    body = f"## {title}\n\n{machine()}\n\n{intro}\n\n" + "\n".join(table) + "\n"
+    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+    text = pattern.sub(body + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + body
+    BENCHMARKS.write_text(text)
