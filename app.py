@@ -13,6 +13,7 @@ PAGES = [
     st.Page("app_pages/attention.py", title="Attention", icon=":material/visibility:", url_path="attention"),
     st.Page("app_pages/dot_product_lab.py", title="Dot-product lab", icon=":material/science:", url_path="dot_product_lab"),
     st.Page("app_pages/shapes.py", title="Shapes", icon=":material/straighten:", url_path="shapes"),
+    st.Page("app_pages/train.py", title="Train", icon=":material/model_training:", url_path="train"),
 ]
 
 state.load_url_once()

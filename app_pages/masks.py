@@ -23,16 +23,17 @@ plot(mask_grid(source_padding, result.source_tokens, result.source_tokens, title
 st.subheader("Look-ahead (subsequent) mask")
 st.markdown(f"Shape `{result.subsequent_mask.shape}` = (N, N), lower triangular: query *i* may attend to keys "
             "*j ≤ i* only. The same for every sequence and head.")
-positions = [""] * length
+n_target = result.subsequent_mask.shape[0]
+positions = [""] * n_target
 with st.columns([1, 1])[0]:
-    plot(mask_figure(result.subsequent_mask, positions, positions, f"subsequent_mask({length})"), "subsequent")
+    plot(mask_figure(result.subsequent_mask, positions, positions, f"subsequent_mask({n_target})"), "subsequent")
 
 st.subheader("Target mask (padding AND look-ahead)")
 st.markdown(f"Shape `{result.target_mask.shape}` = (B, 1, N, N): what masked decoder self-attention uses.")
 plot(mask_grid(result.target_mask[:, 0], result.target_tokens, result.target_tokens, titles), "target")
 
 st.subheader("How the masks broadcast")
-rows = broadcast_rows(batch, state.current_values()["heads"], length)
+rows = broadcast_rows(batch, result.attention["encoder"].shape[2], length)
 st.table([{k: str(v) for k, v in row.items()} for row in rows])
 empty = fully_masked_rows(result.target_mask[:, 0])
 source_empty = fully_masked_rows(source_padding)

@@ -202,7 +202,7 @@ def test_html_tokens_are_plain_text_in_the_figures():
     no_errors(at)
     assert not at.error
     labels = specs(at)[0]["data"][0]["x"]
-    assert any("<img" in label for label in labels)
+    assert any("&lt;img" in label for label in labels) and not any("<img" in label for label in labels)
 
 
 def test_dot_product_lab_stages_and_fills():

@@ -16,7 +16,7 @@ TOKENS = ["the", "cat", "the", "<pad>"]
 
 def test_position_labels_keep_repeated_tokens_distinct():
     labels = position_labels(TOKENS)
-    assert labels == ["0·the", "1·cat", "2·the", "3·<pad>"] and len(set(labels)) == 4
+    assert labels == ["0·the", "1·cat", "2·the", "3·&lt;pad&gt;"] and len(set(labels)) == 4
     assert position_labels(["x" * 40])[0].endswith("…") and len(position_labels(["x" * 40])[0]) <= 14
 
 
@@ -161,4 +161,4 @@ def test_builders_accept_html_tokens_as_plain_labels(builder):
     tokens = ["<img src=x onerror=alert(1)>", "b"]
     args = (np.ones((2, 2), bool),) if builder is masks.mask_figure else (np.eye(2), np.ones((2, 2), bool))
     fig = builder(*args, tokens, tokens, "t")
-    assert fig.data[0].x[0].startswith("0·<img")
+    assert fig.data[0].x[0].startswith("0·&lt;img")  # Plotly shows the entity as "<img", never a tag

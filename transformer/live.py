@@ -25,6 +25,8 @@ from transformer.device import device_label, resolve_device
 from transformer.masks import padding_mask, subsequent_mask
 from transformer.model import Transformer
 from transformer.positional import positional_encoding
+from transformer.pretrained import load_pretrained
+from transformer.tasks import PAD, PAD_ID, START
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
 MAX_SEQ_LEN = 512
@@ -55,10 +57,17 @@ class LiveConfig:
     device: str = "auto"  # "auto" (GPU when present) or "cpu"
     padding_masks: bool = True  # False: draw what attention does without padding masks
     look_ahead_mask: bool = True  # False: the decoder may look ahead
+    weights: str = "random"  # "random" (seeded), a shipped model ("copy", ...) or "session:<key>"
+
+    @property
+    def trained(self) -> bool:
+        return self.weights != "random"
 
     @property
     def architecture(self) -> tuple:
-        """What a built model depends on."""
+        """What a built model depends on (a trained model: its name and the device)."""
+        if self.trained:
+            return ("trained", self.weights, resolve_device(self.device))
         return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.seed, resolve_device(self.device))
 
 
@@ -73,6 +82,8 @@ class LiveResult:
     attention: ``{"encoder" | "decoder" | "cross": (L, B, H, N_q, N_k) float32}``.
     applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
       (all True where a toggle switched a mask off).
+    With trained weights the target is ``<s>`` + the model's own prediction, so
+    the decoder side has N_t = N + 1 positions.
     """
 
     config: LiveConfig
@@ -97,6 +108,7 @@ class LiveResult:
     traces: int
     builds: int
     notices: tuple = field(default=())
+    predictions: tuple = field(default=())  # trained weights: {source, prediction, expected, correct} per line
 
 
 # ---------------------------------------------------------------- validation
@@ -114,6 +126,11 @@ def attention_bytes(batch, heads, layers, length) -> int:
 
 def validate(config: LiveConfig) -> None:
     """Raise ValueError naming the offending values; return None when the config can run."""
+    _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
+    resolve_device(config.device)
+    if config.trained:
+        load_pretrained(config.weights)  # ValueError for an unknown name
+        return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
     _check_range("num_heads", config.num_heads, 1, MAX_HEADS)
     check_heads(config.d_model, config.num_heads)
@@ -165,6 +182,25 @@ def encode_batches(config: LiveConfig) -> _Batches:
     return _Batches(source, target, pads, _notices(source, target, pads, config.seq_len))
 
 
+def encode_trained(config: LiveConfig) -> tuple[_Batches, tuple]:
+    """Source text in the trained model's vocabulary; the target is ``<s>`` + its greedy prediction."""
+    model = load_pretrained(config.weights)
+    lines = [line[: config.seq_len] for line in tok.split_lines(config.source_text, "source")]
+    for line in lines:
+        model.vocab.encode(line)  # ValueError naming tokens outside the vocabulary
+    predicted = [model.vocab.decode(ids) for ids in model.predict_ids(lines)]
+    vocabulary = tok.Vocabulary(dict(model.vocab.index), len(model.vocab))
+    source = tok.encode_lines(lines, vocabulary, PAD, config.seq_len)
+    target = tok.encode_lines([[START] + p for p in predicted], vocabulary, PAD, config.seq_len + 1)
+    predictions = tuple(
+        dict(source=" ".join(line), prediction=" ".join(p), expected=model.expected(" ".join(line)),
+             correct=" ".join(p) == model.expected(" ".join(line)))
+        for line, p in zip(lines, predicted)
+    )
+    notices = _notices(source, target, (PAD_ID,), config.seq_len)
+    return _Batches(source, target, (PAD_ID,), notices), predictions
+
+
 def _notices(source, target, pads, length) -> tuple:
     notices = []
     for name, batch in (("source", source), ("target", target)):
@@ -186,11 +222,10 @@ def _masks(config: LiveConfig, batches: _Batches):
     pads = list(batches.pad_ids) or [-1]  # -1 matches no id: nothing is padding
     source_padding = padding_mask(batches.source.ids, pads)  # (B, 1, 1, N)
     target_padding = padding_mask(batches.target.ids, pads)  # (B, 1, 1, N)
-    future = subsequent_mask(config.seq_len)  # (N, N)
-    full = tf.ones_like(source_padding)  # (B, 1, 1, N)
-    run_source = source_padding if config.padding_masks else full  # (B, 1, 1, N_s)
+    future = subsequent_mask(batches.target.ids.shape[1])  # (N_t, N_t)
+    run_source = source_padding if config.padding_masks else tf.ones_like(source_padding)  # (B, 1, 1, N_s)
     run_target = tf.logical_and(
-        target_padding if config.padding_masks else full,
+        target_padding if config.padding_masks else tf.ones_like(target_padding),
         future if config.look_ahead_mask else tf.ones_like(future),
     )  # (B, 1, N_t, N_t)
     return source_padding, target_padding, future, run_source, run_target
@@ -200,19 +235,12 @@ def _masks(config: LiveConfig, batches: _Batches):
 
 
 class _Entry:
-    """A built, seeded model and its traced forward pass."""
+    """A built model and its traced forward pass."""
 
-    def __init__(self, architecture):
-        d_model, num_heads, d_ff, num_layers, seed, device = architecture
+    def __init__(self, model, device):
+        self.model = model
         self.device = device
         self.traces = 0
-        with tf.device(device):
-            self.model = Transformer(
-                VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
-                num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
-            )
-            self.model.build((None, None), (None, None))  # every weight, before tracing
-            seed_weights(self.model, seed)
         self.forward = tf.function(self._forward, input_signature=[
             tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)
             tf.TensorSpec((None, None), tf.int32),  # tgt (B, N_t)
@@ -224,6 +252,22 @@ class _Entry:
         self.traces += 1  # runs only while tracing
         _, attention = self.model.hidden_and_attention(src, tgt, src_mask, tgt_mask)
         return {name: tf.stack(weights) for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
+
+
+def _build_entry(architecture) -> _Entry:
+    """A seeded random model for ``(d_model, heads, d_ff, layers, seed, device)``, or a trained one."""
+    if architecture[0] == "trained":
+        _, name, device = architecture
+        return _Entry(load_pretrained(name).model, device)
+    d_model, num_heads, d_ff, num_layers, seed, device = architecture
+    with tf.device(device):
+        model = Transformer(
+            VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
+            num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
+        )
+        model.build((None, None), (None, None))  # every weight, before tracing
+        seed_weights(model, seed)
+    return _Entry(model, device)
 
 
 def seed_weights(model, seed: int) -> None:
@@ -261,7 +305,7 @@ class ModelCache:
             if architecture in self._entries:
                 self._entries.move_to_end(architecture)
                 return self._entries[architecture]
-            entry = _Entry(architecture)
+            entry = _build_entry(architecture)
             self.builds += 1
             self._entries[architecture] = entry
             while len(self._entries) > self.size:
@@ -300,7 +344,7 @@ def on_engine_thread(function):
 def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
     """Compute everything the pages draw for ``config``; ValueError on bad input."""
     validate(config)
-    batches = encode_batches(config)
+    batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
     check_budget(config, batches.source.ids.shape[0])
     entry = cache.get(config.architecture)
     with tf.device(entry.device):
@@ -309,12 +353,12 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
         attention = entry.forward(batches.source.ids, batches.target.ids, run_source, run_target)
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
-        encoding = positional_encoding(config.seq_len, config.d_model).numpy()  # (N, D)
-    batch, length = batches.source.ids.shape
+        encoding = positional_encoding(config.seq_len, entry.model.d_model).numpy()  # (N, D)
+    (batch, n_source), n_target = batches.source.ids.shape, batches.target.ids.shape[1]
     applied = {
-        "encoder": np.broadcast_to(run_source.numpy()[:, 0], (batch, length, length)),
+        "encoder": np.broadcast_to(run_source.numpy()[:, 0], (batch, n_source, n_source)),
         "decoder": run_target.numpy()[:, 0],
-        "cross": np.broadcast_to(run_source.numpy()[:, 0], (batch, length, length)),
+        "cross": np.broadcast_to(run_source.numpy()[:, 0], (batch, n_target, n_source)),
     }
     return LiveResult(
         config=config,
@@ -328,4 +372,5 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
         positional_encoding=encoding, attention=attention, applied_masks=applied,
         device=entry.device, device_label=device_label(entry.device), tf_version=tf.__version__,
         compute_seconds=seconds, traces=entry.traces, builds=cache.builds, notices=batches.notices,
+        predictions=predictions,
     )

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.live import (
-    MODELS, STACKS, LiveConfig, ModelCache, _masks, encode_batches, on_engine_thread, validate,
+    MODELS, STACKS, LiveConfig, ModelCache, _masks, encode_batches, encode_trained, on_engine_thread, validate,
 )
 from transformer.reference import compare_with_keras
 
@@ -68,7 +68,7 @@ def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int
         raise ValueError(f"stack must be one of {STACKS}. Received: stack={stack!r}")
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:
         raise ValueError(f"layer must be from 0 to {config.num_layers - 1}. Received: layer={layer!r}")
-    batches = encode_batches(config)
+    batches = encode_trained(config)[0] if config.trained else encode_batches(config)
     entry = cache.get(config.architecture)
     with tf.device(entry.device):
         _, _, _, run_source, run_target = _masks(config, batches)

@@ -50,7 +50,20 @@ def live(config):
     show_status(result)
     for notice in result.notices:
         st.info(notice, icon=":material/info:")
+    if result.predictions:
+        show_predictions(result.predictions)
     return result
+
+
+def show_predictions(predictions) -> None:
+    """The trained model's answer for each source line next to the expected one."""
+    right = sum(p["correct"] for p in predictions)
+    with st.expander(f"Predictions of the trained model: {right} of {len(predictions)} right", expanded=True):
+        st.dataframe(
+            [{"line": i + 1, "source": p["source"], "prediction": p["prediction"], "expected": p["expected"],
+              "right": "✅" if p["correct"] else "❌"} for i, p in enumerate(predictions)],
+            hide_index=True,
+        )
 
 
 def walkthrough(config, stack, layer):

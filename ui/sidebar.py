@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.live import MAX_LAYERS, MAX_SEQ_LEN
+from transformer import pretrained
 from ui import state
 
 PERSIST = dict(persist_state="session")
@@ -19,28 +20,76 @@ def _fix_heads() -> None:
         state.notify(f"{heads} heads do not divide d_model={d_model}; heads is now {fixed}, the nearest divisor.")
 
 
+def weight_choices() -> list[str]:
+    return ["random"] + pretrained.available() + list(st.session_state.get("_my_models", []))
+
+
+def _weights_label(name: str) -> str:
+    if name == "random":
+        return "Seeded random weights"
+    if name.startswith(pretrained.SESSION_PREFIX):
+        return f"Trained here: {st.session_state.get('_my_models', {}).get(name, name)}"
+    return f"Trained: {name}"
+
+
+def _after_weights_change() -> None:
+    """A trained model reads its own symbols: swap in an example if the source text has others."""
+    name = st.session_state["weights"]
+    if name == "random":
+        return
+    model = pretrained.load_pretrained(name)
+    tokens = set(st.session_state.get("src", "").split())
+    if not tokens or not tokens <= set(model.symbols):
+        st.session_state["src"] = state.TRAINED_EXAMPLE
+        state.notify(f"The {model.task} model reads the symbols {' '.join(model.symbols)}: "
+                     "the source text now holds an example.")
+
+
+def _locked_caption(bar, name: str) -> None:
+    model = pretrained.load_pretrained(name)
+    spec = model.spec
+    bar.caption(
+        f"**Locked by the trained model:** d_model={spec.d_model}, {spec.num_heads} heads, d_ff={spec.d_ff}, "
+        f"{spec.num_layers} layers, trained on lengths {spec.min_len}–{spec.max_len} "
+        f"(exact-sequence accuracy {model.accuracy:.1%}). A trained model's sizes cannot change; the sliders "
+        "apply to seeded random weights. Pads are `<pad>`, and the decoder reads `<s>` + the model's own "
+        "prediction, so the target text is not used."
+    )
+
+
 def render() -> None:
     """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
     bar = st.sidebar
     bar.subheader("Model")
+    choices = weight_choices()
+    if st.session_state.get("weights") not in choices:
+        state.notify(f"The model {st.session_state.get('weights')!r} is not available here; using random weights.")
+        st.session_state["weights"] = "random"
+    bar.selectbox("Weights", choices, key="weights", format_func=_weights_label, on_change=_after_weights_change,
+                  help="Seeded random weights show the mechanism; trained models show learned attention.",
+                  **PERSIST)
+    trained = st.session_state["weights"] != "random"
+    if trained:
+        _locked_caption(bar, st.session_state["weights"])
+    locked = dict(disabled=trained, **PERSIST)
     bar.select_slider("d_model", options=state.D_MODEL_CHOICES, key="d_model", on_change=_fix_heads,
-                      help="Width of every token vector.", **PERSIST)
+                      help="Width of every token vector.", **locked)
     bar.select_slider("Heads (h)", options=state.head_choices(st.session_state["d_model"]), key="heads",
-                      help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.", **PERSIST)
+                      help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.", **locked)
     bar.select_slider("d_ff", options=state.D_FF_CHOICES, key="d_ff",
-                      help="Inner width of the position-wise feed-forward network.", **PERSIST)
-    bar.slider("Layers (N)", 1, MAX_LAYERS, key="layers", help="Encoder layers = decoder layers.", **PERSIST)
+                      help="Inner width of the position-wise feed-forward network.", **locked)
+    bar.slider("Layers (N)", 1, MAX_LAYERS, key="layers", help="Encoder layers = decoder layers.", **locked)
     bar.slider("Sequence length", 1, MAX_SEQ_LEN, key="seq_len",
                help="Every line is right-padded with the first pad symbol or cut to this length.", **PERSIST)
     bar.number_input("Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
-                     help="Seeds the random weights: the same seed gives the same pictures.", **PERSIST)
+                     help="Seeds the random weights: the same seed gives the same pictures.", **locked)
     bar.subheader("Input")
     bar.text_input("Pad symbols", key="pads", max_chars=200,
-                   help="One or several, separated by spaces. The first one pads short lines.", **PERSIST)
+                   help="One or several, separated by spaces. The first one pads short lines.", **locked)
     bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One sequence per line, tokens separated by spaces.", **PERSIST)
     bar.text_area("Target sequences", key="tgt", height=110, max_chars=state.MAX_TEXT_CHARS,
-                  help="One line per source line (the decoder's input).", **PERSIST)
+                  help="One line per source line (the decoder's input).", **locked)
     bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
     st.session_state["_status_slot"] = bar.empty()

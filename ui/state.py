@@ -22,6 +22,7 @@ MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
 NOTICES = "_notices"
+TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"
 
 
 def head_choices(d_model: int) -> list[int]:
@@ -60,6 +61,14 @@ def _text(limit: int) -> Callable[[str], str]:
     return parse
 
 
+def _weights(raw: str) -> str:
+    from transformer.pretrained import SESSION_PREFIX, SHIPPED  # noqa: PLC0415
+
+    if raw == "random" or raw in SHIPPED or (raw.startswith(SESSION_PREFIX) and raw[len(SESSION_PREFIX):].isalnum()):
+        return raw
+    raise ValueError(f"must be random, {', '.join(SHIPPED)} or a session model")
+
+
 def _flag(raw: str) -> bool:
     if raw not in ("0", "1"):
         raise ValueError("must be 0 or 1")
@@ -74,6 +83,7 @@ class Field:
 
 FIELDS: dict[str, Field] = {
     # model controls in the sidebar
+    "weights": Field("random", _weights),
     "d_model": Field(64, _choice(D_MODEL_CHOICES, int)),
     "heads": Field(4, _integer(1, MAX_HEADS_SHOWN)),
     "d_ff": Field(256, _choice(D_FF_CHOICES, int)),
@@ -115,6 +125,8 @@ def parse_url(query: dict) -> tuple[dict, list[str]]:
             values[key] = field.parse(raw)
         except (ValueError, TypeError) as error:
             notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); using {dump(field.default)!r}.")
+    if values["weights"] != "random" and "src" not in query:
+        values["src"] = TRAINED_EXAMPLE  # a trained model reads its own symbols
     if values["d_model"] % values["heads"]:
         fixed = nearest_heads(values["d_model"], values["heads"])
         notices.append(
@@ -177,6 +189,6 @@ def live_config(**overrides) -> LiveConfig:
     config = LiveConfig(
         d_model=state["d_model"], num_heads=state["heads"], d_ff=state["d_ff"], num_layers=state["layers"],
         seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],
-        target_text=state["tgt"], seed=state["seed"], device=state["device"],
+        target_text=state["tgt"], seed=state["seed"], device=state["device"], weights=state["weights"],
     )
     return LiveConfig(**{**config.__dict__, **overrides})

@@ -21,10 +21,15 @@ FULL_RESOLUTION = 128  # larger matrices are max-pooled before they are sent
 CELL_BUDGET = 80_000  # cells per multi-panel figure (~0.9 MB as float32 weights + mask layers)
 
 
+def escape(text: str) -> str:
+    """Plotly reads a few HTML tags in labels (``<s>``, ``<b>`` …): entities keep every token literal."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def short(token: str) -> str:
-    """A token cut to MAX_LABEL_CHARS (with an ellipsis) for an axis."""
+    """A token cut to MAX_LABEL_CHARS (with an ellipsis), escaped for a Plotly axis or hover."""
     token = str(token)
-    return token if len(token) <= MAX_LABEL_CHARS else token[: MAX_LABEL_CHARS - 1] + "…"
+    return escape(token if len(token) <= MAX_LABEL_CHARS else token[: MAX_LABEL_CHARS - 1] + "…")
 
 
 def position_labels(tokens) -> list[str]:

@@ -1,0 +1,107 @@
+"""Shipped trained models: accuracy, attention that means something, safe loading; short training runs."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from transformer import pretrained
+from transformer.tasks import SYMBOLS, random_sources
+from transformer.train import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, exact_accuracy, train
+
+
+@pytest.mark.parametrize("name", pretrained.SHIPPED)
+def test_shipped_model_is_small_and_loads_without_pickle(name):
+    folder = PRETRAINED_DIR / name
+    assert (folder / WEIGHTS_FILE).stat().st_size < 5 * 2**20
+    meta = json.loads((folder / CONFIG_FILE).read_text())
+    assert meta["spec"]["task"] == name and meta["vocabulary"][:3] == ["<pad>", "<s>", "</s>"]
+    with open(folder / WEIGHTS_FILE, "rb") as handle:
+        assert handle.read(8) == b"\x89HDF\r\n\x1a\n"  # HDF5 arrays, not a pickle
+    model = pretrained.load_pretrained(name)
+    assert model.symbols == SYMBOLS and model.lengths == (meta["spec"]["min_len"], meta["spec"]["max_len"])
+
+
+@pytest.mark.parametrize("name", pretrained.SHIPPED)
+def test_shipped_model_is_at_least_99_percent_right_on_fresh_inputs(name):
+    model = pretrained.load_pretrained(name)
+    accuracy = exact_accuracy(model.model, model.task, model.vocab, model.lengths, count=400, seed=2026)
+    assert accuracy >= 0.99, accuracy
+
+
+@pytest.mark.parametrize("name, source_of", [("copy", lambda i, n: i), ("reverse", lambda i, n: n - 1 - i)])
+def test_cross_attention_looks_where_the_answer_comes_from(name, source_of):
+    """Query i of the decoder predicts output token i: its head-averaged cross-attention
+    should peak on the source position that token comes from, in at least one layer."""
+    model = pretrained.load_pretrained(name)
+    rng = np.random.default_rng(7)
+    hits = np.zeros(model.spec.num_layers)
+    total = 0
+    for source in random_sources(rng, 40, model.lengths):
+        prediction, attention = model.translate(" ".join(source))
+        assert prediction == model.expected(" ".join(source))
+        n = len(source)
+        for layer, weights in enumerate(attention["cross"]):
+            peaks = weights[0].mean(0).argmax(-1)  # (N_t,) over heads
+            hits[layer] += sum(peaks[i] == source_of(i, n) for i in range(n))
+        total += n
+    assert hits.max() / total >= 0.9, hits / total
+
+
+def test_translate_returns_text_and_attention_of_documented_shapes():
+    model = pretrained.load_pretrained("reverse")
+    prediction, attention = model.translate("a b c d")
+    assert prediction == "d c b a"
+    heads, layers = model.spec.num_heads, model.spec.num_layers
+    assert [w.shape for w in attention["encoder"]] == [(1, heads, 4, 4)] * layers
+    assert [w.shape for w in attention["decoder"]] == [(1, heads, 5, 5)] * layers  # <s> + 4 predicted
+    assert [w.shape for w in attention["cross"]] == [(1, heads, 5, 4)] * layers
+
+
+def test_tokens_outside_the_vocabulary_are_named():
+    with pytest.raises(ValueError, match="outside this model's vocabulary: 1, z"):
+        pretrained.load_pretrained("copy").translate("a z 1")
+    with pytest.raises(ValueError, match="Unknown trained model"):
+        pretrained.load_pretrained("nope")
+
+
+def test_a_short_training_run_lowers_the_loss_and_is_deterministic():
+    spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=80, batch=32,
+                     warmup=20, max_len=5, seed=3)
+    first = train(spec, log_every=10)
+    again = train(spec, log_every=10)
+    losses = [loss for _, loss, _ in first.history]
+    assert losses[-1] < losses[0] * 0.9
+    np.testing.assert_allclose(losses, [loss for _, loss, _ in again.history], rtol=1e-4)
+    other = train(TrainSpec(**{**spec.__dict__, "seed": 4}), log_every=10)
+    assert not np.allclose(losses, [loss for _, loss, _ in other.history])
+
+
+def test_training_rejects_bad_specs():
+    with pytest.raises(ValueError, match="d_model=10, num_heads=4"):
+        train(TrainSpec(d_model=10, num_heads=4))
+    with pytest.raises(ValueError, match="task='nope'"):
+        train(TrainSpec(task="nope"))
+
+
+def test_session_models_are_registered_and_bounded():
+    result = train(TrainSpec(task="reverse", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=5, batch=8,
+                             max_len=4), log_every=5)
+    names = [pretrained.register(result, f"k{i}") for i in range(pretrained.SESSION_MODELS_KEPT + 2)]
+    assert pretrained.load_pretrained(names[-1]).task == "reverse"
+    with pytest.raises(ValueError, match="train it again"):
+        pretrained.load_pretrained(names[0])
+
+
+def test_command_line_trains_and_writes_weights(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "transformer.train", "--task", "shift", "--steps", "30", "--d-model", "16",
+         "--num-heads", "2", "--d-ff", "32", "--num-layers", "1", "--batch", "16", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "step    30/30" in out.stdout and "exact-sequence accuracy" in out.stdout
+    meta = json.loads((tmp_path / "shift" / CONFIG_FILE).read_text())
+    assert meta["spec"]["steps"] == 30 and (tmp_path / "shift" / WEIGHTS_FILE).exists()

@@ -1,0 +1,136 @@
+"""Trained models: the shipped ones (``transformer/pretrained/<task>/``) and ones trained in a session.
+
+Weights load with Keras's ``load_weights`` from ``.weights.h5`` (HDF5 arrays, no
+pickle); the architecture and vocabulary come from a JSON file.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from transformer.masks import padding_mask, target_mask
+from transformer.tasks import PAD_ID, START_ID, SYMBOLS, Vocab, get_task
+from transformer.train import (
+    CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainResult, TrainSpec, build_model, greedy_decode, strip,
+)
+
+SHIPPED = ("copy", "reverse", "sort")
+SESSION_PREFIX = "session:"
+SESSION_MODELS_KEPT = 8
+
+
+@dataclass
+class Pretrained:
+    """A trained encoder-decoder and what it knows.
+
+    symbols: the task's input symbols (no specials); lengths: (min, max) source
+    lengths it was trained on; accuracy: exact-sequence accuracy measured after training.
+    """
+
+    name: str
+    spec: TrainSpec
+    model: object
+    vocab: Vocab
+    accuracy: float
+
+    @property
+    def task(self) -> str:
+        return self.spec.task
+
+    @property
+    def symbols(self) -> tuple:
+        return SYMBOLS
+
+    @property
+    def lengths(self) -> tuple[int, int]:
+        return (self.spec.min_len, self.spec.max_len)
+
+    def expected(self, source_text: str) -> str:
+        return " ".join(get_task(self.task).solve(source_text.split()))
+
+    def predict_ids(self, sources: list[list[str]], extra_steps: int = 1) -> list[list[int]]:
+        """Greedy predictions (ids, without </s>) for several token lists at once."""
+        longest = max(len(s) for s in sources)
+        src = np.zeros((len(sources), longest), np.int32)  # (B, N_s)
+        for row, tokens in enumerate(sources):
+            src[row, : len(tokens)] = self.vocab.encode(tokens)
+        predicted = greedy_decode(self.model, src, longest + extra_steps)
+        return [strip(row) for row in predicted]
+
+    def translate(self, source_text: str):
+        """``(prediction_text, attention)`` for one source line (tokens separated by spaces).
+
+        ``attention`` maps "encoder", "decoder", "cross" to lists (one per layer) of
+        ``(1, H, N_q, N_k)`` arrays computed on the decoder input ``<s> + prediction``:
+        query ``i`` of the decoder is the step that predicts output token ``i``.
+        """
+        tokens = source_text.split()
+        if not tokens:
+            raise ValueError("The source text is empty: type symbols such as 'a b c'.")
+        predicted = self.predict_ids([tokens])[0]
+        src = np.array([self.vocab.encode(tokens)], np.int32)  # (1, N_s)
+        decoder_input = np.array([[START_ID] + predicted], np.int32)  # (1, N_t)
+        _, attention = self.model(src, decoder_input, padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID))
+        arrays = {name: [np.asarray(w) for w in weights] for name, weights in attention.items()}
+        return " ".join(self.vocab.decode(predicted)), arrays
+
+
+def from_result(name: str, result: TrainResult) -> Pretrained:
+    return Pretrained(name, result.spec, result.model, result.vocab, result.accuracy)
+
+
+def load_folder(folder: Path, name: str) -> Pretrained:
+    """Build the model from ``model.json`` and load ``weights.weights.h5``."""
+    meta = json.loads((folder / CONFIG_FILE).read_text())
+    spec = TrainSpec(**meta["spec"])
+    vocab = Vocab(meta["vocabulary"])
+    model = build_model(spec, len(vocab))
+    model.load_weights(folder / WEIGHTS_FILE)
+    return Pretrained(name, spec, model, vocab, float(meta["exact_accuracy"]))
+
+
+_lock = threading.Lock()
+_shipped: dict[str, Pretrained] = {}
+_session: collections.OrderedDict = collections.OrderedDict()
+
+
+def available() -> list[str]:
+    """Names of the shipped models present on disk."""
+    return [name for name in SHIPPED if (PRETRAINED_DIR / name / WEIGHTS_FILE).exists()]
+
+
+def load_pretrained(name: str) -> Pretrained:
+    """A shipped model (``"copy"``, ``"reverse"``, ``"sort"``) or one registered by `register`."""
+    with _lock:
+        if name.startswith(SESSION_PREFIX):
+            if name not in _session:
+                raise ValueError(f"No model trained in this session is called {name!r} (the server may have "
+                                 "restarted): train it again on the Train page.")
+            _session.move_to_end(name)
+            return _session[name]
+        if name not in SHIPPED:
+            raise ValueError(f"Unknown trained model. Choose one of {list(SHIPPED)}. Received: {name!r}")
+        if name not in _shipped:
+            folder = PRETRAINED_DIR / name
+            if not (folder / WEIGHTS_FILE).exists():
+                raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.train "
+                                 f"--task {name}`.")
+            _shipped[name] = load_folder(folder, name)
+        return _shipped[name]
+
+
+def register(result: TrainResult, key: str) -> str:
+    """Keep a model trained in a session (at most SESSION_MODELS_KEPT); returns its name."""
+    name = f"{SESSION_PREFIX}{key}"
+    with _lock:
+        _session[name] = from_result(name, result)
+        _session.move_to_end(name)
+        while len(_session) > SESSION_MODELS_KEPT:
+            _session.popitem(last=False)
+    return name

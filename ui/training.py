@@ -1,0 +1,59 @@
+"""Background training jobs for the Train page: one thread per job, at most two at once per server."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+from transformer import pretrained
+from transformer.train import TrainSpec, train
+
+_slots = threading.BoundedSemaphore(2)
+
+
+class TrainJob:
+    """Trains in a daemon thread; the page reads ``status``, ``history`` and ``result``."""
+
+    def __init__(self, spec: TrainSpec):
+        spec.validate()
+        self.spec = spec
+        self.key = uuid.uuid4().hex[:10]
+        self.history: list = []
+        self.status = "waiting"  # waiting → training → done | failed | stopped
+        self.error = ""
+        self.result = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"train-{self.key}", daemon=True)
+
+    def start(self) -> "TrainJob":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def step(self) -> int:
+        return self.history[-1][0] if self.history else 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "failed", "stopped")
+
+    def _run(self) -> None:
+        with _slots:
+            self.status = "training"
+            try:
+                self.result = train(self.spec, on_progress=lambda *row: self.history.append(row),
+                                    should_stop=self._stop.is_set, log_every=max(1, self.spec.steps // 50))
+                self.status = "stopped" if self._stop.is_set() else "done"
+            except Exception as error:  # reported on the page; the app keeps running
+                self.status, self.error = "failed", f"{type(error).__name__}: {error}"
+
+    def register(self) -> str:
+        """Make the trained model selectable as weights; returns its name."""
+        return pretrained.register(self.result, self.key)
+
+    def label(self) -> str:
+        s = self.spec
+        return f"{s.task}, d_model {s.d_model}, {s.num_heads} heads, {s.num_layers} layers, {self.step} steps"
