@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 pytestmark = pytest.mark.app
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
-PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes"]
+PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train"]
+CHARTLESS = ("home", "train")
 
 
 def open_page(page, query=None):
@@ -52,8 +53,8 @@ def test_every_page_runs_without_exception(page):
     at = open_page(page)
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
-    if page != "home":
-        assert at.get("plotly_chart"), "every page but home draws charts"
+    if page not in CHARTLESS:
+        assert at.get("plotly_chart"), "every page but home and train draws charts"
 
 
 def test_status_line_names_device_version_and_time():
@@ -244,3 +245,52 @@ def test_heads_slider_changes_the_number_of_panels_and_device_can_be_forced():
     no_errors(at)
     assert "**Device:** CPU" in " ".join(c.value for c in at.sidebar.caption)
     assert at.query_params["device"] == "cpu"
+
+
+def test_trained_weights_lock_the_architecture_and_show_predictions():
+    at = open_page("attention", {"weights": "reverse", "stack": "cross"})
+    no_errors(at)
+    assert at.sidebar.select_slider(key="d_model").disabled
+    assert any("Locked by the trained model" in c.value for c in at.sidebar.caption)
+    table = at.dataframe[0].value
+    assert list(table["right"]) == ["✅"] * 3
+    assert list(table["prediction"]) == list(table["expected"])
+    heads = pretrained_heads("reverse")
+    assert len(weight_panels(specs(at)[0])) == heads
+
+
+def pretrained_heads(name):
+    from transformer.pretrained import load_pretrained
+
+    return load_pretrained(name).spec.num_heads
+
+
+def test_unknown_symbols_for_a_trained_model_are_named():
+    at = open_page("masks", {"weights": "copy", "src": "a b 7\nc\nd"})
+    no_errors(at)
+    assert any("outside this model's vocabulary: 7" in e.value for e in at.error)
+
+
+def test_train_page_trains_a_model_and_opens_its_attention():
+    import time
+
+    at = open_page("train")
+    no_errors(at)
+    at.number_input(key="train_steps").set_value(20)
+    at.select_slider(key="train_d_model").set_value(16)
+    at.button[0].click().run()
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        job = at.session_state["_train_job"]
+        if job.finished:
+            break
+        time.sleep(1)
+    assert job.status == "done", job.error
+    at.run()
+    no_errors(at)
+    assert any("Exact-sequence accuracy" in s.value for s in at.success)
+    explore = [b for b in at.button if b.label == "Explore this model's attention"][0]
+    explore.click().run()
+    no_errors(at)
+    assert at.session_state["weights"].startswith("session:")
+    assert at.get("plotly_chart")
