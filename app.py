@@ -4,7 +4,9 @@ import streamlit as st
 
 st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
 
-from ui import sidebar, state  # noqa: E402  (after set_page_config)
+from ui import runtime, sidebar, state  # noqa: E402  (after set_page_config)
+
+runtime.keep_tensorflow_warm()
 
 PAGES = [
     st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),

@@ -294,3 +294,12 @@ def test_train_page_trains_a_model_and_opens_its_attention():
     no_errors(at)
     assert at.session_state["weights"].startswith("session:")
     assert at.get("plotly_chart")
+
+
+def test_streamlit_no_longer_clears_the_keras_session_after_each_rerun():
+    from streamlit.runtime.scriptrunner import script_runner
+
+    from ui import runtime
+
+    open_page("masks")
+    assert script_runner._clean_problem_modules is runtime._keep_models
