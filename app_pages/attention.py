@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
-from ui.controls import STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker
+from ui.controls import PERSIST, STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker
 from viz.attention import head_grid, model_view, single_head, stats_figure
 from viz.common import FULL_RESOLUTION
 from viz.export import arrays_npz, matrix_csv
@@ -59,7 +59,7 @@ for check in checks:
     st.markdown(f"{icon} **{check.name}** — {check.detail}: `{check.value:.3g}`")
 
 MODEL_VIEW_HEADS = 16
-with st.expander("Model view: every layer × head (small multiples)"):
+if st.toggle("Model view: every layer × head (small multiples)", key="model_view", **PERSIST):
     shown_heads = min(heads, MODEL_VIEW_HEADS)
     if shown_heads < heads:
         st.caption(f"Showing the first {shown_heads} of {heads} heads.")

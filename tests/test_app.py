@@ -303,3 +303,13 @@ def test_streamlit_no_longer_clears_the_keras_session_after_each_rerun():
 
     open_page("masks")
     assert script_runner._clean_problem_modules is runtime._keep_models
+
+
+def test_model_view_draws_layers_times_heads_when_switched_on():
+    at = open_page("attention", {"layers": "3"})
+    before = len(specs(at))
+    at.toggle(key="model_view").set_value(True).run()
+    no_errors(at)
+    assert len(specs(at)) == before + 1
+    assert len(weight_panels(specs(at)[-1])) == 3 * 4
+    assert at.query_params["model_view"] == "1"

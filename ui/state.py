@@ -104,6 +104,7 @@ FIELDS: dict[str, Field] = {
     "pe_dims": Field("4 5 6 7", _text(400)),
     "pe_positions": Field("0 1 2 3 4 5 6 7", _text(400)),
     "step": Field(0, _integer(0, 6)),
+    "model_view": Field(False, _flag),
 }
 
 DUMPERS = {bool: lambda value: "1" if value else "0"}
