@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test test-fast clean
+.PHONY: run test test-fast bench bench-quick load-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,17 @@ test: $(VENV)/.test
 # Engine and figure tests only (no Streamlit server, no browser).
 test-fast: $(VENV)/.test
 	$(BIN)/python -m pytest -m "not browser and not app"
+
+# Benchmarks print a table and write it to BENCHMARKS.md (they need Debian's chromium).
+bench: $(VENV)/.test
+	$(BIN)/python bench/benchmark.py --write
+
+bench-quick: $(VENV)/.test
+	$(BIN)/python bench/benchmark.py --quick --write
+
+# 8 concurrent Chromium sessions moving sliders for 60 s each (about 2 minutes in all).
+load-test: $(VENV)/.test
+	$(BIN)/python bench/load_test.py --write
 
 clean:
 	rm -rf $(VENV) test-output .pytest_cache

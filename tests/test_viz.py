@@ -162,3 +162,10 @@ def test_builders_accept_html_tokens_as_plain_labels(builder):
     args = (np.ones((2, 2), bool),) if builder is masks.mask_figure else (np.eye(2), np.ones((2, 2), bool))
     fig = builder(*args, tokens, tokens, "t")
     assert fig.data[0].x[0].startswith("0·&lt;img")  # Plotly shows the entity as "<img", never a tag
+
+
+def test_large_masks_are_pooled_and_small():
+    mask = np.tril(np.ones((512, 512), bool))[None].repeat(3, 0)
+    fig = masks.mask_grid(mask, [["t"] * 512] * 3, [["t"] * 512] * 3, ["a", "b", "c"])
+    assert np.shape(fig.data[0].z) == (128, 128) and "max-pooled 4×4" in fig.layout.annotations[0].text
+    assert len(fig.to_json()) < 1_000_000

@@ -6,18 +6,22 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import ALLOWED_COLOR, BLOCKED_COLOR, category_axes, position_labels
+from viz.common import (
+    ALLOWED_COLOR, BLOCKED_COLOR, FULL_RESOLUTION, category_axes, max_pool, pool_factor, pooled_labels,
+    position_labels,
+)
 
 
 def _mask_traces(mask, query_labels, key_labels):
     """One trace for allowed cells, one for blocked ones, each with its own hover word."""
     mask = np.asarray(mask, dtype=bool)  # (N_q, N_k)
+    gap = 1 if max(mask.shape) <= 64 else 0
     traces = []
     for value, color, word in ((True, ALLOWED_COLOR, "attend"), (False, BLOCKED_COLOR, "blocked")):
         z = np.where(mask == value, 1.0, np.nan).astype(np.float32)
         traces.append(go.Heatmap(
             z=z, x=key_labels, y=query_labels, colorscale=[[0, color], [1, color]], showscale=False,
-            xgap=1, ygap=1, name=word, hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{word}<extra></extra>",
+            xgap=gap, ygap=gap, name=word, hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{word}<extra></extra>",
         ))
     return traces
 
@@ -30,17 +34,25 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
         mask must be broadcast to ``(B, N, N)`` first, as attention sees it).
       query_tokens, key_tokens: ``B`` token sequences of lengths N_q and N_k.
       titles: ``B`` panel titles.
+
+    Above 128 positions each panel is max-pooled (a block is allowed when any of its
+    cells is) and its title says so, to keep what is sent small.
     """
     masks = np.asarray(masks, dtype=bool)
     count = masks.shape[0]
+    factor = max(pool_factor(masks.shape[-2], FULL_RESOLUTION), pool_factor(masks.shape[-1], FULL_RESOLUTION))
+    if factor > 1:  # a block counts as allowed when any cell in it is
+        masks = max_pool(masks, factor, factor, fill=False)
+        titles = [f"{title} (max-pooled {factor}×{factor})" for title in titles]
     columns = max(1, min(columns, count))
     rows = -(-count // columns)
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=list(titles),
                         horizontal_spacing=0.08, vertical_spacing=0.12 if rows > 1 else 0.1)
     for index in range(count):
         row, col = index // columns + 1, index % columns + 1
-        for trace in _mask_traces(masks[index], position_labels(query_tokens[index]),
-                                  position_labels(key_tokens[index])):
+        query_labels = pooled_labels(position_labels(query_tokens[index]), factor)
+        key_labels = pooled_labels(position_labels(key_tokens[index]), factor)
+        for trace in _mask_traces(masks[index], query_labels, key_labels):
             fig.add_trace(trace, row=row, col=col)
         category_axes(fig, row=row, col=col)
     fig.update_layout(

@@ -1,0 +1,282 @@
+"""Performance benchmark: prints one table and writes it to BENCHMARKS.md.
+
+    python bench/benchmark.py [--quick] [--write]
+
+Every figure is measured in the same run as its reference:
+  1. slider → redrawn chart in headless Chromium against `streamlit run` (Attention and
+     Masks pages, default config and N = 512 with 8 heads), against a trivial one-chart app;
+  2. compute: this engine's multi-head attention and whole forward pass against
+     keras.layers.MultiHeadAttention and a large matmul's FLOP/s;
+  3. payload: bytes of each chart sent to the browser;
+  4. retraces and model builds over 100 random moves;
+  5. memory over 300 reruns, and cold start from `make run` to the first chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+from report import percentile, process_rss_mb, write_section  # noqa: E402
+
+ROWS = []
+
+
+def row(section, measure, value, target=""):
+    ROWS.append((section, measure, value, target))
+    print(f"{section:<10} {measure:<58} {value:<24} {target}", flush=True)
+
+
+# ----------------------------------------------------------------- 1. slider → chart
+
+CHART = "document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')"
+IDLE = "document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
+
+
+def _move_and_wait(page, act):
+    """Press, then wait until the first chart was redrawn and the script is idle."""
+    page.evaluate(f"() => {{ window.__before = {CHART}._fullData; }}")
+    started = time.perf_counter()
+    act()
+    try:
+        page.wait_for_function(f"() => {CHART} && {CHART}._fullData !== window.__before && {IDLE}",
+                               timeout=60_000)
+    except Exception:  # counted as a 60 s move, never silently dropped
+        print("  a move was not redrawn within 60 s", flush=True)
+    return time.perf_counter() - started
+
+
+def _slider(page, label):
+    return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
+
+
+def _moves(page, kind, count, rng):
+    from browser_support import wait_idle
+
+    times = []
+    for index in range(count):
+        if kind == "pads":
+            box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Pad symbols")
+            value = "0 <pad>" if index % 2 else "<pad>"
+            times.append(_move_and_wait(page, lambda: (box.fill(value), box.press("Enter"))))
+        else:
+            label = {"seq_len": "Sequence length", "heads": "Heads (h)", "d_model": "d_model"}[kind]
+            thumb = _slider(page, label)
+            key = "ArrowRight" if index % 2 == 0 else "ArrowLeft"
+            thumb.focus()
+            times.append(_move_and_wait(page, lambda: thumb.press(key)))
+        wait_idle(page)
+    return times
+
+
+def slider_latency(quick: bool):
+    from playwright.sync_api import sync_playwright
+
+    from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
+
+    count = 8 if quick else 30
+    rng = random.Random(0)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        with streamlit_server("bench/trivial_app.py") as url:
+            page.goto(url)
+            wait_idle(page)
+            floor = _moves(page, "seq_len", count, rng)
+        row("slider", "trivial one-chart page (framework floor) p50 / p90 ms",
+            f"{percentile(floor, 50) * 1e3:.0f} / {percentile(floor, 90) * 1e3:.0f}")
+        with streamlit_server() as url:
+            for page_name in ("attention", "masks"):
+                for config, query in (("default", ""), ("N=512, 8 heads", "?seq_len=511&heads=8&d_model=64")):
+                    page.goto(f"{url}/{page_name}{query}")
+                    wait_idle(page)
+                    page.wait_for_function(f"() => {CHART} && {CHART}._fullData", timeout=120_000)
+                    kinds = ("seq_len", "heads", "d_model", "pads") if config == "default" else ("seq_len",)
+                    times = []
+                    for kind in kinds:
+                        times += _moves(page, kind, max(2, count // len(kinds)) if config == "default" else count, rng)
+                    p50, p90 = percentile(times, 50), percentile(times, 90)
+                    target = ("p50 ≤ 300 ms and ≤ 2× floor; p90 ≤ 500 ms" if config == "default"
+                              else "p50 ≤ 800 ms")
+                    row("slider", f"{page_name}, {config} ({len(times)} moves: {', '.join(kinds)}) p50 / p90 ms",
+                        f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} ({p50 / percentile(floor, 50):.1f}× floor)", target)
+        browser.close()
+
+
+# ----------------------------------------------------------------- 2. compute
+
+
+def _timed(fn, repeats):
+    fn()
+    fn()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
+def compute(quick: bool):
+    import keras
+    import tensorflow as tf
+
+    from transformer import LiveConfig, MultiHeadAttention, run_live
+    from transformer.reference import copy_to_keras
+
+    repeats = 5 if quick else 20
+    size = 2048
+    a = tf.random.normal((size, size))
+    matmul = tf.function(lambda: tf.matmul(a, a))
+    peak = 2 * size**3 / _timed(lambda: matmul().numpy(), repeats)
+    row("compute", f"matmul {size}×{size} (practical peak)", f"{peak / 1e9:.1f} GFLOP/s")
+    d_model, heads = 512, 8
+    ours = MultiHeadAttention(d_model, heads)
+    for n in (64, 256, 512):
+        x = tf.random.normal((1, n, d_model))
+        ours(x, x, x)
+        theirs = copy_to_keras(ours)
+        ours_fn = tf.function(lambda q: ours(q, q, q)[0])
+        theirs_fn = tf.function(lambda q: theirs(q, q))
+        t_ours = _timed(lambda: ours_fn(x).numpy(), repeats)
+        t_keras = _timed(lambda: theirs_fn(x).numpy(), repeats)
+        flops = 4 * 2 * n * d_model**2 + 2 * 2 * n * n * d_model
+        row("compute", f"multi-head attention B=1 N={n} d_model=512 H=8: ours / Keras ms",
+            f"{t_ours * 1e3:.2f} / {t_keras * 1e3:.2f} ({t_ours / t_keras:.2f}×)",
+            "≤ 1.1× Keras" if n == 512 else "")
+        if n == 512:
+            row("compute", "  … share of the matmul peak at N=512", f"{flops / t_ours / peak:.0%}", "≥ 50%")
+        config = LiveConfig(d_model=d_model, num_heads=heads, d_ff=2048, num_layers=2, seq_len=n,
+                            source_text="1 2 3", target_text="1 2 3")
+        run_live(config)
+        forward = np.median([run_live(config).compute_seconds for _ in range(repeats)])
+        row("compute", f"whole forward pass (2+2 layers, d_ff 2048) N={n}", f"{forward * 1e3:.1f} ms")
+    del keras
+
+
+# ----------------------------------------------------------------- 3. payload
+
+
+def payload():
+    from transformer import LiveConfig, run_live
+    from viz import attention, masks, positional
+
+    for label, config in (("default", LiveConfig()),
+                          ("N=512, 8 heads", LiveConfig(seq_len=512, num_heads=8, d_model=64))):
+        result = run_live(config)
+        b, n = result.source_ids.shape
+        figures = {
+            "masks: padding grid": masks.mask_grid(np.broadcast_to(result.source_padding_mask[:, 0], (b, n, n)),
+                                                   result.source_tokens, result.source_tokens, ["1", "2", "3"]),
+            "masks: target grid": masks.mask_grid(result.target_mask[:, 0], result.target_tokens,
+                                                  result.target_tokens, ["1", "2", "3"]),
+            "attention: head grid": attention.head_grid(result.attention["encoder"][0, 0],
+                                                        result.applied_masks["encoder"][0],
+                                                        result.source_tokens[0], result.source_tokens[0]),
+            "attention: one head, full resolution": attention.single_head(
+                result.attention["encoder"][0, 0, 0], result.applied_masks["encoder"][0],
+                result.source_tokens[0], result.source_tokens[0]),
+            "positional: heatmap": positional.encoding_heatmap(result.positional_encoding),
+            "positional: similarity": positional.similarity_figure(result.positional_encoding),
+        }
+        for name, fig in figures.items():
+            size = len(fig.to_json())
+            row("payload", f"{label}: {name}", f"{size / 1024:,.0f} KB", "≤ 1 MB" if size <= 2**20 else "> 1 MB")
+
+
+# ----------------------------------------------------------------- 4. retraces
+
+
+def retraces():
+    from transformer import LiveConfig, ModelCache, run_live
+
+    cache, rng = ModelCache(), random.Random(1)
+    base = LiveConfig()
+    run_live(base, cache)
+    for _ in range(100):
+        words = " ".join(rng.choice(["a", "b", "c", "0", "<pad>"]) for _ in range(rng.randint(1, 20)))
+        move = replace(base, seq_len=rng.randint(1, 64), pad_symbols=rng.choice([("0",), ("0", "<pad>"), ("<pad>",)]),
+                       source_text=f"{words}\n1 2\n3", target_text="1\n2 3\n4")
+        result = run_live(move, cache)
+    row("traces", "retraces / model builds over 100 moves of length, pads, text",
+        f"{result.traces - 1} / {cache.builds - 1}", "0 / 0 after warm-up")
+
+
+# ----------------------------------------------------------------- 5. memory, cold start
+
+
+def memory(quick: bool):
+    from streamlit.testing.v1 import AppTest
+
+    reruns = 60 if quick else 300
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("app_pages/attention.py").run()
+    rng = random.Random(2)
+    for index in range(reruns + 50):
+        if index == 50:
+            warm = process_rss_mb()
+        at.sidebar.slider(key="seq_len").set_value(rng.randint(2, 40)).run()
+    end = process_rss_mb()
+    row("memory", f"RSS after 50 warm-up reruns → after {reruns} more", f"{warm:.0f} → {end:.0f} MB "
+        f"({(end - warm) / warm:+.1%})", "≤ +5%")
+
+
+def cold_start():
+    from playwright.sync_api import sync_playwright
+
+    from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port
+
+    port = free_port()
+    started = time.perf_counter()
+    process = subprocess.Popen(["make", "run", f"PORT={port}"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            while True:
+                try:
+                    page.goto(f"http://127.0.0.1:{port}/masks", timeout=2_000)
+                    break
+                except Exception:
+                    time.sleep(0.1)
+            page.wait_for_function(f"() => {CHART} && {CHART}._fullData", timeout=120_000)
+            seconds = time.perf_counter() - started
+            browser.close()
+    finally:
+        os.killpg(process.pid, 15)
+    row("startup", "cold start: `make run` → first chart drawn", f"{seconds:.1f} s", "≤ 8 s")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer moves and repeats (a CI-sized run)")
+    parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
+    args = parser.parse_args()
+    cold_start()
+    slider_latency(args.quick)
+    compute(args.quick)
+    payload()
+    retraces()
+    memory(args.quick)
+    table = ["| part | measure | figure | target |", "| --- | --- | --- | --- |"]
+    table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ROWS]
+    if args.write:
+        write_section("Performance", f"`make bench{'-quick' if args.quick else ''}`; each figure beside its "
+                      "reference, measured in the same run.", table)
+
+
+if __name__ == "__main__":
+    main()
