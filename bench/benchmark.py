@@ -46,13 +46,28 @@ IDLE = "document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-tes
 
 
 def _move_and_wait(page, act):
-    """Press, then wait until the first chart was redrawn and the script is idle."""
-    page.evaluate(f"() => {{ window.__before = {CHART}._fullData; }}")
+    """Press, then wait until the rerun it starts has finished and the browser has painted.
+
+    A MutationObserver notes the app entering the running state, so a rerun that
+    leaves a chart unchanged (masks do not depend on heads) is still timed.
+    """
+    page.evaluate("""() => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        const chart = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+        window.__before = chart && chart._fullData;
+        window.__ran = false;
+        window.__observer && window.__observer.disconnect();
+        window.__observer = new MutationObserver(() => {
+            if (app.getAttribute('data-test-script-state') === 'running') window.__ran = true;
+        });
+        window.__observer.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    }""")
     started = time.perf_counter()
     act()
     try:
-        page.wait_for_function(f"() => {CHART} && {CHART}._fullData !== window.__before && {IDLE}",
+        page.wait_for_function(f"() => (window.__ran || ({CHART} && {CHART}._fullData !== window.__before)) && {IDLE}",
                                timeout=60_000)
+        page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     except Exception:  # counted as a 60 s move, never silently dropped
         print("  a move was not redrawn within 60 s", flush=True)
     return time.perf_counter() - started
