@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ from transformer.train import (
 SHIPPED = ("copy", "reverse", "sort")
 SESSION_PREFIX = "session:"
 SESSION_MODELS_KEPT = 8
+PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are remembered per model
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Pretrained:
     model: object
     vocab: Vocab
     accuracy: float
+    _predictions: collections.OrderedDict = field(default_factory=collections.OrderedDict, repr=False)
 
     @property
     def task(self) -> str:
@@ -55,7 +57,21 @@ class Pretrained:
         return " ".join(get_task(self.task).solve(source_text.split()))
 
     def predict_ids(self, sources: list[list[str]], extra_steps: int = 1) -> list[list[int]]:
-        """Greedy predictions (ids, without </s>) for several token lists at once."""
+        """Greedy predictions (ids, without </s>) for several token lists at once.
+
+        Remembered per batch of lines, so the pages and the walkthrough of one
+        configuration decode once.
+        """
+        key = (tuple(map(tuple, sources)), extra_steps)
+        if key in self._predictions:
+            self._predictions.move_to_end(key)
+            return self._predictions[key]
+        self._predictions[key] = self._decode(sources, extra_steps)
+        while len(self._predictions) > PREDICTIONS_KEPT:
+            self._predictions.popitem(last=False)
+        return self._predictions[key]
+
+    def _decode(self, sources, extra_steps):
         longest = max(len(s) for s in sources)
         src = np.zeros((len(sources), longest), np.int32)  # (B, N_s)
         for row, tokens in enumerate(sources):
