@@ -5,8 +5,10 @@ import streamlit as st
 
 from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
-from ui.controls import PERSIST, STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker
-from viz.attention import head_grid, model_view, single_head, stats_figure
+from ui.controls import (
+    PERSIST, STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker, stat_columns,
+)
+from viz.attention import head_grid, model_view, single_head
 from viz.common import FULL_RESOLUTION
 from viz.export import arrays_npz, matrix_csv
 
@@ -31,32 +33,28 @@ if not (padding_on and future_on):
     st.info("A mask is switched off: the weights below are what attention does without it.", icon=":material/lock_open:")
 
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
-plot(head_grid(weights, mask, query_tokens, key_tokens, title=f"{heads} heads"), "heads")
+with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k)
+plot(head_grid(with_mean, mask, query_tokens, key_tokens, title=f"{heads} heads and their mean",
+               names=[*(f"head {h}" for h in range(heads)), "mean of heads"]), "heads")
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
     with st.expander(f"Head {head} at full resolution ({n_q}×{n_k})"):
         plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}"), "single_head")
 
-left, right = st.columns([2, 3])
-with left:
-    st.markdown("**Head average**")
-    plot(head_grid(weights.mean(0)[None], mask, query_tokens, key_tokens, columns=1, names=["mean of heads"]),
-         "average")
-with right:
-    st.markdown("**Per-head statistics** (over query rows with an allowed key)")
+checks_tab, stats_tab = st.tabs(["Checks, computed live on these arrays", "Per-head statistics"])
+with checks_tab:
+    walk = data.walkthrough(config, stack, layer)
+    checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
+                              walk.keras_difference)
+    for check in checks:
+        icon = "✅" if check.passed else "❌"
+        st.markdown(f"{icon} **{check.name}** — {check.detail}: `{check.value:.3g}`")
+with stats_tab:
     pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
     stats = head_statistics(weights, mask, pads)
-    plot(stats_figure(stats), "stats")
-    st.dataframe({"head": list(range(heads)), **{k: np.round(v, 4) for k, v in stats.items()}},
-                 hide_index=True)
-
-st.subheader("Checks, computed live on these arrays")
-walk = data.walkthrough(config, stack, layer)
-checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
-                          walk.keras_difference)
-for check in checks:
-    icon = "✅" if check.passed else "❌"
-    st.markdown(f"{icon} **{check.name}** — {check.detail}: `{check.value:.3g}`")
+    st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
+    st.caption("Means over query rows that have an allowed key. Bars run from 0 to the largest possible value: "
+               "entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
 
 MODEL_VIEW_HEADS = 16
 if st.toggle("Model view: every layer × head (small multiples)", key="model_view", **PERSIST):

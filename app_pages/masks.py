@@ -6,7 +6,7 @@ import streamlit as st
 from ui import data, state
 from ui.controls import plot
 from viz.export import arrays_npz, matrix_csv
-from viz.masks import broadcast_rows, fully_masked_rows, mask_figure, mask_grid
+from viz.masks import broadcast_rows, fully_masked_rows, mask_grid
 
 st.title("Masks")
 st.caption("Blue: the query may attend to the key (True). Grey: blocked (False). Rows are queries, columns keys.")
@@ -20,17 +20,17 @@ st.markdown(f"Shape `{result.source_padding_mask.shape}` = (B, 1, 1, N): one row
 source_padding = np.broadcast_to(result.source_padding_mask[:, 0], (batch, length, length))
 plot(mask_grid(source_padding, result.source_tokens, result.source_tokens, titles), "padding")
 
-st.subheader("Look-ahead (subsequent) mask")
-st.markdown(f"Shape `{result.subsequent_mask.shape}` = (N, N), lower triangular: query *i* may attend to keys "
-            "*j ≤ i* only. The same for every sequence and head.")
+st.subheader("Look-ahead mask, and the target mask = padding AND look-ahead")
 n_target = result.subsequent_mask.shape[0]
+st.markdown(f"Look-ahead (subsequent) mask: shape `{result.subsequent_mask.shape}` = (N, N), lower triangular: "
+            "query *i* may attend to keys *j ≤ i* only, the same for every sequence and head. "
+            f"Target mask: shape `{result.target_mask.shape}` = (B, 1, N, N), the target's padding mask AND the "
+            "look-ahead mask: what masked decoder self-attention uses.")
 positions = [""] * n_target
-with st.columns([1, 1])[0]:
-    plot(mask_figure(result.subsequent_mask, positions, positions, f"subsequent_mask({n_target})"), "subsequent")
-
-st.subheader("Target mask (padding AND look-ahead)")
-st.markdown(f"Shape `{result.target_mask.shape}` = (B, 1, N, N): what masked decoder self-attention uses.")
-plot(mask_grid(result.target_mask[:, 0], result.target_tokens, result.target_tokens, titles), "target")
+plot(mask_grid(np.concatenate([result.subsequent_mask[None], result.target_mask[:, 0]]),
+               [positions, *result.target_tokens], [positions, *result.target_tokens],
+               [f"subsequent_mask({n_target})", *(f"target mask, {title}" for title in titles)],
+               columns=batch + 1), "target")
 
 st.subheader("How the masks broadcast")
 rows = broadcast_rows(batch, result.attention["encoder"].shape[2], length)

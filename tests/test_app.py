@@ -39,9 +39,13 @@ def heatmaps(spec) -> list[np.ndarray]:
     return [decode(trace["z"]) for trace in spec["data"] if trace["type"] == "heatmap"]
 
 
-def weight_panels(spec) -> list[np.ndarray]:
-    """The weight layer of each head panel (every other heatmap is the masked-cells layer)."""
-    return [decode(t["z"]) for t in spec["data"] if t["type"] == "heatmap" and "coloraxis" in t]
+def weight_panels(spec, include_mean=False) -> list[np.ndarray]:
+    """The weight layer of each head panel (every other heatmap is the masked-cells layer).
+
+    The head grid ends with a "mean of heads" panel, left out unless ``include_mean``.
+    """
+    return [decode(t["z"]) for t in spec["data"] if t["type"] == "heatmap" and "coloraxis" in t
+            and (include_mean or t.get("name") != "mean of heads")]
 
 
 def no_errors(at):
@@ -66,12 +70,15 @@ def test_status_line_names_device_version_and_time():
 
 def test_masks_page_reproduces_the_seed_figures():
     at = open_page("masks")
-    padding, subsequent, target = specs(at)[:3]
-    allowed = [z for z in heatmaps(padding)][0::2]  # "attend" layer of each panel: 1 where allowed
-    assert np.array_equal(~np.isnan(allowed[1][0]), [1, 1, 0, 0, 0, 0, 0])
-    assert np.array_equal(~np.isnan(heatmaps(subsequent)[0]), np.tril(np.ones((7, 7), bool)))
+    padding, target = specs(at)[:2]
+    source_masks = heatmaps(padding)  # one panel per line: 1 = may attend, 0 = blocked
+    assert len(source_masks) == 3 and source_masks[1].dtype == np.uint8
+    assert np.array_equal(source_masks[1][0], [1, 1, 0, 0, 0, 0, 0])
+    subsequent, *target_masks = heatmaps(target)  # look-ahead first, then each line's target mask
+    assert np.array_equal(subsequent, np.tril(np.ones((7, 7), np.uint8)))
     expected = np.tril(np.ones((7, 7), bool)) & np.array([1, 1, 1, 1, 1, 0, 0], bool)
-    assert np.array_equal(~np.isnan(heatmaps(target)[0]), expected)
+    assert np.array_equal(target_masks[0], expected)
+    assert len(target_masks) == 3
 
 
 @pytest.mark.parametrize("key, value", [("seq_len", 5), ("pads", "<pad>"), ("src", "1 2 0\n0 0 0\n4"),
@@ -116,6 +123,21 @@ def test_model_controls_change_the_weights(key, value):
     no_errors(at)
     after = weight_panels(specs(at)[0])
     assert not all(np.allclose(a, b, equal_nan=True) for a, b in zip(before, after))
+
+
+def test_head_grid_ends_with_the_mean_of_the_heads():
+    at = open_page("attention")
+    *heads, mean = weight_panels(specs(at)[0], include_mean=True)
+    assert len(heads) == 4
+    np.testing.assert_allclose(mean, np.mean(heads, axis=0), atol=1e-6)
+
+
+def test_per_head_statistics_table_has_one_row_per_head():
+    at = open_page("attention", {"heads": "8"})
+    table = at.dataframe[0].value
+    assert list(table["head"]) == list(range(8))
+    assert ((table["max_weight"] > 0) & (table["max_weight"] <= 1)).all()
+    assert (table["padding_share"] == 0).all()  # the padding mask is on
 
 
 def test_toggling_the_padding_mask_changes_the_weights():

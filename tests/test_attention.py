@@ -110,6 +110,17 @@ def test_multi_head_cross_attention_matches_keras(masked):
     assert gaps["output"] < 1e-5 and gaps["weights"] < 1e-6
 
 
+def test_the_keras_twin_follows_weights_that_change_in_place():
+    ours, _ = build_pair(d_model=16, heads=2)
+    x = random(1, 5, 16)
+    mask = np.ones((1, 5, 5), bool)
+    assert compare_with_keras(ours, x, x, x, mask)["output"] < 1e-5
+    for variable in ours.weights:  # what re-seeding a cached live model does
+        variable.assign(variable.numpy() * -1.5 + 0.1)
+    gaps = compare_with_keras(ours, x, x, x, mask)
+    assert gaps["output"] < 1e-5 and gaps["weights"] < 1e-6
+
+
 def test_multi_head_attention_matches_numpy_per_head():
     layer = MultiHeadAttention(12, 3)
     x = random(1, 4, 12)

@@ -81,7 +81,7 @@ def test_bad_input_gets_a_message_and_the_app_keeps_working(page, how, key, valu
     assert at.get("plotly_chart")
 
 
-def test_security_settings_are_in_effect():
+def test_security_and_runner_settings_are_in_effect():
     out = subprocess.run([sys.executable, "-m", "streamlit", "config", "show"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-1000:]
@@ -93,6 +93,7 @@ def test_security_settings_are_in_effect():
     assert effective["enableCORS"] == "true"
     assert effective["address"] == '"127.0.0.1"'
     assert effective["gatherUsageStats"] == "false"
+    assert effective["postScriptGC"] == "false"  # a full gc after each rerun held the GIL ~100 ms (#6)
     make_run = (ROOT / "Makefile").read_text()
     assert "--server.address $(HOST)" in make_run and "HOST ?= 127.0.0.1" in make_run
 

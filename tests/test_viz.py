@@ -20,17 +20,28 @@ def test_position_labels_keep_repeated_tokens_distinct():
     assert position_labels(["x" * 40])[0].endswith("…") and len(position_labels(["x" * 40])[0]) <= 14
 
 
-def test_mask_grid_draws_allowed_and_blocked_layers_with_hover_words():
+def test_mask_grid_draws_one_uint8_panel_per_mask_with_distinct_colours_and_hover():
     mask = np.tril(np.ones((4, 4), bool))[None]
     fig = masks.mask_grid(mask, [TOKENS], [TOKENS], ["line 1"])
-    allowed, blocked = fig.data
+    (panel,) = fig.data
     assert isinstance(fig, go.Figure)
-    np.testing.assert_array_equal(~np.isnan(allowed.z), mask[0])
-    np.testing.assert_array_equal(~np.isnan(blocked.z), ~mask[0])
-    assert "attend" in allowed.hovertemplate and "blocked" in blocked.hovertemplate
-    assert "%{y}" in allowed.hovertemplate and "%{x}" in allowed.hovertemplate
-    assert list(allowed.x) == position_labels(TOKENS)
+    np.testing.assert_array_equal(panel.z, mask[0].astype(np.uint8))
+    assert (panel.zmin, panel.zmax) == (0, 1)
+    low, high = panel.colorscale[0][1], panel.colorscale[-1][1]
+    assert low != high  # blocked and allowed cells are visibly different
+    assert "%{y}" in panel.hovertemplate and "%{x}" in panel.hovertemplate and "%{z}" in panel.hovertemplate
+    assert "may attend" in panel.hovertemplate and "blocked" in panel.hovertemplate
+    assert list(panel.x) == position_labels(TOKENS)
     assert fig.layout.xaxis.type == "category" and fig.layout.yaxis.autorange == "reversed"
+
+
+def test_panels_are_laid_out_without_automargin_and_with_room_for_labels():
+    long_tokens = ["a-very-long-token"] * 4
+    fig = masks.mask_grid(np.ones((2, 4, 4), bool), [long_tokens, TOKENS], [long_tokens, TOKENS], ["a", "b"])
+    assert fig.layout.xaxis.automargin is False and fig.layout.yaxis2.automargin is False
+    assert fig.layout.margin.l >= 12 * 6  # the longest label (cut to 12 characters) fits on the left
+    assert fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]  # a gap for panel 2's labels
+    assert [a.text for a in fig.layout.annotations] == ["a", "b"]
 
 
 def test_broadcast_rows_and_fully_masked_rows():
@@ -83,7 +94,7 @@ def test_model_view_has_layers_times_heads_panels():
     assert len([t for t in fig.data if t.coloraxis]) == 6
 
 
-def test_stats_figure_and_head_statistics():
+def test_head_statistics():
     weights = np.zeros((2, 3, 3))
     weights[0] = np.eye(3)  # attends to itself: distance 0, entropy 0
     weights[1] = 1 / 3
@@ -92,7 +103,6 @@ def test_stats_figure_and_head_statistics():
     np.testing.assert_allclose(stats["mean_distance"], [0, 8 / 9], atol=1e-9)
     np.testing.assert_allclose(stats["padding_share"], [1 / 3, 1 / 3], atol=1e-9)
     np.testing.assert_allclose(stats["max_weight"], [1, 1 / 3])
-    assert len(attention.stats_figure(stats).data) == 4
 
 
 def test_checks_flag_broken_arrays():

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import weakref
+
 import keras
 import numpy as np
+
+_TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # our layer -> its Keras twin
 
 
 def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:
@@ -16,6 +20,21 @@ def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:
     reference = keras.layers.MultiHeadAttention(num_heads=heads, key_dim=depth, value_dim=depth)
     probe = np.zeros((1, 1, width), np.float32)
     reference(probe, probe, probe)  # builds its weights
+    return _copy_weights(layer, reference)
+
+
+def keras_twin(layer) -> keras.layers.MultiHeadAttention:
+    """Like `copy_to_keras`, but built once per layer; its weights are copied again on every call
+    (the live model's weights are re-seeded in place)."""
+    twin = _TWINS.get(layer)
+    if twin is None:
+        twin = _TWINS[layer] = copy_to_keras(layer)
+        return twin
+    return _copy_weights(layer, twin)
+
+
+def _copy_weights(layer, reference):
+    heads, depth, width = layer.num_heads, layer.depth, layer.d_model
     pairs = [
         (reference.query_dense, layer.transform_query),
         (reference.key_dense, layer.transform_key),
@@ -43,7 +62,7 @@ def compare_with_keras(layer, query, key, value, mask) -> dict:
     """
     mask = np.asarray(mask, bool)  # (B, N_q, N_k)
     ours, our_weights = layer(query, key, value, mask=mask[:, None])  # (B, N_q, D), (B, H, N_q, N_k)
-    theirs, their_weights = copy_to_keras(layer)(
+    theirs, their_weights = keras_twin(layer)(
         query, value, key, attention_mask=mask, return_attention_scores=True
     )
     rows = mask.any(axis=-1)  # (B, N_q) queries with at least one allowed key

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from ui import state
@@ -58,6 +59,19 @@ def mask_toggles(column=st) -> tuple[bool, bool]:
 def plot(fig, key: str) -> None:
     """Our colour scales are part of the picture: keep Streamlit's theme from replacing them."""
     st.plotly_chart(fig, theme=None, key=f"fig_{key}", config={"displaylogo": False})
+
+
+def stat_columns(n_keys: int) -> dict:
+    """Per-head statistics as bars in the table, each on its full possible range."""
+    def bar(label, high, fmt="%.3f", help=None):
+        return st.column_config.ProgressColumn(label, min_value=0.0, max_value=max(float(high), 1e-9), format=fmt,
+                                               help=help)
+    return {
+        "entropy": bar("entropy (nats)", np.log(max(n_keys, 2)), help="0 = one key only; log N_k = uniform"),
+        "max_weight": bar("max weight", 1.0),
+        "mean_distance": bar("mean distance", max(n_keys - 1, 1), "%.2f", help="|query − key| in positions"),
+        "padding_share": bar("weight on padding", 1.0, help="should be 0 with the padding mask on"),
+    }
 
 
 def parse_indices(text: str, limit: int, what: str) -> list[int]:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.common import (
-    CELL_BUDGET, FULL_RESOLUTION, category_axes, max_pool, pool_factor, pooled_labels, position_labels,
-    weight_coloraxis, weight_layers,
+    CELL_BUDGET, FULL_RESOLUTION, label_px, max_pool, panel_layout, panels_figure, pool_factor, pooled_labels,
+    position_labels, weight_coloraxis, weight_layers,
 )
 
 
@@ -36,11 +35,6 @@ def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOL
     )
 
 
-def _grid(count: int, columns: int) -> tuple[int, int]:
-    columns = max(1, min(columns, count))
-    return -(-count // columns), columns
-
-
 def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
               limit: int = FULL_RESOLUTION, names=None) -> go.Figure:
     """One heatmap per head.
@@ -56,37 +50,32 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
         weights, mask, position_labels(query_tokens), position_labels(key_tokens), limit
     )
-    heads = shown.shape[0]
-    rows, columns = _grid(heads, columns)
-    names = list(names) if names is not None else [f"head {h}" for h in range(heads)]
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=names,
-                        horizontal_spacing=0.04, vertical_spacing=0.08 / max(1, rows - 1) if rows > 1 else 0.05)
-    for head in range(heads):
-        row, col = head // columns + 1, head % columns + 1
-        for trace in weight_layers(shown[head], shown_mask, q_labels, k_labels, name=names[head]):
-            fig.add_trace(trace, row=row, col=col)
-    category_axes(fig, showticklabels=len(q_labels) <= 40)
-    note = f" — max-pooled {factor}×{factor} view of {weights.shape[-2]}×{weights.shape[-1]}" if factor > 1 else ""
-    fig.update_layout(
-        title=title + note, coloraxis=weight_coloraxis(), height=max(340, 300 * rows),
-        margin=dict(t=70, l=10, r=10, b=10),
-    )
-    return fig
+    names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
+    traces = [trace for head, name in enumerate(names)
+              for trace in weight_layers(shown[head], shown_mask, q_labels, k_labels, name=name, panel=head)]
+    note = f"max-pooled {factor}×{factor} view of {weights.shape[-2]}×{weights.shape[-1]}" if factor > 1 else ""
+    return _heatmap_panels(traces, names, columns, q_labels, k_labels, " — ".join(filter(None, (title, note))))
+
+
+def _heatmap_panels(traces, names, columns, q_labels, k_labels, title, panel_px=240) -> go.Figure:
+    """Panels of weight heatmaps sharing the fixed 0–1 colour axis; tick labels up to 40 positions."""
+    ticks = len(q_labels) <= 40
+    layout = panel_layout(names, columns, panel_px=panel_px, top_px=44 if title else 10, show_ticks=ticks, shared_y=True,
+                          x_labels_px=label_px(k_labels, ticks, rotated=True), y_labels_px=label_px(q_labels, ticks))
+    layout["margin"]["r"] = 90  # the colour bar
+    return panels_figure(traces, layout, title=dict(text=title, x=0.0, xanchor="left"),
+                         coloraxis=weight_coloraxis())
 
 
 def single_head(weights, mask, query_tokens, key_tokens, title="") -> go.Figure:
     """One ``(N_q, N_k)`` head at full resolution, whatever its size."""
-    fig = head_grid(np.asarray(weights)[None], mask, query_tokens, key_tokens, title, columns=1, names=[title or "head"])
-    if max(np.shape(weights)) <= FULL_RESOLUTION:
-        return fig
-    shown = np.asarray(weights, dtype=np.float32)
+    shown = np.asarray(weights, dtype=np.float32)  # (N_q, N_k)
     labels_q, labels_k = position_labels(query_tokens), position_labels(key_tokens)
-    full = weight_layers(shown, np.broadcast_to(mask, shown.shape), labels_q, labels_k, name=title or "head")
-    fig.data = []
-    for trace in full:
-        fig.add_trace(trace)
-    fig.update_layout(title=f"{title} — full resolution {shown.shape[0]}×{shown.shape[1]}")
-    return fig
+    name = title or "head"
+    traces = weight_layers(shown, np.broadcast_to(mask, shown.shape), labels_q, labels_k, name=name)
+    note = f"full resolution {shown.shape[0]}×{shown.shape[1]}" if max(shown.shape) > FULL_RESOLUTION else ""
+    return _heatmap_panels(traces, [name], 1, labels_q, labels_k, " — ".join(filter(None, (title, note))),
+                           panel_px=420)
 
 
 def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
@@ -101,37 +90,14 @@ def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
         weights, mask, [str(i) for i in range(n_q)], [str(j) for j in range(n_k)], limit
     )
-    fig = make_subplots(rows=layers, cols=heads, row_titles=[f"layer {l}" for l in range(layers)],
-                        column_titles=[f"head {h}" for h in range(heads)],
-                        horizontal_spacing=0.01, vertical_spacing=0.02)
-    for layer in range(layers):
-        for head in range(heads):
-            name = f"layer {layer} head {head}"
-            for trace in weight_layers(shown[layer, head], shown_mask, q_labels, k_labels, name=name):
-                fig.add_trace(trace, row=layer + 1, col=head + 1)
-    category_axes(fig, showticklabels=False)
+    names = [f"layer {l} head {h}" for l in range(layers) for h in range(heads)]
+    traces = [trace for index, name in enumerate(names)
+              for trace in weight_layers(shown[index // heads, index % heads], shown_mask, q_labels, k_labels,
+                                         name=name, panel=index)]
+    layout = panel_layout([f"head {h}" if index < heads else "" for index, h in enumerate(list(range(heads)) * layers)],
+                          heads, panel_px=100, gap_px=8, show_ticks=False, top_px=44,
+                          row_titles=[f"layer {l}" for l in range(layers)])
+    layout["margin"]["r"] = 110
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
-    fig.update_layout(title=stack_title + note, coloraxis=weight_coloraxis(), margin=dict(t=70, l=10, r=40, b=10),
-                      height=max(260, 120 * layers + 80))
-    return fig
-
-
-STAT_COLUMNS = ("entropy", "max_weight", "mean_distance", "padding_share")
-STAT_TITLES = {
-    "entropy": "entropy (nats)",
-    "max_weight": "max weight",
-    "mean_distance": "mean distance (positions)",
-    "padding_share": "weight on padding",
-}
-
-
-def stats_figure(stats: dict) -> go.Figure:
-    """Bars per head for each statistic of `transformer.analysis.head_statistics`."""
-    heads = [f"head {h}" for h in range(len(stats["entropy"]))]
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[STAT_TITLES[c] for c in STAT_COLUMNS],
-                        vertical_spacing=0.18)
-    for index, column in enumerate(STAT_COLUMNS):
-        fig.add_trace(go.Bar(x=heads, y=np.asarray(stats[column], dtype=np.float32), name=STAT_TITLES[column],
-                             hovertemplate="%{x}<br>%{y:.4f}<extra></extra>"), row=index // 2 + 1, col=index % 2 + 1)
-    fig.update_layout(showlegend=False, height=420, margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    return panels_figure(traces, layout, title=dict(text=stack_title + note, x=0.0, xanchor="left"),
+                         coloraxis=weight_coloraxis())

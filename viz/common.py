@@ -6,6 +6,7 @@ hover reads them back with %{x} / %{y}, so no per-cell strings are sent.
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -67,8 +68,88 @@ def category_axes(fig: go.Figure, row=None, col=None, reverse_y=True, **kwargs) 
                      row=row, col=col, **kwargs)
 
 
-def weight_layers(weights, mask, query_labels, key_labels, name="", coloraxis="coloraxis"):
-    """Two heatmap traces: weights where allowed, then grey cells where masked.
+# Panel grids are laid out here rather than by make_subplots and Plotly's automargin:
+# automargin makes the browser lay a figure out several times (about half of its
+# drawing time), and make_subplots costs ~30 ms of validation per figure on the server.
+CHAR_PX = 7  # width of one tick-label character at Plotly's default 12 px font
+NOMINAL_WIDTH_PX = 1100  # the main column of the wide layout, to turn pixels into paper units
+TITLE_PX = 26  # room above a panel for its title
+
+
+def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
+    """Pixels a column of tick labels needs (rotated −45°: its height below the axis)."""
+    if not shown or not len(labels):
+        return 6
+    chars = max(len(html.unescape(str(label))) for label in labels)
+    return int(chars * CHAR_PX * 0.75) + 30 if rotated else chars * CHAR_PX + 14
+
+
+def axis_ids(index: int) -> tuple[str, str]:
+    """Plotly's trace references for panel ``index`` (0-based): ``("x", "y")``, ``("x2", "y2")`` …"""
+    suffix = "" if index == 0 else str(index + 1)
+    return f"x{suffix}", f"y{suffix}"
+
+
+def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int = 6, panel_px: int = 260,
+                 top_px: int = 40, gap_px: int = 16, row_titles=None, show_ticks: bool = True,
+                 category: bool = True, reverse_y: bool = True, shared_y: bool = False) -> dict:
+    """A layout dict with one pair of axes per panel, laid out row by row, and the panel titles.
+
+    Margins and gaps come from the tick labels' measured size (``label_px``), so no
+    axis needs automargin. y axes run top to bottom (queries in reading order).
+    ``shared_y``: every panel has the same rows, so only the first column labels them.
+    """
+    count = len(titles)
+    columns = max(1, min(columns, count))
+    rows = -(-count // columns)
+    title_px = TITLE_PX if any(titles) else 4
+    gap_x = ((0 if shared_y else y_labels_px) + gap_px) / NOMINAL_WIDTH_PX
+    width = (1.0 - gap_x * (columns - 1)) / columns
+    row_px = panel_px + x_labels_px + title_px
+    height = top_px + rows * row_px
+    layout = dict(height=height, showlegend=False, annotations=[],
+                  margin=dict(t=top_px + title_px, l=y_labels_px, r=40 if row_titles else 10, b=x_labels_px))
+    plot_px = height - layout["margin"]["t"] - x_labels_px
+    tick = dict(type="category") if category else {}
+    for index, title in enumerate(titles):
+        row, col = divmod(index, columns)
+        x_id, y_id = axis_ids(index)
+        left = col * (width + gap_x)
+        y_top = 1.0 - row * row_px / plot_px
+        y_bottom = max(0.0, y_top - panel_px / plot_px)
+        layout[x_id.replace("x", "xaxis")] = dict(
+            domain=[left, min(1.0, left + width)], anchor=y_id, tickangle=-45, automargin=False,
+            showticklabels=show_ticks, **tick, **({} if show_ticks else dict(ticks="")))
+        y_ticks = show_ticks and not (shared_y and col > 0)
+        layout[y_id.replace("y", "yaxis")] = dict(
+            domain=[y_bottom, y_top], anchor=x_id, autorange="reversed" if reverse_y else True, automargin=False,
+            showticklabels=y_ticks, **tick, **({} if y_ticks else dict(ticks="")))
+        if title:
+            layout["annotations"].append(dict(
+                text=title, x=left + width / 2, y=y_top, xref="paper", yref="paper", xanchor="center",
+                yanchor="bottom", yshift=4, showarrow=False, font=dict(size=14)))
+        if row_titles and col == columns - 1:
+            layout["annotations"].append(dict(
+                text=row_titles[row], x=1.0, y=(y_top + y_bottom) / 2, xref="paper", yref="paper",
+                xanchor="left", xshift=6, textangle=90, showarrow=False))
+    return layout
+
+
+def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int = 10, bottom: int = 50) -> go.Figure:
+    """Margins sized for numeric tick labels and an axis title, so no axis needs automargin."""
+    fig.update_xaxes(automargin=False)
+    fig.update_yaxes(automargin=False)
+    fig.update_layout(margin=dict(t=top, l=left, r=right, b=bottom))
+    return fig
+
+
+def panels_figure(traces, layout, **extra) -> go.Figure:
+    """One validated go.Figure from trace dicts and a ``panel_layout`` (plus layout ``extra``)."""
+    return go.Figure(data=list(traces), layout={**layout, **extra})
+
+
+def weight_layers(weights, mask, query_labels, key_labels, name="", coloraxis="coloraxis", panel: int = 0):
+    """Two heatmap trace dicts for panel ``panel``: weights where allowed, then grey cells where masked.
 
     Args:
       weights: ``(N_q, N_k)`` in [0, 1].  mask: ``(N_q, N_k)`` bool, True = may attend.
@@ -78,15 +159,13 @@ def weight_layers(weights, mask, query_labels, key_labels, name="", coloraxis="c
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (N_q, N_k)
     blocked = np.where(mask, np.nan, 1.0).astype(np.float32)  # (N_q, N_k)
     suffix = f"<extra>{name}</extra>" if name else "<extra></extra>"
-    attend = go.Heatmap(
-        z=shown, x=key_labels, y=query_labels, coloraxis=coloraxis, name=name,
-        hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4f}" + suffix,
-    )
-    masked = go.Heatmap(
-        z=blocked, x=key_labels, y=query_labels, showscale=False, name=f"{name} masked",
-        colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], zmin=0, zmax=1,
-        hovertemplate="query %{y}<br>key %{x}<br>blocked by the mask (weight 0)" + suffix,
-    )
+    x_id, y_id = axis_ids(panel)
+    common = dict(type="heatmap", x=key_labels, y=query_labels, xaxis=x_id, yaxis=y_id)
+    attend = dict(common, z=shown, coloraxis=coloraxis, name=name,
+                  hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.4f}" + suffix)
+    masked = dict(common, z=blocked, showscale=False, name=f"{name} masked",
+                  colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], zmin=0, zmax=1,
+                  hovertemplate="query %{y}<br>key %{x}<br>blocked by the mask (weight 0)" + suffix)
     return attend, masked
 
 

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.common import (
-    ALLOWED_COLOR, BLOCKED_COLOR, FULL_RESOLUTION, category_axes, max_pool, pool_factor, pooled_labels,
-    position_labels,
+    ALLOWED_COLOR, BLOCKED_COLOR, FULL_RESOLUTION, axis_ids, label_px, max_pool, panel_layout, panels_figure,
+    pool_factor, pooled_labels, position_labels,
 )
 
 
-def _mask_traces(mask, query_labels, key_labels):
-    """One trace for allowed cells, one for blocked ones, each with its own hover word."""
-    mask = np.asarray(mask, dtype=bool)  # (N_q, N_k)
-    gap = 1 if max(mask.shape) <= 64 else 0
-    traces = []
-    for value, color, word in ((True, ALLOWED_COLOR, "attend"), (False, BLOCKED_COLOR, "blocked")):
-        z = np.where(mask == value, 1.0, np.nan).astype(np.float32)
-        traces.append(go.Heatmap(
-            z=z, x=key_labels, y=query_labels, colorscale=[[0, color], [1, color]], showscale=False,
-            xgap=gap, ygap=gap, name=word, hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{word}<extra></extra>",
-        ))
-    return traces
+MASK_COLORSCALE = [[0.0, BLOCKED_COLOR], [0.5, BLOCKED_COLOR], [0.5, ALLOWED_COLOR], [1.0, ALLOWED_COLOR]]
+
+
+def _mask_trace(mask, query_labels, key_labels, panel: int = 0) -> dict:
+    """One heatmap trace dict: 1 (may attend) in blue, 0 (blocked) in light grey, sent as uint8."""
+    x_id, y_id = axis_ids(panel)
+    return dict(type="heatmap", z=np.asarray(mask, dtype=np.uint8), x=key_labels, y=query_labels,
+                xaxis=x_id, yaxis=y_id, colorscale=MASK_COLORSCALE, zmin=0, zmax=1, showscale=False,
+                hovertemplate="query %{y}<br>key %{x}<br>mask %{z} (1 = may attend, 0 = blocked)<extra></extra>")
 
 
 def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.Figure:
@@ -39,27 +35,19 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
     cells is) and its title says so, to keep what is sent small.
     """
     masks = np.asarray(masks, dtype=bool)
-    count = masks.shape[0]
     factor = max(pool_factor(masks.shape[-2], FULL_RESOLUTION), pool_factor(masks.shape[-1], FULL_RESOLUTION))
     if factor > 1:  # a block counts as allowed when any cell in it is
         masks = max_pool(masks, factor, factor, fill=False)
         titles = [f"{title} (max-pooled {factor}×{factor})" for title in titles]
-    columns = max(1, min(columns, count))
-    rows = -(-count // columns)
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=list(titles),
-                        horizontal_spacing=0.08, vertical_spacing=0.12 if rows > 1 else 0.1)
-    for index in range(count):
-        row, col = index // columns + 1, index % columns + 1
-        query_labels = pooled_labels(position_labels(query_tokens[index]), factor)
-        key_labels = pooled_labels(position_labels(key_tokens[index]), factor)
-        for trace in _mask_traces(masks[index], query_labels, key_labels):
-            fig.add_trace(trace, row=row, col=col)
-        category_axes(fig, row=row, col=col)
-    fig.update_layout(
-        height=max(320, 300 * rows), margin=dict(t=60, l=10, r=10, b=10), showlegend=False,
-        xaxis_title="key", yaxis_title="query",
+    query_labels = [pooled_labels(position_labels(tokens), factor) for tokens in query_tokens]
+    key_labels = [pooled_labels(position_labels(tokens), factor) for tokens in key_tokens]
+    traces = [_mask_trace(mask, query_labels[index], key_labels[index], panel=index) for index, mask in enumerate(masks)]
+    layout = panel_layout(
+        list(titles), columns, panel_px=280 if len(masks) > 1 else 300,
+        x_labels_px=label_px([l for labels in key_labels for l in labels], rotated=True),
+        y_labels_px=label_px([l for labels in query_labels for l in labels]),
     )
-    return fig
+    return panels_figure(traces, layout)
 
 
 def mask_figure(mask, query_tokens, key_tokens, title: str) -> go.Figure:

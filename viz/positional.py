@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 import math
 
-from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, max_pool, pool_factor
+from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, fixed_margins, max_pool, pool_factor
 
 OFFSET = 4.0  # vertical spacing of the offset plots, as in the seed
 
@@ -25,13 +25,12 @@ def encoding_heatmap(encoding) -> go.Figure:
     stride = max(1, math.ceil(math.sqrt(encoding.size / CELL_BUDGET)))
     positions, dims = np.arange(0, encoding.shape[0], stride), np.arange(0, encoding.shape[1], stride)
     title = f"one in every {stride} positions and dimensions" if stride > 1 else ""
-    return go.Figure(
+    return fixed_margins(go.Figure(
         go.Heatmap(z=encoding[::stride, ::stride], x=dims, y=positions, colorscale=DIVERGING_COLORSCALE,
                    zmin=-1, zmax=1, colorbar=dict(title="PE"),
                    hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"),
         layout=dict(title=title, xaxis_title="dimension", yaxis_title="position", yaxis_autorange="reversed",
-                    height=420, margin=dict(t=40, l=10, r=10, b=10)),
-    )
+                    height=420)))
 
 
 def dimension_lines(encoding, dimensions) -> go.Figure:
@@ -43,8 +42,8 @@ def dimension_lines(encoding, dimensions) -> go.Figure:
                    hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.4f}}<extra></extra>")
         for d in dimensions
     ])
-    fig.update_layout(xaxis_title="position", yaxis_title="value", height=380, margin=dict(t=30, l=10, r=10, b=10))
-    return fig
+    fig.update_layout(xaxis_title="position", yaxis_title="value", height=380)
+    return fixed_margins(fig, top=30)
 
 
 def dimensions_offset(encoding, dimensions) -> go.Figure:
@@ -59,9 +58,9 @@ def dimensions_offset(encoding, dimensions) -> go.Figure:
     fig.update_layout(
         xaxis=dict(title="dimension", tickvals=[OFFSET * i for i in range(len(dimensions))],
                    ticktext=[str(d) for d in dimensions]),
-        yaxis=dict(title="position", autorange="reversed"), height=460, margin=dict(t=30, l=10, r=10, b=10),
+        yaxis=dict(title="position", autorange="reversed"), height=460,
     )
-    return fig
+    return fixed_margins(fig, top=30)
 
 
 def positions_offset(encoding, positions) -> go.Figure:
@@ -77,9 +76,9 @@ def positions_offset(encoding, positions) -> go.Figure:
         xaxis_title="dimension",
         yaxis=dict(title="position", tickvals=[OFFSET * i for i in range(len(positions))],
                    ticktext=[str(p) for p in positions]),
-        height=460, margin=dict(t=30, l=10, r=10, b=10),
+        height=460,
     )
-    return fig
+    return fixed_margins(fig, top=30)
 
 
 def wavelengths(d_model: int) -> np.ndarray:
@@ -96,8 +95,8 @@ def wavelength_figure(d_model: int) -> go.Figure:
         hovertemplate="pair %{x} (dims 2i, 2i+1)<br>wavelength %{y:.1f} positions<extra></extra>",
     ))
     fig.update_layout(xaxis_title="dimension pair i", yaxis=dict(title="wavelength (positions)", type="log"),
-                      height=340, margin=dict(t=30, l=10, r=10, b=10))
-    return fig
+                      height=340)
+    return fixed_margins(fig, top=30)
 
 
 def similarity(encoding) -> np.ndarray:
@@ -117,10 +116,9 @@ def similarity_figure(encoding) -> go.Figure:
     limit = float(np.abs(matrix).max()) or 1.0
     title = f"max-pooled {factor}×{factor} view" if factor > 1 else ""
     ticks = np.arange(shown.shape[0]) * factor
-    return go.Figure(
+    return fixed_margins(go.Figure(
         go.Heatmap(z=shown.astype(np.float32), x=ticks, y=ticks, colorscale=DIVERGING_COLORSCALE,
                    zmin=-limit, zmax=limit, colorbar=dict(title="PE·PE"),
                    hovertemplate="position %{y}<br>position %{x}<br>dot product %{z:.3f}<extra></extra>"),
         layout=dict(title=title, xaxis_title="position", yaxis_title="position", yaxis_autorange="reversed",
-                    height=420, margin=dict(t=40, l=10, r=10, b=10)),
-    )
+                    height=420)))
