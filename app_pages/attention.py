@@ -7,9 +7,10 @@ from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
 from ui.controls import (
     PERSIST, STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker, stat_columns,
+    window_start_picker,
 )
-from viz.attention import head_grid, model_view, single_head
-from viz.common import FULL_RESOLUTION
+from viz.attention import head_grid, model_view, single_head, window_starts
+from viz.common import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
 from viz.export import arrays_npz, matrix_csv
 
 st.title("Attention")
@@ -39,7 +40,15 @@ plot(head_grid(with_mean, mask, query_tokens, key_tokens, title=f"{heads} heads 
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
     with st.expander(f"Head {head} at full resolution ({n_q}×{n_k})"):
-        plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}"), "single_head")
+        start = (0, 0)
+        if max(n_q, n_k) > FULL_RESOLUTION_WINDOW:
+            st.caption(f"Every cell exact, in a window of at most {FULL_RESOLUTION_WINDOW} × "
+                       f"{FULL_RESOLUTION_WINDOW} positions (to keep the page fast): move it here.")
+            left, right = st.columns(2)
+            start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
+                     window_start_picker("crop_k", window_starts(n_k), "First key", right))
+        plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}", start=start),
+             "single_head")
 
 checks_tab, stats_tab = st.tabs(["Checks, computed live on these arrays", "Per-head statistics"])
 with checks_tab:

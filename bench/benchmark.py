@@ -185,30 +185,22 @@ def compute(quick: bool):
 
 
 def payload():
-    from transformer import LiveConfig, run_live
-    from viz import attention, masks, positional
+    """Bytes of every chart each page sends (its Plotly JSON), at the default and the largest config."""
+    from streamlit.testing.v1 import AppTest
 
-    for label, config in (("default", LiveConfig()),
-                          ("N=512, 8 heads", LiveConfig(seq_len=512, num_heads=8, d_model=64))):
-        result = run_live(config)
-        b, n = result.source_ids.shape
-        figures = {
-            "masks: padding grid": masks.mask_grid(np.broadcast_to(result.source_padding_mask[:, 0], (b, n, n)),
-                                                   result.source_tokens, result.source_tokens, ["1", "2", "3"]),
-            "masks: target grid": masks.mask_grid(result.target_mask[:, 0], result.target_tokens,
-                                                  result.target_tokens, ["1", "2", "3"]),
-            "attention: head grid": attention.head_grid(result.attention["encoder"][0, 0],
-                                                        result.applied_masks["encoder"][0],
-                                                        result.source_tokens[0], result.source_tokens[0]),
-            "attention: one head, full resolution": attention.single_head(
-                result.attention["encoder"][0, 0, 0], result.applied_masks["encoder"][0],
-                result.source_tokens[0], result.source_tokens[0]),
-            "positional: heatmap": positional.encoding_heatmap(result.positional_encoding),
-            "positional: similarity": positional.similarity_figure(result.positional_encoding),
-        }
-        for name, fig in figures.items():
-            size = len(fig.to_json())
-            row("payload", f"{label}: {name}", f"{size / 1024:,.0f} KB", "≤ 1 MB" if size <= 2**20 else "> 1 MB")
+    pages = ("masks", "attention", "positional_encoding", "dot_product_lab", "shapes")
+    for label, query in (("default", {"model_view": "1"}),
+                         ("N=512, 8 heads", {"seq_len": "512", "heads": "8", "model_view": "1",
+                                             "src": " ".join(str(i % 10) for i in range(512)), "tgt": "1 2 3"})):
+        for page in pages:
+            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+            for key, value in query.items():
+                at.query_params[key] = value
+            at.switch_page(f"app_pages/{page}.py").run()
+            sizes = [len(chart.proto.spec) for chart in at.get("plotly_chart")]
+            largest = max(sizes)
+            row("payload", f"{label}: {page} ({len(sizes)} charts) largest / all", f"{largest / 1024:,.0f} / "
+                f"{sum(sizes) / 1024:,.0f} KB", "≤ 1 MB each" if largest <= 2**20 else "> 1 MB")
 
 
 # ----------------------------------------------------------------- 4. retraces

@@ -140,6 +140,21 @@ def test_per_head_statistics_table_has_one_row_per_head():
     assert (table["padding_share"] == 0).all()  # the padding mask is on
 
 
+def test_one_head_at_full_resolution_is_a_movable_window_above_256_positions():
+    source = " ".join(str(i % 10) for i in range(300))
+    at = open_page("attention", {"seq_len": "300", "src": source, "tgt": "1 2", "head": "1"})
+    no_errors(at)
+    single = [spec for spec in specs(at) if "full resolution" in spec["layout"]["title"]["text"]][0]
+    z = weight_panels(single, include_mean=True)[0]
+    assert z.shape == (256, 256) and "queries 0–255, keys 0–255 of 300×300" in single["layout"]["title"]["text"]
+    at.select_slider(key="crop_k").set_value(44).run()
+    no_errors(at)
+    single = [spec for spec in specs(at) if "full resolution" in spec["layout"]["title"]["text"]][0]
+    assert "keys 44–299" in single["layout"]["title"]["text"]
+    assert single["data"][0]["x"][0].startswith("44·") and at.query_params["crop_k"] == "44"
+    assert len(json.dumps(single)) < 1_000_000
+
+
 def test_toggling_the_padding_mask_changes_the_weights():
     at = open_page("attention")
     masked = weight_panels(specs(at)[0])

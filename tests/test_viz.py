@@ -73,7 +73,26 @@ def test_long_sequences_are_pooled_and_labelled():
     assert np.shape(fig.data[0].z) == (100, 100)
     assert "max-pooled 3×3" in fig.layout.title.text
     full = attention.single_head(weights[0], np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300)
-    assert np.shape(full.data[0].z) == (300, 300)
+    assert np.shape(full.data[0].z) == (256, 256)  # exact values, in a window
+    np.testing.assert_array_equal(full.data[0].z, weights[0, :256, :256])
+    assert "cropped: queries 0–255, keys 0–255 of 300×300" in full.layout.title.text
+
+
+def test_single_head_window_keeps_exact_values_and_absolute_labels():
+    weights = RNG.random((512, 512)).astype(np.float32)
+    mask = np.tril(np.ones((512, 512), bool))
+    tokens = [f"t{i}" for i in range(512)]
+    fig = attention.single_head(weights, mask, tokens, tokens, "head 1", start=(128, 256))
+    attend, masked = fig.data
+    np.testing.assert_array_equal(attend.z, np.where(mask, weights, np.nan)[128:384, 256:512])
+    assert attend.y[0] == "128·t128" and attend.x[0] == "256·t256" and attend.x[-1] == "511·t511"
+    assert "queries 128–383, keys 256–511 of 512×512" in fig.layout.title.text
+    assert len(fig.to_json()) < 1_000_000
+    assert attention.window_starts(512) == [0, 128, 256] and attention.window_starts(100) == [0]
+    assert attention.window_starts(300) == [0, 44]  # half-window steps, and the last full window
+    # a start past the end is pulled back so the window stays full
+    late = attention.single_head(weights, mask, tokens, tokens, start=(500, 500))
+    assert late.data[0].y[0] == "256·t256"
 
 
 def test_figure_payload_stays_small_at_n_512():
@@ -151,6 +170,17 @@ def test_lab_figures_and_numerics():
     assert np.isnan(naive_softmax(big)).any()
     np.testing.assert_allclose(stable_softmax(big), logsumexp_softmax(big))
     assert "NaN" in lab.bars_figure(["a"], [np.nan], "x").data[0].text
+
+
+def test_lab_stages_are_cropped_to_128_exact_cells_and_say_so():
+    values = RNG.standard_normal((512, 300)).astype(np.float32)
+    mask = np.ones((512, 300), bool)
+    mask[:, 200:] = False
+    fig = lab.stage_figure(values, position_labels(["t"] * 512), position_labels(["k"] * 300), "Q·Kᵀ", mask=mask)
+    np.testing.assert_array_equal(fig.data[0].z, values[:128, :128])
+    assert "(512, 300) — first 128×128 shown" in fig.layout.title.text
+    small = lab.stage_figure(values[:7, :16], ["a"] * 7, ["b"] * 16, "Q")
+    assert small.layout.title.text == "Q  (7, 16)"
 
 
 def test_shape_diagram_titles_the_shape():

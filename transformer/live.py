@@ -239,7 +239,7 @@ class _Entry:
         self.model = model
         self.device = device
         self.traces = 0
-        self.forward = tf.function(self._forward, input_signature=[
+        self.forward = tf.function(self._forward, autograph=False, input_signature=[
             tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)
             tf.TensorSpec((None, None), tf.int32),  # tgt (B, N_t)
             tf.TensorSpec((None, 1, None, None), tf.bool),  # src_mask (B, 1, 1, N_s)

@@ -49,6 +49,15 @@ def head_picker(heads: int, column=st, label="Head") -> int:
     return column.slider(label, 0, heads - 1, key="head", **PERSIST)
 
 
+def window_start_picker(key: str, starts: list[int], label: str, column=st) -> int:
+    """Where a cropped full-resolution window starts (snapped to one of ``starts``)."""
+    value = st.session_state.get(key, state.FIELDS[key].default)
+    st.session_state[key] = min(starts, key=lambda start: abs(start - value))
+    if len(starts) == 1:
+        return starts[0]
+    return column.select_slider(label, starts, key=key, **PERSIST)
+
+
 def mask_toggles(column=st) -> tuple[bool, bool]:
     padding = column.toggle("Padding mask", key="pad_mask", help="Off: padded keys may be attended to.", **PERSIST)
     future = column.toggle("Look-ahead mask", key="future_mask",

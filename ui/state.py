@@ -105,6 +105,8 @@ FIELDS: dict[str, Field] = {
     "pe_positions": Field("0 1 2 3 4 5 6 7", _text(400)),
     "step": Field(0, _integer(0, 6)),
     "model_view": Field(False, _flag),
+    "crop_q": Field(0, _integer(0, MAX_SEQ_LEN)),
+    "crop_k": Field(0, _integer(0, MAX_SEQ_LEN)),
 }
 
 DUMPERS = {bool: lambda value: "1" if value else "0"}

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import (
-    CELL_BUDGET, FULL_RESOLUTION, label_px, max_pool, panel_layout, panels_figure, pool_factor, pooled_labels,
+    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, label_px, max_pool, panel_layout, panels_figure, pool_factor, pooled_labels,
     position_labels, weight_coloraxis, weight_layers,
 )
 
@@ -67,13 +67,34 @@ def _heatmap_panels(traces, names, columns, q_labels, k_labels, title, panel_px=
                          coloraxis=weight_coloraxis())
 
 
-def single_head(weights, mask, query_tokens, key_tokens, title="") -> go.Figure:
-    """One ``(N_q, N_k)`` head at full resolution, whatever its size."""
-    shown = np.asarray(weights, dtype=np.float32)  # (N_q, N_k)
-    labels_q, labels_k = position_labels(query_tokens), position_labels(key_tokens)
+def window_starts(length: int, size: int = FULL_RESOLUTION_WINDOW) -> list[int]:
+    """Where a full-resolution window of ``size`` may start along an axis of ``length``: half-window steps."""
+    step = max(1, size // 2)
+    return sorted({*range(0, max(1, length - size + 1), step), max(0, length - size)})
+
+
+def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
+                size: int = FULL_RESOLUTION_WINDOW) -> go.Figure:
+    """One ``(N_q, N_k)`` head at full resolution: every cell exact, never pooled.
+
+    Above ``size`` positions only a ``size × size`` window starting at ``start =
+    (first query, first key)`` is drawn (so the figure stays under 1 MB), and the
+    title says which part of the matrix it is. Labels keep their absolute positions.
+    """
+    weights = np.asarray(weights, dtype=np.float32)  # (N_q, N_k)
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape)
+    n_q, n_k = weights.shape
+    q0, k0 = (min(max(0, int(s)), max(0, n - size)) for s, n in zip(start, (n_q, n_k)))
+    rows, cols = slice(q0, q0 + size), slice(k0, k0 + size)
+    labels_q, labels_k = position_labels(query_tokens)[rows], position_labels(key_tokens)[cols]
     name = title or "head"
-    traces = weight_layers(shown, np.broadcast_to(mask, shown.shape), labels_q, labels_k, name=name)
-    note = f"full resolution {shown.shape[0]}×{shown.shape[1]}" if max(shown.shape) > FULL_RESOLUTION else ""
+    traces = weight_layers(weights[rows, cols], mask[rows, cols], labels_q, labels_k, name=name)
+    shown_q, shown_k = len(labels_q), len(labels_k)
+    if (shown_q, shown_k) != (n_q, n_k):
+        note = (f"full resolution, cropped: queries {q0}–{q0 + shown_q - 1}, keys {k0}–{k0 + shown_k - 1} "
+                f"of {n_q}×{n_k}")
+    else:
+        note = f"full resolution {n_q}×{n_k}" if max(n_q, n_k) > FULL_RESOLUTION else ""
     return _heatmap_panels(traces, [name], 1, labels_q, labels_k, " — ".join(filter(None, (title, note))),
                            panel_px=420)
 

@@ -19,6 +19,7 @@ BLOCKED_COLOR = "#f0f0f0"
 DIVERGING_COLORSCALE = "RdBu_r"
 MAX_LABEL_CHARS = 12
 FULL_RESOLUTION = 128  # larger matrices are max-pooled before they are sent
+FULL_RESOLUTION_WINDOW = 256  # one head unpooled: at most this many positions a side (~0.75 MB)
 CELL_BUDGET = 80_000  # cells per multi-panel figure (~0.9 MB as float32 weights + mask layers)
 
 

@@ -6,18 +6,22 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import DIVERGING_COLORSCALE, MASKED_COLOR, category_axes, position_labels
+from viz.common import DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, category_axes, position_labels
 
 
-def stage_figure(values, row_labels, column_labels, title: str, mask=None, weights=False) -> go.Figure:
+def stage_figure(values, row_labels, column_labels, title: str, mask=None, weights=False,
+                 limit: int = FULL_RESOLUTION) -> go.Figure:
     """One stage as a heatmap with its shape in the title.
 
     ``values`` is ``(R, C)``; ``mask`` (same shape, True = may attend) draws blocked
     cells grey, whatever their value (-inf included). Weights use the fixed 0–1
-    scale; other stages a diverging scale centred on 0.
+    scale; other stages a diverging scale centred on 0. Only the first ``limit``
+    rows and columns are drawn (exact values; the title says so when it crops).
     """
-    values = np.asarray(values, dtype=np.float32)
-    blocked = np.zeros(values.shape, bool) if mask is None else ~np.asarray(mask, bool)
+    full_shape = np.shape(values)
+    values = np.asarray(values, dtype=np.float32)[:limit, :limit]
+    row_labels, column_labels = list(row_labels)[:limit], list(column_labels)[:limit]
+    blocked = np.zeros(values.shape, bool) if mask is None else ~np.asarray(mask, bool)[:limit, :limit]
     shown = np.where(blocked | ~np.isfinite(values), np.nan, values).astype(np.float32)
     if weights:
         scale = dict(colorscale="Blues", zmin=0.0, zmax=1.0)
@@ -33,7 +37,8 @@ def stage_figure(values, row_labels, column_labels, title: str, mask=None, weigh
             hovertemplate="row %{y}<br>column %{x}<br>masked (−∞ before softmax)<extra></extra>",
         ))
     category_axes(fig, showticklabels=len(row_labels) <= 40)
-    fig.update_layout(title=f"{title}  {tuple(values.shape)}", height=320, margin=dict(t=50, l=10, r=10, b=10))
+    cropped = f" — first {values.shape[0]}×{values.shape[1]} shown" if values.shape != full_shape else ""
+    fig.update_layout(title=f"{title}  {tuple(full_shape)}{cropped}", height=320, margin=dict(t=50, l=10, r=10, b=10))
     return fig
 
 
