@@ -214,10 +214,11 @@ def retraces():
     run_live(base, cache)
     for _ in range(100):
         words = " ".join(rng.choice(["a", "b", "c", "0", "<pad>"]) for _ in range(rng.randint(1, 20)))
-        move = replace(base, seq_len=rng.randint(1, 64), pad_symbols=rng.choice([("0",), ("0", "<pad>"), ("<pad>",)]),
+        move = replace(base, seq_len=rng.randint(1, 64), seed=rng.randint(0, 3),
+                       pad_symbols=rng.choice([("0",), ("0", "<pad>"), ("<pad>",)]),
                        source_text=f"{words}\n1 2\n3", target_text="1\n2 3\n4")
         result = run_live(move, cache)
-    row("traces", "retraces / model builds over 100 moves of length, pads, text",
+    row("traces", "retraces / model builds over 100 moves of length, pads, text, seed",
         f"{result.traces - 1} / {cache.builds - 1}", "0 / 0 after warm-up")
 
 

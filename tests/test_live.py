@@ -63,6 +63,17 @@ def test_one_trace_and_one_build_across_lengths_pads_and_text(cache):
     assert cache.builds == 1
 
 
+def test_a_new_seed_redraws_the_weights_in_place_without_a_rebuild_or_retrace(cache):
+    first = run_live(BASE, cache)
+    other = run_live(replace(BASE, seed=5), cache)
+    back = run_live(BASE, cache)
+    assert cache.builds == 1 and back.traces == 1
+    assert not np.allclose(first.attention["encoder"], other.attention["encoder"])
+    np.testing.assert_array_equal(first.attention["encoder"], back.attention["encoder"])
+    walk = attention_walkthrough(replace(BASE, seed=5), "encoder", 0, cache)
+    np.testing.assert_allclose(walk.tensors["weights"], other.attention["encoder"][0], atol=1e-6)
+
+
 def test_model_cache_is_bounded(cache):
     for d_model in (8, 16, 32):
         run_live(replace(BASE, d_model=d_model), cache)

@@ -65,10 +65,13 @@ class LiveConfig:
 
     @property
     def architecture(self) -> tuple:
-        """What a built model depends on (a trained model: its name and the device)."""
+        """What a built (and traced) model depends on: not the seed, which is re-applied in place.
+
+        A trained model: its name and the device.
+        """
         if self.trained:
             return ("trained", self.weights, resolve_device(self.device))
-        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.seed, resolve_device(self.device))
+        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, resolve_device(self.device))
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,7 @@ class _Entry:
     def __init__(self, model, device):
         self.model = model
         self.device = device
+        self.seed = None  # the seed the random weights were last drawn from (None: trained or Keras's own)
         self.traces = 0
         self.forward = tf.function(self._forward, autograph=False, input_signature=[
             tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)
@@ -253,18 +257,17 @@ class _Entry:
 
 
 def _build_entry(architecture) -> _Entry:
-    """A seeded random model for ``(d_model, heads, d_ff, layers, seed, device)``, or a trained one."""
+    """A built model for ``(d_model, heads, d_ff, layers, device)`` (seeded later), or a trained one."""
     if architecture[0] == "trained":
         _, name, device = architecture
         return _Entry(load_pretrained(name).model, device)
-    d_model, num_heads, d_ff, num_layers, seed, device = architecture
+    d_model, num_heads, d_ff, num_layers, device = architecture
     with tf.device(device):
         model = Transformer(
             VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
             num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
         )
         model.build((None, None), (None, None))  # every weight, before tracing
-        seed_weights(model, seed)
     return _Entry(model, device)
 
 
@@ -310,6 +313,16 @@ class ModelCache:
                 self._entries.popitem(last=False)
             return entry
 
+    def for_config(self, config: LiveConfig) -> _Entry:
+        """The model of ``config``'s architecture; random weights re-drawn in place when the seed
+        changed (no rebuild, no retrace). Call on the engine thread."""
+        entry = self.get(config.architecture)
+        if not config.trained and entry.seed != config.seed:
+            with tf.device(entry.device):
+                seed_weights(entry.model, config.seed)
+            entry.seed = config.seed
+        return entry
+
     def __len__(self):
         return len(self._entries)
 
@@ -344,7 +357,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
     validate(config)
     batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
     check_budget(config, batches.source.ids.shape[0])
-    entry = cache.get(config.architecture)
+    entry = cache.for_config(config)
     with tf.device(entry.device):
         source_padding, target_padding, future, run_source, run_target = _masks(config, batches)
         started = time.perf_counter()

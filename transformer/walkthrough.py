@@ -69,7 +69,7 @@ def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:
         raise ValueError(f"layer must be from 0 to {config.num_layers - 1}. Received: layer={layer!r}")
     batches = encode_trained(config)[0] if config.trained else encode_batches(config)
-    entry = cache.get(config.architecture)
+    entry = cache.for_config(config)
     with tf.device(entry.device):
         _, _, _, run_source, run_target = _masks(config, batches)
         layer_attention, (query, key, value, mask) = _inputs_of_layer(
