@@ -150,3 +150,19 @@ def test_layers_override_call_not_dunder_call():
                 Transformer):
         assert "__call__" not in vars(cls)
         assert "call" in vars(cls), cls
+
+
+def test_linear_computes_what_dense_computes_with_the_same_weights_and_order():
+    from transformer.linear import Linear
+
+    x = np.random.default_rng(3).standard_normal((2, 5, 6)).astype(np.float32)  # (B, N, d_in)
+    ours, dense = Linear(4, activation="relu"), keras.layers.Dense(4, activation="relu")
+    ours.build(x.shape)
+    dense.build(x.shape)
+    dense.set_weights([w.numpy() for w in ours.weights])
+    assert [w.path.split("/")[-1] for w in ours.weights] == ["kernel", "bias"]
+    np.testing.assert_allclose(ours(x), dense(x), atol=1e-6)
+    kernel, bias = (w.numpy() for w in ours.weights)
+    np.testing.assert_allclose(ours(x), np.maximum(x @ kernel + bias, 0), atol=1e-6)
+    clone = Linear.from_config(ours.get_config())
+    assert clone.units == 4 and clone.get_config() == ours.get_config()

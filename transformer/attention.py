@@ -13,6 +13,8 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from transformer.linear import Linear
+
 
 class AttentionStages(NamedTuple):
     """Every intermediate of one scaled dot-product attention.
@@ -150,10 +152,10 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         self.num_heads = num_heads  # H
         self.depth = d_model // num_heads  # d_k = d_v
         self.dropout = dropout
-        self.transform_query = keras.layers.Dense(d_model, name="transform_query")
-        self.transform_key = keras.layers.Dense(d_model, name="transform_key")
-        self.transform_value = keras.layers.Dense(d_model, name="transform_value")
-        self.transform_out = keras.layers.Dense(d_model, name="transform_out")
+        self.transform_query = Linear(d_model, name="transform_query")
+        self.transform_key = Linear(d_model, name="transform_key")
+        self.transform_value = Linear(d_model, name="transform_value")
+        self.transform_out = Linear(d_model, name="transform_out")
         self.weights_dropout = keras.layers.Dropout(dropout)
 
     def build(self, query_shape, key_shape=None, value_shape=None):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import keras
 
 from transformer.attention import MaskConsumer, MultiHeadAttention
+from transformer.linear import Linear
 
 
 def _register(cls):
@@ -22,8 +23,8 @@ class FeedForward(keras.layers.Layer):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.d_ff = d_ff
-        self.hidden = keras.layers.Dense(d_ff, activation="relu", name="hidden")
-        self.project = keras.layers.Dense(d_model, name="project")
+        self.hidden = Linear(d_ff, activation="relu", name="hidden")
+        self.project = Linear(d_model, name="project")
 
     def build(self, x_shape):
         self.hidden.build(x_shape)
