@@ -199,7 +199,7 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
     def trace(self, query, key, value, mask=None):
         """Run the layer eagerly and return every intermediate tensor by name.
 
-        Keys, in order: inputs, projected (after the Dense layers), split heads,
+        Keys, in order: inputs, projected (after the Linear layers), split heads,
         scores, weights, context, merged, output. Shapes follow the call docstring.
         """
         projected = [self.transform_query(query), self.transform_key(key), self.transform_value(value)]

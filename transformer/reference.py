@@ -13,7 +13,7 @@ _TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # our layer -
 def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:
     """A built Keras MultiHeadAttention holding ``layer``'s (our `MultiHeadAttention`) weights.
 
-    Our Dense kernels ``(d_model, d_model)`` are Keras's ``(d_model, H, d_k)`` and
+    Our Linear kernels ``(d_model, d_model)`` are Keras's ``(d_model, H, d_k)`` and
     ``(H, d_k, d_model)`` reshaped: heads are the consecutive d_k-wide column blocks.
     """
     heads, depth, width = layer.num_heads, layer.depth, layer.d_model
