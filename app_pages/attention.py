@@ -6,7 +6,7 @@ import streamlit as st
 from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
 from ui.controls import (
-    PERSIST, STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker, stat_columns,
+    STACK_NAMES, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker, stat_columns,
     window_start_picker,
 )
 from viz.attention import head_grid, model_view, single_head, window_starts
@@ -50,28 +50,31 @@ if max(n_q, n_k) > FULL_RESOLUTION:
         plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}", start=start),
              "single_head")
 
-checks_tab, stats_tab = st.tabs(["Checks, computed live on these arrays", "Per-head statistics"])
-with checks_tab:
-    walk = data.walkthrough(config, stack, layer)
-    checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
-                              walk.keras_difference)
-    for check in checks:
-        icon = "✅" if check.passed else "❌"
-        st.markdown(f"{icon} **{check.name}** — {check.detail}: `{check.value:.3g}`")
-with stats_tab:
-    pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
-    stats = head_statistics(weights, mask, pads)
-    st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
-    st.caption("Means over query rows that have an allowed key. Bars run from 0 to the largest possible value: "
-               "entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
-
 MODEL_VIEW_HEADS = 16
-if st.toggle("Model view: every layer × head (small multiples)", key="model_view", **PERSIST):
-    shown_heads = min(heads, MODEL_VIEW_HEADS)
-    if shown_heads < heads:
-        st.caption(f"Showing the first {shown_heads} of {heads} heads.")
-    all_layers = result.attention[stack][:, element, :shown_heads]  # (L, H', N_q, N_k)
-    plot(model_view(all_layers, mask, STACK_NAMES[stack]), "model_view")
+stats_tab, checks_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on_change="rerun")
+if stats_tab.open:  # only the open tab is computed and sent
+    with stats_tab:
+        pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
+        stats = head_statistics(weights, mask, pads)
+        st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
+        st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
+                   "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
+if checks_tab.open:
+    with checks_tab:
+        walk = data.walkthrough(config, stack, layer)
+        checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
+                                  walk.keras_difference)
+        for check in checks:
+            icon = "✅" if check.passed else "❌"
+            st.markdown(f"{icon} **{check.name}** — {check.detail}: `{check.value:.3g}`")
+if model_tab.open:
+    with model_tab:
+        shown_heads = min(heads, MODEL_VIEW_HEADS)
+        st.caption(f"Every layer × head of the {STACK_NAMES[stack].lower()}, line {element + 1}, each max-pooled to "
+                   "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
+                                              else "."))
+        all_layers = result.attention[stack][:, element, :shown_heads]  # (L, H', N_q, N_k)
+        plot(model_view(all_layers, mask, STACK_NAMES[stack]), "model_view")
 
 left, right = st.columns(2)
 left.download_button("Download this stack's weights (NPZ)", arrays_npz(

@@ -189,8 +189,8 @@ def payload():
     from streamlit.testing.v1 import AppTest
 
     pages = ("masks", "attention", "positional_encoding", "dot_product_lab", "shapes")
-    for label, query in (("default", {"model_view": "1"}),
-                         ("N=512, 8 heads", {"seq_len": "512", "heads": "8", "model_view": "1",
+    for label, query in (("default", {"view": "Model view"}),
+                         ("N=512, 8 heads", {"seq_len": "512", "heads": "8", "view": "Model view",
                                              "src": " ".join(str(i % 10) for i in range(512)), "tgt": "1 2 3"})):
         for page in pages:
             at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)

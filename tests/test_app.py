@@ -174,7 +174,7 @@ def test_toggling_the_look_ahead_mask_changes_decoder_weights():
 
 
 def test_attention_page_shows_live_checks_all_passing():
-    at = open_page("attention")
+    at = open_page("attention", {"view": "Checks"})
     lines = [m.value for m in at.markdown if "✅" in m.value or "❌" in m.value]
     assert len(lines) == 5 and all(line.startswith("✅") for line in lines)
     assert any("keras.layers.MultiHeadAttention" in line for line in lines)
@@ -342,11 +342,15 @@ def test_streamlit_no_longer_clears_the_keras_session_after_each_rerun():
     assert script_runner._clean_problem_modules is runtime._keep_models
 
 
-def test_model_view_draws_layers_times_heads_when_switched_on():
+def test_only_the_open_tab_is_computed_and_the_model_view_draws_layers_times_heads():
     at = open_page("attention", {"layers": "3"})
+    assert len(at.dataframe) == 1 and not [m for m in at.markdown if "✅" in m.value]  # statistics open
     before = len(specs(at))
-    at.toggle(key="model_view").set_value(True).run()
+    at.session_state["view"] = "Model view"  # what clicking the tab does
+    at.run()
     no_errors(at)
-    assert len(specs(at)) == before + 1
+    assert len(specs(at)) == before + 1 and not at.dataframe
     assert len(weight_panels(specs(at)[-1])) == 3 * 4
-    assert at.query_params["model_view"] == "1"
+    assert at.query_params["view"] == "Model view"
+    linked = open_page("attention", {"layers": "3", "view": "Model view"})
+    assert len(weight_panels(specs(linked)[-1])) == 3 * 4

@@ -18,6 +18,7 @@ D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 
 D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEVICE_CHOICES = ("auto", "cpu")
 STACK_CHOICES = ("encoder", "decoder", "cross")
+ATTENTION_VIEWS = ("Statistics", "Checks", "Model view")  # the Attention page's tabs; only the open one runs
 MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
@@ -104,7 +105,7 @@ FIELDS: dict[str, Field] = {
     "pe_dims": Field("4 5 6 7", _text(400)),
     "pe_positions": Field("0 1 2 3 4 5 6 7", _text(400)),
     "step": Field(0, _integer(0, 6)),
-    "model_view": Field(False, _flag),
+    "view": Field(ATTENTION_VIEWS[0], _choice(ATTENTION_VIEWS)),
     "crop_q": Field(0, _integer(0, MAX_SEQ_LEN)),
     "crop_k": Field(0, _integer(0, MAX_SEQ_LEN)),
 }
