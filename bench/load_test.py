@@ -2,7 +2,8 @@
 
     python bench/load_test.py [--sessions 8] [--seconds 60] [--single-seconds 30] [--write]
 
-First one session alone (the reference), then N sessions at once, all on loopback.
+First one session alone (the reference), then N sessions at once, all on loopback; the
+clients run at nice 19 so that they do not starve the server they measure.
 Each session types its own source text and checks, after every move, that its
 chart shows its own tokens only (sessions never see each other's state). A move
 is a key press on the sequence-length slider; its latency runs until the chart
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import re
 import sys
@@ -24,11 +26,15 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
-from report import percentile, process_rss_mb, write_section  # noqa: E402
+from wire_proxy import WireProxy, answer_times  # noqa: E402
+from report import machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb, write_section  # noqa: E402
 
 ROWS = "() => { const p = document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot');" \
        " return p && p._fullData ? p._fullData[0].z.length : -1; }"
 LABELS = "() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')._fullData[0].y.join(' ')"
+
+
+IDLE = "() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
 
 
 async def session(browser, base_url, name, seconds, seed):
@@ -45,8 +51,9 @@ async def session(browser, base_url, name, seconds, seed):
     while time.monotonic() < deadline:
         step = rng.choice([-1, 1]) if 3 < length < 20 else (1 if length <= 3 else -1)
         length += step
-        started = time.perf_counter()
+        await page.wait_for_function(IDLE, timeout=60_000)
         await thumb.focus()
+        started = time.perf_counter()
         await thumb.press("ArrowRight" if step > 0 else "ArrowLeft")
         try:
             await page.wait_for_function(f"() => ({ROWS})() === {length}", timeout=60_000)
@@ -54,6 +61,7 @@ async def session(browser, base_url, name, seconds, seed):
             errors += 1
             break
         latencies.append(time.perf_counter() - started)
+        await page.wait_for_function(IDLE, timeout=60_000)
         errors += await page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count()
         labels = await page.evaluate(LABELS)
         leaks += int(set(re.findall(r"·(s\d+)", labels)) != {name})
@@ -79,21 +87,41 @@ def main():
     parser.add_argument("--single-seconds", type=float, default=30)
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args()
-    with streamlit_server(with_process=True) as (base_url, process):
+    with streamlit_server(with_process=True) as (server_url, process), WireProxy(int(server_url.rsplit(":", 1)[1])) as proxy:
+        base_url = proxy.url
+        # The clients share this machine's cores with the server they test. At nice 19 (inherited by
+        # Playwright and every Chromium process) they get whatever CPU the server leaves, as if each
+        # user had a computer of their own; the server keeps its normal priority.
+        os.nice(19)
+        proxy.take()
         single, single_errors, single_leaks = asyncio.run(run(1, args.single_seconds, base_url))
+        single_server = answer_times(proxy.take())
         rss_before = process_rss_mb(process.pid)
+        cpu_before, busy_before, started = process_cpu_seconds(process.pid), machine_busy_seconds(), time.time()
         many, errors, leaks = asyncio.run(run(args.sessions, args.seconds, base_url))
+        many_server = answer_times(proxy.take())
+        server_cpu = process_cpu_seconds(process.pid) - cpu_before
+        machine_busy, elapsed = machine_busy_seconds() - busy_before, time.time() - started
         rss_after = process_rss_mb(process.pid)
     p90_single, p90_many = percentile(single, 90), percentile(many, 90)
+    server_single, server_many = percentile(single_server, 90), percentile(many_server, 90)
     rows = [
         ("sessions", "1", str(args.sessions), ""),
         ("moves", str(len(single)), str(len(many)), ""),
         ("p50 slider → redrawn chart (ms)", f"{percentile(single, 50) * 1e3:.0f}", f"{percentile(many, 50) * 1e3:.0f}", ""),
         ("p90 slider → redrawn chart (ms)", f"{p90_single * 1e3:.0f}", f"{p90_many * 1e3:.0f}",
          f"ratio {p90_many / p90_single:.2f} (target ≤ 2)"),
+        ("p50 / p90 server answer on the wire: rerun request → its last byte (ms)",
+         f"{percentile(single_server, 50) * 1e3:.0f} / {server_single * 1e3:.0f}",
+         f"{percentile(many_server, 50) * 1e3:.0f} / {server_many * 1e3:.0f}",
+         f"p90 ratio {server_many / server_single:.2f}"),
         ("errors / exceptions", str(single_errors), str(errors), "target 0"),
         ("moves that showed another session's tokens", str(single_leaks), str(leaks), "target 0"),
         ("server RSS (MB), before → after", "", f"{rss_before:.0f} → {rss_after:.0f}", ""),
+        ("CPU busy during the N-session run: whole machine / the Streamlit server", "",
+         f"{machine_busy / elapsed / os.cpu_count():.0%} / {server_cpu / machine_busy:.0%} of it",
+         f"{os.cpu_count()} cores; the rest is the {args.sessions} Chromium clients"),
+        ("server CPU per move (ms)", "", f"{server_cpu / max(1, len(many)) * 1e3:.0f}", ""),
     ]
     table = ["| measure | 1 session | N sessions | note |", "| --- | --- | --- | --- |"]
     table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]

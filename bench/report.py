@@ -24,6 +24,18 @@ def process_rss_mb(pid: int | None = None) -> float:
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU time every core has spent not idle since boot, from /proc/stat."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def machine() -> str:
     import tensorflow as tf  # noqa: PLC0415  (only the benchmarks need the version)
 

@@ -342,6 +342,13 @@ def test_streamlit_no_longer_clears_the_keras_session_after_each_rerun():
     assert script_runner._clean_problem_modules is runtime._keep_models
 
 
+def test_startup_objects_are_frozen_out_of_full_garbage_collections():
+    import gc
+
+    open_page("masks")
+    assert gc.get_freeze_count() > 100_000  # TensorFlow, Keras, Plotly, Streamlit
+
+
 def test_only_the_open_tab_is_computed_and_the_model_view_draws_layers_times_heads():
     at = open_page("attention", {"layers": "3"})
     assert len(at.dataframe) == 1 and not [m for m in at.markdown if "✅" in m.value]  # statistics open
