@@ -110,7 +110,7 @@ def test_moving_the_sequence_length_slider_redraws_the_masks(page, server):
 def test_a_copied_link_reproduces_the_view(page, server):
     open_page(page, server, "attention?d_model=32&heads=8&seq_len=5&stack=cross")
     wait_for_charts(page)
-    assert chart_data(page)["traces"] == 16  # 8 heads × (weights layer + masked layer)
+    assert chart_data(page)["traces"] == 18  # (8 heads + their mean) × (weights layer + masked layer)
     assert chart_data(page)["rows"] == 5
     assert page.get_by_text("Cross-attention (decoder → encoder)").count() >= 1
 
