@@ -100,40 +100,47 @@ def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int
     axis needs automargin. y axes run top to bottom (queries in reading order).
     ``shared_y``: every panel has the same rows, so only the first column labels them.
     """
-    count = len(titles)
-    columns = max(1, min(columns, count))
-    rows = -(-count // columns)
+    columns = max(1, min(columns, len(titles)))
     title_px = TITLE_PX if any(titles) else 4
     gap_x = ((0 if shared_y else y_labels_px) + gap_px) / NOMINAL_WIDTH_PX
     width = (1.0 - gap_x * (columns - 1)) / columns
     row_px = panel_px + x_labels_px + title_px
-    height = top_px + rows * row_px
+    height = top_px + -(-len(titles) // columns) * row_px
     layout = dict(height=height, showlegend=False, annotations=[],
                   margin=dict(t=top_px + title_px, l=y_labels_px, r=40 if row_titles else 10, b=x_labels_px))
     plot_px = height - layout["margin"]["t"] - x_labels_px
-    tick = dict(type="category") if category else {}
     for index, title in enumerate(titles):
         row, col = divmod(index, columns)
-        x_id, y_id = axis_ids(index)
-        left = col * (width + gap_x)
+        x_domain = [col * (width + gap_x), min(1.0, col * (width + gap_x) + width)]
         y_top = 1.0 - row * row_px / plot_px
-        y_bottom = max(0.0, y_top - panel_px / plot_px)
-        layout[x_id.replace("x", "xaxis")] = dict(
-            domain=[left, min(1.0, left + width)], anchor=y_id, tickangle=-45, automargin=False,
-            showticklabels=show_ticks, **tick, **({} if show_ticks else dict(ticks="")))
+        y_domain = [max(0.0, y_top - panel_px / plot_px), y_top]
         y_ticks = show_ticks and not (shared_y and col > 0)
-        layout[y_id.replace("y", "yaxis")] = dict(
-            domain=[y_bottom, y_top], anchor=x_id, autorange="reversed" if reverse_y else True, automargin=False,
-            showticklabels=y_ticks, **tick, **({} if y_ticks else dict(ticks="")))
+        layout.update(_panel_axes(index, x_domain, y_domain, show_ticks, y_ticks, category, reverse_y))
         if title:
-            layout["annotations"].append(dict(
-                text=title, x=left + width / 2, y=y_top, xref="paper", yref="paper", xanchor="center",
-                yanchor="bottom", yshift=4, showarrow=False, font=dict(size=14)))
+            layout["annotations"].append(_note(title, sum(x_domain) / 2, y_top, "center", "bottom", font=dict(size=14)))
         if row_titles and col == columns - 1:
-            layout["annotations"].append(dict(
-                text=row_titles[row], x=1.0, y=(y_top + y_bottom) / 2, xref="paper", yref="paper",
-                xanchor="left", xshift=6, textangle=90, showarrow=False))
+            layout["annotations"].append(_note(row_titles[row], 1.0, sum(y_domain) / 2, "left", "middle", textangle=90))
     return layout
+
+
+def _panel_axes(index, x_domain, y_domain, x_ticks, y_ticks, category, reverse_y) -> dict:
+    """The x and y axis entries of panel ``index`` (no automargin; hidden labels hide their ticks too)."""
+    x_id, y_id = axis_ids(index)
+    kind = dict(type="category") if category else {}
+    x_axis = dict(domain=x_domain, anchor=y_id, tickangle=-45, automargin=False, showticklabels=x_ticks, **kind)
+    y_axis = dict(domain=y_domain, anchor=x_id, autorange="reversed" if reverse_y else True, automargin=False,
+                  showticklabels=y_ticks, **kind)
+    for axis, ticks in ((x_axis, x_ticks), (y_axis, y_ticks)):
+        if not ticks:
+            axis["ticks"] = ""
+    return {x_id.replace("x", "xaxis"): x_axis, y_id.replace("y", "yaxis"): y_axis}
+
+
+def _note(text, x, y, xanchor, yanchor, **style) -> dict:
+    """A paper-positioned annotation: a panel or row title."""
+    shift = dict(yshift=4) if yanchor == "bottom" else dict(xshift=6)
+    return dict(text=text, x=x, y=y, xref="paper", yref="paper", xanchor=xanchor, yanchor=yanchor,
+                showarrow=False, **shift, **style)
 
 
 def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int = 10, bottom: int = 50) -> go.Figure:
