@@ -51,15 +51,8 @@ if max(n_q, n_k) > FULL_RESOLUTION:
              "single_head")
 
 MODEL_VIEW_HEADS = 16
-stats_tab, checks_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on_change="rerun")
-if stats_tab.open:  # only the open tab is computed and sent
-    with stats_tab:
-        pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
-        stats = head_statistics(weights, mask, pads)
-        st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
-        st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
-                   "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
-if checks_tab.open:
+checks_tab, stats_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on_change="rerun")
+if checks_tab.open:  # only the open tab is computed and sent
     with checks_tab:
         walk = data.walkthrough(config, stack, layer)
         checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
@@ -67,6 +60,13 @@ if checks_tab.open:
         for check in checks:
             icon = "✅" if check.passed else "❌"
             st.markdown(f"{icon} **{check.name}** — {check.detail}: `{check.value:.3g}`")
+if stats_tab.open:
+    with stats_tab:
+        pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
+        stats = head_statistics(weights, mask, pads)
+        st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
+        st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
+                   "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
 if model_tab.open:
     with model_tab:
         shown_heads = min(heads, MODEL_VIEW_HEADS)
