@@ -31,7 +31,7 @@ from report import machine_busy_seconds, percentile, process_cpu_seconds, proces
 
 ROWS = "() => { const p = document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot');" \
        " return p && p._fullData ? p._fullData[0].z.length : -1; }"
-LABELS = "() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')._fullData[0].y.join(' ')"
+LABELS = "() => (document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')?._fullData?.[0]?.y || []).join(' ')"
 
 
 IDLE = "() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
