@@ -209,9 +209,12 @@ def payload():
 def retraces():
     from transformer import LiveConfig, ModelCache, run_live
 
+    from transformer.live import on_engine_thread
+
     cache, rng = ModelCache(), random.Random(1)
     base = LiveConfig()
     run_live(base, cache)
+    on_engine_thread(cache.trace_pending)()  # what the engine does once idle
     for _ in range(100):
         words = " ".join(rng.choice(["a", "b", "c", "0", "<pad>"]) for _ in range(rng.randint(1, 20)))
         move = replace(base, seq_len=rng.randint(1, 64), seed=rng.randint(0, 3),

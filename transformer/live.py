@@ -236,13 +236,19 @@ def _masks(config: LiveConfig, batches: _Batches):
 
 
 class _Entry:
-    """A built model and its traced forward pass."""
+    """A built model and its forward pass: eager until traced, then one traced graph for every length.
+
+    Tracing a new architecture takes ~0.6 s on 2 cores and an eager pass ~70 ms, so a
+    model's first passes run eagerly and the engine traces it once it has been idle
+    for `TRACE_AFTER_IDLE_SECONDS` (see `ModelCache.trace_pending`).
+    """
 
     def __init__(self, model, device):
         self.model = model
         self.device = device
         self.seed = None  # the seed the random weights were last drawn from (None: trained or Keras's own)
         self.traces = 0
+        self.traced = False
         self.forward = tf.function(self._forward, autograph=False, input_signature=[
             tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)
             tf.TensorSpec((None, None), tf.int32),  # tgt (B, N_t)
@@ -250,8 +256,26 @@ class _Entry:
             tf.TensorSpec((None, 1, None, None), tf.bool),  # tgt_mask (B, 1, N_t, N_t)
         ])
 
+    def run(self, src, tgt, src_mask, tgt_mask) -> dict:
+        """Attention weights ``{stack: (L, B, H, N_q, N_k)}``: the traced graph once it exists."""
+        if self.traced:
+            return self.forward(src, tgt, src_mask, tgt_mask)
+        return self._attention(src, tgt, src_mask, tgt_mask)
+
+    def trace(self) -> None:
+        """Trace (and run once) the forward pass with a tiny input; later calls of any size reuse it."""
+        if self.traced:
+            return
+        ids, ones = tf.ones((1, 2), tf.int32), tf.ones((1, 1, 2, 2), tf.bool)  # (B=1, N=2)
+        with tf.device(self.device):
+            self.forward(ids, ids, ones[:, :, :1], ones)
+        self.traced = True
+
     def _forward(self, src, tgt, src_mask, tgt_mask):
         self.traces += 1  # runs only while tracing
+        return self._attention(src, tgt, src_mask, tgt_mask)
+
+    def _attention(self, src, tgt, src_mask, tgt_mask):
         _, attention = self.model.hidden_and_attention(src, tgt, src_mask, tgt_mask)
         return {name: tf.stack(weights) for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
 
@@ -323,11 +347,23 @@ class ModelCache:
             entry.seed = config.seed
         return entry
 
+    def trace_pending(self) -> int:
+        """Trace every cached model still running eagerly, most recently used first; returns how many.
+
+        Call on the engine thread (the idle tracer does), or from tests.
+        """
+        with self._lock:
+            pending = [entry for entry in reversed(self._entries.values()) if not entry.traced]
+        for entry in pending:
+            entry.trace()
+        return len(pending)
+
     def __len__(self):
         return len(self._entries)
 
 
 MODELS = ModelCache()
+TRACE_AFTER_IDLE_SECONDS = 1.0  # the engine traces new models after this long without a request
 
 
 # ---------------------------------------------------------------- entry points
@@ -347,8 +383,48 @@ def on_engine_thread(function):
     def wrapper(*args, **kwargs):
         if threading.current_thread().name.startswith("engine"):
             return function(*args, **kwargs)
-        return _ENGINE_THREAD.submit(function, *args, **kwargs).result()
+        _IDLE_TRACER.busy()
+        try:
+            return _ENGINE_THREAD.submit(function, *args, **kwargs).result()
+        finally:
+            _IDLE_TRACER.busy()
     return wrapper
+
+
+class _IdleTracer:
+    """Traces `MODELS`' new architectures on the engine thread once no request came for a while.
+
+    A request that arrives during a trace waits for it (at most ~0.6 s at the sizes the app
+    allows on 2 cores); one that arrives before simply runs eagerly.
+    """
+
+    def __init__(self):
+        self._last_use = time.monotonic()
+        self._timer = None
+        self._lock = threading.Lock()
+
+    def busy(self) -> None:
+        with self._lock:
+            self._last_use = time.monotonic()
+            if self._timer is None:
+                self._arm(TRACE_AFTER_IDLE_SECONDS)
+
+    def _arm(self, seconds: float) -> None:
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            waited = time.monotonic() - self._last_use
+            if waited < TRACE_AFTER_IDLE_SECONDS:  # a request came meanwhile: wait the rest
+                self._arm(TRACE_AFTER_IDLE_SECONDS - waited)
+                return
+            self._timer = None
+        _ENGINE_THREAD.submit(MODELS.trace_pending)
+
+
+_IDLE_TRACER = _IdleTracer()
 
 
 @on_engine_thread
@@ -361,7 +437,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
     with tf.device(entry.device):
         source_padding, target_padding, future, run_source, run_target = _masks(config, batches)
         started = time.perf_counter()
-        attention = entry.forward(batches.source.ids, batches.target.ids, run_source, run_target)
+        attention = entry.run(batches.source.ids, batches.target.ids, run_source, run_target)
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
         encoding = positional_encoding(config.seq_len, entry.model.d_model).numpy()  # (N, D)
