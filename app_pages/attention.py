@@ -36,7 +36,8 @@ if not (padding_on and future_on):
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k)
 plot(head_grid(with_mean, mask, query_tokens, key_tokens, title=f"{heads} heads and their mean",
-               names=[*(f"head {h}" for h in range(heads)), "mean of heads"], columns=5), "heads")
+               names=[*(f"head {h}" for h in range(heads)), "mean of heads"],
+               columns=5 if heads < 5 else 4), "heads")  # up to 4 heads: one row with their mean
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
     with st.expander(f"Head {head} at full resolution ({n_q}×{n_k})"):
