@@ -6,7 +6,7 @@ import streamlit as st
 from transformer import masked_softmax
 from transformer.analysis import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
 from ui import data, state
-from ui.controls import PERSIST, STACK_NAMES, element_picker, head_picker, layer_picker, plot, stack_picker
+from ui.controls import STACK_NAMES, element_picker, head_picker, layer_picker, plot, stack_picker
 from viz.common import position_labels
 from viz.lab import bars_figure, dimension_labels, scaling_figure, stage_figure
 

@@ -87,7 +87,8 @@ def main():
     parser.add_argument("--single-seconds", type=float, default=30)
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args()
-    with streamlit_server(with_process=True) as (server_url, process), WireProxy(int(server_url.rsplit(":", 1)[1])) as proxy:
+    with streamlit_server(with_process=True) as (server_url, process), \
+            WireProxy(int(server_url.rsplit(":", 1)[1])) as proxy:
         base_url = proxy.url
         # The clients share this machine's cores with the server they test. At nice 19 (inherited by
         # Playwright and every Chromium process) they get whatever CPU the server leaves, as if each
@@ -108,7 +109,8 @@ def main():
     rows = [
         ("sessions", "1", str(args.sessions), ""),
         ("moves", str(len(single)), str(len(many)), ""),
-        ("p50 slider → redrawn chart (ms)", f"{percentile(single, 50) * 1e3:.0f}", f"{percentile(many, 50) * 1e3:.0f}", ""),
+        ("p50 slider → redrawn chart (ms)", f"{percentile(single, 50) * 1e3:.0f}",
+         f"{percentile(many, 50) * 1e3:.0f}", ""),
         ("p90 slider → redrawn chart (ms)", f"{p90_single * 1e3:.0f}", f"{p90_many * 1e3:.0f}",
          f"ratio {p90_many / p90_single:.2f} (target ≤ 2)"),
         ("p50 / p90 server answer on the wire: rerun request → its last byte (ms)",

@@ -10,8 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import (
-    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, label_px, max_pool, panel_layout, panels_figure, pool_factor, pooled_labels,
-    position_labels, weight_coloraxis, weight_layers,
+    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, label_px, max_pool, panel_layout, panels_figure,
+    pool_factor, pooled_labels, position_labels, weight_coloraxis, weight_layers,
 )
 
 
@@ -60,8 +60,9 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
 def _heatmap_panels(traces, names, columns, q_labels, k_labels, title, panel_px=240) -> go.Figure:
     """Panels of weight heatmaps sharing the fixed 0–1 colour axis; tick labels up to 40 positions."""
     ticks = len(q_labels) <= 40
-    layout = panel_layout(names, columns, panel_px=panel_px, top_px=44 if title else 10, show_ticks=ticks, shared_y=True,
-                          x_labels_px=label_px(k_labels, ticks, rotated=True), y_labels_px=label_px(q_labels, ticks))
+    layout = panel_layout(names, columns, panel_px=panel_px, top_px=44 if title else 10, show_ticks=ticks,
+                          shared_y=True, x_labels_px=label_px(k_labels, ticks, rotated=True),
+                          y_labels_px=label_px(q_labels, ticks))
     layout["margin"]["r"] = 90  # the colour bar
     return panels_figure(traces, layout, title=dict(text=title, x=0.0, xanchor="left"),
                          coloraxis=weight_coloraxis())

@@ -41,7 +41,8 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
         titles = [f"{title} (max-pooled {factor}×{factor})" for title in titles]
     query_labels = [pooled_labels(position_labels(tokens), factor) for tokens in query_tokens]
     key_labels = [pooled_labels(position_labels(tokens), factor) for tokens in key_tokens]
-    traces = [_mask_trace(mask, query_labels[index], key_labels[index], panel=index) for index, mask in enumerate(masks)]
+    traces = [_mask_trace(mask, query_labels[index], key_labels[index], panel=index)
+              for index, mask in enumerate(masks)]
     layout = panel_layout(
         list(titles), columns, panel_px=280 if len(masks) > 1 else 300,
         x_labels_px=label_px([l for labels in key_labels for l in labels], rotated=True),
