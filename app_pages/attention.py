@@ -82,5 +82,5 @@ left.download_button("Download this stack's weights (NPZ)", arrays_npz(
     weights=result.attention[stack], mask=result.applied_masks[stack],
     query_tokens=np.array(query_tokens), key_tokens=np.array(key_tokens),
 ), file_name=f"attention_{stack}.npz", mime="application/octet-stream")
-right.download_button("Download the head average (CSV)", matrix_csv(weights.mean(0), query_tokens, key_tokens),
+right.download_button("Download the head average (CSV)", matrix_csv(with_mean[-1], query_tokens, key_tokens),
                       file_name=f"attention_{stack}_layer{layer}_average.csv", mime="text/csv")

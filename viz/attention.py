@@ -116,8 +116,8 @@ def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
     traces = [trace for index, name in enumerate(names)
               for trace in weight_layers(shown[index // heads, index % heads], shown_mask, q_labels, k_labels,
                                          name=name, panel=index)]
-    layout = panel_layout([f"head {h}" if index < heads else "" for index, h in enumerate(list(range(heads)) * layers)],
-                          heads, panel_px=100, gap_px=8, show_ticks=False, top_px=44,
+    titles = [f"head {h}" for h in range(heads)] + [""] * (heads * (layers - 1))  # head names on the top row
+    layout = panel_layout(titles, heads, panel_px=100, gap_px=8, show_ticks=False, top_px=44,
                           row_titles=[f"layer {l}" for l in range(layers)])
     layout["margin"]["r"] = 110
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
