@@ -1,12 +1,17 @@
 """Attention Lab: the entry file. Runs on every rerun: page config, shared sidebar, navigation, URL."""
 
+from pathlib import Path
+
 import streamlit as st
 
-st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+# A local icon: a Material icon here would make every browser fetch the favicon from Google's servers.
+st.set_page_config(page_title="Attention Lab", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),
+                   layout="wide")
 
-from ui import runtime, sidebar, state  # noqa: E402  (after set_page_config)
+from ui import chart, runtime, sidebar, state  # noqa: E402  (after set_page_config)
 
 runtime.keep_tensorflow_warm()
+chart.publish_plotly_js()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
 
 PAGES = [

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from chart_support import chart_elements, figure_specs
 from streamlit.testing.v1 import AppTest
 
 pytestmark = pytest.mark.app
@@ -23,7 +24,7 @@ def open_page(page, query=None):
 
 
 def specs(at) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return figure_specs(at)
 
 
 def decode(z):
@@ -58,7 +59,7 @@ def test_every_page_runs_without_exception(page):
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
     if page not in CHARTLESS:
-        assert at.get("plotly_chart"), "every page but home and train draws charts"
+        assert chart_elements(at), "every page but home and train draws charts"
 
 
 def test_status_line_names_device_version_and_time():
@@ -231,7 +232,7 @@ def test_bad_input_shows_a_message_and_the_next_input_works(key, value, message)
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
     widget.set_value(original).run()
     no_errors(at)
-    assert not at.error and at.get("plotly_chart")
+    assert not at.error and chart_elements(at)
 
 
 def test_html_tokens_are_plain_text_in_the_figures():
@@ -330,7 +331,7 @@ def test_train_page_trains_a_model_and_opens_its_attention():
     explore.click().run()
     no_errors(at)
     assert at.session_state["weights"].startswith("session:")
-    assert at.get("plotly_chart")
+    assert chart_elements(at)
 
 
 def test_streamlit_no_longer_clears_the_keras_session_after_each_rerun():

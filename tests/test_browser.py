@@ -9,6 +9,7 @@ import pytest
 from browser_support import (
     CHROMIUM, CHROMIUM_ARGS, OUTPUT, browser_required, chromium_missing, streamlit_server, wait_idle,
 )
+from chart_support import FIRST_PLOT, PLOT
 
 pytestmark = pytest.mark.browser
 PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train",
@@ -57,20 +58,19 @@ def open_page(page, server, path):
 def chart_data(page, index=0):
     """What Plotly drew in chart ``index``: trace count and the first trace's z shape."""
     return page.evaluate(
-        """(index) => {
-            const plots = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot');
-            const plot = plots[index];
+        """([PLOT, index]) => {
+            const plot = document.querySelectorAll(PLOT)[index];
             if (!plot || !plot.data) return null;
-            const z = plot._fullData?.[0]?.z;  // a chart being remounted has no _fullData yet
+            const z = plot._fullData?.[0]?.z;
             return {traces: plot.data.length, rows: z ? z.length : 0, cols: z && z[0] ? z[0].length : 0};
         }""",
-        index,
+        [PLOT, index],
     )
 
 
 def wait_for_charts(page):
-    page.wait_for_selector("[data-testid='stPlotlyChart'] .js-plotly-plot", timeout=60_000)
-    page.wait_for_function("() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')?.data")
+    page.wait_for_selector(PLOT, timeout=60_000)
+    page.wait_for_function(f"() => {FIRST_PLOT}?.data")
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -79,7 +79,7 @@ def test_every_page_opens_without_exception_and_is_screenshotted(page, server, p
     assert page.locator("[data-testid='stException']").count() == 0
     if path and path != "train":
         wait_for_charts(page)
-        assert page.get_by_test_id("stPlotlyChart").count() >= 1
+        assert page.locator(PLOT).count() >= 1
     name = (path or "home").replace("?", "-").replace("&", "-").replace("=", "-")
     page.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
 
@@ -97,15 +97,31 @@ def test_moving_the_sequence_length_slider_redraws_the_masks(page, server):
     thumb = slider_thumb(page, "Sequence length")
     thumb.focus()
     thumb.press("ArrowRight")
-    page.wait_for_function(
-        # every changed chart is remounted: between the old and the new node there may be none
-        "() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')?._fullData?.[0]?.z?.length === 8",
-        timeout=60_000,
-    )
+    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 8", timeout=60_000)
     wait_idle(page)
     assert chart_data(page)["rows"] == 8
     assert "seq_len=8" in page.url
     page.screenshot(path=str(OUTPUT / "masks-after-slider.png"), full_page=True)
+
+
+def test_a_move_updates_the_chart_in_place_and_plotly_comes_from_this_server(page, server):
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    open_page(page, server, "attention")
+    wait_for_charts(page)
+    page.evaluate(f"() => {{ {FIRST_PLOT}.dataset.marked = 'before the move'; }}")
+    thumb = slider_thumb(page, "Sequence length")
+    thumb.focus()
+    thumb.press("ArrowRight")
+    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 8", timeout=60_000)
+    wait_idle(page)
+    # the same node, redrawn by Plotly.react: not thrown away and rebuilt
+    assert page.evaluate(f"() => {FIRST_PLOT}.dataset.marked") == "before the move"
+    assert page.locator(PLOT).count() == 1
+    plotly_js = [url for url in requests if url.endswith("plotly.min.js")]
+    assert plotly_js and all(url.startswith(server) for url in plotly_js), plotly_js
+    assert all(url.startswith(server) or url.startswith("data:") or url.startswith("blob:") for url in requests), \
+        sorted({url for url in requests if not url.startswith(server)})
 
 
 def test_a_copied_link_reproduces_the_view(page, server):

@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from ui import state
+from ui.chart import chart
 
 PERSIST = dict(persist_state="session")
 STACK_NAMES = {
@@ -67,7 +68,7 @@ def mask_toggles(column=st) -> tuple[bool, bool]:
 
 def plot(fig, key: str) -> None:
     """Our colour scales are part of the picture: keep Streamlit's theme from replacing them."""
-    st.plotly_chart(fig, theme=None, key=f"fig_{key}", config={"displaylogo": False})
+    chart(fig, key=f"fig_{key}")
 
 
 def stat_columns(n_keys: int) -> dict:

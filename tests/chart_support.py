@@ -1,0 +1,24 @@
+"""Reading the app's charts back: from AppTest's element tree, and the selector for a drawn chart."""
+
+from __future__ import annotations
+
+from ui.chart import CHART_CLASS, COMPONENT_NAME, read_payload
+
+# One of this app's charts in the browser, once Plotly has drawn it.
+PLOT = f".{CHART_CLASS}.js-plotly-plot"
+FIRST_PLOT = f"document.querySelector('{PLOT}')"
+
+
+def chart_elements(at) -> list:
+    """Every chart of an AppTest run, in page order (``ui.chart`` components)."""
+    return [element for element in at.get("bidi_component") if element.proto.component_name == COMPONENT_NAME]
+
+
+def chart_payloads(at) -> list[bytes]:
+    """The bytes each chart sends to the browser."""
+    return [element.proto.bytes for element in chart_elements(at)]
+
+
+def figure_specs(at) -> list[dict]:
+    """Each chart's Plotly figure as a dict ({"data": [...], "layout": {...}})."""
+    return [read_payload(payload)["figure"] for payload in chart_payloads(at)]

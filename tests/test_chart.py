@@ -1,0 +1,38 @@
+"""ui.chart: what a chart sends, and the Plotly.js it is drawn with."""
+
+import json
+
+import numpy as np
+import plotly
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from ui import chart
+
+pytestmark = pytest.mark.app
+
+
+def test_the_payload_carries_plotlys_own_json_of_the_figure_and_the_config():
+    figure = go.Figure(go.Heatmap(z=np.eye(3, dtype=np.float32), x=["<b>a</b>", "b", "b"]))
+    sent = chart.read_payload(chart.chart_payload(figure))
+    assert sent["figure"] == json.loads(pio.to_json(figure, validate=False))
+    assert sent["config"] == {"displaylogo": False, "responsive": True}
+    assert sent["plotly_url"] == "/app/static/plotly.min.js"
+    assert sent["figure"]["data"][0]["x"] == ["<b>a</b>", "b", "b"]  # user text travels as JSON text
+
+
+def test_plotly_js_is_the_installed_packages_copy_and_published_once(tmp_path):
+    source = (chart.Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+    published = chart.publish_plotly_js(tmp_path)
+    assert published.read_bytes() == source
+    published.write_bytes(b"stale")
+    assert chart.publish_plotly_js(tmp_path).read_bytes() == b"stale"  # once per process: cached
+    chart.publish_plotly_js.cache_clear()
+    assert chart.publish_plotly_js(tmp_path).read_bytes() == source  # a different file is replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plotly.min.js"]  # no partial file left
+
+
+def test_the_component_script_never_inserts_figure_text_as_html():
+    assert "innerHTML" not in chart._JS and "eval(" not in chart._JS and "new Function" not in chart._JS
+    assert "JSON.parse" in chart._JS and "Plotly.react" in chart._JS

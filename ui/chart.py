@@ -1,0 +1,132 @@
+"""Plotly figures drawn by a small custom component that updates the chart in place.
+
+Why not ``st.plotly_chart``: in Streamlit 1.67 a chart whose figure changes gets a new
+element id, so the browser throws the old chart away, builds a new one
+(``Plotly.newPlot``) and then draws it a second time from a copy of the same figure.
+On the Attention page that was ~130 ms of the browser's time per slider move. This
+component keeps one Plotly node per chart key and calls ``Plotly.react`` with the new
+figure: one draw, and only what changed.
+
+Plotly.js is the copy that ships inside the installed ``plotly`` Python package,
+served by Streamlit's static file serving (``server.enableStaticServing``) from
+``static/`` next to ``app.py``: nothing is fetched from the internet. The figure
+travels as Plotly's own JSON (typed arrays base64-encoded) and is parsed with
+``JSON.parse``: user text is never evaluated or inserted as HTML by this code.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+from pathlib import Path
+
+import plotly
+import plotly.io as pio
+import streamlit as st
+
+ROOT = Path(__file__).resolve().parents[1]
+STATIC_DIR = ROOT / "static"
+PLOTLY_JS = "plotly.min.js"
+CHART_CLASS = "al-chart"
+COMPONENT_NAME = "attention_lab_plotly"
+
+_JS = """
+const PLOTLY_GLOBAL = "__attentionLabPlotly";
+
+function loadPlotly(url) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!window[PLOTLY_GLOBAL]) {
+    window[PLOTLY_GLOBAL] = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = url;
+      script.onload = () => resolve(window.Plotly);
+      script.onerror = () => { window[PLOTLY_GLOBAL] = undefined; reject(new Error("could not load " + url)); };
+      document.head.appendChild(script);
+    });
+  }
+  return window[PLOTLY_GLOBAL];
+}
+
+function setUp(parentElement) {
+  const node = document.createElement("div");
+  node.className = "%(chart_class)s";
+  parentElement.appendChild(node);
+  let width = 0;
+  const resize = new ResizeObserver(() => {  // the sidebar opening, an expander opening, the window
+    if (!window.Plotly || !node.data || node.clientWidth === width) return;
+    width = node.clientWidth;
+    window.Plotly.Plots.resize(node);
+  });
+  resize.observe(node);
+  node.alCleanup = () => { resize.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
+  return node;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  const node = parentElement.querySelector(".%(chart_class)s") || setUp(parentElement);
+  const text = new TextDecoder().decode(data);
+  if (text !== node.alText) {  // an unchanged figure is not drawn again
+    node.alText = text;
+    const { figure, config, plotly_url } = JSON.parse(text);
+    node.style.height = (figure.layout.height || 450) + "px";
+    const drawing = (node.alDrawing || 0) + 1;
+    node.alDrawing = drawing;
+    loadPlotly(plotly_url).then((Plotly) => {
+      if (node.alDrawing === drawing) Plotly.react(node, figure.data, figure.layout, config);
+    }).catch((error) => {
+      node.textContent = "The chart could not be drawn: " + error.message;
+    });
+  }
+  return node.alCleanup;  // Streamlit keeps the last one returned and calls it on unmount
+}
+""" % {"chart_class": CHART_CLASS}
+
+_component = st.components.v2.component(COMPONENT_NAME, js=_JS, isolate_styles=False)
+
+
+@functools.cache
+def publish_plotly_js(static_dir: Path = STATIC_DIR) -> Path:
+    """Copy the installed plotly package's own plotly.min.js to ``static/`` when missing or different.
+
+    Once per process (app.py calls it on every rerun). Written to a temporary name and
+    renamed, so a browser never loads half a file.
+    """
+    source = Path(plotly.__file__).parent / "package_data" / PLOTLY_JS
+    target = static_dir / PLOTLY_JS
+    if not target.exists() or target.read_bytes() != source.read_bytes():
+        static_dir.mkdir(exist_ok=True)
+        partial = target.with_suffix(f".{os.getpid()}.part")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+    return target
+
+
+def plotly_url() -> str:
+    base = st.get_option("server.baseUrlPath").strip("/")
+    return f"/{base}/app/static/{PLOTLY_JS}" if base else f"/app/static/{PLOTLY_JS}"
+
+
+CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def chart_payload(fig) -> bytes:
+    """What one chart sends: a JSON document {"config", "plotly_url", "figure"} as UTF-8 bytes.
+
+    The figure is Plotly's own JSON (NumPy arrays as base64 typed arrays), spliced in
+    as it is rather than parsed and dumped again.
+    """
+    head = json.dumps({"config": CONFIG, "plotly_url": plotly_url()})[:-1]
+    return f'{head}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
+
+
+def read_payload(payload: bytes) -> dict:
+    """The inverse of :func:`chart_payload` (used by the tests and the benchmark)."""
+    return json.loads(payload)
+
+
+def chart(fig, key: str) -> None:
+    """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place."""
+    _component(key=key, data=chart_payload(fig))
