@@ -22,47 +22,70 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 from wire_proxy import WireProxy, answer_times  # noqa: E402
 from report import machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb, write_section  # noqa: E402
 
-ROWS = "() => { const p = document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot');" \
-       " return p && p._fullData ? p._fullData[0].z.length : -1; }"
-LABELS = "() => (document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot')?._fullData?.[0]?.y || []).join(' ')"
+from chart_support import FIRST_PLOT as CHART  # noqa: E402
+LABELS = f"() => ({CHART}?._fullData?.[0]?.y || []).join(' ')"
+ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
+
+# Waits are event-driven: a MutationObserver re-checks the condition whenever the page changes,
+# so a waiting client costs no CPU. (Playwright's wait_for_function polls on every animation
+# frame, which keeps eight headless renderers drawing 60 frames a second each.)
+WAIT_UNTIL = """([condition, timeoutMs]) => new Promise((resolve, reject) => {
+    const holds = new Function('return (' + condition + ')');
+    if (holds()) return resolve(true);
+    const observer = new MutationObserver(() => { if (holds()) { finish(); resolve(true); } });
+    const timer = setTimeout(() => { finish(); reject(new Error('timeout: ' + condition)); }, timeoutMs);
+    const finish = () => { observer.disconnect(); clearTimeout(timer); };
+    observer.observe(document.documentElement, {subtree: true, childList: true, attributes: true,
+                                                characterData: true});
+})"""
+IDLE = "document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state') === 'notRunning'"
 
 
-IDLE = "() => document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
+def rows_are(length):
+    return f"({CHART}?._fullData?.[0]?.z?.length === {length})"
 
 
-async def session(browser, base_url, name, seconds, seed):
-    """One user: own text, random slider moves; returns (latencies, errors, leaks)."""
+async def wait_until(page, condition, timeout_ms=60_000):
+    await page.evaluate(WAIT_UNTIL, [condition, timeout_ms])
+
+
+async def session(browser, base_url, name, seconds, seed, loaded):
+    """One user: own text, random slider moves; returns (latencies, errors, leaks).
+
+    `loaded` is a barrier: every session has loaded its page before any starts moving, so
+    the figures are about moves, not about eight pages loading at once.
+    """
     rng = random.Random(seed)
     context = await browser.new_context(viewport={"width": 1300, "height": 900})
     page = await context.new_page()
     text = "\n".join(f"{name} {name}x 0" for _ in range(3))
     await page.goto(f"{base_url}/masks?src={text.replace(chr(10), '%0A')}&seq_len=6")
-    await page.wait_for_function(f"() => ({ROWS})() === 6", timeout=120_000)
+    await wait_until(page, f"{rows_are(6)} && {IDLE}", 120_000)
     thumb = page.get_by_test_id("stSlider").filter(has_text="Sequence length").get_by_role("slider")
+    await loaded.wait()
     length, latencies, errors, leaks = 6, [], 0, 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         step = rng.choice([-1, 1]) if 3 < length < 20 else (1 if length <= 3 else -1)
         length += step
-        await page.wait_for_function(IDLE, timeout=60_000)
         await thumb.focus()
         started = time.perf_counter()
         await thumb.press("ArrowRight" if step > 0 else "ArrowLeft")
         try:
-            await page.wait_for_function(f"() => ({ROWS})() === {length}", timeout=60_000)
+            await wait_until(page, rows_are(length))
         except Exception:
             errors += 1
             break
         latencies.append(time.perf_counter() - started)
-        await page.wait_for_function(IDLE, timeout=60_000)
-        errors += await page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count()
+        await wait_until(page, IDLE)
+        errors += await page.locator(ERRORS).count()
         labels = await page.evaluate(LABELS)
         leaks += int(set(re.findall(r"·(s\d+)", labels)) != {name})
     await context.close()
@@ -74,7 +97,9 @@ async def run(sessions, seconds, base_url):
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i) for i in range(sessions)))
+        loaded = asyncio.Barrier(sessions)
+        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i, loaded)
+                                         for i in range(sessions)))
         await browser.close()
     latencies = [value for result in results for value in result[0]]
     return latencies, sum(r[1] for r in results), sum(r[2] for r in results)
