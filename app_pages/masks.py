@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from ui import data, state
-from ui.controls import plot
+from ui.controls import Download, downloads, plot
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_rows, fully_masked_rows, mask_grid
 
@@ -44,10 +44,11 @@ if source_empty or empty:
 else:
     st.success("No query row is fully masked: every query has at least one key it may attend to.")
 
-left, right = st.columns(2)
-left.download_button("Download all masks (NPZ)", arrays_npz(
-    source_padding_mask=result.source_padding_mask, target_padding_mask=result.target_padding_mask,
-    subsequent_mask=result.subsequent_mask, target_mask=result.target_mask,
-), file_name="masks.npz", mime="application/octet-stream")
-right.download_button("Download the look-ahead mask (CSV)", matrix_csv(result.subsequent_mask.astype(int)),
-                      file_name="subsequent_mask.csv", mime="text/csv")
+downloads(
+    Download("Download all masks (NPZ)", lambda: arrays_npz(
+        source_padding_mask=result.source_padding_mask, target_padding_mask=result.target_padding_mask,
+        subsequent_mask=result.subsequent_mask, target_mask=result.target_mask,
+    ), "masks.npz"),
+    Download("Download the look-ahead mask (CSV)", lambda: matrix_csv(result.subsequent_mask.astype(int)),
+             "subsequent_mask.csv", "text/csv"),
+)

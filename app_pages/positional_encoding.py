@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import data, state
-from ui.controls import PERSIST, parse_indices, plot
+from ui.controls import PERSIST, Download, downloads, parse_indices, plot
 from viz import positional
 from viz.export import arrays_npz, matrix_csv
 
@@ -44,9 +44,10 @@ with right:
                "rotation of each sin/cos pair — which is why relative positions are recoverable.")
     plot(positional.similarity_figure(encoding), "pe_similarity")
 
-left, right = st.columns(2)
-left.download_button("Download the encoding (CSV)", matrix_csv(encoding, [str(p) for p in range(length)]),
-                     file_name=f"positional_encoding_{length}x{d_model}.csv", mime="text/csv")
-right.download_button("Download encoding, wavelengths and similarity (NPZ)", arrays_npz(
-    encoding=encoding, wavelengths=positional.wavelengths(d_model), similarity=positional.similarity(encoding),
-), file_name=f"positional_encoding_{length}x{d_model}.npz", mime="application/octet-stream")
+downloads(
+    Download("Download the encoding (CSV)", lambda: matrix_csv(encoding, [str(p) for p in range(length)]),
+             f"positional_encoding_{length}x{d_model}.csv", "text/csv"),
+    Download("Download encoding, wavelengths and similarity (NPZ)", lambda: arrays_npz(
+        encoding=encoding, wavelengths=positional.wavelengths(d_model), similarity=positional.similarity(encoding),
+    ), f"positional_encoding_{length}x{d_model}.npz"),
+)

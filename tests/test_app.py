@@ -176,7 +176,7 @@ def test_toggling_the_look_ahead_mask_changes_decoder_weights():
 
 def test_attention_page_shows_live_checks_all_passing():
     at = open_page("attention", {"view": "Checks"})
-    lines = [m.value for m in at.markdown if "✅" in m.value or "❌" in m.value]
+    lines = [line for m in at.markdown for line in m.value.split("\n\n") if "✅" in line or "❌" in line]
     assert len(lines) == 5 and all(line.startswith("✅") for line in lines)
     assert any("keras.layers.MultiHeadAttention" in line for line in lines)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 import streamlit as st
 
@@ -69,6 +72,25 @@ def mask_toggles(column=st) -> tuple[bool, bool]:
 def plot(fig, key: str) -> None:
     """Our colour scales are part of the picture: keep Streamlit's theme from replacing them."""
     chart(fig, key=f"fig_{key}")
+
+
+@dataclass(frozen=True)
+class Download:
+    label: str
+    make: Callable[[], bytes]  # called only when the button is clicked
+    file_name: str
+    mime: str = "application/octet-stream"
+
+
+def downloads(*buttons: Download) -> None:
+    """Download buttons side by side; each file is made when its button is clicked, not on every rerun.
+
+    (The NPZ of one stack's weights at N=512 is ~45 MB and took ~1.8 s to compress.)
+    """
+    with st.container(horizontal=True):
+        for button in buttons:
+            st.download_button(button.label, button.make, file_name=button.file_name, mime=button.mime,
+                               on_click="ignore")
 
 
 def stat_columns(n_keys: int) -> dict:
