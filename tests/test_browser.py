@@ -176,3 +176,25 @@ def test_downloads_are_made_when_clicked_and_hold_the_shown_data(page, server):
     allowed = np.broadcast_to(arrays["mask"].any(-1)[None, :, None, :], row_sums.shape)  # mask: (B, N_q, N_k)
     assert arrays["weights"].shape[-2:] == (5, 5) and np.allclose(row_sums[allowed], 1, atol=1e-5)
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_hovering_a_cell_names_its_query_key_and_weight(page, server):
+    open_page(page, server, "attention?seq_len=5")
+    wait_for_charts(page)
+    box = page.evaluate(f"""() => {{
+        const r = {FIRST_PLOT}.querySelector('.cartesianlayer .subplot.xy .bg, .nsewdrag').getBoundingClientRect();
+        return {{x: r.x + r.width * 0.1, y: r.y + r.height * 0.1}};
+    }}""")
+    page.mouse.move(box["x"], box["y"])
+    page.wait_for_selector(f"{PLOT} .hoverlayer .hovertext", timeout=10_000)
+    text = page.locator(f"{PLOT} .hoverlayer .hovertext").first.text_content()
+    assert "query" in text and "key" in text and ("weight" in text or "blocked" in text), text
+
+
+def test_a_chart_follows_the_width_of_its_column(page, server):
+    open_page(page, server, "masks")
+    wait_for_charts(page)
+    wide = page.evaluate(f"() => {FIRST_PLOT}._fullLayout.width")
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    page.wait_for_function(f"() => {FIRST_PLOT}._fullLayout.width < {wide} - 100", timeout=10_000)
+    assert page.evaluate(f"() => {FIRST_PLOT}.getBoundingClientRect().right") <= 1000
