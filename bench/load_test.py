@@ -141,7 +141,7 @@ def main():
         ("p50 / p90 server answer on the wire: rerun request → its last byte (ms)",
          f"{percentile(single_server, 50) * 1e3:.0f} / {server_single * 1e3:.0f}",
          f"{percentile(many_server, 50) * 1e3:.0f} / {server_many * 1e3:.0f}",
-         f"p90 ratio {server_many / server_single:.2f}"),
+         f"p90 ratio {server_many / server_single:.2f}; {len(single_server)} / {len(many_server)} answers seen"),
         ("errors / exceptions", str(single_errors), str(errors), "target 0"),
         ("moves that showed another session's tokens", str(single_leaks), str(leaks), "target 0"),
         ("server RSS (MB), before → after", "", f"{rss_before:.0f} → {rss_after:.0f}", ""),

@@ -1,0 +1,40 @@
+"""The load test's wire proxy: it must recognise rerun requests among the client's WebSocket frames."""
+
+import os
+import sys
+from pathlib import Path
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from wire_proxy import _BackMessages, answer_times  # noqa: E402
+
+
+def client_frame(message: BackMsg) -> bytes:
+    """A masked binary WebSocket frame, as a browser sends it."""
+    payload, key = message.SerializeToString(), os.urandom(4)
+    masked = bytes(byte ^ key[i % 4] for i, byte in enumerate(payload))
+    length = len(payload)
+    header = bytes([0x82]) + (bytes([0x80 | length]) if length < 126 else bytes([0x80 | 126]) + length.to_bytes(2, "big"))
+    return header + key + masked
+
+
+def test_frames_split_across_reads_are_named_by_their_backmsg_type():
+    rerun = BackMsg()
+    rerun.rerun_script.query_string = "seq_len=" + "8" * 300  # a frame longer than 125 bytes
+    heartbeat = BackMsg()
+    heartbeat.app_heartbeat = True
+    stream = b"GET /_stcore/stream HTTP/1.1\r\nUpgrade: websocket\r\n\r\n" + client_frame(rerun) + client_frame(heartbeat)
+    reader = _BackMessages()
+    names = reader.feed(stream[:70]) + reader.feed(stream[70:200]) + reader.feed(stream[200:])
+    assert names == ["rerun_script", "app_heartbeat"]
+
+
+def test_answer_times_run_from_a_rerun_request_to_the_last_byte_of_its_answer():
+    events = [  # (connection, time, kind, bytes)
+        (1, 0.0, "rerun_script", 90), (1, 0.01, "app_heartbeat", 10), (1, 0.05, "down", 800),
+        (1, 0.08, "down", 900), (1, 1.0, "rerun_script", 90), (1, 1.02, "rerun_script", 90),
+        (1, 1.2, "down", 5000), (2, 0.5, "rerun_script", 90), (2, 0.6, "down", 10),
+    ]
+    assert [round(t, 3) for t in answer_times(events)] == [0.08, 0.2]  # connection 2's 10 bytes: no answer
