@@ -158,8 +158,6 @@ def test_html_in_tokens_is_shown_as_text_and_never_runs(page, server):
 
 
 def test_downloads_are_made_when_clicked_and_hold_the_shown_data(page, server):
-    import io
-
     import numpy as np
 
     open_page(page, server, "attention?seq_len=5")
@@ -171,7 +169,7 @@ def test_downloads_are_made_when_clicked_and_hold_the_shown_data(page, server):
     assert len(rows) == 1 + 5 and rows[0].count(",") == 5  # header + 5 queries; a label column + 5 keys
     with page.expect_download(timeout=60_000) as npz_download:
         page.get_by_role("button", name="Download this stack's weights (NPZ)").click()
-    arrays = np.load(io.BytesIO(open(npz_download.value.path(), "rb").read()), allow_pickle=False)
+    arrays = np.load(npz_download.value.path(), allow_pickle=False)
     row_sums = arrays["weights"].sum(-1)  # (L, B, H, N_q)
     allowed = np.broadcast_to(arrays["mask"].any(-1)[None, :, None, :], row_sums.shape)  # mask: (B, N_q, N_k)
     assert arrays["weights"].shape[-2:] == (5, 5) and np.allclose(row_sums[allowed], 1, atol=1e-5)

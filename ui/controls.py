@@ -70,7 +70,7 @@ def mask_toggles(column=st) -> tuple[bool, bool]:
 
 
 def plot(fig, key: str) -> None:
-    """Our colour scales are part of the picture: keep Streamlit's theme from replacing them."""
+    """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay)."""
     chart(fig, key=f"fig_{key}")
 
 
