@@ -1,9 +1,12 @@
 """Load test: concurrent headless-Chromium sessions moving sliders against one `streamlit run`.
 
-    python bench/load_test.py [--sessions 8] [--seconds 60] [--single-seconds 30] [--write]
+    python bench/load_test.py [--sessions 8] [--seconds 60] [--single-seconds 30]
+                              [--pause 0.5-1.5] [--stress-seconds 30] [--write]
 
-First one session alone (the reference), then N sessions at once, all on loopback; the
-clients run at nice 19 so that they do not starve the server they measure.
+First one session alone (the reference), then N sessions at once, then N sessions that
+never pause (a stress run), all on loopback against one server. A user pauses for a
+random 0.5–1.5 s after each redraw, to look at it. The clients run at nice 19 (and
+Chromium's session group too) so that they do not starve the server they measure.
 Each session types its own source text and checks, after every move, that its
 chart shows its own tokens only (sessions never see each other's state). A move
 is a key press on the sequence-length slider; its latency runs until the chart
@@ -27,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 from wire_proxy import WireProxy, answer_times  # noqa: E402
-from report import machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb, write_section  # noqa: E402
+from report import lower_priority_of_other_sessions, machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb, write_section  # noqa: E402
 
 from chart_support import FIRST_PLOT as CHART  # noqa: E402
 LABELS = f"() => ({CHART}?._fullData?.[0]?.y || []).join(' ')"
@@ -56,11 +59,12 @@ async def wait_until(page, condition, timeout_ms=60_000):
     await page.evaluate(WAIT_UNTIL, [condition, timeout_ms])
 
 
-async def session(browser, base_url, name, seconds, seed, loaded):
+async def session(browser, base_url, name, seconds, seed, loaded, pause=(0.0, 0.0)):
     """One user: own text, random slider moves; returns (latencies, errors, leaks).
 
     `loaded` is a barrier: every session has loaded its page before any starts moving, so
-    the figures are about moves, not about eight pages loading at once.
+    the figures are about moves, not about eight pages loading at once. After each redraw
+    the user looks at the chart for a random time in ``pause`` (seconds) before moving again.
     """
     rng = random.Random(seed)
     context = await browser.new_context(viewport={"width": 1300, "height": 900})
@@ -88,21 +92,76 @@ async def session(browser, base_url, name, seconds, seed, loaded):
         errors += await page.locator(ERRORS).count()
         labels = await page.evaluate(LABELS)
         leaks += int(set(re.findall(r"·(s\d+)", labels)) != {name})
+        await asyncio.sleep(rng.uniform(*pause))
     await context.close()
     return latencies, errors, leaks
 
 
-async def run(sessions, seconds, base_url):
+async def run(sessions, seconds, base_url, pause=(0.0, 0.0)):
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        if not lower_priority_of_other_sessions():  # Chromium runs in a session of its own: see there
+            print("Could not lower Chromium's autogroup priority: the clients compete with the server.", flush=True)
         loaded = asyncio.Barrier(sessions)
-        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i, loaded)
+        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i, loaded, pause)
                                          for i in range(sessions)))
         await browser.close()
     latencies = [value for result in results for value in result[0]]
     return latencies, sum(r[1] for r in results), sum(r[2] for r in results)
+
+
+def pause_range(text: str) -> tuple[float, float]:
+    """``"0.5-1.5"`` → (0.5, 1.5); ``"0"`` → (0.0, 0.0)."""
+    low, _, high = text.partition("-")
+    return float(low), float(high or low)
+
+
+def measured_run(proxy, process, sessions, seconds, pause):
+    """One run of ``sessions`` clients; returns its figures, the server's included."""
+    proxy.take()
+    rss_before = process_rss_mb(process.pid)
+    cpu_before, busy_before, started = process_cpu_seconds(process.pid), machine_busy_seconds(), time.time()
+    latencies, errors, leaks = asyncio.run(run(sessions, seconds, proxy.url, pause))
+    return dict(latencies=latencies, errors=errors, leaks=leaks, server=answer_times(proxy.take()),
+                server_cpu=process_cpu_seconds(process.pid) - cpu_before,
+                busy=machine_busy_seconds() - busy_before, elapsed=time.time() - started,
+                rss=(rss_before, process_rss_mb(process.pid)))
+
+
+def table_rows(runs, sessions, pause) -> list[tuple[str, ...]]:
+    single = runs[0]
+
+    def each(format_run):
+        return tuple(format_run(result) for result in runs)
+
+    def ms(values, q):
+        return f"{percentile(values, q) * 1e3:.0f}"
+
+    def ratio(result, key):
+        return f"{percentile(result[key], 90) / percentile(single[key], 90):.2f}"
+
+    return [
+        ("sessions", *each(lambda r: str(r["sessions"])), ""),
+        ("pause after each redraw (s)", *each(lambda r: "{:g}–{:g}".format(*r["pause"])),
+         "a user looks at the chart before the next move; the last column never waits"),
+        ("moves", *each(lambda r: str(len(r["latencies"]))), ""),
+        ("p50 slider → redrawn chart (ms)", *each(lambda r: ms(r["latencies"], 50)), ""),
+        ("p90 slider → redrawn chart (ms)", *each(lambda r: ms(r["latencies"], 90)),
+         "ratio to 1 session: " + " / ".join(ratio(r, "latencies") for r in runs[1:]) + " (target ≤ 2, paced)"),
+        ("p50 / p90 server answer on the wire: rerun request → its last byte (ms)",
+         *each(lambda r: f"{ms(r['server'], 50)} / {ms(r['server'], 90)}"),
+         "p90 ratio " + " / ".join(ratio(r, "server") for r in runs[1:])),
+        ("errors / exceptions", *each(lambda r: str(r["errors"])), "target 0"),
+        ("moves that showed another session's tokens", *each(lambda r: str(r["leaks"])), "target 0"),
+        ("server RSS (MB), start → end of the run", *each(lambda r: "{:.0f} → {:.0f}".format(*r["rss"])), ""),
+        ("CPU busy: whole machine / the Streamlit server's share of it",
+         *each(lambda r: f"{r['busy'] / r['elapsed'] / os.cpu_count():.0%} / {r['server_cpu'] / r['busy']:.0%}"),
+         f"{os.cpu_count()} cores; the rest is the Chromium clients"),
+        ("server CPU per move (ms)", *each(lambda r: f"{r['server_cpu'] / max(1, len(r['latencies'])) * 1e3:.0f}"),
+         ""),
+    ]
 
 
 def main():
@@ -110,53 +169,35 @@ def main():
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--single-seconds", type=float, default=30)
+    parser.add_argument("--pause", type=pause_range, default=(0.5, 1.5),
+                        help="seconds a user looks at the chart between moves, LOW-HIGH (default 0.5-1.5)")
+    parser.add_argument("--stress-seconds", type=float, default=30,
+                        help="then N sessions with no pause at all, for this long (0: skip)")
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args()
+    plan = [(1, args.single_seconds, args.pause), (args.sessions, args.seconds, args.pause)]
+    if args.stress_seconds:
+        plan.append((args.sessions, args.stress_seconds, (0.0, 0.0)))
     with streamlit_server(with_process=True) as (server_url, process), \
             WireProxy(int(server_url.rsplit(":", 1)[1])) as proxy:
-        base_url = proxy.url
         # The clients share this machine's cores with the server they test. At nice 19 (inherited by
-        # Playwright and every Chromium process) they get whatever CPU the server leaves, as if each
-        # user had a computer of their own; the server keeps its normal priority.
+        # Playwright; Chromium's own session group is lowered in run()) they get whatever CPU the server
+        # leaves, as if each user had a computer of their own; the server keeps its normal priority.
         os.nice(19)
-        proxy.take()
-        single, single_errors, single_leaks = asyncio.run(run(1, args.single_seconds, base_url))
-        single_server = answer_times(proxy.take())
-        rss_before = process_rss_mb(process.pid)
-        cpu_before, busy_before, started = process_cpu_seconds(process.pid), machine_busy_seconds(), time.time()
-        many, errors, leaks = asyncio.run(run(args.sessions, args.seconds, base_url))
-        many_server = answer_times(proxy.take())
-        server_cpu = process_cpu_seconds(process.pid) - cpu_before
-        machine_busy, elapsed = machine_busy_seconds() - busy_before, time.time() - started
-        rss_after = process_rss_mb(process.pid)
-    p90_single, p90_many = percentile(single, 90), percentile(many, 90)
-    server_single, server_many = percentile(single_server, 90), percentile(many_server, 90)
-    rows = [
-        ("sessions", "1", str(args.sessions), ""),
-        ("moves", str(len(single)), str(len(many)), ""),
-        ("p50 slider → redrawn chart (ms)", f"{percentile(single, 50) * 1e3:.0f}",
-         f"{percentile(many, 50) * 1e3:.0f}", ""),
-        ("p90 slider → redrawn chart (ms)", f"{p90_single * 1e3:.0f}", f"{p90_many * 1e3:.0f}",
-         f"ratio {p90_many / p90_single:.2f} (target ≤ 2)"),
-        ("p50 / p90 server answer on the wire: rerun request → its last byte (ms)",
-         f"{percentile(single_server, 50) * 1e3:.0f} / {server_single * 1e3:.0f}",
-         f"{percentile(many_server, 50) * 1e3:.0f} / {server_many * 1e3:.0f}",
-         f"p90 ratio {server_many / server_single:.2f}; {len(single_server)} / {len(many_server)} answers seen"),
-        ("errors / exceptions", str(single_errors), str(errors), "target 0"),
-        ("moves that showed another session's tokens", str(single_leaks), str(leaks), "target 0"),
-        ("server RSS (MB), before → after", "", f"{rss_before:.0f} → {rss_after:.0f}", ""),
-        ("CPU busy during the N-session run: whole machine / the Streamlit server", "",
-         f"{machine_busy / elapsed / os.cpu_count():.0%} / {server_cpu / machine_busy:.0%} of it",
-         f"{os.cpu_count()} cores; the rest is the {args.sessions} Chromium clients"),
-        ("server CPU per move (ms)", "", f"{server_cpu / max(1, len(many)) * 1e3:.0f}", ""),
-    ]
-    table = ["| measure | 1 session | N sessions | note |", "| --- | --- | --- | --- |"]
-    table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+        asyncio.run(run(1, 3, proxy.url))  # warm-up, not reported: TensorFlow loads, the first model is built
+        runs = [dict(measured_run(proxy, process, sessions, seconds, pause), sessions=sessions, pause=pause)
+                for sessions, seconds, pause in plan]
+    header = "| measure | 1 session | N sessions | " + ("N sessions, no pause | " if len(runs) > 2 else "") + "note |"
+    table = [header, "|" + " --- |" * (len(runs) + 2)]
+    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs, args.sessions, args.pause)]
     print("\n".join(table))
     if args.write:
-        write_section("Load test", f"{args.sessions} sessions × {args.seconds:.0f} s, "
-                      f"reference: 1 session × {args.single_seconds:.0f} s, same run.", table)
-    if errors or leaks:
+        write_section("Load test", f"1 session × {args.single_seconds:.0f} s (the reference), then {args.sessions} "
+                      f"sessions × {args.seconds:.0f} s" + (f", then {args.sessions} sessions × "
+                                                           f"{args.stress_seconds:.0f} s without pauses" if
+                                                           args.stress_seconds else "") + "; one server, same run.",
+                      table)
+    if any(result["errors"] or result["leaks"] for result in runs):
         sys.exit(1)
 
 
