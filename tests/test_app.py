@@ -80,6 +80,8 @@ def test_masks_page_reproduces_the_seed_figures():
     expected = np.tril(np.ones((7, 7), bool)) & np.array([1, 1, 1, 1, 1, 0, 0], bool)
     assert np.array_equal(target_masks[0], expected)
     assert len(target_masks) == 3
+    table = next(m.value for m in at.markdown if m.value.startswith("| mask |"))
+    assert "| padding mask | `(3, 1, 1, 7)` | `(3, 4, 7, 7)` |" in table  # default: 3 lines, 4 heads, N = 7
 
 
 @pytest.mark.parametrize("key, value", [("seq_len", 5), ("pads", "<pad>"), ("src", "1 2 0\n0 0 0\n4"),

@@ -48,6 +48,9 @@ def test_broadcast_rows_and_fully_masked_rows():
     rows = masks.broadcast_rows(3, 8, 7)
     assert [r["shape"] for r in rows] == [(3, 1, 1, 7), (7, 7), (3, 1, 7, 7)]
     assert all(r["broadcasts_to"] == (3, 8, 7, 7) for r in rows)
+    table = masks.broadcast_table(3, 8, 7).splitlines()
+    assert len(table) == 2 + 3 and table[0].count("|") == 5 == table[2].count("|")
+    assert "`(3, 1, 1, 7)`" in table[2] and "`(7, 7)`" in table[3] and table[4].endswith("| heads |")
     grid = np.ones((2, 3, 3), bool)
     grid[1, 2] = False
     assert masks.fully_masked_rows(grid) == [(1, 2)]

@@ -69,6 +69,14 @@ def broadcast_rows(batch: int, heads: int, length: int) -> list[dict]:
     ]
 
 
+def broadcast_table(batch: int, heads: int, length: int) -> str:
+    """``broadcast_rows`` as a Markdown table (one text element: the browser redraws it cheaply)."""
+    lines = ["| mask | shape | broadcasts to | shared over |", "| --- | --- | --- | --- |"]
+    lines += [f"| {row['mask']} | `{row['shape']}` | `{row['broadcasts_to']}` | {row['shared_over']} |"
+              for row in broadcast_rows(batch, heads, length)]
+    return "\n".join(lines)
+
+
 def fully_masked_rows(masks) -> list[tuple[int, int]]:
     """``(batch element, query position)`` pairs whose every key is blocked."""
     masks = np.asarray(masks, dtype=bool)  # (B, N_q, N_k)
