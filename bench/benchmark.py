@@ -45,8 +45,11 @@ CHART = "document.querySelector('.js-plotly-plot')"  # the app's ui.chart and st
 IDLE = "document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
 
 
-def _move_and_wait(page, act):
+def _move_and_wait(page, act, prepare=None):
     """Press, then wait until the rerun it starts has finished and the browser has painted.
+
+    ``prepare`` runs before the clock starts (typing into a text box reruns nothing: the
+    key press that commits it, Enter, does).
 
     A MutationObserver notes the app entering the running state, so a rerun that
     leaves a chart unchanged (masks do not depend on heads) is still timed.
@@ -62,6 +65,8 @@ def _move_and_wait(page, act):
         });
         window.__observer.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
     }""")
+    if prepare:
+        prepare()
     started = time.perf_counter()
     act()
     try:
@@ -85,7 +90,7 @@ def _moves(page, kind, count, rng):
         if kind == "pads":
             box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Pad symbols")
             value = "0 <pad>" if index % 2 else "<pad>"
-            times.append(_move_and_wait(page, lambda: (box.fill(value), box.press("Enter"))))
+            times.append(_move_and_wait(page, lambda: box.press("Enter"), prepare=lambda: box.fill(value)))
         else:
             label = {"seq_len": "Sequence length", "heads": "Heads (h)", "d_model": "d_model"}[kind]
             thumb = _slider(page, label)
