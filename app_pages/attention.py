@@ -55,9 +55,8 @@ MODEL_VIEW_HEADS = 16
 checks_tab, stats_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on_change="rerun")
 if checks_tab.open:  # only the open tab is computed and sent
     with checks_tab:
-        walk = data.walkthrough(config, stack, layer)
         checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
-                                  walk.keras_difference)
+                                  data.keras_gaps(config, stack, layer))
         st.markdown("\n\n".join(  # one element: each element costs the browser ~2 ms per rerun
             f"{'✅' if check.passed else '❌'} **{check.name}** — {check.detail}: `{check.value:.3g}`"
             for check in checks))

@@ -180,3 +180,18 @@ def test_masked_softmax_accepts_numpy_and_empties_blocked_rows():
     weights = masked_softmax(logits, np.array([[True, False, True], [False, False, False]])).numpy()
     assert weights[0, 1] == 0 and weights[0].sum() == pytest.approx(1.0)
     assert np.all(weights[1] == 0)
+
+
+def test_keras_gaps_see_a_twin_that_differs_and_leave_out_rows_with_no_key():
+    from transformer.reference import keras_gaps
+
+    ours, theirs = build_pair(d_model=16, heads=2)
+    x = random(2, 5, 16)
+    mask = np.ones((2, 5, 5), bool)
+    mask[1, 3] = False  # a query with no allowed key: Keras spreads it uniformly, we give it zero weight
+    same = keras_gaps(ours, theirs, x, x, x, tf.constant(mask))
+    assert float(same["output"]) < 1e-5 and float(same["weights"]) < 1e-6
+    kernel, bias = theirs.output_dense.get_weights()
+    theirs.output_dense.set_weights([kernel * 2.0, bias])
+    differs = keras_gaps(ours, theirs, x, x, x, tf.constant(mask))
+    assert float(differs["output"]) > 1e-3 and float(differs["weights"]) < 1e-6

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numpy_reference as ref
-from transformer import LiveConfig, ModelCache, attention_walkthrough, run_live
+from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, run_live
 from transformer.live import ATTENTION_BUDGET_BYTES, SEED_BATCH, attention_bytes, on_engine_thread
 
 BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
@@ -184,6 +184,25 @@ def test_walkthrough_shapes_and_agreement_with_keras(cache):
         assert walk.keras_difference["output"] < 1e-4 and walk.keras_difference["weights"] < 1e-5
     live = run_live(replace(BASE, seq_len=6), cache)
     np.testing.assert_allclose(walk.tensors["weights"], live.attention["cross"][1], atol=1e-5)
+
+
+def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
+    """Eager at first, then one graph for every length, pad set and seed (weights redrawn in place)."""
+    config = replace(BASE, seq_len=6)
+    eager = attention_walkthrough(config, "cross", 1, cache)
+    assert on_engine_thread(cache.trace_pending)() == 2  # the forward pass and this walkthrough
+    graph = cache.get(config.architecture).graphs[("walkthrough", "cross", 1)]
+    traced = attention_walkthrough(config, "cross", 1, cache)
+    assert graph.traced and set(traced.tensors) == set(eager.tensors)
+    for name, array in eager.tensors.items():
+        np.testing.assert_allclose(traced.tensors[name], array, atol=1e-5, err_msg=name)
+    np.testing.assert_array_equal(traced.mask, eager.mask)
+    moved = replace(config, seq_len=9, seed=3, pad_symbols=("<pad>",), source_text="a b <pad>\nc\nd e f g")
+    other = attention_walkthrough(moved, "cross", 1, cache)
+    np.testing.assert_allclose(other.tensors["weights"], run_live(moved, cache).attention["cross"][1], atol=1e-5)
+    assert other.keras_difference["output"] < 1e-4 and other.keras_difference["weights"] < 1e-5
+    assert other.shapes["weights"][-1] == 9 and graph.traces == 1
+    assert keras_difference(moved, "cross", 1, cache) == pytest.approx(other.keras_difference, abs=1e-6)
 
 
 def test_walkthrough_rejects_unknown_layer(cache):

@@ -18,13 +18,13 @@ from transformer.masks import padding_mask, subsequent_mask, target_mask
 from transformer.model import Transformer
 from transformer.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
 from transformer.pretrained import Pretrained, load_pretrained
-from transformer.walkthrough import Walkthrough, attention_walkthrough
+from transformer.walkthrough import Walkthrough, attention_walkthrough, keras_difference
 
 __all__ = [
     "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward",
     "LiveConfig", "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding", "Pretrained",
     "ResidualBlock", "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages",
-    "attention_walkthrough", "device_label", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
+    "attention_walkthrough", "device_label", "keras_difference", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
     "resolve_device", "run_live", "scaled_dot_product_attention", "subsequent_mask", "target_mask",
     "visible_gpus",
 ]

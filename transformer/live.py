@@ -235,45 +235,80 @@ def _masks(config: LiveConfig, batches: _Batches):
 # ---------------------------------------------------------------- models
 
 
-class _Entry:
-    """A built model and its forward pass: eager until traced, then one traced graph for every length.
+# The four model inputs every traced function of a model takes: free batch and lengths.
+MODEL_INPUTS = (
+    tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)
+    tf.TensorSpec((None, None), tf.int32),  # tgt (B, N_t)
+    tf.TensorSpec((None, 1, None, None), tf.bool),  # src_mask (B, 1, 1, N_s)
+    tf.TensorSpec((None, 1, None, None), tf.bool),  # tgt_mask (B, 1, N_t, N_t)
+)
 
-    Tracing a new architecture takes ~0.6 s on 2 cores and an eager pass ~70 ms, so a
-    model's first passes run eagerly and the engine traces it once it has been idle
-    for `TRACE_AFTER_IDLE_SECONDS` (see `ModelCache.trace_pending`).
+
+class Graph:
+    """``function(src, tgt, src_mask, tgt_mask)`` run eagerly until traced, then one graph for every size.
+
+    Tracing takes ~0.6 s on 2 cores and an eager run tens of milliseconds, so new
+    functions run eagerly and the engine traces them once it has been idle for
+    `TRACE_AFTER_IDLE_SECONDS` (see `ModelCache.trace_pending`). ``traces`` counts traces.
     """
+
+    def __init__(self, function, device: str):
+        self.function = function
+        self.device = device
+        self.traces = 0
+        self.traced = False
+        self._graph = tf.function(self._counted, autograph=False, input_signature=MODEL_INPUTS)
+
+    def __call__(self, src, tgt, src_mask, tgt_mask):
+        if self.traced:
+            return self._graph(src, tgt, src_mask, tgt_mask)
+        return self.function(src, tgt, src_mask, tgt_mask)
+
+    def trace(self) -> None:
+        """Trace (and run once) with a tiny input; later calls of any size reuse the graph."""
+        if self.traced:
+            return
+        ids, ones = tf.ones((1, 2), tf.int32), tf.ones((1, 1, 2, 2), tf.bool)  # (B=1, N=2)
+        with tf.device(self.device):
+            self._graph(ids, ids, ones[:, :, :1], ones)
+        self.traced = True
+
+    def _counted(self, *inputs):
+        self.traces += 1  # runs only while tracing
+        return self.function(*inputs)
+
+
+class _Entry:
+    """A built model, its forward pass and the other graphs made from it (``graphs``: key -> `Graph`)."""
 
     def __init__(self, model, device):
         self.model = model
         self.device = device
         self.seed = None  # the seed the random weights were last drawn from (None: trained or Keras's own)
-        self.traces = 0
-        self.traced = False
-        self.forward = tf.function(self._forward, autograph=False, input_signature=[
-            tf.TensorSpec((None, None), tf.int32),  # src (B, N_s)
-            tf.TensorSpec((None, None), tf.int32),  # tgt (B, N_t)
-            tf.TensorSpec((None, 1, None, None), tf.bool),  # src_mask (B, 1, 1, N_s)
-            tf.TensorSpec((None, 1, None, None), tf.bool),  # tgt_mask (B, 1, N_t, N_t)
-        ])
+        self.forward = Graph(self._attention, device)
+        self.graphs = {}
+
+    @property
+    def traces(self) -> int:
+        return self.forward.traces
+
+    @property
+    def traced(self) -> bool:
+        return self.forward.traced
 
     def run(self, src, tgt, src_mask, tgt_mask) -> dict:
         """Attention weights ``{stack: (L, B, H, N_q, N_k)}``: the traced graph once it exists."""
-        if self.traced:
-            return self.forward(src, tgt, src_mask, tgt_mask)
-        return self._attention(src, tgt, src_mask, tgt_mask)
+        return self.forward(src, tgt, src_mask, tgt_mask)
 
-    def trace(self) -> None:
-        """Trace (and run once) the forward pass with a tiny input; later calls of any size reuse it."""
-        if self.traced:
-            return
-        ids, ones = tf.ones((1, 2), tf.int32), tf.ones((1, 1, 2, 2), tf.bool)  # (B=1, N=2)
-        with tf.device(self.device):
-            self.forward(ids, ids, ones[:, :, :1], ones)
-        self.traced = True
+    def graph(self, key, make_function) -> Graph:
+        """The `Graph` of ``make_function()`` stored under ``key`` (made on first use)."""
+        if key not in self.graphs:
+            self.graphs[key] = Graph(make_function(), self.device)
+        return self.graphs[key]
 
-    def _forward(self, src, tgt, src_mask, tgt_mask):
-        self.traces += 1  # runs only while tracing
-        return self._attention(src, tgt, src_mask, tgt_mask)
+    def pending(self) -> list:
+        """Graphs still running eagerly, the forward pass first."""
+        return [graph for graph in (self.forward, *self.graphs.values()) if not graph.traced]
 
     def _attention(self, src, tgt, src_mask, tgt_mask):
         _, attention = self.model.hidden_and_attention(src, tgt, src_mask, tgt_mask)
@@ -348,14 +383,13 @@ class ModelCache:
         return entry
 
     def trace_pending(self) -> int:
-        """Trace every cached model still running eagerly, most recently used first; returns how many.
-
-        Call on the engine thread (the idle tracer does), or from tests.
+        """Trace every graph of the cached models still running eagerly, most recently used model
+        first; returns how many. Call on the engine thread (the idle tracer does), or from tests.
         """
         with self._lock:
-            pending = [entry for entry in reversed(self._entries.values()) if not entry.traced]
-        for entry in pending:
-            entry.trace()
+            pending = [graph for entry in reversed(self._entries.values()) for graph in entry.pending()]
+        for graph in pending:
+            graph.trace()
         return len(pending)
 
     def __len__(self):

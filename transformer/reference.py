@@ -6,6 +6,7 @@ import weakref
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 _TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # our layer -> its Keras twin
 
@@ -60,14 +61,20 @@ def compare_with_keras(layer, query, key, value, mask) -> dict:
     Returns:
       ``{"output": float, "weights": float}``.
     """
-    mask = np.asarray(mask, bool)  # (B, N_q, N_k)
-    ours, our_weights = layer(query, key, value, mask=mask[:, None])  # (B, N_q, D), (B, H, N_q, N_k)
-    theirs, their_weights = keras_twin(layer)(
-        query, value, key, attention_mask=mask, return_attention_scores=True
-    )
-    rows = mask.any(axis=-1)  # (B, N_q) queries with at least one allowed key
-    if not rows.any():
-        return {"output": 0.0, "weights": 0.0}
-    output_gap = np.abs(np.asarray(ours) - np.asarray(theirs))[rows]  # (rows, D)
-    weight_gap = np.abs(np.asarray(our_weights) - np.asarray(their_weights)).transpose(0, 2, 1, 3)[rows]
-    return {"output": float(output_gap.max()), "weights": float(weight_gap.max())}
+    mask = tf.convert_to_tensor(np.asarray(mask, bool))  # (B, N_q, N_k)
+    gaps = keras_gaps(layer, keras_twin(layer), query, key, value, mask)
+    return {name: float(gap) for name, gap in gaps.items()}
+
+
+def keras_gaps(layer, twin, query, key, value, mask) -> dict:
+    """``{"output", "weights"}``: scalar tensors, max |layer - twin| over the query rows with an allowed key.
+
+    TensorFlow ops only, so it runs eagerly or inside a traced graph. ``mask``: ``(B, N_q, N_k)`` bool.
+    """
+    ours = layer(query, key, value, mask=mask[:, None])  # (B, N_q, D), (B, H, N_q, N_k)
+    theirs = twin(query, value, key, attention_mask=mask, return_attention_scores=True)  # the same shapes
+    rows = tf.reduce_any(mask, axis=-1)  # (B, N_q) queries with at least one allowed key
+    output_gap = tf.reduce_max(tf.abs(ours[0] - theirs[0]), axis=-1)  # (B, N_q)
+    weight_gap = tf.reduce_max(tf.abs(ours[1] - theirs[1]), axis=[1, 3])  # (B, N_q)
+    return {name: tf.reduce_max(tf.where(rows, gap, tf.zeros_like(gap)))  # 0 when no row has a key
+            for name, gap in (("output", output_gap), ("weights", weight_gap))}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer import attention_walkthrough, run_live
+from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
 
 
@@ -16,6 +16,11 @@ def _live(config):
 @st.cache_resource(max_entries=12, show_spinner=False)
 def _walkthrough(config, stack, layer):
     return attention_walkthrough(config, stack, layer)
+
+
+@st.cache_resource(max_entries=12, show_spinner=False)
+def _keras_difference(config, stack, layer):
+    return keras_difference(config, stack, layer)
 
 
 @st.cache_data(show_spinner=False)
@@ -68,3 +73,8 @@ def show_predictions(predictions) -> None:
 
 def walkthrough(config, stack, layer):
     return _or_stop(_walkthrough, config, stack, layer)
+
+
+def keras_gaps(config, stack, layer) -> dict:
+    """This engine against keras.layers.MultiHeadAttention on the live inputs (cached)."""
+    return _or_stop(_keras_difference, config, stack, layer)
