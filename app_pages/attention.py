@@ -20,7 +20,7 @@ with controls[0]:
 with controls[2]:
     padding_on, future_on = mask_toggles()
 config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
-result = data.live(config)
+result = data.live(config, stacks=(stack,))  # only the stack on view is computed
 layers, batch, heads, n_q, n_k = result.attention[stack].shape
 with controls[1]:
     layer = layer_picker(layers)

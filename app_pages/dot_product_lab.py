@@ -14,7 +14,7 @@ st.title("Dot-product lab")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
 config = state.live_config()
 result = data.live(config)
-layers, batch, heads = result.attention["encoder"].shape[:3]
+layers, batch, heads = result.layers, result.source_ids.shape[0], result.heads
 top = st.columns(4)
 with top[0]:
     stack = stack_picker()

@@ -34,7 +34,7 @@ plot(mask_grid(np.concatenate([result.subsequent_mask[None], result.target_mask[
 
 st.subheader("How the masks broadcast")
 # A Markdown table, not st.table: on every slider move the browser redraws st.table for ~26 ms, this for ~6.
-st.markdown(broadcast_table(batch, result.attention["encoder"].shape[2], length))
+st.markdown(broadcast_table(batch, result.heads, length))
 empty = fully_masked_rows(result.target_mask[:, 0])
 source_empty = fully_masked_rows(source_padding)
 if source_empty or empty:

@@ -102,6 +102,35 @@ def test_a_new_seed_redraws_the_weights_in_place_without_a_rebuild_or_retrace(ca
     np.testing.assert_allclose(walk.tensors["weights"], other.attention["encoder"][0], atol=1e-6)
 
 
+def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
+    every = run_live(BASE, cache)
+    entry = cache.get(BASE.architecture)
+    decodes = []
+    decode = entry.model.decode
+    monkeypatch.setattr(entry.model, "decode", lambda *args, **kwargs: decodes.append(1) or decode(*args, **kwargs))
+    encoder = run_live(replace(BASE, seq_len=9), cache, stacks=("encoder",))
+    assert set(encoder.attention) == {"encoder"} and not decodes  # the decoder did not run
+    np.testing.assert_allclose(encoder.attention["encoder"], run_live(replace(BASE, seq_len=9), cache)
+                               .attention["encoder"], atol=1e-6)
+    cross = run_live(BASE, cache, stacks=("cross", "decoder"))
+    assert list(cross.attention) == ["decoder", "cross"]
+    np.testing.assert_allclose(cross.attention["cross"], every.attention["cross"], atol=1e-6)
+    none = run_live(BASE, cache, stacks=())
+    assert none.attention == {} and none.compute_seconds < 0.5
+    np.testing.assert_array_equal(none.target_mask, every.target_mask)
+    assert (none.layers, none.heads) == (BASE.num_layers, BASE.num_heads)
+    with pytest.raises(ValueError, match="stacks=.*'keys'"):
+        run_live(BASE, cache, stacks=("keys",))
+
+
+def test_a_stack_subset_is_traced_once_for_every_length(cache):
+    run_live(BASE, cache, stacks=("decoder",))
+    on_engine_thread(cache.trace_pending)()
+    results = [run_live(replace(BASE, seq_len=n), cache, stacks=("decoder",)) for n in (3, 17, 40)]
+    assert {result.traces for result in results} == {1}
+    assert [result.attention["decoder"].shape[-1] for result in results] == [3, 17, 40]
+
+
 def test_model_cache_is_bounded(cache):
     for d_model in (8, 16, 32):
         run_live(replace(BASE, d_model=d_model), cache)

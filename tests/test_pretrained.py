@@ -105,3 +105,13 @@ def test_command_line_trains_and_writes_weights(tmp_path):
     assert "step    30/30" in out.stdout and "exact-sequence accuracy" in out.stdout
     meta = json.loads((tmp_path / "shift" / CONFIG_FILE).read_text())
     assert meta["spec"]["steps"] == 30 and (tmp_path / "shift" / WEIGHTS_FILE).exists()
+
+
+def test_a_trained_model_reports_its_own_layers_and_heads_whatever_the_sliders_say():
+    from transformer import LiveConfig, run_live
+
+    spec = pretrained.load_pretrained("reverse").spec
+    config = LiveConfig(d_model=8, num_heads=1, num_layers=1, weights="reverse", source_text="a b c", target_text="")
+    result = run_live(config, stacks=("cross",))
+    assert (result.layers, result.heads) == (spec.num_layers, spec.num_heads)
+    assert result.attention["cross"].shape[:3] == (spec.num_layers, 1, spec.num_heads)

@@ -82,7 +82,8 @@ class LiveResult:
     source_padding_mask, target_padding_mask: ``(B, 1, 1, N)`` bool, True = may attend.
     subsequent_mask: ``(N, N)`` bool, lower triangular. target_mask: ``(B, 1, N, N)`` bool.
     positional_encoding: ``(N, d_model)`` float32.
-    attention: ``{"encoder" | "decoder" | "cross": (L, B, H, N_q, N_k) float32}``.
+    attention: ``{"encoder" | "decoder" | "cross": (L, B, H, N_q, N_k) float32}``, the stacks asked for.
+    layers, heads: the model's L and H (a trained model's own, whatever the config says).
     applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
       (all True where a toggle switched a mask off).
     With trained weights the target is ``<s>`` + the model's own prediction, so
@@ -104,6 +105,8 @@ class LiveResult:
     positional_encoding: np.ndarray
     attention: dict
     applied_masks: dict
+    layers: int
+    heads: int
     device: str
     device_label: str
     tf_version: str
@@ -285,7 +288,7 @@ class _Entry:
         self.model = model
         self.device = device
         self.seed = None  # the seed the random weights were last drawn from (None: trained or Keras's own)
-        self.forward = Graph(self._attention, device)
+        self.forward = Graph(self.attention_function(STACKS), device)
         self.graphs = {}
 
     @property
@@ -296,9 +299,11 @@ class _Entry:
     def traced(self) -> bool:
         return self.forward.traced
 
-    def run(self, src, tgt, src_mask, tgt_mask) -> dict:
-        """Attention weights ``{stack: (L, B, H, N_q, N_k)}``: the traced graph once it exists."""
-        return self.forward(src, tgt, src_mask, tgt_mask)
+    def attention_graph(self, stacks: tuple) -> Graph:
+        """The `Graph` of ``attention_function(stacks)``; ``stacks`` in `STACKS` order."""
+        if stacks == STACKS:
+            return self.forward
+        return self.graph(("attention", stacks), lambda: self.attention_function(stacks))
 
     def graph(self, key, make_function) -> Graph:
         """The `Graph` of ``make_function()`` stored under ``key`` (made on first use)."""
@@ -310,9 +315,16 @@ class _Entry:
         """Graphs still running eagerly, the forward pass first."""
         return [graph for graph in (self.forward, *self.graphs.values()) if not graph.traced]
 
-    def _attention(self, src, tgt, src_mask, tgt_mask):
-        _, attention = self.model.hidden_and_attention(src, tgt, src_mask, tgt_mask)
-        return {name: tf.stack(weights) for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
+    def attention_function(self, stacks: tuple):
+        """``f(src, tgt, src_mask, tgt_mask) -> {stack: (L, B, H, N_q, N_k)}`` for ``stacks`` only: the
+        decoder does not run for the encoder alone, and a graph computes only what it returns."""
+        def attention(src, tgt, src_mask, tgt_mask):
+            weights = {}
+            memory, weights["encoder"] = self.model.encode(src, src_mask)  # (B, N_s, D), L × (B, H, N_s, N_s)
+            if "decoder" in stacks or "cross" in stacks:
+                _, weights["decoder"], weights["cross"] = self.model.decode(tgt, memory, src_mask, tgt_mask)
+            return {name: tf.stack(weights[name]) for name in stacks}  # (L, B, H, N_q, N_k)
+        return attention
 
 
 def _build_entry(architecture) -> _Entry:
@@ -461,17 +473,31 @@ class _IdleTracer:
 _IDLE_TRACER = _IdleTracer()
 
 
+def _stacks(stacks) -> tuple:
+    """``stacks`` in `STACKS` order; ValueError naming any other name."""
+    unknown = [stack for stack in stacks if stack not in STACKS]
+    if unknown:
+        raise ValueError(f"stacks must be among {STACKS}. Received: stacks={tuple(stacks)!r}")
+    return tuple(stack for stack in STACKS if stack in stacks)
+
+
 @on_engine_thread
-def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
-    """Compute everything the pages draw for ``config``; ValueError on bad input."""
+def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -> LiveResult:
+    """Compute what the pages draw for ``config``; ValueError on bad input.
+
+    ``stacks``: the attention maps to compute (``result.attention`` has these keys only); a page
+    that draws none passes ``()`` and the model does not run.
+    """
     validate(config)
+    stacks = _stacks(stacks)
     batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
     check_budget(config, batches.source.ids.shape[0])
     entry = cache.for_config(config)
+    graph = entry.attention_graph(stacks) if stacks else None
     with tf.device(entry.device):
         source_padding, target_padding, future, run_source, run_target = _masks(config, batches)
         started = time.perf_counter()
-        attention = entry.run(batches.source.ids, batches.target.ids, run_source, run_target)
+        attention = graph(batches.source.ids, batches.target.ids, run_source, run_target) if graph else {}
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
         encoding = positional_encoding(config.seq_len, entry.model.d_model).numpy()  # (N, D)
@@ -492,6 +518,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
         target_mask=tf.logical_and(target_padding, future).numpy(),
         positional_encoding=encoding, attention=attention, applied_masks=applied,
         device=entry.device, device_label=device_label(entry.device), tf_version=tf.__version__,
-        compute_seconds=seconds, traces=entry.traces, builds=cache.builds, notices=batches.notices,
+        layers=entry.model.num_encoder_layers, heads=entry.model.num_heads,
+        compute_seconds=seconds, traces=(graph or entry.forward).traces, builds=cache.builds,
+        notices=batches.notices,
         predictions=predictions,
     )

@@ -9,8 +9,8 @@ from transformer.analysis import scaling_experiment
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)
-def _live(config):
-    return run_live(config)
+def _live(config, stacks):
+    return run_live(config, stacks=stacks)
 
 
 @st.cache_resource(max_entries=12, show_spinner=False)
@@ -49,9 +49,12 @@ def show_status(result) -> None:
         slot.caption(text)
 
 
-def live(config):
-    """`run_live` for ``config``, cached; on bad input an error message and the page stops."""
-    result = _or_stop(_live, config)
+def live(config, stacks=()):
+    """`run_live` for ``config``, cached; on bad input an error message and the page stops.
+
+    ``stacks``: the attention maps the page draws (none by default: the model does not run).
+    """
+    result = _or_stop(_live, config, tuple(stacks))
     show_status(result)
     for notice in result.notices:
         st.info(notice, icon=":material/info:")
