@@ -142,6 +142,11 @@ def test_checks_flag_broken_arrays():
     nan[0, 1, 0] = np.nan
     assert "no NaN or inf" in {c.name for c in attention_checks(nan, mask) if not c.passed}
     assert not attention_checks(weights, mask, {"output": 0.1, "weights": 0})[-1].passed
+    assert all(check.passed for check in attention_checks(weights.astype(np.float32), mask))
+    masked_nan = weights.copy()
+    masked_nan[0, 0, 2] = np.nan  # on a masked cell: counted, and the masked-weight gap is infinite
+    by_name = {c.name: c for c in attention_checks(masked_nan, mask)}
+    assert by_name["no NaN or inf"].value == 1 and by_name["masked weights are exactly 0"].value == np.inf
 
 
 def test_positional_figures():
