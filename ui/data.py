@@ -13,7 +13,7 @@ def _live(config, stacks):
     return run_live(config, stacks=stacks)
 
 
-@st.cache_resource(max_entries=12, show_spinner=False)
+@st.cache_resource(max_entries=4, show_spinner=False)  # every intermediate: ~150 MB at N = 512 with 8 heads
 def _walkthrough(config, stack, layer):
     return attention_walkthrough(config, stack, layer)
 
