@@ -134,6 +134,9 @@ def slider_latency(quick: bool):
                     page.goto(f"{url}/{page_name}{query}")
                     wait_idle(page)
                     page.wait_for_function(f"() => {CHART} && {CHART}._fullData", timeout=120_000)
+                    # A person looks at a page before moving a slider; the engine uses such a pause (1 s
+                    # without requests) to trace the new page's graphs. Moves right after a load would run eagerly.
+                    page.wait_for_timeout(2_500)
                     kinds = ("seq_len", "heads", "d_model", "pads") if config == "default" else ("seq_len",)
                     times = []
                     for kind in kinds:
