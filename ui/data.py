@@ -1,4 +1,8 @@
-"""Cached engine calls for the pages. A bad configuration shows a message and stops the page."""
+"""Cached engine calls for the pages. A bad configuration shows a message and stops the page.
+
+"Computing…" is the caches' own spinner, so only a computation shows it: a ``st.spinner``
+around every call costs a timer thread and a message to the browser on each rerun, hits included.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,20 @@ from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
 
 
-@st.cache_resource(max_entries=12, show_spinner=False)
+COMPUTING = "Computing…"
+
+
+@st.cache_resource(max_entries=12, show_spinner=COMPUTING)
 def _live(config, stacks):
     return run_live(config, stacks=stacks)
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)  # every intermediate: ~150 MB at N = 512 with 8 heads
+@st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
 def _walkthrough(config, stack, layer):
     return attention_walkthrough(config, stack, layer)
 
 
-@st.cache_resource(max_entries=12, show_spinner=False)
+@st.cache_resource(max_entries=12, show_spinner=COMPUTING)
 def _keras_difference(config, stack, layer):
     return keras_difference(config, stack, layer)
 
@@ -30,8 +37,7 @@ def scaling(seed: int = 0):
 
 def _or_stop(compute, *args):
     try:
-        with st.spinner("Computing…"):
-            return compute(*args)
+        return compute(*args)
     except ValueError as error:
         st.error(str(error), icon=":material/warning:")
     except Exception as error:  # the engine failed on valid-looking input: say so, keep the app alive
