@@ -69,9 +69,10 @@ def test_the_engine_traces_new_models_of_the_shared_cache_once_it_is_idle(monkey
     run_live(config)
     entry = live.MODELS.get(config.architecture)
     deadline = time.monotonic() + 30
-    while not entry.traced and time.monotonic() < deadline:
+    graph = entry.attention_graph(("encoder", "decoder", "cross"))  # what run_live(config) ran
+    while not graph.traced and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert entry.traced and run_live(config).traces == 1
+    assert graph.traced and run_live(config).traces == 1
 
 
 def test_one_trace_and_one_build_across_lengths_pads_and_text(cache):
@@ -121,6 +122,14 @@ def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
     assert (none.layers, none.heads) == (BASE.num_layers, BASE.num_heads)
     with pytest.raises(ValueError, match="stacks=.*'keys'"):
         run_live(BASE, cache, stacks=("keys",))
+
+
+def test_the_engine_traces_only_the_graphs_a_page_asked_for(cache):
+    run_live(BASE, cache, stacks=())  # Masks: no attention maps, so no graph to trace
+    assert on_engine_thread(cache.trace_pending)() == 0
+    run_live(BASE, cache, stacks=("encoder",))
+    assert list(cache.get(BASE.architecture).graphs) == [("attention", ("encoder",))]
+    assert on_engine_thread(cache.trace_pending)() == 1
 
 
 def test_a_stack_subset_is_traced_once_for_every_length(cache):
@@ -219,7 +228,7 @@ def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
     """Eager at first, then one graph for every length, pad set and seed (weights redrawn in place)."""
     config = replace(BASE, seq_len=6)
     eager = attention_walkthrough(config, "cross", 1, cache)
-    assert on_engine_thread(cache.trace_pending)() == 2  # the forward pass and this walkthrough
+    assert on_engine_thread(cache.trace_pending)() == 1  # this walkthrough's graph: no forward pass was asked for
     graph = cache.get(config.architecture).graphs[("walkthrough", "cross", 1)]
     traced = attention_walkthrough(config, "cross", 1, cache)
     assert graph.traced and set(traced.tensors) == set(eager.tensors)

@@ -277,32 +277,22 @@ class Graph:
         self.traced = True
 
     def _counted(self, *inputs):
-        self.traces += 1  # runs only while tracing
-        return self.function(*inputs)
+        self.traces += 1  # runs only while tracing (TensorFlow's "retracing" warning counts every
+        return self.function(*inputs)  # Graph's single trace together: each traces once, see `traces`)
 
 
 class _Entry:
-    """A built model, its forward pass and the other graphs made from it (``graphs``: key -> `Graph`)."""
+    """A built model and the graphs made from it (``graphs``: key -> `Graph`), each made on first use:
+    the idle engine traces only graphs some page has asked for."""
 
     def __init__(self, model, device):
         self.model = model
         self.device = device
         self.seed = None  # the seed the random weights were last drawn from (None: trained or Keras's own)
-        self.forward = Graph(self.attention_function(STACKS), device)
         self.graphs = {}
-
-    @property
-    def traces(self) -> int:
-        return self.forward.traces
-
-    @property
-    def traced(self) -> bool:
-        return self.forward.traced
 
     def attention_graph(self, stacks: tuple) -> Graph:
         """The `Graph` of ``attention_function(stacks)``; ``stacks`` in `STACKS` order."""
-        if stacks == STACKS:
-            return self.forward
         return self.graph(("attention", stacks), lambda: self.attention_function(stacks))
 
     def graph(self, key, make_function) -> Graph:
@@ -312,8 +302,8 @@ class _Entry:
         return self.graphs[key]
 
     def pending(self) -> list:
-        """Graphs still running eagerly, the forward pass first."""
-        return [graph for graph in (self.forward, *self.graphs.values()) if not graph.traced]
+        """Graphs still running eagerly."""
+        return [graph for graph in self.graphs.values() if not graph.traced]
 
     def attention_function(self, stacks: tuple):
         """``f(src, tgt, src_mask, tgt_mask) -> {stack: (L, B, H, N_q, N_k)}`` for ``stacks`` only: the
@@ -519,7 +509,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -
         positional_encoding=encoding, attention=attention, applied_masks=applied,
         device=entry.device, device_label=device_label(entry.device), tf_version=tf.__version__,
         layers=entry.model.num_encoder_layers, heads=entry.model.num_heads,
-        compute_seconds=seconds, traces=(graph or entry.forward).traces, builds=cache.builds,
+        compute_seconds=seconds, traces=graph.traces if graph else 0, builds=cache.builds,
         notices=batches.notices,
         predictions=predictions,
     )
