@@ -384,15 +384,16 @@ class ModelCache:
             entry.seed = config.seed
         return entry
 
-    def trace_pending(self) -> int:
-        """Trace every graph of the cached models still running eagerly, most recently used model
-        first; returns how many. Call on the engine thread (the idle tracer does), or from tests.
+    def trace_pending(self, limit: int | None = None) -> int:
+        """Trace the graphs of the cached models still running eagerly (at most ``limit``), most
+        recently used model first; returns how many. Call on the engine thread (the idle tracer
+        does), or from tests.
         """
         with self._lock:
             pending = [graph for entry in reversed(self._entries.values()) for graph in entry.pending()]
-        for graph in pending:
+        for graph in pending[:limit]:
             graph.trace()
-        return len(pending)
+        return len(pending[:limit])
 
     def __len__(self):
         return len(self._entries)
@@ -428,10 +429,10 @@ def on_engine_thread(function):
 
 
 class _IdleTracer:
-    """Traces `MODELS`' new architectures on the engine thread once no request came for a while.
+    """Traces `MODELS`' new graphs on the engine thread once no request came for a while, one at a time.
 
-    A request that arrives during a trace waits for it (at most ~0.6 s at the sizes the app
-    allows on 2 cores); one that arrives before simply runs eagerly.
+    A request that arrives during a trace waits for that one trace (at most ~0.6 s at the sizes
+    the app allows on 2 cores), not for every pending one; one that arrives before runs eagerly.
     """
 
     def __init__(self):
@@ -457,7 +458,14 @@ class _IdleTracer:
                 self._arm(TRACE_AFTER_IDLE_SECONDS - waited)
                 return
             self._timer = None
-        _ENGINE_THREAD.submit(MODELS.trace_pending)
+        _ENGINE_THREAD.submit(self._trace_one)
+
+    def _trace_one(self) -> None:
+        """Trace one graph; if it was one of several, look again right away (still idle?)."""
+        if MODELS.trace_pending(limit=1):
+            with self._lock:
+                if self._timer is None:
+                    self._arm(0.0)
 
 
 _IDLE_TRACER = _IdleTracer()
