@@ -36,7 +36,7 @@ bench: $(VENV)/.test
 bench-quick: $(VENV)/.test
 	$(BIN)/python bench/benchmark.py --quick --write
 
-# 8 concurrent Chromium sessions moving sliders for 60 s each (about 2 minutes in all).
+# 1 session for 60 s, 8 concurrent Chromium sessions for 60 s, then 8 without pauses for 30 s (about 4 minutes).
 load-test: $(VENV)/.test
 	$(BIN)/python bench/load_test.py --write
 

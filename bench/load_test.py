@@ -1,6 +1,6 @@
 """Load test: concurrent headless-Chromium sessions moving sliders against one `streamlit run`.
 
-    python bench/load_test.py [--sessions 8] [--seconds 60] [--single-seconds 30]
+    python bench/load_test.py [--sessions 8] [--seconds 60] [--single-seconds 60]
                               [--pause 0.5-1.5] [--stress-seconds 30] [--write]
 
 First one session alone (the reference), then N sessions at once, then N sessions that
@@ -168,7 +168,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--single-seconds", type=float, default=30)
+    parser.add_argument("--single-seconds", type=float, default=60)  # ~50 moves: a steadier p90
     parser.add_argument("--pause", type=pause_range, default=(0.5, 1.5),
                         help="seconds a user looks at the chart between moves, LOW-HIGH (default 0.5-1.5)")
     parser.add_argument("--stress-seconds", type=float, default=30,
