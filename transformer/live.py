@@ -458,7 +458,10 @@ class _IdleTracer:
                 self._arm(TRACE_AFTER_IDLE_SECONDS - waited)
                 return
             self._timer = None
-        _ENGINE_THREAD.submit(self._trace_one)
+        try:
+            _ENGINE_THREAD.submit(self._trace_one)
+        except RuntimeError:  # the interpreter is shutting down: nothing left to trace for
+            pass
 
     def _trace_one(self) -> None:
         """Trace one graph; if it was one of several, look again right away (still idle?)."""
