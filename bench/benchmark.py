@@ -82,6 +82,9 @@ def _slider(page, label):
     return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
 
 
+MOVES_NOTE = ("Slider moves: sequence length and pad symbols take a new value every time (the engine "
+              "computes each one); heads and d_model go back and forth between two built models; each page "
+              "is looked at for 2.5 s after it loads, before the first move.")
 PAD_SETS = ["<pad>", "0", "<pad> 0", "0 9", "9", "9 <pad>", "<pad> 9 0", "0 <pad>"]  # each new (the default is "0 <pad>")
 
 
@@ -324,7 +327,7 @@ def main():
     table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ROWS]
     if args.write:
         write_section("Performance", f"`make bench{'-quick' if args.quick else ''}`; each figure beside its "
-                      "reference, measured in the same run.", table)
+                      f"reference, measured in the same run. {MOVES_NOTE}", table)
 
 
 if __name__ == "__main__":
