@@ -130,7 +130,7 @@ def measured_run(proxy, process, sessions, seconds, pause):
                 rss=(rss_before, process_rss_mb(process.pid)))
 
 
-def table_rows(runs, sessions, pause) -> list[tuple[str, ...]]:
+def table_rows(runs) -> list[tuple[str, ...]]:
     single = runs[0]
 
     def each(format_run):
@@ -189,7 +189,7 @@ def main():
                 for sessions, seconds, pause in plan]
     header = "| measure | 1 session | N sessions | " + ("N sessions, no pause | " if len(runs) > 2 else "") + "note |"
     table = [header, "|" + " --- |" * (len(runs) + 2)]
-    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs, args.sessions, args.pause)]
+    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs)]
     print("\n".join(table))
     if args.write:
         write_section("Load test", f"1 session × {args.single_seconds:.0f} s (the reference), then {args.sessions} "

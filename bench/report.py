@@ -24,9 +24,14 @@ def process_rss_mb(pid: int | None = None) -> float:
     return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (field 3, the state, comes first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used, from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -37,7 +42,7 @@ def machine_busy_seconds() -> float:
 
 
 def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return int(_stat_fields(pid)[1])
 
 
 def descendants(root: int) -> list[int]:

@@ -390,10 +390,10 @@ class ModelCache:
         does), or from tests.
         """
         with self._lock:
-            pending = [graph for entry in reversed(self._entries.values()) for graph in entry.pending()]
-        for graph in pending[:limit]:
+            pending = [graph for entry in reversed(self._entries.values()) for graph in entry.pending()][:limit]
+        for graph in pending:
             graph.trace()
-        return len(pending[:limit])
+        return len(pending)
 
     def __len__(self):
         return len(self._entries)

@@ -84,6 +84,6 @@ def walkthrough(config, stack, layer):
     return _or_stop(_walkthrough, config, stack, layer)
 
 
-def keras_gaps(config, stack, layer) -> dict:
+def keras_check(config, stack, layer) -> dict:
     """This engine against keras.layers.MultiHeadAttention on the live inputs (cached)."""
     return _or_stop(_keras_difference, config, stack, layer)
