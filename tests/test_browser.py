@@ -157,6 +157,15 @@ def test_html_in_tokens_is_shown_as_text_and_never_runs(page, server):
     page.screenshot(path=str(OUTPUT / "masks-html-tokens.png"), full_page=True)
 
 
+def test_the_served_app_trusts_no_parent_frame(server):
+    """Streamlit's default lets pages on its cloud's domains control an embedded app by postMessage."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server}/_stcore/host-config", timeout=10) as response:
+        assert json.load(response)["allowedOrigins"] == []
+
+
 def test_downloads_are_made_when_clicked_and_hold_the_shown_data(page, server):
     import numpy as np
 

@@ -100,8 +100,10 @@ def test_security_and_runner_settings_are_in_effect():
     assert tracked in ([], ["static/.gitignore"]), tracked
     hidden = subprocess.run(  # not listed by `config show`
         [sys.executable, "-c", "from streamlit import config; config.get_config_options(force_reparse=True); "
-         "print(config.get_option('runner.postScriptGC'))"], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert hidden.stdout.strip() == "False"  # a full gc after each rerun held the GIL ~100 ms (#6)
+         "print(config.get_option('runner.postScriptGC'), config.get_option('client.allowedOrigins'))"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # a full gc after each rerun held the GIL ~100 ms (#6); no parent frame's postMessage controls the app (#7)
+    assert hidden.stdout.strip() == "False []"
     make_run = (ROOT / "Makefile").read_text()
     assert "--server.address $(HOST)" in make_run and "HOST ?= 127.0.0.1" in make_run
 

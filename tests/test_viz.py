@@ -111,6 +111,21 @@ def test_max_pool_and_pooled_labels():
     assert pooled_labels(position_labels(["a", "b", "c"]), 2) == ["0–1·a", "2–2·c"]
 
 
+@pytest.mark.parametrize("make", [
+    lambda: masks.mask_grid(np.tril(np.ones((3, 4, 4), bool)), [TOKENS] * 3, [TOKENS] * 3, ["a", "b", "c"]),
+    lambda: attention.head_grid(RNG.random((5, 4, 4)), np.tril(np.ones((4, 4), bool)), TOKENS, TOKENS, "t"),
+    lambda: attention.head_grid(RNG.random((2, 300, 300)), np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300),
+    lambda: attention.model_view(RNG.random((2, 3, 5, 5)), np.ones((5, 5), bool), "encoder"),
+])
+def test_unvalidated_panel_figures_are_valid_plotly(make):
+    """Panel grids skip Plotly's validation when built (it cost ~10 ms a move): Plotly validates them here."""
+    fig = make()
+    validated = go.Figure(fig.to_dict())  # raises on any property Plotly does not know or accept
+    assert len(validated.data) == len(fig.data) and validated.layout.height == fig.layout.height
+    with pytest.raises(ValueError):  # the check can fail: a property Plotly does not know
+        go.Figure({**fig.to_dict(), "layout": {**fig.to_dict()["layout"], "xaxis": {"domian": [0, 1]}}})
+
+
 def test_model_view_has_layers_times_heads_panels():
     fig = attention.model_view(RNG.random((2, 3, 5, 5)), np.ones((5, 5), bool), "encoder")
     assert len([t for t in fig.data if t.coloraxis]) == 6
