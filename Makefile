@@ -20,7 +20,7 @@ $(VENV)/.test: requirements-test.txt $(VENV)/.runtime
 	touch $@
 
 run: $(VENV)/.runtime
-	$(BIN)/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
+	$(BIN)/python serve.py --server.address $(HOST) --server.port $(PORT)
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest

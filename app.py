@@ -8,6 +8,9 @@ import streamlit as st
 st.set_page_config(page_title="Attention Lab", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),
                    layout="wide")
 
+from ui import preload  # noqa: E402
+
+preload.wait()  # `make run` imports TensorFlow while the server starts: let that import finish first
 from ui import chart, runtime, sidebar, state  # noqa: E402  (after set_page_config)
 
 runtime.keep_tensorflow_warm()

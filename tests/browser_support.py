@@ -57,9 +57,11 @@ def streamlit_server(script: str = "app.py", with_process: bool = False):
     (ROOT / "test-output").mkdir(exist_ok=True)
     log = open(ROOT / "test-output" / f"streamlit-{port}.log", "w")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    # The app starts as `make run` starts it (serve.py); other scripts (the benchmark's floor) with streamlit run.
+    command = ["serve.py"] if script == "app.py" else ["-m", "streamlit", "run", script]
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port)],
+        [sys.executable, *command, "--server.headless", "true", "--server.address", "127.0.0.1",
+         "--server.port", str(port)],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     base_url = f"http://127.0.0.1:{port}"

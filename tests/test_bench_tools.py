@@ -72,3 +72,22 @@ def test_a_child_in_a_session_of_its_own_is_lowered_as_a_group(monkeypatch):
             os.kill(pid, 9)
         parent.kill()
         parent.wait()
+
+
+def test_the_engine_preload_runs_once_and_app_waits_for_it(monkeypatch):
+    """`make run` (serve.py) imports TensorFlow in one background thread; app.py waits for it, never races it."""
+    import threading
+
+    from ui import preload
+
+    assert preload.wait(timeout=0)  # nothing started (AppTest, streamlit run app.py): no wait at all
+    started = []
+    monkeypatch.setattr(preload, "_started", threading.Event())
+    monkeypatch.setattr(preload, "_done", threading.Event())
+    monkeypatch.setattr(threading.Thread, "start", lambda thread: started.append(thread.name))
+    preload.start()
+    preload.start()
+    assert started == ["preload-engine"]  # once
+    assert not preload.wait(timeout=0.05)  # the app waits while the import runs
+    preload._import_engine()
+    assert preload.wait(timeout=0) and "transformer" in sys.modules

@@ -1,0 +1,23 @@
+"""`make run`: Streamlit's own `streamlit run app.py [options]`, with the engine imported meanwhile.
+
+TensorFlow and Keras take ~5 s to import on 2 CPU cores; ``ui.preload`` imports them while the
+server starts, so the first page waits only for what is left of that (see ``ui/preload.py``).
+"""
+
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parent / "app.py"
+
+
+def main(options: list[str]) -> None:
+    from streamlit.web import cli  # noqa: PLC0415  (first: the preload thread never imports Streamlit's modules)
+
+    from ui import preload  # noqa: PLC0415
+
+    preload.start()
+    cli.main(args=["run", str(APP), *options], prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
