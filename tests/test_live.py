@@ -126,6 +126,18 @@ def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
         run_live(BASE, cache, stacks=("keys",))
 
 
+def test_a_page_without_attention_maps_builds_no_model(cache):
+    """Masks and positional encodings come from the configuration alone: the first Masks page of a
+    cold start does not wait ~0.5 s for a Transformer to be built."""
+    config = replace(BASE, d_model=32, num_heads=8, seq_len=9)
+    result = run_live(config, cache, stacks=())
+    assert cache.builds == 0 and len(cache) == 0
+    assert result.positional_encoding.shape == (9, 32)
+    assert (result.layers, result.heads) == (config.num_layers, 8)
+    np.testing.assert_allclose(result.positional_encoding, run_live(config, cache).positional_encoding)
+    assert cache.builds == 1  # the attention maps do need it
+
+
 def test_the_engine_traces_only_the_graphs_a_page_asked_for(cache):
     run_live(BASE, cache, stacks=())  # Masks: no attention maps, so no graph to trace
     assert on_engine_thread(cache.trace_pending)() == 0

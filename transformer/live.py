@@ -482,26 +482,36 @@ def _stacks(stacks) -> tuple:
     return tuple(stack for stack in STACKS if stack in stacks)
 
 
+def _dimensions(model, config: LiveConfig) -> tuple:
+    """``(d_model, layers, heads)`` of ``model``, or of ``config`` when no model was built."""
+    if model is None:
+        return config.d_model, config.num_layers, config.num_heads
+    return model.d_model, model.num_encoder_layers, model.num_heads
+
+
 @on_engine_thread
 def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
 
     ``stacks``: the attention maps to compute (``result.attention`` has these keys only); a page
-    that draws none passes ``()`` and the model does not run.
+    that draws none passes ``()``: the model does not run, and a random-weights model is not even
+    built (masks and positional encodings need only the configuration).
     """
     validate(config)
     stacks = _stacks(stacks)
     batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
     check_budget(config, batches.source.ids.shape[0])
-    entry = cache.for_config(config)
+    entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
+    device = entry.device if entry else resolve_device(config.device)
+    d_model, layers, heads = _dimensions(entry.model if entry else None, config)
     graph = entry.attention_graph(stacks) if stacks else None
-    with tf.device(entry.device):
+    with tf.device(device):
         source_padding, target_padding, future, run_source, run_target = _masks(config, batches)
         started = time.perf_counter()
         attention = graph(batches.source.ids, batches.target.ids, run_source, run_target) if graph else {}
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
-        encoding = positional_encoding(config.seq_len, entry.model.d_model).numpy()  # (N, D)
+        encoding = positional_encoding(config.seq_len, d_model).numpy()  # (N, D)
     (batch, n_source), n_target = batches.source.ids.shape, batches.target.ids.shape[1]
     applied = {
         "encoder": np.broadcast_to(run_source.numpy()[:, 0], (batch, n_source, n_source)),
@@ -518,8 +528,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -
         subsequent_mask=future.numpy(),
         target_mask=tf.logical_and(target_padding, future).numpy(),
         positional_encoding=encoding, attention=attention, applied_masks=applied,
-        device=entry.device, device_label=device_label(entry.device), tf_version=tf.__version__,
-        layers=entry.model.num_encoder_layers, heads=entry.model.num_heads,
+        device=device, device_label=device_label(device), tf_version=tf.__version__,
+        layers=layers, heads=heads,
         compute_seconds=seconds, traces=graph.traces if graph else 0, builds=cache.builds,
         notices=batches.notices,
         predictions=predictions,
