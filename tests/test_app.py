@@ -62,6 +62,18 @@ def test_every_page_runs_without_exception(page):
         assert chart_elements(at), "every page but home and train draws charts"
 
 
+def test_every_run_first_asks_the_browser_to_load_plotly_js():
+    """The early loader comes first in the main area, on every run, so element positions never shift."""
+    from ui.chart import EARLY_LOADER_NAME
+
+    for page in ("home", "masks"):
+        at = open_page(page)
+        loaders = [element for element in at.get("bidi_component")
+                   if element.proto.component_name == EARLY_LOADER_NAME]
+        assert len(loaders) == 1 and loaders[0].proto.bytes == b"/app/static/plotly.min.js"
+        assert at.main[0].proto.component_name == EARLY_LOADER_NAME
+
+
 def test_status_line_names_device_version_and_time():
     at = open_page("masks")
     status = " ".join(c.value for c in at.sidebar.caption)
