@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import numpy_reference as ref
 from transformer import MultiHeadAttention, attention_stages, masked_softmax, scaled_dot_product_attention
-from transformer.reference import compare_with_keras, copy_to_keras
+from transformer.reference import compare_with_keras, copy_to_keras, keras_twin
 
 RNG = np.random.default_rng(0)
 
@@ -119,6 +119,18 @@ def test_the_keras_twin_follows_weights_that_change_in_place():
         variable.assign(variable.numpy() * -1.5 + 0.1)
     gaps = compare_with_keras(ours, x, x, x, mask)
     assert gaps["output"] < 1e-5 and gaps["weights"] < 1e-6
+
+
+def test_the_keras_twin_copies_weights_again_only_for_a_new_version():
+    ours, _ = build_pair(d_model=16, heads=2)
+    twin = keras_twin(ours, version=("random", 1))
+    kernel = twin.query_dense.kernel.numpy()
+    for variable in ours.weights:
+        variable.assign(variable.numpy() * -1.5 + 0.1)
+    assert keras_twin(ours, version=("random", 1)) is twin
+    np.testing.assert_array_equal(twin.query_dense.kernel.numpy(), kernel)  # same version: not copied again
+    keras_twin(ours, version=("random", 2))
+    np.testing.assert_allclose(twin.query_dense.kernel.numpy(), kernel * -1.5 + 0.1, rtol=1e-6)
 
 
 def test_multi_head_attention_matches_numpy_per_head():

@@ -8,7 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-_TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # our layer -> its Keras twin
+_TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # our layer -> (its Keras twin, weights version)
 
 
 def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:
@@ -24,14 +24,22 @@ def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:
     return _copy_weights(layer, reference)
 
 
-def keras_twin(layer) -> keras.layers.MultiHeadAttention:
-    """Like `copy_to_keras`, but built once per layer; its weights are copied again on every call
-    (the live model's weights are re-seeded in place)."""
-    twin = _TWINS.get(layer)
-    if twin is None:
-        twin = _TWINS[layer] = copy_to_keras(layer)
-        return twin
-    return _copy_weights(layer, twin)
+def keras_twin(layer, version=None) -> keras.layers.MultiHeadAttention:
+    """Like `copy_to_keras`, but built once per layer.
+
+    ``version``: a token that changes whenever ``layer``'s weights do (the live model's seed: its
+    weights are re-seeded in place). The weights are copied again unless the twin already holds
+    that same version; ``None`` (unknown) always copies.
+    """
+    known = _TWINS.get(layer)
+    if known is None:
+        twin = copy_to_keras(layer)
+    else:
+        twin, copied = known
+        if version is None or version != copied:
+            _copy_weights(layer, twin)
+    _TWINS[layer] = (twin, version)
+    return twin
 
 
 def _copy_weights(layer, reference):

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.live import (
-    MODELS, STACKS, LiveConfig, ModelCache, _masks, encode_batches, encode_trained, on_engine_thread, validate,
+    MODELS, STACKS, LiveConfig, ModelCache, on_engine_thread, prepared_inputs, validate,
 )
 from transformer.reference import keras_gaps, keras_twin
 
@@ -91,21 +91,34 @@ def _check_function(model, stack, layer, twin):
     return check
 
 
-def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, kind: str, make_function):
+def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, kind: str, make_function,
+               line: int | None = None):
     """Validate, then run the model's `Graph` ``(kind, stack, layer)`` made by ``make_function`` on
-    ``config``'s batch. One graph per model, stack and layer: eager at first, traced once the engine is idle."""
+    ``config``'s batch (only its line ``line`` when given). One graph per model, stack and layer:
+    eager at first, traced once the engine is idle."""
     validate(config)
     if stack not in STACKS:
         raise ValueError(f"stack must be one of {STACKS}. Received: stack={stack!r}")
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:
         raise ValueError(f"layer must be from 0 to {config.num_layers - 1}. Received: layer={layer!r}")
-    batches = encode_trained(config)[0] if config.trained else encode_batches(config)
+    inputs = prepared_inputs(config)
+    (_, _, _, run_source, run_target), lines = inputs.masks, _lines(inputs.batches, line)
     entry = cache.for_config(config)
     with tf.device(entry.device):
-        _, _, _, run_source, run_target = _masks(config, batches)
-        twin = keras_twin(_sublayer(entry.model, stack, layer))  # weights copied now: a new seed redraws ours
+        twin = keras_twin(_sublayer(entry.model, stack, layer), version=(config.weights, entry.seed))  # re-copied after a new seed
         graph = entry.graph((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
-        return graph(batches.source.ids, batches.target.ids, run_source, run_target)
+        return graph(inputs.batches.source.ids[lines], inputs.batches.target.ids[lines],
+                     run_source[lines], run_target[lines])  # (B', N_s), (B', N_t), (B', 1, 1, N_s), (B', 1, N_t, N_t)
+
+
+def _lines(batches, line: int | None) -> slice:
+    """The batch rows to run: all, or line ``line`` alone (ValueError naming a line that is not there)."""
+    count = batches.source.ids.shape[0]
+    if line is None:
+        return slice(None)
+    if not isinstance(line, int) or not 0 <= line < count:
+        raise ValueError(f"line must be from 0 to {count - 1}. Received: line={line!r}")
+    return slice(line, line + 1)
 
 
 @on_engine_thread
@@ -119,9 +132,9 @@ def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int
 
 @on_engine_thread
 def keras_difference(config: LiveConfig, stack: str = "encoder", layer: int = 0,
-                     cache: ModelCache = MODELS) -> dict:
+                     cache: ModelCache = MODELS, line: int | None = None) -> dict:
     """`Walkthrough.keras_difference` alone: max |this engine - keras.layers.MultiHeadAttention| over
     ``{"output", "weights"}``, without copying the layer's intermediates out (at N = 512 they are
-    ~100 MB)."""
-    gaps = _run_graph(config, stack, layer, cache, "keras", _check_function)
+    ~100 MB). ``line``: check that line of the batch only (the one a page shows), else every line."""
+    gaps = _run_graph(config, stack, layer, cache, "keras", _check_function, line)
     return {name: float(gap) for name, gap in gaps.items()}
