@@ -235,6 +235,34 @@ def _masks(config: LiveConfig, batches: _Batches):
     return source_padding, target_padding, future, run_source, run_target
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """What every computation on ``config`` starts from: the id batches, a trained model's
+    predictions, and `_masks`' five tensors (on ``config``'s device)."""
+
+    batches: _Batches
+    predictions: tuple
+    masks: tuple
+
+
+@functools.lru_cache(maxsize=4)
+def prepared_inputs(config: LiveConfig) -> _Inputs:
+    """Batches and masks of ``config``, cached: a page's forward pass and its Keras check (one rerun)
+    share them. ValueError on bad text or pads (not cached)."""
+    batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
+    with tf.device(resolve_device(config.device)):
+        return _Inputs(batches, predictions, _masks(config, batches))
+
+
+@functools.lru_cache(maxsize=8)
+def encoding_array(length: int, d_model: int) -> np.ndarray:
+    """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array, cached (it depends on
+    nothing else)."""
+    encoding = positional_encoding(length, d_model).numpy()  # (N, D)
+    encoding.flags.writeable = False
+    return encoding
+
+
 # ---------------------------------------------------------------- models
 
 
@@ -499,19 +527,20 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -
     """
     validate(config)
     stacks = _stacks(stacks)
-    batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
+    inputs = prepared_inputs(config)
+    batches, predictions = inputs.batches, inputs.predictions
     check_budget(config, batches.source.ids.shape[0])
     entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
     graph = entry.attention_graph(stacks) if stacks else None
+    source_padding, target_padding, future, run_source, run_target = inputs.masks
     with tf.device(device):
-        source_padding, target_padding, future, run_source, run_target = _masks(config, batches)
         started = time.perf_counter()
         attention = graph(batches.source.ids, batches.target.ids, run_source, run_target) if graph else {}
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
-        encoding = positional_encoding(config.seq_len, d_model).numpy()  # (N, D)
+    encoding = encoding_array(config.seq_len, d_model)  # (N, D)
     (batch, n_source), n_target = batches.source.ids.shape, batches.target.ids.shape[1]
     applied = {
         "encoder": np.broadcast_to(run_source.numpy()[:, 0], (batch, n_source, n_source)),
