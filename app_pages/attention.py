@@ -56,7 +56,7 @@ checks_tab, stats_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on
 if checks_tab.open:  # only the open tab is computed and sent
     with checks_tab:
         checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
-                                  data.keras_check(config, stack, layer))
+                                  data.keras_check(config, stack, layer, element))
         st.markdown("\n\n".join(  # one element: each element costs the browser ~2 ms per rerun
             f"{'✅' if check.passed else '❌'} **{check.name}** — {check.detail}: `{check.value:.3g}`"
             for check in checks))

@@ -257,6 +257,24 @@ def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
     assert keras_difference(moved, "cross", 1, cache) == pytest.approx(other.keras_difference, abs=1e-6)
 
 
+def test_the_keras_check_of_one_line_runs_that_line_alone(cache, monkeypatch):
+    from transformer import walkthrough
+
+    config = replace(BASE, seq_len=6, source_text="1 2 0\n3 4 5 6\n7", target_text="1\n2 3\n4 5 6")
+    batches = []
+    check = walkthrough._check_function
+    monkeypatch.setattr(walkthrough, "_check_function", lambda *args: (
+        lambda src, tgt, src_mask, tgt_mask: batches.append(src.shape[0]) or check(*args)(src, tgt, src_mask, tgt_mask)))
+    every = keras_difference(config, "cross", 1, cache)
+    lines = [keras_difference(config, "cross", 1, cache, line=line) for line in range(3)]
+    assert batches == [3, 1, 1, 1]
+    for gaps in (every, *lines):
+        assert gaps["output"] < 1e-4 and gaps["weights"] < 1e-5
+    assert max(gaps["output"] for gaps in lines) == pytest.approx(every["output"], abs=1e-6)
+    with pytest.raises(ValueError, match="line must be from 0 to 2. Received: line=3"):
+        keras_difference(config, "cross", 1, cache, line=3)
+
+
 def test_walkthrough_rejects_unknown_layer(cache):
     with pytest.raises(ValueError, match="layer=2"):
         attention_walkthrough(BASE, "encoder", 2, cache)

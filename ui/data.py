@@ -26,8 +26,8 @@ def _walkthrough(config, stack, layer):
 
 
 @st.cache_resource(max_entries=12, show_spinner=COMPUTING)
-def _keras_difference(config, stack, layer):
-    return keras_difference(config, stack, layer)
+def _keras_difference(config, stack, layer, line):
+    return keras_difference(config, stack, layer, line=line)
 
 
 @st.cache_data(show_spinner=False)
@@ -84,6 +84,6 @@ def walkthrough(config, stack, layer):
     return _or_stop(_walkthrough, config, stack, layer)
 
 
-def keras_check(config, stack, layer) -> dict:
-    """This engine against keras.layers.MultiHeadAttention on the live inputs (cached)."""
-    return _or_stop(_keras_difference, config, stack, layer)
+def keras_check(config, stack, layer, line) -> dict:
+    """This engine against keras.layers.MultiHeadAttention on the live inputs of ``line`` (cached)."""
+    return _or_stop(_keras_difference, config, stack, layer, line)
