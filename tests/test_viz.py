@@ -150,6 +150,12 @@ def test_checks_flag_broken_arrays():
     leaky[0, 0] = [0.4, 0.4, 0.2]  # weight on a masked key
     failed = {c.name for c in attention_checks(leaky, mask) if not c.passed}
     assert failed == {"masked weights are exactly 0"}
+    negative = weights.copy()
+    negative[0, 0] = [0.6, 0.6, -0.2]  # a negative weight on a masked key: its row still sums to 1
+    by_name = {c.name: c for c in attention_checks(negative, mask)}
+    assert not by_name["masked weights are exactly 0"].passed and by_name["masked weights are exactly 0"].value == 0.2
+    broadcast = np.broadcast_to(weights, (2, 3, 2, 3))  # (L, H, N_q, N_k) against a (1, 2, 3) mask
+    assert all(check.passed for check in attention_checks(broadcast, mask))
     unnormalised = weights * 0.9
     assert {c.name for c in attention_checks(unnormalised, mask) if not c.passed} == {
         "rows sum to 1 where a key is allowed"}
