@@ -274,7 +274,16 @@ def memory(quick: bool):
         f"({(end - warm) / warm:+.1%})", "≤ +5%")
 
 
-def cold_start():
+def cold_start(quick: bool):
+    """Median of three cold starts (one with --quick): on a noisy 2-core machine one start varies by seconds."""
+    seconds = sorted(_one_cold_start() for _ in range(1 if quick else 3))
+    spread = f" (median of {len(seconds)}: {seconds[0]:.1f}–{seconds[-1]:.1f} s)" if len(seconds) > 1 else ""
+    row("startup", "cold start: `make run` → first chart drawn", f"{seconds[len(seconds) // 2]:.1f} s{spread}",
+        "≤ 8 s")
+
+
+def _one_cold_start() -> float:
+    """Seconds from `make run` to the Masks page's first chart in a newly launched Chromium."""
     from playwright.sync_api import sync_playwright
 
     from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port
@@ -298,11 +307,12 @@ def cold_start():
             browser.close()
     finally:
         os.killpg(process.pid, 15)
-    row("startup", "cold start: `make run` → first chart drawn", f"{seconds:.1f} s", "≤ 8 s")
+        process.wait()
+    return seconds
 
 
 PARTS = {
-    "startup": lambda quick: cold_start(),
+    "startup": cold_start,
     "slider": slider_latency,
     "compute": compute,
     "payload": lambda quick: payload(),
