@@ -77,14 +77,23 @@ def test_a_child_in_a_session_of_its_own_is_lowered_as_a_group(monkeypatch):
 def test_the_engine_preload_runs_once_and_app_waits_for_it(monkeypatch):
     """`make run` (serve.py) imports TensorFlow in one background thread; app.py waits for it, never races it."""
     import threading
+    import types
 
     from ui import preload
 
     assert preload.wait(timeout=0)  # nothing started (AppTest, streamlit run app.py): no wait at all
     started = []
+
+    class Recorded:  # stands in for threading.Thread inside `preload` only: patching threading.Thread.start
+        def __init__(self, target, name, daemon):  # itself would also stop any Timer another thread
+            self.name = name  # (the engine's idle tracer) starts meanwhile, for the rest of the session
+
+        def start(self):
+            started.append(self.name)
+
     monkeypatch.setattr(preload, "_started", threading.Event())
     monkeypatch.setattr(preload, "_done", threading.Event())
-    monkeypatch.setattr(threading.Thread, "start", lambda thread: started.append(thread.name))
+    monkeypatch.setattr(preload, "threading", types.SimpleNamespace(Thread=Recorded))
     preload.start()
     preload.start()
     assert started == ["preload-engine"]  # once
