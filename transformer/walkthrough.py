@@ -105,10 +105,11 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
     (_, _, _, run_source, run_target), lines = inputs.masks, _lines(inputs.batches, line)
     entry = cache.for_config(config)
     with tf.device(entry.device):
-        twin = keras_twin(_sublayer(entry.model, stack, layer), version=(config.weights, entry.seed))  # re-copied after a new seed
+        version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
+        twin = keras_twin(_sublayer(entry.model, stack, layer), version=version)
         graph = entry.graph((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
-        return graph(inputs.batches.source.ids[lines], inputs.batches.target.ids[lines],
-                     run_source[lines], run_target[lines])  # (B', N_s), (B', N_t), (B', 1, 1, N_s), (B', 1, N_t, N_t)
+        return graph(inputs.batches.source.ids[lines], inputs.batches.target.ids[lines],  # (B', N_s), (B', N_t)
+                     run_source[lines], run_target[lines])  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
 
 
 def _lines(batches, line: int | None) -> slice:
