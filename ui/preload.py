@@ -2,9 +2,10 @@
 
 Importing them takes ~5 s on 2 CPU cores, and Streamlit runs ``app.py`` (which imports them)
 only when the first browser connects. ``serve.py`` calls :func:`start` once Streamlit itself is
-imported; ``app.py`` calls :func:`wait` before its own imports, so only one thread ever imports
-these modules (two threads importing modules that import each other can deadlock or see a
-half-initialised module). Without :func:`start` (AppTest, ``streamlit run app.py``) :func:`wait`
+imported. ``app.py`` does only TensorFlow-free work before it calls :func:`wait` (its early
+Plotly.js loader, from ``ui.chart``, whose imports Streamlit has already made), so only one thread
+ever imports these modules (two threads importing modules that import each other can deadlock or
+see a half-initialised module). Without :func:`start` (AppTest, ``streamlit run app.py``) :func:`wait`
 returns at once. This module imports nothing heavy itself.
 """
 
