@@ -64,13 +64,18 @@ def test_every_page_runs_without_exception(page):
 
 def test_every_run_first_asks_the_browser_to_load_plotly_js():
     """The early loader comes first in the main area, on every run, so element positions never shift."""
-    from ui.chart import EARLY_LOADER_NAME
+    import json
+
+    from ui.chart import EARLY_LOADER_NAME, PRELOADED_WIDGETS
 
     for page in ("home", "masks"):
         at = open_page(page)
         loaders = [element for element in at.get("bidi_component")
                    if element.proto.component_name == EARLY_LOADER_NAME]
-        assert len(loaders) == 1 and loaders[0].proto.bytes == b"/app/static/plotly.min.js"
+        assert len(loaders) == 1
+        message = json.loads(loaders[0].proto.bytes)
+        assert message["plotly_url"] == "/app/static/plotly.min.js"
+        assert [url.split("/")[-1].split(".")[0] for url in message["widget_modules"]] == list(PRELOADED_WIDGETS)
         assert at.main[0].proto.component_name == EARLY_LOADER_NAME
 
 

@@ -10,6 +10,7 @@ from browser_support import (
     CHROMIUM, CHROMIUM_ARGS, OUTPUT, browser_required, chromium_missing, streamlit_server, wait_idle,
 )
 from chart_support import FIRST_PLOT, PLOT
+from ui.chart import widget_module_urls
 
 pytestmark = pytest.mark.browser
 PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train",
@@ -127,8 +128,13 @@ def test_a_move_updates_the_chart_in_place_and_plotly_comes_from_this_server(pag
 def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_room(page, server):
     """The early loader runs before the script waits for TensorFlow, so a cold start compiles Plotly.js
     meanwhile; the Home page has no chart, yet Plotly is there for the next page."""
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
     open_page(page, server, "")
     page.wait_for_function("() => window.Plotly && window.Plotly.react", timeout=60_000)
+    # the widgets' code too, each file once: the Home page draws no toggle and no download button
+    for url in widget_module_urls():
+        assert [seen for seen in requests if seen.endswith(url)] == [server + url], url
     hidden = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementContainer"]')]
         .filter(slot => slot.style.display === 'none').map(slot => slot.getBoundingClientRect().height)""")
     assert hidden == [0], hidden  # exactly one hidden slot (the loader), no height
@@ -166,6 +172,19 @@ def test_html_in_tokens_is_shown_as_text_and_never_runs(page, server):
     ticks = page.locator(".xtick text").all_text_contents()
     assert any("<img" in tick for tick in ticks), ticks[:10]
     page.screenshot(path=str(OUTPUT / "masks-html-tokens.png"), full_page=True)
+
+
+def test_plotly_js_is_served_as_it_is(server):
+    """serve.py keeps Streamlit's gzip off /app/static/ (it compressed Plotly.js's 4.6 MB on every request)."""
+    import urllib.request
+
+    from ui.chart import PLOTLY_JS, publish_plotly_js
+
+    published = publish_plotly_js()  # the app publishes it on its first run; this test may come first
+    request = urllib.request.Request(f"{server}/app/static/{PLOTLY_JS}", headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.headers.get("Content-Encoding") is None
+        assert response.read() == published.read_bytes()
 
 
 def test_the_served_app_trusts_no_parent_frame(server):

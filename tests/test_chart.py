@@ -36,3 +36,15 @@ def test_plotly_js_is_the_installed_packages_copy_and_published_once(tmp_path):
 def test_the_component_script_never_inserts_figure_text_as_html():
     assert "innerHTML" not in chart._JS and "eval(" not in chart._JS and "new Function" not in chart._JS
     assert "JSON.parse" in chart._JS and "Plotly.react" in chart._JS
+
+
+def test_the_preloaded_widget_modules_are_the_ones_streamlit_imports_lazily():
+    """The early loader imports these URLs; they must be the very files Streamlit's own lazy imports
+    name, or the browser would load a second copy (or a missing file) and gain nothing."""
+    urls = chart.widget_module_urls()
+    assert len(urls) == len(chart.PRELOADED_WIDGETS)  # one chunk per widget, none missing
+    index = "".join(path.read_text() for path in chart.STREAMLIT_JS_DIR.glob("index.*.js"))  # the app's entry
+    for widget, url in zip(chart.PRELOADED_WIDGETS, urls):
+        name = url.removeprefix("/static/js/")
+        assert name.startswith(f"{widget}.") and (chart.STREAMLIT_JS_DIR / name).is_file()
+        assert f"import(`./{name}`)" in index, name

@@ -89,22 +89,46 @@ export default function (component) {
 
 _component = st.components.v2.component(COMPONENT_NAME, js=_JS, isolate_styles=False)
 
-# Fetches and compiles Plotly.js (4.6 MB, ~1.5 s in a fresh browser on 2 cores) while the server is still
-# importing TensorFlow, so the first chart does not wait for it; its element takes no room on the page.
+# Fetches and compiles Plotly.js (4.6 MB, ~1.5 s in a fresh browser on 2 cores) and the sidebar widgets'
+# code while the server is still importing TensorFlow, so the first page does not wait for them; its
+# element takes no room on the page.
 _EARLY_LOADER_JS = _LOAD_PLOTLY_JS + """
 export default function ({ data, parentElement }) {
   const slot = parentElement.closest('[data-testid="stElementContainer"]');
   if (slot) slot.style.display = "none";
-  loadPlotly(new TextDecoder().decode(data)).catch(() => {});  // a chart that needs it reports a failure
+  const { plotly_url, widget_modules } = JSON.parse(new TextDecoder().decode(data));
+  loadPlotly(plotly_url).catch(() => {});  // a chart that needs it reports a failure
+  // Streamlit's own code for these widgets, fetched now rather than when the first sidebar arrives: the same
+  // absolute URLs as Streamlit's lazy imports (this script has no URL of its own), so one copy of each module.
+  for (const url of widget_modules) import(new URL(url, document.baseURI).href).catch(() => {});
 }
 """
 EARLY_LOADER_NAME = "attention_lab_plotly_early"
 _early_loader = st.components.v2.component(EARLY_LOADER_NAME, js=_EARLY_LOADER_JS, isolate_styles=False)
 
 
+# Streamlit's frontend loads each widget's code the first time one is drawn. The sidebar's widgets (and
+# the pages' toggles and download buttons) are drawn only after the TensorFlow import on a cold start.
+PRELOADED_WIDGETS = ("Selectbox", "Slider", "NumberInput", "TextInput", "TextArea", "Radio", "Checkbox",
+                     "DownloadButton")
+STREAMLIT_JS_DIR = Path(st.__file__).parent / "static" / "static" / "js"
+
+
+@functools.cache
+def widget_module_urls(js_dir: Path = STREAMLIT_JS_DIR) -> tuple[str, ...]:
+    """URLs of the installed Streamlit's code chunks for :data:`PRELOADED_WIDGETS` (``Slider.<hash>.js``)."""
+    base = st.get_option("server.baseUrlPath").strip("/")
+    prefix = f"/{base}/static/js/" if base else "/static/js/"
+    files = sorted(os.listdir(js_dir))  # one directory read
+    return tuple(prefix + name for widget in PRELOADED_WIDGETS for name in files
+                 if name.startswith(f"{widget}.") and name.endswith(".js") and name.count(".") == 2)
+
+
 def load_plotly_early() -> None:
-    """Have the browser start loading Plotly.js now (an invisible element; the same on every run)."""
-    _early_loader(key="plotly_early", data=plotly_url().encode())
+    """Have the browser start loading Plotly.js and the widgets' code now (an invisible element, the same
+    on every run)."""
+    message = {"plotly_url": plotly_url(), "widget_modules": list(widget_module_urls())}
+    _early_loader(key="plotly_early", data=json.dumps(message).encode())
 
 
 @functools.cache
