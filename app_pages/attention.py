@@ -40,16 +40,19 @@ plot(head_grid(with_mean, mask, query_tokens, key_tokens, title=f"{heads} heads 
                columns=5 if heads < 5 else 4), "heads")  # up to 4 heads: one row with their mean
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
-    with st.expander(f"Head {head} at full resolution ({n_q}×{n_k})"):
-        start = (0, 0)
-        if max(n_q, n_k) > FULL_RESOLUTION_WINDOW:
-            st.caption(f"Every cell exact, in a window of at most {FULL_RESOLUTION_WINDOW} × "
-                       f"{FULL_RESOLUTION_WINDOW} positions (to keep the page fast): move it here.")
-            left, right = st.columns(2)
-            start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
-                     window_start_picker("crop_k", window_starts(n_k), "First key", right))
-        plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}", start=start),
-             "single_head")
+    full_resolution = st.expander(f"Head {head} at full resolution ({n_q}×{n_k})", key="full_res",
+                                  on_change="rerun")
+    if full_resolution.open:  # computed and sent only while open (at N = 512, ~15 ms here and a hidden redraw)
+        with full_resolution:
+            start = (0, 0)
+            if max(n_q, n_k) > FULL_RESOLUTION_WINDOW:
+                st.caption(f"Every cell exact, in a window of at most {FULL_RESOLUTION_WINDOW} × "
+                           f"{FULL_RESOLUTION_WINDOW} positions (to keep the page fast): move it here.")
+                left, right = st.columns(2)
+                start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
+                         window_start_picker("crop_k", window_starts(n_k), "First key", right))
+            plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}", start=start),
+                 "single_head")
 
 MODEL_VIEW_HEADS = 16
 checks_tab, stats_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on_change="rerun")

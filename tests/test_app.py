@@ -162,7 +162,12 @@ def test_per_head_statistics_table_has_one_row_per_head():
 
 def test_one_head_at_full_resolution_is_a_movable_window_above_256_positions():
     source = " ".join(str(i % 10) for i in range(300))
-    at = open_page("attention", {"seq_len": "300", "src": source, "tgt": "1 2", "head": "1"})
+    query = {"seq_len": "300", "src": source, "tgt": "1 2", "head": "1"}
+    closed = open_page("attention", query)
+    no_errors(closed)
+    assert [expander.label for expander in closed.expander] == ["Head 1 at full resolution (300×300)"]
+    assert not [spec for spec in specs(closed) if "full resolution" in spec["layout"]["title"]["text"]]
+    at = open_page("attention", {**query, "full_res": "1"})  # open: computed and sent
     no_errors(at)
     single = [spec for spec in specs(at) if "full resolution" in spec["layout"]["title"]["text"]][0]
     z = weight_panels(single, include_mean=True)[0]

@@ -235,3 +235,16 @@ def test_a_chart_follows_the_width_of_its_column(page, server):
     page.set_viewport_size({"width": 1000, "height": 1000})
     page.wait_for_function(f"() => {FIRST_PLOT}._fullLayout.width < {wide} - 100", timeout=10_000)
     assert page.evaluate(f"() => {FIRST_PLOT}.getBoundingClientRect().right") <= 1000
+
+
+def test_the_full_resolution_head_is_drawn_when_opened_and_the_link_keeps_it_open(page, server):
+    open_page(page, server, "attention?seq_len=200")
+    wait_for_charts(page)
+    assert page.locator(PLOT).count() == 1  # the head grid; the closed expander holds no chart
+    page.get_by_test_id("stExpander").get_by_text("Head 0 at full resolution (200×200)").click()
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
+    wait_idle(page)
+    assert "full_res=1" in page.url
+    page.goto(page.url)
+    wait_idle(page)
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)

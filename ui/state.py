@@ -106,6 +106,7 @@ FIELDS: dict[str, Field] = {
     "pe_positions": Field("0 1 2 3 4 5 6 7", _text(400)),
     "step": Field(0, _integer(0, 6)),
     "view": Field(ATTENTION_VIEWS[0], _choice(ATTENTION_VIEWS)),
+    "full_res": Field(False, _flag),  # the Attention page's full-resolution head is open
     "crop_q": Field(0, _integer(0, MAX_SEQ_LEN)),
     "crop_k": Field(0, _integer(0, MAX_SEQ_LEN)),
 }
