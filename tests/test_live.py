@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numpy_reference as ref
-from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, run_live
+from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, line_count, run_live
 from transformer.live import ATTENTION_BUDGET_BYTES, SEED_BATCH, attention_bytes, on_engine_thread
 
 BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
@@ -124,6 +124,24 @@ def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
     assert (none.layers, none.heads) == (BASE.num_layers, BASE.num_heads)
     with pytest.raises(ValueError, match="stacks=.*'keys'"):
         run_live(BASE, cache, stacks=("keys",))
+
+
+def test_the_lines_asked_for_get_the_same_maps_as_in_the_whole_batch(cache):
+    """A line's attention does not depend on the other lines, so the Attention page computes only the
+    line on view; every other field still covers every line."""
+    every = run_live(BASE, cache)
+    assert every.lines == (0, 1, 2) and line_count(BASE) == 3
+    for stack in ("encoder", "decoder", "cross"):
+        some = run_live(BASE, cache, stacks=(stack,), lines=(2, 0))
+        assert some.lines == (2, 0)
+        np.testing.assert_allclose(some.attention[stack], every.attention[stack][:, [2, 0]], atol=1e-6)  # (L, 2, H, ...)
+        np.testing.assert_array_equal(some.applied_masks[stack], every.applied_masks[stack])  # all 3 lines
+    assert run_live(BASE, cache, stacks=("encoder",), lines=(1,)).source_ids.shape[0] == 3
+    cache.trace_pending()
+    assert {run_live(BASE, cache, stacks=("encoder",), lines=lines).traces for lines in ((1,), (2, 0), None)} == {1}
+    for bad in ((3,), (-1,), (), ("1",), (0.0,)):
+        with pytest.raises(ValueError, match=r"lines must name lines 0 to 2 \(there are 3\)\. Received: lines="):
+            run_live(BASE, cache, stacks=("encoder",), lines=bad)
 
 
 def test_a_page_without_attention_maps_builds_no_model(cache):

@@ -13,7 +13,7 @@ from transformer.attention import (
 )
 from transformer.device import device_label, resolve_device, visible_gpus
 from transformer.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
-from transformer.live import LiveConfig, LiveResult, ModelCache, run_live
+from transformer.live import LiveConfig, LiveResult, ModelCache, line_count, run_live
 from transformer.masks import padding_mask, subsequent_mask, target_mask
 from transformer.model import Transformer
 from transformer.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
@@ -25,6 +25,6 @@ __all__ = [
     "LiveConfig", "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding", "Pretrained",
     "ResidualBlock", "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages",
     "attention_walkthrough", "device_label", "keras_difference", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
-    "resolve_device", "run_live", "scaled_dot_product_attention", "subsequent_mask", "target_mask",
+    "line_count", "resolve_device", "run_live", "scaled_dot_product_attention", "subsequent_mask", "target_mask",
     "visible_gpus",
 ]

@@ -82,7 +82,9 @@ class LiveResult:
     source_padding_mask, target_padding_mask: ``(B, 1, 1, N)`` bool, True = may attend.
     subsequent_mask: ``(N, N)`` bool, lower triangular. target_mask: ``(B, 1, N, N)`` bool.
     positional_encoding: ``(N, d_model)`` float32.
-    attention: ``{"encoder" | "decoder" | "cross": (L, B, H, N_q, N_k) float32}``, the stacks asked for.
+    attention: ``{"encoder" | "decoder" | "cross": (L, B', H, N_q, N_k) float32}``, the stacks asked for,
+      for the B' lines in ``lines`` (every line unless ``run_live`` was given some).
+    lines: the 0-based lines (batch rows) ``attention`` holds, in its order. Every other field covers all B.
     layers, heads: the model's L and H (a trained model's own, whatever the config says).
     applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
       (all True where a toggle switched a mask off).
@@ -115,6 +117,7 @@ class LiveResult:
     builds: int
     notices: tuple = field(default=())
     predictions: tuple = field(default=())  # trained weights: {source, prediction, expected, correct} per line
+    lines: tuple = field(default=())
 
 
 # ---------------------------------------------------------------- validation
@@ -510,6 +513,24 @@ def _stacks(stacks) -> tuple:
     return tuple(stack for stack in STACKS if stack in stacks)
 
 
+def _lines(lines, batch: int) -> tuple:
+    """``lines`` as a tuple of row indices into a batch of ``batch`` lines (None: all); ValueError naming
+    any line that does not exist."""
+    if lines is None:
+        return tuple(range(batch))
+    lines = tuple(lines)
+    missing = [line for line in lines if not isinstance(line, (int, np.integer)) or not 0 <= line < batch]
+    if missing or not lines:
+        raise ValueError(f"lines must name lines 0 to {batch - 1} (there are {batch}). Received: lines={lines!r}")
+    return tuple(int(line) for line in lines)
+
+
+def line_count(config: LiveConfig) -> int:
+    """B, the number of source (= target) lines of ``config``; ValueError on bad input, as `run_live`."""
+    validate(config)
+    return prepared_inputs(config).batches.source.ids.shape[0]
+
+
 def _dimensions(model, config: LiveConfig) -> tuple:
     """``(d_model, layers, heads)`` of ``model``, or of ``config`` when no model was built."""
     if model is None:
@@ -518,18 +539,21 @@ def _dimensions(model, config: LiveConfig) -> tuple:
 
 
 @on_engine_thread
-def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -> LiveResult:
+def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
 
     ``stacks``: the attention maps to compute (``result.attention`` has these keys only); a page
     that draws none passes ``()``: the model does not run, and a random-weights model is not even
     built (masks and positional encodings need only the configuration).
+    ``lines``: the lines (0-based batch rows) whose attention maps are computed, in that order; None:
+    every line. A line's maps do not depend on the other lines, so one line's are the same either way.
     """
     validate(config)
     stacks = _stacks(stacks)
     inputs = prepared_inputs(config)
     batches, predictions = inputs.batches, inputs.predictions
     check_budget(config, batches.source.ids.shape[0])
+    rows = _lines(lines, batches.source.ids.shape[0])
     entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
@@ -537,7 +561,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -
     source_padding, target_padding, future, run_source, run_target = inputs.masks
     with tf.device(device):
         started = time.perf_counter()
-        attention = graph(batches.source.ids, batches.target.ids, run_source, run_target) if graph else {}
+        attention = graph(*_rows(rows, batches.source.ids, batches.target.ids, run_source, run_target)) \
+            if graph else {}
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
     encoding = encoding_array(config.seq_len, d_model)  # (N, D)
@@ -562,4 +587,13 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS) -
         compute_seconds=seconds, traces=graph.traces if graph else 0, builds=cache.builds,
         notices=batches.notices,
         predictions=predictions,
+        lines=rows,
     )
+
+
+def _rows(rows: tuple, *batched) -> list:
+    """Each of ``batched`` (batch first: ids (B, N), masks (B, 1, N_q, N_k)) cut to ``rows``; as they are
+    when ``rows`` is every row."""
+    if rows == tuple(range(batched[0].shape[0])):
+        return list(batched)
+    return [tf.gather(values, rows) for values in batched]  # (B', ...)
