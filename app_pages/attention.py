@@ -3,6 +3,7 @@
 import numpy as np
 import streamlit as st
 
+from transformer import run_live
 from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
 from ui.controls import (
@@ -20,15 +21,17 @@ with controls[0]:
 with controls[2]:
     padding_on, future_on = mask_toggles()
 config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
-result = data.live(config, stacks=(stack,))  # only the stack on view is computed
-layers, batch, heads, n_q, n_k = result.attention[stack].shape
+with controls[1]:
+    element = element_picker(data.line_count(config))
+result = data.live(config, stacks=(stack,), lines=(element,))  # only the stack and line on view are computed
+line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k): the line on view
+layers, heads, n_q, n_k = line_maps.shape
 with controls[1]:
     layer = layer_picker(layers)
-    element = element_picker(batch)
 
 query_tokens = result.source_tokens[element] if stack == "encoder" else result.target_tokens[element]
 key_tokens = result.target_tokens[element] if stack == "decoder" else result.source_tokens[element]
-weights = result.attention[stack][layer, element]  # (H, N_q, N_k)
+weights = line_maps[layer]  # (H, N_q, N_k)
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
 if not (padding_on and future_on):
     st.info("A mask is switched off: the weights below are what attention does without it.", icon=":material/lock_open:")
@@ -58,11 +61,11 @@ MODEL_VIEW_HEADS = 16
 checks_tab, stats_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on_change="rerun")
 if checks_tab.open:  # only the open tab is computed and sent
     with checks_tab:
-        checks = attention_checks(result.attention[stack], result.applied_masks[stack][None, :, None],
-                                  data.keras_check(config, stack, layer, element))
-        st.markdown("\n\n".join(  # one element: each element costs the browser ~2 ms per rerun
-            f"{'✅' if check.passed else '❌'} **{check.name}** — {check.detail}: `{check.value:.3g}`"
-            for check in checks))
+        checks = attention_checks(line_maps, mask, data.keras_check(config, stack, layer, element))
+        st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
+            f"Every layer and head of line {element + 1}:",
+            *(f"{'✅' if check.passed else '❌'} **{check.name}** — {check.detail}: `{check.value:.3g}`"
+              for check in checks)]))
 if stats_tab.open:
     with stats_tab:
         pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
@@ -76,13 +79,14 @@ if model_tab.open:
         st.caption(f"Every layer × head of the {STACK_NAMES[stack].lower()}, line {element + 1}, each max-pooled to "
                    "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
                                               else "."))
-        all_layers = result.attention[stack][:, element, :shown_heads]  # (L, H', N_q, N_k)
+        all_layers = line_maps[:, :shown_heads]  # (L, H', N_q, N_k)
         plot(model_view(all_layers, mask, STACK_NAMES[stack]), "model_view")
 
 downloads(
-    Download("Download this stack's weights (NPZ)", lambda: arrays_npz(
-        weights=result.attention[stack], mask=result.applied_masks[stack],
-        query_tokens=np.array(query_tokens), key_tokens=np.array(key_tokens),
+    Download("Download this stack's weights, every line (NPZ)", lambda: arrays_npz(
+        weights=run_live(config, stacks=(stack,)).attention[stack], mask=result.applied_masks[stack],
+        query_tokens=np.array(result.source_tokens if stack == "encoder" else result.target_tokens),  # (B, N_q)
+        key_tokens=np.array(result.target_tokens if stack == "decoder" else result.source_tokens),  # (B, N_k)
     ), f"attention_{stack}.npz"),
     Download("Download the head average (CSV)", lambda: matrix_csv(with_mean[-1], query_tokens, key_tokens),
              f"attention_{stack}_layer{layer}_average.csv", "text/csv"),

@@ -190,6 +190,20 @@ def test_toggling_the_padding_mask_changes_the_weights():
     assert at.query_params["pad_mask"] == "0"
 
 
+def test_another_line_shows_its_own_weights_and_checks():
+    """Only the line on view is computed; choosing another line computes that one."""
+    at = open_page("attention")
+    assert all(np.isnan(panel[:, 5:]).all() and (panel[:, :5] > 0).all() for panel in weight_panels(specs(at)[0]))
+    at.selectbox(key="element").set_value(1).run()  # "1 2 0 0 0 0 0": only keys 0 and 1 are not padding
+    no_errors(at)
+    panels = weight_panels(specs(at)[0])
+    assert all(np.isnan(panel[:, 2:]).all() and np.allclose(panel[:, :2].sum(-1), 1, atol=1e-5) for panel in panels)
+    assert any("line 2" in subheader.value for subheader in at.subheader)
+    checks = [m.value for m in at.markdown if "✅" in m.value or "❌" in m.value][0]
+    assert checks.startswith("Every layer and head of line 2:") and "❌" not in checks
+    assert at.query_params["element"] == "1"
+
+
 def test_toggling_the_look_ahead_mask_changes_decoder_weights():
     at = open_page("attention", {"stack": "decoder"})
     at.toggle(key="future_mask").set_value(False).run()

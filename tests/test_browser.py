@@ -207,11 +207,12 @@ def test_downloads_are_made_when_clicked_and_hold_the_shown_data(page, server):
     rows = open(csv_download.value.path(), encoding="utf-8").read().splitlines()
     assert len(rows) == 1 + 5 and rows[0].count(",") == 5  # header + 5 queries; a label column + 5 keys
     with page.expect_download(timeout=60_000) as npz_download:
-        page.get_by_role("button", name="Download this stack's weights (NPZ)").click()
+        page.get_by_role("button", name="Download this stack's weights, every line (NPZ)").click()
     arrays = np.load(npz_download.value.path(), allow_pickle=False)
     row_sums = arrays["weights"].sum(-1)  # (L, B, H, N_q)
     allowed = np.broadcast_to(arrays["mask"].any(-1)[None, :, None, :], row_sums.shape)  # mask: (B, N_q, N_k)
     assert arrays["weights"].shape[-2:] == (5, 5) and np.allclose(row_sums[allowed], 1, atol=1e-5)
+    assert arrays["weights"].shape[1] == 3 and arrays["query_tokens"].shape == (3, 5)  # every line, not the one on view
     assert page.locator("[data-testid='stException']").count() == 0
 
 

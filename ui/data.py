@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
 
@@ -16,8 +17,8 @@ COMPUTING = "Computing…"
 
 
 @st.cache_resource(max_entries=12, show_spinner=COMPUTING)
-def _live(config, stacks):
-    return run_live(config, stacks=stacks)
+def _live(config, stacks, lines):
+    return run_live(config, stacks=stacks, lines=lines)
 
 
 @st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
@@ -55,12 +56,13 @@ def show_status(result) -> None:
         slot.caption(text)
 
 
-def live(config, stacks=()):
+def live(config, stacks=(), lines=None):
     """`run_live` for ``config``, cached; on bad input an error message and the page stops.
 
-    ``stacks``: the attention maps the page draws (none by default: the model does not run).
+    ``stacks``: the attention maps the page draws (none by default: the model does not run);
+    ``lines``: the lines they are computed for (None: every line).
     """
-    result = _or_stop(_live, config, tuple(stacks))
+    result = _or_stop(_live, config, tuple(stacks), None if lines is None else tuple(lines))
     show_status(result)
     for notice in result.notices:
         st.info(notice, icon=":material/info:")
@@ -78,6 +80,11 @@ def show_predictions(predictions) -> None:
               "right": "✅" if p["correct"] else "❌"} for i, p in enumerate(predictions)],
             hide_index=True,
         )
+
+
+def line_count(config) -> int:
+    """How many lines ``config`` has; on bad input the same message as `live` and the page stops."""
+    return _or_stop(transformer.line_count, config)
 
 
 def walkthrough(config, stack, layer):
