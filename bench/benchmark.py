@@ -215,14 +215,15 @@ def compute(quick: bool):
 
 
 def payload():
-    """Bytes of every chart each page sends (its Plotly JSON), at the default and the largest config."""
+    """Bytes of every chart each page sends (its Plotly JSON), at the default and the largest config
+    (with the Attention page's model view and full-resolution head open)."""
     from streamlit.testing.v1 import AppTest
 
     from chart_support import chart_payloads
 
     pages = ("masks", "attention", "positional_encoding", "dot_product_lab", "shapes")
     for label, query in (("default", {"view": "Model view"}),
-                         ("N=512, 8 heads", {"seq_len": "512", "heads": "8", "view": "Model view",
+                         ("N=512, 8 heads", {"seq_len": "512", "heads": "8", "view": "Model view", "full_res": "1",
                                              "src": " ".join(str(i % 10) for i in range(512)), "tgt": "1 2 3"})):
         for page in pages:
             at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
