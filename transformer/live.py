@@ -525,6 +525,7 @@ def _lines(lines, batch: int) -> tuple:
     return tuple(int(line) for line in lines)
 
 
+@on_engine_thread  # its masks are TensorFlow tensors, made (and cached) where run_live makes them
 def line_count(config: LiveConfig) -> int:
     """B, the number of source (= target) lines of ``config``; ValueError on bad input, as `run_live`."""
     validate(config)
