@@ -562,7 +562,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     source_padding, target_padding, future, run_source, run_target = inputs.masks
     with tf.device(device):
         started = time.perf_counter()
-        attention = graph(*_rows(rows, batches.source.ids, batches.target.ids, run_source, run_target)) \
+        attention = graph(*batch_rows(rows, batches.source.ids, batches.target.ids, run_source, run_target)) \
             if graph else {}
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
@@ -592,9 +592,9 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     )
 
 
-def _rows(rows: tuple, *batched) -> list:
+def batch_rows(rows: tuple, *batched) -> list:
     """Each of ``batched`` (batch first: ids (B, N), masks (B, 1, N_q, N_k)) cut to ``rows``; as they are
-    when ``rows`` is every row."""
+    when ``rows`` is every row. Used by `run_live` and by the walkthrough's Keras check."""
     if rows == tuple(range(batched[0].shape[0])):
         return list(batched)
     return [tf.gather(values, rows) for values in batched]  # (B', ...)

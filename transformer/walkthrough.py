@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.live import (
-    MODELS, STACKS, LiveConfig, ModelCache, on_engine_thread, prepared_inputs, validate,
+    MODELS, STACKS, LiveConfig, ModelCache, batch_rows, on_engine_thread, prepared_inputs, validate,
 )
 from transformer.reference import keras_gaps, keras_twin
 
@@ -108,18 +108,18 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
         twin = keras_twin(_sublayer(entry.model, stack, layer), version=version)
         graph = entry.graph((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
-        return graph(inputs.batches.source.ids[lines], inputs.batches.target.ids[lines],  # (B', N_s), (B', N_t)
-                     run_source[lines], run_target[lines])  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
+        return graph(*batch_rows(lines, inputs.batches.source.ids, inputs.batches.target.ids,  # (B', N_s), (B', N_t)
+                                 run_source, run_target))  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
 
 
-def _lines(batches, line: int | None) -> slice:
+def _lines(batches, line: int | None) -> tuple:
     """The batch rows to run: all, or line ``line`` alone (ValueError naming a line that is not there)."""
     count = batches.source.ids.shape[0]
     if line is None:
-        return slice(None)
+        return tuple(range(count))
     if not isinstance(line, int) or not 0 <= line < count:
         raise ValueError(f"line must be from 0 to {count - 1}. Received: line={line!r}")
-    return slice(line, line + 1)
+    return (line,)
 
 
 @on_engine_thread
