@@ -1,7 +1,10 @@
 """Figure builders: NumPy in, go.Figure out; labels, colour scales, masked cells, pooling, payloads."""
 
+import json
+
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 
 from transformer.analysis import attention_checks, head_statistics, mask_fills, scaling_experiment
@@ -111,12 +114,30 @@ def test_max_pool_and_pooled_labels():
     assert pooled_labels(position_labels(["a", "b", "c"]), 2) == ["0–1·a", "2–2·c"]
 
 
-@pytest.mark.parametrize("make", [
+PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
     lambda: masks.mask_grid(np.tril(np.ones((3, 4, 4), bool)), [TOKENS] * 3, [TOKENS] * 3, ["a", "b", "c"]),
     lambda: attention.head_grid(RNG.random((5, 4, 4)), np.tril(np.ones((4, 4), bool)), TOKENS, TOKENS, "t"),
     lambda: attention.head_grid(RNG.random((2, 300, 300)), np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300),
+    lambda: attention.single_head(RNG.random((4, 4)), np.tril(np.ones((4, 4), bool)), TOKENS, TOKENS, "head 0"),
     lambda: attention.model_view(RNG.random((2, 3, 5, 5)), np.ones((5, 5), bool), "encoder"),
-])
+]
+
+
+@pytest.mark.parametrize("make", PANEL_FIGURES)
+def test_unvalidated_panel_figures_send_the_colour_scales_validation_would(make):
+    """Plotly.js reads a colour-scale name its own way ("Blues" runs from dark blue to light grey there, the
+    reverse of plotly.py's): what is sent must be the colours themselves, as validation would write them."""
+    fig = make()
+    sent = json.loads(pio.to_json(fig, validate=False))  # what ui.chart sends
+    validated = json.loads(go.Figure(fig.to_dict()).to_json())
+    scales = lambda spec: [part.get("colorscale") for part in (spec["layout"].get("coloraxis", {}), *spec["data"])]
+    assert scales(sent) == scales(validated)
+    if "coloraxis" in sent["layout"]:  # attention weights: 0 is white, 1 dark blue
+        assert sent["layout"]["coloraxis"]["colorscale"][0] == [0.0, "rgb(247,251,255)"]
+        assert sent["layout"]["coloraxis"]["colorscale"][-1] == [1.0, "rgb(8,48,107)"]
+
+
+@pytest.mark.parametrize("make", PANEL_FIGURES)
 def test_unvalidated_panel_figures_are_valid_plotly(make):
     """Panel grids skip Plotly's validation when built (it cost ~10 ms a move): Plotly validates them here."""
     fig = make()

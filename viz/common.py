@@ -10,9 +10,14 @@ import html
 import math
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
-WEIGHT_COLORSCALE = "Blues"  # 0 = white: a zero weight looks empty
+_BLUES = plotly.colors.sequential.Blues  # ColorBrewer Blues, white to dark blue
+
+# Written out, not by name: figures built without validation (panels_figure) send the name as it is,
+# and Plotly.js's own "Blues" runs the other way (0 = dark blue, 1 = light grey, close to the masked grey).
+WEIGHT_COLORSCALE = [[index / (len(_BLUES) - 1), colour] for index, colour in enumerate(_BLUES)]  # 0 = white
 MASKED_COLOR = "#8c8c8c"  # masked cells: solid grey, never a shade of the weight scale
 ALLOWED_COLOR = "#2b8cbe"
 BLOCKED_COLOR = "#f0f0f0"

@@ -6,7 +6,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, category_axes, position_labels
+from viz.common import (
+    DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, position_labels,
+)
 
 
 def stage_figure(values, row_labels, column_labels, title: str, mask=None, weights=False,
@@ -24,7 +26,7 @@ def stage_figure(values, row_labels, column_labels, title: str, mask=None, weigh
     blocked = np.zeros(values.shape, bool) if mask is None else ~np.asarray(mask, bool)[:limit, :limit]
     shown = np.where(blocked | ~np.isfinite(values), np.nan, values).astype(np.float32)
     if weights:
-        scale = dict(colorscale="Blues", zmin=0.0, zmax=1.0)
+        scale = dict(colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0)
     else:
         limit = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
         scale = dict(colorscale=DIVERGING_COLORSCALE, zmin=-limit or -1.0, zmax=limit or 1.0)
