@@ -41,7 +41,7 @@ def heatmaps(spec) -> list[np.ndarray]:
 
 
 def weight_panels(spec, include_mean=False) -> list[np.ndarray]:
-    """The weight layer of each head panel (every other heatmap is the masked-cells layer).
+    """The weight layer of each head panel (the masked-cells layers, one per row of panels, have no coloraxis).
 
     The head grid ends with a "mean of heads" panel, left out unless ``include_mean``.
     """

@@ -216,17 +216,35 @@ def test_downloads_are_made_when_clicked_and_hold_the_shown_data(page, server):
     assert page.locator("[data-testid='stException']").count() == 0
 
 
-def test_hovering_a_cell_names_its_query_key_and_weight(page, server):
-    open_page(page, server, "attention?seq_len=5")
-    wait_for_charts(page)
-    box = page.evaluate(f"""() => {{
-        const r = {FIRST_PLOT}.querySelector('.cartesianlayer .subplot.xy .bg, .nsewdrag').getBoundingClientRect();
-        return {{x: r.x + r.width * 0.1, y: r.y + r.height * 0.1}};
-    }}""")
-    page.mouse.move(box["x"], box["y"])
+def _hover_cell(page, trace: int, query: int, key: int, expect_text: bool = True) -> str:
+    """Move the mouse onto one cell of trace ``trace`` of the first chart; its hover text."""
+    point = page.evaluate(f"""([trace, query, key]) => {{
+        const plot = {FIRST_PLOT}, data = plot._fullData[trace], box = plot.getBoundingClientRect();
+        const xa = plot._fullLayout["xaxis" + data.xaxis.slice(1)], ya = plot._fullLayout["yaxis" + data.yaxis.slice(1)];
+        return {{x: box.left + xa._offset + xa.c2p(xa.d2c(data.x[key])),
+                 y: box.top + ya._offset + ya.c2p(ya.d2c(data.y[query]))}};
+    }}""", [trace, query, key])
+    page.mouse.move(point["x"], point["y"])
+    if not expect_text:
+        page.wait_for_timeout(500)
+        return " ".join(page.locator(f"{PLOT} .hoverlayer .hovertext").all_text_contents())
     page.wait_for_selector(f"{PLOT} .hoverlayer .hovertext", timeout=10_000)
-    text = page.locator(f"{PLOT} .hoverlayer .hovertext").first.text_content()
-    assert "query" in text and "key" in text and ("weight" in text or "blocked" in text), text
+    return page.locator(f"{PLOT} .hoverlayer .hovertext").first.text_content()
+
+
+def test_hovering_a_cell_names_its_query_key_and_weight(page, server):
+    open_page(page, server, "attention?seq_len=5&stack=decoder")  # look-ahead mask: key 1 is masked for query 0
+    wait_for_charts(page)
+    head_1 = 2  # the first row's masked-cells layer, then head 0, head 1 … (they share the row's axes)
+    allowed = _hover_cell(page, head_1, query=0, key=0)
+    assert "query 0·1" in allowed and "key 0·1" in allowed and "weight 1.0000" in allowed and "head 1" in allowed
+    page.mouse.move(0, 0)
+    page.wait_for_selector(f"{PLOT} .hoverlayer .hovertext", state="detached", timeout=10_000)
+    masked = _hover_cell(page, head_1, query=0, key=1)
+    assert "query 0·1" in masked and "key 1·2" in masked and "blocked by the mask" in masked, masked
+    page.mouse.move(0, 0)
+    page.wait_for_selector(f"{PLOT} .hoverlayer .hovertext", state="detached", timeout=10_000)
+    assert _hover_cell(page, 0, query=0, key=5, expect_text=False) == ""  # the gap after head 0: nothing
     # the weight colour scale as drawn: 0 is white, 1 dark blue (not Plotly.js's own "Blues", dark to light)
     drawn = page.evaluate(f"() => {FIRST_PLOT}._fullLayout.coloraxis.colorscale")
     assert drawn[0] == [0, "rgb(247,251,255)"] and drawn[-1] == [1, "rgb(8,48,107)"], drawn

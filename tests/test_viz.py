@@ -10,7 +10,7 @@ import pytest
 from transformer.analysis import attention_checks, head_statistics, mask_fills, scaling_experiment
 from transformer.analysis import logsumexp_softmax, naive_softmax, stable_softmax
 from viz import attention, lab, masks, positional, shapes
-from viz.common import max_pool, pooled_labels, position_labels
+from viz.common import GAP_MARK, MASKED_COLOR, PANEL_MARK, max_pool, pooled_labels, position_labels
 from viz.export import arrays_npz, matrix_csv
 
 RNG = np.random.default_rng(0)
@@ -63,24 +63,48 @@ def test_head_grid_one_panel_per_head_fixed_scale_and_masked_cells():
     weights = RNG.random((6, 4, 4)).astype(np.float32)
     mask = np.ones((4, 4), bool)
     mask[:, 3] = False
-    fig = attention.head_grid(weights, mask, TOKENS, TOKENS)
+    fig = attention.head_grid(weights, mask, TOKENS, TOKENS)  # 4 panels a row: rows of 4 and 2
     panels = [t for t in fig.data if t.coloraxis]
-    assert len(panels) == 6 and len(fig.data) == 12
+    assert [p.name for p in panels] == [f"head {h}" for h in range(6)] and len(fig.data) == 6 + 2
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
-    assert all(np.isnan(p.z[:, 3]).all() for p in panels)
-    masked_layer = fig.data[1]
-    assert masked_layer.colorscale[0][1] != "rgb(247,251,255)" and "blocked" in masked_layer.hovertemplate
-    assert "weight" in panels[0].hovertemplate and "query %{y}" in panels[0].hovertemplate
+    for head, panel in enumerate(panels):
+        np.testing.assert_array_equal(panel.z, np.where(mask, weights[head], np.nan))
+        assert "weight" in panel.hovertemplate and "query %{y}" in panel.hovertemplate
+        assert f"<extra>head {head}</extra>" in panel.hovertemplate
+    # the panels of a row share one pair of axes; each panel's keys stay distinct categories that read the same
+    assert [(p.xaxis, p.yaxis) for p in panels] == [("x", "y")] * 4 + [("x2", "y2")] * 2
+    assert all([x.replace(PANEL_MARK, "") for x in p.x] == position_labels(TOKENS) for p in panels)
+    assert len({x for p in panels[:4] for x in p.x}) == 16
+    # one grey layer a row: 1 exactly on every panel's masked cells, NaN on allowed cells and the gaps
+    first_row = [t for t in fig.data if not t.coloraxis][0]
+    assert first_row.colorscale[0][1] == MASKED_COLOR and "blocked" in first_row.hovertemplate
+    assert first_row.hoverongaps is False and all(p.hoverongaps is False for p in panels)
+    categories = list(first_row.x)
+    for panel in panels[:4]:
+        columns = [categories.index(x) for x in panel.x]
+        assert columns == list(range(columns[0], columns[0] + 4))  # consecutive, in order
+        np.testing.assert_array_equal(first_row.z[:, columns], np.where(mask, np.nan, 1.0))
+    assert np.isnan(first_row.z).sum() == first_row.z.size - 4 * 4  # gaps are blank
+    # cells are the same size on every row: a row's width follows its number of categories
+    second_row = [t for t in fig.data if not t.coloraxis][1]
+    widths = [fig.layout.xaxis.domain[1], fig.layout.xaxis2.domain[1]]
+    assert widths[0] == 1.0 and widths[1] == pytest.approx(len(second_row.x) / len(categories))
+    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
+
+
+def test_a_token_cannot_collide_with_another_panels_keys():
+    """Panel categories differ by invisible marks; the same marks typed in a token are dropped from its label."""
+    assert position_labels([f"a{PANEL_MARK}", f"b{GAP_MARK}"]) == ["0·a", "1·b"]
 
 
 def test_long_sequences_are_pooled_and_labelled():
     weights = RNG.random((2, 300, 300)).astype(np.float32)
     fig = attention.head_grid(weights, np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300)
-    assert np.shape(fig.data[0].z) == (100, 100)
+    assert [np.shape(t.z) for t in fig.data if t.coloraxis] == [(100, 100)] * 2
     assert "max-pooled 3×3" in fig.layout.title.text
     full = attention.single_head(weights[0], np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300)
-    assert np.shape(full.data[0].z) == (256, 256)  # exact values, in a window
-    np.testing.assert_array_equal(full.data[0].z, weights[0, :256, :256])
+    assert np.shape(full.data[1].z) == (256, 256)  # exact values, in a window
+    np.testing.assert_array_equal(full.data[1].z, weights[0, :256, :256])
     assert "cropped: queries 0–255, keys 0–255 of 300×300" in full.layout.title.text
 
 
@@ -89,7 +113,7 @@ def test_single_head_window_keeps_exact_values_and_absolute_labels():
     mask = np.tril(np.ones((512, 512), bool))
     tokens = [f"t{i}" for i in range(512)]
     fig = attention.single_head(weights, mask, tokens, tokens, "head 1", start=(128, 256))
-    attend, masked = fig.data
+    masked, attend = fig.data
     np.testing.assert_array_equal(attend.z, np.where(mask, weights, np.nan)[128:384, 256:512])
     assert attend.y[0] == "128·t128" and attend.x[0] == "256·t256" and attend.x[-1] == "511·t511"
     assert "queries 128–383, keys 256–511 of 512×512" in fig.layout.title.text
@@ -98,7 +122,7 @@ def test_single_head_window_keeps_exact_values_and_absolute_labels():
     assert attention.window_starts(300) == [0, 44]  # half-window steps, and the last full window
     # a start past the end is pulled back so the window stays full
     late = attention.single_head(weights, mask, tokens, tokens, start=(500, 500))
-    assert late.data[0].y[0] == "256·t256"
+    assert late.data[1].y[0] == "256·t256"
 
 
 def test_figure_payload_stays_small_at_n_512():

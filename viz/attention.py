@@ -10,8 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import (
-    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, label_px, max_pool, panel_layout, panels_figure,
-    pool_factor, pooled_labels, position_labels, weight_coloraxis, weight_layers,
+    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, max_pool, panels_figure, pool_factor, pooled_labels,
+    position_labels, weight_coloraxis, weight_rows,
 )
 
 
@@ -51,19 +51,15 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
         weights, mask, position_labels(query_tokens), position_labels(key_tokens), limit
     )
     names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
-    traces = [trace for head, name in enumerate(names)
-              for trace in weight_layers(shown[head], shown_mask, q_labels, k_labels, name=name, panel=head)]
     note = f"max-pooled {factor}×{factor} view of {weights.shape[-2]}×{weights.shape[-1]}" if factor > 1 else ""
-    return _heatmap_panels(traces, names, columns, q_labels, k_labels, " — ".join(filter(None, (title, note))))
+    return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns,
+                           " — ".join(filter(None, (title, note))))
 
 
-def _heatmap_panels(traces, names, columns, q_labels, k_labels, title, panel_px=240) -> go.Figure:
-    """Panels of weight heatmaps sharing the fixed 0–1 colour axis; tick labels up to 40 positions."""
-    ticks = len(q_labels) <= 40
-    layout = panel_layout(names, columns, panel_px=panel_px, top_px=44 if title else 10, show_ticks=ticks,
-                          shared_y=True, x_labels_px=label_px(k_labels, ticks, rotated=True),
-                          y_labels_px=label_px(q_labels, ticks))
-    layout["margin"]["r"] = 90  # the colour bar
+def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240) -> go.Figure:
+    """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis; tick labels up to 40 positions."""
+    traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
+                                 top_px=44 if title else 10, show_ticks=len(q_labels) <= 40)
     return panels_figure(traces, layout, title=dict(text=title, x=0.0, xanchor="left"),
                          coloraxis=weight_coloraxis())
 
@@ -89,15 +85,14 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
     rows, cols = slice(q0, q0 + size), slice(k0, k0 + size)
     labels_q, labels_k = position_labels(query_tokens)[rows], position_labels(key_tokens)[cols]
     name = title or "head"
-    traces = weight_layers(weights[rows, cols], mask[rows, cols], labels_q, labels_k, name=name)
     shown_q, shown_k = len(labels_q), len(labels_k)
     if (shown_q, shown_k) != (n_q, n_k):
         note = (f"full resolution, cropped: queries {q0}–{q0 + shown_q - 1}, keys {k0}–{k0 + shown_k - 1} "
                 f"of {n_q}×{n_k}")
     else:
         note = f"full resolution {n_q}×{n_k}" if max(n_q, n_k) > FULL_RESOLUTION else ""
-    return _heatmap_panels(traces, [name], 1, labels_q, labels_k, " — ".join(filter(None, (title, note))),
-                           panel_px=420)
+    return _heatmap_panels(weights[None, rows, cols], mask[rows, cols], labels_q, labels_k, [name], 1,
+                           " — ".join(filter(None, (title, note))), panel_px=420)
 
 
 def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
@@ -113,13 +108,10 @@ def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
         weights, mask, [str(i) for i in range(n_q)], [str(j) for j in range(n_k)], limit
     )
     names = [f"layer {l} head {h}" for l in range(layers) for h in range(heads)]
-    traces = [trace for index, name in enumerate(names)
-              for trace in weight_layers(shown[index // heads, index % heads], shown_mask, q_labels, k_labels,
-                                         name=name, panel=index)]
     titles = [f"head {h}" for h in range(heads)] + [""] * (heads * (layers - 1))  # head names on the top row
-    layout = panel_layout(titles, heads, panel_px=100, gap_px=8, show_ticks=False, top_px=44,
-                          row_titles=[f"layer {l}" for l in range(layers)])
-    layout["margin"]["r"] = 110
+    traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
+                                 names, heads, titles=titles, row_titles=[f"layer {l}" for l in range(layers)],
+                                 panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110)
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
     return panels_figure(traces, layout, title=dict(text=stack_title + note, x=0.0, xanchor="left"),
                          coloraxis=weight_coloraxis())
