@@ -57,13 +57,14 @@ def open_page(page, server, path):
 
 
 def chart_data(page, index=0):
-    """What Plotly drew in chart ``index``: trace count and the first trace's z shape."""
+    """What Plotly drew in chart ``index``: trace count, weight panels and the first trace's z shape."""
     return page.evaluate(
         """([PLOT, index]) => {
             const plot = document.querySelectorAll(PLOT)[index];
             if (!plot || !plot.data) return null;
             const z = plot._fullData?.[0]?.z;
-            return {traces: plot.data.length, rows: z ? z.length : 0, cols: z && z[0] ? z[0].length : 0};
+            return {traces: plot.data.length, panels: plot.data.filter(trace => trace.coloraxis).length,
+                    rows: z ? z.length : 0, cols: z && z[0] ? z[0].length : 0};
         }""",
         [PLOT, index],
     )
@@ -144,7 +145,8 @@ def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_r
 def test_a_copied_link_reproduces_the_view(page, server):
     open_page(page, server, "attention?d_model=32&heads=8&seq_len=5&stack=cross")
     wait_for_charts(page)
-    assert chart_data(page)["traces"] == 18  # (8 heads + their mean) × (weights layer + masked layer)
+    # 8 heads and their mean, 4 to a row: 9 weight panels and one masked-cells layer per row
+    assert chart_data(page)["panels"] == 9 and chart_data(page)["traces"] == 9 + 3
     assert chart_data(page)["rows"] == 5
     assert page.get_by_text("Cross-attention (decoder → encoder)").count() >= 1
 
