@@ -250,6 +250,7 @@ def test_hovering_a_cell_names_its_query_key_and_weight(page, server):
     # the weight colour scale as drawn: 0 is white, 1 dark blue (not Plotly.js's own "Blues", dark to light)
     drawn = page.evaluate(f"() => {FIRST_PLOT}._fullLayout.coloraxis.colorscale")
     assert drawn[0] == [0, "rgb(247,251,255)"] and drawn[-1] == [1, "rgb(8,48,107)"], drawn
+    assert page.locator(f"{PLOT} .colorbar .cbtitle").first.text_content() == "weight"  # the colour bar says what
 
 
 def test_a_chart_follows_the_width_of_its_column(page, server):

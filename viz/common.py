@@ -276,4 +276,4 @@ def _row_categories(key_labels, panels: int, gap: int, mask, tick_step: int):
 
 def weight_coloraxis(title="weight") -> dict:
     """The fixed 0–1 colour scale every attention figure shares."""
-    return dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=title))
+    return dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=title)))
