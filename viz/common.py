@@ -263,12 +263,13 @@ def _row_categories(key_labels, panels: int, gap: int, mask, tick_step: int):
     """
     n_q, n_k = mask.shape
     categories, ticks = [], []
+    panel_blocked = np.where(mask, np.nan, 1.0)  # (N_q, N_k): the same in every panel
     blocked = np.full((n_q, panels * (n_k + gap) - gap), np.nan, dtype=np.float32)  # (N_q, row categories)
     for column in range(panels):
         if column:
             categories += [GAP_MARK * (index + 1) + PANEL_MARK * column for index in range(gap)]
         panel = [f"{label}{PANEL_MARK * column}" for label in key_labels]
-        blocked[:, len(categories):len(categories) + n_k] = np.where(mask, np.nan, 1.0)
+        blocked[:, len(categories):len(categories) + n_k] = panel_blocked
         categories += panel
         ticks += panel[::tick_step]
     return categories, blocked, ticks
