@@ -222,6 +222,7 @@ BAD = [
     (dict(source_text="  \n "), "source text is empty"),
     (dict(target_text=""), "target text is empty"),
     (dict(target_text="1 2"), "source has 3 lines but the target has 1"),
+    (dict(source_text="1 2"), "source has 1 line but the target has 3"),
     (dict(pad_symbols=()), "at least one pad symbol"),
     (dict(pad_symbols=("a b",)), "'a b'"),
     (dict(source_text="1 2 5000", target_text="1"), "5000"),

@@ -172,6 +172,10 @@ class _Batches:
     notices: tuple
 
 
+def _lines_text(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"
+
+
 def encode_batches(config: LiveConfig) -> _Batches:
     """Source and target text -> padded id batches sharing one vocabulary."""
     pad_symbols = tok.check_pad_symbols(config.pad_symbols)
@@ -179,7 +183,7 @@ def encode_batches(config: LiveConfig) -> _Batches:
     target_lines = tok.split_lines(config.target_text, "target")
     if len(source_lines) != len(target_lines):
         raise ValueError(
-            f"The source has {len(source_lines)} lines but the target has {len(target_lines)}: "
+            f"The source has {_lines_text(len(source_lines))} but the target has {len(target_lines)}: "
             "give one target line per source line."
         )
     vocabulary = tok.build_vocabulary(source_lines + target_lines, pad_symbols, VOCAB_SIZE)
