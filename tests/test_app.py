@@ -268,6 +268,7 @@ def test_bad_input_shows_a_message_and_the_next_input_works(key, value, message)
     widget.set_value(value).run()
     no_errors(at)
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert not [e for column in at.main.columns for e in column.error]  # full width, not in a narrow column
     widget.set_value(original).run()
     no_errors(at)
     assert not at.error and chart_elements(at)
