@@ -10,7 +10,9 @@ import pytest
 from transformer.analysis import attention_checks, head_statistics, mask_fills, scaling_experiment
 from transformer.analysis import logsumexp_softmax, naive_softmax, stable_softmax
 from viz import attention, lab, masks, positional, shapes
-from viz.common import GAP_MARK, MASKED_COLOR, PANEL_MARK, max_pool, pooled_labels, position_labels
+from viz.common import (
+    GAP_MARK, MASKED_COLOR, PANEL_MARK, TICK_PX, TICK_WIDTH_PX, max_pool, pooled_labels, position_labels,
+)
 from viz.export import arrays_npz, matrix_csv
 
 RNG = np.random.default_rng(0)
@@ -90,6 +92,18 @@ def test_head_grid_one_panel_per_head_fixed_scale_and_masked_cells():
     widths = [fig.layout.xaxis.domain[1], fig.layout.xaxis2.domain[1]]
     assert widths[0] == 1.0 and widths[1] == pytest.approx(len(second_row.x) / len(categories))
     assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
+
+
+def test_every_panel_labels_the_same_keys_spaced_to_fit_a_narrow_chart():
+    tokens = [f"w{i}" for i in range(24)]
+    fig = attention.head_grid(RNG.random((5, 24, 24)), np.ones((24, 24), bool), tokens, tokens, columns=5)
+    panels = [t for t in fig.data if t.coloraxis]
+    shown = list(fig.layout.xaxis.tickvals)
+    assert set(shown) <= {x for p in panels for x in p.x}  # real keys, never a gap
+    per_panel = [[x for x in p.x if x in shown] for p in panels]
+    assert all([x.replace(PANEL_MARK, "") for x in keys] == [x.replace(PANEL_MARK, "") for x in per_panel[0]]
+               for keys in per_panel) and per_panel[0][0] == "0·w0"
+    assert len(per_panel[0]) * TICK_PX <= TICK_WIDTH_PX / 5 < (len(per_panel[0]) + 4) * TICK_PX
 
 
 def test_a_token_cannot_collide_with_another_panels_keys():

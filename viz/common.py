@@ -89,6 +89,10 @@ CHAR_PX = 7  # width of one tick-label character at Plotly's default 12 px font
 NOMINAL_WIDTH_PX = 1100  # the main column of the wide layout, to turn pixels into paper units
 TITLE_PX = 26  # room above a panel for its title
 TICK_PX = 14  # room along an axis for one rotated tick label
+# Labelled keys are chosen when the figure is built (tickvals), so they cannot thin out in a narrow window as
+# Plotly's automatic ticks do: they are spaced for a narrower chart than NOMINAL_WIDTH_PX (a ~1200 px window
+# with the sidebar open), and a wide chart shows a few labels fewer than would fit (the hover names every key).
+TICK_WIDTH_PX = 800
 
 
 def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
@@ -219,7 +223,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     layout = dict(height=height, showlegend=False, annotations=[], plot_bgcolor="white",
                   margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px))
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
-    tick_step = max(1, math.ceil(n_k * TICK_PX / panel_width_px))
+    tick_step = max(1, math.ceil(n_k * TICK_PX * columns / (TICK_WIDTH_PX - y_labels_px - right_px)))
     traces = []
     for row in range(rows):
         first, last = row * columns, min(panels, (row + 1) * columns)
