@@ -21,9 +21,9 @@ with controls[0]:
 with controls[2]:
     padding_on, future_on = mask_toggles()
 config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
-lines = data.line_count(config)  # a bad configuration's message goes full width, under the controls
+batch = data.line_count(config)  # lines of text; a bad configuration's message goes full width, under the controls
 with controls[1]:
-    element = element_picker(lines)
+    element = element_picker(batch)
 result = data.live(config, stacks=(stack,), lines=(element,))  # only the stack and line on view are computed
 line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k): the line on view
 layers, heads, n_q, n_k = line_maps.shape
