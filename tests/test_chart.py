@@ -48,3 +48,15 @@ def test_the_preloaded_widget_modules_are_the_ones_streamlit_imports_lazily():
         name = url.removeprefix("/static/js/")
         assert name.startswith(f"{widget}.") and (chart.STREAMLIT_JS_DIR / name).is_file()
         assert f"import(`./{name}`)" in index, name
+
+
+def test_served_urls_follow_the_base_url_path():
+    from streamlit import config
+
+    assert chart.plotly_url() == "/app/static/plotly.min.js"
+    config.set_option("server.baseUrlPath", "/lab/")
+    try:
+        assert chart.plotly_url() == "/lab/app/static/plotly.min.js"
+        assert chart.served_path("/static/js/") == "/lab/static/js/"
+    finally:
+        config.set_option("server.baseUrlPath", "")

@@ -117,8 +117,7 @@ STREAMLIT_JS_DIR = Path(st.__file__).parent / "static" / "static" / "js"
 @functools.cache
 def widget_module_urls(js_dir: Path = STREAMLIT_JS_DIR) -> tuple[str, ...]:
     """URLs of the installed Streamlit's code chunks for :data:`PRELOADED_WIDGETS` (``Slider.<hash>.js``)."""
-    base = st.get_option("server.baseUrlPath").strip("/")
-    prefix = f"/{base}/static/js/" if base else "/static/js/"
+    prefix = served_path("/static/js/")
     files = sorted(os.listdir(js_dir))  # one directory read
     return tuple(prefix + name for widget in PRELOADED_WIDGETS for name in files
                  if name.startswith(f"{widget}.") and name.endswith(".js") and name.count(".") == 2)
@@ -148,9 +147,14 @@ def publish_plotly_js(static_dir: Path = STATIC_DIR) -> Path:
     return target
 
 
-def plotly_url() -> str:
+def served_path(path: str) -> str:
+    """``path`` (from ``/``) as this server serves it, under ``server.baseUrlPath`` when one is set."""
     base = st.get_option("server.baseUrlPath").strip("/")
-    return f"/{base}/app/static/{PLOTLY_JS}" if base else f"/app/static/{PLOTLY_JS}"
+    return f"/{base}{path}" if base else path
+
+
+def plotly_url() -> str:
+    return served_path(f"/app/static/{PLOTLY_JS}")
 
 
 CONFIG = {"displaylogo": False}  # resizing is the component's ResizeObserver
