@@ -30,8 +30,9 @@ layers, heads, n_q, n_k = line_maps.shape
 with controls[1]:
     layer = layer_picker(layers)
 
-query_tokens = result.source_tokens[element] if stack == "encoder" else result.target_tokens[element]
-key_tokens = result.target_tokens[element] if stack == "decoder" else result.source_tokens[element]
+query_lines = result.source_tokens if stack == "encoder" else result.target_tokens  # every line's tokens
+key_lines = result.target_tokens if stack == "decoder" else result.source_tokens
+query_tokens, key_tokens = query_lines[element], key_lines[element]
 weights = line_maps[layer]  # (H, N_q, N_k)
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
 if not (padding_on and future_on):
@@ -86,8 +87,7 @@ if model_tab.open:
 downloads(
     Download("Download this stack's weights, every line (NPZ)", lambda: arrays_npz(
         weights=run_live(config, stacks=(stack,)).attention[stack], mask=result.applied_masks[stack],
-        query_tokens=np.array(result.source_tokens if stack == "encoder" else result.target_tokens),  # (B, N_q)
-        key_tokens=np.array(result.target_tokens if stack == "decoder" else result.source_tokens),  # (B, N_k)
+        query_tokens=np.array(query_lines), key_tokens=np.array(key_lines),  # (B, N_q), (B, N_k)
     ), f"attention_{stack}.npz"),
     Download("Download the head average (CSV)", lambda: matrix_csv(with_mean[-1], query_tokens, key_tokens),
              f"attention_{stack}_layer{layer}_average.csv", "text/csv"),
