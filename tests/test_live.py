@@ -10,7 +10,10 @@ import pytest
 
 import numpy_reference as ref
 from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, line_count, run_live
-from transformer.live import ATTENTION_BUDGET_BYTES, SEED_BATCH, attention_bytes, on_engine_thread
+from transformer.live import (
+    ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, attention_bytes, encoding_array, on_engine_thread,
+)
+from transformer.positional import positional_encoding
 
 BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
 
@@ -39,6 +42,18 @@ def test_result_holds_plain_numpy_of_documented_shapes(cache):
     np.testing.assert_allclose(result.positional_encoding, ref.positional_encoding(5, 16), atol=2e-5)
     assert result.device == "/CPU:0" or "GPU" in result.device
     assert result.compute_seconds > 0 and result.tf_version.startswith("2.21")
+
+
+@pytest.mark.parametrize("d_model", [1, 7, 64])
+def test_encoding_of_every_length_is_the_engines_own(d_model):
+    """run_live's encoding is a view of one MAX_SEQ_LEN encoding per width: the same numbers as
+    positional_encoding(length, d_model) computed for that length (up to one float32 rounding step: TensorFlow's
+    vectorised and scalar sin/cos can differ in the last bit), and nobody can write into it."""
+    for length in (0, 1, 7, 100, MAX_SEQ_LEN, MAX_SEQ_LEN + 3):
+        encoding = encoding_array(length, d_model)  # (N, D)
+        assert encoding.shape == (length, d_model)
+        np.testing.assert_allclose(encoding, positional_encoding(length, d_model).numpy(), rtol=0, atol=2e-7)
+        assert not encoding.flags.writeable
 
 
 def test_same_config_gives_same_arrays_and_seed_changes_them(cache):
@@ -210,6 +225,24 @@ def test_mask_toggles_change_what_is_applied(cache):
     assert (no_pad.attention["encoder"][:, 0, :, :, 5:] > 0).all()
     assert (no_future.attention["decoder"][:, 2, :, 0, 1:] > 0).all()
     np.testing.assert_array_equal(on.target_mask, no_future.target_mask)  # drawn masks stay the paper's
+
+
+@pytest.mark.parametrize("padding_on", [True, False])
+@pytest.mark.parametrize("future_on", [True, False])
+def test_applied_masks_are_the_reference_masks_with_the_switched_off_ones_all_true(cache, padding_on, future_on):
+    result = run_live(replace(BASE, padding_masks=padding_on, look_ahead_mask=future_on), cache, stacks=())
+    source_padding = ref.padding_mask(result.source_ids, [0])[:, 0, 0]  # (B, N_s)
+    target_padding = ref.padding_mask(result.target_ids, [0])[:, 0]  # (B, 1, N_t)
+    batch, n = result.source_ids.shape
+    keys = source_padding[:, None, :] if padding_on else np.ones((batch, 1, n), bool)  # (B, 1, N_s)
+    decoder = (target_padding if padding_on else True) & (ref.subsequent_mask(n) if future_on else True)
+    np.testing.assert_array_equal(result.applied_masks["encoder"], np.broadcast_to(keys, (batch, n, n)))
+    np.testing.assert_array_equal(result.applied_masks["cross"], np.broadcast_to(keys, (batch, n, n)))
+    np.testing.assert_array_equal(result.applied_masks["decoder"], np.broadcast_to(decoder, (batch, n, n)))
+    np.testing.assert_array_equal(result.target_mask, ref.padding_mask(result.target_ids, [0]) & ref.subsequent_mask(n))
+    for mask in (*result.applied_masks.values(), result.source_padding_mask, result.target_padding_mask,
+                 result.subsequent_mask, result.target_mask):  # shared by every run of the configuration
+        assert not mask.flags.writeable
 
 
 BAD = [

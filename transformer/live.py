@@ -228,24 +228,38 @@ def _notices(source, target, pads, length) -> tuple:
     return tuple(notices)
 
 
-def _masks(config: LiveConfig, batches: _Batches):
-    """Returns NumPy masks and the tensors each stack is run with (True = may attend)."""
+def _masks(config: LiveConfig, batches: _Batches) -> tuple:
+    """The engine's masks of ``batches`` as NumPy (True = may attend), and the ones each stack runs with.
+
+    Returns ``(source_padding (B, 1, 1, N_s), target_padding (B, 1, 1, N_t), future (N_t, N_t),
+    target (B, 1, N_t, N_t), run_source (B, 1, 1, N_s), run_target (B, 1, N_t, N_t))``. ``target`` is
+    padding AND look-ahead; the run masks are the same with a switched-off mask replaced by all True.
+    The masks are TensorFlow's (`padding_mask`, `subsequent_mask`); only the switches are NumPy.
+    All six are read-only: `prepared_inputs` caches them.
+    """
     pads = list(batches.pad_ids) or [-1]  # -1 matches no id: nothing is padding
-    source_padding = padding_mask(batches.source.ids, pads)  # (B, 1, 1, N)
-    target_padding = padding_mask(batches.target.ids, pads)  # (B, 1, 1, N)
+    source_padding = padding_mask(batches.source.ids, pads)  # (B, 1, 1, N_s)
+    target_padding = padding_mask(batches.target.ids, pads)  # (B, 1, 1, N_t)
     future = subsequent_mask(batches.target.ids.shape[1])  # (N_t, N_t)
-    run_source = source_padding if config.padding_masks else tf.ones_like(source_padding)  # (B, 1, 1, N_s)
-    run_target = tf.logical_and(
-        target_padding if config.padding_masks else tf.ones_like(target_padding),
-        future if config.look_ahead_mask else tf.ones_like(future),
-    )  # (B, 1, N_t, N_t)
-    return source_padding, target_padding, future, run_source, run_target
+    target = tf.logical_and(target_padding, future).numpy()  # (B, 1, N_t, N_t)
+    source_padding, target_padding, future = source_padding.numpy(), target_padding.numpy(), future.numpy()
+    run_source = source_padding if config.padding_masks else np.ones_like(source_padding)  # (B, 1, 1, N_s)
+    if config.padding_masks and config.look_ahead_mask:
+        run_target = target  # (B, 1, N_t, N_t)
+    else:
+        run_target = np.logical_and(target_padding if config.padding_masks else True,
+                                    future if config.look_ahead_mask else True)  # (B, 1, N_t, N_t)
+        run_target = np.broadcast_to(run_target, target.shape)  # (B, 1, N_t, N_t), also with both off
+    masks = source_padding, target_padding, future, target, run_source, run_target
+    for mask in masks:  # cached and shared by every result of this configuration: nobody writes into them
+        mask.flags.writeable = False
+    return masks
 
 
 @dataclass(frozen=True)
 class _Inputs:
     """What every computation on ``config`` starts from: the id batches, a trained model's
-    predictions, and `_masks`' five tensors (on ``config``'s device)."""
+    predictions, and `_masks`' six NumPy masks."""
 
     batches: _Batches
     predictions: tuple
@@ -257,17 +271,29 @@ def prepared_inputs(config: LiveConfig) -> _Inputs:
     """Batches and masks of ``config``, cached: a page's forward pass and its Keras check (one rerun)
     share them. ValueError on bad text or pads (not cached)."""
     batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
-    with tf.device(resolve_device(config.device)):
-        return _Inputs(batches, predictions, _masks(config, batches))
+    return _Inputs(batches, predictions, _masks(config, batches))
 
 
 @functools.lru_cache(maxsize=8)
-def encoding_array(length: int, d_model: int) -> np.ndarray:
-    """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array, cached (it depends on
-    nothing else)."""
-    encoding = positional_encoding(length, d_model).numpy()  # (N, D)
+def _longest_encoding(d_model: int) -> np.ndarray:
+    """``positional_encoding(MAX_SEQ_LEN, d_model)``, read-only ``(MAX_SEQ_LEN, D)``, cached per width."""
+    encoding = positional_encoding(MAX_SEQ_LEN, d_model).numpy()  # (N_max, D)
     encoding.flags.writeable = False
     return encoding
+
+
+def encoding_array(length: int, d_model: int) -> np.ndarray:
+    """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array.
+
+    Row ``pos`` does not depend on the length, so every length up to `MAX_SEQ_LEN` is a view of
+    one encoding per width: a new sequence length costs no TensorFlow call (~2 ms of eager ops).
+    The values are the same up to the last bit of float32 (TensorFlow's vectorised and scalar
+    sin/cos can round differently)."""
+    if length > MAX_SEQ_LEN:
+        encoding = positional_encoding(length, d_model).numpy()  # (N, D)
+        encoding.flags.writeable = False
+        return encoding
+    return _longest_encoding(d_model)[:length]  # (N, D)
 
 
 # ---------------------------------------------------------------- models
@@ -563,7 +589,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
     graph = entry.attention_graph(stacks) if stacks else None
-    source_padding, target_padding, future, run_source, run_target = inputs.masks
+    source_padding, target_padding, future, target, run_source, run_target = inputs.masks
     with tf.device(device):
         started = time.perf_counter()
         attention = graph(*batch_rows(rows, batches.source.ids, batches.target.ids, run_source, run_target)) \
@@ -573,9 +599,9 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     encoding = encoding_array(config.seq_len, d_model)  # (N, D)
     (batch, n_source), n_target = batches.source.ids.shape, batches.target.ids.shape[1]
     applied = {
-        "encoder": np.broadcast_to(run_source.numpy()[:, 0], (batch, n_source, n_source)),
-        "decoder": run_target.numpy()[:, 0],
-        "cross": np.broadcast_to(run_source.numpy()[:, 0], (batch, n_target, n_source)),
+        "encoder": np.broadcast_to(run_source[:, 0], (batch, n_source, n_source)),
+        "decoder": run_target[:, 0],
+        "cross": np.broadcast_to(run_source[:, 0], (batch, n_target, n_source)),
     }
     return LiveResult(
         config=config,
@@ -583,9 +609,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
         source_ids=batches.source.ids, target_ids=batches.target.ids,
         source_truncated=batches.source.truncated, target_truncated=batches.target.truncated,
         pad_ids=batches.pad_ids,
-        source_padding_mask=source_padding.numpy(), target_padding_mask=target_padding.numpy(),
-        subsequent_mask=future.numpy(),
-        target_mask=tf.logical_and(target_padding, future).numpy(),
+        source_padding_mask=source_padding, target_padding_mask=target_padding,
+        subsequent_mask=future, target_mask=target,
         positional_encoding=encoding, attention=attention, applied_masks=applied,
         device=device, device_label=device_label(device), tf_version=tf.__version__,
         layers=layers, heads=heads,
@@ -597,8 +622,9 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
 
 
 def batch_rows(rows: tuple, *batched) -> list:
-    """Each of ``batched`` (batch first: ids (B, N), masks (B, 1, N_q, N_k)) cut to ``rows``; as they are
-    when ``rows`` is every row. Used by `run_live` and by the walkthrough's Keras check."""
+    """Each of ``batched`` (NumPy, batch first: ids (B, N), masks (B, 1, N_q, N_k)) cut to ``rows``, as
+    tensors. Used by `run_live` and by the walkthrough's Keras check. NumPy indexing, not ``tf.gather``:
+    four eager gathers cost ~1 ms a call, more than the forward pass's own ops at the default size."""
     if rows == tuple(range(batched[0].shape[0])):
-        return list(batched)
-    return [tf.gather(values, rows) for values in batched]  # (B', ...)
+        return [tf.convert_to_tensor(values) for values in batched]
+    return [tf.convert_to_tensor(values[list(rows)]) for values in batched]  # (B', ...)

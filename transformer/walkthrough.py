@@ -102,7 +102,7 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:
         raise ValueError(f"layer must be from 0 to {config.num_layers - 1}. Received: layer={layer!r}")
     inputs = prepared_inputs(config)
-    (_, _, _, run_source, run_target), lines = inputs.masks, _lines(inputs.batches, line)
+    (*_, run_source, run_target), lines = inputs.masks, _lines(inputs.batches, line)
     entry = cache.for_config(config)
     with tf.device(entry.device):
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
