@@ -218,14 +218,19 @@ def test_downloads_are_made_when_clicked_and_hold_the_shown_data(page, server):
     assert page.locator("[data-testid='stException']").count() == 0
 
 
-def _hover_cell(page, trace: int, query: int, key: int, expect_text: bool = True) -> str:
-    """Move the mouse onto one cell of trace ``trace`` of the first chart; its hover text."""
-    point = page.evaluate(f"""([trace, query, key]) => {{
+def _cell_point(page, trace: int, query: int, key: int) -> dict:
+    """Where one cell of trace ``trace`` of the first chart is on the page."""
+    return page.evaluate(f"""([trace, query, key]) => {{
         const plot = {FIRST_PLOT}, data = plot._fullData[trace], box = plot.getBoundingClientRect();
         const xa = plot._fullLayout["xaxis" + data.xaxis.slice(1)], ya = plot._fullLayout["yaxis" + data.yaxis.slice(1)];
         return {{x: box.left + xa._offset + xa.c2p(xa.d2c(data.x[key])),
                  y: box.top + ya._offset + ya.c2p(ya.d2c(data.y[query]))}};
     }}""", [trace, query, key])
+
+
+def _hover_cell(page, trace: int, query: int, key: int, expect_text: bool = True) -> str:
+    """Move the mouse onto one cell of trace ``trace`` of the first chart; its hover text."""
+    point = _cell_point(page, trace, query, key)
     page.mouse.move(point["x"], point["y"])
     if not expect_text:
         page.wait_for_timeout(500)
@@ -251,6 +256,27 @@ def test_hovering_a_cell_names_its_query_key_and_weight(page, server):
     drawn = page.evaluate(f"() => {FIRST_PLOT}._fullLayout.coloraxis.colorscale")
     assert drawn[0] == [0, "rgb(247,251,255)"] and drawn[-1] == [1, "rgb(8,48,107)"], drawn
     assert page.locator(f"{PLOT} .colorbar .cbtitle").first.text_content() == "weight"  # the colour bar says what
+
+
+def test_a_box_zoom_on_one_head_keeps_that_heads_title_only(page, server):
+    """The panels of a row share an x axis, so a zoom into head 1 shows head 1 across the row: its title
+    stays over it and no other head's title is left over a picture that is not that head's."""
+    open_page(page, server, "attention?seq_len=6")
+    wait_for_charts(page)
+    head_1 = 2  # the first row's masked-cells layer, then head 0, head 1 …
+    titles = f"() => [...document.querySelectorAll('{PLOT} .annotation-text')].map(note => note.textContent)"
+    assert page.evaluate(titles)[:5] == ["head 0", "head 1", "head 2", "head 3", "mean of heads"]
+    start, end = _cell_point(page, head_1, query=0, key=1), _cell_point(page, head_1, query=5, key=4)
+    page.mouse.move(start["x"], start["y"])
+    page.mouse.down()
+    page.mouse.move(end["x"], end["y"], steps=8)
+    page.mouse.up()
+    page.wait_for_function(f"() => !{FIRST_PLOT}._fullLayout.xaxis.autorange", timeout=10_000)
+    zoomed = page.evaluate(f"() => {FIRST_PLOT}._fullLayout.xaxis.range")
+    first_key_of_head_1 = page.evaluate(f"() => {FIRST_PLOT}._fullLayout.xaxis.d2c({FIRST_PLOT}._fullData[2].x[0])")
+    assert first_key_of_head_1 - 0.5 <= zoomed[0] < zoomed[1] <= first_key_of_head_1 + 5.5, zoomed
+    page.wait_for_timeout(300)
+    assert page.evaluate(titles) == ["head 1"]
 
 
 def test_a_chart_follows_the_width_of_its_column(page, server):

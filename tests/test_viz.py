@@ -92,6 +92,10 @@ def test_head_grid_one_panel_per_head_fixed_scale_and_masked_cells():
     widths = [fig.layout.xaxis.domain[1], fig.layout.xaxis2.domain[1]]
     assert widths[0] == 1.0 and widths[1] == pytest.approx(len(second_row.x) / len(categories))
     assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
+    # each title sits on its row's x axis over its panel's middle key, so a zoom into one panel keeps only its title
+    assert [(a.xref, a.yref) for a in fig.layout.annotations] == [("x", "paper")] * 4 + [("x2", "paper")] * 2
+    middles = [np.mean([categories.index(x) for x in panel.x]) for panel in panels[:4]]
+    assert [a.x for a in fig.layout.annotations[:4]] == pytest.approx(middles)
 
 
 def test_every_panel_labels_the_same_keys_spaced_to_fit_a_narrow_chart():

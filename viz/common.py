@@ -230,14 +230,25 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
         traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels)
         starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
-        layout["annotations"] += [_note(title, (start + n_k / 2) / full_row, y_domains[row][1], "center", "bottom",
-                                        font=dict(size=14)) for title, start in zip(titles[first:last], starts) if title]
+        layout["annotations"] += [_panel_title(title, row, start + (n_k - 1) / 2, y_domains[row][1])
+                                  for title, start in zip(titles[first:last], starts) if title]
         width = len(categories) / full_row  # the same cell size on every row
         if row_titles:
             layout["annotations"].append(_note(row_titles[row], width, sum(y_domains[row]) / 2, "left", "middle",
                                                textangle=90))
         layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks))
     return traces, layout
+
+
+def _panel_title(text, row: int, center: float, y: float) -> dict:
+    """A panel's title above its centre, at x = the category index ``center`` on its row's x axis.
+
+    On the row's axis, not on the paper: a zoom into one panel moves the row's axis, and a title
+    placed on the paper would then name another panel's picture. Plotly hides an annotation whose
+    x leaves the axis range, so only the titles of panels in view stay.
+    """
+    return dict(text=text, x=center, y=y, xref=axis_ids(row)[0], yref="paper", xanchor="center", yanchor="bottom",
+                showarrow=False, yshift=4, font=dict(size=14))
 
 
 def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels) -> list[dict]:
