@@ -29,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from report import percentile, process_rss_mb, write_section  # noqa: E402
+from report import percentile, process_rss_mb, steal_note, stolen_seconds, write_section  # noqa: E402
 
 ROWS = []
 
@@ -335,16 +335,19 @@ def main():
     parser.add_argument("--only", choices=sorted(PARTS), action="append",
                         help="run only these parts (repeatable); BENCHMARKS.md is not written then")
     args = parser.parse_args()
+    stolen, started = stolen_seconds(), time.perf_counter()
     for name, part in PARTS.items():
         if not args.only or name in args.only:
             part(args.quick)
+    steal = steal_note(stolen_seconds() - stolen, time.perf_counter() - started)
+    print(steal)
     if args.only:
         return
     table = ["| part | measure | figure | target |", "| --- | --- | --- | --- |"]
     table += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ROWS]
     if args.write:
         write_section("Performance", f"`make bench{'-quick' if args.quick else ''}`; each figure beside its "
-                      f"reference, measured in the same run. {MOVES_NOTE}", table)
+                      f"reference, measured in the same run. {MOVES_NOTE} {steal}", table)
 
 
 if __name__ == "__main__":

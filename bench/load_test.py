@@ -30,7 +30,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 from wire_proxy import WireProxy, answer_times  # noqa: E402
-from report import lower_priority_of_other_sessions, machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb, write_section  # noqa: E402
+from report import (  # noqa: E402
+    lower_priority_of_other_sessions, machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb,
+    stolen_seconds, write_section,
+)
 
 from chart_support import FIRST_PLOT as CHART  # noqa: E402
 LABELS = f"() => ({CHART}?._fullData?.[0]?.y || []).join(' ')"
@@ -123,10 +126,12 @@ def measured_run(proxy, process, sessions, seconds, pause):
     proxy.take()
     rss_before = process_rss_mb(process.pid)
     cpu_before, busy_before, started = process_cpu_seconds(process.pid), machine_busy_seconds(), time.time()
+    stolen_before = stolen_seconds()
     latencies, errors, leaks = asyncio.run(run(sessions, seconds, proxy.url, pause))
     return dict(latencies=latencies, errors=errors, leaks=leaks, server=answer_times(proxy.take()),
                 server_cpu=process_cpu_seconds(process.pid) - cpu_before,
                 busy=machine_busy_seconds() - busy_before, elapsed=time.time() - started,
+                stolen=stolen_seconds() - stolen_before,
                 rss=(rss_before, process_rss_mb(process.pid)))
 
 
@@ -159,6 +164,8 @@ def table_rows(runs) -> list[tuple[str, ...]]:
         ("CPU busy: whole machine / the Streamlit server's share of it",
          *each(lambda r: f"{r['busy'] / r['elapsed'] / os.cpu_count():.0%} / {r['server_cpu'] / r['busy']:.0%}"),
          f"{os.cpu_count()} cores; the rest is the Chromium clients"),
+        ("cores' time the host took (steal)", *each(lambda r: f"{r['stolen'] / r['elapsed'] / os.cpu_count():.0%}"),
+         "a shared host: part of the CPU busy above was not this machine's to use"),
         ("server CPU per move (ms)", *each(lambda r: f"{r['server_cpu'] / max(1, len(r['latencies'])) * 1e3:.0f}"),
          ""),
     ]

@@ -36,9 +36,23 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 def machine_busy_seconds() -> float:
-    """CPU time every core has spent not idle since boot, from /proc/stat."""
-    user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    """CPU time every core has spent running this machine's work since boot, from /proc/stat (not idle,
+    and not stolen by the host: see `stolen_seconds`)."""
+    user, nice, system, idle, iowait, irq, softirq = map(int, Path("/proc/stat").read_text().split()[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def stolen_seconds() -> float:
+    """CPU time since boot that this virtual machine's cores wanted but the host gave to others
+    ("steal" in /proc/stat): on a shared host, the part of a slow run that is not this code's."""
+    return int(Path("/proc/stat").read_text().split()[8]) / os.sysconf("SC_CLK_TCK")
+
+
+def steal_note(stolen: float, elapsed: float) -> str:
+    """The share of the cores' time the host took during a run of ``elapsed`` seconds, as one sentence."""
+    share = stolen / (elapsed * (os.cpu_count() or 1))
+    return (f"During this run the host took {share:.0%} of the cores' time (\"steal\"); a busy host makes every "
+            "figure slower and the same code measures differently from run to run.")
 
 
 def _parent(pid: int) -> int:

@@ -100,3 +100,13 @@ def test_the_engine_preload_runs_once_and_app_waits_for_it(monkeypatch):
     assert not preload.wait(timeout=0.05)  # the app waits while the import runs
     preload._import_engine()
     assert preload.wait(timeout=0) and "transformer" in sys.modules
+
+
+def test_the_hosts_share_of_a_run_is_read_from_proc_stat(monkeypatch):
+    """A shared host's "steal": the benchmarks print it beside their figures, so a slow run can be told apart."""
+    import report
+
+    fields = Path("/proc/stat").read_text().split()
+    assert fields[0] == "cpu" and report.stolen_seconds() >= int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    monkeypatch.setattr(report.os, "cpu_count", lambda: 2)
+    assert "the host took 10% of the cores' time" in report.steal_note(stolen=2.0, elapsed=10.0)
