@@ -32,7 +32,7 @@ from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E
 from wire_proxy import WireProxy, answer_times  # noqa: E402
 from report import (  # noqa: E402
     lower_priority_of_other_sessions, machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb,
-    stolen_seconds, write_section,
+    steal_share, stolen_seconds, write_section,
 )
 
 from chart_support import FIRST_PLOT as CHART  # noqa: E402
@@ -164,7 +164,7 @@ def table_rows(runs) -> list[tuple[str, ...]]:
         ("CPU busy: whole machine / the Streamlit server's share of it",
          *each(lambda r: f"{r['busy'] / r['elapsed'] / os.cpu_count():.0%} / {r['server_cpu'] / r['busy']:.0%}"),
          f"{os.cpu_count()} cores; the rest is the Chromium clients"),
-        ("cores' time the host took (steal)", *each(lambda r: f"{r['stolen'] / r['elapsed'] / os.cpu_count():.0%}"),
+        ("cores' time the host took (steal)", *each(lambda r: f"{steal_share(r['stolen'], r['elapsed']):.0%}"),
          "a shared host: part of the CPU busy above was not this machine's to use"),
         ("server CPU per move (ms)", *each(lambda r: f"{r['server_cpu'] / max(1, len(r['latencies'])) * 1e3:.0f}"),
          ""),

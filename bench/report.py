@@ -48,10 +48,14 @@ def stolen_seconds() -> float:
     return int(Path("/proc/stat").read_text().split()[8]) / os.sysconf("SC_CLK_TCK")
 
 
+def steal_share(stolen: float, elapsed: float) -> float:
+    """The share of the cores' time the host took (``stolen`` seconds) during ``elapsed`` seconds."""
+    return stolen / (elapsed * (os.cpu_count() or 1))
+
+
 def steal_note(stolen: float, elapsed: float) -> str:
-    """The share of the cores' time the host took during a run of ``elapsed`` seconds, as one sentence."""
-    share = stolen / (elapsed * (os.cpu_count() or 1))
-    return (f"During this run the host took {share:.0%} of the cores' time (\"steal\"); a busy host makes every "
+    """`steal_share` as one sentence for a benchmark's table."""
+    return (f"During this run the host took {steal_share(stolen, elapsed):.0%} of the cores' time (\"steal\"); a busy host makes every "
             "figure slower and the same code measures differently from run to run.")
 
 

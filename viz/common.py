@@ -162,10 +162,10 @@ def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None
     return {x_id.replace("x", "xaxis"): x_axis, y_id.replace("y", "yaxis"): y_axis}
 
 
-def _note(text, x, y, xanchor, yanchor, **style) -> dict:
-    """A paper-positioned annotation: a panel or row title."""
+def _note(text, x, y, xanchor, yanchor, xref="paper", **style) -> dict:
+    """A panel or row title: at paper ``y``, and at ``x`` on the paper or on the x axis ``xref``."""
     shift = dict(yshift=4) if yanchor == "bottom" else dict(xshift=6)
-    return dict(text=text, x=x, y=y, xref="paper", yref="paper", xanchor=xanchor, yanchor=yanchor,
+    return dict(text=text, x=x, y=y, xref=xref, yref="paper", xanchor=xanchor, yanchor=yanchor,
                 showarrow=False, **shift, **style)
 
 
@@ -230,7 +230,10 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
         traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels)
         starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
-        layout["annotations"] += [_panel_title(title, row, start + (n_k - 1) / 2, y_domains[row][1])
+        # Titles sit on the row's x axis, over each panel's middle key: a zoom into one panel moves the shared
+        # axis, and Plotly hides a title whose key leaves the range (on the paper, it would name another picture).
+        layout["annotations"] += [_note(title, start + (n_k - 1) / 2, y_domains[row][1], "center", "bottom",
+                                        xref=axis_ids(row)[0], font=dict(size=14))
                                   for title, start in zip(titles[first:last], starts) if title]
         width = len(categories) / full_row  # the same cell size on every row
         if row_titles:
@@ -238,17 +241,6 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
                                                textangle=90))
         layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks))
     return traces, layout
-
-
-def _panel_title(text, row: int, center: float, y: float) -> dict:
-    """A panel's title above its centre, at x = the category index ``center`` on its row's x axis.
-
-    On the row's axis, not on the paper: a zoom into one panel moves the row's axis, and a title
-    placed on the paper would then name another panel's picture. Plotly hides an annotation whose
-    x leaves the axis range, so only the titles of panels in view stay.
-    """
-    return dict(text=text, x=center, y=y, xref=axis_ids(row)[0], yref="paper", xanchor="center", yanchor="bottom",
-                showarrow=False, yshift=4, font=dict(size=14))
 
 
 def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels) -> list[dict]:
