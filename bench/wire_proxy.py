@@ -144,11 +144,13 @@ class WireProxy:
 
 
 def answer_times(events, min_answer_bytes: int = 1000) -> list[float]:
-    """Seconds from each rerun request (a ``rerun_script`` BackMsg) to the last byte of its answer.
+    """Seconds from each slider move's rerun request (a ``rerun_script`` BackMsg) to the last byte of its answer.
 
     The answer is every byte the server sends on that connection until the next rerun
     request, counted when at least ``min_answer_bytes`` arrived. Requests sent before any
-    answer (Streamlit folds them into one rerun) are timed from the first.
+    answer (Streamlit folds them into one rerun) are timed from the first. A connection's first
+    answered request is its page load, not a move (seconds, with eight pages loading at once): not timed,
+    as the browser-side latencies do not time it either.
     """
     times, by_connection = [], {}
     for connection, moment, kind, size in sorted(events, key=lambda e: e[1]):
@@ -156,11 +158,13 @@ def answer_times(events, min_answer_bytes: int = 1000) -> list[float]:
             by_connection.setdefault(connection, []).append((moment, kind, size))
     for chunks in by_connection.values():
         start = end = None
-        answered = 0
+        answered, loaded = 0, False
         for moment, kind, size in chunks + [(float("inf"), "rerun_script", 0)]:
             if kind == "rerun_script":
                 if start is not None and answered >= min_answer_bytes:
-                    times.append(end - start)
+                    if loaded:
+                        times.append(end - start)
+                    loaded = True
                 if start is None or answered:  # a request the server has not answered yet keeps its time
                     start, end, answered = moment, None, 0
             elif start is not None:

@@ -32,12 +32,15 @@ def test_frames_split_across_reads_are_named_by_their_backmsg_type():
 
 
 def test_answer_times_run_from_a_rerun_request_to_the_last_byte_of_its_answer():
-    events = [  # (connection, time, kind, bytes)
+    events = [  # (connection, time, kind, bytes); each connection starts with its page load (seconds)
+        (1, -5.0, "rerun_script", 90), (1, -2.0, "down", 90_000),
         (1, 0.0, "rerun_script", 90), (1, 0.01, "app_heartbeat", 10), (1, 0.05, "down", 800),
         (1, 0.08, "down", 900), (1, 1.0, "rerun_script", 90), (1, 1.02, "rerun_script", 90),
-        (1, 1.2, "down", 5000), (2, 0.5, "rerun_script", 90), (2, 0.6, "down", 10),
+        (1, 1.2, "down", 5000), (2, -4.0, "rerun_script", 90), (2, -1.0, "down", 90_000),
+        (2, 0.5, "rerun_script", 90), (2, 0.6, "down", 10),
     ]
-    assert [round(t, 3) for t in answer_times(events)] == [0.08, 0.2]  # connection 2's 10 bytes: no answer
+    # the page loads are not moves; connection 2's 10 bytes: no answer
+    assert [round(t, 3) for t in answer_times(events)] == [0.08, 0.2]
 
 
 def test_a_child_in_a_session_of_its_own_is_lowered_as_a_group(monkeypatch):
