@@ -2,10 +2,10 @@
 
 The load test's clients share the machine's cores with the server, so times taken
 inside a starved browser say little about the server. This proxy runs in its own
-process at normal priority and notes when each burst of bytes passes, in each
-direction: from a rerun request (client to server) to the last bytes of the answer.
-It reads the server without waiting for the browser to take the bytes, so a slow
-client does not stretch the server's times.
+process at normal priority and reads the Streamlit messages in each direction's WebSocket
+frames: an answer runs from a rerun request (client to server) to the server's message that
+the rerun finished. It reads the server without waiting for the browser to take the bytes,
+so a slow client does not stretch the server's times.
 """
 
 from __future__ import annotations
@@ -18,26 +18,34 @@ import time
 from browser_support import free_port
 
 
-class _BackMessages:
-    """Reads the client's WebSocket frames on one connection and names each Streamlit BackMsg.
+class _Messages:
+    """Reads one direction of one connection's WebSocket frames and names each Streamlit message.
 
-    Client frames are masked (RFC 6455); each binary frame holds one protobuf ``BackMsg``.
-    Anything before the end of the HTTP upgrade request is skipped.
+    Client frames are masked (RFC 6455) and hold a protobuf ``BackMsg``, named by its type
+    (``rerun_script`` …). Server frames hold a ``ForwardMsg``: ``script_finished`` (a run that
+    finished, not one stopped for the next rerun), or its type. Control frames (ping, pong, close)
+    are named ``opcode N``. Nothing is read before the WebSocket upgrade (the client's GET, the
+    server's 101), nor on a connection that is plain HTTP (static files).
     """
 
-    def __init__(self):
+    def __init__(self, direction: str = "up"):
+        self.direction = direction
         self.buffer = b""
         self.upgraded = False
+        self.plain = False
 
     def feed(self, chunk: bytes) -> list[str]:
+        if self.plain:
+            return []
         self.buffer += chunk
         if not self.upgraded:
             if b"\r\n\r\n" not in self.buffer:
                 return []
             head, self.buffer = self.buffer.split(b"\r\n\r\n", 1)
-            self.upgraded = head.startswith(b"GET") and b"websocket" in head.lower()
+            self.upgraded = (head.startswith(b"GET") and b"websocket" in head.lower() if self.direction == "up"
+                             else head.startswith(b"HTTP/1.1 101"))
             if not self.upgraded:
-                self.buffer = b""
+                self.plain, self.buffer = True, b""
                 return []
         names = []
         while (frame := self._next_frame()) is not None:
@@ -65,30 +73,30 @@ class _BackMessages:
         self.buffer = data[key_end + length:]
         return opcode, payload
 
-    @staticmethod
-    def _name(payload: bytes) -> str:
+    def _name(self, payload: bytes) -> str:
         from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-        message = BackMsg()
+        message = BackMsg() if self.direction == "up" else ForwardMsg()
         try:
             message.ParseFromString(payload)
-        except Exception:  # noqa: BLE001  (not a BackMsg: named as such)
+        except Exception:  # noqa: BLE001  (not a Streamlit message: named as such)
             return "unparsed"
-        return message.WhichOneof("type") or "empty"
+        kind = message.WhichOneof("type") or "empty"
+        if kind == "script_finished" and message.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            return "script_stopped_for_rerun"
+        return kind
 
 
 def _serve(upstream_port: int, port: int, pipe) -> None:
-    events = []  # (connection, monotonic time, "down" | the BackMsg type of a client frame, bytes)
+    events = []  # (connection, monotonic time, the name of a message read (see _Messages), bytes read)
 
     async def pump(reader, writer, connection, direction):
-        messages = _BackMessages() if direction == "up" else None
+        messages = _Messages(direction)
         try:
             while chunk := await reader.read(65536):
                 moment = time.monotonic()
-                if messages is None:
-                    events.append((connection, moment, direction, len(chunk)))
-                else:
-                    events.extend((connection, moment, name, len(chunk)) for name in messages.feed(chunk))
+                events.extend((connection, moment, name, len(chunk)) for name in messages.feed(chunk))
                 writer.write(chunk)
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
@@ -143,30 +151,26 @@ class WireProxy:
         self._process.join(5)
 
 
-def answer_times(events, min_answer_bytes: int = 1000) -> list[float]:
-    """Seconds from each slider move's rerun request (a ``rerun_script`` BackMsg) to the last byte of its answer.
+def answer_times(events) -> list[float]:
+    """Seconds from each slider move's rerun request (a ``rerun_script`` BackMsg) to the server's
+    ``script_finished`` for it, on the same connection.
 
-    The answer is every byte the server sends on that connection until the next rerun
-    request, counted when at least ``min_answer_bytes`` arrived. Requests sent before any
-    answer (Streamlit folds them into one rerun) are timed from the first. A connection's first
-    answered request is its page load, not a move (seconds, with eight pages loading at once): not timed,
-    as the browser-side latencies do not time it either.
+    Requests sent before the run they asked for has finished (Streamlit stops that run and starts
+    again) are timed from the first. A connection's first answer is its page load, not a move
+    (seconds, with eight pages loading at once): not timed, as the browser-side latencies do not time
+    it either. Other server frames (pings, messages between runs) end nothing: counted by bytes,
+    they used to stretch an answer to whatever small frame came before the next move.
     """
     times, by_connection = [], {}
-    for connection, moment, kind, size in sorted(events, key=lambda e: e[1]):
-        if kind in ("down", "rerun_script"):
-            by_connection.setdefault(connection, []).append((moment, kind, size))
-    for chunks in by_connection.values():
-        start = end = None
-        answered, loaded = 0, False
-        for moment, kind, size in chunks + [(float("inf"), "rerun_script", 0)]:
-            if kind == "rerun_script":
-                if start is not None and answered >= min_answer_bytes:
-                    if loaded:
-                        times.append(end - start)
-                    loaded = True
-                if start is None or answered:  # a request the server has not answered yet keeps its time
-                    start, end, answered = moment, None, 0
-            elif start is not None:
-                end, answered = moment, answered + size
+    for connection, moment, kind, _ in sorted(events, key=lambda e: e[1]):
+        by_connection.setdefault(connection, []).append((moment, kind))
+    for messages in by_connection.values():
+        requested, loaded = None, False
+        for moment, kind in messages:
+            if kind == "rerun_script" and requested is None:
+                requested = moment
+            elif kind == "script_finished" and requested is not None:
+                if loaded:
+                    times.append(moment - requested)
+                requested, loaded = None, True
     return times

@@ -1,14 +1,15 @@
-"""The load test's wire proxy: it must recognise rerun requests among the client's WebSocket frames."""
+"""The load test's wire proxy: it must recognise rerun requests and finished runs among the WebSocket frames."""
 
 import os
 import sys
 from pathlib import Path
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from wire_proxy import _BackMessages, answer_times  # noqa: E402
+from wire_proxy import _Messages, answer_times  # noqa: E402
 
 
 def client_frame(message: BackMsg) -> bytes:
@@ -26,20 +27,42 @@ def test_frames_split_across_reads_are_named_by_their_backmsg_type():
     heartbeat = BackMsg()
     heartbeat.app_heartbeat = True
     stream = b"GET /_stcore/stream HTTP/1.1\r\nUpgrade: websocket\r\n\r\n" + client_frame(rerun) + client_frame(heartbeat)
-    reader = _BackMessages()
+    reader = _Messages("up")
     names = reader.feed(stream[:70]) + reader.feed(stream[70:200]) + reader.feed(stream[200:])
     assert names == ["rerun_script", "app_heartbeat"]
 
 
-def test_answer_times_run_from_a_rerun_request_to_the_last_byte_of_its_answer():
-    events = [  # (connection, time, kind, bytes); each connection starts with its page load (seconds)
-        (1, -5.0, "rerun_script", 90), (1, -2.0, "down", 90_000),
-        (1, 0.0, "rerun_script", 90), (1, 0.01, "app_heartbeat", 10), (1, 0.05, "down", 800),
-        (1, 0.08, "down", 900), (1, 1.0, "rerun_script", 90), (1, 1.02, "rerun_script", 90),
-        (1, 1.2, "down", 5000), (2, -4.0, "rerun_script", 90), (2, -1.0, "down", 90_000),
-        (2, 0.5, "rerun_script", 90), (2, 0.6, "down", 10),
+def server_frame(payload: bytes, opcode: int = 2) -> bytes:
+    """An unmasked WebSocket frame, as the server sends it."""
+    length = len(payload)
+    header = bytes([0x80 | opcode]) + (bytes([length]) if length < 126 else bytes([126]) + length.to_bytes(2, "big"))
+    return header + payload
+
+
+def test_server_frames_are_named_by_their_forwardmsg_and_a_stopped_run_is_not_a_finished_one():
+    finished, stopped = ForwardMsg(), ForwardMsg()
+    finished.script_finished = ForwardMsg.FINISHED_SUCCESSFULLY
+    stopped.script_finished = ForwardMsg.FINISHED_EARLY_FOR_RERUN
+    stream = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n" + server_frame(b"\x00\x01", opcode=9)
+              + server_frame(stopped.SerializeToString()) + server_frame(finished.SerializeToString()))
+    reader = _Messages("down")
+    assert reader.feed(stream[:50]) + reader.feed(stream[50:]) == ["opcode 9", "script_stopped_for_rerun",
+                                                                   "script_finished"]
+    plain = _Messages("down")  # a static file: never read as frames, however its body looks
+    assert plain.feed(b"HTTP/1.1 200 OK\r\n\r\n" + server_frame(finished.SerializeToString()) * 3) == []
+    assert plain.feed(b"\r\n\r\n" + server_frame(finished.SerializeToString())) == []
+
+
+def test_answer_times_run_from_a_rerun_request_to_the_run_that_finished():
+    events = [  # (connection, time, message, bytes read); each connection starts with its page load (seconds)
+        (1, -5.0, "rerun_script", 90), (1, -2.0, "script_finished", 90_000),
+        (1, 0.0, "rerun_script", 90), (1, 0.01, "app_heartbeat", 10), (1, 0.05, "delta", 800),
+        (1, 0.08, "script_finished", 900), (1, 0.5, "opcode 9", 4),  # a ping between moves ends nothing
+        (1, 1.0, "rerun_script", 90), (1, 1.02, "rerun_script", 90),  # the second stops the first run
+        (1, 1.05, "script_stopped_for_rerun", 20), (1, 1.2, "script_finished", 5000),
+        (2, -4.0, "rerun_script", 90), (2, -1.0, "script_finished", 90_000),
+        (2, 0.5, "rerun_script", 90), (2, 0.6, "delta", 10),  # never finished: not timed
     ]
-    # the page loads are not moves; connection 2's 10 bytes: no answer
     assert [round(t, 3) for t in answer_times(events)] == [0.08, 0.2]
 
 
