@@ -155,7 +155,7 @@ def table_rows(runs) -> list[tuple[str, ...]]:
         ("p50 slider → redrawn chart (ms)", *each(lambda r: ms(r["latencies"], 50)), ""),
         ("p90 slider → redrawn chart (ms)", *each(lambda r: ms(r["latencies"], 90)),
          "ratio to 1 session: " + " / ".join(ratio(r, "latencies") for r in runs[1:]) + " (target ≤ 2, paced)"),
-        ("p50 / p90 server answer on the wire: rerun request → its last byte (ms)",
+        ("p50 / p90 server answer on the wire: rerun request → its run's script_finished (ms)",
          *each(lambda r: f"{ms(r['server'], 50)} / {ms(r['server'], 90)}"),
          "p90 ratio " + " / ".join(ratio(r, "server") for r in runs[1:])),
         ("errors / exceptions", *each(lambda r: str(r["errors"])), "target 0"),
