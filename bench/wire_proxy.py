@@ -89,14 +89,14 @@ class _Messages:
 
 
 def _serve(upstream_port: int, port: int, pipe) -> None:
-    events = []  # (connection, monotonic time, the name of a message read (see _Messages), bytes read)
+    events = []  # (connection, monotonic time, the name of a message read: see _Messages)
 
     async def pump(reader, writer, connection, direction):
         messages = _Messages(direction)
         try:
             while chunk := await reader.read(65536):
                 moment = time.monotonic()
-                events.extend((connection, moment, name, len(chunk)) for name in messages.feed(chunk))
+                events.extend((connection, moment, name) for name in messages.feed(chunk))
                 writer.write(chunk)
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
@@ -162,7 +162,7 @@ def answer_times(events) -> list[float]:
     they used to stretch an answer to whatever small frame came before the next move.
     """
     times, by_connection = [], {}
-    for connection, moment, kind, _ in sorted(events, key=lambda e: e[1]):
+    for connection, moment, kind in sorted(events, key=lambda e: e[1]):
         by_connection.setdefault(connection, []).append((moment, kind))
     for messages in by_connection.values():
         requested, loaded = None, False

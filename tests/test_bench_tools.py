@@ -54,14 +54,14 @@ def test_server_frames_are_named_by_their_forwardmsg_and_a_stopped_run_is_not_a_
 
 
 def test_answer_times_run_from_a_rerun_request_to_the_run_that_finished():
-    events = [  # (connection, time, message, bytes read); each connection starts with its page load (seconds)
-        (1, -5.0, "rerun_script", 90), (1, -2.0, "script_finished", 90_000),
-        (1, 0.0, "rerun_script", 90), (1, 0.01, "app_heartbeat", 10), (1, 0.05, "delta", 800),
-        (1, 0.08, "script_finished", 900), (1, 0.5, "opcode 9", 4),  # a ping between moves ends nothing
-        (1, 1.0, "rerun_script", 90), (1, 1.02, "rerun_script", 90),  # the second stops the first run
-        (1, 1.05, "script_stopped_for_rerun", 20), (1, 1.2, "script_finished", 5000),
-        (2, -4.0, "rerun_script", 90), (2, -1.0, "script_finished", 90_000),
-        (2, 0.5, "rerun_script", 90), (2, 0.6, "delta", 10),  # never finished: not timed
+    events = [  # (connection, time, message); each connection starts with its page load (seconds)
+        (1, -5.0, "rerun_script"), (1, -2.0, "script_finished"),
+        (1, 0.0, "rerun_script"), (1, 0.01, "app_heartbeat"), (1, 0.05, "delta"),
+        (1, 0.08, "script_finished"), (1, 0.5, "opcode 9"),  # a ping between moves ends nothing
+        (1, 1.0, "rerun_script"), (1, 1.02, "rerun_script"),  # the second stops the first run
+        (1, 1.05, "script_stopped_for_rerun"), (1, 1.2, "script_finished"),
+        (2, -4.0, "rerun_script"), (2, -1.0, "script_finished"),
+        (2, 0.5, "rerun_script"), (2, 0.6, "delta"),  # never finished: not timed
     ]
     assert [round(t, 3) for t in answer_times(events)] == [0.08, 0.2]
 
