@@ -275,12 +275,16 @@ def prepared_inputs(config: LiveConfig) -> _Inputs:
         return _Inputs(batches, predictions, _masks(config, batches))
 
 
-@functools.lru_cache(maxsize=8)
-def _longest_encoding(d_model: int) -> np.ndarray:
-    """``positional_encoding(MAX_SEQ_LEN, d_model)``, read-only ``(MAX_SEQ_LEN, D)``, cached per width."""
-    encoding = positional_encoding(MAX_SEQ_LEN, d_model).numpy()  # (N_max, D)
+def _encoding(length: int, d_model: int) -> np.ndarray:
+    """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array."""
+    encoding = positional_encoding(length, d_model).numpy()  # (N, D)
     encoding.flags.writeable = False
     return encoding
+
+
+@functools.lru_cache(maxsize=8)
+def _longest_encoding(d_model: int) -> np.ndarray:
+    return _encoding(MAX_SEQ_LEN, d_model)  # (N_max, D), one per width
 
 
 def encoding_array(length: int, d_model: int) -> np.ndarray:
@@ -291,9 +295,7 @@ def encoding_array(length: int, d_model: int) -> np.ndarray:
     The values are the same up to the last bit of float32 (TensorFlow's vectorised and scalar
     sin/cos can round differently)."""
     if length > MAX_SEQ_LEN:
-        encoding = positional_encoding(length, d_model).numpy()  # (N, D)
-        encoding.flags.writeable = False
-        return encoding
+        return _encoding(length, d_model)  # (N, D)
     return _longest_encoding(d_model)[:length]  # (N, D)
 
 
