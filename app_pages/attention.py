@@ -8,7 +8,7 @@ from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
 from ui.controls import (
     STACK_NAMES, Download, downloads, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker,
-    stat_columns, window_start_picker,
+    stat_columns, view_picker, window_start_picker,
 )
 from viz.attention import head_grid, model_view, single_head, window_starts
 from viz.common import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
@@ -60,29 +60,28 @@ if max(n_q, n_k) > FULL_RESOLUTION:
                  "single_head")
 
 MODEL_VIEW_HEADS = 16
-checks_tab, stats_tab, model_tab = st.tabs(state.ATTENTION_VIEWS, key="view", on_change="rerun")
-if checks_tab.open:  # only the open tab is computed and sent
-    with checks_tab:
-        checks = attention_checks(line_maps, mask, data.keras_check(config, stack, layer, element))
-        st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
-            f"Every layer and head of line {element + 1}:",
-            *(f"{'✅' if check.passed else '❌'} **{check.name}** — {check.detail}: `{check.value:.3g}`"
-              for check in checks)]))
-if stats_tab.open:
-    with stats_tab:
-        pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
-        stats = head_statistics(weights, mask, pads)
-        st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
-        st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
-                   "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
-if model_tab.open:
-    with model_tab:
-        shown_heads = min(heads, MODEL_VIEW_HEADS)
-        st.caption(f"Every layer × head of the {STACK_NAMES[stack].lower()}, line {element + 1}, each max-pooled to "
-                   "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
-                                              else "."))
-        all_layers = line_maps[:, :shown_heads]  # (L, H', N_q, N_k)
-        plot(model_view(all_layers, mask, STACK_NAMES[stack]), "model_view")
+# One view at a time, picked with a segmented control: only the chosen view is computed and sent. (Lazy tabs did
+# the same, but the browser re-renders Streamlit's tabs on every update of the page: ~30 ms of a slider move.)
+view = view_picker()
+if view == "Checks":
+    checks = attention_checks(line_maps, mask, data.keras_check(config, stack, layer, element))
+    st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
+        f"Every layer and head of line {element + 1}:",
+        *(f"{'✅' if check.passed else '❌'} **{check.name}** — {check.detail}: `{check.value:.3g}`"
+          for check in checks)]))
+elif view == "Statistics":
+    pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
+    stats = head_statistics(weights, mask, pads)
+    st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
+    st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
+               "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
+else:  # "Model view"
+    shown_heads = min(heads, MODEL_VIEW_HEADS)
+    st.caption(f"Every layer × head of the {STACK_NAMES[stack].lower()}, line {element + 1}, each max-pooled to "
+               "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
+                                          else "."))
+    all_layers = line_maps[:, :shown_heads]  # (L, H', N_q, N_k)
+    plot(model_view(all_layers, mask, STACK_NAMES[stack]), "model_view")
 
 downloads(
     Download("Download this stack's weights, every line (NPZ)", lambda: arrays_npz(

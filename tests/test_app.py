@@ -389,12 +389,13 @@ def test_startup_objects_are_frozen_out_of_full_garbage_collections():
     assert gc.get_freeze_count() > 100_000  # TensorFlow, Keras, Plotly, Streamlit
 
 
-def test_only_the_open_tab_is_computed_and_the_model_view_draws_layers_times_heads():
+def test_only_the_chosen_view_is_computed_and_the_model_view_draws_layers_times_heads():
     at = open_page("attention", {"layers": "3"})
     assert not at.dataframe and [m for m in at.markdown if "✅" in m.value]  # checks open, statistics not run
+    picker = at.segmented_control(key="view")
+    assert picker.options == ["Checks", "Statistics", "Model view"] and picker.value == "Checks"
     before = len(specs(at))
-    at.session_state["view"] = "Model view"  # what clicking the tab does
-    at.run()
+    picker.set_value("Model view").run()
     no_errors(at)
     assert len(specs(at)) == before + 1 and not [m for m in at.markdown if "✅" in m.value]
     assert len(weight_panels(specs(at)[-1])) == 3 * 4

@@ -299,3 +299,23 @@ def test_the_full_resolution_head_is_drawn_when_opened_and_the_link_keeps_it_ope
     page.goto(page.url)
     wait_idle(page)
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
+
+
+def test_the_view_picker_shows_one_view_at_a_time_and_the_link_keeps_it(page, server):
+    open_page(page, server, "attention?layers=3")
+    wait_for_charts(page)
+    assert page.get_by_text("Every layer and head of line 1:").count() == 1  # the checks, by default
+    views = page.get_by_role("radiogroup", name="View")
+    views.get_by_role("radio", name="Statistics").click()
+    page.wait_for_selector("[data-testid='stDataFrame']", timeout=60_000)
+    wait_idle(page)
+    assert page.get_by_text("Every layer and head of line 1:").count() == 0
+    assert "view=Statistics" in page.url
+    views.get_by_role("radio", name="Model view").click()
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
+    wait_idle(page)
+    assert page.locator("[data-testid='stDataFrame']").count() == 0
+    page.goto(page.url)  # the copied link opens the same view
+    wait_idle(page)
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
+    assert chart_data(page, 1)["panels"] == 3 * 4  # layers × heads

@@ -62,6 +62,12 @@ def window_start_picker(key: str, starts: list[int], label: str, column=st) -> i
     return column.select_slider(label, starts, key=key, **PERSIST)
 
 
+def view_picker(column=st) -> str:
+    """Which of the Attention page's views (checks, statistics, model view) is shown under the heads."""
+    return column.segmented_control("View", state.ATTENTION_VIEWS, key="view", required=True,
+                                    label_visibility="collapsed", **PERSIST)
+
+
 def mask_toggles(column=st) -> tuple[bool, bool]:
     padding = column.toggle("Padding mask", key="pad_mask", help="Off: padded keys may be attended to.", **PERSIST)
     future = column.toggle("Look-ahead mask", key="future_mask",
