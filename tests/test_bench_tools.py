@@ -136,3 +136,20 @@ def test_the_hosts_share_of_a_run_is_read_from_proc_stat(monkeypatch):
     assert fields[0] == "cpu" and report.stolen_seconds() >= int(fields[8]) / os.sysconf("SC_CLK_TCK")
     monkeypatch.setattr(report.os, "cpu_count", lambda: 2)
     assert "the host took 10% of the cores' time" in report.steal_note(stolen=2.0, elapsed=10.0)
+
+
+def test_the_slider_benchmark_interleaves_every_page_and_keeps_its_move_counts():
+    """Each page takes a turn in each of the rounds: a default page moves one control a round (28 moves of 4
+    kinds), a floor or N=512 page makes all its 30 moves across the rounds, and the floors come first."""
+    from benchmark import ROUNDS, _lanes, _round_moves
+
+    lanes = _lanes("http://floor", "http://app", 30)
+    assert [lane.url for lane in lanes[:2]] == ["http://floor/?chart=plotly_chart", "http://floor/?chart=component"]
+    for lane in lanes:
+        plan = [_round_moves(lane, 30, index) for index in range(ROUNDS)]
+        if "default" in lane.measure:
+            assert plan == [("seq_len", 7), ("heads", 7), ("d_model", 7), ("pads", 7)] and lane.look_first
+            assert "(28 moves" in lane.measure
+        else:
+            assert [kind for kind, _ in plan] == ["seq_len"] * ROUNDS and sum(moves for _, moves in plan) == 30
+    assert sum("N=512" in lane.measure for lane in lanes) == 2 and len(lanes) == 6
