@@ -111,6 +111,9 @@ def _moves(page, kind, count, length_key="ArrowRight"):
     return times
 
 
+ROUNDS = 4  # the pages take turns this many times; a default page moves one of its four controls a round
+
+
 @dataclass
 class _Lane:
     """One page the slider benchmark moves: its row, its moves and the latencies measured so far."""
@@ -122,9 +125,6 @@ class _Lane:
     target: str = ""
     times: list = field(default_factory=list)
     page: object = None
-
-
-ROUNDS = 4
 
 
 def _open_lane(browser, lane: _Lane) -> None:
@@ -145,7 +145,7 @@ def _lanes(floor_url: str, url: str, count: int) -> list[_Lane]:
              _Lane("trivial one-chart page, this app's chart component (framework floor)",
                    f"{floor_url}/?chart=component")]
     for page_name, seed in (("attention", 0), ("masks", 1)):  # another seed: masks recompute too
-        lanes.append(_Lane(f"{page_name}, default ({count // 4 * 4} moves: seq_len, heads, d_model, pads)",
+        lanes.append(_Lane(f"{page_name}, default ({count // ROUNDS * ROUNDS} moves: seq_len, heads, d_model, pads)",
                            f"{url}/{page_name}?seed={seed}", kinds=("seq_len", "heads", "d_model", "pads"),
                            look_first=True, target="p50 ≤ 300 ms and ≤ 2× floor; p90 ≤ 500 ms"))
         lanes.append(_Lane(f"{page_name}, N=512, 8 heads ({count} moves: seq_len)",
