@@ -142,6 +142,56 @@ def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_r
     assert page.locator(PLOT).count() == 0
 
 
+def test_a_quick_rerun_gives_the_stale_elements_no_compositing_layers(page, server):
+    """Streamlit's stale fade (an opacity transition delayed 0.5 s) made the browser build a layer for every
+    element on every rerun; the app fades only slow reruns, so a slider move leaves the layer tree as it was."""
+    open_page(page, server, "masks")
+    wait_for_charts(page)
+    cdp = page.context.new_cdp_session(page)
+    layer_counts = []
+    cdp.on("LayerTree.layerTreeDidChange", lambda event: layer_counts.append(len(event.get("layers") or [])))
+    cdp.send("LayerTree.enable")
+    thumb = slider_thumb(page, "Sequence length")
+    for rows in (8, 9, 10):
+        thumb.focus()
+        thumb.press("ArrowRight")
+        page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === {rows}", timeout=60_000)
+        wait_idle(page)
+    elements = page.locator("[data-testid='stElementContainer']").count()
+    assert elements > 20 and len(layer_counts) >= 3, (elements, layer_counts)
+    # before the change ~35 more during each rerun (one per element), and back after it
+    assert max(layer_counts) <= min(layer_counts) + 2, layer_counts
+
+
+def test_a_slow_rerun_still_fades_the_stale_elements(page, server):
+    """Past 0.5 s of a rerun, the elements not yet sent again fade to 0.33 as in Streamlit; a quick one
+    never starts fading. (The script state and a stale element are set by hand: a real rerun's length
+    depends on the machine.)"""
+    open_page(page, server, "masks")
+    wait_for_charts(page)
+    state = page.evaluate("""async () => {
+        const app = document.querySelector('[data-testid="stApp"]');
+        const element = document.querySelectorAll('[data-testid="stElementContainer"]')[3];
+        const pause = (ms) => new Promise(done => setTimeout(done, ms));
+        const seen = () => ({marked: document.documentElement.hasAttribute('data-al-slow-run'),
+                             opacity: Number(getComputedStyle(element).opacity)});
+        element.setAttribute('data-stale', 'true');
+        app.setAttribute('data-test-script-state', 'running');
+        await pause(300);
+        const quick = seen();
+        await pause(1500);
+        const slow = seen();
+        app.setAttribute('data-test-script-state', 'notRunning');
+        await pause(50);
+        const done = seen();
+        element.setAttribute('data-stale', 'false');
+        return {quick, slow, done};
+    }""")
+    assert state["quick"] == {"marked": False, "opacity": 1}, state
+    assert state["slow"]["marked"] and state["slow"]["opacity"] < 0.5, state
+    assert not state["done"]["marked"], state
+
+
 def test_a_copied_link_reproduces_the_view(page, server):
     open_page(page, server, "attention?d_model=32&heads=8&seq_len=5&stack=cross")
     wait_for_charts(page)

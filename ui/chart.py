@@ -89,11 +89,45 @@ export default function (component) {
 
 _component = st.components.v2.component(COMPONENT_NAME, js=_JS, isolate_styles=False)
 
+# Streamlit fades every element the running script has not sent again yet ("stale") to opacity 0.33,
+# with `transition: opacity 1s ease-in 0.5s`. The browser gives each element with a pending opacity
+# transition a compositing layer of its own, from the rerun's first frame on, even when the rerun ends
+# within the 0.5 s delay and nothing ever fades: on every slider move ~35 layers (the Masks page) were
+# made, painted, drawn and thrown away, and the page repainted without them. Here an element is faded
+# only once a rerun has lasted 0.5 s, as Streamlit does, but the delay is a timer (``fadeSlowRuns``
+# below) that marks the page, so a short rerun makes no layer at all.
+STALE_FADE_ATTRIBUTE = "data-al-slow-run"
+STALE_FADE_CSS = """
+.stElementContainer[data-stale="true"] { opacity: 1; transition: none; }
+html[%(attribute)s] .stElementContainer[data-stale="true"] { opacity: 0.33; transition: opacity 1s ease-in; }
+""" % {"attribute": STALE_FADE_ATTRIBUTE}
+
+_FADE_SLOW_RUNS_JS = """
+function fadeSlowRuns(app) {  // once per page: marks <html> while a rerun has lasted 0.5 s or more
+  if (!app || window.__attentionLabFade) return;
+  window.__attentionLabFade = true;
+  const root = document.documentElement;
+  let timer = null;
+  const update = () => {
+    if (app.getAttribute("data-test-script-state") === "notRunning") {
+      clearTimeout(timer);
+      timer = null;
+      root.removeAttribute("%(attribute)s");
+    } else if (timer === null && !root.hasAttribute("%(attribute)s")) {
+      timer = setTimeout(() => { timer = null; root.setAttribute("%(attribute)s", ""); }, 500);
+    }
+  };
+  new MutationObserver(update).observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
+  update();
+}
+""" % {"attribute": STALE_FADE_ATTRIBUTE}
+
 # Fetches and compiles Plotly.js (4.6 MB, ~1.5 s in a fresh browser on 2 cores) and the sidebar widgets'
-# code while the server is still importing TensorFlow, so the first page does not wait for them; its
-# element takes no room on the page.
-_EARLY_LOADER_JS = _LOAD_PLOTLY_JS + """
+# code while the server is still importing TensorFlow, so the first page does not wait for them, and
+# fades stale elements only in slow reruns (above); its element takes no room on the page.
+_EARLY_LOADER_JS = _LOAD_PLOTLY_JS + _FADE_SLOW_RUNS_JS + """
 export default function ({ data, parentElement }) {
+  fadeSlowRuns(parentElement.closest('[data-testid="stApp"]'));
   const slot = parentElement.closest('[data-testid="stElementContainer"]');
   if (slot) slot.style.display = "none";
   const { plotly_url, widget_modules } = JSON.parse(new TextDecoder().decode(data));
@@ -104,7 +138,8 @@ export default function ({ data, parentElement }) {
 }
 """
 EARLY_LOADER_NAME = "attention_lab_plotly_early"
-_early_loader = st.components.v2.component(EARLY_LOADER_NAME, js=_EARLY_LOADER_JS, isolate_styles=False)
+_early_loader = st.components.v2.component(EARLY_LOADER_NAME, js=_EARLY_LOADER_JS, css=STALE_FADE_CSS,
+                                            isolate_styles=False)
 
 
 # Streamlit's frontend loads each widget's code the first time one is drawn. The sidebar's widgets (and
