@@ -36,7 +36,8 @@ bench: $(VENV)/.test
 bench-quick: $(VENV)/.test
 	$(BIN)/python bench/benchmark.py --quick --write
 
-# 1 session for 60 s, 8 concurrent Chromium sessions for 60 s, then 8 without pauses for 30 s (about 4 minutes).
+# 1 session for 60 s, 8 concurrent Chromium sessions for 60 s, then 8 without pauses for 30 s; the paced runs
+# again on the trivial one-chart page, the framework's floor (about 7 minutes).
 load-test: $(VENV)/.test
 	$(BIN)/python bench/load_test.py --write
 

@@ -4,7 +4,10 @@
                               [--pause 0.5-1.5] [--stress-seconds 30] [--write]
 
 First one session alone (the reference), then N sessions at once, then N sessions that
-never pause (a stress run), all on loopback against one server. A user pauses for a
+never pause (a stress run), all on loopback against one server. The same paced runs, 1 and
+N sessions, move the slider of the benchmark's trivial one-chart page (bench/trivial_app.py,
+this app's chart component) on a server of its own, between the app's runs: the framework's
+floor, what N Chromium clients on this machine allow any Streamlit page. A user pauses for a
 random 0.5–1.5 s after each redraw, to look at it. The clients run at nice 19 (and
 Chromium's session group too) so that they do not starve the server they measure.
 Each session types its own source text and checks, after every move, that its
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from dataclasses import dataclass
 import os
 import random
 import re
@@ -62,7 +66,24 @@ async def wait_until(page, condition, timeout_ms=60_000):
     await page.evaluate(WAIT_UNTIL, [condition, timeout_ms])
 
 
-async def session(browser, base_url, name, seconds, seed, loaded, pause=(0.0, 0.0)):
+@dataclass(frozen=True)
+class Target:
+    """The page a session moves: its path for session ``name``, the length it opens at, and whether it
+    shows the session's own tokens (then every move checks that no other session's appear)."""
+    path: str
+    length: int
+    own_tokens: bool
+
+    def url(self, base_url: str, name: str) -> str:
+        text = "%0A".join(f"{name} {name}x 0" for _ in range(3))  # three lines of this session's own tokens
+        return base_url + self.path.format(text=text)
+
+
+APP = Target("/masks?src={text}&seq_len=6", 6, own_tokens=True)
+FLOOR = Target("/?chart=component", 7, own_tokens=False)  # bench/trivial_app.py: one slider, one chart
+
+
+async def session(browser, base_url, name, seconds, seed, loaded, pause=(0.0, 0.0), target=APP):
     """One user: own text, random slider moves; returns (latencies, errors, leaks).
 
     `loaded` is a barrier: every session has loaded its page before any starts moving, so
@@ -72,12 +93,11 @@ async def session(browser, base_url, name, seconds, seed, loaded, pause=(0.0, 0.
     rng = random.Random(seed)
     context = await browser.new_context(viewport={"width": 1300, "height": 900})
     page = await context.new_page()
-    text = "\n".join(f"{name} {name}x 0" for _ in range(3))
-    await page.goto(f"{base_url}/masks?src={text.replace(chr(10), '%0A')}&seq_len=6")
-    await wait_until(page, f"{rows_are(6)} && {IDLE}", 120_000)
+    await page.goto(target.url(base_url, name))
+    await wait_until(page, f"{rows_are(target.length)} && {IDLE}", 120_000)
     thumb = page.get_by_test_id("stSlider").filter(has_text="Sequence length").get_by_role("slider")
     await loaded.wait()
-    length, latencies, errors, leaks = 6, [], 0, 0
+    length, latencies, errors, leaks = target.length, [], 0, 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         step = rng.choice([-1, 1]) if 3 < length < 20 else (1 if length <= 3 else -1)
@@ -93,14 +113,15 @@ async def session(browser, base_url, name, seconds, seed, loaded, pause=(0.0, 0.
         latencies.append(time.perf_counter() - started)
         await wait_until(page, IDLE)
         errors += await page.locator(ERRORS).count()
-        labels = await page.evaluate(LABELS)
-        leaks += int(set(re.findall(r"·(s\d+)", labels)) != {name})
+        if target.own_tokens:
+            labels = await page.evaluate(LABELS)
+            leaks += int(set(re.findall(r"·(s\d+)", labels)) != {name})
         await asyncio.sleep(rng.uniform(*pause))
     await context.close()
     return latencies, errors, leaks
 
 
-async def run(sessions, seconds, base_url, pause=(0.0, 0.0)):
+async def run(sessions, seconds, base_url, pause=(0.0, 0.0), target=APP):
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
@@ -108,7 +129,7 @@ async def run(sessions, seconds, base_url, pause=(0.0, 0.0)):
         if not lower_priority_of_other_sessions():  # Chromium runs in a session of its own: see there
             print("Could not lower Chromium's autogroup priority: the clients compete with the server.", flush=True)
         loaded = asyncio.Barrier(sessions)
-        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i, loaded, pause)
+        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i, loaded, pause, target)
                                          for i in range(sessions)))
         await browser.close()
     latencies = [value for result in results for value in result[0]]
@@ -135,7 +156,8 @@ def measured_run(proxy, process, sessions, seconds, pause):
                 rss=(rss_before, process_rss_mb(process.pid)))
 
 
-def table_rows(runs) -> list[tuple[str, ...]]:
+def table_rows(runs, floor=None) -> list[tuple[str, ...]]:
+    """The table's rows; ``floor``: the trivial page's latencies with 1 and with N sessions, if it ran."""
     single = runs[0]
 
     def each(format_run):
@@ -168,7 +190,11 @@ def table_rows(runs) -> list[tuple[str, ...]]:
          "a shared host: part of the CPU busy above was not this machine's to use"),
         ("server CPU per move (ms)", *each(lambda r: f"{r['server_cpu'] / max(1, len(r['latencies'])) * 1e3:.0f}"),
          ""),
-    ]
+    ] + ([] if floor is None else [
+        ("framework floor: p90 on the trivial one-chart page, paced (ms)", ms(floor[0], 90), ms(floor[1], 90),
+         *[""] * (len(runs) - 2), f"ratio {percentile(floor[1], 90) / percentile(floor[0], 90):.2f}: what "
+         f"{runs[1]['sessions']} Chromium clients on this machine leave any Streamlit page (one slider, one chart)"),
+    ])
 
 
 def main():
@@ -180,31 +206,41 @@ def main():
                         help="seconds a user looks at the chart between moves, LOW-HIGH (default 0.5-1.5)")
     parser.add_argument("--stress-seconds", type=float, default=30,
                         help="then N sessions with no pause at all, for this long (0: skip)")
+    parser.add_argument("--floor", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the paced runs on the trivial one-chart page (default: yes)")
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args()
     plan = [(1, args.single_seconds, args.pause), (args.sessions, args.seconds, args.pause)]
     if args.stress_seconds:
         plan.append((args.sessions, args.stress_seconds, (0.0, 0.0)))
     with streamlit_server(with_process=True) as (server_url, process), \
-            WireProxy(int(server_url.rsplit(":", 1)[1])) as proxy:
+            WireProxy(int(server_url.rsplit(":", 1)[1])) as proxy, \
+            streamlit_server("bench/trivial_app.py") as floor_url:
         # The clients share this machine's cores with the server they test. At nice 19 (inherited by
         # Playwright; Chromium's own session group is lowered in run()) they get whatever CPU the server
         # leaves, as if each user had a computer of their own; the server keeps its normal priority.
         os.nice(19)
         asyncio.run(run(1, 3, proxy.url))  # warm-up, not reported: TensorFlow loads, the first model is built
-        runs = [dict(measured_run(proxy, process, sessions, seconds, pause), sessions=sessions, pause=pause)
-                for sessions, seconds, pause in plan]
+        if args.floor:
+            asyncio.run(run(1, 3, floor_url, target=FLOOR))
+        runs, floor = [], []
+        for sessions, seconds, pause in plan:
+            runs.append(dict(measured_run(proxy, process, sessions, seconds, pause), sessions=sessions, pause=pause))
+            if args.floor and len(floor) < 2:  # each paced run of the app, then the same on the floor
+                floor.append(asyncio.run(run(sessions, seconds, floor_url, pause, FLOOR)))  # (latencies, errors, leaks)
     header = "| measure | 1 session | N sessions | " + ("N sessions, no pause | " if len(runs) > 2 else "") + "note |"
     table = [header, "|" + " --- |" * (len(runs) + 2)]
-    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs)]
+    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs, [latencies for latencies, _, _ in floor] if args.floor else None)]
     print("\n".join(table))
     if args.write:
         write_section("Load test", f"1 session × {args.single_seconds:.0f} s (the reference), then {args.sessions} "
                       f"sessions × {args.seconds:.0f} s" + (f", then {args.sessions} sessions × "
                                                            f"{args.stress_seconds:.0f} s without pauses" if
-                                                           args.stress_seconds else "") + "; one server, same run.",
+                                                           args.stress_seconds else "") + "; one server, same run."
+                      + (" After each paced run, the same run on the benchmark's trivial one-chart page "
+                         "(the framework floor, a server of its own)." if args.floor else ""),
                       table)
-    if any(result["errors"] or result["leaks"] for result in runs):
+    if any(result["errors"] or result["leaks"] for result in runs) or any(errors for _, errors, _ in floor):
         sys.exit(1)
 
 
