@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import dataclass
+import contextlib
 import os
 import random
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,7 +216,7 @@ def main():
         plan.append((args.sessions, args.stress_seconds, (0.0, 0.0)))
     with streamlit_server(with_process=True) as (server_url, process), \
             WireProxy(int(server_url.rsplit(":", 1)[1])) as proxy, \
-            streamlit_server("bench/trivial_app.py") as floor_url:
+            (streamlit_server("bench/trivial_app.py") if args.floor else contextlib.nullcontext()) as floor_url:
         # The clients share this machine's cores with the server they test. At nice 19 (inherited by
         # Playwright; Chromium's own session group is lowered in run()) they get whatever CPU the server
         # leaves, as if each user had a computer of their own; the server keeps its normal priority.
@@ -230,7 +231,8 @@ def main():
                 floor.append(asyncio.run(run(sessions, seconds, floor_url, pause, FLOOR)))  # (latencies, errors, leaks)
     header = "| measure | 1 session | N sessions | " + ("N sessions, no pause | " if len(runs) > 2 else "") + "note |"
     table = [header, "|" + " --- |" * (len(runs) + 2)]
-    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs, [latencies for latencies, _, _ in floor] if args.floor else None)]
+    floor_latencies = [latencies for latencies, _, _ in floor] or None  # None: --no-floor
+    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs, floor_latencies)]
     print("\n".join(table))
     if args.write:
         write_section("Load test", f"1 session × {args.single_seconds:.0f} s (the reference), then {args.sessions} "
