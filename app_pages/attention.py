@@ -7,7 +7,7 @@ from transformer import run_live
 from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
 from ui.controls import (
-    STACK_NAMES, Download, downloads, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker,
+    FAILED, PASSED, STACK_NAMES, Download, downloads, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker,
     stat_columns, view_picker, window_start_picker,
 )
 from viz.attention import head_grid, model_view, single_head, window_starts
@@ -15,7 +15,7 @@ from viz.common import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
 from viz.export import arrays_npz, matrix_csv
 
 st.title("Attention")
-controls = st.columns([3, 2, 2])
+controls = st.columns([3, 2, 3])  # the toggles' labels fit whole from a 1000 px window up
 with controls[0]:
     stack = stack_picker()
 with controls[2]:
@@ -67,7 +67,7 @@ if view == "Checks":
     checks = attention_checks(line_maps, mask, data.keras_check(config, stack, layer, element))
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
         f"Every layer and head of line {element + 1}:",
-        *(f"{'✅' if check.passed else '❌'} **{check.name}** — {check.detail}: `{check.value:.3g}`"
+        *(f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
           for check in checks)]))
 elif view == "Statistics":
     pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)

@@ -9,6 +9,8 @@ import pytest
 from chart_support import chart_elements, figure_specs
 from streamlit.testing.v1 import AppTest
 
+from ui.controls import FAILED, PASSED
+
 pytestmark = pytest.mark.app
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train"]
@@ -199,8 +201,8 @@ def test_another_line_shows_its_own_weights_and_checks():
     panels = weight_panels(specs(at)[0])
     assert all(np.isnan(panel[:, 2:]).all() and np.allclose(panel[:, :2].sum(-1), 1, atol=1e-5) for panel in panels)
     assert any("line 2" in subheader.value for subheader in at.subheader)
-    checks = [m.value for m in at.markdown if "✅" in m.value or "❌" in m.value][0]
-    assert checks.startswith("Every layer and head of line 2:") and "❌" not in checks
+    checks = [m.value for m in at.markdown if PASSED in m.value or FAILED in m.value][0]
+    assert checks.startswith("Every layer and head of line 2:") and FAILED not in checks
     assert at.query_params["element"] == "1"
 
 
@@ -214,8 +216,8 @@ def test_toggling_the_look_ahead_mask_changes_decoder_weights():
 
 def test_attention_page_shows_live_checks_all_passing():
     at = open_page("attention", {"view": "Checks"})
-    lines = [line for m in at.markdown for line in m.value.split("\n\n") if "✅" in line or "❌" in line]
-    assert len(lines) == 5 and all(line.startswith("✅") for line in lines)
+    lines = [line for m in at.markdown for line in m.value.split("\n\n") if PASSED in line or FAILED in line]
+    assert len(lines) == 5 and all(line.startswith(PASSED) for line in lines)
     assert any("keras.layers.MultiHeadAttention" in line for line in lines)
 
 
@@ -330,7 +332,7 @@ def test_trained_weights_lock_the_architecture_and_show_predictions():
     assert at.sidebar.select_slider(key="d_model").disabled
     assert any("Locked by the trained model" in c.value for c in at.sidebar.caption)
     table = at.dataframe[0].value
-    assert list(table["right"]) == ["✅"] * 3
+    assert list(table["right"]) == [True] * 3
     assert list(table["prediction"]) == list(table["expected"])
     heads = pretrained_heads("reverse")
     assert len(weight_panels(specs(at)[0])) == heads
@@ -391,13 +393,13 @@ def test_startup_objects_are_frozen_out_of_full_garbage_collections():
 
 def test_only_the_chosen_view_is_computed_and_the_model_view_draws_layers_times_heads():
     at = open_page("attention", {"layers": "3"})
-    assert not at.dataframe and [m for m in at.markdown if "✅" in m.value]  # checks open, statistics not run
+    assert not at.dataframe and [m for m in at.markdown if PASSED in m.value]  # checks open, statistics not run
     picker = at.segmented_control(key="view")
     assert picker.options == ["Checks", "Statistics", "Model view"] and picker.value == "Checks"
     before = len(specs(at))
     picker.set_value("Model view").run()
     no_errors(at)
-    assert len(specs(at)) == before + 1 and not [m for m in at.markdown if "✅" in m.value]
+    assert len(specs(at)) == before + 1 and not [m for m in at.markdown if PASSED in m.value]
     assert len(weight_panels(specs(at)[-1])) == 3 * 4
     assert at.query_params["view"] == "Model view"
     linked = open_page("attention", {"layers": "3", "view": "Model view"})

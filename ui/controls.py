@@ -17,6 +17,8 @@ STACK_NAMES = {
     "decoder": "Masked decoder self-attention",
     "cross": "Cross-attention (decoder → encoder)",
 }
+# A check's mark, from Streamlit's bundled icon font: emoji showed as empty boxes in a browser without an emoji font.
+PASSED, FAILED = ":green[:material/check_circle:]", ":red[:material/cancel:]"
 
 
 def clamp(key: str, high: int) -> None:

@@ -77,8 +77,8 @@ def show_predictions(predictions) -> None:
     with st.expander(f"Predictions of the trained model: {right} of {len(predictions)} right", expanded=True):
         st.dataframe(
             [{"line": i + 1, "source": p["source"], "prediction": p["prediction"], "expected": p["expected"],
-              "right": "✅" if p["correct"] else "❌"} for i, p in enumerate(predictions)],
-            hide_index=True,
+              "right": bool(p["correct"])} for i, p in enumerate(predictions)],
+            hide_index=True, column_config={"right": st.column_config.CheckboxColumn("right")},
         )
 
 
