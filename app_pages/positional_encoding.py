@@ -19,9 +19,11 @@ plot(positional.encoding_heatmap(encoding), "pe_heatmap")
 
 left, right = st.columns(2)
 dims_text = left.text_input("Dimensions to plot", key="pe_dims", help="Space-separated, e.g. 4 5 6 7.", **PERSIST)
-positions_text = right.text_input("Positions to plot", key="pe_positions", help="Space-separated.", **PERSIST)
+first_positions = list(range(min(8, length)))  # empty box: these, shown greyed, whatever the length
+positions_text = right.text_input("Positions to plot", key="pe_positions", help="Space-separated. Empty: the first 8.",
+                                  placeholder=" ".join(map(str, first_positions)), **PERSIST)
 dims = parse_indices(dims_text, d_model, "dimensions") or list(range(min(4, d_model)))
-positions = parse_indices(positions_text, length, "positions") or list(range(min(8, length)))
+positions = parse_indices(positions_text, length, "positions") or first_positions
 
 st.subheader("Chosen dimensions against position")
 plot(positional.dimension_lines(encoding, dims), "pe_lines")

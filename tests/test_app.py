@@ -60,6 +60,7 @@ def test_every_page_runs_without_exception(page):
     at = open_page(page)
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
+    assert not at.warning, [w.value for w in at.warning]  # the defaults need no correction
     if page not in CHARTLESS:
         assert chart_elements(at), "every page but home and train draws charts"
 
@@ -124,6 +125,19 @@ def test_d_model_changes_the_positional_encoding():
     at.sidebar.select_slider(key="d_model").set_value(128).run()
     no_errors(at)
     assert heatmaps(specs(at)[0])[0].shape == (7, 128)
+
+
+def test_positions_to_plot_default_to_the_first_eight_and_warn_only_about_typed_ones():
+    at = open_page("positional_encoding", {"seq_len": "3"})
+    assert at.text_input(key="pe_positions").value == "" and not at.warning
+    assert at.text_input(key="pe_positions").placeholder == "0 1 2"
+    assert len(specs(at)[3]["data"]) == 3  # one curve over dimension per position
+    at.sidebar.slider(key="seq_len").set_value(12).run()
+    assert at.text_input(key="pe_positions").placeholder == "0 1 2 3 4 5 6 7" and len(specs(at)[3]["data"]) == 8
+    at.text_input(key="pe_positions").input("1 12 x").run()
+    no_errors(at)
+    assert [w.value for w in at.warning] == ["Ignored positions 12 x: use whole numbers from 0 to 11."]
+    assert len(specs(at)[3]["data"]) == 1
 
 
 @pytest.mark.parametrize("d_model, heads", [(64, 4), (32, 8), (48, 3), (16, 1)])
