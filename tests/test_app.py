@@ -418,3 +418,9 @@ def test_only_the_chosen_view_is_computed_and_the_model_view_draws_layers_times_
     assert at.query_params["view"] == "Model view"
     linked = open_page("attention", {"layers": "3", "view": "Model view"})
     assert len(weight_panels(specs(linked)[-1])) == 3 * 4
+
+
+def test_home_links_every_other_page():
+    at = open_page("home")
+    linked = {link.proto.page for link in at.get("page_link")}
+    assert linked == set(PAGES) - {"home"}, linked  # url paths
