@@ -7,8 +7,8 @@ from transformer import run_live
 from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
 from ui.controls import (
-    FAILED, PASSED, STACK_NAMES, Download, downloads, element_picker, head_picker, layer_picker, mask_toggles, plot, stack_picker,
-    stat_columns, view_picker, window_start_picker,
+    FAILED, PASSED, STACK_NAMES, Download, downloads, element_picker, head_picker, layer_picker, mask_toggles, plot,
+    stack_picker, stat_columns, view_picker, window_start_picker,
 )
 from viz.attention import head_grid, model_view, single_head, window_starts
 from viz.common import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
