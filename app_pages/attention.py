@@ -19,7 +19,7 @@ controls = st.columns([3, 2, 3])  # the toggles' labels fit whole from a 1000 px
 with controls[0]:
     stack = stack_picker()
 with controls[2]:
-    padding_on, future_on = mask_toggles()
+    padding_on, future_on = mask_toggles(stack)
 config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
 batch = data.line_count(config)  # lines of text; a bad configuration's message goes full width, under the controls
 with controls[1]:

@@ -228,6 +228,19 @@ def test_toggling_the_look_ahead_mask_changes_decoder_weights():
     assert (panel[0, 1:5] > 0).all()
 
 
+def test_the_look_ahead_switch_is_greyed_out_only_on_the_encoders_view():
+    """It cannot change encoder self-attention; it changes cross-attention through the decoder's queries."""
+    at = open_page("attention", {"stack": "encoder"})
+    assert at.toggle(key="future_mask").disabled and not at.toggle(key="pad_mask").disabled
+    assert "encoder sees every position" in at.toggle(key="future_mask").help
+    cross = at.radio(key="stack").set_value("cross").run()
+    with_mask = weight_panels(specs(cross)[0])[0]
+    assert not cross.toggle(key="future_mask").disabled
+    cross.toggle(key="future_mask").set_value(False).run()
+    no_errors(cross)
+    assert not np.allclose(weight_panels(specs(cross)[0])[0], with_mask, equal_nan=True)
+
+
 def test_attention_page_shows_live_checks_all_passing():
     at = open_page("attention", {"view": "Checks"})
     lines = [line for m in at.markdown for line in m.value.split("\n\n") if PASSED in line or FAILED in line]

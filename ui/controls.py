@@ -70,10 +70,13 @@ def view_picker(column=st) -> str:
                                     label_visibility="collapsed", **PERSIST)
 
 
-def mask_toggles(column=st) -> tuple[bool, bool]:
+def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
+    """The two mask switches; the look-ahead one is greyed out on the encoder's view, which it cannot change (it
+    changes cross-attention through the decoder's queries)."""
     padding = column.toggle("Padding mask", key="pad_mask", help="Off: padded keys may be attended to.", **PERSIST)
-    future = column.toggle("Look-ahead mask", key="future_mask",
-                           help="Off: the decoder may attend to later positions.", **PERSIST)
+    future = column.toggle("Look-ahead mask", key="future_mask", disabled=stack == "encoder",
+                           help="Only the decoder's self-attention has one: the encoder sees every position."
+                           if stack == "encoder" else "Off: the decoder may attend to later positions.", **PERSIST)
     return padding, future
 
 
