@@ -9,7 +9,7 @@ import pytest
 
 from transformer.analysis import attention_checks, head_statistics, mask_fills, scaling_experiment
 from transformer.analysis import logsumexp_softmax, naive_softmax, stable_softmax
-from viz import attention, lab, masks, positional, shapes
+from viz import attention, lab, masks, positional, shapes, training
 from viz.common import (
     GAP_MARK, MASKED_COLOR, PANEL_MARK, TICK_PX, TICK_WIDTH_PX, max_pool, pooled_labels, position_labels,
 )
@@ -273,6 +273,35 @@ def test_lab_stages_are_cropped_to_128_exact_cells_and_say_so():
     assert "(512, 300) — first 128×128 shown" in fig.layout.title.text
     small = lab.stage_figure(values[:7, :16], ["a"] * 7, ["b"] * 16, "Q")
     assert small.layout.title.text == "Q  (7, 16)"
+
+
+ENCODING = RNG.random((16, 8)).astype(np.float32)
+OTHER_FIGURES = [  # every builder that is not a panel grid (those have test_panels_are_laid_out_...)
+    lambda: positional.encoding_heatmap(ENCODING),
+    lambda: positional.dimension_lines(ENCODING, [1, 2]),
+    lambda: positional.dimensions_offset(ENCODING, [0, 1]),
+    lambda: positional.positions_offset(ENCODING, [0, 5]),
+    lambda: positional.wavelength_figure(8),
+    lambda: positional.similarity_figure(ENCODING),
+    lambda: lab.stage_figure(np.array([[1.0, -np.inf]]), ["q"], ["a", "b"], "masked", mask=np.array([[True, False]])),
+    lambda: lab.scaling_figure(scaling_experiment(d_ks=(4, 64), samples=50)),
+    lambda: lab.bars_figure(["a", "b"], [0.25, 0.75], "select"),
+    lambda: training.progress_figure([(0, 2.5, 0.1), (50, 1.0, 0.6)]),
+    lambda: shapes.tensor_diagram((3, 8, 7, 16), ("B", "H", "N_q", "d_k"), "query_heads"),
+]
+
+
+@pytest.mark.parametrize("make", OTHER_FIGURES)
+def test_every_labelled_axis_has_room_whatever_the_default_template(make):
+    """Streamlit makes its own template, which has no automargin, Plotly's default once imported: an axis
+    whose labels rely on the "plotly" template's automargin has them cut off in the app. Each labelled axis
+    turns automargin on itself, or the figure's margin on that side leaves room for numbers and a title."""
+    layout = make().layout
+    for name in [key for key in layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))]:
+        axis = layout[name]
+        if axis.visible is False or axis.showticklabels is False or axis.automargin is True:
+            continue
+        assert (layout.margin.b if name.startswith("x") else layout.margin.l) >= 40, (name, layout.margin)
 
 
 def test_shape_diagram_titles_the_shape():

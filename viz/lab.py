@@ -7,7 +7,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.common import (
-    DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, position_labels,
+    DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, fixed_margins,
+    position_labels,
 )
 
 
@@ -68,8 +69,8 @@ def scaling_figure(experiment: dict) -> go.Figure:
                              line=dict(color="grey", dash="dash")), row=1, col=2)
     fig.update_xaxes(type="log", title="d_k")
     fig.update_yaxes(type="log", row=1, col=1)
-    fig.update_layout(height=360, margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    fig.update_layout(height=360)
+    return fixed_margins(fig, top=50)
 
 
 def bars_figure(labels, values, title: str) -> go.Figure:
@@ -78,6 +79,5 @@ def bars_figure(labels, values, title: str) -> go.Figure:
     text = ["NaN" if np.isnan(v) else f"{v:.3g}" for v in values]
     fig = go.Figure(go.Bar(x=list(labels), y=np.nan_to_num(values, nan=0.0), text=text, textposition="outside",
                            hovertemplate="%{x}<br>%{text}<extra></extra>"))
-    fig.update_layout(title=title, yaxis=dict(range=[0, 1.15], title="weight"), height=280,
-                      margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    fig.update_layout(title=title, yaxis=dict(range=[0, 1.15], title="weight"), height=280)
+    return fixed_margins(fig, top=50)

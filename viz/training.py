@@ -6,6 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.common import fixed_margins
+
 
 def progress_figure(history) -> go.Figure:
     """``history``: ``[(step, loss, token accuracy), ...]``."""
@@ -17,5 +19,5 @@ def progress_figure(history) -> go.Figure:
                              hovertemplate="step %{x}<br>accuracy %{y:.3f}<extra></extra>"), row=1, col=2)
     fig.update_xaxes(title="step")
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
-    fig.update_layout(height=320, showlegend=False, margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    fig.update_layout(height=320, showlegend=False)
+    return fixed_margins(fig, top=50)
