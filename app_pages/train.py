@@ -14,17 +14,18 @@ st.markdown("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, �
             "predictions are greedy. It runs in the background: the app stays usable meanwhile.")
 
 with st.form("train_form"):
+    # The whole width: each task's description is a sentence (in a quarter of the form it was cut off).
+    task = st.selectbox("Task", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t].description}",
+                        key="train_task")
     cols = st.columns(4)
-    task = cols[0].selectbox("Task", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t].description}",
-                             key="train_task")
-    d_model = cols[1].select_slider("d_model", [16, 32, 64], value=32, key="train_d_model")
-    heads = cols[2].select_slider("Heads", [1, 2, 4], value=2, key="train_heads")
-    layers = cols[3].select_slider("Layers", [1, 2, 3], value=1, key="train_layers")
+    d_model = cols[0].select_slider("d_model", [16, 32, 64], value=32, key="train_d_model")
+    heads = cols[1].select_slider("Heads", [1, 2, 4], value=2, key="train_heads")
+    layers = cols[2].select_slider("Layers", [1, 2, 3], value=1, key="train_layers")
+    d_ff = cols[3].select_slider("d_ff", [32, 64, 128, 256], value=128, key="train_d_ff")
     cols = st.columns(4)
     steps = cols[0].number_input("Steps", min_value=10, max_value=5000, value=600, step=100, key="train_steps")
     seed = cols[1].number_input("Seed", min_value=0, max_value=10_000, value=0, key="train_seed")
     min_len, max_len = cols[2].slider("Source lengths", 1, 12, (3, 8), key="train_lengths")
-    d_ff = cols[3].select_slider("d_ff", [32, 64, 128, 256], value=128, key="train_d_ff")
     submitted = st.form_submit_button("Train", type="primary")
 
 if submitted:
