@@ -328,5 +328,6 @@ def test_builders_accept_html_tokens_as_plain_labels(builder):
 def test_large_masks_are_pooled_and_small():
     mask = np.tril(np.ones((512, 512), bool))[None].repeat(3, 0)
     fig = masks.mask_grid(mask, [["t"] * 512] * 3, [["t"] * 512] * 3, ["a", "b", "c"])
-    assert np.shape(fig.data[0].z) == (128, 128) and "max-pooled 4×4" in fig.layout.annotations[0].text
+    assert np.shape(fig.data[0].z) == (128, 128) and "max-pooled 4×4 view of 512×512" in fig.layout.title.text
+    assert [note.text for note in fig.layout.annotations] == ["a", "b", "c"]  # panel titles stay short
     assert len(fig.to_json()) < 1_000_000

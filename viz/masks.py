@@ -32,23 +32,26 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
       titles: ``B`` panel titles.
 
     Above 128 positions each panel is max-pooled (a block is allowed when any of its
-    cells is) and its title says so, to keep what is sent small.
+    cells is) and the figure's title says so, to keep what is sent small. (Said in each
+    panel's title, it made the titles of four panels run into each other.)
     """
     masks = np.asarray(masks, dtype=bool)
     factor = max(pool_factor(masks.shape[-2], FULL_RESOLUTION), pool_factor(masks.shape[-1], FULL_RESOLUTION))
+    note = ""
     if factor > 1:  # a block counts as allowed when any cell in it is
+        note = (f"max-pooled {factor}×{factor} view of {masks.shape[-2]}×{masks.shape[-1]}: a block is blue "
+                "when any of its cells is")
         masks = max_pool(masks, factor, factor, fill=False)
-        titles = [f"{title} (max-pooled {factor}×{factor})" for title in titles]
     query_labels = [pooled_labels(position_labels(tokens), factor) for tokens in query_tokens]
     key_labels = [pooled_labels(position_labels(tokens), factor) for tokens in key_tokens]
     traces = [_mask_trace(mask, query_labels[index], key_labels[index], panel=index)
               for index, mask in enumerate(masks)]
     layout = panel_layout(
-        list(titles), columns, panel_px=280 if len(masks) > 1 else 300,
+        list(titles), columns, panel_px=280 if len(masks) > 1 else 300, top_px=44 if note else 40,
         x_labels_px=label_px([l for labels in key_labels for l in labels], rotated=True),
         y_labels_px=label_px([l for labels in query_labels for l in labels]),
     )
-    return panels_figure(traces, layout)
+    return panels_figure(traces, layout, title=dict(text=note, x=0.0, xanchor="left"))
 
 
 def mask_figure(mask, query_tokens, key_tokens, title: str) -> go.Figure:
