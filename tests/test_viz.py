@@ -255,7 +255,11 @@ def test_lab_figures_and_numerics():
     experiment = scaling_experiment(d_ks=(4, 64, 256), samples=400)
     assert experiment["variance_raw"][2] > 100 and abs(experiment["variance_scaled"][2] - 1) < 0.3
     assert experiment["entropy_raw"][2] < experiment["entropy_scaled"][2]
-    assert len(lab.scaling_figure(experiment).data) == 5
+    scaling = lab.scaling_figure(experiment)
+    assert len(scaling.data) == 5
+    for name in ("q·k", "q·k / sqrt(d_k)"):  # one colour per series, in both panels
+        assert len({trace.line.color for trace in scaling.data if trace.name == name}) == 1
+    assert len({trace.line.color for trace in scaling.data}) == 3
     fills = mask_fills(np.array([1.0, 2.0, 3.0]), np.array([False, False, False]))
     assert np.isnan(fills["-inf"]).all() and np.allclose(fills["add -1e9"], 1 / 3) and (fills["select"] == 0).all()
     big = np.array([0.0, 500.0, 1000.0])
@@ -302,6 +306,23 @@ def test_every_labelled_axis_has_room_whatever_the_default_template(make):
         if axis.visible is False or axis.showticklabels is False or axis.automargin is True:
             continue
         assert (layout.margin.b if name.startswith("x") else layout.margin.l) >= 40, (name, layout.margin)
+
+
+@pytest.mark.parametrize("make", PANEL_FIGURES + OTHER_FIGURES)
+def test_every_figure_draws_in_its_own_colours_under_streamlits_template(make):
+    """Streamlit's template (Plotly's default once Streamlit is imported) holds placeholder colours that
+    only st.plotly_chart replaces; ui.chart sends figures as they are, so a figure must not use them."""
+    from streamlit.elements.lib.streamlit_plotly_theme import configure_streamlit_plotly_theme
+
+    default = pio.templates.default
+    try:
+        configure_streamlit_plotly_theme()  # what importing Streamlit does
+        assert pio.templates.default == "streamlit" and "#000001" in repr(pio.templates["streamlit"].to_plotly_json())
+        sent = pio.to_json(make(), validate=False)  # what ui.chart sends
+    finally:
+        pio.templates.default = default
+    assert "#0000" not in sent, "a Streamlit placeholder colour is in the figure"
+    assert json.loads(sent)["layout"]["template"]["layout"]["colorway"][:2] == ["#636EFA", "#EF553B"]
 
 
 def test_shape_diagram_titles_the_shape():

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.common import (
     DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, fixed_margins,
-    position_labels,
+    position_labels, themed,
 )
 
 
@@ -42,7 +43,7 @@ def stage_figure(values, row_labels, column_labels, title: str, mask=None, weigh
     category_axes(fig, showticklabels=len(row_labels) <= 40)
     cropped = f" — first {values.shape[0]}×{values.shape[1]} shown" if values.shape != full_shape else ""
     fig.update_layout(title=f"{title}  {tuple(full_shape)}{cropped}", height=320, margin=dict(t=50, l=10, r=10, b=10))
-    return fig
+    return themed(fig)
 
 
 def dimension_labels(count: int) -> list[str]:
@@ -57,11 +58,13 @@ def scaling_figure(experiment: dict) -> go.Figure:
     """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k)."""
     d_k = experiment["d_k"]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("variance of q·k", "softmax entropy (nats)"))
-    for key, name, dash in (("raw", "q·k", "dot"), ("scaled", "q·k / sqrt(d_k)", "solid")):
-        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"variance_{key}"], name=name, line=dict(dash=dash),
+    scaled_colour, raw_colour = plotly.colors.qualitative.Plotly[:2]
+    for key, name, line in (("raw", "q·k", dict(dash="dot", color=raw_colour)),  # the same colours in both panels
+                            ("scaled", "q·k / sqrt(d_k)", dict(dash="solid", color=scaled_colour))):
+        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"variance_{key}"], name=name, line=line,
                                  hovertemplate="d_k %{x}<br>variance %{y:.3f}<extra>" + name + "</extra>"),
                       row=1, col=1)
-        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"entropy_{key}"], name=name, line=dict(dash=dash),
+        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"entropy_{key}"], name=name, line=line,
                                  showlegend=False,
                                  hovertemplate="d_k %{x}<br>entropy %{y:.3f}<extra>" + name + "</extra>"),
                       row=1, col=2)
@@ -70,7 +73,7 @@ def scaling_figure(experiment: dict) -> go.Figure:
     fig.update_xaxes(type="log", title="d_k")
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_layout(height=360)
-    return fixed_margins(fig, top=50)
+    return themed(fixed_margins(fig, top=50))
 
 
 def bars_figure(labels, values, title: str) -> go.Figure:
@@ -80,4 +83,4 @@ def bars_figure(labels, values, title: str) -> go.Figure:
     fig = go.Figure(go.Bar(x=list(labels), y=np.nan_to_num(values, nan=0.0), text=text, textposition="outside",
                            hovertemplate="%{x}<br>%{text}<extra></extra>"))
     fig.update_layout(title=title, yaxis=dict(range=[0, 1.15], title="weight"), height=280)
-    return fixed_margins(fig, top=50)
+    return themed(fixed_margins(fig, top=50))

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 import math
 
-from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, fixed_margins, max_pool, pool_factor
+from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, fixed_margins, max_pool, pool_factor, themed
 
 OFFSET = 4.0  # vertical spacing of the offset plots, as in the seed
 
@@ -25,12 +25,12 @@ def encoding_heatmap(encoding) -> go.Figure:
     stride = max(1, math.ceil(math.sqrt(encoding.size / CELL_BUDGET)))
     positions, dims = np.arange(0, encoding.shape[0], stride), np.arange(0, encoding.shape[1], stride)
     title = f"one in every {stride} positions and dimensions" if stride > 1 else ""
-    return fixed_margins(go.Figure(
+    return themed(fixed_margins(go.Figure(
         go.Heatmap(z=encoding[::stride, ::stride], x=dims, y=positions, colorscale=DIVERGING_COLORSCALE,
                    zmin=-1, zmax=1, colorbar=dict(title="PE"),
                    hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"),
         layout=dict(title=title, xaxis_title="dimension", yaxis_title="position", yaxis_autorange="reversed",
-                    height=420)))
+                    height=420))))
 
 
 def dimension_lines(encoding, dimensions) -> go.Figure:
@@ -43,7 +43,7 @@ def dimension_lines(encoding, dimensions) -> go.Figure:
         for d in dimensions
     ])
     fig.update_layout(xaxis_title="position", yaxis_title="value", height=380)
-    return fixed_margins(fig, top=30)
+    return themed(fixed_margins(fig, top=30))
 
 
 def dimensions_offset(encoding, dimensions) -> go.Figure:
@@ -60,7 +60,7 @@ def dimensions_offset(encoding, dimensions) -> go.Figure:
                    ticktext=[str(d) for d in dimensions]),
         yaxis=dict(title="position", autorange="reversed"), height=460,
     )
-    return fixed_margins(fig, top=30)
+    return themed(fixed_margins(fig, top=30))
 
 
 def positions_offset(encoding, positions) -> go.Figure:
@@ -78,7 +78,7 @@ def positions_offset(encoding, positions) -> go.Figure:
                    ticktext=[str(p) for p in positions]),
         height=460,
     )
-    return fixed_margins(fig, top=30)
+    return themed(fixed_margins(fig, top=30))
 
 
 def wavelengths(d_model: int) -> np.ndarray:
@@ -96,7 +96,7 @@ def wavelength_figure(d_model: int) -> go.Figure:
     ))
     fig.update_layout(xaxis_title="dimension pair i", yaxis=dict(title="wavelength (positions)", type="log"),
                       height=340)
-    return fixed_margins(fig, top=30)
+    return themed(fixed_margins(fig, top=30))
 
 
 def similarity(encoding) -> np.ndarray:
@@ -116,9 +116,9 @@ def similarity_figure(encoding) -> go.Figure:
     limit = float(np.abs(matrix).max()) or 1.0
     title = f"max-pooled {factor}×{factor} view" if factor > 1 else ""
     ticks = np.arange(shown.shape[0]) * factor
-    return fixed_margins(go.Figure(
+    return themed(fixed_margins(go.Figure(
         go.Heatmap(z=shown.astype(np.float32), x=ticks, y=ticks, colorscale=DIVERGING_COLORSCALE,
                    zmin=-limit, zmax=limit, colorbar=dict(title="PE·PE"),
                    hovertemplate="position %{y}<br>position %{x}<br>dot product %{z:.3f}<extra></extra>"),
         layout=dict(title=title, xaxis_title="position", yaxis_title="position", yaxis_autorange="reversed",
-                    height=420)))
+                    height=420))))

@@ -6,6 +6,8 @@ import math
 
 import plotly.graph_objects as go
 
+from viz.common import themed
+
 AXIS_COLORS = {"B": "#9ecae1", "H": "#fdae6b", "N": "#a1d99b", "d": "#bcbddc"}
 
 
@@ -41,4 +43,4 @@ def tensor_diagram(shape, axis_names, title: str) -> go.Figure:
         title=f"{title}  {shape}", height=260, showlegend=False, margin=dict(t=40, l=10, r=10, b=10),
         xaxis=dict(visible=False, range=[-0.7, 4.5]), yaxis=dict(visible=False, range=[-0.6, 3.6], scaleanchor="x"),
     )
-    return fig
+    return themed(fig)

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import fixed_margins
+from viz.common import fixed_margins, themed
 
 
 def progress_figure(history) -> go.Figure:
@@ -20,4 +20,4 @@ def progress_figure(history) -> go.Figure:
     fig.update_xaxes(title="step")
     fig.update_yaxes(range=[0, 1.02], row=1, col=2)
     fig.update_layout(height=320, showlegend=False)
-    return fixed_margins(fig, top=50)
+    return themed(fixed_margins(fig, top=50))
