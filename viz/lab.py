@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from viz.common import (
-    DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, fixed_margins,
-    position_labels, themed,
+    DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, figure, fixed_margins,
+    position_labels,
 )
 
 
@@ -32,8 +32,8 @@ def stage_figure(values, row_labels, column_labels, title: str, mask=None, weigh
     else:
         limit = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
         scale = dict(colorscale=DIVERGING_COLORSCALE, zmin=-limit or -1.0, zmax=limit or 1.0)
-    fig = go.Figure(go.Heatmap(z=shown, x=column_labels, y=row_labels, **scale,
-                               hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>"))
+    fig = figure(go.Heatmap(z=shown, x=column_labels, y=row_labels, **scale,
+                            hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>"))
     if blocked.any():
         fig.add_trace(go.Heatmap(
             z=np.where(blocked, 1.0, np.nan).astype(np.float32), x=column_labels, y=row_labels,
@@ -43,7 +43,7 @@ def stage_figure(values, row_labels, column_labels, title: str, mask=None, weigh
     category_axes(fig, showticklabels=len(row_labels) <= 40)
     cropped = f" — first {values.shape[0]}×{values.shape[1]} shown" if values.shape != full_shape else ""
     fig.update_layout(title=f"{title}  {tuple(full_shape)}{cropped}", height=320, margin=dict(t=50, l=10, r=10, b=10))
-    return themed(fig)
+    return fig
 
 
 def dimension_labels(count: int) -> list[str]:
@@ -57,7 +57,8 @@ def stage_labels(tokens) -> list[str]:
 def scaling_figure(experiment: dict) -> go.Figure:
     """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k)."""
     d_k = experiment["d_k"]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("variance of q·k", "softmax entropy (nats)"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("variance of q·k", "softmax entropy (nats)"),
+                        figure=figure())
     scaled_colour, raw_colour = plotly.colors.qualitative.Plotly[:2]
     for key, name, line in (("raw", "q·k", dict(dash="dot", color=raw_colour)),  # the same colours in both panels
                             ("scaled", "q·k / sqrt(d_k)", dict(dash="solid", color=scaled_colour))):
@@ -73,14 +74,14 @@ def scaling_figure(experiment: dict) -> go.Figure:
     fig.update_xaxes(type="log", title="d_k")
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_layout(height=360)
-    return themed(fixed_margins(fig, top=50))
+    return fixed_margins(fig, top=50)
 
 
 def bars_figure(labels, values, title: str) -> go.Figure:
     """Bars of one probability row (e.g. a softmax under different mask fills); NaN bars are marked."""
     values = np.asarray(values, dtype=np.float64)
     text = ["NaN" if np.isnan(v) else f"{v:.3g}" for v in values]
-    fig = go.Figure(go.Bar(x=list(labels), y=np.nan_to_num(values, nan=0.0), text=text, textposition="outside",
-                           hovertemplate="%{x}<br>%{text}<extra></extra>"))
+    fig = figure(go.Bar(x=list(labels), y=np.nan_to_num(values, nan=0.0), text=text, textposition="outside",
+                        hovertemplate="%{x}<br>%{text}<extra></extra>"))
     fig.update_layout(title=title, yaxis=dict(range=[0, 1.15], title="weight"), height=280)
-    return themed(fixed_margins(fig, top=50))
+    return fixed_margins(fig, top=50)

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 import math
 
-from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, fixed_margins, max_pool, pool_factor, themed
+from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, figure, fixed_margins, max_pool, pool_factor
 
 OFFSET = 4.0  # vertical spacing of the offset plots, as in the seed
 
@@ -25,32 +25,32 @@ def encoding_heatmap(encoding) -> go.Figure:
     stride = max(1, math.ceil(math.sqrt(encoding.size / CELL_BUDGET)))
     positions, dims = np.arange(0, encoding.shape[0], stride), np.arange(0, encoding.shape[1], stride)
     title = f"one in every {stride} positions and dimensions" if stride > 1 else ""
-    return themed(fixed_margins(go.Figure(
+    return fixed_margins(figure(
         go.Heatmap(z=encoding[::stride, ::stride], x=dims, y=positions, colorscale=DIVERGING_COLORSCALE,
                    zmin=-1, zmax=1, colorbar=dict(title="PE"),
                    hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.4f}<extra></extra>"),
         layout=dict(title=title, xaxis_title="dimension", yaxis_title="position", yaxis_autorange="reversed",
-                    height=420))))
+                    height=420)))
 
 
 def dimension_lines(encoding, dimensions) -> go.Figure:
     """Chosen dimensions against position (seed: ``plt.plot(pe[:, 4:8])``)."""
     encoding = np.asarray(encoding, dtype=np.float32)
     positions = np.arange(encoding.shape[0])
-    fig = go.Figure([
+    fig = figure([
         go.Scatter(x=positions, y=encoding[:, d], mode="lines", name=f"dim {d}",
                    hovertemplate=f"dim {d}<br>position %{{x}}<br>value %{{y:.4f}}<extra></extra>")
         for d in dimensions
     ])
     fig.update_layout(xaxis_title="position", yaxis_title="value", height=380)
-    return themed(fixed_margins(fig, top=30))
+    return fixed_margins(fig, top=30)
 
 
 def dimensions_offset(encoding, dimensions) -> go.Figure:
     """Each chosen dimension as a curve over position, offset sideways by 4 (seed's pe_dim_all)."""
     encoding = np.asarray(encoding, dtype=np.float32)
     positions = np.arange(encoding.shape[0])
-    fig = go.Figure([
+    fig = figure([
         go.Scatter(x=encoding[:, d] + OFFSET * i, y=positions, mode="lines", name=f"dim {d}",
                    hovertemplate=f"dim {d}<br>position %{{y}}<extra></extra>")
         for i, d in enumerate(dimensions)
@@ -60,14 +60,14 @@ def dimensions_offset(encoding, dimensions) -> go.Figure:
                    ticktext=[str(d) for d in dimensions]),
         yaxis=dict(title="position", autorange="reversed"), height=460,
     )
-    return themed(fixed_margins(fig, top=30))
+    return fixed_margins(fig, top=30)
 
 
 def positions_offset(encoding, positions) -> go.Figure:
     """Each chosen position as a curve over dimension, offset upwards by 4 (seed's pe_length_all)."""
     encoding = np.asarray(encoding, dtype=np.float32)
     dims = np.arange(encoding.shape[1])
-    fig = go.Figure([
+    fig = figure([
         go.Scatter(x=dims, y=encoding[p] + OFFSET * i, mode="lines", name=f"pos {p}",
                    hovertemplate=f"pos {p}<br>dimension %{{x}}<extra></extra>")
         for i, p in enumerate(positions)
@@ -78,7 +78,7 @@ def positions_offset(encoding, positions) -> go.Figure:
                    ticktext=[str(p) for p in positions]),
         height=460,
     )
-    return themed(fixed_margins(fig, top=30))
+    return fixed_margins(fig, top=30)
 
 
 def wavelengths(d_model: int) -> np.ndarray:
@@ -90,13 +90,13 @@ def wavelengths(d_model: int) -> np.ndarray:
 def wavelength_figure(d_model: int) -> go.Figure:
     """Wavelengths on a log scale: a geometric progression from 2π to 10000·2π."""
     values = wavelengths(d_model)
-    fig = go.Figure(go.Scatter(
+    fig = figure(go.Scatter(
         x=np.arange(len(values)), y=values, mode="lines+markers",
         hovertemplate="pair %{x} (dims 2i, 2i+1)<br>wavelength %{y:.1f} positions<extra></extra>",
     ))
     fig.update_layout(xaxis_title="dimension pair i", yaxis=dict(title="wavelength (positions)", type="log"),
                       height=340)
-    return themed(fixed_margins(fig, top=30))
+    return fixed_margins(fig, top=30)
 
 
 def similarity(encoding) -> np.ndarray:
@@ -116,9 +116,9 @@ def similarity_figure(encoding) -> go.Figure:
     limit = float(np.abs(matrix).max()) or 1.0
     title = f"max-pooled {factor}×{factor} view" if factor > 1 else ""
     ticks = np.arange(shown.shape[0]) * factor
-    return themed(fixed_margins(go.Figure(
+    return fixed_margins(figure(
         go.Heatmap(z=shown.astype(np.float32), x=ticks, y=ticks, colorscale=DIVERGING_COLORSCALE,
                    zmin=-limit, zmax=limit, colorbar=dict(title="PE·PE"),
                    hovertemplate="position %{y}<br>position %{x}<br>dot product %{z:.3f}<extra></extra>"),
         layout=dict(title=title, xaxis_title="position", yaxis_title="position", yaxis_autorange="reversed",
-                    height=420))))
+                    height=420)))

@@ -6,7 +6,7 @@ import math
 
 import plotly.graph_objects as go
 
-from viz.common import themed
+from viz.common import figure
 
 AXIS_COLORS = {"B": "#9ecae1", "H": "#fdae6b", "N": "#a1d99b", "d": "#bcbddc"}
 
@@ -26,7 +26,7 @@ def tensor_diagram(shape, axis_names, title: str) -> go.Figure:
     width, height = _extent(columns), _extent(rows)
     copies = min(4, math.prod(shape[:-2]) if len(shape) > 2 else 1)
     color = AXIS_COLORS.get(axis_names[1][0] if len(axis_names) == 4 else "B", "#9ecae1")
-    fig = go.Figure()
+    fig = figure()
     for k in reversed(range(copies)):
         dx = dy = 0.18 * k
         fig.add_shape(type="rect", x0=dx, y0=dy, x1=dx + width, y1=dy + height,
@@ -43,4 +43,4 @@ def tensor_diagram(shape, axis_names, title: str) -> go.Figure:
         title=f"{title}  {shape}", height=260, showlegend=False, margin=dict(t=40, l=10, r=10, b=10),
         xaxis=dict(visible=False, range=[-0.7, 4.5]), yaxis=dict(visible=False, range=[-0.6, 3.6], scaleanchor="x"),
     )
-    return themed(fig)
+    return fig
