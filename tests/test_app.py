@@ -63,6 +63,8 @@ def test_every_page_runs_without_exception(page):
     assert not at.warning, [w.value for w in at.warning]  # the defaults need no correction
     if page not in CHARTLESS:
         assert chart_elements(at), "every page but home and train draws charts"
+    for spec in specs(at):  # Streamlit's template's placeholder colours would be drawn near-black
+        assert "#0000" not in json.dumps(spec) and spec["layout"]["template"]["layout"]["colorway"]
 
 
 def test_every_run_first_asks_the_browser_to_load_plotly_js():
