@@ -103,7 +103,7 @@ FIELDS: dict[str, Field] = {
     "pad_mask": Field(True, _flag),
     "future_mask": Field(True, _flag),
     "pe_dims": Field("4 5 6 7", _text(400)),
-    "pe_positions": Field("", _text(400)),  # the first 8 positions, or fewer: "0 … 7" warned at length 7
+    "pe_positions": Field("", _text(400)),  # empty: the first 8 (a default of "0 … 7" warned at length 7)
     "step": Field(0, _integer(0, 6)),
     "view": Field(ATTENTION_VIEWS[0], _choice(ATTENTION_VIEWS)),
     "full_res": Field(False, _flag),  # the Attention page's full-resolution head is open
