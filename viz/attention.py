@@ -10,8 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import (
-    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, max_pool, panels_figure, pool_factor, pooled_labels,
-    position_labels, weight_coloraxis, weight_rows,
+    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, left_title, max_pool, panels_figure, pool_factor,
+    pooled_labels, pooled_note, position_labels, weight_coloraxis, weight_rows,
 )
 
 
@@ -51,7 +51,7 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
         weights, mask, position_labels(query_tokens), position_labels(key_tokens), limit
     )
     names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
-    note = f"max-pooled {factor}×{factor} view of {weights.shape[-2]}×{weights.shape[-1]}" if factor > 1 else ""
+    note = pooled_note(factor, weights.shape)
     return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns,
                            " — ".join(filter(None, (title, note))))
 
@@ -60,7 +60,7 @@ def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, pa
     """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis; tick labels up to 40 positions."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
                                  top_px=44 if title else 10, show_ticks=len(q_labels) <= 40)
-    return panels_figure(traces, layout, title=dict(text=title, x=0.0, xanchor="left"),
+    return panels_figure(traces, layout, title=left_title(title),
                          coloraxis=weight_coloraxis())
 
 
@@ -113,5 +113,5 @@ def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
                                  names, heads, titles=titles, row_titles=[f"layer {l}" for l in range(layers)],
                                  panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110)
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
-    return panels_figure(traces, layout, title=dict(text=stack_title + note, x=0.0, xanchor="left"),
+    return panels_figure(traces, layout, title=left_title(stack_title + note),
                          coloraxis=weight_coloraxis())

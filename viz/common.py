@@ -183,6 +183,16 @@ def figure(data=None, layout=None) -> go.Figure:
     return go.Figure(data, layout={"template": TEMPLATE, **(layout or {})})
 
 
+def pooled_note(factor: int, shape) -> str:
+    """What a view max-pooled by ``factor`` from a ``(…, N_q, N_k)`` matrix says of itself; "" when not pooled."""
+    return f"max-pooled {factor}×{factor} view of {shape[-2]}×{shape[-1]}" if factor > 1 else ""
+
+
+def left_title(text: str) -> dict:
+    """A figure title at the top left, above the panels' own titles."""
+    return dict(text=text, x=0.0, xanchor="left")
+
+
 def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int = 10, bottom: int = 50) -> go.Figure:
     """Margins sized for numeric tick labels and an axis title, so no axis needs automargin."""
     fig.update_xaxes(automargin=False)

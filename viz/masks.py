@@ -6,8 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import (
-    ALLOWED_COLOR, BLOCKED_COLOR, FULL_RESOLUTION, axis_ids, label_px, max_pool, panel_layout, panels_figure,
-    pool_factor, pooled_labels, position_labels,
+    ALLOWED_COLOR, BLOCKED_COLOR, FULL_RESOLUTION, axis_ids, label_px, left_title, max_pool, panel_layout,
+    panels_figure, pool_factor, pooled_labels, pooled_note, position_labels,
 )
 
 
@@ -37,10 +37,9 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
     """
     masks = np.asarray(masks, dtype=bool)
     factor = max(pool_factor(masks.shape[-2], FULL_RESOLUTION), pool_factor(masks.shape[-1], FULL_RESOLUTION))
-    note = ""
+    note = pooled_note(factor, masks.shape)
     if factor > 1:  # a block counts as allowed when any cell in it is
-        note = (f"max-pooled {factor}×{factor} view of {masks.shape[-2]}×{masks.shape[-1]}: a block is blue "
-                "when any of its cells is")
+        note += ": a block is blue when any of its cells is"
         masks = max_pool(masks, factor, factor, fill=False)
     query_labels = [pooled_labels(position_labels(tokens), factor) for tokens in query_tokens]
     key_labels = [pooled_labels(position_labels(tokens), factor) for tokens in key_tokens]
@@ -51,7 +50,7 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
         x_labels_px=label_px([l for labels in key_labels for l in labels], rotated=True),
         y_labels_px=label_px([l for labels in query_labels for l in labels]),
     )
-    return panels_figure(traces, layout, title=dict(text=note, x=0.0, xanchor="left"))
+    return panels_figure(traces, layout, title=left_title(note))
 
 
 def mask_figure(mask, query_tokens, key_tokens, title: str) -> go.Figure:
