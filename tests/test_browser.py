@@ -11,6 +11,7 @@ from browser_support import (
 )
 from chart_support import FIRST_PLOT, PLOT
 from ui.chart import STALE_FADE_ATTRIBUTE, widget_module_urls
+from viz.common import PANEL_MARK, TICK_PX
 
 pytestmark = pytest.mark.browser
 PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train",
@@ -336,6 +337,33 @@ def test_a_chart_follows_the_width_of_its_column(page, server):
     page.set_viewport_size({"width": 1000, "height": 1000})
     page.wait_for_function(f"() => {FIRST_PLOT}._fullLayout.width < {wide} - 100", timeout=10_000)
     assert page.evaluate(f"() => {FIRST_PLOT}.getBoundingClientRect().right") <= 1000
+
+
+def _key_labels(page) -> dict:
+    """The head grid's first row as drawn: its x tick labels and their positions (px along the axis)."""
+    return page.evaluate(f"""() => {{
+        const axis = {FIRST_PLOT}._fullLayout.xaxis;
+        return {{labels: axis._vals.map(tick => tick.text), px: axis._vals.map(tick => axis.l2p(tick.x))}};
+    }}""")
+
+
+def _closest_labels_px(drawn: dict) -> float:
+    return min(later - earlier for earlier, later in zip(drawn["px"], drawn["px"][1:]))
+
+
+def test_a_narrow_chart_labels_fewer_keys_so_that_none_overlap_and_a_wide_one_labels_them_all(page, server):
+    """The server picks the labelled keys for a wide chart; in a narrow window the chart keeps every k-th
+    key of each panel (the first one always), and gets them all back when the window widens again."""
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    open_page(page, server, "attention?seq_len=7")
+    wait_for_charts(page)
+    page.wait_for_function(f"() => {FIRST_PLOT}._fullLayout.xaxis._vals.length < 35", timeout=10_000)
+    narrow = _key_labels(page)
+    assert _closest_labels_px(narrow) >= TICK_PX - 0.5, narrow
+    assert [label.replace(PANEL_MARK, "") for label in narrow["labels"]].count("0·1") == 5, narrow  # each head's first
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.wait_for_function(f"() => {FIRST_PLOT}._fullLayout.xaxis._vals.length === 35", timeout=10_000)
+    assert _closest_labels_px(_key_labels(page)) >= TICK_PX  # 5 panels × 7 keys, all labelled, still apart
 
 
 def test_the_full_resolution_head_is_drawn_when_opened_and_the_link_keeps_it_open(page, server):

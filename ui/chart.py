@@ -27,6 +27,8 @@ import plotly
 import plotly.io as pio
 import streamlit as st
 
+from viz.common import TICK_PX
+
 ROOT = Path(__file__).resolve().parents[1]
 STATIC_DIR = ROOT / "static"
 PLOTLY_JS = "plotly.min.js"
@@ -52,6 +54,37 @@ function loadPlotly(url) {  // one <script> per page, shared by every chart and 
 """
 
 _JS = _LOAD_PLOTLY_JS + """
+const MIN_LABEL_PX = %(tick_px)s;  // room along an axis for one rotated tick label (viz.common.TICK_PX)
+
+function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x axes whose labels the server chose
+  const chosen = {};
+  for (const [name, axis] of Object.entries(layout))
+    if (name.startsWith("xaxis") && axis && axis.type === "category" && Array.isArray(axis.tickvals))
+      chosen[name] = axis.tickvals;
+  return chosen;
+}
+
+// The server chooses the labelled keys for a wide chart. As drawn, a narrower chart keeps every k-th of each
+// panel's labels (its first one always) so that no two overlap, and a wider one gets them back.
+function fitKeyLabels(node) {
+  const update = {};
+  for (const [name, chosen] of Object.entries(node.alKeyLabels || {})) {
+    const axis = node._fullLayout && node._fullLayout[name];
+    if (!axis || !axis._categoriesMap || !axis._length || chosen.length < 2) continue;
+    const at = chosen.map((label) => axis._categoriesMap[label]);  // category index of each label
+    const step = Math.min(...at.slice(1).map((index, i) => index - at[i]).filter((apart) => apart > 0));
+    const cellPx = axis._length / Math.abs(axis.range[1] - axis.range[0]);
+    const every = Math.max(1, Math.ceil(MIN_LABEL_PX / (step * cellPx) - 1e-9));
+    let inPanel = 0;  // a label's place among its panel's labels (a larger step starts the next panel)
+    const kept = chosen.filter((label, i) => {
+      inPanel = i > 0 && at[i] - at[i - 1] === step ? inPanel + 1 : 0;
+      return inPanel %% every === 0;
+    });
+    if (kept.length !== node.layout[name].tickvals.length) update[name + ".tickvals"] = kept;
+  }
+  if (Object.keys(update).length) return window.Plotly.relayout(node, update);
+}
+
 function setUp(parentElement) {
   const node = document.createElement("div");
   node.className = "%(chart_class)s";
@@ -60,7 +93,7 @@ function setUp(parentElement) {
   const resize = new ResizeObserver(() => {  // the sidebar opening, an expander opening, the window
     if (!window.Plotly || !node.data || node.clientWidth === width) return;
     width = node.clientWidth;
-    window.Plotly.Plots.resize(node);
+    window.Plotly.Plots.resize(node).then(() => fitKeyLabels(node));
   });
   resize.observe(node);
   node.alCleanup = () => { resize.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
@@ -78,14 +111,16 @@ export default function (component) {
     const drawing = (node.alDrawing || 0) + 1;
     node.alDrawing = drawing;
     loadPlotly(plotly_url).then((Plotly) => {
-      if (node.alDrawing === drawing) Plotly.react(node, figure.data, figure.layout, config);
+      if (node.alDrawing !== drawing) return;
+      node.alKeyLabels = chosenKeyLabels(figure.layout);
+      return Plotly.react(node, figure.data, figure.layout, config).then(() => fitKeyLabels(node));
     }).catch((error) => {
       node.textContent = "The chart could not be drawn: " + error.message;
     });
   }
   return node.alCleanup;  // Streamlit keeps the last one returned and calls it on unmount
 }
-""" % {"chart_class": CHART_CLASS}
+""" % {"chart_class": CHART_CLASS, "tick_px": TICK_PX}
 
 _component = st.components.v2.component(COMPONENT_NAME, js=_JS, isolate_styles=False)
 

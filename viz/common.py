@@ -95,10 +95,10 @@ CHAR_PX = 7  # width of one tick-label character at Plotly's default 12 px font
 NOMINAL_WIDTH_PX = 1100  # the main column of the wide layout, to turn pixels into paper units
 TITLE_PX = 26  # room above a panel for its title
 TICK_PX = 14  # room along an axis for one rotated tick label
-# Labelled keys are chosen when the figure is built (tickvals), so they cannot thin out in a narrow window as
-# Plotly's automatic ticks do: they are spaced for a narrower chart than NOMINAL_WIDTH_PX (a ~1200 px window
-# with the sidebar open), and a wide chart shows a few labels fewer than would fit (the hover names every key).
-TICK_WIDTH_PX = 800
+# Labelled keys are chosen when the figure is built (tickvals), for a chart this wide (a ~1900 px window with
+# the sidebar open); a narrower chart keeps every k-th of them as drawn, so that none overlap (ui.chart's
+# fitKeyLabels). The hover names every key.
+TICK_WIDTH_PX = 1600
 
 
 def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
