@@ -102,8 +102,8 @@ def test_head_grid_one_panel_per_head_fixed_scale_and_masked_cells():
 def test_every_panel_labels_the_same_keys_spaced_to_fit_a_wide_chart():
     """Spaced for a chart TICK_WIDTH_PX wide: they fit, and labelling more keys would not (the browser keeps
     fewer of them in a narrower chart: test_browser)."""
-    tokens = [f"w{i}" for i in range(36)]  # labelled up to 40 positions
-    fig = attention.head_grid(RNG.random((5, 36, 36)), np.ones((36, 36), bool), tokens, tokens, columns=5)
+    tokens = [f"w{i}" for i in range(60)]
+    fig = attention.head_grid(RNG.random((5, 60, 60)), np.ones((60, 60), bool), tokens, tokens, columns=5)
     panels = [t for t in fig.data if t.coloraxis]
     shown = list(fig.layout.xaxis.tickvals)
     assert set(shown) <= {x for p in panels for x in p.x}  # real keys, never a gap
@@ -113,6 +113,15 @@ def test_every_panel_labels_the_same_keys_spaced_to_fit_a_wide_chart():
     step = [x.replace(PANEL_MARK, "") for x in panels[0].x].index(per_panel[0][1])  # every step-th key labelled
     assert step > 1 and 5 * len(per_panel[0]) * TICK_PX <= TICK_WIDTH_PX
     assert 5 * math.ceil(len(tokens) / (step - 1)) * TICK_PX > TICK_WIDTH_PX - 200  # - the y labels and colour bar
+
+
+def test_a_long_or_pooled_head_grid_still_labels_its_axes():
+    """Above 40 positions too (they were unlabelled): every k-th key and Plotly's choice of queries."""
+    for length in (100, 300):  # 300: a max-pooled view
+        tokens = [f"w{i}" for i in range(length)]
+        fig = attention.head_grid(RNG.random((2, length, length)), np.ones((length, length), bool), tokens, tokens)
+        assert fig.layout.xaxis.showticklabels and fig.layout.yaxis.showticklabels
+        assert 2 <= len(fig.layout.xaxis.tickvals) <= 2 * length // 2 and fig.layout.xaxis.tickvals[0].startswith("0")
 
 
 def test_a_token_cannot_collide_with_another_panels_keys():

@@ -57,9 +57,9 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
 
 
 def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240) -> go.Figure:
-    """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis; tick labels up to 40 positions."""
+    """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
-                                 top_px=44 if title else 10, show_ticks=len(q_labels) <= 40)
+                                 top_px=44 if title else 10)
     return panels_figure(traces, layout, title=left_title(title),
                          coloraxis=weight_coloraxis())
 
