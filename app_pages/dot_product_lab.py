@@ -45,7 +45,7 @@ with cols[0]:
 with cols[1]:
     plot(stage_figure(t["scaled"][head], query_labels, key_labels, f"÷ √d_k = ÷ {np.sqrt(d_k):.3g}"), "lab_scaled")
 with cols[2]:
-    plot(stage_figure(t["masked"][head], query_labels, key_labels, "+ mask (−∞ where blocked)", mask=mask),
+    plot(stage_figure(t["masked"][head], query_labels, key_labels, "+ mask: −∞ if blocked", mask=mask),
          "lab_masked")
 cols = st.columns(2)
 with cols[0]:

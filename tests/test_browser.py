@@ -76,6 +76,24 @@ def wait_for_charts(page):
     page.wait_for_function(f"() => {FIRST_PLOT}?.data")
 
 
+# Text a chart draws outside its own box is cut off (a title wider than a narrow column); a legend over a
+# plot area hides data. Returns one line per problem, naming the chart and the text.
+CHART_TEXT_PROBLEMS = f"""() => [...document.querySelectorAll('{PLOT}')].flatMap((plot, index) => {{
+    const box = plot.getBoundingClientRect(), problems = [];
+    const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    for (const text of plot.querySelectorAll('.gtitle, .annotation-text, .g-xtitle, .g-ytitle, .legendtext')) {{
+        const r = text.getBoundingClientRect();
+        if (r.width && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1))
+            problems.push(`chart ${{index}}: "${{text.textContent}}" is cut off`);
+    }}
+    const legend = plot.querySelector('.legend');
+    for (const area of legend ? plot.querySelectorAll('.nsewdrag') : [])
+        if (overlap(legend.getBoundingClientRect(), area.getBoundingClientRect()))
+            problems.push(`chart ${{index}}: the legend covers a plot`);
+    return problems;
+}})"""
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_every_page_opens_without_exception_and_is_screenshotted(page, server, path):
     open_page(page, server, path)
@@ -83,8 +101,17 @@ def test_every_page_opens_without_exception_and_is_screenshotted(page, server, p
     if path and path != "train":
         wait_for_charts(page)
         assert page.locator(PLOT).count() >= 1
+        assert page.evaluate(CHART_TEXT_PROBLEMS) == []
     name = (path or "home").replace("?", "-").replace("&", "-").replace("=", "-")
     page.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("path", ["dot_product_lab", "attention?seq_len=30&stack=cross"])
+def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
+    page.set_viewport_size({"width": 1000, "height": 1000})
+    open_page(page, server, path)
+    wait_for_charts(page)
+    assert page.evaluate(CHART_TEXT_PROBLEMS) == []
 
 
 def slider_thumb(page, label):
