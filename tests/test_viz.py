@@ -344,6 +344,21 @@ def test_shape_diagram_titles_the_shape():
     assert "(3, 8, 7, 16)" in fig.layout.title.text and len(fig.layout.shapes) == 4
 
 
+def test_tensor_diagrams_hang_from_the_same_top_line_and_stay_in_their_frame():
+    """Just under the title whatever the shape (no gap above a small tensor), and the largest fits."""
+    tops = set()
+    for shape in [(3, 7, 64), (3, 4, 7, 16), (512, 512), (64, 8, 512, 512)]:
+        axes = ("B", "H", "N_q", "N_k")[-len(shape):]
+        fig = shapes.tensor_diagram(shape, axes, "t")
+        tops.add(round(max(box.y1 for box in fig.layout.shapes), 6))  # the stack's top edge
+        (x_low, x_high), (y_low, y_high) = fig.layout.xaxis.range, fig.layout.yaxis.range
+        for box in fig.layout.shapes:
+            assert x_low <= box.x0 < box.x1 <= x_high and y_low <= box.y0 < box.y1 <= y_high, (shape, box)
+        for note in fig.layout.annotations:
+            assert x_low <= note.x <= x_high and y_low <= note.y <= y_high - 0.1, (shape, note.text)
+    assert len(tops) == 1
+
+
 def test_exports():
     csv = matrix_csv(np.eye(2), ["a", "b"], ["x", "y"]).decode()
     assert csv.splitlines()[0] == ",x,y" and csv.splitlines()[1] == "a,1.0,0.0"
