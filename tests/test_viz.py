@@ -289,6 +289,7 @@ def test_lab_stages_are_cropped_to_128_exact_cells_and_say_so():
     fig = lab.stage_figure(values, position_labels(["t"] * 512), position_labels(["k"] * 300), "Q·Kᵀ", mask=mask)
     np.testing.assert_array_equal(fig.data[0].z, values[:128, :128])
     assert "(512, 300) — first 128×128 shown" in fig.layout.title.text
+    assert fig.layout.xaxis.showticklabels is not False and fig.layout.yaxis.showticklabels is not False  # thinned
     small = lab.stage_figure(values[:7, :16], ["a"] * 7, ["b"] * 16, "Q")
     assert small.layout.title.text.startswith("Q<br>") and "(7, 16)</span>" in small.layout.title.text
 

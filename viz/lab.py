@@ -40,7 +40,7 @@ def stage_figure(values, row_labels, column_labels, title: str, mask=None, weigh
             colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False,
             hovertemplate="row %{y}<br>column %{x}<br>masked (−∞ before softmax)<extra></extra>",
         ))
-    category_axes(fig, showticklabels=len(row_labels) <= 40)
+    category_axes(fig)  # Plotly thins the labels of a long axis itself
     cropped = f" — first {values.shape[0]}×{values.shape[1]} shown" if values.shape != full_shape else ""
     # Two short lines rather than one long one: a column is ~180 px wide in a 1000 px window.
     fig.update_layout(title=dict(text=f"{title}<br><span style='font-size:11px'>{tuple(full_shape)}{cropped}</span>",
