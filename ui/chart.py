@@ -64,24 +64,39 @@ function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x a
   return chosen;
 }
 
-// The server chooses the labelled keys for a wide chart. As drawn, a narrower chart keeps every k-th of each
-// panel's labels (its first one always) so that no two overlap, and a wider one gets them back.
-function fitKeyLabels(node) {
-  const update = {};
-  for (const [name, chosen] of Object.entries(node.alKeyLabels || {})) {
-    const axis = node._fullLayout && node._fullLayout[name];
-    if (!axis || !axis._categoriesMap || !axis._length || chosen.length < 2) continue;
-    const at = chosen.map((label) => axis._categoriesMap[label]);  // category index of each label
-    const step = Math.min(...at.slice(1).map((index, i) => index - at[i]).filter((apart) => apart > 0));
-    const cellPx = axis._length / Math.abs(axis.range[1] - axis.range[0]);
-    const every = Math.max(1, Math.ceil(MIN_LABEL_PX / (step * cellPx) - 1e-9));
+function categoryIndex(data, xId) {  // a category axis's order, as Plotly makes it: first seen, trace by trace
+  const index = new Map();
+  for (const trace of data)
+    if ((trace.xaxis || "x") === xId && Array.isArray(trace.x))
+      for (const x of trace.x) if (!index.has(x)) index.set(x, index.size);
+  return index;
+}
+
+// The server chooses the labelled keys for a wide chart. A chart `widthPx` wide keeps every k-th of each
+// panel's labels (its first one always) so that no two overlap: {axis name: the tickvals to draw}. Worked out
+// from the figure before it is drawn (the axes have fixed margins), so a move draws once.
+function fitKeyLabels(layout, data, widthPx, chosenByAxis) {
+  const fitted = {};
+  for (const [name, chosen] of Object.entries(chosenByAxis)) {
+    const margin = layout.margin || {}, domain = layout[name].domain || [0, 1];
+    const index = categoryIndex(data, "x" + name.slice(5));
+    const at = chosen.map((label) => index.get(label));  // category index of each label
+    const step = Math.min(...at.slice(1).map((place, i) => place - at[i]).filter((apart) => apart > 0));
+    const cellPx = (widthPx - (margin.l ?? 80) - (margin.r ?? 80)) * (domain[1] - domain[0]) / index.size;
+    const every = Number.isFinite(step) && cellPx > 0 ? Math.max(1, Math.ceil(MIN_LABEL_PX / (step * cellPx) - 1e-9)) : 1;
     let inPanel = 0;  // a label's place among its panel's labels (a larger step starts the next panel)
-    const kept = chosen.filter((label, i) => {
+    fitted[name] = chosen.filter((label, i) => {
       inPanel = i > 0 && at[i] - at[i - 1] === step ? inPanel + 1 : 0;
       return inPanel %% every === 0;
     });
-    if (kept.length !== node.layout[name].tickvals.length) update[name + ".tickvals"] = kept;
   }
+  return fitted;
+}
+
+function refitKeyLabels(node) {  // after a resize
+  const update = {};
+  for (const [name, kept] of Object.entries(fitKeyLabels(node.layout, node.data, node.clientWidth, node.alKeyLabels || {})))
+    if (kept.length !== node.layout[name].tickvals.length) update[name + ".tickvals"] = kept;
   if (Object.keys(update).length) return window.Plotly.relayout(node, update);
 }
 
@@ -93,7 +108,7 @@ function setUp(parentElement) {
   const resize = new ResizeObserver(() => {  // the sidebar opening, an expander opening, the window
     if (!window.Plotly || !node.data || node.clientWidth === width) return;
     width = node.clientWidth;
-    window.Plotly.Plots.resize(node).then(() => fitKeyLabels(node));
+    window.Plotly.Plots.resize(node).then(() => refitKeyLabels(node));
   });
   resize.observe(node);
   node.alCleanup = () => { resize.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
@@ -113,7 +128,9 @@ export default function (component) {
     loadPlotly(plotly_url).then((Plotly) => {
       if (node.alDrawing !== drawing) return;
       node.alKeyLabels = chosenKeyLabels(figure.layout);
-      return Plotly.react(node, figure.data, figure.layout, config).then(() => fitKeyLabels(node));
+      const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
+      for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
+      Plotly.react(node, figure.data, figure.layout, config);
     }).catch((error) => {
       node.textContent = "The chart could not be drawn: " + error.message;
     });
