@@ -45,7 +45,7 @@ CHART = "document.querySelector('.js-plotly-plot')"  # the app's ui.chart and st
 IDLE = "document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
 
 
-def _move_and_wait(page, act, prepare=None):
+def _move_and_wait(page, act, prepare=None, what="a move"):
     """Press, then wait until the rerun it starts has finished and the browser has painted.
 
     ``prepare`` runs before the clock starts (typing into a text box reruns nothing: the
@@ -60,10 +60,13 @@ def _move_and_wait(page, act, prepare=None):
         window.__before = chart && chart._fullData;
         window.__ran = false;
         window.__observer && window.__observer.disconnect();
-        window.__observer = new MutationObserver(() => {
-            if (app.getAttribute('data-test-script-state') === 'running') window.__ran = true;
+        // A short rerun can go running → notRunning within one task: the records' old values still show it.
+        window.__observer = new MutationObserver((records) => {
+            if (app.getAttribute('data-test-script-state') === 'running' ||
+                records.some(record => record.oldValue === 'running')) window.__ran = true;
         });
-        window.__observer.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+        window.__observer.observe(app, {attributes: true, attributeFilter: ['data-test-script-state'],
+                                        attributeOldValue: true});
     }""")
     if prepare:
         prepare()
@@ -74,7 +77,7 @@ def _move_and_wait(page, act, prepare=None):
                                timeout=60_000)
         page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     except Exception:  # counted as a 60 s move, never silently dropped
-        print("  a move was not redrawn within 60 s", flush=True)
+        print(f"  {what} was not redrawn within 60 s ({page.url})", flush=True)
     return time.perf_counter() - started
 
 
@@ -100,13 +103,14 @@ def _moves(page, kind, count, length_key="ArrowRight"):
         if kind == "pads":
             box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Pad symbols")
             value = PAD_SETS[index % len(PAD_SETS)]
-            times.append(_move_and_wait(page, lambda: box.press("Enter"), prepare=lambda: box.fill(value)))
+            times.append(_move_and_wait(page, lambda: box.press("Enter"), prepare=lambda: box.fill(value),
+                                        what=f"pad symbols {value!r}"))
         else:
             label = {"seq_len": "Sequence length", "heads": "Heads (h)", "d_model": "d_model"}[kind]
             thumb = _slider(page, label)
             key = length_key if kind == "seq_len" else ("ArrowRight" if index % 2 == 0 else "ArrowLeft")
             thumb.focus()
-            times.append(_move_and_wait(page, lambda: thumb.press(key)))
+            times.append(_move_and_wait(page, lambda: thumb.press(key), what=f"{kind} {key}"))
         wait_idle(page)
     return times
 
