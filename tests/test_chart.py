@@ -1,6 +1,7 @@
 """ui.chart: what a chart sends, and the Plotly.js it is drawn with."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import plotly
@@ -60,3 +61,15 @@ def test_served_urls_follow_the_base_url_path():
         assert chart.served_path("/static/js/") == "/lab/static/js/"
     finally:
         config.set_option("server.baseUrlPath", "")
+
+
+def test_the_start_up_path_imports_neither_tensorflow_nor_the_figure_builders():
+    """app.py imports ui.chart and sends the early loader before it waits for TensorFlow: anything ui.chart
+    imports delays the browser's Plotly.js (viz.common alone is ~0.1 s of imports)."""
+    import subprocess
+    import sys
+
+    code = "import sys, streamlit, ui.chart, ui.preload; print(sorted({'tensorflow', 'viz.common'} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    assert loaded == "[]"

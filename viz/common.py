@@ -13,6 +13,8 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
+from viz.sizes import CHAR_PX, NOMINAL_WIDTH_PX, TICK_PX, TICK_WIDTH_PX, TITLE_PX
+
 _BLUES = plotly.colors.sequential.Blues  # ColorBrewer Blues, white to dark blue
 
 # Written out, not by name: figures built without validation (panels_figure) send the name as it is,
@@ -91,14 +93,7 @@ def category_axes(fig: go.Figure, row=None, col=None, reverse_y=True, **kwargs) 
 # Panel grids are laid out here rather than by make_subplots and Plotly's automargin:
 # automargin makes the browser lay a figure out several times (about half of its
 # drawing time), and make_subplots costs ~30 ms of validation per figure on the server.
-CHAR_PX = 7  # width of one tick-label character at Plotly's default 12 px font
-NOMINAL_WIDTH_PX = 1100  # the main column of the wide layout, to turn pixels into paper units
-TITLE_PX = 26  # room above a panel for its title
-TICK_PX = 14  # room along an axis for one rotated tick label
-# Labelled keys are chosen when the figure is built (tickvals), for a chart this wide (a ~1900 px window with
-# the sidebar open); a narrower chart keeps every k-th of them as drawn, so that none overlap (ui.chart's
-# fitKeyLabels). The hover names every key.
-TICK_WIDTH_PX = 1600
+# Their sizes in pixels: viz.sizes.
 
 
 def label_px(labels, shown: bool = True, rotated: bool = False) -> int:

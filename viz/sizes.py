@@ -1,0 +1,10 @@
+"""Sizes in pixels the panel grids are laid out with (no imports: ui.chart reads TICK_PX on the app's start-up path)."""
+
+CHAR_PX = 7  # width of one tick-label character at Plotly's default 12 px font
+NOMINAL_WIDTH_PX = 1100  # the main column of the wide layout, to turn pixels into paper units
+TITLE_PX = 26  # room above a panel for its title
+TICK_PX = 14  # room along an axis for one rotated tick label
+# Labelled keys are chosen when the figure is built (tickvals), for a chart this wide (a ~1900 px window with
+# the sidebar open); a narrower chart keeps every k-th of them as drawn, so that none overlap (ui.chart's
+# fitKeyLabels). The hover names every key.
+TICK_WIDTH_PX = 1600
