@@ -54,7 +54,7 @@ function loadPlotly(url) {  // one <script> per page, shared by every chart and 
 """
 
 _JS = _LOAD_PLOTLY_JS + """
-const MIN_LABEL_PX = %(tick_px)s;  // room along an axis for one rotated tick label (viz.common.TICK_PX)
+const MIN_LABEL_PX = %(tick_px)s;  // room along an axis for one rotated tick label (viz.sizes.TICK_PX)
 
 function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x axes whose labels the server chose
   const chosen = {};

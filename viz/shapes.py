@@ -12,7 +12,7 @@ AXIS_COLORS = {"B": "#9ecae1", "H": "#fdae6b", "N": "#a1d99b", "d": "#bcbddc"}
 
 
 COPY_OFFSET = 0.18  # each copy behind the front one, up and to the right
-TOP = 3.2  # where the back copy's top is, under the "copies" label (y axis: -0.6 … 3.6)
+TOP = 3.2  # the back copy's top is COPY_OFFSET below this line, the "copies" label above it (y axis: -0.6 … 3.6)
 
 
 def _extent(size: int) -> float:
