@@ -366,6 +366,40 @@ def test_a_chart_follows_the_width_of_its_column(page, server):
     assert page.evaluate(f"() => {FIRST_PLOT}.getBoundingClientRect().right") <= 1000
 
 
+# Each chart as drawn next to the page: does its background match the page's, and its tick text the page's
+# text; how opaque its first grid line is; and the first trace's colour scale (the data's own colours).
+CHART_THEME = f"""() => {{
+    const app = getComputedStyle(document.querySelector('[data-testid="stApp"]'));
+    return [...document.querySelectorAll('{PLOT}')].map((plot) => {{
+        const tick = plot.querySelector('.xtick text'), grid = plot.querySelector('.xgrid');
+        return {{background: getComputedStyle(plot.querySelector('.main-svg')).backgroundColor === app.backgroundColor,
+                 text: !tick || getComputedStyle(tick).fill === app.color,
+                 grid: grid ? Number(getComputedStyle(grid).strokeOpacity) : null,
+                 scale: JSON.stringify(plot._fullData[0].colorscale || null)}};
+    }});
+}}"""
+
+
+def test_charts_take_the_pages_theme_and_follow_a_switch_to_dark_and_back(page, server):
+    open_page(page, server, "positional_encoding")  # heatmaps, and line charts with grid lines
+    wait_for_charts(page)
+    light = page.evaluate(CHART_THEME)
+    assert light and all(chart["background"] and chart["text"] for chart in light), light
+    page.emulate_media(color_scheme="dark")  # the system turns dark: Streamlit's default theme follows it
+    page.wait_for_function(f"() => ({CHART_THEME})().every((chart) => chart.background && chart.text)",
+                           timeout=10_000)
+    dark = page.evaluate(CHART_THEME)
+    assert page.evaluate("getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor") \
+        == "rgb(23, 22, 20)"  # the page did turn dark
+    assert all(chart["grid"] is None or chart["grid"] < 0.3 for chart in dark), dark  # faint lines on dark
+    assert any(chart["grid"] is not None for chart in dark)
+    assert [chart["scale"] for chart in dark] == [chart["scale"] for chart in light]  # data colours stay
+    page.emulate_media(color_scheme="light")
+    page.wait_for_function(f"() => ({CHART_THEME})().every((chart) => chart.background && chart.text)",
+                           timeout=10_000)
+    assert page.evaluate(CHART_THEME) == light
+
+
 def _key_labels(page) -> dict:
     """The head grid's first row as drawn: its x tick labels and their positions (px along the axis)."""
     return page.evaluate(f"""() => {{

@@ -6,7 +6,8 @@ element id, so the browser throws the old chart away, builds a new one
 ~130 ms of the browser's time per slider move on the Attention page. This component
 keeps one Plotly node per chart key and calls ``Plotly.react`` with the new figure
 (~60 ms there): one draw, and none when the figure is unchanged. A ResizeObserver
-keeps the chart as wide as its column.
+keeps the chart as wide as its column, and the chart takes the page's theme (light
+or dark) and follows a switch.
 
 Plotly.js is the copy that ships inside the installed ``plotly`` Python package,
 served by Streamlit's static file serving (``server.enableStaticServing``) from
@@ -100,6 +101,56 @@ function refitKeyLabels(node) {  // after a resize
   if (Object.keys(update).length) return window.Plotly.relayout(node, update);
 }
 
+// The page's theme: Streamlit gives each component's wrapper the theme's colours as CSS custom properties
+// (--st-background-color …; "" outside Streamlit), and they change when the viewer switches theme.
+const THEME_PROPERTIES = ["--st-background-color", "--st-text-color", "--st-border-color"];
+
+function themeOf(node) {  // [background, text, border]
+  const style = getComputedStyle(node);
+  return THEME_PROPERTIES.map((name) => style.getPropertyValue(name).trim());
+}
+
+function isDark(colour) {  // "#RRGGBB…": true when its relative luminance is below one half
+  const match = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})/i.exec(colour);
+  if (!match) return false;
+  const [red, green, blue] = match.slice(1).map((hex) => parseInt(hex, 16) / 255);
+  return 0.2126 * red + 0.7152 * green + 0.0722 * blue < 0.5;
+}
+
+// The layout in the page's colours: its background and text colour, and in a dark theme faint grid lines,
+// axis lines and tool bar that show on it. The data keep their colours (weights, masks, encodings): a colour
+// means the same in every theme.
+function themedLayout(layout, [background, text, border]) {
+  if (!background) return layout;
+  const themed = { ...layout, paper_bgcolor: background, font: { ...layout.font, color: text } };
+  if (!layout.plot_bgcolor || layout.plot_bgcolor === "white") themed.plot_bgcolor = background;
+  if (isDark(background)) {
+    const lines = { gridcolor: "rgba(255,255,255,0.12)", linecolor: border, zerolinecolor: border, tickcolor: border };
+    const template = layout.template || {}, templateLayout = template.layout || {};
+    themed.template = { ...template, layout: { ...templateLayout, xaxis: { ...lines, ...templateLayout.xaxis },
+                                               yaxis: { ...lines, ...templateLayout.yaxis } } };
+    themed.modebar = { bgcolor: "rgba(0,0,0,0)", color: "rgba(255,255,255,0.4)", activecolor: "rgba(255,255,255,0.8)",
+                       ...layout.modebar };
+  }
+  return themed;
+}
+
+function draw(node) {  // node.alText's figure, in node.alTheme's colours, with the key labels that fit
+  const { figure, config, plotly_url } = JSON.parse(node.alText);
+  node.style.height = (figure.layout.height || 450) + "px";
+  const drawing = (node.alDrawing || 0) + 1;
+  node.alDrawing = drawing;
+  loadPlotly(plotly_url).then((Plotly) => {
+    if (node.alDrawing !== drawing) return;
+    node.alKeyLabels = chosenKeyLabels(figure.layout);
+    const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
+    for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
+    Plotly.react(node, figure.data, themedLayout(figure.layout, node.alTheme), config);
+  }).catch((error) => {
+    node.textContent = "The chart could not be drawn: " + error.message;
+  });
+}
+
 function setUp(parentElement) {
   const node = document.createElement("div");
   node.className = "%(chart_class)s";
@@ -111,7 +162,15 @@ function setUp(parentElement) {
     window.Plotly.Plots.resize(node).then(() => refitKeyLabels(node));
   });
   resize.observe(node);
-  node.alCleanup = () => { resize.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
+  // A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure.
+  const retheme = new MutationObserver(() => {
+    if (!node.alText || themeOf(node).join() === node.alTheme.join()) return;
+    node.alTheme = themeOf(node);
+    draw(node);
+  });
+  for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
+    retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
+  node.alCleanup = () => { resize.disconnect(); retheme.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 
@@ -121,19 +180,8 @@ export default function (component) {
   const text = new TextDecoder().decode(data);
   if (text !== node.alText) {  // an unchanged figure is not drawn again
     node.alText = text;
-    const { figure, config, plotly_url } = JSON.parse(text);
-    node.style.height = (figure.layout.height || 450) + "px";
-    const drawing = (node.alDrawing || 0) + 1;
-    node.alDrawing = drawing;
-    loadPlotly(plotly_url).then((Plotly) => {
-      if (node.alDrawing !== drawing) return;
-      node.alKeyLabels = chosenKeyLabels(figure.layout);
-      const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
-      for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
-      Plotly.react(node, figure.data, figure.layout, config);
-    }).catch((error) => {
-      node.textContent = "The chart could not be drawn: " + error.message;
-    });
+    node.alTheme = themeOf(node);
+    draw(node);
   }
   return node.alCleanup;  // Streamlit keeps the last one returned and calls it on unmount
 }
