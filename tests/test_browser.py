@@ -10,7 +10,7 @@ from browser_support import (
     CHROMIUM, CHROMIUM_ARGS, OUTPUT, browser_required, chromium_missing, streamlit_server, wait_idle,
 )
 from chart_support import FIRST_PLOT, PLOT
-from ui.chart import STALE_FADE_ATTRIBUTE, widget_module_urls
+from ui.chart import CHART_CLASS, STALE_FADE_ATTRIBUTE, widget_module_urls
 from viz.common import PANEL_MARK, TICK_PX
 
 pytestmark = pytest.mark.browser
@@ -370,34 +370,47 @@ def test_a_chart_follows_the_width_of_its_column(page, server):
 # text; how opaque its first grid line is; and the first trace's colour scale (the data's own colours).
 CHART_THEME = f"""() => {{
     const app = getComputedStyle(document.querySelector('[data-testid="stApp"]'));
-    return [...document.querySelectorAll('{PLOT}')].map((plot) => {{
+    return [...document.querySelectorAll('.{CHART_CLASS}')].map((plot) => {{  // every chart, drawn or not
         const tick = plot.querySelector('.xtick text'), grid = plot.querySelector('.xgrid');
-        return {{background: getComputedStyle(plot.querySelector('.main-svg')).backgroundColor === app.backgroundColor,
+        const svg = plot.querySelector('.main-svg');
+        return {{background: !!svg && getComputedStyle(svg).backgroundColor === app.backgroundColor,
                  text: !tick || getComputedStyle(tick).fill === app.color,
                  grid: grid ? Number(getComputedStyle(grid).strokeOpacity) : null,
-                 scale: JSON.stringify(plot._fullData[0].colorscale || null)}};
+                 scale: JSON.stringify(plot._fullData?.[0]?.colorscale || null)}};
     }});
 }}"""
+
+DARK_PAGE = "rgb(23, 22, 20)"  # Streamlit's dark theme's background
+
+
+def _wait_for_theme(page, background: str, charts: int) -> None:
+    """Until the page has this background and all its ``charts`` the page's colours (a switch may remount them)."""
+    page.wait_for_function(f"() => getComputedStyle(document.querySelector('[data-testid=\"stApp\"]'))"
+                           f".backgroundColor === '{background}'", timeout=10_000)
+    page.wait_for_function(f"() => (drawn => drawn.length === {charts} && drawn.every((chart) => chart.background "
+                           f"&& chart.text))(({CHART_THEME})())", timeout=10_000)
 
 
 def test_charts_take_the_pages_theme_and_follow_a_switch_to_dark_and_back(page, server):
     open_page(page, server, "positional_encoding")  # heatmaps, and line charts with grid lines
     wait_for_charts(page)
+    page.wait_for_function(f"() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) => node._fullData)")
     light = page.evaluate(CHART_THEME)
     assert light and all(chart["background"] and chart["text"] for chart in light), light
     page.emulate_media(color_scheme="dark")  # the system turns dark: Streamlit's default theme follows it
-    page.wait_for_function(f"() => ({CHART_THEME})().every((chart) => chart.background && chart.text)",
-                           timeout=10_000)
+    _wait_for_theme(page, DARK_PAGE, len(light))
     dark = page.evaluate(CHART_THEME)
-    assert page.evaluate("getComputedStyle(document.querySelector('[data-testid=\"stApp\"]')).backgroundColor") \
-        == "rgb(23, 22, 20)"  # the page did turn dark
     assert all(chart["grid"] is None or chart["grid"] < 0.3 for chart in dark), dark  # faint lines on dark
     assert any(chart["grid"] is not None for chart in dark)
     assert [chart["scale"] for chart in dark] == [chart["scale"] for chart in light]  # data colours stay
     page.emulate_media(color_scheme="light")
-    page.wait_for_function(f"() => ({CHART_THEME})().every((chart) => chart.background && chart.text)",
-                           timeout=10_000)
-    assert page.evaluate(CHART_THEME) == light
+    _wait_for_theme(page, "rgb(255, 255, 255)", len(light))
+    again = page.evaluate(CHART_THEME)
+    assert again == light, [(a, b) for a, b in zip(again, light) if a != b]
+    page.get_by_test_id("stMainMenu").click()  # the viewer picks Dark in the app's menu
+    page.get_by_test_id("stMainMenuItem-theme-Dark").click()
+    _wait_for_theme(page, DARK_PAGE, len(light))
+    assert all(chart["grid"] is None or chart["grid"] < 0.3 for chart in page.evaluate(CHART_THEME))
 
 
 def _key_labels(page) -> dict:

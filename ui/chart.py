@@ -117,25 +117,24 @@ function isDark(colour) {  // "#RRGGBB…": true when its relative luminance is 
   return 0.2126 * red + 0.7152 * green + 0.0722 * blue < 0.5;
 }
 
-// The layout in the page's colours: its background and text colour, and in a dark theme faint grid lines,
-// axis lines and tool bar that show on it. The data keep their colours (weights, masks, encodings): a colour
-// means the same in every theme.
+// The layout in the page's colours: its background and text colour, and in a dark theme faint grid lines and
+// axis lines that show on it (Plotly's own derive from a light background; its tool bar follows the background
+// by itself). The data keep their colours (weights, masks, encodings): a colour means the same in every theme.
 function themedLayout(layout, [background, text, border]) {
   if (!background) return layout;
   const themed = { ...layout, paper_bgcolor: background, font: { ...layout.font, color: text } };
   if (!layout.plot_bgcolor || layout.plot_bgcolor === "white") themed.plot_bgcolor = background;
-  if (isDark(background)) {
+  if (isDark(background)) {  // on each axis (xaxis, xaxis2 …): the axes set none of these themselves
     const lines = { gridcolor: "rgba(255,255,255,0.12)", linecolor: border, zerolinecolor: border, tickcolor: border };
-    const template = layout.template || {}, templateLayout = template.layout || {};
-    themed.template = { ...template, layout: { ...templateLayout, xaxis: { ...lines, ...templateLayout.xaxis },
-                                               yaxis: { ...lines, ...templateLayout.yaxis } } };
-    themed.modebar = { bgcolor: "rgba(0,0,0,0)", color: "rgba(255,255,255,0.4)", activecolor: "rgba(255,255,255,0.8)",
-                       ...layout.modebar };
+    for (const [name, axis] of Object.entries(layout))
+      if (/^[xy]axis[0-9]*$/.test(name)) themed[name] = { ...lines, ...axis };
+    for (const name of ["xaxis", "yaxis"]) themed[name] = { ...lines, ...layout[name] };  // a figure's default axes
   }
   return themed;
 }
 
-function draw(node) {  // node.alText's figure, in node.alTheme's colours, with the key labels that fit
+// node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react).
+function draw(node) {
   const { figure, config, plotly_url } = JSON.parse(node.alText);
   node.style.height = (figure.layout.height || 450) + "px";
   const drawing = (node.alDrawing || 0) + 1;
@@ -163,14 +162,20 @@ function setUp(parentElement) {
   });
   resize.observe(node);
   // A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure.
+  // Read once the switch has settled (it restyles more than one element).
+  let pending = null;
   const retheme = new MutationObserver(() => {
-    if (!node.alText || themeOf(node).join() === node.alTheme.join()) return;
-    node.alTheme = themeOf(node);
-    draw(node);
+    if (pending !== null) return;
+    pending = setTimeout(() => {
+      pending = null;
+      if (!node.alText || themeOf(node).join() === node.alTheme.join()) return;
+      node.alTheme = themeOf(node);
+      draw(node);
+    }, 50);
   });
   for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
     retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
-  node.alCleanup = () => { resize.disconnect(); retheme.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
+  node.alCleanup = () => { resize.disconnect(); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 
