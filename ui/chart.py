@@ -161,6 +161,7 @@ function setUp(parentElement) {
     window.Plotly.Plots.resize(node).then(() => refitKeyLabels(node));
   });
   resize.observe(node);
+  node.alTheme = themeOf(node);  // then kept by a switch (below): not read again on every draw
   // A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure.
   // Read once the switch has settled (it restyles more than one element).
   let pending = null;
@@ -185,7 +186,6 @@ export default function (component) {
   const text = new TextDecoder().decode(data);
   if (text !== node.alText) {  // an unchanged figure is not drawn again
     node.alText = text;
-    node.alTheme = themeOf(node);
     draw(node);
   }
   return node.alCleanup;  // Streamlit keeps the last one returned and calls it on unmount
