@@ -118,17 +118,16 @@ function isDark(colour) {  // "#RRGGBB…": true when its relative luminance is 
 }
 
 // The layout in the page's colours: its background and text colour, and in a dark theme faint grid lines and
-// axis lines that show on it (Plotly's own derive from a light background; its tool bar follows the background
+// axis lines that show on it (Plotly's own are drawn for a light background; its tool bar follows the background
 // by itself). The data keep their colours (weights, masks, encodings): a colour means the same in every theme.
 function themedLayout(layout, [background, text, border]) {
   if (!background) return layout;
   const themed = { ...layout, paper_bgcolor: background, font: { ...layout.font, color: text } };
   if (!layout.plot_bgcolor || layout.plot_bgcolor === "white") themed.plot_bgcolor = background;
-  if (isDark(background)) {  // on each axis (xaxis, xaxis2 …): the axes set none of these themselves
+  if (isDark(background)) {  // on each axis (xaxis, xaxis2 …, and the default pair): the axes set none of these
     const lines = { gridcolor: "rgba(255,255,255,0.12)", linecolor: border, zerolinecolor: border, tickcolor: border };
-    for (const [name, axis] of Object.entries(layout))
-      if (/^[xy]axis[0-9]*$/.test(name)) themed[name] = { ...lines, ...axis };
-    for (const name of ["xaxis", "yaxis"]) themed[name] = { ...lines, ...layout[name] };  // a figure's default axes
+    const axes = new Set(["xaxis", "yaxis", ...Object.keys(layout).filter((name) => /^[xy]axis[0-9]*$/.test(name))]);
+    for (const name of axes) themed[name] = { ...lines, ...layout[name] };
   }
   return themed;
 }
