@@ -168,8 +168,9 @@ function setUp(parentElement) {
     if (pending !== null) return;
     pending = setTimeout(() => {
       pending = null;
-      if (!node.alText || themeOf(node).join() === node.alTheme.join()) return;
-      node.alTheme = themeOf(node);
+      const theme = themeOf(node);
+      if (!node.alText || theme.join() === node.alTheme.join()) return;
+      node.alTheme = theme;
       draw(node);
     }, 50);
   });
