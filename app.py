@@ -31,9 +31,10 @@ PAGES = [
 state.load_url_once()
 page = st.navigation(PAGES)
 sidebar.render()
+notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
 for notice in st.session_state.pop(state.NOTICES, []):
-    st.warning(notice, icon=":material/warning:")
+    notices.warning(notice, icon=":material/warning:")
 left_out = state.write_url()
 if left_out:
-    st.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")
+    notices.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")
 page.run()

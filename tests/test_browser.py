@@ -154,6 +154,34 @@ def test_a_move_updates_the_chart_in_place_and_plotly_comes_from_this_server(pag
         sorted({url for url in requests if not url.startswith(server)})
 
 
+NOTICE = "[data-testid='stAlert']"
+
+
+def test_a_notice_that_comes_and_goes_leaves_every_chart_in_place(page, server):
+    """At length 6 the default target lines are cut, and a notice says so above the charts; at 7 it is gone.
+    The charts (the lab's are in columns) stay the same nodes, redrawn in place, not built again."""
+    open_page(page, server, "dot_product_lab")
+    wait_for_charts(page)
+    assert page.locator(NOTICE).count() == 0
+    charts = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((node, i) => node.dataset.marked = i).length")
+    assert charts >= 12
+    thumb = slider_thumb(page, "Sequence length")
+    thumb.focus()
+    thumb.press("ArrowLeft")
+    page.wait_for_selector(NOTICE, timeout=60_000)
+    wait_idle(page)
+    notice = page.locator(NOTICE)
+    assert notice.count() == 1  # one notice for the three cut lines, one line each
+    assert [line.strip() for line in notice.inner_text().splitlines() if line.strip()][-3:] == [
+        f"Target line {line} has 7 tokens; it was cut to 6." for line in (1, 2, 3)]
+    thumb.focus()
+    thumb.press("ArrowRight")
+    page.wait_for_selector(NOTICE, state="detached", timeout=60_000)
+    wait_idle(page)
+    marks = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((node) => node.dataset.marked)")
+    assert marks == [str(i) for i in range(charts)]
+
+
 def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_room(page, server):
     """The early loader runs before the script waits for TensorFlow, so a cold start compiles Plotly.js
     meanwhile; the Home page has no chart, yet Plotly is there for the next page."""

@@ -62,13 +62,25 @@ def live(config, stacks=(), lines=None):
     ``stacks``: the attention maps the page draws (none by default: the model does not run);
     ``lines``: the lines they are computed for (None: every line).
     """
+    notices = st.container()  # always there, so that a notice coming or going moves nothing after it
     result = _or_stop(_live, config, tuple(stacks), None if lines is None else tuple(lines))
     show_status(result)
-    for notice in result.notices:
-        st.info(notice, icon=":material/info:")
+    show_notices(notices, result.notices)
     if result.predictions:
         show_predictions(result.predictions)
     return result
+
+
+def show_notices(slot, notices) -> None:
+    """``notices`` as one alert in ``slot`` (a container the page draws whether or not there are any).
+
+    Why the slot: Streamlit matches the elements of a rerun with the page's by their place in their
+    block. An alert that comes and goes in front of the charts (a line cut at one length and not at
+    the next) shifts everything after it, and the browser throws those charts away and builds them
+    again, each a first Plotly draw. One alert, not one per notice: the page jumps less.
+    """
+    if notices:
+        slot.info("  \n".join(notices), icon=":material/info:")
 
 
 def show_predictions(predictions) -> None:
