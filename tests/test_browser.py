@@ -94,12 +94,23 @@ CHART_TEXT_PROBLEMS = f"""() => [...document.querySelectorAll('{PLOT}')].flatMap
 }})"""
 
 
+TALL_PX = 4000  # a window this tall has every chart of every page in view, so every chart is drawn
+
+
+def wait_for_every_chart(page):
+    """Until every chart on the page is drawn (each is drawn once it is in view: open the page in a tall window)."""
+    wait_for_charts(page)
+    page.wait_for_function(f"() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) => node._fullData)",
+                           timeout=60_000)
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_every_page_opens_without_exception_and_is_screenshotted(page, server, path):
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
     open_page(page, server, path)
     assert page.locator("[data-testid='stException']").count() == 0
     if path and path != "train":
-        wait_for_charts(page)
+        wait_for_every_chart(page)
         assert page.locator(PLOT).count() >= 1
         assert page.evaluate(CHART_TEXT_PROBLEMS) == []
     name = (path or "home").replace("?", "-").replace("&", "-").replace("=", "-")
@@ -108,9 +119,9 @@ def test_every_page_opens_without_exception_and_is_screenshotted(page, server, p
 
 @pytest.mark.parametrize("path", ["dot_product_lab", "attention?seq_len=30&stack=cross"])
 def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
-    page.set_viewport_size({"width": 1000, "height": 1000})
+    page.set_viewport_size({"width": 1000, "height": TALL_PX})
     open_page(page, server, path)
-    wait_for_charts(page)
+    wait_for_every_chart(page)
     assert page.evaluate(CHART_TEXT_PROBLEMS) == []
 
 
@@ -163,7 +174,7 @@ def test_a_notice_that_comes_and_goes_leaves_every_chart_in_place(page, server):
     open_page(page, server, "dot_product_lab")
     wait_for_charts(page)
     assert page.locator(NOTICE).count() == 0
-    charts = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((node, i) => node.dataset.marked = i).length")
+    charts = page.evaluate(f"() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node, i) => node.dataset.marked = i).length")
     assert charts >= 12
     thumb = slider_thumb(page, "Sequence length")
     thumb.focus()
@@ -178,8 +189,38 @@ def test_a_notice_that_comes_and_goes_leaves_every_chart_in_place(page, server):
     thumb.press("ArrowRight")
     page.wait_for_selector(NOTICE, state="detached", timeout=60_000)
     wait_idle(page)
-    marks = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((node) => node.dataset.marked)")
+    marks = page.evaluate(f"() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) => node.dataset.marked)")
     assert marks == [str(i) for i in range(charts)]
+
+
+def _keys_drawn(page, index):
+    """How many keys chart ``index`` (any chart, drawn or not) shows: None while it has not been drawn."""
+    return page.evaluate(f"(i) => document.querySelectorAll('.{CHART_CLASS}')[i]._fullData?.[0]?.x?.length ?? null",
+                         index)
+
+
+def test_a_chart_out_of_view_is_drawn_when_it_comes_into_view_with_the_latest_figure(page, server):
+    """A long page draws the charts in view; one further down keeps its height and is drawn when scrolled to,
+    and a move while it is out of view reaches it when it comes back into view."""
+    open_page(page, server, "dot_product_lab")
+    wait_for_charts(page)
+    engine_bars = 12  # "this engine" under "Filling the mask": one bar per key, ~2000 px down the page
+    chart = page.locator(f".{CHART_CLASS}").nth(engine_bars)
+    assert _keys_drawn(page, engine_bars) is None and chart.bounding_box()["height"] > 200
+    chart.scroll_into_view_if_needed()
+    page.wait_for_function(f"() => document.querySelectorAll('.{CHART_CLASS}')[{engine_bars}]._fullData",
+                           timeout=10_000)
+    assert _keys_drawn(page, engine_bars) == 7
+    page.locator(f".{CHART_CLASS}").first.scroll_into_view_if_needed()
+    thumb = slider_thumb(page, "Sequence length")
+    thumb.focus()
+    thumb.press("ArrowRight")
+    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 8", timeout=60_000)
+    wait_idle(page)
+    assert _keys_drawn(page, engine_bars) == 7  # out of view: not redrawn
+    chart.scroll_into_view_if_needed()
+    page.wait_for_function(f"() => document.querySelectorAll('.{CHART_CLASS}')[{engine_bars}]._fullData[0].x.length"
+                           " === 8", timeout=10_000)
 
 
 def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_room(page, server):
@@ -420,9 +461,9 @@ def _wait_for_theme(page, background: str, charts: int) -> None:
 
 
 def test_charts_take_the_pages_theme_and_follow_a_switch_to_dark_and_back(page, server):
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
     open_page(page, server, "positional_encoding")  # heatmaps, and line charts with grid lines
-    wait_for_charts(page)
-    page.wait_for_function(f"() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) => node._fullData)")
+    wait_for_every_chart(page)
     light = page.evaluate(CHART_THEME)
     assert light and all(chart["background"] and chart["text"] for chart in light), light
     page.emulate_media(color_scheme="dark")  # the system turns dark: Streamlit's default theme follows it

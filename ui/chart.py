@@ -5,9 +5,11 @@ element id, so the browser throws the old chart away, builds a new one
 (``Plotly.newPlot``) and then draws it a second time from a copy of the same figure:
 ~130 ms of the browser's time per slider move on the Attention page. This component
 keeps one Plotly node per chart key and calls ``Plotly.react`` with the new figure
-(~60 ms there): one draw, and none when the figure is unchanged. A ResizeObserver
-keeps the chart as wide as its column, and the chart takes the page's theme (light
-or dark) and follows a switch.
+(~60 ms there): one draw, and none when the figure is unchanged. A chart out of view
+(beyond 200 px of the visible page, or in a closed expander) keeps its height but is
+drawn only when it comes into view, so a move on a long page redraws what the viewer
+sees. A ResizeObserver keeps the chart as wide as its column, and the chart takes the
+page's theme (light or dark) and follows a switch.
 
 Plotly.js is the copy that ships inside the installed ``plotly`` Python package,
 served by Streamlit's static file serving (``server.enableStaticServing``) from
@@ -132,10 +134,27 @@ function themedLayout(layout, [background, text, border]) {
   return themed;
 }
 
-// node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react).
+// A chart is drawn when it is in view or within DRAW_MARGIN of it, and again when it comes back into view
+// after its figure changed: a slider move redraws what the viewer can see, not every chart of a long page.
+const DRAW_MARGIN = "200px";
+
+function watchVisibility(node) {
+  // scrollMargin widens Streamlit's scrolling main block as rootMargin widens the window (ignored where unsupported)
+  const watcher = new IntersectionObserver((entries) => {
+    node.alInView = entries[entries.length - 1].isIntersecting;
+    if (node.alInView && node.alStale) draw(node);
+  }, { rootMargin: DRAW_MARGIN, scrollMargin: DRAW_MARGIN });
+  watcher.observe(node);
+  return watcher;
+}
+
+// node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react). Out of
+// view, only the chart's height is set (the page keeps its layout) and the draw waits until it is in view.
 function draw(node) {
   const { figure, config, plotly_url } = JSON.parse(node.alText);
   node.style.height = (figure.layout.height || 450) + "px";
+  node.alStale = !node.alInView;
+  if (node.alStale) return;
   const drawing = (node.alDrawing || 0) + 1;
   node.alDrawing = drawing;
   loadPlotly(plotly_url).then((Plotly) => {
@@ -160,6 +179,7 @@ function setUp(parentElement) {
     window.Plotly.Plots.resize(node).then(() => refitKeyLabels(node));
   });
   resize.observe(node);
+  const visibility = watchVisibility(node);  // its first report comes after this first run: then the first draw
   node.alTheme = themeOf(node);  // then kept by a switch (below): not read again on every draw
   // A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure.
   // Read once the switch has settled (it restyles more than one element).
@@ -176,7 +196,7 @@ function setUp(parentElement) {
   });
   for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
     retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
-  node.alCleanup = () => { resize.disconnect(); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
+  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 
