@@ -35,8 +35,9 @@ key_lines = result.target_tokens if stack == "decoder" else result.source_tokens
 query_tokens, key_tokens = query_lines[element], key_lines[element]
 weights = line_maps[layer]  # (H, N_q, N_k)
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
+switched_off = st.container()  # always drawn: the note coming or going must not rebuild the charts (ui.data)
 if not (padding_on and future_on):
-    st.info("A mask is switched off: the weights below are what attention does without it.", icon=":material/lock_open:")
+    switched_off.info("A mask is switched off: the weights below are what attention does without it.", icon=":material/lock_open:")
 
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k)

@@ -202,10 +202,13 @@ def test_toggling_the_padding_mask_changes_the_weights():
     at = open_page("attention")
     masked = weight_panels(specs(at)[0])
     assert all(np.isnan(panel[:, 5:]).all() for panel in masked)  # padded keys drawn as masked
+    assert not [info for info in at.info if "switched off" in info.value]
     at.toggle(key="pad_mask").set_value(False).run()
     unmasked = weight_panels(specs(at)[0])
     assert all((panel[:, 5:] > 0).all() for panel in unmasked)
     assert at.query_params["pad_mask"] == "0"
+    assert [info.value for info in at.info] == [
+        "A mask is switched off: the weights below are what attention does without it."]
 
 
 def test_another_line_shows_its_own_weights_and_checks():
