@@ -298,6 +298,32 @@ def test_a_copied_link_reproduces_the_view(page, server):
     assert page.get_by_text("Cross-attention (decoder → encoder)").count() >= 1
 
 
+def test_slider_moves_replace_the_link_and_back_goes_to_the_previous_page(page, server):
+    """The address always holds the view, but a move replaces it instead of adding a history entry: Back
+    leaves the page rather than stepping through every slider position (going to a page still adds one)."""
+    open_page(page, server, "")
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Masks").click()
+    wait_for_charts(page)
+    wait_idle(page)
+    entries = page.evaluate("() => history.length")
+    thumb = slider_thumb(page, "Sequence length")
+    for length in (8, 9, 10):
+        thumb.focus()
+        thumb.press("ArrowRight")
+        page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === {length}", timeout=60_000)
+        wait_idle(page)
+        assert f"seq_len={length}" in page.url
+    assert page.evaluate("() => history.length") == entries
+    page.go_back()
+    page.wait_for_function("() => !location.pathname.endsWith('/masks')", timeout=10_000)
+    wait_idle(page)
+    assert page.get_by_test_id("stException").count() == 0
+    page.go_forward()
+    page.wait_for_function("() => location.pathname.endsWith('/masks')", timeout=10_000)
+    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 10", timeout=60_000)
+    assert "seq_len=10" in page.url
+
+
 def test_bad_url_value_shows_a_notice_not_a_traceback(page, server):
     open_page(page, server, "masks?seq_len=banana")
     assert page.locator("[data-testid='stException']").count() == 0

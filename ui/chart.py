@@ -247,11 +247,28 @@ function fadeSlowRuns(app) {  // once per page: marks <html> while a rerun has l
 }
 """ % {"attribute": STALE_FADE_ATTRIBUTE}
 
+# The app mirrors its state in the address (ui.state.write_url), and Streamlit records each new address with
+# history.pushState: every slider move was a history entry, and Back stepped through them one by one. A new
+# address on the same page now replaces the current entry; going to another page still adds one.
+_REPLACE_QUERY_CHANGES_JS = """
+function replaceQueryChanges() {  // once per page
+  if (window.__attentionLabHistory) return;
+  window.__attentionLabHistory = true;
+  const push = history.pushState.bind(history);
+  history.pushState = (state, unused, url) => {
+    const samePage = url !== undefined && url !== null && new URL(url, location.href).pathname === location.pathname;
+    return samePage ? history.replaceState(state, unused, url) : push(state, unused, url);
+  };
+}
+"""
+
 # Fetches and compiles Plotly.js (4.6 MB, ~1.5 s in a fresh browser on 2 cores) and the sidebar widgets'
-# code while the server is still importing TensorFlow, so the first page does not wait for them, and
-# fades stale elements only in slow reruns (above); its element takes no room on the page.
-_EARLY_LOADER_JS = _LOAD_PLOTLY_JS + _FADE_SLOW_RUNS_JS + """
+# code while the server is still importing TensorFlow, so the first page does not wait for them, fades
+# stale elements only in slow reruns and keeps the address's changes out of the history (both above);
+# its element takes no room on the page.
+_EARLY_LOADER_JS = _LOAD_PLOTLY_JS + _FADE_SLOW_RUNS_JS + _REPLACE_QUERY_CHANGES_JS + """
 export default function ({ data, parentElement }) {
+  replaceQueryChanges();
   fadeSlowRuns(parentElement.closest('[data-testid="stApp"]'));
   const slot = parentElement.closest('[data-testid="stElementContainer"]');
   if (slot) slot.style.display = "none";
