@@ -223,6 +223,15 @@ def test_a_chart_out_of_view_is_drawn_when_it_comes_into_view_with_the_latest_fi
                            " === 8", timeout=10_000)
 
 
+def test_printing_the_page_draws_the_charts_out_of_view_too(page, server):
+    open_page(page, server, "dot_product_lab")
+    wait_for_charts(page)
+    undrawn = f"() => [...document.querySelectorAll('.{CHART_CLASS}')].filter((node) => !node._fullData).length"
+    assert page.evaluate(undrawn) > 0
+    page.pdf(path=str(OUTPUT / "dot_product_lab.pdf"))  # Chromium's print to PDF fires beforeprint
+    assert page.evaluate(undrawn) == 0
+
+
 def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_room(page, server):
     """The early loader runs before the script waits for TensorFlow, so a cold start compiles Plotly.js
     meanwhile; the Home page has no chart, yet Plotly is there for the next page."""

@@ -180,6 +180,14 @@ function setUp(parentElement) {
   });
   resize.observe(node);
   const visibility = watchVisibility(node);  // its first report comes after this first run: then the first draw
+  const drawForPrint = () => {  // printing (or saving as PDF) shows the whole page: draw the charts out of view too
+    if (!node.alStale || !node.alText) return;
+    const inView = node.alInView;
+    node.alInView = true;
+    draw(node);
+    node.alInView = inView;
+  };
+  window.addEventListener("beforeprint", drawForPrint);
   node.alTheme = themeOf(node);  // then kept by a switch (below): not read again on every draw
   // A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure.
   // Read once the switch has settled (it restyles more than one element).
@@ -196,7 +204,7 @@ function setUp(parentElement) {
   });
   for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
     retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
-  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
+  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 
