@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,10 +86,17 @@ def test_every_run_first_asks_the_browser_to_load_plotly_js():
 
 
 def test_status_line_names_device_version_and_time():
-    at = open_page("masks")
+    at = open_page("attention")
     status = " ".join(c.value for c in at.sidebar.caption)
     assert "CPU" in status or "GPU" in status
-    assert "TensorFlow** 2.21" in status and " ms" in status
+    assert "TensorFlow** 2.21" in status
+    assert re.search(r"\*\*model run\*\* [0-9.]+ ms", status), status
+
+
+def test_status_line_of_a_page_that_runs_no_model_says_so():
+    """Masks and encodings need no model: the line said 'compute 0.0 ms' there, as if it had run in no time."""
+    status = " ".join(c.value for c in open_page("masks").sidebar.caption)
+    assert "this page runs no model" in status and " ms" not in status, status
 
 
 def test_masks_page_reproduces_the_seed_figures():

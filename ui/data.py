@@ -47,9 +47,11 @@ def _or_stop(compute, *args):
 
 
 def show_status(result) -> None:
-    """The status line: device, TensorFlow version, compute time of the last run."""
-    text = (f"**Device:** {result.device_label} · **TensorFlow** {result.tf_version} · "
-            f"**compute** {result.compute_seconds * 1000:.1f} ms")
+    """The status line: device, TensorFlow version, and how long the model ran for this page (a page that
+    draws no attention runs none: its masks and encodings need only the configuration)."""
+    timing = (f"**model run** {result.compute_seconds * 1000:.1f} ms" if result.attention
+              else "this page runs no model")
+    text = f"**Device:** {result.device_label} · **TensorFlow** {result.tf_version} · {timing}"
     st.session_state["_last_status"] = text
     slot = st.session_state.get("_status_slot")
     if slot is not None:
