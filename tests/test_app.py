@@ -99,6 +99,13 @@ def test_status_line_of_a_page_that_runs_no_model_says_so():
     assert "this page runs no model" in status and " ms" not in status, status
 
 
+@pytest.mark.parametrize("path", ["dot_product_lab", "shapes"])
+def test_status_line_of_a_page_that_runs_one_attention_layer_gives_its_time(path):
+    status = " ".join(c.value for c in open_page(path).sidebar.caption)
+    assert re.search(r"\*\*attention layer run\*\* [0-9.]+ ms", status), status
+    assert "runs no model" not in status
+
+
 def test_masks_page_reproduces_the_seed_figures():
     at = open_page("masks")
     padding, target = specs(at)[:2]

@@ -286,6 +286,7 @@ def test_walkthrough_shapes_and_agreement_with_keras(cache):
         assert walk.shapes["query_heads"] == (3, 2, 6, 8)
         assert walk.shapes["weights"] == (3, 2, 6, 6) and walk.shapes["output"] == (3, 6, 16)
         assert walk.keras_difference["output"] < 1e-4 and walk.keras_difference["weights"] < 1e-5
+        assert 0 < walk.compute_seconds < 60
     live = run_live(replace(BASE, seq_len=6), cache)
     np.testing.assert_allclose(walk.tensors["weights"], live.attention["cross"][1], atol=1e-5)
 

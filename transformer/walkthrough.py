@@ -6,6 +6,7 @@ against ``keras.layers.MultiHeadAttention`` on the live inputs.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,7 @@ class Walkthrough:
     tensors: dict
     mask: np.ndarray
     keras_difference: dict
+    compute_seconds: float = 0.0  # the layer's run and the copy of its tensors to NumPy
 
     @property
     def shapes(self) -> dict:
@@ -126,9 +128,11 @@ def _lines(batches, line: int | None) -> tuple:
 def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int = 0,
                           cache: ModelCache = MODELS) -> Walkthrough:
     """Every intermediate of the attention sublayer ``stack`` / ``layer`` for ``config``."""
+    started = time.perf_counter()
     tensors, full_mask, gaps = _run_graph(config, stack, layer, cache, "walkthrough", _walk_function)
-    return Walkthrough(stack, layer, {name: tensor.numpy() for name, tensor in tensors.items()},
-                       full_mask.numpy(), {name: float(gap) for name, gap in gaps.items()})
+    arrays = {name: tensor.numpy() for name, tensor in tensors.items()}
+    return Walkthrough(stack, layer, arrays, full_mask.numpy(), {name: float(gap) for name, gap in gaps.items()},
+                       compute_seconds=time.perf_counter() - started)
 
 
 @on_engine_thread

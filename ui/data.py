@@ -47,11 +47,22 @@ def _or_stop(compute, *args):
 
 
 def show_status(result) -> None:
-    """The status line: device, TensorFlow version, and how long the model ran for this page (a page that
+    """The status line for a live run: device, TensorFlow version, and how long the model ran (a page that
     draws no attention runs none: its masks and encodings need only the configuration)."""
     timing = (f"**model run** {result.compute_seconds * 1000:.1f} ms" if result.attention
               else "this page runs no model")
-    text = f"**Device:** {result.device_label} · **TensorFlow** {result.tf_version} · {timing}"
+    _status(device=result.device_label, tensorflow=result.tf_version, timing=timing)
+
+
+def _status(**parts) -> None:
+    """Update the sidebar's status line (device, tensorflow, timing); parts not given keep their last value."""
+    status = {**st.session_state.get("_status_parts", {}), **parts}
+    st.session_state["_status_parts"] = status
+    text = " · ".join(filter(None, [
+        f"**Device:** {status['device']}" if "device" in status else "",
+        f"**TensorFlow** {status['tensorflow']}" if "tensorflow" in status else "",
+        status.get("timing", ""),
+    ]))
     st.session_state["_last_status"] = text
     slot = st.session_state.get("_status_slot")
     if slot is not None:
@@ -102,7 +113,10 @@ def line_count(config) -> int:
 
 
 def walkthrough(config, stack, layer):
-    return _or_stop(_walkthrough, config, stack, layer)
+    """`attention_walkthrough` (cached); the status line gives the time of that layer's run."""
+    walk = _or_stop(_walkthrough, config, stack, layer)
+    _status(timing=f"**attention layer run** {walk.compute_seconds * 1000:.1f} ms")
+    return walk
 
 
 def keras_check(config, stack, layer, line) -> dict:
