@@ -130,16 +130,21 @@ def slider_thumb(page, label):
     return container.get_by_role("slider")
 
 
+def press_until_redrawn(page, thumb, key, rows):
+    """Press ``key`` on a slider's ``thumb``; return once the first chart has ``rows`` rows and the run is over."""
+    thumb.focus()
+    thumb.press(key)
+    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === {rows}", timeout=60_000)
+    wait_idle(page)
+
+
 def test_moving_the_sequence_length_slider_redraws_the_masks(page, server):
     open_page(page, server, "masks")
     wait_for_charts(page)
     before = chart_data(page)
     assert before["rows"] == 7
     thumb = slider_thumb(page, "Sequence length")
-    thumb.focus()
-    thumb.press("ArrowRight")
-    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 8", timeout=60_000)
-    wait_idle(page)
+    press_until_redrawn(page, thumb, "ArrowRight", 8)
     assert chart_data(page)["rows"] == 8
     assert "seq_len=8" in page.url
     page.screenshot(path=str(OUTPUT / "masks-after-slider.png"), full_page=True)
@@ -152,10 +157,7 @@ def test_a_move_updates_the_chart_in_place_and_plotly_comes_from_this_server(pag
     wait_for_charts(page)
     page.evaluate(f"() => {{ {FIRST_PLOT}.dataset.marked = 'before the move'; }}")
     thumb = slider_thumb(page, "Sequence length")
-    thumb.focus()
-    thumb.press("ArrowRight")
-    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 8", timeout=60_000)
-    wait_idle(page)
+    press_until_redrawn(page, thumb, "ArrowRight", 8)
     # the same node, redrawn by Plotly.react: not thrown away and rebuilt
     assert page.evaluate(f"() => {FIRST_PLOT}.dataset.marked") == "before the move"
     assert page.locator(PLOT).count() == 1
@@ -214,10 +216,7 @@ def test_a_chart_out_of_view_is_drawn_when_it_comes_into_view_with_the_latest_fi
     assert _keys_drawn(page, engine_bars) == 7
     page.locator(f".{CHART_CLASS}").first.scroll_into_view_if_needed()
     thumb = slider_thumb(page, "Sequence length")
-    thumb.focus()
-    thumb.press("ArrowRight")
-    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 8", timeout=60_000)
-    wait_idle(page)
+    press_until_redrawn(page, thumb, "ArrowRight", 8)
     assert _keys_drawn(page, engine_bars) == 7  # out of view: not redrawn
     chart.scroll_into_view_if_needed()
     page.wait_for_function(f"() => document.querySelectorAll('.{CHART_CLASS}')[{engine_bars}]._fullData[0].x.length"
@@ -229,10 +228,7 @@ def test_printing_the_page_draws_the_charts_out_of_view_too(page, server):
     open_page(page, server, "dot_product_lab")
     wait_for_charts(page)
     thumb = slider_thumb(page, "Sequence length")
-    thumb.focus()
-    thumb.press("ArrowRight")
-    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 8", timeout=60_000)
-    wait_idle(page)
+    press_until_redrawn(page, thumb, "ArrowRight", 8)
     behind = f"() => [...document.querySelectorAll('.{CHART_CLASS}')].filter((node) => node.alStale || !node._fullData).length"
     assert page.evaluate(behind) > 0
     page.pdf(path=str(OUTPUT / "dot_product_lab.pdf"))  # Chromium's print to PDF fires beforeprint
@@ -266,10 +262,7 @@ def test_a_quick_rerun_gives_the_stale_elements_no_compositing_layers(page, serv
     cdp.send("LayerTree.enable")
     thumb = slider_thumb(page, "Sequence length")
     for rows in (8, 9, 10):
-        thumb.focus()
-        thumb.press("ArrowRight")
-        page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === {rows}", timeout=60_000)
-        wait_idle(page)
+        press_until_redrawn(page, thumb, "ArrowRight", rows)
     elements = page.locator("[data-testid='stElementContainer']").count()
     assert elements > 20 and len(layer_counts) >= 3, (elements, layer_counts)
     # before the change ~35 more during each rerun (one per element), and back after it
@@ -324,10 +317,7 @@ def test_slider_moves_replace_the_link_and_back_goes_to_the_previous_page(page, 
     entries = page.evaluate("() => history.length")
     thumb = slider_thumb(page, "Sequence length")
     for length in (8, 9, 10):
-        thumb.focus()
-        thumb.press("ArrowRight")
-        page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === {length}", timeout=60_000)
-        wait_idle(page)
+        press_until_redrawn(page, thumb, "ArrowRight", length)
         assert f"seq_len={length}" in page.url
     assert page.evaluate("() => history.length") == entries
     page.go_back()
