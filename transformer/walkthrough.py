@@ -37,7 +37,7 @@ class Walkthrough:
     tensors: dict
     mask: np.ndarray
     keras_difference: dict
-    compute_seconds: float = 0.0  # the layer's run and the copy of its tensors to NumPy
+    compute_seconds: float = 0.0  # the layer's run (with its Keras check) and the copy of its tensors to NumPy
 
     @property
     def shapes(self) -> dict:
@@ -97,7 +97,8 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
                line: int | None = None):
     """Validate, then run the model's `Graph` ``(kind, stack, layer)`` made by ``make_function`` on
     ``config``'s batch (only its line ``line`` when given). One graph per model, stack and layer:
-    eager at first, traced once the engine is idle."""
+    eager at first, traced once the engine is idle. Returns its outputs and the seconds the run took (not
+    the model's build, nor the graph's making)."""
     validate(config)
     if stack not in STACKS:
         raise ValueError(f"stack must be one of {STACKS}. Received: stack={stack!r}")
@@ -110,8 +111,10 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
         twin = keras_twin(_sublayer(entry.model, stack, layer), version=version)
         graph = entry.graph((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
-        return graph(*batch_rows(lines, inputs.batches.source.ids, inputs.batches.target.ids,  # (B', N_s), (B', N_t)
-                                 run_source, run_target))  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
+        started = time.perf_counter()
+        outputs = graph(*batch_rows(lines, inputs.batches.source.ids, inputs.batches.target.ids,  # (B', N_s), (B', N_t)
+                                    run_source, run_target))  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
+        return outputs, time.perf_counter() - started
 
 
 def _lines(batches, line: int | None) -> tuple:
@@ -128,11 +131,12 @@ def _lines(batches, line: int | None) -> tuple:
 def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int = 0,
                           cache: ModelCache = MODELS) -> Walkthrough:
     """Every intermediate of the attention sublayer ``stack`` / ``layer`` for ``config``."""
+    (tensors, full_mask, gaps), seconds = _run_graph(config, stack, layer, cache, "walkthrough", _walk_function)
     started = time.perf_counter()
-    tensors, full_mask, gaps = _run_graph(config, stack, layer, cache, "walkthrough", _walk_function)
     arrays = {name: tensor.numpy() for name, tensor in tensors.items()}
+    seconds += time.perf_counter() - started
     return Walkthrough(stack, layer, arrays, full_mask.numpy(), {name: float(gap) for name, gap in gaps.items()},
-                       compute_seconds=time.perf_counter() - started)
+                       compute_seconds=seconds)
 
 
 @on_engine_thread
@@ -141,5 +145,5 @@ def keras_difference(config: LiveConfig, stack: str = "encoder", layer: int = 0,
     """`Walkthrough.keras_difference` alone: max |this engine - keras.layers.MultiHeadAttention| over
     ``{"output", "weights"}``, without copying the layer's intermediates out (at N = 512 they are
     ~100 MB). ``line``: check that line of the batch only (the one a page shows), else every line."""
-    gaps = _run_graph(config, stack, layer, cache, "keras", _check_function, line)
+    gaps, _ = _run_graph(config, stack, layer, cache, "keras", _check_function, line)
     return {name: float(gap) for name, gap in gaps.items()}
