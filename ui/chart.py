@@ -149,11 +149,12 @@ function watchVisibility(node) {
 }
 
 // node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react). Out of
-// view, only the chart's height is set (the page keeps its layout) and the draw waits until it is in view.
-function draw(node) {
+// view (unless `evenOutOfView`), only the chart's height is set (the page keeps its layout) and the draw
+// waits until it is in view.
+function draw(node, evenOutOfView = false) {
   const { figure, config, plotly_url } = JSON.parse(node.alText);
   node.style.height = (figure.layout.height || 450) + "px";
-  node.alStale = !node.alInView;
+  node.alStale = !(node.alInView || evenOutOfView);
   if (node.alStale) return;
   const drawing = (node.alDrawing || 0) + 1;
   node.alDrawing = drawing;
@@ -181,11 +182,7 @@ function setUp(parentElement) {
   resize.observe(node);
   const visibility = watchVisibility(node);  // its first report comes after this first run: then the first draw
   const drawForPrint = () => {  // printing (or saving as PDF) shows the whole page: draw the charts out of view too
-    if (!node.alStale || !node.alText) return;
-    const inView = node.alInView;
-    node.alInView = true;
-    draw(node);
-    node.alInView = inView;
+    if (node.alStale) draw(node, true);
   };
   window.addEventListener("beforeprint", drawForPrint);
   node.alTheme = themeOf(node);  // then kept by a switch (below): not read again on every draw
