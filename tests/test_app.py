@@ -101,9 +101,11 @@ def test_status_line_of_a_page_that_runs_no_model_says_so():
 
 @pytest.mark.parametrize("path", ["dot_product_lab", "shapes"])
 def test_status_line_of_a_page_that_runs_one_attention_layer_gives_its_time(path):
+    """Each opened first in its session: Shapes runs no `live` call, and its line once lacked device and version."""
     status = " ".join(c.value for c in open_page(path).sidebar.caption)
     assert re.search(r"\*\*attention layer run\*\* [0-9.]+ ms", status), status
     assert "runs no model" not in status
+    assert re.search(r"\*\*Device:\*\* (CPU|GPU)", status) and "TensorFlow** 2.21" in status, status
 
 
 def test_masks_page_reproduces_the_seed_figures():

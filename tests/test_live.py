@@ -288,6 +288,8 @@ def test_walkthrough_shapes_and_agreement_with_keras(cache):
         assert walk.keras_difference["output"] < 1e-4 and walk.keras_difference["weights"] < 1e-5
         assert 0 < walk.compute_seconds < 60
     live = run_live(replace(BASE, seq_len=6), cache)
+    assert (walk.device_label, walk.tf_version) == (live.device_label, live.tf_version)  # where it ran, named alike
+    assert walk.device_label in ("CPU", "GPU:0") or walk.device_label.startswith("GPU:0 — ")
     np.testing.assert_allclose(walk.tensors["weights"], live.attention["cross"][1], atol=1e-5)
 
 

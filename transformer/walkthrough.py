@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from transformer.device import device_label
 from transformer.live import (
     MODELS, STACKS, LiveConfig, ModelCache, batch_rows, on_engine_thread, prepared_inputs, validate,
 )
@@ -30,6 +31,8 @@ class Walkthrough:
     mask: ``(B, N_q, N_k)`` bool, True = may attend.
     keras_difference: max |this engine - keras.layers.MultiHeadAttention| over
       ``{"output", "weights"}``, same weights and inputs, rows with an allowed key.
+    device_label, tf_version: where it ran (``"CPU"``, ``"GPU:0 — …"``) and with which TensorFlow, as in
+      `LiveResult`.
     """
 
     stack: str
@@ -38,6 +41,8 @@ class Walkthrough:
     mask: np.ndarray
     keras_difference: dict
     compute_seconds: float = 0.0  # the layer's run (with its Keras check) and the copy of its tensors to NumPy
+    device_label: str = ""
+    tf_version: str = ""
 
     @property
     def shapes(self) -> dict:
@@ -97,8 +102,8 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
                line: int | None = None):
     """Validate, then run the model's `Graph` ``(kind, stack, layer)`` made by ``make_function`` on
     ``config``'s batch (only its line ``line`` when given). One graph per model, stack and layer:
-    eager at first, traced once the engine is idle. Returns its outputs and the seconds the run took (not
-    the model's build, nor the graph's making)."""
+    eager at first, traced once the engine is idle. Returns its outputs, the seconds the run took (not
+    the model's build, nor the graph's making) and the device it ran on."""
     validate(config)
     if stack not in STACKS:
         raise ValueError(f"stack must be one of {STACKS}. Received: stack={stack!r}")
@@ -114,7 +119,7 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
         started = time.perf_counter()
         outputs = graph(*batch_rows(lines, inputs.batches.source.ids, inputs.batches.target.ids,  # (B', N_s), (B', N_t)
                                     run_source, run_target))  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
-        return outputs, time.perf_counter() - started
+        return outputs, time.perf_counter() - started, entry.device
 
 
 def _lines(batches, line: int | None) -> tuple:
@@ -131,12 +136,13 @@ def _lines(batches, line: int | None) -> tuple:
 def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int = 0,
                           cache: ModelCache = MODELS) -> Walkthrough:
     """Every intermediate of the attention sublayer ``stack`` / ``layer`` for ``config``."""
-    (tensors, full_mask, gaps), seconds = _run_graph(config, stack, layer, cache, "walkthrough", _walk_function)
+    (tensors, full_mask, gaps), seconds, device = _run_graph(config, stack, layer, cache, "walkthrough",
+                                                             _walk_function)
     started = time.perf_counter()
     arrays = {name: tensor.numpy() for name, tensor in tensors.items()}
     seconds += time.perf_counter() - started
     return Walkthrough(stack, layer, arrays, full_mask.numpy(), {name: float(gap) for name, gap in gaps.items()},
-                       compute_seconds=seconds)
+                       compute_seconds=seconds, device_label=device_label(device), tf_version=tf.__version__)
 
 
 @on_engine_thread
@@ -145,5 +151,5 @@ def keras_difference(config: LiveConfig, stack: str = "encoder", layer: int = 0,
     """`Walkthrough.keras_difference` alone: max |this engine - keras.layers.MultiHeadAttention| over
     ``{"output", "weights"}``, without copying the layer's intermediates out (at N = 512 they are
     ~100 MB). ``line``: check that line of the batch only (the one a page shows), else every line."""
-    gaps, _ = _run_graph(config, stack, layer, cache, "keras", _check_function, line)
+    gaps, _, _ = _run_graph(config, stack, layer, cache, "keras", _check_function, line)
     return {name: float(gap) for name, gap in gaps.items()}

@@ -113,9 +113,10 @@ def line_count(config) -> int:
 
 
 def walkthrough(config, stack, layer):
-    """`attention_walkthrough` (cached); the status line gives the time of that layer's run."""
+    """`attention_walkthrough` (cached); the status line gives its device and the time of that layer's run."""
     walk = _or_stop(_walkthrough, config, stack, layer)
-    _status(timing=f"**attention layer run** {walk.compute_seconds * 1000:.1f} ms")
+    _status(device=walk.device_label, tensorflow=walk.tf_version,
+            timing=f"**attention layer run** {walk.compute_seconds * 1000:.1f} ms")
     return walk
 
 
