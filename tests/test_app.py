@@ -10,6 +10,7 @@ import pytest
 from chart_support import chart_elements, figure_specs
 from streamlit.testing.v1 import AppTest
 
+from ui import state
 from ui.controls import FAILED, PASSED
 
 pytestmark = pytest.mark.app
@@ -291,6 +292,19 @@ def test_url_parameters_are_read_back_into_the_controls():
     assert at.sidebar.number_input(key="seed").value == 5
     assert at.sidebar.text_area(key="src").value == "a b c"
     assert at.sidebar.radio(key="device").value == "cpu"
+
+
+@pytest.mark.parametrize("values", [
+    {"weights": "reverse", "src": state.SEED_BATCH},  # a link without src opens a trained model on its example
+    {"weights": "reverse", "src": state.TRAINED_EXAMPLE},
+    {"weights": "random", "src": state.TRAINED_EXAMPLE},
+    {"weights": "random", "src": state.SEED_BATCH, "seq_len": 9, "pad_mask": False},
+])
+def test_a_link_gives_back_the_values_it_was_made_from(values):
+    full = {key: field.default for key, field in state.FIELDS.items()} | values
+    params, left_out = state.url_params(full)
+    assert left_out == []
+    assert state.parse_url(params) == (full, [])
 
 
 @pytest.mark.parametrize("query, notice", [

@@ -118,20 +118,24 @@ def dump(value) -> str:
     return DUMPERS.get(type(value), str)(value)
 
 
+def default_of(key: str, weights: str):
+    """The value a link leaves out for ``key``: a trained model's source is its own example, not the seed's."""
+    return TRAINED_EXAMPLE if key == "src" and weights != "random" else FIELDS[key].default
+
+
 def parse_url(query: dict) -> tuple[dict, list[str]]:
     """Values for every field from URL parameters, and a notice for each one ignored."""
     values, notices = {}, []
-    for key, field in FIELDS.items():
-        values[key] = field.default
+    for key, field in FIELDS.items():  # weights first: the source's default depends on it
+        default = default_of(key, values.get("weights", "random"))
+        values[key] = default
         if key not in query:
             continue
         raw = query[key]
         try:
             values[key] = field.parse(raw)
         except (ValueError, TypeError) as error:
-            notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); using {dump(field.default)!r}.")
-    if values["weights"] != "random" and "src" not in query:
-        values["src"] = TRAINED_EXAMPLE  # a trained model reads its own symbols
+            notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); using {dump(default)!r}.")
     if values["d_model"] % values["heads"]:
         fixed = nearest_heads(values["d_model"], values["heads"])
         notices.append(
@@ -146,7 +150,7 @@ def url_params(values: dict) -> tuple[dict, list[str]]:
     params, left_out = {}, []
     for key, field in FIELDS.items():
         value = values.get(key, field.default)
-        if value == field.default:
+        if value == default_of(key, values.get("weights", "random")):
             continue
         text = dump(value)
         if len(text) > URL_TEXT_LIMIT:
