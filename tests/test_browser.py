@@ -76,8 +76,9 @@ def wait_for_charts(page):
     page.wait_for_function(f"() => {FIRST_PLOT}?.data")
 
 
-# Text a chart draws outside its own box is cut off (a title wider than a narrow column); a legend over a
-# plot area hides data. Returns one line per problem, naming the chart and the text.
+# Text a chart draws outside its own box is cut off (a title wider than a narrow column); two panel titles
+# that overlap cannot be read; a legend over a plot area hides data. Returns one line per problem, naming the
+# chart and the text.
 CHART_TEXT_PROBLEMS = f"""() => [...document.querySelectorAll('{PLOT}')].flatMap((plot, index) => {{
     const box = plot.getBoundingClientRect(), problems = [];
     const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
@@ -86,6 +87,11 @@ CHART_TEXT_PROBLEMS = f"""() => [...document.querySelectorAll('{PLOT}')].flatMap
         if (r.width && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1))
             problems.push(`chart ${{index}}: "${{text.textContent}}" is cut off`);
     }}
+    const titles = [...plot.querySelectorAll('.annotation-text')].map((text) => [text, text.getBoundingClientRect()]);
+    for (const [i, [text, r]] of titles.entries())
+        for (const [other, o] of titles.slice(i + 1))
+            if (r.width && o.width && overlap(r, o))
+                problems.push(`chart ${{index}}: "${{text.textContent}}" runs into "${{other.textContent}}"`);
     const legend = plot.querySelector('.legend');
     for (const area of legend ? plot.querySelectorAll('.nsewdrag') : [])
         if (overlap(legend.getBoundingClientRect(), area.getBoundingClientRect()))
@@ -123,6 +129,23 @@ def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
     open_page(page, server, path)
     wait_for_every_chart(page)
     assert page.evaluate(CHART_TEXT_PROBLEMS) == []
+
+
+@pytest.mark.parametrize("path", ["masks", "attention", "attention?heads=16&d_model=128&view=Model+view"])
+def test_on_a_phone_a_grid_of_panels_keeps_its_titles_apart_and_scrolls_sideways(page, server, path):
+    """A grid too wide for the column keeps the width its titles need; its wrapper scrolls, the page does not."""
+    page.set_viewport_size({"width": 400, "height": TALL_PX})
+    page.goto(f"{server}/{path}")  # not open_page: on a phone the sidebar starts closed
+    wait_idle(page)
+    wait_for_every_chart(page)
+    assert page.evaluate(CHART_TEXT_PROBLEMS) == []
+    scrolls = page.evaluate(f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) =>
+        node.parentElement.scrollWidth > node.parentElement.clientWidth)""")
+    assert any(scrolls), scrolls
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})  # a wide window: every chart fits its column again
+    page.wait_for_function(f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) =>
+        node.parentElement.scrollWidth <= node.parentElement.clientWidth)""", timeout=10_000)
 
 
 def slider_thumb(page, label):

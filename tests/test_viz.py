@@ -14,10 +14,12 @@ from viz import attention, lab, masks, positional, shapes, training
 from viz.common import (
     GAP_MARK, MASKED_COLOR, PANEL_MARK, TICK_PX, TICK_WIDTH_PX, max_pool, pooled_labels, position_labels,
 )
+from viz.sizes import MIN_PANEL_PX, TITLE_CHAR_PX, TITLE_PAD_PX
 from viz.export import arrays_npz, matrix_csv
 
 RNG = np.random.default_rng(0)
 TOKENS = ["the", "cat", "the", "<pad>"]
+TOKENS7 = ["1", "2", "3", "4", "5", "0", "0"]
 
 
 def test_position_labels_keep_repeated_tokens_distinct():
@@ -97,6 +99,57 @@ def test_head_grid_one_panel_per_head_fixed_scale_and_masked_cells():
     assert [(a.xref, a.yref) for a in fig.layout.annotations] == [("x", "paper")] * 4 + [("x2", "paper")] * 2
     middles = [np.mean([categories.index(x) for x in panel.x]) for panel in panels[:4]]
     assert [a.x for a in fig.layout.annotations[:4]] == pytest.approx(middles)
+    # each row's x range is its categories: Plotly otherwise widens a category axis until the titles on it fit,
+    # and a short row's panel (the mean of heads alone) shrank to a sliver in a narrow chart
+    assert list(fig.layout.xaxis.range) == [-0.5, len(categories) - 0.5]
+    assert list(fig.layout.xaxis2.range) == [-0.5, len(second_row.x) - 0.5]
+
+
+def _title_px(text: str) -> float:
+    return len(text) * TITLE_CHAR_PX
+
+
+@pytest.mark.parametrize("titles", [["line 1", "line 2", "line 3"],
+                                    ["subsequent_mask(7)"] + ["target mask, line 1"] * 3])
+def test_a_mask_grid_asks_for_the_width_at_which_its_titles_stay_apart(titles):
+    grid = masks.mask_grid(np.ones((len(titles), 7, 7), bool), [TOKENS7] * len(titles), [TOKENS7] * len(titles),
+                           titles, columns=len(titles))
+    width = grid.layout.meta["min_width_px"]
+    plot_px = width - grid.layout.margin.l - grid.layout.margin.r
+    middles = [sum(getattr(grid.layout, f"xaxis{i + 1 if i else ''}").domain) / 2 * plot_px for i in range(len(titles))]
+    for left, right, first, second in zip(middles, middles[1:], titles, titles[1:]):  # drawn that wide
+        assert right - left >= (_title_px(first) + _title_px(second)) / 2 + TITLE_PAD_PX - 1
+    assert middles[0] + grid.layout.margin.l >= _title_px(titles[0]) / 2  # the first title is not cut off
+    assert width <= 600  # a 1000 px window with the sidebar open gives a chart 540 px
+
+
+def test_a_head_grid_asks_for_the_width_at_which_its_titles_stay_apart_and_its_panels_show():
+    for heads, columns in ((4, 5), (16, 4)):
+        weights = RNG.random((heads + 1, 7, 7)).astype(np.float32)
+        names = [f"head {h}" for h in range(heads)] + ["mean of heads"]
+        grid = attention.head_grid(weights, np.ones((7, 7), bool), TOKENS7, TOKENS7, names=names, columns=columns)
+        width = grid.layout.meta["min_width_px"]
+        plot_px = width - grid.layout.margin.l - grid.layout.margin.r
+        axis = grid.layout.xaxis
+        cell_px = (axis.domain[1] - axis.domain[0]) * plot_px / (axis.range[1] - axis.range[0])
+        assert 7 * cell_px >= MIN_PANEL_PX - 1
+        notes = grid.layout.annotations
+        for first, second in zip(notes[:columns - 1], notes[1:columns]):
+            apart_px = (second.x - first.x) * cell_px
+            assert apart_px >= (_title_px(first.text) + _title_px(second.text)) / 2 + TITLE_PAD_PX - 1
+        if heads % columns == 0:  # the mean alone on the last row: its title must not leave the chart on the left
+            mean = notes[-1]
+            assert grid.layout.margin.l + (mean.x + 0.5) * cell_px >= _title_px(mean.text) / 2 - 1
+        else:
+            assert width <= 540  # the default grid fits a 1000 px window with the sidebar open
+
+
+def test_the_model_view_asks_for_the_width_at_which_its_first_title_stays_in_the_chart():
+    view = attention.model_view(RNG.random((2, 16, 7, 7)).astype(np.float32), np.ones((7, 7), bool))
+    plot_px = view.layout.meta["min_width_px"] - view.layout.margin.l - view.layout.margin.r
+    axis, first = view.layout.xaxis, view.layout.annotations[0]
+    cell_px = (axis.domain[1] - axis.domain[0]) * plot_px / (axis.range[1] - axis.range[0])
+    assert first.text == "head 0" and view.layout.margin.l + (first.x + 0.5) * cell_px >= _title_px(first.text) / 2 - 1
 
 
 def test_every_panel_labels_the_same_keys_spaced_to_fit_a_wide_chart():

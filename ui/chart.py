@@ -8,8 +8,9 @@ keeps one Plotly node per chart key and calls ``Plotly.react`` with the new figu
 (~60 ms there): one draw, and none when the figure is unchanged. A chart out of view
 (beyond 200 px of the visible page, or in a closed expander) keeps its height but is
 drawn only when it comes into view, so a move on a long page redraws what the viewer
-sees. A ResizeObserver keeps the chart as wide as its column, and the chart takes the
-page's theme (light or dark) and follows a switch.
+sees. A ResizeObserver keeps the chart as wide as its column (a grid of panels no narrower
+than its figure's ``layout.meta.min_width_px``: a narrower column scrolls it sideways), and
+the chart takes the page's theme (light or dark) and follows a switch.
 
 Plotly.js is the copy that ships inside the installed ``plotly`` Python package,
 served by Streamlit's static file serving (``server.enableStaticServing``) from
@@ -148,12 +149,22 @@ function watchVisibility(node) {
   return watcher;
 }
 
+// A grid of panels is not drawn narrower than its figure asks (viz.common.min_width_meta: the panels' titles stay
+// apart): in a narrower column (a phone) the chart keeps that width and its wrapper scrolls sideways.
+function keepMinWidth(node, widthPx) {
+  const minWidth = widthPx ? widthPx + "px" : "";
+  if (node.style.minWidth === minWidth) return;
+  node.style.minWidth = minWidth;
+  node.parentElement.style.overflowX = minWidth ? "auto" : "";
+}
+
 // node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react). Out of
 // view (unless `evenOutOfView`), only the chart's height is set (the page keeps its layout) and the draw
 // waits until it is in view.
 function draw(node, evenOutOfView = false) {
   const { figure, config, plotly_url } = JSON.parse(node.alText);
   node.style.height = (figure.layout.height || 450) + "px";
+  keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
   node.alStale = !(node.alInView || evenOutOfView);
   if (node.alStale) return;
   const drawing = (node.alDrawing || 0) + 1;

@@ -13,7 +13,9 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from viz.sizes import CHAR_PX, NOMINAL_WIDTH_PX, TICK_PX, TICK_WIDTH_PX, TITLE_PX
+from viz.sizes import (
+    CHAR_PX, MIN_PANEL_PX, NOMINAL_WIDTH_PX, TICK_PX, TICK_WIDTH_PX, TITLE_CHAR_PX, TITLE_PAD_PX, TITLE_PX,
+)
 
 _BLUES = plotly.colors.sequential.Blues  # ColorBrewer Blues, white to dark blue
 
@@ -104,6 +106,20 @@ def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
     return int(chars * CHAR_PX * 0.75) + 30 if rotated else chars * CHAR_PX + 14
 
 
+def min_width_meta(titles, columns: int, *, margins_px: float, gap_share: float,
+                   min_panel_px: int = MIN_PANEL_PX) -> dict:
+    """``layout.meta`` naming the narrowest width (px) a grid of panels is drawn at: there, each panel is at
+    least ``min_panel_px`` wide and the titles of neighbouring panels (``columns`` to a row) do not run into
+    each other. ``ui.chart`` keeps the chart that wide; a narrower column (a phone) scrolls it sideways.
+    ``margins_px``: left and right of the grid, together; ``gap_share``: the part of the distance from one
+    panel's middle to the next one's that is gap (the gaps scale with the chart).
+    """
+    widths = [len(html.unescape(str(title))) * TITLE_CHAR_PX for title in titles]
+    apart = [(widths[i] + widths[i + 1]) / 2 + TITLE_PAD_PX for i in range(len(widths) - 1) if (i + 1) % columns]
+    pitch = max([min_panel_px / (1 - gap_share), *apart])  # from one panel's middle to the next one's
+    return {"min_width_px": math.ceil(margins_px + (columns - gap_share) * pitch)}
+
+
 def axis_ids(index: int) -> tuple[str, str]:
     """Plotly's trace references for panel ``index`` (0-based): ``("x", "y")``, ``("x2", "y2")`` …"""
     suffix = "" if index == 0 else str(index + 1)
@@ -137,7 +153,8 @@ def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int
     height, top, y_domains = _row_geometry(-(-len(titles) // columns), panel_px=panel_px, x_labels_px=x_labels_px,
                                            title_px=title_px, top_px=top_px)
     layout = dict(height=height, showlegend=False, annotations=[],
-                  margin=dict(t=top, l=y_labels_px, r=10, b=x_labels_px))
+                  margin=dict(t=top, l=y_labels_px, r=10, b=x_labels_px),
+                  meta=min_width_meta(titles, columns, margins_px=y_labels_px + 10, gap_share=gap_x / (width + gap_x)))
     for index, title in enumerate(titles):
         row, col = divmod(index, columns)
         x_domain = [col * (width + gap_x), min(1.0, col * (width + gap_x) + width)]
@@ -148,10 +165,12 @@ def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int
     return layout
 
 
-def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None) -> dict:
+def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None, x_count=None) -> dict:
     """The category x and y axes of panel (or row) ``index``: no automargin, y top to bottom.
 
     Unlabelled axes have no ticks either; ``x_tickvals``: the only x categories labelled (default: Plotly's choice).
+    ``x_count``: the x axis shows exactly that many categories (else Plotly's autorange, which also widens the
+    axis until the annotations on it fit).
     """
     x_id, y_id = axis_ids(index)
     common = dict(type="category", automargin=False, showgrid=False, showticklabels=labelled,
@@ -159,6 +178,8 @@ def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None
     x_axis = dict(common, domain=x_domain, anchor=y_id, tickangle=-45)
     if labelled and x_tickvals is not None:
         x_axis.update(tickmode="array", tickvals=x_tickvals)
+    if x_count is not None:
+        x_axis.update(range=[-0.5, x_count - 0.5])
     y_axis = dict(common, domain=y_domain, anchor=x_id, autorange="reversed")
     return {x_id.replace("x", "xaxis"): x_axis, y_id.replace("y", "yaxis"): y_axis}
 
@@ -240,7 +261,9 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     height, top, y_domains = _row_geometry(rows, panel_px=panel_px, x_labels_px=x_labels_px, title_px=title_px,
                                            top_px=top_px)
     layout = dict(height=height, showlegend=False, annotations=[], plot_bgcolor="white",
-                  margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px))
+                  margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px),
+                  meta=min_width_meta(titles, columns, margins_px=y_labels_px + right_px, gap_share=gap / (n_k + gap),
+                                      min_panel_px=MIN_PANEL_PX if show_ticks else MIN_PANEL_PX // 2))
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
     tick_step = max(1, math.ceil(n_k * TICK_PX * columns / (TICK_WIDTH_PX - y_labels_px - right_px)))
     traces = []
@@ -258,7 +281,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         if row_titles:
             layout["annotations"].append(_note(row_titles[row], width, sum(y_domains[row]) / 2, "left", "middle",
                                                textangle=90))
-        layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks))
+        layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks, x_count=len(categories)))
     return traces, layout
 
 

@@ -8,3 +8,8 @@ TICK_PX = 14  # room along an axis for one rotated tick label
 # the sidebar open); a narrower chart keeps every k-th of them as drawn, so that none overlap (ui.chart's
 # fitKeyLabels). The hover names every key.
 TICK_WIDTH_PX = 1600
+# A panel title's characters at 14 px (measured in Chromium: 6–7.3 px), and the room kept between two titles. A
+# chart drawn narrower than its titles need (a phone) keeps that width and scrolls sideways (``min_width_meta``).
+TITLE_CHAR_PX = 6.5
+TITLE_PAD_PX = 12
+MIN_PANEL_PX = 48  # and no panel narrower than this
