@@ -61,7 +61,8 @@ st.markdown("For q, k with independent N(0, 1) entries, q·k has variance d_k: t
 plot(scaling_figure(data.scaling()), "lab_scaling")
 
 st.subheader("Filling the mask: select, add −1e9, or −∞")
-scores_row_index = st.slider("Query row", 0, len(query_labels) - 1, 0, key="lab_row")
+last_row = len(query_labels) - 1
+scores_row_index = st.slider("Query row", 0, last_row, 0, key="lab_row") if last_row else 0  # 0..0: no slider
 scores_row = t["scaled"][head][scores_row_index]
 row_mask = mask[scores_row_index].copy()
 if st.toggle("Block every key of this row", key="lab_block_all"):

@@ -86,6 +86,15 @@ def test_every_run_first_asks_the_browser_to_load_plotly_js():
         assert at.main[0].proto.component_name == EARLY_LOADER_NAME
 
 
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("query", [{"seq_len": "1"}, {"seq_len": "1", "heads": "1", "layers": "1", "d_model": "8"}])
+def test_every_page_runs_at_the_smallest_sizes(page, query):
+    """One position (and one head and layer): a widget over rows 0..0 is an error in Streamlit (the lab's query row)."""
+    at = open_page(page, query)
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+
+
 def test_status_line_names_device_version_and_time():
     at = open_page("attention")
     status = " ".join(c.value for c in at.sidebar.caption)

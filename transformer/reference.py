@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import weakref
 
 import keras
@@ -80,7 +82,9 @@ def keras_gaps(layer, twin, query, key, value, mask) -> dict:
     TensorFlow ops only, so it runs eagerly or inside a traced graph. ``mask``: ``(B, N_q, N_k)`` bool.
     """
     ours = layer(query, key, value, mask=mask[:, None])  # (B, N_q, D), (B, H, N_q, N_k)
-    theirs = twin(query, value, key, attention_mask=mask, return_attention_scores=True)  # the same shapes
+    with warnings.catch_warnings():  # one key (N_k = 1): Keras warns that a softmax over one value is always 1
+        warnings.filterwarnings("ignore", message="You are using a softmax over axis", category=UserWarning)
+        theirs = twin(query, value, key, attention_mask=mask, return_attention_scores=True)  # the same shapes
     rows = tf.reduce_any(mask, axis=-1)  # (B, N_q) queries with at least one allowed key
     output_gap = tf.reduce_max(tf.abs(ours[0] - theirs[0]), axis=-1)  # (B, N_q)
     weight_gap = tf.reduce_max(tf.abs(ours[1] - theirs[1]), axis=[1, 3])  # (B, N_q)
