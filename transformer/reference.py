@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-
 import weakref
 
 import keras
