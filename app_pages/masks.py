@@ -30,7 +30,7 @@ positions = [""] * n_target
 plot(mask_grid(np.concatenate([result.subsequent_mask[None], result.target_mask[:, 0]]),
                [positions, *result.target_tokens], [positions, *result.target_tokens],
                [f"subsequent_mask({n_target})", *(f"target mask, {title}" for title in titles)],
-               columns=batch + 1), "target")
+               columns=min(batch + 1, 4)), "target")  # more lines wrap: four panels to a row at most
 
 st.subheader("How the masks broadcast")
 # A Markdown table, not st.table: on every slider move the browser redraws st.table for ~26 ms, this for ~6.

@@ -118,6 +118,14 @@ def test_status_line_of_a_page_that_runs_one_attention_layer_gives_its_time(path
     assert re.search(r"\*\*Device:\*\* (CPU|GPU)", status) and "TensorFlow** 2.21" in status, status
 
 
+def test_many_lines_wrap_the_target_masks_four_panels_to_a_row():
+    """Six lines made one row of seven panels, too wide for their titles in a 1400 px window."""
+    text = "\n".join(["1 2 3 0"] * 6)
+    target = specs(open_page("masks", {"src": text, "tgt": text}))[1]
+    assert target["layout"]["xaxis5"]["domain"][0] == 0 and target["layout"]["yaxis5"]["domain"][1] < 0.6
+    assert target["layout"]["meta"]["min_width_px"] <= 600
+
+
 def test_masks_page_reproduces_the_seed_figures():
     at = open_page("masks")
     padding, target = specs(at)[:2]

@@ -106,18 +106,21 @@ def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
     return int(chars * CHAR_PX * 0.75) + 30 if rotated else chars * CHAR_PX + 14
 
 
-def min_width_meta(titles, columns: int, *, margins_px: float, gap_share: float,
+def min_width_meta(titles, columns: int, *, left_px: float, right_px: float, gap_share: float,
                    min_panel_px: int = MIN_PANEL_PX) -> dict:
     """``layout.meta`` naming the narrowest width (px) a grid of panels is drawn at: there, each panel is at
-    least ``min_panel_px`` wide and the titles of neighbouring panels (``columns`` to a row) do not run into
-    each other. ``ui.chart`` keeps the chart that wide; a narrower column (a phone) scrolls it sideways.
-    ``margins_px``: left and right of the grid, together; ``gap_share``: the part of the distance from one
-    panel's middle to the next one's that is gap (the gaps scale with the chart).
+    least ``min_panel_px`` wide, the titles of neighbouring panels (``columns`` to a row) do not run into
+    each other, and the outer ones stay within the margins (``left_px``, ``right_px``). ``ui.chart`` keeps
+    the chart that wide; a narrower column (a phone) scrolls it sideways. ``gap_share``: the part of the
+    distance from one panel's middle to the next one's that is gap (the gaps scale with the chart).
     """
     widths = [len(html.unescape(str(title))) * TITLE_CHAR_PX for title in titles]
+    panel = max([min_panel_px]
+                + [width - 2 * left_px for width in widths[::columns]]  # a row's first title, centred on its panel
+                + [width - 2 * right_px for width in widths[columns - 1::columns]])  # a full row's last one
     apart = [(widths[i] + widths[i + 1]) / 2 + TITLE_PAD_PX for i in range(len(widths) - 1) if (i + 1) % columns]
-    pitch = max([min_panel_px / (1 - gap_share), *apart])  # from one panel's middle to the next one's
-    return {"min_width_px": math.ceil(margins_px + (columns - gap_share) * pitch)}
+    pitch = max([panel / (1 - gap_share), *apart])  # from one panel's middle to the next one's
+    return {"min_width_px": math.ceil(left_px + right_px + (columns - gap_share) * pitch)}
 
 
 def axis_ids(index: int) -> tuple[str, str]:
@@ -154,7 +157,8 @@ def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int
                                            title_px=title_px, top_px=top_px)
     layout = dict(height=height, showlegend=False, annotations=[],
                   margin=dict(t=top, l=y_labels_px, r=10, b=x_labels_px),
-                  meta=min_width_meta(titles, columns, margins_px=y_labels_px + 10, gap_share=gap_x / (width + gap_x)))
+                  meta=min_width_meta(titles, columns, left_px=y_labels_px, right_px=10,
+                                      gap_share=gap_x / (width + gap_x)))
     for index, title in enumerate(titles):
         row, col = divmod(index, columns)
         x_domain = [col * (width + gap_x), min(1.0, col * (width + gap_x) + width)]
@@ -262,7 +266,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
                                            top_px=top_px)
     layout = dict(height=height, showlegend=False, annotations=[], plot_bgcolor="white",
                   margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px),
-                  meta=min_width_meta(titles, columns, margins_px=y_labels_px + right_px, gap_share=gap / (n_k + gap),
+                  meta=min_width_meta(titles, columns, left_px=y_labels_px, right_px=right_px,
+                                      gap_share=gap / (n_k + gap),
                                       min_panel_px=MIN_PANEL_PX if show_ticks else MIN_PANEL_PX // 2))
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
     tick_step = max(1, math.ceil(n_k * TICK_PX * columns / (TICK_WIDTH_PX - y_labels_px - right_px)))
