@@ -150,11 +150,16 @@ def test_a_head_grid_asks_for_the_width_at_which_its_titles_stay_apart_and_its_p
 
 
 def test_the_model_view_asks_for_the_width_at_which_its_first_title_stays_in_the_chart():
-    view = attention.model_view(RNG.random((2, 16, 7, 7)).astype(np.float32), np.ones((7, 7), bool))
+    view = attention.model_view(RNG.random((2, 32, 7, 7)).astype(np.float32), np.ones((7, 7), bool))
     plot_px = view.layout.meta["min_width_px"] - view.layout.margin.l - view.layout.margin.r
     axis, first = view.layout.xaxis, view.layout.annotations[0]
     cell_px = (axis.domain[1] - axis.domain[0]) * plot_px / (axis.range[1] - axis.range[0])
     assert first.text == "head 0" and view.layout.margin.l + (first.x + 0.5) * cell_px >= _title_px(first.text) / 2 - 1
+    # above 8 heads the columns read "head 0, 1, 2 …": 32 titles "head h" made the view 1,670 px wide at the least
+    assert [note.text for note in view.layout.annotations[:16]] == ["head 0"] + [str(h) for h in range(1, 16)]
+    assert view.layout.meta["min_width_px"] < 1400
+    eight = attention.model_view(RNG.random((1, 8, 7, 7)).astype(np.float32), np.ones((7, 7), bool))
+    assert [note.text for note in eight.layout.annotations][:8] == [f"head {h}" for h in range(8)]
 
 
 def test_every_panel_labels_the_same_keys_spaced_to_fit_a_wide_chart():

@@ -95,6 +95,12 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
                            " — ".join(filter(None, (title, note))), panel_px=420)
 
 
+def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
+    """``head 0`` … over each column of the model view; above ``spelled_out`` heads ``head 0, 1, 2 …``: a row of
+    32 "head h" titles is wider than the page."""
+    return [f"head {h}" if heads <= spelled_out or h == 0 else str(h) for h in range(heads)]
+
+
 def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
     """All layers × heads as small multiples, each pooled to at most ``limit`` cells.
 
@@ -108,7 +114,7 @@ def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
         weights, mask, [str(i) for i in range(n_q)], [str(j) for j in range(n_k)], limit
     )
     names = [f"layer {l} head {h}" for l in range(layers) for h in range(heads)]
-    titles = [f"head {h}" for h in range(heads)] + [""] * (heads * (layers - 1))  # head names on the top row
+    titles = _head_titles(heads) + [""] * (heads * (layers - 1))  # head names on the top row
     traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
                                  names, heads, titles=titles, row_titles=[f"layer {l}" for l in range(layers)],
                                  panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110)
