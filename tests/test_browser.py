@@ -123,7 +123,8 @@ def test_every_page_opens_without_exception_and_is_screenshotted(page, server, p
     page.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
 
 
-@pytest.mark.parametrize("path", ["dot_product_lab", "attention?seq_len=30&stack=cross"])
+@pytest.mark.parametrize("path", ["dot_product_lab", "attention?seq_len=30&stack=cross", "masks?seq_len=200",
+                                  "attention?seq_len=300&full_res=1"])  # long titles: pooled, cropped
 def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
     page.set_viewport_size({"width": 1000, "height": TALL_PX})
     open_page(page, server, path)

@@ -12,7 +12,8 @@ from transformer.analysis import attention_checks, head_statistics, mask_fills, 
 from transformer.analysis import logsumexp_softmax, naive_softmax, stable_softmax
 from viz import attention, lab, masks, positional, shapes, training
 from viz.common import (
-    GAP_MARK, MASKED_COLOR, PANEL_MARK, TICK_PX, TICK_WIDTH_PX, max_pool, pooled_labels, position_labels,
+    GAP_MARK, MASKED_COLOR, PANEL_MARK, TICK_PX, TICK_WIDTH_PX, left_title, max_pool, pooled_labels,
+    position_labels,
 )
 from viz.sizes import MIN_PANEL_PX, TITLE_CHAR_PX, TITLE_PAD_PX
 from viz.export import arrays_npz, matrix_csv
@@ -185,6 +186,12 @@ def test_a_long_or_pooled_head_grid_still_labels_its_axes():
         fig = attention.head_grid(RNG.random((2, length, length)), np.ones((length, length), bool), tokens, tokens)
         assert fig.layout.xaxis.showticklabels and fig.layout.yaxis.showticklabels
         assert 2 <= len(fig.layout.xaxis.tickvals) <= 2 * length // 2 and fig.layout.xaxis.tickvals[0].startswith("0")
+
+
+def test_a_long_figure_title_is_drawn_in_the_panel_titles_size():
+    """A cropped or pooled view's note ran past a 540 px chart at Plotly's 17 px (test_browser checks it drawn)."""
+    assert "font" not in left_title("4 heads and their mean")
+    assert left_title("head 0 — full resolution, cropped: queries 0–255, keys 0–255 of 300×300")["font"]["size"] == 14
 
 
 def test_a_token_cannot_collide_with_another_panels_keys():

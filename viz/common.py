@@ -208,9 +208,14 @@ def pooled_note(factor: int, shape) -> str:
     return f"max-pooled {factor}×{factor} view of {shape[-2]}×{shape[-1]}" if factor > 1 else ""
 
 
+LONG_TITLE_CHARS = 60  # at Plotly's 17 px a longer title outgrows a 540 px chart (a 1000 px window with the sidebar)
+
+
 def left_title(text: str) -> dict:
-    """A figure title at the top left, above the panels' own titles."""
-    return dict(text=text, x=0.0, xanchor="left")
+    """A figure title at the top left, above the panels' own titles; a long one (a pooled or cropped view's
+    note) in the panel titles' 14 px, so that it fits a narrow chart."""
+    long = len(html.unescape(text)) > LONG_TITLE_CHARS
+    return dict(text=text, x=0.0, xanchor="left", **(dict(font=dict(size=14)) if long else {}))
 
 
 def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int = 10, bottom: int = 50) -> go.Figure:
