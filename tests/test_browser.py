@@ -132,10 +132,11 @@ def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
     assert page.evaluate(CHART_TEXT_PROBLEMS) == []
 
 
-@pytest.mark.parametrize("path", ["masks", "attention", "attention?heads=16&d_model=128&view=Model+view"])
+@pytest.mark.parametrize("path", ["masks", "attention", "attention?heads=16&d_model=128&view=Model+view",
+                                  "dot_product_lab?seq_len=3"])
 def test_on_a_phone_a_grid_of_panels_keeps_its_titles_apart_and_scrolls_sideways(page, server, path):
     """A grid too wide for the column keeps the width its titles need; its wrapper scrolls, the page does not."""
-    page.set_viewport_size({"width": 400, "height": TALL_PX})
+    page.set_viewport_size({"width": 400, "height": 2 * TALL_PX})  # the lab's charts stack in one column: 6,600 px
     page.goto(f"{server}/{path}")  # not open_page: on a phone the sidebar starts closed
     wait_idle(page)
     wait_for_every_chart(page)

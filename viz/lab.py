@@ -57,6 +57,9 @@ def stage_labels(tokens) -> list[str]:
     return position_labels(tokens)
 
 
+SCALING_MIN_WIDTH_PX = 520  # two panels and a legend: narrower (a phone), the panel titles run into each other
+
+
 def scaling_figure(experiment: dict) -> go.Figure:
     """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k)."""
     d_k = experiment["d_k"]
@@ -76,7 +79,7 @@ def scaling_figure(experiment: dict) -> go.Figure:
                              line=dict(color="grey", dash="dash")), row=1, col=2)
     fig.update_xaxes(type="log", dtick=1, title="d_k")  # decades only: "2" and "5" between them crowd a narrow chart
     fig.update_yaxes(type="log", dtick=1, row=1, col=1)
-    fig.update_layout(height=360)
+    fig.update_layout(height=360, meta=dict(min_width_px=SCALING_MIN_WIDTH_PX))
     return fixed_margins(fig, top=50)
 
 
