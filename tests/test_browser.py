@@ -133,7 +133,7 @@ def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
 
 
 @pytest.mark.parametrize("path", ["masks", "attention", "attention?heads=16&d_model=128&view=Model+view",
-                                  "dot_product_lab?seq_len=3"])
+                                  "dot_product_lab?seq_len=3", "masks?seq_len=200"])  # 200: a long pooled title
 def test_on_a_phone_a_grid_of_panels_keeps_its_titles_apart_and_scrolls_sideways(page, server, path):
     """A grid too wide for the column keeps the width its titles need; its wrapper scrolls, the page does not."""
     page.set_viewport_size({"width": 400, "height": 2 * TALL_PX})  # the lab's charts stack in one column: 6,600 px

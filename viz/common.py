@@ -233,7 +233,15 @@ def panels_figure(traces, layout, **extra) -> go.Figure:
     time for the default head grid of five panels, ~4 ms without it. The builders' output is
     validated in the tests instead (``tests/test_viz.py``).
     """
+    if "meta" in layout and extra.get("title"):  # the figure's title must fit the narrowest width too
+        layout = {**layout, "meta": {"min_width_px": max(layout["meta"]["min_width_px"], _title_px(extra["title"]))}}
     return go.Figure(data=list(traces), layout={**layout, "template": TEMPLATE_JSON, **extra}, _validate=False)
+
+
+def _title_px(title: dict) -> int:
+    """About how wide a ``left_title`` is drawn, with the 10 px right of it."""
+    size = title.get("font", {}).get("size", 17)  # Plotly's title size; TITLE_CHAR_PX is for 14 px
+    return math.ceil(len(html.unescape(title["text"])) * TITLE_CHAR_PX * size / 14) + 10
 
 
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
