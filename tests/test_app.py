@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies
 from chart_support import chart_elements, figure_specs
 from streamlit.testing.v1 import AppTest
 
@@ -322,6 +324,36 @@ def test_a_link_gives_back_the_values_it_was_made_from(values):
     params, left_out = state.url_params(full)
     assert left_out == []
     assert state.parse_url(params) == (full, [])
+
+
+def _field_values():
+    """Any valid value of every field (texts short enough for a link), heads dividing d_model."""
+    texts = strategies.sampled_from([state.SEED_BATCH, state.TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
+    return strategies.sampled_from(state.D_MODEL_CHOICES).flatmap(lambda d_model: strategies.fixed_dictionaries({
+        "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "session:abc123"]),
+        "d_model": strategies.just(d_model), "heads": strategies.sampled_from(state.head_choices(d_model)),
+        "d_ff": strategies.sampled_from(state.D_FF_CHOICES), "layers": strategies.integers(1, state.MAX_LAYERS),
+        "seq_len": strategies.integers(1, state.MAX_SEQ_LEN), "seed": strategies.integers(0, 2**31 - 1),
+        "pads": strategies.text(max_size=200), "src": texts, "tgt": texts,
+        "device": strategies.sampled_from(state.DEVICE_CHOICES),
+        "stack": strategies.sampled_from(state.STACK_CHOICES), "layer": strategies.integers(0, state.MAX_LAYERS - 1),
+        "element": strategies.integers(0, 15), "head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
+        "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
+        "pe_positions": texts, "step": strategies.integers(0, 6), "view": strategies.sampled_from(state.ATTENTION_VIEWS),
+        "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
+        "crop_k": strategies.integers(0, state.MAX_SEQ_LEN),
+    }))
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=_field_values())
+def test_any_view_survives_the_round_trip_through_its_link(values):
+    """What the URL is written from (`url_params`) is what a new session reads back (`parse_url`), for every field:
+    a trained model's source once came back as its example text when it was the seed batch."""
+    assert set(values) == set(state.FIELDS)
+    params, left_out = state.url_params(values)
+    assert left_out == [] and all(isinstance(text, str) for text in params.values())
+    assert state.parse_url(params) == (values, [])
 
 
 @pytest.mark.parametrize("query, notice", [
