@@ -6,7 +6,7 @@ import streamlit as st
 from transformer import masked_softmax
 from transformer.analysis import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
 from ui import data, state
-from ui.controls import STACK_NAMES, element_picker, head_picker, layer_picker, plot, stack_picker
+from ui.controls import PERSIST, STACK_NAMES, clamp, element_picker, head_picker, layer_picker, plot, stack_picker
 from viz.common import position_labels
 from viz.lab import bars_figure, dimension_labels, scaling_figure, stage_figure
 
@@ -62,10 +62,11 @@ plot(scaling_figure(data.scaling()), "lab_scaling")
 
 st.subheader("Filling the mask: select, add −1e9, or −∞")
 last_row = len(query_labels) - 1
-scores_row_index = st.slider("Query row", 0, last_row, 0, key="lab_row") if last_row else 0  # 0..0: no slider
+clamp("row", last_row)
+scores_row_index = st.slider("Query row", 0, last_row, key="row", **PERSIST) if last_row else 0  # 0..0: no slider
 scores_row = t["scaled"][head][scores_row_index]
 row_mask = mask[scores_row_index].copy()
-if st.toggle("Block every key of this row", key="lab_block_all"):
+if st.toggle("Block every key of this row", key="block_row", **PERSIST):
     row_mask[:] = False
 fills = mask_fills(scores_row, row_mask)
 engine = np.asarray(masked_softmax(scores_row[None].astype(np.float32), row_mask[None]))[0]
@@ -77,7 +78,7 @@ st.caption("With no allowed key, −∞ gives 0/0 = NaN and −1e9 spreads the w
            "this engine gives every weight exactly 0.")
 
 st.subheader("A stable softmax")
-scale = st.select_slider("Logit size", options=[1, 10, 50, 100, 500, 1000], value=100, key="lab_scale")
+scale = st.select_slider("Logit size", options=list(state.LOGIT_SIZES), key="logit_size", **PERSIST)
 logits = np.linspace(-1.0, 1.0, 5) * scale
 cols = st.columns(3)
 for col, name, fn in zip(cols, ("naive exp(x)/Σexp(x)", "exp(x − max)", "exp(x − logsumexp)"),

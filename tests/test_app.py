@@ -341,7 +341,8 @@ def _field_values():
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
         "pe_positions": texts, "step": strategies.integers(0, 6), "view": strategies.sampled_from(state.ATTENTION_VIEWS),
         "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
-        "crop_k": strategies.integers(0, state.MAX_SEQ_LEN),
+        "crop_k": strategies.integers(0, state.MAX_SEQ_LEN), "row": strategies.integers(0, state.MAX_SEQ_LEN - 1),
+        "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(state.LOGIT_SIZES),
     }))
 
 
@@ -402,11 +403,27 @@ def test_dot_product_lab_stages_and_fills():
     no_errors(at)
     titles = [spec["layout"]["title"]["text"] for spec in specs(at) if "title" in spec["layout"]]
     assert any(t.startswith("Q<br>") and "(7, 16)" in t for t in titles) and any(t.startswith("softmax") for t in titles)
-    at.toggle(key="lab_block_all").set_value(True).run()
+    at.toggle(key="block_row").set_value(True).run()
     no_errors(at)
     fills = {spec["layout"]["title"]["text"]: spec for spec in specs(at) if "title" in spec["layout"]}
     assert "NaN" in fills["-inf"]["data"][0]["text"]
     assert all(v == 0 for v in decode(fills["this engine"]["data"][0]["y"]))
+
+
+def test_the_labs_query_row_mask_fill_and_logit_size_are_in_the_link_and_a_link_restores_them():
+    at = open_page("dot_product_lab")
+    at.slider(key="row").set_value(4).run()
+    at.toggle(key="block_row").set_value(True).run()
+    at.select_slider(key="logit_size").set_value(1000).run()
+    no_errors(at)
+    link = {key: at.query_params[key] for key in ("row", "block_row", "logit_size")}
+    assert link == {"row": "4", "block_row": "1", "logit_size": "1000"}
+    again = open_page("dot_product_lab", link)
+    assert specs(again) == specs(at)  # the same fills of the same row, the same softmax logits
+    assert (again.slider(key="row").value, again.toggle(key="block_row").value) == (4, True)
+    again.sidebar.slider(key="seq_len").set_value(3).run()  # the row is kept within the shorter sequence
+    no_errors(again)
+    assert again.slider(key="row").value == 2
 
 
 def test_shapes_page_reads_real_shapes():

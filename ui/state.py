@@ -19,6 +19,7 @@ D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEVICE_CHOICES = ("auto", "cpu")
 STACK_CHOICES = ("encoder", "decoder", "cross")
 ATTENTION_VIEWS = ("Checks", "Statistics", "Model view")  # the Attention page's views; only the chosen one runs
+LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softmax demo
 MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
@@ -109,6 +110,9 @@ FIELDS: dict[str, Field] = {
     "full_res": Field(False, _flag),  # the Attention page's full-resolution head is open
     "crop_q": Field(0, _integer(0, MAX_SEQ_LEN)),
     "crop_k": Field(0, _integer(0, MAX_SEQ_LEN)),
+    "row": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
+    "block_row": Field(False, _flag),  # … with every key of that row blocked
+    "logit_size": Field(100, _choice(LOGIT_SIZES, int)),
 }
 
 DUMPERS = {bool: lambda value: "1" if value else "0"}
