@@ -410,6 +410,19 @@ def test_dot_product_lab_stages_and_fills():
     assert all(v == 0 for v in decode(fills["this engine"]["data"][0]["y"]))
 
 
+WIDGET_KINDS = ("slider", "select_slider", "toggle", "checkbox", "selectbox", "radio", "number_input", "text_input",
+                "text_area", "button_group", "multiselect")
+
+
+@pytest.mark.parametrize("page, query", [("masks", {}), ("positional_encoding", {}), ("dot_product_lab", {}),
+                                         ("shapes", {}), ("attention", {"full_res": "1", "seq_len": "300"})])
+def test_every_control_of_a_view_is_a_url_field(page, query):
+    """So that a copied link reproduces the view (the lab's query row, mask fill and logit size once were not)."""
+    at = open_page(page, query)
+    keys = {widget.key for kind in WIDGET_KINDS for widget in at.get(kind)}
+    assert keys and keys <= set(state.FIELDS), keys - set(state.FIELDS)
+
+
 def test_the_labs_query_row_mask_fill_and_logit_size_are_in_the_link_and_a_link_restores_them():
     at = open_page("dot_product_lab")
     at.slider(key="row").set_value(4).run()
