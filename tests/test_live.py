@@ -92,6 +92,20 @@ def test_the_engine_traces_the_shared_cache_s_new_graphs_one_by_one_once_it_is_i
     assert run_live(config).traces == 1 and run_live(config, stacks=("cross",)).traces == 1
 
 
+def test_graphs_that_each_trace_once_raise_no_retracing_warning():
+    """TensorFlow's 'N out of the last N calls … triggered tf.function retracing' keys on the traced Python code,
+    which every Graph shares: six architectures traced once each read, in the server's log, as retracing. (A fresh
+    process: TensorFlow gives that warning twice per process at most.)"""
+    code = ("from transformer.live import Graph\n"
+            "graphs = [Graph(lambda src, tgt, src_mask, tgt_mask: src + 1, '/CPU:0') for _ in range(7)]\n"
+            "for graph in graphs: graph.trace()\n"
+            "print(sum(graph.traces for graph in graphs))")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", PYTHONPATH=os.getcwd())
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["7"] and "retracing" not in out.stderr, out.stderr[-2000:]
+
+
 def test_one_trace_and_one_build_across_lengths_pads_and_text(cache):
     """The model for one architecture is traced once across sequence lengths, pad symbols and text."""
     run_live(BASE, cache)
