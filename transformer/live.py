@@ -425,8 +425,10 @@ def release_kernels() -> None:
     """Drop the kernels TensorFlow made for every op and traced graph run so far (its kernel cache).
 
     TensorFlow keeps them until the cache is cleared, also for models long gone: each architecture a
-    user tried kept ~7 MB of the server's memory (a large one more). Called when the model cache evicts
-    a model; the models still cached make theirs again on their next run (~0.2 s once for a traced graph).
+    user tried kept ~7 MB of the server's memory (a large one more). Called once the model cache has
+    evicted as many models as it holds; the models still cached make theirs again on their next run
+    (~0.2 s once for a traced graph), so not at every eviction: eight users trying architectures at once
+    evict on nearly every move.
     """
     from tensorflow.python.eager import context  # noqa: PLC0415  (no public API clears this cache)
 
@@ -434,11 +436,13 @@ def release_kernels() -> None:
 
 
 class ModelCache:
-    """At most ``size`` built models, least recently used evicted (then `release_kernels`); thread-safe."""
+    """At most ``size`` built models, least recently used evicted (`release_kernels` after every ``size``
+    evictions); thread-safe."""
 
     def __init__(self, size: int = MODEL_CACHE_SIZE):
         self.size = size
         self.builds = 0
+        self._evicted = 0  # models evicted since the kernels were last released
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -450,10 +454,12 @@ class ModelCache:
             entry = _build_entry(architecture)
             self.builds += 1
             self._entries[architecture] = entry
-            if len(self._entries) > self.size:
-                while len(self._entries) > self.size:
-                    self._entries.popitem(last=False)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+                self._evicted += 1
+            if self._evicted >= self.size:  # not at every eviction: the cached models' kernels are made again
                 release_kernels()
+                self._evicted = 0
             return entry
 
     def for_config(self, config: LiveConfig) -> _Entry:
