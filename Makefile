@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test test-fast bench bench-quick load-test clean
+.PHONY: run test test-fast bench bench-quick load-test churn-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ bench-quick: $(VENV)/.test
 # again on the trivial one-chart page, the framework's floor (about 7 minutes).
 load-test: $(VENV)/.test
 	$(BIN)/python bench/load_test.py --write
+
+# 8 sessions moving random sidebar sliders (new architectures all the time) on the Attention page, three 45 s
+# rounds: errors, leaks and whether the server's memory stops growing (about 3 minutes).
+churn-test: $(VENV)/.test
+	$(BIN)/python bench/architecture_churn.py
 
 clean:
 	rm -rf $(VENV) test-output .pytest_cache

@@ -1,0 +1,108 @@
+"""Architecture churn: concurrent Chromium sessions moving random sidebar sliders on the Attention page.
+
+    python bench/architecture_churn.py [--sessions 8] [--seconds 45] [--rounds 3]
+
+Where `make load-test` moves the sequence length only, each session here moves a random one of the
+sequence length, layers, heads, d_model and d_ff sliders, one key press at a time, and looks for a
+random 0.5–1.5 s after each run: new architectures are built, traced and evicted from the 4-model
+cache all the time. Every round starts new sessions on the same random walks. Prints, per round,
+moves, p50 / p90 of key press → the run's end, errors, moves that showed another session's tokens,
+and the server's RSS before and after: the figure to watch is whether RSS stops growing after the
+first round (before the kernel release in transformer.live.ModelCache it grew ~500 MB a round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+
+from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from load_test import ERRORS, IDLE, wait_until  # noqa: E402
+from report import lower_priority_of_other_sessions, percentile, process_rss_mb  # noqa: E402
+
+SLIDERS = ("Sequence length", "Layers (N)", "Heads (h)", "d_model", "d_ff")
+# Every drawn chart's query labels: a session's own tokens are "s3", "s3x" …
+LABELS = ("() => [...document.querySelectorAll('.al-chart')].map((node) => (node._fullData || [])"
+          ".map((trace) => (trace.y || []).join(' ')).join(' ')).join(' ')")
+
+
+async def session(browser, base_url: str, name: str, seconds: float, seed: int, loaded) -> tuple[list, int, int]:
+    """One user on the Attention page with their own tokens; returns (latencies, errors, leaks)."""
+    rng = random.Random(seed)
+    context = await browser.new_context(viewport={"width": 1300, "height": 900})
+    page = await context.new_page()
+    text = "%0A".join(f"{name} {name}x 0" for _ in range(3))
+    await page.goto(f"{base_url}/attention?src={text}&tgt={text}")
+    await wait_until(page, f"{IDLE} && !!document.querySelector('.al-chart')?._fullData", 120_000)
+    await loaded.wait()
+    latencies, errors, leaks = [], 0, 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        thumb = page.get_by_test_id("stSlider").filter(has_text=rng.choice(SLIDERS)).get_by_role("slider")
+        before = await page.evaluate("() => location.search")
+        await thumb.focus()
+        started = time.perf_counter()
+        await thumb.press(rng.choice(["ArrowRight", "ArrowLeft"]))
+        try:  # the app writes the new value into the address as its run starts
+            await wait_until(page, f"location.search !== {before!r}", 10_000)
+        except Exception:
+            continue  # at an end of its range: nothing moved
+        try:
+            await wait_until(page, IDLE, 120_000)
+        except Exception:
+            errors += 1
+            break
+        latencies.append(time.perf_counter() - started)
+        errors += await page.locator(ERRORS).count()
+        leaks += int(bool(set(re.findall(r"·(s\d+)", await page.evaluate(LABELS))) - {name}))
+        await asyncio.sleep(rng.uniform(0.5, 1.5))
+    await context.close()
+    return latencies, errors, leaks
+
+
+async def round_of(sessions: int, seconds: float, base_url: str) -> tuple[list, int, int]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        lower_priority_of_other_sessions()
+        loaded = asyncio.Barrier(sessions)
+        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i, loaded)
+                                         for i in range(sessions)))
+        await browser.close()
+    return ([value for result in results for value in result[0]], sum(r[1] for r in results),
+            sum(r[2] for r in results))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=45)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    print("| round | moves | p50 / p90 (ms) | errors | leaks | server RSS (MB) |\n| --- | --- | --- | --- | --- | --- |")
+    failed = False
+    with streamlit_server(with_process=True) as (base_url, process):
+        os.nice(19)  # the clients yield to the server they measure (see load_test.py)
+        for number in range(1, args.rounds + 1):
+            rss_before = process_rss_mb(process.pid)
+            latencies, errors, leaks = asyncio.run(round_of(args.sessions, args.seconds, base_url))
+            times = (f"{percentile(latencies, 50) * 1e3:.0f} / {percentile(latencies, 90) * 1e3:.0f}"
+                     if latencies else "–")
+            print(f"| {number} | {len(latencies)} | {times} | {errors} | {leaks} | "
+                  f"{rss_before:.0f} → {process_rss_mb(process.pid):.0f} |", flush=True)
+            failed = failed or bool(errors or leaks)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
