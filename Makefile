@@ -44,7 +44,7 @@ load-test: $(VENV)/.test
 # 8 sessions moving random sidebar sliders (new architectures all the time) on the Attention page, three 45 s
 # rounds: errors, leaks and whether the server's memory stops growing (about 3 minutes).
 churn-test: $(VENV)/.test
-	$(BIN)/python bench/architecture_churn.py
+	$(BIN)/python bench/architecture_churn.py --write
 
 clean:
 	rm -rf $(VENV) test-output .pytest_cache

@@ -1,6 +1,6 @@
 """Architecture churn: concurrent Chromium sessions moving random sidebar sliders on the Attention page.
 
-    python bench/architecture_churn.py [--sessions 8] [--seconds 45] [--rounds 3]
+    python bench/architecture_churn.py [--sessions 8] [--seconds 45] [--rounds 3] [--write]
 
 Where `make load-test` moves the sequence length only, each session here moves a random one of the
 sequence length, layers, heads, d_model and d_ff sliders, one key press at a time, and looks for a
@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 from load_test import ERRORS, IDLE, wait_until  # noqa: E402
-from report import lower_priority_of_other_sessions, percentile, process_rss_mb  # noqa: E402
+from report import lower_priority_of_other_sessions, percentile, process_rss_mb, write_section  # noqa: E402
 
 SLIDERS = ("Sequence length", "Layers (N)", "Heads (h)", "d_model", "d_ff")
 # Every drawn chart's query labels: a session's own tokens are "s3", "s3x" …
@@ -88,8 +88,11 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=45)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args()
-    print("| round | moves | p50 / p90 (ms) | errors | leaks | server RSS (MB) |\n| --- | --- | --- | --- | --- | --- |")
+    table = ["| round | moves | p50 / p90 (ms) | errors | leaks | server RSS (MB) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    print("\n".join(table))
     failed = False
     with streamlit_server(with_process=True) as (base_url, process):
         os.nice(19)  # the clients yield to the server they measure (see load_test.py)
@@ -98,9 +101,16 @@ def main() -> None:
             latencies, errors, leaks = asyncio.run(round_of(args.sessions, args.seconds, base_url))
             times = (f"{percentile(latencies, 50) * 1e3:.0f} / {percentile(latencies, 90) * 1e3:.0f}"
                      if latencies else "–")
-            print(f"| {number} | {len(latencies)} | {times} | {errors} | {leaks} | "
-                  f"{rss_before:.0f} → {process_rss_mb(process.pid):.0f} |", flush=True)
+            table.append(f"| {number} | {len(latencies)} | {times} | {errors} | {leaks} | "
+                         f"{rss_before:.0f} → {process_rss_mb(process.pid):.0f} |")
+            print(table[-1], flush=True)
             failed = failed or bool(errors or leaks)
+    if args.write:
+        write_section("Architecture churn", f"{args.sessions} sessions × {args.rounds} rounds × {args.seconds:.0f} s "
+                      "moving a random one of the sequence length, layers, heads, d_model and d_ff sliders on the "
+                      "Attention page (`make churn-test`): each round starts new sessions on the same random walks, "
+                      "so the server's memory should stop growing after the first. Latency: key press → the end of "
+                      "the run (a new architecture is built and run eagerly).", table)
     sys.exit(1 if failed else 0)
 
 
