@@ -26,9 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
-from load_test import ERRORS, IDLE, wait_until  # noqa: E402
+from load_test import ERRORS, IDLE, Target, wait_until  # noqa: E402
 from report import lower_priority_of_other_sessions, percentile, process_rss_mb, write_section  # noqa: E402
 
+PAGE = Target("/attention?src={text}&tgt={text}", 7, own_tokens=True)  # three lines of the session's own tokens
 SLIDERS = ("Sequence length", "Layers (N)", "Heads (h)", "d_model", "d_ff")
 # Every drawn chart's query labels: a session's own tokens are "s3", "s3x" …
 LABELS = ("() => [...document.querySelectorAll('.al-chart')].map((node) => (node._fullData || [])"
@@ -40,8 +41,7 @@ async def session(browser, base_url: str, name: str, seconds: float, seed: int, 
     rng = random.Random(seed)
     context = await browser.new_context(viewport={"width": 1300, "height": 900})
     page = await context.new_page()
-    text = "%0A".join(f"{name} {name}x 0" for _ in range(3))
-    await page.goto(f"{base_url}/attention?src={text}&tgt={text}")
+    await page.goto(PAGE.url(base_url, name))
     await wait_until(page, f"{IDLE} && !!document.querySelector('.al-chart')?._fullData", 120_000)
     await loaded.wait()
     latencies, errors, leaks = [], 0, 0

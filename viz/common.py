@@ -106,6 +106,11 @@ def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
     return int(chars * CHAR_PX * 0.75) + 30 if rotated else chars * CHAR_PX + 14
 
 
+def _text_px(text, size_px: float = 14) -> float:
+    """About how wide a title's ``text`` is drawn at ``size_px`` (TITLE_CHAR_PX a character at 14 px)."""
+    return len(html.unescape(str(text))) * TITLE_CHAR_PX * size_px / 14
+
+
 def min_width_meta(titles, columns: int, *, left_px: float, right_px: float, gap_share: float,
                    min_panel_px: int = MIN_PANEL_PX) -> dict:
     """``layout.meta`` naming the narrowest width (px) a grid of panels is drawn at: there, each panel is at
@@ -114,7 +119,7 @@ def min_width_meta(titles, columns: int, *, left_px: float, right_px: float, gap
     the chart that wide; a narrower column (a phone) scrolls it sideways. ``gap_share``: the part of the
     distance from one panel's middle to the next one's that is gap (the gaps scale with the chart).
     """
-    widths = [len(html.unescape(str(title))) * TITLE_CHAR_PX for title in titles]
+    widths = [_text_px(title) for title in titles]
     panel = max([min_panel_px]
                 + [width - 2 * left_px for width in widths[::columns]]  # a row's first title, centred on its panel
                 + [width - 2 * right_px for width in widths[columns - 1::columns]])  # a full row's last one
@@ -240,8 +245,7 @@ def panels_figure(traces, layout, **extra) -> go.Figure:
 
 def _title_px(title: dict) -> int:
     """About how wide a ``left_title`` is drawn, with the 10 px right of it."""
-    size = title.get("font", {}).get("size", 17)  # Plotly's title size; TITLE_CHAR_PX is for 14 px
-    return math.ceil(len(html.unescape(title["text"])) * TITLE_CHAR_PX * size / 14) + 10
+    return math.ceil(_text_px(title["text"], title.get("font", {}).get("size", 17))) + 10  # 17: Plotly's title size
 
 
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
