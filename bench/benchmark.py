@@ -6,7 +6,7 @@ Every figure is measured in the same run as its reference:
   1. slider → redrawn chart in headless Chromium against `streamlit run` (Attention and
      Masks pages, default config and N = 512 with 8 heads), against a trivial one-chart app;
   2. compute: this engine's multi-head attention and whole forward pass against
-     keras.layers.MultiHeadAttention and a large matmul's FLOP/s;
+     keras.layers.MultiHeadAttention and a large matmul's FLOP/s; building a new architecture;
   3. payload: bytes of each chart sent to the browser;
   4. retraces and model builds over 100 random moves;
   5. memory over 300 reruns, and cold start from `make run` to the first chart.
@@ -250,6 +250,25 @@ def compute(quick: bool):
         forward = np.median([run_live(config).compute_seconds for _ in range(repeats)])
         row("compute", f"whole forward pass (2+2 layers, d_ff 2048) N={n}", f"{forward * 1e3:.1f} ms")
     del keras
+    new_architectures(8 if quick else 24)
+
+
+def new_architectures(count: int):
+    """What a move of the heads, d_model, d_ff or layers slider to an architecture no one has used costs the
+    engine: build the model, draw its weights, run it eagerly (the Attention page's default: encoder, one line)."""
+    from transformer import LiveConfig, ModelCache, run_live
+
+    rng, cache, seconds = random.Random(4), ModelCache(), []
+    run_live(LiveConfig(), cache, stacks=("encoder",), lines=(0,))  # warm-up: TensorFlow's first ops
+    for _ in range(count):
+        d_model = rng.choice((32, 48, 64, 96, 128))
+        config = LiveConfig(d_model=d_model, num_heads=rng.choice([h for h in (1, 2, 4, 8) if d_model % h == 0]),
+                            d_ff=rng.choice((64, 128, 256, 512)), num_layers=rng.randint(1, 4))
+        started = time.perf_counter()
+        run_live(config, cache, stacks=("encoder",), lines=(0,))
+        seconds.append(time.perf_counter() - started)
+    row("compute", f"a new architecture: build, weights, first (eager) run; {count} of d_model 32–128, 1–4 layers "
+        "p50 / p90", f"{np.median(seconds) * 1e3:.0f} / {np.percentile(seconds, 90) * 1e3:.0f} ms")
 
 
 # ----------------------------------------------------------------- 3. payload

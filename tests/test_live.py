@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 import numpy_reference as ref
-from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, line_count, run_live
+from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, line_count, live, run_live
 from transformer.live import (
-    ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, attention_bytes, encoding_array, on_engine_thread,
+    ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes, encoding_array, on_engine_thread,
+    seed_weights,
 )
+from transformer.model import Transformer
 from transformer.positional import positional_encoding
 
 BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
@@ -150,6 +152,26 @@ def test_a_new_seed_redraws_the_weights_in_place_without_a_rebuild_or_retrace(ca
     np.testing.assert_allclose(first.attention["encoder"], back.attention["encoder"], atol=1e-6)  # eager, traced
     walk = attention_walkthrough(replace(BASE, seed=5), "encoder", 0, cache)
     np.testing.assert_allclose(walk.tensors["weights"], other.attention["encoder"][0], atol=1e-6)
+
+
+def test_a_model_from_the_cache_holds_the_weights_of_seed_0(cache, monkeypatch):
+    """The cache builds random models with zero kernels and draws every weight from seed 0 at once (Keras's
+    own draws would be overwritten): the same weights as a Keras-initialised model redrawn from seed 0."""
+    entry = cache.get(BASE.architecture)
+    reference = Transformer(VOCAB_SIZE, VOCAB_SIZE, d_model=BASE.d_model, num_heads=BASE.num_heads, d_ff=BASE.d_ff,
+                            num_encoder_layers=BASE.num_layers, num_decoder_layers=BASE.num_layers, dropout=0.0)
+    reference.build((None, None), (None, None))
+    seed_weights(reference, 0)
+    assert entry.seed == 0 and len(entry.model.weights) == len(reference.weights)
+    for ours, theirs in zip(entry.model.weights, reference.weights):
+        assert ours.path.split("/", 1)[1] == theirs.path.split("/", 1)[1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert all(weight.numpy().any() for weight in entry.model.weights if weight.path.endswith("kernel"))
+    draws = []
+    monkeypatch.setattr(live, "seed_weights", lambda *args: draws.append(args))
+    assert cache.for_config(BASE) is entry and not draws  # seed 0 (the default): nothing drawn again
+    cache.for_config(replace(BASE, seed=1))
+    assert len(draws) == 1
 
 
 def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):

@@ -166,3 +166,25 @@ def test_linear_computes_what_dense_computes_with_the_same_weights_and_order():
     np.testing.assert_allclose(ours(x), np.maximum(x @ kernel + bias, 0), atol=1e-6)
     clone = Linear.from_config(ours.get_config())
     assert clone.units == 4 and clone.get_config() == ours.get_config()
+
+
+def test_zero_kernels_starts_kernels_at_zero_on_its_own_thread_only():
+    """`zero_kernels` is for the live engine, which draws every weight itself; a training run building a
+    model on another thread at the same time keeps Keras's Glorot draws."""
+    import threading
+
+    from transformer.linear import Linear, zero_kernels
+
+    def kernel_built():
+        layer = Linear(8)
+        layer.build((None, 8))
+        return layer.kernel.numpy()
+
+    inside, elsewhere = [], []
+    with zero_kernels():
+        thread = threading.Thread(target=lambda: elsewhere.append(kernel_built()))
+        thread.start()
+        thread.join()
+        inside.append(kernel_built())
+    assert not inside[0].any()
+    assert elsewhere[0].any() and kernel_built().any()  # the other thread, and this one after the block

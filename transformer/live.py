@@ -22,6 +22,7 @@ import tensorflow as tf
 from transformer import tokens as tok
 from transformer.attention import check_heads
 from transformer.device import device_label, resolve_device
+from transformer.linear import zero_kernels
 from transformer.masks import padding_mask, subsequent_mask
 from transformer.model import Transformer
 from transformer.positional import positional_encoding
@@ -356,7 +357,7 @@ class _Entry:
     def __init__(self, model, device):
         self.model = model
         self.device = device
-        self.seed = None  # the seed the random weights were last drawn from (None: trained or Keras's own)
+        self.seed = None  # the seed the random weights were last drawn from (None: trained weights)
         self.graphs = {}
 
     def attention_graph(self, stacks: tuple) -> Graph:
@@ -386,18 +387,21 @@ class _Entry:
 
 
 def _build_entry(architecture) -> _Entry:
-    """A built model for ``(d_model, heads, d_ff, layers, device)`` (seeded later), or a trained one."""
+    """A built model for ``(d_model, heads, d_ff, layers, device)`` with the weights of seed 0, or a trained one."""
     if architecture[0] == "trained":
         _, name, device = architecture
         return _Entry(load_pretrained(name).model, device)
     d_model, num_heads, d_ff, num_layers, device = architecture
-    with tf.device(device):
+    with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
         model = Transformer(
             VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
             num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
         )
         model.build((None, None), (None, None))  # every weight, before tracing
-    return _Entry(model, device)
+        entry = _Entry(model, device)
+        seed_weights(model, 0)  # LiveConfig's default seed: `for_config` draws again only for another one
+    entry.seed = 0
+    return entry
 
 
 def seed_weights(model, seed: int) -> None:
