@@ -5,10 +5,12 @@
 Where `make load-test` moves the sequence length only, each session here moves a random one of the
 sequence length, layers, heads, d_model and d_ff sliders, one key press at a time, and looks for a
 random 0.5–1.5 s after each run: new architectures are built, traced and evicted from the 4-model
-cache all the time. Every round starts new sessions on the same random walks. Prints, per round,
-moves, p50 / p90 of key press → the run's end, errors, moves that showed another session's tokens,
-and the server's RSS before and after: the figure to watch is whether RSS stops growing after the
-first round (before the kernel release in transformer.live.ModelCache it grew ~500 MB a round).
+cache all the time. First one session alone on the same walk (the reference, as in load_test.py),
+then the rounds: every round starts new sessions on the same random walks. Prints, per round,
+moves, p50 / p90 of key press → the run's end and the p90's ratio to the reference, errors, moves
+that showed another session's tokens, and the server's RSS before and after: the figure to watch is
+whether RSS stops growing after the first round (before the kernel release in
+transformer.live.ModelCache it grew ~500 MB a round).
 """
 
 from __future__ import annotations
@@ -90,27 +92,31 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     args = parser.parse_args()
-    table = ["| round | moves | p50 / p90 (ms) | errors | leaks | server RSS (MB) |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    table = ["| round | sessions | moves | p50 / p90 (ms) | p90 ÷ 1 session's | errors | leaks | server RSS (MB) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     print("\n".join(table))
-    failed = False
+    failed, reference = False, None
     with streamlit_server(with_process=True) as (base_url, process):
         os.nice(19)  # the clients yield to the server they measure (see load_test.py)
-        for number in range(1, args.rounds + 1):
+        for number in range(args.rounds + 1):
+            sessions = 1 if number == 0 else args.sessions  # round 0: one session alone, the reference
             rss_before = process_rss_mb(process.pid)
-            latencies, errors, leaks = asyncio.run(round_of(args.sessions, args.seconds, base_url))
-            times = (f"{percentile(latencies, 50) * 1e3:.0f} / {percentile(latencies, 90) * 1e3:.0f}"
-                     if latencies else "–")
-            table.append(f"| {number} | {len(latencies)} | {times} | {errors} | {leaks} | "
-                         f"{rss_before:.0f} → {process_rss_mb(process.pid):.0f} |")
+            latencies, errors, leaks = asyncio.run(round_of(sessions, args.seconds, base_url))
+            p90 = percentile(latencies, 90) if latencies else None
+            reference = p90 if number == 0 else reference
+            times = f"{percentile(latencies, 50) * 1e3:.0f} / {p90 * 1e3:.0f}" if latencies else "–"
+            ratio = f"{p90 / reference:.2f}" if number and p90 and reference else "–"
+            table.append(f"| {number or 'reference'} | {sessions} | {len(latencies)} | {times} | {ratio} | {errors} | "
+                         f"{leaks} | {rss_before:.0f} → {process_rss_mb(process.pid):.0f} |")
             print(table[-1], flush=True)
             failed = failed or bool(errors or leaks)
     if args.write:
         write_section("Architecture churn", f"{args.sessions} sessions × {args.rounds} rounds × {args.seconds:.0f} s "
                       "moving a random one of the sequence length, layers, heads, d_model and d_ff sliders on the "
-                      "Attention page (`make churn-test`): each round starts new sessions on the same random walks, "
-                      "so the server's memory should stop growing after the first. Latency: key press → the end of "
-                      "the run (a new architecture is built and run eagerly).", table)
+                      "Attention page (`make churn-test`), after one session alone on the same walk (the reference): "
+                      "each round starts new sessions on the same random walks, so the server's memory should stop "
+                      "growing after the first. Latency: key press → the end of the run (a new architecture is built "
+                      "and run eagerly).", table)
     sys.exit(1 if failed else 0)
 
 

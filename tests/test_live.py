@@ -108,15 +108,13 @@ def test_graphs_that_each_trace_once_raise_no_retracing_warning():
     assert out.stdout.split() == ["7"] and "retracing" not in out.stderr, out.stderr[-2000:]
 
 
-def test_evicting_a_model_releases_tensorflows_cached_kernels(monkeypatch):
+def test_evicting_models_releases_their_memory_after_as_many_as_the_cache_holds(monkeypatch):
     """TensorFlow keeps the kernels it made for every model's ops and traced graphs until its kernel cache is
     cleared, and the app keeps that cache across reruns: architecture changes grew the server by ~7 MB each
     (1.9 → 2.1 GB over three rounds of ten large models; flat with the cache cleared). It is cleared once the
     model cache has evicted as many models as it holds."""
-    from transformer import live
-
     releases = []
-    monkeypatch.setattr(live, "release_kernels", lambda: releases.append(small.builds))
+    monkeypatch.setattr(live, "release_memory", lambda: releases.append(small.builds))
     small = ModelCache(size=2)
     for d_model in (16, 32, 16, 32):  # two architectures: nothing to evict
         run_live(replace(BASE, d_model=d_model, seq_len=4), small, stacks=("encoder",))
@@ -124,6 +122,24 @@ def test_evicting_a_model_releases_tensorflows_cached_kernels(monkeypatch):
     for d_model in (48, 16, 64, 32, 48):  # each new one evicts the least recently used: a release every second
         run_live(replace(BASE, d_model=d_model, seq_len=4), small, stacks=("encoder",))
     assert releases == [4, 6] and small.builds == 7
+
+
+def test_an_evicted_model_is_freed_at_once_when_its_weights_are_large():
+    """A Keras model is a web of reference cycles: without a collection an evicted model stayed in memory until
+    the garbage collector's next full pass (six large models alive, three cached: 4 GB instead of 2.6 GB)."""
+    import gc
+    import weakref
+
+    first = replace(BASE, d_model=32)
+    small_release = ModelCache(size=1, release_bytes=1)  # every evicted byte counts as large here
+    run_live(first, small_release, stacks=("encoder",))
+    model = weakref.ref(small_release.get(first.architecture).model)
+    gc.disable()  # only the cache's own collection may free it
+    try:
+        run_live(replace(BASE, d_model=16), small_release, stacks=("encoder",))
+        assert model() is None
+    finally:
+        gc.enable()
 
 
 def test_one_trace_and_one_build_across_lengths_pads_and_text(cache):
@@ -247,6 +263,28 @@ def test_model_cache_is_bounded(cache):
     assert len(cache) == 2 and cache.builds == 3
     run_live(replace(BASE, d_model=32), cache)
     assert cache.builds == 3
+
+
+def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest():
+    small, large = replace(BASE, d_model=8, num_heads=2), replace(BASE, d_model=32)
+    sizes = ModelCache()
+    small_bytes, large_bytes = (sizes.for_config(config).weight_bytes for config in (small, large))
+    assert small_bytes < large_bytes and sizes.weight_bytes() == small_bytes + large_bytes
+    cache = ModelCache(size=4, budget_bytes=small_bytes + large_bytes - 1)
+    run_live(small, cache)
+    run_live(large, cache)  # both are over the budget: the older goes, although four models are allowed
+    assert len(cache) == 1 and cache.weight_bytes() == large_bytes
+    cache = ModelCache(size=4, budget_bytes=1)
+    run_live(large, cache)  # alone over the budget: kept (a page is using it), and used again
+    run_live(large, cache)
+    assert len(cache) == 1 and cache.builds == 1
+
+
+def test_the_model_cache_budget_holds_two_of_the_largest_models():
+    d_model, d_ff, layers = live.MAX_D_MODEL, live.MAX_D_FF, live.MAX_LAYERS
+    kernels = layers * (2 * (4 * d_model**2 + 2 * d_model * d_ff) + 4 * d_model**2)  # encoder, decoder, cross
+    largest = 4 * (kernels + 3 * VOCAB_SIZE * d_model)  # float32, with the embeddings and output layer
+    assert 2 * largest * 1.01 <= live.MODEL_CACHE_BYTES < 3 * largest  # biases and norms: well under 1 %
 
 
 def test_text_tokens_build_a_vocabulary_with_pads_first(cache):

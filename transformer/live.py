@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import functools
+import gc
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ MAX_LAYERS = 6
 MAX_HEADS = 64
 ATTENTION_BUDGET_BYTES = 256 * 2**20  # all attention weights of one run, float32
 MODEL_CACHE_SIZE = 4
+MODEL_CACHE_BYTES = 1536 * 2**20  # the cached models' weights: two of the largest (d_model 1024, d_ff 4096, 6 layers)
+RELEASE_AFTER_EVICTED_BYTES = 256 * 2**20  # evicted weights that are freed at once, not after MODEL_CACHE_SIZE more
 STACKS = ("encoder", "decoder", "cross")
 
 SEED_BATCH = "1 2 3 4 5 0 0\n1 2 0 0 0 0 0\n1 2 3 4 5 6 7"
@@ -359,6 +362,8 @@ class _Entry:
         self.device = device
         self.seed = None  # the seed the random weights were last drawn from (None: trained weights)
         self.graphs = {}
+        self.weight_bytes = sum(int(np.prod(weight.shape)) * np.dtype(weight.dtype).itemsize
+                                for weight in model.weights)
 
     def attention_graph(self, stacks: tuple) -> Graph:
         """The `Graph` of ``attention_function(stacks)``; ``stacks`` in `STACKS` order."""
@@ -425,28 +430,41 @@ def seed_weights(model, seed: int) -> None:
         variable.assign(value.astype(np.float32))
 
 
-def release_kernels() -> None:
-    """Drop the kernels TensorFlow made for every op and traced graph run so far (its kernel cache).
+def release_memory() -> None:
+    """Free what evicted models still hold: the models themselves, then TensorFlow's kernels.
 
-    TensorFlow keeps them until the cache is cleared, also for models long gone: each architecture a
-    user tried kept ~7 MB of the server's memory (a large one more). Called once the model cache has
-    evicted as many models as it holds; the models still cached make theirs again on their next run
-    (~0.2 s once for a traced graph), so not at every eviction: eight users trying architectures at once
-    evict on nearly every move.
+    A Keras model is a web of reference cycles (and a cached entry's graphs point back at it), so an
+    evicted one stays in memory until the garbage collector's next full collection, which comes rarely
+    in a server that makes few Python objects: six large models alive with three cached, 4 GB where
+    2.6 GB after a collection. The collection takes ~40 ms (startup objects frozen, see ui.runtime).
+    TensorFlow also keeps the kernels it made for every op and traced graph run so far, for models long
+    gone, until its kernel cache is cleared: each architecture a user tried kept ~7 MB of the server's
+    memory. The models still cached make theirs again on their next run (~0.2 s once for a traced
+    graph), which is why this does not run at every eviction (see `ModelCache`).
     """
     from tensorflow.python.eager import context  # noqa: PLC0415  (no public API clears this cache)
 
+    gc.collect()
     context.context().clear_kernel_cache()
 
 
 class ModelCache:
-    """At most ``size`` built models, least recently used evicted (`release_kernels` after every ``size``
-    evictions); thread-safe."""
+    """At most ``size`` built models whose weights take at most ``budget_bytes`` together (the newest is
+    kept whatever its size), least recently used evicted; thread-safe.
 
-    def __init__(self, size: int = MODEL_CACHE_SIZE):
+    `release_memory` runs once ``size`` models, or models of ``release_bytes`` of weights, have been
+    evicted since it last ran: not at every eviction, since eight users trying architectures at once
+    evict on nearly every move, and the models still cached then make their kernels again.
+    """
+
+    def __init__(self, size: int = MODEL_CACHE_SIZE, budget_bytes: int = MODEL_CACHE_BYTES,
+                 release_bytes: int = RELEASE_AFTER_EVICTED_BYTES):
         self.size = size
+        self.budget_bytes = budget_bytes
+        self.release_bytes = release_bytes
         self.builds = 0
-        self._evicted = 0  # models evicted since the kernels were last released
+        self._evicted = 0  # models evicted since memory was last released
+        self._evicted_bytes = 0  # and their weights
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -458,12 +476,12 @@ class ModelCache:
             entry = _build_entry(architecture)
             self.builds += 1
             self._entries[architecture] = entry
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            while self._over_budget():
+                self._evicted_bytes += self._entries.popitem(last=False)[1].weight_bytes  # no reference kept
                 self._evicted += 1
-            if self._evicted >= self.size:  # not at every eviction: the cached models' kernels are made again
-                release_kernels()
-                self._evicted = 0
+            if self._evicted >= self.size or self._evicted_bytes >= self.release_bytes:
+                release_memory()
+                self._evicted = self._evicted_bytes = 0
             return entry
 
     def for_config(self, config: LiveConfig) -> _Entry:
@@ -486,6 +504,14 @@ class ModelCache:
         for graph in pending:
             graph.trace()
         return len(pending)
+
+    def weight_bytes(self) -> int:
+        """Bytes of the cached models' weights."""
+        return sum(entry.weight_bytes for entry in self._entries.values())
+
+    def _over_budget(self) -> bool:
+        """More models than ``size``, or weights over ``budget_bytes`` with more than one model."""
+        return len(self._entries) > self.size or (len(self._entries) > 1 and self.weight_bytes() > self.budget_bytes)
 
     def __len__(self):
         return len(self._entries)
