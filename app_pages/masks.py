@@ -29,7 +29,7 @@ st.markdown(f"Look-ahead (subsequent) mask: shape `{result.subsequent_mask.shape
 positions = [""] * n_target
 plot(mask_grid(np.concatenate([result.subsequent_mask[None], result.target_mask[:, 0]]),
                [positions, *result.target_tokens], [positions, *result.target_tokens],
-               [f"subsequent_mask({n_target})", *(f"target mask, {title}" for title in titles)],
+               ["look-ahead", *(f"target, {title}" for title in titles)],  # short: four fit 540 px (1000 px window)
                columns=min(batch + 1, 4)), "target")  # more lines wrap: four panels to a row at most
 
 st.subheader("How the masks broadcast")

@@ -132,6 +132,19 @@ def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
     assert page.evaluate(CHART_TEXT_PROBLEMS) == []
 
 
+@pytest.mark.parametrize("path", ["masks", "masks?seq_len=200", "positional_encoding", "attention",
+                                  "dot_product_lab", "shapes"])
+def test_in_a_1000_px_window_with_the_sidebar_open_no_chart_scrolls_sideways(page, server, path):
+    """The column is 540 px wide there: the four target-mask panels' titles fit it (they took 563 px before)."""
+    page.set_viewport_size({"width": 1000, "height": TALL_PX})
+    open_page(page, server, path)
+    wait_for_every_chart(page)
+    assert page.get_by_test_id("stSidebar").bounding_box()["width"] > 200  # open
+    overflow = page.evaluate(f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) =>
+        node.parentElement.scrollWidth - node.parentElement.clientWidth)""")
+    assert overflow and not any(overflow), overflow
+
+
 @pytest.mark.parametrize("path", ["masks", "attention", "attention?heads=16&d_model=128&view=Model+view",
                                   "dot_product_lab?seq_len=3", "masks?seq_len=200"])  # 200: a long pooled title
 def test_on_a_phone_a_grid_of_panels_keeps_its_titles_apart_and_scrolls_sideways(page, server, path):

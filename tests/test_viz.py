@@ -110,7 +110,7 @@ def _title_px(text: str) -> float:
     return len(text) * TITLE_CHAR_PX
 
 
-MASK_TITLES = ["subsequent_mask(7)"] + ["target mask, line 1"] * 3
+MASK_TITLES = ["look-ahead"] + ["target, line 1"] * 3
 
 
 @pytest.mark.parametrize("titles, length", [(["line 1", "line 2", "line 3"], 7), (MASK_TITLES, 7),
