@@ -41,8 +41,9 @@ bench-quick: $(VENV)/.test
 load-test: $(VENV)/.test
 	$(BIN)/python bench/load_test.py --write
 
-# 8 sessions moving random sidebar sliders (new architectures all the time) on the Attention page, three 45 s
-# rounds: errors, leaks and whether the server's memory stops growing (about 3 minutes).
+# 1 session, then 8 sessions moving random sidebar sliders (new architectures all the time) on the Attention
+# page, three 45 s rounds: errors, leaks, latency against the 1 session and whether the server's memory stops
+# growing (about 5 minutes).
 churn-test: $(VENV)/.test
 	$(BIN)/python bench/architecture_churn.py --write
 
