@@ -409,6 +409,22 @@ def _build_entry(architecture) -> _Entry:
     return entry
 
 
+def architecture_bytes(architecture) -> int:
+    """Bytes of the float32 weights `_build_entry` makes for ``(d_model, heads, d_ff, layers, device)``; 0 for a
+    trained model (small: its weights are shipped or trained here). Known before building, so that the cache
+    makes room first."""
+    if architecture[0] == "trained":
+        return 0
+    d_model, _, d_ff, layers, _ = architecture
+    attention = 4 * (d_model * d_model + d_model)  # four projections, kernels and biases
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    norm = 2 * d_model  # gamma, beta
+    encoder_layer = attention + feed_forward + 2 * norm
+    decoder_layer = 2 * attention + feed_forward + 3 * norm
+    embeddings_and_output = 2 * VOCAB_SIZE * d_model + d_model * VOCAB_SIZE + VOCAB_SIZE
+    return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output)
+
+
 def seed_weights(model, seed: int) -> None:
     """Deterministic initial values from ``seed``, whatever Keras's global RNG did.
 
@@ -436,7 +452,8 @@ def release_memory() -> None:
     A Keras model is a web of reference cycles (and a cached entry's graphs point back at it), so an
     evicted one stays in memory until the garbage collector's next full collection, which comes rarely
     in a server that makes few Python objects: seven of the largest models built one after the other left
-    six alive with three cached, 4 GB of RSS and growing, where collecting holds it at 2.8 GB. The collection takes ~40 ms (startup objects frozen, see ui.runtime).
+    six alive with three cached, 4 GB of RSS and growing; with this collection, and room made before each
+    build, 2.4 GB. The collection takes ~40 ms (startup objects frozen, see ui.runtime).
     TensorFlow also keeps the kernels it made for every op and traced graph run so far, for models long
     gone, until its kernel cache is cleared: each architecture a user tried kept ~7 MB of the server's
     memory. The models still cached make theirs again on their next run (~0.2 s once for a traced
@@ -450,7 +467,8 @@ def release_memory() -> None:
 
 class ModelCache:
     """At most ``size`` built models whose weights take at most ``budget_bytes`` together (the newest is
-    kept whatever its size), least recently used evicted; thread-safe.
+    kept whatever its size), least recently used evicted before a new one is built, so that the old and the
+    new never exceed the budget together; thread-safe.
 
     `release_memory` runs once ``size`` models, or models of ``release_bytes`` of weights, have been
     evicted since it last ran: not at every eviction, since eight users trying architectures at once
@@ -473,16 +491,22 @@ class ModelCache:
             if architecture in self._entries:
                 self._entries.move_to_end(architecture)
                 return self._entries[architecture]
+            self._make_room(architecture_bytes(architecture))
             entry = _build_entry(architecture)
             self.builds += 1
             self._entries[architecture] = entry
-            while self._over_budget():
-                self._evicted_bytes += self._entries.popitem(last=False)[1].weight_bytes  # no reference kept
-                self._evicted += 1
-            if self._evicted >= self.size or self._evicted_bytes >= self.release_bytes:
-                release_memory()
-                self._evicted = self._evicted_bytes = 0
             return entry
+
+    def _make_room(self, incoming_bytes: int) -> None:
+        """Evict the least recently used models until one more of ``incoming_bytes`` fits; then, if enough
+        has been evicted since the last time, `release_memory` (before the new model takes its place)."""
+        while self._entries and (len(self._entries) >= self.size
+                                 or self.weight_bytes() + incoming_bytes > self.budget_bytes):
+            self._evicted_bytes += self._entries.popitem(last=False)[1].weight_bytes  # no reference kept
+            self._evicted += 1
+        if self._evicted >= self.size or self._evicted_bytes >= self.release_bytes:
+            release_memory()
+            self._evicted = self._evicted_bytes = 0
 
     def for_config(self, config: LiveConfig) -> _Entry:
         """The model of ``config``'s architecture; random weights re-drawn in place when the seed
@@ -508,10 +532,6 @@ class ModelCache:
     def weight_bytes(self) -> int:
         """Bytes of the cached models' weights."""
         return sum(entry.weight_bytes for entry in self._entries.values())
-
-    def _over_budget(self) -> bool:
-        """More models than ``size``, or weights over ``budget_bytes`` with more than one model."""
-        return len(self._entries) > self.size or (len(self._entries) > 1 and self.weight_bytes() > self.budget_bytes)
 
     def __len__(self):
         return len(self._entries)
