@@ -39,7 +39,7 @@ MAX_HEADS = 64
 ATTENTION_BUDGET_BYTES = 256 * 2**20  # all attention weights of one run, float32
 MODEL_CACHE_SIZE = 4
 MODEL_CACHE_BYTES = 1536 * 2**20  # the cached models' weights: two of the largest (d_model 1024, d_ff 4096, 6 layers)
-RELEASE_AFTER_EVICTED_BYTES = 256 * 2**20  # evicted weights that are freed at once, not after MODEL_CACHE_SIZE more
+RELEASE_AFTER_EVICTED_BYTES = 256 * 2**20  # evicted weights that are collected at once (see collect_evicted)
 STACKS = ("encoder", "decoder", "cross")
 
 SEED_BATCH = "1 2 3 4 5 0 0\n1 2 0 0 0 0 0\n1 2 3 4 5 6 7"
@@ -446,23 +446,30 @@ def seed_weights(model, seed: int) -> None:
         variable.assign(value.astype(np.float32))
 
 
-def release_memory() -> None:
-    """Free what evicted models still hold: the models themselves, then TensorFlow's kernels.
+def release_kernels() -> None:
+    """Drop the kernels TensorFlow made for every op and traced graph run so far (its kernel cache).
 
-    A Keras model is a web of reference cycles (and a cached entry's graphs point back at it), so an
-    evicted one stays in memory until the garbage collector's next full collection, which comes rarely
-    in a server that makes few Python objects: seven of the largest models built one after the other left
-    six alive with three cached, 4 GB of RSS and growing; with this collection, and room made before each
-    build, 2.4 GB. The collection takes ~40 ms (startup objects frozen, see ui.runtime).
-    TensorFlow also keeps the kernels it made for every op and traced graph run so far, for models long
-    gone, until its kernel cache is cleared: each architecture a user tried kept ~7 MB of the server's
-    memory. The models still cached make theirs again on their next run (~0.2 s once for a traced
-    graph), which is why this does not run at every eviction (see `ModelCache`).
+    TensorFlow keeps them until the cache is cleared, also for models long gone: each architecture a
+    user tried kept ~7 MB of the server's memory (a large one more). The models still cached make
+    theirs again on their next run (~0.2 s once for a traced graph), so `ModelCache` calls this after
+    every ``size`` evictions, not at each: eight users trying architectures at once evict on nearly
+    every move.
     """
     from tensorflow.python.eager import context  # noqa: PLC0415  (no public API clears this cache)
 
-    gc.collect()
     context.context().clear_kernel_cache()
+
+
+def collect_evicted() -> None:
+    """Free evicted models now: a Keras model is a web of reference cycles (and a cached entry's graphs
+    point back at it), so an evicted one stays in memory until the garbage collector's next full pass,
+    which comes rarely in a server that makes few Python objects. Seven of the largest models built one
+    after the other left six alive with three cached, 4 GB of RSS and growing; collected, and with room
+    made before each build, 2.4 GB. A collection holds the GIL for 70-190 ms in a server with eight
+    sessions, so `ModelCache` collects once ``release_bytes`` of weights have been evicted, not at every
+    eviction of a small model (the collector's own passes free those).
+    """
+    gc.collect()
 
 
 class ModelCache:
@@ -470,9 +477,9 @@ class ModelCache:
     kept whatever its size), least recently used evicted before a new one is built, so that the old and the
     new never exceed the budget together; thread-safe.
 
-    `release_memory` runs once ``size`` models, or models of ``release_bytes`` of weights, have been
-    evicted since it last ran: not at every eviction, since eight users trying architectures at once
-    evict on nearly every move, and the models still cached then make their kernels again.
+    After every ``size`` evictions it calls `release_kernels`, and once ``release_bytes`` of weights have
+    been evicted, `collect_evicted`: not at every eviction, since eight users trying architectures at once
+    evict on nearly every move.
     """
 
     def __init__(self, size: int = MODEL_CACHE_SIZE, budget_bytes: int = MODEL_CACHE_BYTES,
@@ -481,8 +488,8 @@ class ModelCache:
         self.budget_bytes = budget_bytes
         self.release_bytes = release_bytes
         self.builds = 0
-        self._evicted = 0  # models evicted since memory was last released
-        self._evicted_bytes = 0  # and their weights
+        self._evicted = 0  # models evicted since the kernels were last released
+        self._evicted_bytes = 0  # weights evicted since the last collection
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -498,15 +505,18 @@ class ModelCache:
             return entry
 
     def _make_room(self, incoming_bytes: int) -> None:
-        """Evict the least recently used models until one more of ``incoming_bytes`` fits; then, if enough
-        has been evicted since the last time, `release_memory` (before the new model takes its place)."""
+        """Evict the least recently used models until one more of ``incoming_bytes`` fits; free what enough
+        evictions hold (before the new model takes its place)."""
         while self._entries and (len(self._entries) >= self.size
                                  or self.weight_bytes() + incoming_bytes > self.budget_bytes):
             self._evicted_bytes += self._entries.popitem(last=False)[1].weight_bytes  # no reference kept
             self._evicted += 1
-        if self._evicted >= self.size or self._evicted_bytes >= self.release_bytes:
-            release_memory()
-            self._evicted = self._evicted_bytes = 0
+        if self._evicted_bytes >= self.release_bytes:
+            collect_evicted()
+            self._evicted_bytes = 0
+        if self._evicted >= self.size:
+            release_kernels()
+            self._evicted = 0
 
     def for_config(self, config: LiveConfig) -> _Entry:
         """The model of ``config``'s architecture; random weights re-drawn in place when the seed
