@@ -192,6 +192,8 @@ def test_a_model_from_the_cache_holds_the_weights_of_seed_0(cache, monkeypatch):
     assert cache.for_config(BASE) is entry and not draws  # seed 0 (the default): nothing drawn again
     cache.for_config(replace(BASE, seed=1))
     assert len(draws) == 1
+    cache.for_config(replace(BASE, d_model=32, seed=5))  # a new model: drawn from its seed once, as it is built
+    assert len(draws) == 2 and draws[-1][1] == 5
 
 
 def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
@@ -284,7 +286,7 @@ def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(mo
     held_while_building = []
     build = live._build_entry
     monkeypatch.setattr(live, "_build_entry",
-                        lambda architecture: held_while_building.append(cache.weight_bytes()) or build(architecture))
+                        lambda *args: held_while_building.append(cache.weight_bytes()) or build(*args))
     run_live(small, cache)
     run_live(large, cache)  # both are over the budget: the older goes first, although four models are allowed
     assert len(cache) == 1 and cache.weight_bytes() == large_bytes

@@ -391,8 +391,8 @@ class _Entry:
         return attention
 
 
-def _build_entry(architecture) -> _Entry:
-    """A built model for ``(d_model, heads, d_ff, layers, device)`` with the weights of seed 0, or a trained one."""
+def _build_entry(architecture, seed: int = 0) -> _Entry:
+    """A built model for ``(d_model, heads, d_ff, layers, device)`` with the weights of ``seed``, or a trained one."""
     if architecture[0] == "trained":
         _, name, device = architecture
         return _Entry(load_pretrained(name).model, device)
@@ -403,9 +403,9 @@ def _build_entry(architecture) -> _Entry:
             num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
         )
         model.build((None, None), (None, None))  # every weight, before tracing
-        entry = _Entry(model, device)
-        seed_weights(model, 0)  # LiveConfig's default seed: `for_config` draws again only for another one
-    entry.seed = 0
+        seed_weights(model, seed)
+    entry = _Entry(model, device)
+    entry.seed = seed
     return entry
 
 
@@ -493,13 +493,14 @@ class ModelCache:
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, architecture) -> _Entry:
+    def get(self, architecture, seed: int = 0) -> _Entry:
+        """The model of ``architecture``, built (random weights drawn from ``seed``) unless cached."""
         with self._lock:
             if architecture in self._entries:
                 self._entries.move_to_end(architecture)
                 return self._entries[architecture]
             self._make_room(architecture_bytes(architecture))
-            entry = _build_entry(architecture)
+            entry = _build_entry(architecture, seed)
             self.builds += 1
             self._entries[architecture] = entry
             return entry
@@ -521,7 +522,7 @@ class ModelCache:
     def for_config(self, config: LiveConfig) -> _Entry:
         """The model of ``config``'s architecture; random weights re-drawn in place when the seed
         changed (no rebuild, no retrace). Call on the engine thread."""
-        entry = self.get(config.architecture)
+        entry = self.get(config.architecture, config.seed)  # a new model is drawn from the seed as it is built
         if not config.trained and entry.seed != config.seed:
             with tf.device(entry.device):
                 seed_weights(entry.model, config.seed)
