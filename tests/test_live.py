@@ -196,6 +196,47 @@ def test_a_model_from_the_cache_holds_the_weights_of_seed_0(cache, monkeypatch):
     assert len(draws) == 2 and draws[-1][1] == 5
 
 
+def _weights_by_place(config, cache):
+    """{path within the model: values} of ``config``'s model (the cache's, seeded as ``config`` says)."""
+    return {weight.path.split("/", 1)[1]: weight.numpy() for weight in cache.for_config(config).model.weights}
+
+
+def test_models_of_one_seed_share_every_weight_they_have_in_common(cache):
+    """Each weight is drawn from the seed and its place in the model, not from one stream for the whole model
+    (which shifted every later weight when a layer was added or d_ff changed): moving a slider changes only
+    what the slider is about."""
+    base = _weights_by_place(BASE, cache)
+    assert _weights_by_place(replace(BASE, num_heads=4), cache).keys() == base.keys()
+    for place, values in _weights_by_place(replace(BASE, num_heads=4), cache).items():  # the same projections
+        np.testing.assert_array_equal(values, base[place], err_msg=place)
+    deeper = _weights_by_place(replace(BASE, num_layers=3), cache)
+    assert set(base) < set(deeper) and any("block_2" in place for place in deeper)
+    for place, values in base.items():  # the layers there were are kept, the decoder's too
+        np.testing.assert_array_equal(deeper[place], values, err_msg=place)
+    wider = _weights_by_place(replace(BASE, d_ff=64), cache)
+    for place, values in base.items():  # the feed-forward kernels are redrawn (new shapes), nothing else
+        if "feed_forward/" in place:
+            assert wider[place].shape != values.shape or not place.endswith("kernel"), place
+        else:
+            np.testing.assert_array_equal(wider[place], values, err_msg=place)
+    other_seed = _weights_by_place(replace(BASE, seed=1), cache)
+    assert not any(np.array_equal(values, base[place]) for place, values in other_seed.items() if values.std() > 0)
+    kernels = [values for place, values in base.items() if place.endswith("kernel") and values.shape == (16, 16)]
+    assert len(kernels) == 4 * 3 * 2 and len({values.tobytes() for values in kernels}) == len(kernels)
+
+
+def test_a_layer_added_keeps_the_attention_of_the_layers_before_it(cache):
+    """What the reader sees: with one more layer, the encoder's attention in the layers there were stays as it
+    was, and so does the decoder's first self-attention. Cross-attention changes: it reads the (now deeper)
+    encoder's output, and the decoder's later layers read what cross-attention made."""
+    two, three = run_live(BASE, cache), run_live(replace(BASE, num_layers=3), cache)
+    np.testing.assert_allclose(three.attention["encoder"][:2], two.attention["encoder"], atol=1e-6)
+    np.testing.assert_allclose(three.attention["decoder"][0], two.attention["decoder"][0], atol=1e-6)
+    assert not np.allclose(three.attention["cross"][:2], two.attention["cross"], atol=1e-3)
+    wider_ff = run_live(replace(BASE, d_ff=64), cache)  # the first encoder layer's attention comes before any FFN
+    np.testing.assert_allclose(wider_ff.attention["encoder"][0], two.attention["encoder"][0], atol=1e-6)
+
+
 def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
     every = run_live(BASE, cache)
     entry = cache.get(BASE.architecture)

@@ -15,6 +15,7 @@ import functools
 import gc
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -429,9 +430,12 @@ def seed_weights(model, seed: int) -> None:
     """Deterministic initial values from ``seed``, whatever Keras's global RNG did.
 
     Kernels: Glorot uniform; embeddings: U(-0.05, 0.05); biases and LayerNorm beta: 0;
-    LayerNorm gamma: 1 (the Keras defaults, drawn from a seeded generator).
+    LayerNorm gamma: 1 (the Keras defaults). Each weight is drawn by a generator of its own
+    (`weight_generator`), so its values depend on the seed, its place in the model and its shape,
+    not on the other weights: models of the same seed share every weight they have in common.
+    Changing the heads keeps every weight (the same projections, split into other heads); adding
+    a layer keeps the layers there were; changing d_ff redraws the feed-forward weights only.
     """
-    rng = np.random.default_rng(seed)
     for variable in model.weights:
         shape, name = tuple(variable.shape), variable.path
         if name.endswith("gamma"):
@@ -439,11 +443,19 @@ def seed_weights(model, seed: int) -> None:
         elif name.endswith(("beta", "bias")):
             value = np.zeros(shape)
         elif name.endswith("embeddings"):
-            value = rng.uniform(-0.05, 0.05, shape)
+            value = weight_generator(seed, name).uniform(-0.05, 0.05, shape)
         else:
             limit = np.sqrt(6.0 / (shape[0] + shape[-1]))
-            value = rng.uniform(-limit, limit, shape)
+            value = weight_generator(seed, name).uniform(-limit, limit, shape)
         variable.assign(value.astype(np.float32))
+
+
+def weight_generator(seed: int, path: str) -> np.random.Generator:
+    """The generator of the weight at ``path`` (``transformer/encoder/block_0/…/kernel``) for ``seed``: keyed on
+    the seed and the path within the model (without the model's own name, which Keras numbers), not on the
+    order in which the weights are drawn."""
+    place = path.split("/", 1)[-1]
+    return np.random.default_rng([seed, zlib.crc32(place.encode())])
 
 
 def release_kernels() -> None:
