@@ -11,7 +11,9 @@ model's own components (TensorFlow / Keras) run again and every picture is redra
 
 The conventions are the paper's: attention is scaled by **1/√d_k**, a mask's **True means "may attend"**,
 the look-ahead mask is **lower triangular**, and a query with no allowed key gets **zero weight** (never NaN).
-By default the weights are seeded random weights: the pictures show what the *mechanism* does. To see what
+By default the weights are seeded random weights: the pictures show what the *mechanism* does. Each weight
+is drawn from the seed and its place in the model, so a slider changes only what it is about: more heads
+split the same projections differently, and another layer keeps the weights of the layers before it. To see what
 a trained model learned, pick one under **Weights** (small models trained to copy, reverse or sort a
 sequence ship with the app) or train your own on the Train page. Every view is in the URL — copy the link
 to share exactly what you see.
