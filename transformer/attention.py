@@ -46,11 +46,11 @@ def masked_softmax(logits, mask=None):
       Weights shaped like ``logits``. Rows with at least one allowed key sum to 1;
       rows with none are all 0 (never NaN, never spread over masked keys).
     """
-    logits = tf.convert_to_tensor(logits)
+    logits = tf.convert_to_tensor(logits)  # (..., N_q, N_k)
     if mask is None:
-        return tf.nn.softmax(logits, axis=-1)
+        return tf.nn.softmax(logits, axis=-1)  # (..., N_q, N_k)
     mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(logits))  # (..., N_q, N_k)
-    lowest = tf.constant(logits.dtype.min, dtype=logits.dtype)
+    lowest = tf.constant(logits.dtype.min, dtype=logits.dtype)  # () the most negative finite value
     filled = tf.where(mask, logits, lowest)  # (..., N_q, N_k), finite everywhere
     weights = tf.nn.softmax(filled, axis=-1)  # (..., N_q, N_k)
     return tf.where(mask, weights, tf.zeros_like(weights))  # masked and empty rows -> 0
@@ -65,17 +65,17 @@ def attention_stages(query, key, value, mask=None) -> AttentionStages:
       value: ``(..., N_k, d_v)``.
       mask: optional boolean, broadcastable to ``(..., N_q, N_k)``; True = may attend.
     """
-    query = tf.convert_to_tensor(query)
-    key = tf.cast(key, query.dtype)
-    value = tf.cast(value, query.dtype)
-    d_k = tf.cast(tf.shape(query)[-1], query.dtype)
+    query = tf.convert_to_tensor(query)  # (..., N_q, d_k)
+    key = tf.cast(key, query.dtype)  # (..., N_k, d_k)
+    value = tf.cast(value, query.dtype)  # (..., N_k, d_v)
+    d_k = tf.cast(tf.shape(query)[-1], query.dtype)  # () scalar
     scores = tf.matmul(query, key, transpose_b=True)  # (..., N_q, N_k)
     scaled = scores / tf.sqrt(d_k)  # (..., N_q, N_k)
     if mask is None:
         masked = scaled
     else:
-        full_mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(scaled))
-        masked = tf.where(full_mask, scaled, tf.constant(-math.inf, scaled.dtype))
+        full_mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(scaled))  # (..., N_q, N_k)
+        masked = tf.where(full_mask, scaled, tf.constant(-math.inf, scaled.dtype))  # (..., N_q, N_k), -inf if blocked
     weights = masked_softmax(scaled, mask)  # (..., N_q, N_k)
     output = tf.matmul(weights, value)  # (..., N_q, d_v)
     return AttentionStages(scores, scaled, masked, weights, output)
@@ -93,8 +93,8 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     Returns:
       ``(output (..., N_q, d_v), weights (..., N_q, N_k))``.
     """
-    query = tf.convert_to_tensor(query)
-    d_k = tf.cast(tf.shape(query)[-1], query.dtype)
+    query = tf.convert_to_tensor(query)  # (..., N_q, d_k)
+    d_k = tf.cast(tf.shape(query)[-1], query.dtype)  # () scalar
     scaled = tf.matmul(query, tf.cast(key, query.dtype), transpose_b=True) / tf.sqrt(d_k)  # (..., N_q, N_k)
     weights = masked_softmax(scaled, mask)  # (..., N_q, N_k)
     output = tf.matmul(weights, tf.cast(value, query.dtype))  # (..., N_q, d_v)
@@ -186,7 +186,7 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         return q, k, v
 
     def call(self, query, key, value, mask=None, training=False):
-        q, k, v = self.project(query, key, value)
+        q, k, v = self.project(query, key, value)  # (B, H, N_q, d_k), (B, H, N_k, d_k), (B, H, N_k, d_v)
         weights = masked_softmax(self._scaled_scores(q, k), mask)  # (B, H, N_q, N_k)
         dropped = self.weights_dropout(weights, training=training)  # (B, H, N_q, N_k)
         context = tf.matmul(dropped, v)  # (B, H, N_q, d_v)
@@ -202,6 +202,7 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         Keys, in order: inputs, projected (after the Linear layers), split heads,
         scores, weights, context, merged, output. Shapes follow the call docstring.
         """
+        # (B, N_q, d_model), (B, N_k, d_model), (B, N_k, d_model)
         projected = [self.transform_query(query), self.transform_key(key), self.transform_value(value)]
         q, k, v = (self.split_heads(x) for x in projected)  # (B, H, N, d_k) each
         stages = attention_stages(q, k, v, mask)

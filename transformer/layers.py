@@ -162,6 +162,7 @@ class DecoderBlock(_BlockConfig):
         self.feed_forward_block.build(x_shape)
 
     def call(self, x, memory, self_mask=None, memory_mask=None, training=False):
+        # x: (B, N_t, d_model); self_weights: (B, H, N_t, N_t); cross_weights: (B, H, N_t, N_s)
         x, self_weights = self.self_attention_block(x, x, x, mask=self_mask, training=training)
         x, cross_weights = self.cross_attention_block(x, memory, memory, mask=memory_mask, training=training)
         return self.feed_forward_block(x, training=training), self_weights, cross_weights

@@ -107,7 +107,7 @@ class Transformer(keras.Model):
 
     def hidden_and_attention(self, src, tgt, src_mask=None, tgt_mask=None, training=False):
         """Everything but the logits: ``(hidden (B, N_t, d_model), attention dict)``."""
-        memory, encoder_weights = self.encode(src, src_mask, training=training)
+        memory, encoder_weights = self.encode(src, src_mask, training=training)  # (B, N_s, D), L × (B, H, N_s, N_s)
         hidden, decoder_weights, cross_weights = self.decode(tgt, memory, src_mask, tgt_mask, training=training)
         attention = {"encoder": encoder_weights, "decoder": decoder_weights, "cross": cross_weights}
         return hidden, attention
