@@ -41,7 +41,8 @@ if not (padding_on and future_on):
 
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k)
-plot(head_grid(with_mean, mask, query_tokens, key_tokens, title=f"{heads} heads and their mean",
+d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own d_model)
+plot(head_grid(with_mean, mask, query_tokens, key_tokens, title=f"{heads} heads (d_k = {d_k}) and their mean",
                names=[*(f"head {h}" for h in range(heads)), "mean of heads"],
                columns=5 if heads < 5 else 4), "heads")  # up to 4 heads: one row with their mean
 if max(n_q, n_k) > FULL_RESOLUTION:

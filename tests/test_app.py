@@ -200,6 +200,21 @@ def test_model_controls_change_the_weights(key, value):
     assert not all(np.allclose(a, b, equal_nan=True) for a, b in zip(before, after))
 
 
+def test_another_layer_keeps_the_first_layers_heads_and_the_title_gives_d_k():
+    """Weights are drawn from the seed and their place in the model: one more layer leaves the masked decoder
+    self-attention of the first layer as it was (its weights came after the encoder's, and shifted, when one
+    stream drew them all), and the head grid's title says how wide each head is."""
+    at = open_page("attention", {"stack": "decoder"})
+    before = weight_panels(specs(at)[0])
+    assert "4 heads (d_k = 16) and their mean" in specs(at)[0]["layout"]["title"]["text"]
+    at.sidebar.slider(key="layers").set_value(3).run()
+    no_errors(at)
+    for head_before, head_after in zip(before, weight_panels(specs(at)[0]), strict=True):
+        np.testing.assert_allclose(head_after, head_before, atol=1e-6)
+    at.sidebar.select_slider(key="heads").set_value(8).run()
+    assert "8 heads (d_k = 8) and their mean" in specs(at)[0]["layout"]["title"]["text"]
+
+
 def test_head_grid_ends_with_the_mean_of_the_heads():
     at = open_page("attention")
     *heads, mean = weight_panels(specs(at)[0], include_mean=True)
