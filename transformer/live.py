@@ -13,9 +13,9 @@ import collections
 import concurrent.futures
 import functools
 import gc
+import hashlib
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -454,8 +454,8 @@ def weight_generator(seed: int, path: str) -> np.random.Generator:
     """The generator of the weight at ``path`` (``transformer/encoder/block_0/…/kernel``) for ``seed``: keyed on
     the seed and the path within the model (without the model's own name, which Keras numbers), not on the
     order in which the weights are drawn."""
-    place = path.split("/", 1)[-1]
-    return np.random.default_rng([seed, zlib.crc32(place.encode())])
+    place = path.split("/", 1)[-1].encode()
+    return np.random.default_rng([seed, int.from_bytes(hashlib.blake2b(place, digest_size=8).digest(), "little")])
 
 
 def release_kernels() -> None:

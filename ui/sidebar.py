@@ -82,9 +82,9 @@ def render() -> None:
     bar.slider("Sequence length", 1, MAX_SEQ_LEN, key="seq_len",
                help="Every line is right-padded with the first pad symbol or cut to this length.", **PERSIST)
     bar.number_input("Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
-                     help="Seeds the random weights: the same seed gives the same pictures. Each weight is drawn from the "
-                     "seed and its place in the model: changing the heads keeps every weight, and adding a layer "
-                     "or changing d_ff keeps the ones the two models share.", **locked)
+                     help="Seeds the random weights: the same seed gives the same pictures. Each weight is drawn "
+                     "from the seed and its place in the model: changing the heads keeps every weight, and adding "
+                     "a layer or changing d_ff keeps the ones the two models share.", **locked)
     bar.subheader("Input")
     bar.text_input("Pad symbols", key="pads", max_chars=200,
                    help="One or several, separated by spaces. The first one pads short lines.", **locked)
