@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import numpy_reference as ref
 from transformer import MultiHeadAttention, attention_stages, masked_softmax, scaled_dot_product_attention
+from transformer.attention import batch_and_length
 from transformer.reference import compare_with_keras, copy_to_keras, keras_twin
 
 RNG = np.random.default_rng(0)
@@ -151,6 +152,20 @@ def test_split_and_merge_heads_are_inverse():
     split = layer.split_heads(x)
     assert split.shape == (3, 2, 5, 4)
     np.testing.assert_array_equal(layer.merge_heads(split), x)
+
+
+def test_heads_split_and_merge_with_batch_and_length_left_free():
+    """An eager run reads B and N off the static shape (Python ints, no ops); a graph traced with B and N free
+    reads them at run time, and the same trace serves every batch and length."""
+    layer = MultiHeadAttention(8, 2)
+    assert batch_and_length(tf.zeros((3, 5, 8))) == (3, 5)
+    free = tf.TensorSpec((None, None, 8), tf.float32)
+    round_trip = tf.function(lambda x: layer.merge_heads(layer.split_heads(x)), input_signature=[free])
+    for shape in ((3, 5, 8), (1, 2, 8), (2, 9, 8)):
+        x = random(*shape)
+        np.testing.assert_array_equal(round_trip(x), x)
+        np.testing.assert_array_equal(layer.split_heads(x), np.transpose(x.reshape(*shape[:2], 2, 4), (0, 2, 1, 3)))
+    assert round_trip.experimental_get_tracing_count() == 1
 
 
 @pytest.mark.parametrize("d_model, heads", [(10, 3), (8, 0), (8, 16)])
