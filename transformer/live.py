@@ -58,7 +58,7 @@ class LiveConfig:
     pad_symbols: tuple = ("0", "<pad>")  # the first one pads short lines
     source_text: str = SEED_BATCH  # one sequence per line
     target_text: str = SEED_BATCH
-    seed: int = 0  # seeds the random weights
+    seed: int = 0  # seeds the random weights, each from the seed and its place in the model (seed_weights)
     device: str = "auto"  # "auto" (GPU when present) or "cpu"
     padding_masks: bool = True  # False: draw what attention does without padding masks
     look_ahead_mask: bool = True  # False: the decoder may look ahead
