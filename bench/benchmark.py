@@ -251,6 +251,8 @@ def compute(quick: bool):
         row("compute", f"whole forward pass (2+2 layers, d_ff 2048) N={n}", f"{forward * 1e3:.1f} ms")
     del keras
     new_architectures(8 if quick else 24)
+    if not quick:
+        new_seed_on_the_largest_model()
 
 
 def new_architectures(count: int):
@@ -269,6 +271,24 @@ def new_architectures(count: int):
         seconds.append(time.perf_counter() - started)
     row("compute", f"a new architecture: build, weights, first (eager) run; {count} of d_model 32–128, 1–4 layers "
         "p50 / p90", f"{np.median(seconds) * 1e3:.0f} / {np.percentile(seconds, 90) * 1e3:.0f} ms")
+
+
+def new_seed_on_the_largest_model(repeats: int = 3):
+    """What a move of the seed costs on the largest model the sliders allow: every weight redrawn in place."""
+    from transformer.live import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS, ModelCache, seed_weights
+
+    cache = ModelCache(size=1)
+    model = cache.get((MAX_D_MODEL, 8, MAX_D_FF, MAX_LAYERS, "/CPU:0")).model
+    seconds = []
+    for seed in range(1, repeats + 1):
+        started = time.perf_counter()
+        seed_weights(model, seed)
+        seconds.append(time.perf_counter() - started)
+    weights_mb = cache.weight_bytes() / 2**20
+    del model, cache
+    row("compute", f"a new seed on the largest model (d_model {MAX_D_MODEL}, d_ff {MAX_D_FF}, {MAX_LAYERS} layers, "
+        f"{weights_mb:.0f} MB of weights): every weight redrawn, median of {repeats}",
+        f"{np.median(seconds) * 1e3:.0f} ms")
 
 
 # ----------------------------------------------------------------- 3. payload

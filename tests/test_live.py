@@ -225,6 +225,18 @@ def test_models_of_one_seed_share_every_weight_they_have_in_common(cache):
     assert len(kernels) == 4 * 3 * 2 and len({values.tobytes() for values in kernels}) == len(kernels)
 
 
+def test_random_weights_follow_the_keras_defaults(cache):
+    """Kernels Glorot uniform, U(±sqrt(6 / (fan_in + fan_out))); embeddings U(±0.05); biases and beta 0; gamma 1."""
+    for place, values in _weights_by_place(replace(BASE, d_model=64, d_ff=128), cache).items():
+        assert values.dtype == np.float32, place
+        if place.endswith(("bias", "beta")) or place.endswith("gamma"):
+            np.testing.assert_array_equal(values, float(place.endswith("gamma")), err_msg=place)
+            continue
+        limit = 0.05 if place.endswith("embeddings") else np.sqrt(6.0 / (values.shape[0] + values.shape[-1]))
+        assert -limit <= values.min() and values.max() <= limit, place
+        assert abs(values.mean()) < 0.05 * limit and abs(values.std() - limit / np.sqrt(3)) < 0.05 * limit, place
+
+
 def test_a_layer_added_keeps_the_attention_of_the_layers_before_it(cache):
     """What the reader sees: with one more layer, the encoder's attention in the layers there were stays as it
     was, and so does the decoder's first self-attention. Cross-attention changes: it reads the (now deeper)
