@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from transformer.attention import batch_and_length
 from transformer.device import device_label
 from transformer.live import (
     MODELS, STACKS, LiveConfig, ModelCache, batch_rows, on_engine_thread, prepared_inputs, validate,
@@ -76,8 +77,8 @@ def _sublayer(model, stack, layer):
 
 def _full_mask(mask, query, key):
     """A ``(B, 1, 1 or N_q, N_k)`` mask broadcast to ``(B, N_q, N_k)``."""
-    batch, n_q, n_k = tf.shape(query)[0], tf.shape(query)[1], tf.shape(key)[1]
-    return tf.broadcast_to(mask, tf.stack([batch, 1, n_q, n_k]))[:, 0]  # (B, N_q, N_k)
+    (batch, n_q), n_k = batch_and_length(query), batch_and_length(key)[1]
+    return tf.broadcast_to(mask, (batch, 1, n_q, n_k))[:, 0]  # (B, N_q, N_k)
 
 
 def _walk_function(model, stack, layer, twin):
