@@ -148,7 +148,7 @@ def test_masks_page_reproduces_the_seed_figures():
 def test_sidebar_controls_change_the_mask_charts(key, value):
     at = open_page("masks")
     before = [z for spec in specs(at) for z in heatmaps(spec)]
-    widget = at.sidebar.slider(key=key) if key == "seq_len" else (
+    widget = at.sidebar.select_slider(key=key) if key == "seq_len" else (
         at.sidebar.text_input(key=key) if key == "pads" else at.sidebar.text_area(key=key))
     widget.set_value(value).run()
     no_errors(at)
@@ -171,7 +171,7 @@ def test_positions_to_plot_default_to_the_first_eight_and_warn_only_about_typed_
     assert at.text_input(key="pe_positions").value == "" and not at.warning
     assert at.text_input(key="pe_positions").placeholder == "0 1 2"
     assert len(specs(at)[3]["data"]) == 3  # one curve over dimension per position
-    at.sidebar.slider(key="seq_len").set_value(12).run()
+    at.sidebar.select_slider(key="seq_len").set_value(12).run()
     assert at.text_input(key="pe_positions").placeholder == "0 1 2 3 4 5 6 7" and len(specs(at)[3]["data"]) == 8
     at.text_input(key="pe_positions").input("1 12 x").run()
     no_errors(at)
@@ -313,6 +313,24 @@ def test_changing_d_model_fixes_heads_and_says_so():
     assert any("heads is now 24" in w.value for w in at.warning)
 
 
+def test_the_sequence_length_slider_stops_at_every_short_length_and_keeps_a_linked_one_between_stops():
+    """64 stops (every length to 32, then coarser up to 512) instead of 512 one-length steps, which left a
+    drag ~0.4 px a length; a link's length between two stops is shown as it is, and a move leaves it."""
+    at = open_page("masks")
+    options = [int(option) for option in at.sidebar.select_slider(key="seq_len").options]
+    assert options[:32] == list(range(1, 33)) and options[-1] == state.MAX_SEQ_LEN and len(options) == 64
+    assert options == sorted(set(options))
+    linked = open_page("masks", {"seq_len": "200"})
+    no_errors(linked)
+    slider = linked.sidebar.select_slider(key="seq_len")
+    assert slider.value == 200 and [int(o) for o in slider.options] == sorted([*options, 200])
+    assert any("`(3, 1, 1, 200)`" in m.value for m in linked.markdown)  # the padding mask's shape
+    slider.set_value(208).run()
+    no_errors(linked)
+    assert linked.query_params["seq_len"] == "208"
+    assert 200 not in [int(o) for o in linked.sidebar.select_slider(key="seq_len").options]
+
+
 def test_url_parameters_are_read_back_into_the_controls():
     query = {"d_model": "128", "heads": "8", "seq_len": "12", "layers": "3", "pads": "<pad>", "seed": "5",
              "src": "a b c", "tgt": "x y", "device": "cpu"}
@@ -320,7 +338,7 @@ def test_url_parameters_are_read_back_into_the_controls():
     no_errors(at)
     assert at.sidebar.select_slider(key="d_model").value == 128
     assert at.sidebar.select_slider(key="heads").value == 8
-    assert at.sidebar.slider(key="seq_len").value == 12
+    assert at.sidebar.select_slider(key="seq_len").value == 12
     assert at.sidebar.slider(key="layers").value == 3
     assert at.sidebar.text_input(key="pads").value == "<pad>"
     assert at.sidebar.number_input(key="seed").value == 5
@@ -449,7 +467,7 @@ def test_the_labs_query_row_mask_fill_and_logit_size_are_in_the_link_and_a_link_
     again = open_page("dot_product_lab", link)
     assert specs(again) == specs(at)  # the same fills of the same row, the same softmax logits
     assert (again.slider(key="row").value, again.toggle(key="block_row").value) == (4, True)
-    again.sidebar.slider(key="seq_len").set_value(3).run()  # the row is kept within the shorter sequence
+    again.sidebar.select_slider(key="seq_len").set_value(3).run()  # the row is kept within the shorter sequence
     no_errors(again)
     assert again.slider(key="row").value == 2
 

@@ -140,8 +140,9 @@ def test_the_hosts_share_of_a_run_is_read_from_proc_stat(monkeypatch):
 
 def test_the_slider_benchmark_interleaves_every_page_and_keeps_its_move_counts():
     """Each page takes a turn in each of the rounds: a default page moves one control a round (28 moves of 4
-    kinds), a floor or N=512 page makes all its 30 moves across the rounds, and the floors come first."""
-    from benchmark import ROUNDS, _lanes, _round_moves
+    kinds), a floor or N=512 page makes all its 30 moves across the rounds, and the floors come first. Every pad
+    move of a lane is a new set of pads (a new computation)."""
+    from benchmark import ROUNDS, _lanes, _round_moves, pad_set
 
     lanes = _lanes("http://floor", "http://app", 30)
     assert [lane.url for lane in lanes[:2]] == ["http://floor/?chart=plotly_chart", "http://floor/?chart=component"]
@@ -150,9 +151,11 @@ def test_the_slider_benchmark_interleaves_every_page_and_keeps_its_move_counts()
         if "default" in lane.measure:
             assert plan == [("seq_len", 7), ("heads", 7), ("d_model", 7), ("pads", 7)] and lane.look_first
             assert "(28 moves" in lane.measure
-        else:
-            assert [kind for kind, _ in plan] == ["seq_len"] * ROUNDS and sum(moves for _, moves in plan) == 30
+        else:  # the floors move their slider; at N = 512 the pads move (the slider's stops are 32 apart there)
+            kind = "pads" if "N=512" in lane.measure else "seq_len"
+            assert [each for each, _ in plan] == [kind] * ROUNDS and sum(moves for _, moves in plan) == 30
     assert sum("N=512" in lane.measure for lane in lanes) == 2 and len(lanes) == 6
+    assert len({pad_set(index) for index in range(30)} | {"0 <pad>"}) == 31  # never the default, never twice
 
 
 def test_the_load_test_moves_the_app_with_own_tokens_and_reports_the_floor_beside_it():

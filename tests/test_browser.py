@@ -188,6 +188,29 @@ def test_moving_the_sequence_length_slider_redraws_the_masks(page, server):
     page.screenshot(path=str(OUTPUT / "masks-after-slider.png"), full_page=True)
 
 
+def test_a_drag_of_the_sequence_length_slider_can_land_on_each_short_length(page, server):
+    """The slider's stops at short lengths are a few pixels apart (on a 1-to-512 slider of one-length steps they
+    were 0.4 px apart): one step moves the thumb by 3 px or more, and a mouse drag of two steps goes 8 -> 10."""
+    open_page(page, server, "masks")
+    wait_for_charts(page)
+    thumb = slider_thumb(page, "Sequence length")  # Streamlit's range input, 1 px wide, in the disc one draws
+    disc = thumb.locator("xpath=../..")
+    at_seven = disc.bounding_box()
+    press_until_redrawn(page, thumb, "ArrowRight", 8)
+    at_eight = disc.bounding_box()
+    step_px = at_eight["x"] - at_seven["x"]
+    assert step_px >= 3, step_px
+    x, y = at_eight["x"] + at_eight["width"] / 2, at_eight["y"] + at_eight["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + step_px, y, steps=4)
+    page.mouse.move(x + 2 * step_px, y, steps=4)
+    page.mouse.up()
+    page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === 10", timeout=60_000)
+    wait_idle(page)
+    assert "seq_len=10" in page.url and thumb.get_attribute("aria-valuetext") in ("10", None)
+
+
 def test_a_move_updates_the_chart_in_place_and_plotly_comes_from_this_server(page, server):
     requests = []
     page.on("request", lambda request: requests.append(request.url))

@@ -76,7 +76,7 @@ def test_bad_input_gets_a_message_and_the_app_keeps_working(page, how, key, valu
     at.sidebar.text_area(key="src").set_value("1 2 3\n4 5\n6").run()
     at.sidebar.text_area(key="tgt").set_value("1 2\n3\n4 5 6").run()
     at.sidebar.text_input(key="pads").set_value("0").run()
-    at.sidebar.slider(key="seq_len").set_value(6).run()
+    at.sidebar.select_slider(key="seq_len").set_value(6).run()
     no_errors(at)
     assert not at.error, _messages(at, "error")
     assert chart_elements(at)

@@ -79,8 +79,10 @@ def render() -> None:
     bar.select_slider("d_ff", options=state.D_FF_CHOICES, key="d_ff",
                       help="Inner width of the position-wise feed-forward network.", **locked)
     bar.slider("Layers (N)", 1, MAX_LAYERS, key="layers", help="Encoder layers = decoder layers.", **locked)
-    bar.slider("Sequence length", 1, MAX_SEQ_LEN, key="seq_len",
-               help="Every line is right-padded with the first pad symbol or cut to this length.", **PERSIST)
+    bar.select_slider("Sequence length", options=state.seq_len_choices(st.session_state["seq_len"]), key="seq_len",
+                      help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
+                      f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "
+                      f"length from 1 to {MAX_SEQ_LEN}.", **PERSIST)
     bar.number_input("Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                      help="Seeds the random weights: the same seed gives the same pictures. Each weight is drawn "
                      "from the seed and its place in the model: changing the heads keeps every weight, and adding "

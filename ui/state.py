@@ -16,6 +16,11 @@ from transformer.live import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+# The sequence-length slider's stops: every length to 32, then steps of 4, 8, 16 and 32 up to MAX_SEQ_LEN.
+# 64 stops make ~3.4 px each on the sidebar's slider; one stop for each of 512 lengths made 0.4 px, and a
+# drag could not land on a short length such as 8.
+SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
+                   *range(288, MAX_SEQ_LEN + 1, 32))
 DEVICE_CHOICES = ("auto", "cpu")
 STACK_CHOICES = ("encoder", "decoder", "cross")
 ATTENTION_VIEWS = ("Checks", "Statistics", "Model view")  # the Attention page's views; only the chosen one runs
@@ -30,6 +35,14 @@ TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"
 def head_choices(d_model: int) -> list[int]:
     """Divisors of d_model that make sensible head counts."""
     return [h for h in range(1, min(d_model, MAX_HEADS_SHOWN) + 1) if d_model % h == 0]
+
+
+def seq_len_choices(current: int) -> list[int]:
+    """:data:`SEQ_LEN_CHOICES`, and ``current`` among them when it lies between two stops (a link may ask
+    for any length from 1 to MAX_SEQ_LEN, and the slider shows it as it is)."""
+    if current in SEQ_LEN_CHOICES or not 1 <= current <= MAX_SEQ_LEN:
+        return list(SEQ_LEN_CHOICES)
+    return sorted((*SEQ_LEN_CHOICES, current))
 
 
 def nearest_heads(d_model: int, heads: int) -> int:
