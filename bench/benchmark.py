@@ -46,6 +46,16 @@ CHART = "document.querySelector('.js-plotly-plot')"  # the app's ui.chart and st
 IDLE = "document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
 
 
+# The move's rerun is over: it was seen running, or it changed the first chart, and the app is idle; or the
+# address changed and the app has been idle for three polls (animation frames) since, so a 'running' that
+# React has yet to commit would have shown.
+RERUN_OVER = f"""(() => {{
+    const idle = {IDLE};
+    window.__idleFrames = idle && location.href !== window.__address ? (window.__idleFrames || 0) + 1 : 0;
+    return idle && (window.__ran || ({CHART} && {CHART}._fullData !== window.__before) || window.__idleFrames >= 3);
+}})()"""
+
+
 def _move_and_wait(page, act, prepare=None, what="a move"):
     """Press, then wait until the rerun it starts has finished and the browser has painted.
 
@@ -53,12 +63,17 @@ def _move_and_wait(page, act, prepare=None, what="a move"):
     key press that commits it, Enter, does).
 
     A MutationObserver notes the app entering the running state, so a rerun that
-    leaves a chart unchanged (masks do not depend on heads) is still timed.
+    leaves a chart unchanged (masks do not depend on heads) is still timed; so does a new
+    address (every move changes a control that the URL mirrors): a rerun can go running →
+    notRunning within one of React's commits, which no observer sees (a Masks d_model move
+    once waited out the 60 s that way).
     """
     page.evaluate("""() => {
         const app = document.querySelector('[data-testid="stApp"]');
         const chart = document.querySelector('.js-plotly-plot');
         window.__before = chart && chart._fullData;
+        window.__address = location.href;
+        window.__idleFrames = 0;
         window.__ran = false;
         window.__observer && window.__observer.disconnect();
         // A short rerun can go running → notRunning within one task: the records' old values still show it.
@@ -74,8 +89,7 @@ def _move_and_wait(page, act, prepare=None, what="a move"):
     started = time.perf_counter()
     act()
     try:
-        page.wait_for_function(f"() => (window.__ran || ({CHART} && {CHART}._fullData !== window.__before)) && {IDLE}",
-                               timeout=60_000)
+        page.wait_for_function(f"() => {RERUN_OVER}", timeout=60_000)
         page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     except Exception:  # counted as a 60 s move, never silently dropped
         print(f"  {what} was not redrawn within 60 s ({page.url})", flush=True)
@@ -358,6 +372,9 @@ def retraces():
 def memory(quick: bool):
     from streamlit.testing.v1 import AppTest
 
+    from ui.state import SEQ_LEN_CHOICES
+
+    lengths = [length for length in SEQ_LEN_CHOICES if 2 <= length <= 40]  # the slider's stops
     reruns = 60 if quick else 300
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.switch_page("app_pages/attention.py").run()
@@ -365,7 +382,7 @@ def memory(quick: bool):
     for index in range(reruns + 50):
         if index == 50:
             warm = process_rss_mb()
-        at.sidebar.slider(key="seq_len").set_value(rng.randint(2, 40)).run()
+        at.sidebar.select_slider(key="seq_len").set_value(rng.choice(lengths)).run()
     end = process_rss_mb()
     row("memory", f"RSS after 50 warm-up reruns → after {reruns} more", f"{warm:.0f} → {end:.0f} MB "
         f"({(end - warm) / warm:+.1%})", "≤ +5%")
