@@ -369,22 +369,24 @@ def retraces():
 # ----------------------------------------------------------------- 5. memory, cold start
 
 
-def memory(quick: bool):
+def memory(quick: bool, warm_up: int = 50, reruns: int | None = None):
+    """The server's RSS over ``reruns`` sequence-length moves on the Attention page, after ``warm_up`` of them."""
     from streamlit.testing.v1 import AppTest
 
     from ui.state import SEQ_LEN_CHOICES
 
     lengths = [length for length in SEQ_LEN_CHOICES if 2 <= length <= 40]  # the slider's stops
-    reruns = 60 if quick else 300
+    reruns = reruns or (60 if quick else 300)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.switch_page("app_pages/attention.py").run()
     rng = random.Random(2)
-    for index in range(reruns + 50):
-        if index == 50:
+    for index in range(reruns + warm_up):
+        if index == warm_up:
             warm = process_rss_mb()
         at.sidebar.select_slider(key="seq_len").set_value(rng.choice(lengths)).run()
+        assert not at.exception, at.exception
     end = process_rss_mb()
-    row("memory", f"RSS after 50 warm-up reruns → after {reruns} more", f"{warm:.0f} → {end:.0f} MB "
+    row("memory", f"RSS after {warm_up} warm-up reruns → after {reruns} more", f"{warm:.0f} → {end:.0f} MB "
         f"({(end - warm) / warm:+.1%})", "≤ +5%")
 
 

@@ -174,3 +174,14 @@ def test_the_load_test_moves_the_app_with_own_tokens_and_reports_the_floor_besid
     assert floor_row[0].startswith("framework floor") and floor_row[1:3] == ("100", "300")
     assert floor_row[3].startswith("ratio 3.00: what 8 Chromium clients")
     assert len(table_rows(runs)) == len(table_rows(runs, [[0.1], [0.3]])) - 1  # --no-floor: no such row
+
+
+def test_the_memory_part_moves_the_sequence_length_through_the_sliders_stops():
+    """The part drives the app through AppTest (it once called a widget the sidebar no longer has, and make bench
+    stopped there): a short run of it reruns the Attention page without an exception and reports one row."""
+    import benchmark
+
+    before = len(benchmark.ROWS)
+    benchmark.memory(True, warm_up=1, reruns=2)
+    (section, measure, value, target), = benchmark.ROWS[before:]
+    assert section == "memory" and "after 1 warm-up reruns → after 2 more" in measure and value.endswith("%)")
