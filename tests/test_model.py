@@ -92,6 +92,28 @@ def test_training_uses_dropout_inference_does_not(model):
     assert not np.allclose(a, c)
 
 
+def _dropouts(layer) -> int:
+    return sum(isinstance(each, keras.layers.Dropout) for each in layer._flatten_layers(include_self=False))
+
+
+def test_a_model_without_dropout_has_no_dropout_layers_and_training_changes_nothing(model):
+    """A rate-0 Dropout is the identity: none is built (each cost ~1 ms of a new model's build). With a rate, one
+    after each positional encoding (2) and one in each residual block (2 × 2 + 3 × 3); the blocks' attention
+    weights are not dropped (the paper drops sub-layer outputs and the embedding sums only)."""
+    assert _dropouts(model) == 2 + (2 * 2 + 3 * 3)
+    bare = Transformer(12, 12, d_model=16, num_heads=4, d_ff=32, num_encoder_layers=2, num_decoder_layers=3,
+                       dropout=0.0)
+    a, attention = bare(SRC, TGT, padding_mask(SRC, 0), target_mask(TGT, 0), training=True)
+    assert _dropouts(bare) == 0
+    b, same = bare(SRC, TGT, padding_mask(SRC, 0), target_mask(TGT, 0), training=False)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(attention["cross"][2], same["cross"][2])
+    rebuilt = Transformer.from_config(bare.get_config())
+    assert rebuilt.get_config() == bare.get_config() and _dropouts(rebuilt) == 0
+    with pytest.raises(ValueError, match="rate"):
+        MultiHeadAttention(8, 2, dropout=1.5)
+
+
 def test_shared_embeddings_need_equal_vocabularies():
     with pytest.raises(ValueError, match="src_vocab_size=10, tgt_vocab_size=12"):
         Transformer(10, 12, d_model=8, num_heads=2, share_embeddings=True)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from transformer.dropout import apply_dropout, dropout_layer
 from transformer.linear import Linear
 
 
@@ -171,7 +172,7 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         self.transform_key = Linear(d_model, name="transform_key")
         self.transform_value = Linear(d_model, name="transform_value")
         self.transform_out = Linear(d_model, name="transform_out")
-        self.weights_dropout = keras.layers.Dropout(dropout)
+        self.weights_dropout = dropout_layer(dropout)  # None at rate 0
 
     def build(self, query_shape, key_shape=None, value_shape=None):
         key_shape = query_shape if key_shape is None else key_shape
@@ -203,7 +204,7 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
     def call(self, query, key, value, mask=None, training=False):
         q, k, v = self.project(query, key, value)  # (B, H, N_q, d_k), (B, H, N_k, d_k), (B, H, N_k, d_v)
         weights = masked_softmax(self._scaled_scores(q, k), mask)  # (B, H, N_q, N_k)
-        dropped = self.weights_dropout(weights, training=training)  # (B, H, N_q, N_k)
+        dropped = apply_dropout(self.weights_dropout, weights, training)  # (B, H, N_q, N_k)
         context = tf.matmul(dropped, v)  # (B, H, N_q, d_v)
         output = self.transform_out(self.merge_heads(context))  # (B, N_q, d_model)
         return output, weights

@@ -8,6 +8,7 @@ from __future__ import annotations
 import keras
 
 from transformer.attention import MaskConsumer, MultiHeadAttention
+from transformer.dropout import apply_dropout, dropout_layer
 from transformer.linear import Linear
 
 
@@ -52,7 +53,7 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
         super().__init__(**kwargs)
         self.sublayer = sublayer
         self.dropout = dropout
-        self.dropout_layer = keras.layers.Dropout(dropout)
+        self.dropout_layer = dropout_layer(dropout)  # None at rate 0
         self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="layer_norm")
 
     def build(self, x_shape):
@@ -67,7 +68,7 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
         # `training` reaches the sublayer through Keras's call context.
         result = self.sublayer(x, *sublayer_args, **sublayer_kwargs)
         output, extra = result if isinstance(result, tuple) else (result, None)
-        normed = self.layer_norm(x + self.dropout_layer(output, training=training))  # (B, N, d_model)
+        normed = self.layer_norm(x + apply_dropout(self.dropout_layer, output, training))  # (B, N, d_model)
         return normed if extra is None else (normed, extra)
 
     def get_config(self):

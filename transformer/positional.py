@@ -7,6 +7,8 @@ import math
 import keras
 import tensorflow as tf
 
+from transformer.dropout import apply_dropout, dropout_layer
+
 
 def positional_encoding(length, d_model):
     """Sinusoidal encoding, ``(length, d_model)`` float32.
@@ -41,11 +43,11 @@ class PositionalEncoding(keras.layers.Layer):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.dropout = dropout
-        self.dropout_layer = keras.layers.Dropout(dropout)
+        self.dropout_layer = dropout_layer(dropout)  # None at rate 0
 
     def call(self, x, training=False):
         encoding = positional_encoding(tf.shape(x)[1], self.d_model)  # (N, D)
-        return self.dropout_layer(x + tf.cast(encoding, x.dtype)[None], training=training)  # (B, N, D)
+        return apply_dropout(self.dropout_layer, x + tf.cast(encoding, x.dtype)[None], training)  # (B, N, D)
 
     def get_config(self):
         config = super().get_config()
