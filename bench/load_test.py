@@ -13,7 +13,8 @@ Chromium's session group too) so that they do not starve the server they measure
 Each session types its own source text and checks, after every move, that its
 chart shows its own tokens only (sessions never see each other's state). A move
 is a key press on the sequence-length slider; its latency runs until the chart
-shows the new length. Prints a table; --write puts it into BENCHMARKS.md.
+shows the new length. Chromium's CPU time while the sessions move (report.chromium_cpu_seconds),
+per move, says what drawing a move costs the clients. Prints a table; --write puts it into BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 from wire_proxy import WireProxy, answer_times  # noqa: E402
 from report import (  # noqa: E402
-    lower_priority_of_other_sessions, machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb,
+    chromium_cpu_seconds, lower_priority_of_other_sessions, machine_busy_seconds, percentile, process_cpu_seconds, process_rss_mb,
     steal_share, stolen_seconds, write_section,
 )
 
@@ -65,6 +66,16 @@ def rows_are(length):
 
 async def wait_until(page, condition, timeout_ms=60_000):
     await page.evaluate(WAIT_UNTIL, [condition, timeout_ms])
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the sessions of one run saw: every move's latency (s), errors, leaks, and Chromium's CPU
+    seconds meanwhile (``{"renderer": ..., "all": ...}``)."""
+    latencies: list
+    errors: int
+    leaks: int
+    clients: dict
 
 
 @dataclass(frozen=True)
@@ -129,12 +140,23 @@ async def run(sessions, seconds, base_url, pause=(0.0, 0.0), target=APP):
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         if not lower_priority_of_other_sessions():  # Chromium runs in a session of its own: see there
             print("Could not lower Chromium's autogroup priority: the clients compete with the server.", flush=True)
-        loaded = asyncio.Barrier(sessions)
-        results = await asyncio.gather(*(session(browser, base_url, f"s{i}", seconds, i, loaded, pause, target)
-                                         for i in range(sessions)))
+        loaded = asyncio.Barrier(sessions + 1)  # the sessions, and the clients' CPU meter
+        clients, *results = await asyncio.gather(
+            clients_cpu(loaded, seconds),
+            *(session(browser, base_url, f"s{i}", seconds, i, loaded, pause, target) for i in range(sessions)))
         await browser.close()
     latencies = [value for result in results for value in result[0]]
-    return latencies, sum(r[1] for r in results), sum(r[2] for r in results)
+    return Run(latencies, sum(r[1] for r in results), sum(r[2] for r in results), clients)
+
+
+async def clients_cpu(loaded, seconds) -> dict[str, float]:
+    """Chromium's CPU seconds while the sessions move (from the moment all have loaded, for ``seconds``):
+    ``{"renderer": ..., "all": ...}`` (report.chromium_cpu_seconds)."""
+    await loaded.wait()
+    before = chromium_cpu_seconds()
+    await asyncio.sleep(seconds)
+    after = chromium_cpu_seconds()  # before the sessions close their pages: a closed renderer's time is gone
+    return {kind: after[kind] - before[kind] for kind in before}
 
 
 def pause_range(text: str) -> tuple[float, float]:
@@ -149,16 +171,26 @@ def measured_run(proxy, process, sessions, seconds, pause):
     rss_before = process_rss_mb(process.pid)
     cpu_before, busy_before, started = process_cpu_seconds(process.pid), machine_busy_seconds(), time.time()
     stolen_before = stolen_seconds()
-    latencies, errors, leaks = asyncio.run(run(sessions, seconds, proxy.url, pause))
-    return dict(latencies=latencies, errors=errors, leaks=leaks, server=answer_times(proxy.take()),
+    moved = asyncio.run(run(sessions, seconds, proxy.url, pause))
+    return dict(latencies=moved.latencies, errors=moved.errors, leaks=moved.leaks, clients=moved.clients,
+                server=answer_times(proxy.take()),
                 server_cpu=process_cpu_seconds(process.pid) - cpu_before,
                 busy=machine_busy_seconds() - busy_before, elapsed=time.time() - started,
                 stolen=stolen_seconds() - stolen_before,
                 rss=(rss_before, process_rss_mb(process.pid)))
 
 
+def per_move_ms(seconds: float, moves) -> str:
+    return f"{seconds / max(1, len(moves)) * 1e3:.0f}"
+
+
+def clients_per_move(clients: dict, moves) -> str:
+    """Chromium's CPU per move (ms): its renderers / all its processes."""
+    return f"{per_move_ms(clients['renderer'], moves)} / {per_move_ms(clients['all'], moves)}"
+
+
 def table_rows(runs, floor=None) -> list[tuple[str, ...]]:
-    """The table's rows; ``floor``: the trivial page's latencies with 1 and with N sessions, if it ran."""
+    """The table's rows; ``floor``: the trivial page's `Run` with 1 and with N sessions, if it ran."""
     single = runs[0]
 
     def each(format_run):
@@ -189,12 +221,18 @@ def table_rows(runs, floor=None) -> list[tuple[str, ...]]:
          f"{os.cpu_count()} cores; the rest is the Chromium clients"),
         ("cores' time the host took (steal)", *each(lambda r: f"{steal_share(r['stolen'], r['elapsed']):.0%}"),
          "a shared host: part of the CPU busy above was not this machine's to use"),
-        ("server CPU per move (ms)", *each(lambda r: f"{r['server_cpu'] / max(1, len(r['latencies'])) * 1e3:.0f}"),
-         ""),
+        ("server CPU per move (ms)", *each(lambda r: per_move_ms(r["server_cpu"], r["latencies"])), ""),
+        ("Chromium's CPU per move (ms): its renderers / all its processes",
+         *each(lambda r: clients_per_move(r["clients"], r["latencies"])),
+         "what drawing one move costs the clients, which share the cores with the server"),
     ] + ([] if floor is None else [
-        ("framework floor: p90 on the trivial one-chart page, paced (ms)", ms(floor[0], 90), ms(floor[1], 90),
-         *[""] * (len(runs) - 2), f"ratio {percentile(floor[1], 90) / percentile(floor[0], 90):.2f}: what "
+        ("framework floor: p90 on the trivial one-chart page, paced (ms)",
+         *(ms(each_floor.latencies, 90) for each_floor in floor), *[""] * (len(runs) - 2),
+         f"ratio {percentile(floor[1].latencies, 90) / percentile(floor[0].latencies, 90):.2f}: what "
          f"{runs[1]['sessions']} Chromium clients on this machine leave any Streamlit page (one slider, one chart)"),
+        ("framework floor: Chromium's CPU per move (ms), renderers / all",
+         *(clients_per_move(each_floor.clients, each_floor.latencies) for each_floor in floor),
+         *[""] * (len(runs) - 2), "the same page's cost to the clients"),
     ])
 
 
@@ -228,11 +266,10 @@ def main():
         for sessions, seconds, pause in plan:
             runs.append(dict(measured_run(proxy, process, sessions, seconds, pause), sessions=sessions, pause=pause))
             if args.floor and len(floor) < 2:  # each paced run of the app, then the same on the floor
-                floor.append(asyncio.run(run(sessions, seconds, floor_url, pause, FLOOR)))  # (latencies, errors, leaks)
+                floor.append(asyncio.run(run(sessions, seconds, floor_url, pause, FLOOR)))
     header = "| measure | 1 session | N sessions | " + ("N sessions, no pause | " if len(runs) > 2 else "") + "note |"
     table = [header, "|" + " --- |" * (len(runs) + 2)]
-    floor_latencies = [latencies for latencies, _, _ in floor] or None  # None: --no-floor
-    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs, floor_latencies)]
+    table += ["| " + " | ".join(cells) + " |" for cells in table_rows(runs, floor or None)]  # None: --no-floor
     print("\n".join(table))
     if args.write:
         write_section("Load test", f"1 session × {args.single_seconds:.0f} s (the reference), then {args.sessions} "
@@ -242,7 +279,7 @@ def main():
                       + (" After each paced run, the same run on the benchmark's trivial one-chart page "
                          "(the framework floor, a server of its own)." if args.floor else ""),
                       table)
-    if any(result["errors"] or result["leaks"] for result in runs) or any(errors for _, errors, _ in floor):
+    if any(result["errors"] or result["leaks"] for result in runs) or any(each_floor.errors for each_floor in floor):
         sys.exit(1)
 
 

@@ -80,6 +80,28 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+def chromium_cpu_seconds(root: int | None = None) -> dict[str, float]:
+    """CPU time (user + system) used so far by the live Chromium processes below ``root`` (this process by
+    default): ``{"renderer": its page renderers', "all": every Chromium process's}``.
+
+    A Chromium process is one whose program (``/usr/lib/chromium/chromium``) is named so. Chromium rewrites
+    its children's command lines into one string, arguments separated by spaces, not NULs: both are read.
+    """
+    used = {"renderer": 0.0, "all": 0.0}
+    for pid in descendants(root or os.getpid()):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            seconds = process_cpu_seconds(pid)
+        except (OSError, ValueError, IndexError):  # the process ended while we read
+            continue
+        arguments = command.split()
+        if arguments and "chrom" in Path(arguments[0]).name:
+            used["all"] += seconds
+            if "--type=renderer" in arguments:
+                used["renderer"] += seconds
+    return used
+
+
 def lower_priority_of_other_sessions(root: int | None = None, nice: int = 19) -> int:
     """Put every process below ``root`` that runs in a session of its own at ``nice``; returns how many groups.
 

@@ -161,19 +161,52 @@ def test_the_slider_benchmark_interleaves_every_page_and_keeps_its_move_counts()
 def test_the_load_test_moves_the_app_with_own_tokens_and_reports_the_floor_beside_it():
     """Each app session opens the Masks page with text of its own (the leak check reads it back); the floor
     is the benchmark's trivial page; its paced p90s and their ratio sit in a row of their own."""
-    from load_test import APP, FLOOR, table_rows
+    from load_test import APP, FLOOR, Run, table_rows
 
     url = APP.url("http://host", "s3")
     assert url.startswith("http://host/masks?") and url.count("s3 s3x 0") == 3 and "seq_len=6" in url
     assert APP.own_tokens and not FLOOR.own_tokens
     assert FLOOR.url("http://host", "s3") == "http://host/?chart=component"
     run = dict(sessions=1, pause=(0.5, 1.5), latencies=[0.2] * 10, server=[0.05] * 10, errors=0, leaks=0,
-               rss=(600, 601), busy=10.0, elapsed=10.0, stolen=0.0, server_cpu=1.0)
+               rss=(600, 601), busy=10.0, elapsed=10.0, stolen=0.0, server_cpu=1.0,
+               clients={"renderer": 2.0, "all": 2.5})
     runs = [run, dict(run, sessions=8, latencies=[0.5] * 10)]
-    floor_row = table_rows(runs, [[0.1] * 10, [0.3] * 10])[-1]
-    assert floor_row[0].startswith("framework floor") and floor_row[1:3] == ("100", "300")
-    assert floor_row[3].startswith("ratio 3.00: what 8 Chromium clients")
-    assert len(table_rows(runs)) == len(table_rows(runs, [[0.1], [0.3]])) - 1  # --no-floor: no such row
+    floor = [Run([0.1] * 10, 0, 0, {"renderer": 0.8, "all": 1.0}), Run([0.3] * 10, 0, 0, {"renderer": 0.9, "all": 1.2})]
+    rows = {row[0]: row[1:] for row in table_rows(runs, floor)}
+    assert rows["Chromium's CPU per move (ms): its renderers / all its processes"][:2] == ("200 / 250", "200 / 250")
+    floor_row = rows["framework floor: p90 on the trivial one-chart page, paced (ms)"]
+    assert floor_row[:2] == ("100", "300") and floor_row[2].startswith("ratio 3.00: what 8 Chromium clients")
+    assert rows["framework floor: Chromium's CPU per move (ms), renderers / all"][:2] == ("80 / 100", "90 / 120")
+    assert len(table_rows(runs)) == len(rows) - 2  # --no-floor: no floor rows
+
+
+def test_chromiums_cpu_is_summed_over_its_processes_below_a_root_and_renderers_apart():
+    """The load test's per-move client cost: Chromium's processes only (named so in their command line), the
+    renderers (``--type=renderer``) also on their own; any other process below the root is left out."""
+    import subprocess
+    import time
+
+    import report
+
+    burn = "import time, sys\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    children = [["/usr/lib/chromium/chromium --type=renderer --lang=en", "-c", burn],  # as Chromium rewrites it
+                ["/usr/lib/chromium/chromium", "-c", burn, "--type=gpu-process"],  # as started
+                ["python3", "-c", burn]]  # not Chromium: not counted
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; children = [subprocess.Popen(c, "
+                               f"executable=sys.executable) for c in {children!r}]; [c.wait() for c in children]"])
+    try:
+        for _ in range(200):  # until all three have burnt their 0.3 s
+            below = report.descendants(parent.pid)
+            if len(below) == 3 and all(report.process_cpu_seconds(pid) >= 0.3 for pid in below):
+                break
+            time.sleep(0.05)
+        used = report.chromium_cpu_seconds(parent.pid)
+        assert 0.3 <= used["renderer"] <= 0.45 and 0.6 <= used["all"] <= 0.85  # 0.9 and more with the third
+    finally:
+        for pid in report.descendants(parent.pid):
+            os.kill(pid, 9)
+        parent.kill()
+        parent.wait()
 
 
 def test_the_memory_part_moves_the_sequence_length_through_the_sliders_stops():
