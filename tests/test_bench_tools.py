@@ -171,7 +171,8 @@ def test_the_load_test_moves_the_app_with_own_tokens_and_reports_the_floor_besid
                rss=(600, 601), busy=10.0, elapsed=10.0, stolen=0.0, server_cpu=1.0,
                clients={"renderer": 2.0, "all": 2.5})
     runs = [run, dict(run, sessions=8, latencies=[0.5] * 10)]
-    floor = [Run([0.1] * 10, 0, 0, {"renderer": 0.8, "all": 1.0}), Run([0.3] * 10, 0, 0, {"renderer": 0.9, "all": 1.2})]
+    floor = [Run([0.1] * 10, 0, 0, {"renderer": 0.8, "all": 1.0}),
+             Run([0.3] * 10, 0, 0, {"renderer": 0.9, "all": 1.2})]
     rows = {row[0]: row[1:] for row in table_rows(runs, floor)}
     assert rows["Chromium's CPU per move (ms): its renderers / all its processes"][:2] == ("200 / 250", "200 / 250")
     floor_row = rows["framework floor: p90 on the trivial one-chart page, paced (ms)"]
