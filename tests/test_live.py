@@ -229,7 +229,7 @@ def test_random_weights_follow_the_keras_defaults(cache):
     """Kernels Glorot uniform, U(±sqrt(6 / (fan_in + fan_out))); embeddings U(±0.05); biases and beta 0; gamma 1."""
     for place, values in _weights_by_place(replace(BASE, d_model=64, d_ff=128), cache).items():
         assert values.dtype == np.float32, place
-        if place.endswith(("bias", "beta")) or place.endswith("gamma"):
+        if place.endswith(("bias", "beta", "gamma")):
             np.testing.assert_array_equal(values, float(place.endswith("gamma")), err_msg=place)
             continue
         limit = 0.05 if place.endswith("embeddings") else np.sqrt(6.0 / (values.shape[0] + values.shape[-1]))

@@ -7,6 +7,7 @@ import math
 import keras
 import tensorflow as tf
 
+from transformer.attention import batch_and_length
 from transformer.dropout import apply_dropout, dropout_layer
 
 
@@ -46,7 +47,7 @@ class PositionalEncoding(keras.layers.Layer):
         self.dropout_layer = dropout_layer(dropout)  # None at rate 0
 
     def call(self, x, training=False):
-        encoding = positional_encoding(tf.shape(x)[1], self.d_model)  # (N, D)
+        encoding = positional_encoding(batch_and_length(x)[1], self.d_model)  # (N, D)
         return apply_dropout(self.dropout_layer, x + tf.cast(encoding, x.dtype)[None], training)  # (B, N, D)
 
     def get_config(self):
