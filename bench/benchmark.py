@@ -240,7 +240,8 @@ def compute(quick: bool):
     import tensorflow as tf
 
     from transformer import LiveConfig, MultiHeadAttention, run_live
-    from transformer.live import MODELS, on_engine_thread
+    from transformer.engine_thread import on_engine_thread
+    from transformer.model_cache import MODELS
     from transformer.reference import copy_to_keras
 
     repeats = 5 if quick else 20
@@ -300,7 +301,9 @@ def new_seed_on_the_largest_model(repeats: int = 3):
 
     Run after the memory part: this process's RSS stays ~900 MB higher once the model has been built (even
     after a full garbage collection), which would be in the memory part's baseline."""
-    from transformer.live import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS, ModelCache, seed_weights
+    from transformer.config import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS
+    from transformer.model_cache import ModelCache
+    from transformer.weight_init import seed_weights
 
     cache = ModelCache(size=1)
     model = cache.get((MAX_D_MODEL, 8, MAX_D_FF, MAX_LAYERS, "/CPU:0")).model
@@ -346,7 +349,7 @@ def payload():
 def retraces():
     from transformer import LiveConfig, ModelCache, keras_difference, run_live
 
-    from transformer.live import on_engine_thread
+    from transformer.engine_thread import on_engine_thread
 
     cache, rng = ModelCache(), random.Random(1)
     base = LiveConfig()
@@ -360,10 +363,10 @@ def retraces():
                        source_text=f"{words}\n1 2\n3", target_text="1\n2 3\n4")
         result = run_live(move, cache)
         keras_difference(move, "encoder", 0, cache)
-    graphs = cache.get(base.architecture).graphs
-    check_traces = sum(graph.traces for graph in graphs.values())
+    functions = cache.get(base.architecture).functions
+    check_traces = sum(function.traces for function in functions.values())
     row("traces", "retraces (forward pass, Keras check) / model builds over 100 moves of length, pads, text, seed",
-        f"{result.traces - 1}, {check_traces - len(graphs)} / {cache.builds - 1}", "0 / 0 after warm-up")
+        f"{result.traces - 1}, {check_traces - len(functions)} / {cache.builds - 1}", "0 / 0 after warm-up")
 
 
 # ----------------------------------------------------------------- 5. memory, cold start

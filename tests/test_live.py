@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 import numpy_reference as ref
-from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, line_count, live, run_live
-from transformer.live import (
-    ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes, encoding_array, on_engine_thread,
-    seed_weights,
-)
+from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, line_count, run_live
+from transformer import config as limits
+from transformer import engine_thread, model_cache
+from transformer.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
+from transformer.engine_thread import on_engine_thread
+from transformer.inputs import encoding_array
+from transformer.weight_init import seed_weights
 from transformer.model import Transformer
 from transformer.positional import positional_encoding
 
@@ -76,32 +78,30 @@ def test_a_new_model_runs_eagerly_then_its_trace_gives_the_same_weights(cache):
         np.testing.assert_allclose(traced.attention[stack], eager.attention[stack], atol=1e-6)
 
 
-def test_the_engine_traces_the_shared_cache_s_new_graphs_one_by_one_once_it_is_idle(monkeypatch):
+def test_the_engine_traces_the_shared_cache_s_new_functions_one_by_one_once_it_is_idle(monkeypatch):
     import time
 
-    from transformer import live
-
-    monkeypatch.setattr(live, "TRACE_AFTER_IDLE_SECONDS", 0.2)
+    monkeypatch.setattr(engine_thread, "TRACE_AFTER_IDLE_SECONDS", 0.2)
     config = replace(BASE, d_model=24, num_heads=3)  # an architecture no other test uses
     run_live(config)
     run_live(config, stacks=("cross",))
     keras_difference(config, "decoder", 1)
-    graphs = list(live.MODELS.get(config.architecture).graphs.values())
+    functions = list(model_cache.MODELS.get(config.architecture).functions.values())
     deadline = time.monotonic() + 60
-    while not all(graph.traced for graph in graphs) and time.monotonic() < deadline:
-        time.sleep(0.1)  # one graph per idle moment, until none is left
-    assert len(graphs) == 3 and all(graph.traced for graph in graphs)
+    while not all(function.traced for function in functions) and time.monotonic() < deadline:
+        time.sleep(0.1)  # one function per idle moment, until none is left
+    assert len(functions) == 3 and all(function.traced for function in functions)
     assert run_live(config).traces == 1 and run_live(config, stacks=("cross",)).traces == 1
 
 
-def test_graphs_that_each_trace_once_raise_no_retracing_warning():
+def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
     """TensorFlow's 'N out of the last N calls … triggered tf.function retracing' keys on the traced Python code,
-    which every Graph shares: six architectures traced once each read, in the server's log, as retracing. (A fresh
-    process: TensorFlow gives that warning twice per process at most.)"""
-    code = ("from transformer.live import Graph\n"
-            "graphs = [Graph(lambda src, tgt, src_mask, tgt_mask: src + 1, '/CPU:0') for _ in range(7)]\n"
-            "for graph in graphs: graph.trace()\n"
-            "print(sum(graph.traces for graph in graphs))")
+    which every ModelFunction shares: six architectures traced once each read, in the server's log, as retracing.
+    (A fresh process: TensorFlow gives that warning twice per process at most.)"""
+    code = ("from transformer.model_function import ModelFunction\n"
+            "functions = [ModelFunction(lambda src, tgt, src_mask, tgt_mask: src + 1, '/CPU:0') for _ in range(7)]\n"
+            "for function in functions: function.trace()\n"
+            "print(sum(function.traces for function in functions))")
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", PYTHONPATH=os.getcwd())
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -114,9 +114,9 @@ def test_evicting_models_releases_tensorflows_cached_kernels_after_as_many_as_th
     (1.9 → 2.1 GB over three rounds of ten large models; flat with the cache cleared). It is cleared once the
     model cache has evicted as many models as it holds."""
     releases = []
-    monkeypatch.setattr(live, "release_kernels", lambda: releases.append(small.builds))
+    monkeypatch.setattr(model_cache, "release_kernels", lambda: releases.append(small.builds))
     collections = []
-    monkeypatch.setattr(live, "collect_evicted", lambda: collections.append(small.builds))
+    monkeypatch.setattr(model_cache, "collect_evicted", lambda: collections.append(small.builds))
     small = ModelCache(size=2)
     for d_model in (16, 32, 16, 32):  # two architectures: nothing to evict
         run_live(replace(BASE, d_model=d_model, seq_len=4), small, stacks=("encoder",))
@@ -188,7 +188,7 @@ def test_a_model_from_the_cache_holds_the_weights_of_seed_0(cache, monkeypatch):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     assert all(weight.numpy().any() for weight in entry.model.weights if weight.path.endswith("kernel"))
     draws = []
-    monkeypatch.setattr(live, "seed_weights", lambda *args: draws.append(args))
+    monkeypatch.setattr(model_cache, "seed_weights", lambda *args: draws.append(args))
     assert cache.for_config(BASE) is entry and not draws  # seed 0 (the default): nothing drawn again
     cache.for_config(replace(BASE, seed=1))
     assert len(draws) == 1
@@ -300,11 +300,11 @@ def test_a_page_without_attention_maps_builds_no_model(cache):
     assert cache.builds == 1  # the attention maps do need it
 
 
-def test_the_engine_traces_only_the_graphs_a_page_asked_for(cache):
+def test_the_engine_traces_only_the_functions_a_page_asked_for(cache):
     run_live(BASE, cache, stacks=())  # Masks: no attention maps, so no graph to trace
     assert on_engine_thread(cache.trace_pending)() == 0
     run_live(BASE, cache, stacks=("encoder",))
-    assert list(cache.get(BASE.architecture).graphs) == [("attention", ("encoder",))]
+    assert list(cache.get(BASE.architecture).functions) == [("attention", ("encoder",))]
     assert on_engine_thread(cache.trace_pending)() == 1
 
 
@@ -327,7 +327,7 @@ def test_model_cache_is_bounded(cache):
 @pytest.mark.parametrize("d_model, heads, d_ff, layers", [(8, 1, 16, 1), (16, 2, 32, 2), (48, 4, 64, 3)])
 def test_the_weight_bytes_of_an_architecture_are_known_before_it_is_built(d_model, heads, d_ff, layers):
     architecture = replace(BASE, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers).architecture
-    assert live.architecture_bytes(architecture) == ModelCache().get(architecture).weight_bytes
+    assert model_cache.architecture_bytes(architecture) == ModelCache().get(architecture).weight_bytes
 
 
 def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(monkeypatch):
@@ -337,8 +337,8 @@ def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(mo
     assert small_bytes < large_bytes and sizes.weight_bytes() == small_bytes + large_bytes
     cache = ModelCache(size=4, budget_bytes=small_bytes + large_bytes - 1)
     held_while_building = []
-    build = live._build_entry
-    monkeypatch.setattr(live, "_build_entry",
+    build = model_cache.build_cached_model
+    monkeypatch.setattr(model_cache, "build_cached_model",
                         lambda *args: held_while_building.append(cache.weight_bytes()) or build(*args))
     run_live(small, cache)
     run_live(large, cache)  # both are over the budget: the older goes first, although four models are allowed
@@ -351,8 +351,8 @@ def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(mo
 
 
 def test_the_model_cache_budget_holds_two_of_the_largest_models():
-    largest = live.architecture_bytes((live.MAX_D_MODEL, 8, live.MAX_D_FF, live.MAX_LAYERS, "/CPU:0"))
-    assert 2 * largest <= live.MODEL_CACHE_BYTES < 3 * largest
+    largest = model_cache.architecture_bytes((limits.MAX_D_MODEL, 8, limits.MAX_D_FF, limits.MAX_LAYERS, "/CPU:0"))
+    assert 2 * largest <= model_cache.MODEL_CACHE_BYTES < 3 * largest
 
 
 def test_text_tokens_build_a_vocabulary_with_pads_first(cache):
@@ -457,10 +457,10 @@ def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
     """Eager at first, then one graph for every length, pad set and seed (weights redrawn in place)."""
     config = replace(BASE, seq_len=6)
     eager = attention_walkthrough(config, "cross", 1, cache)
-    assert on_engine_thread(cache.trace_pending)() == 1  # this walkthrough's graph: no forward pass was asked for
-    graph = cache.get(config.architecture).graphs[("walkthrough", "cross", 1)]
+    assert on_engine_thread(cache.trace_pending)() == 1  # this walkthrough's function: no forward pass was asked for
+    function = cache.get(config.architecture).functions[("walkthrough", "cross", 1)]
     traced = attention_walkthrough(config, "cross", 1, cache)
-    assert graph.traced and set(traced.tensors) == set(eager.tensors)
+    assert function.traced and set(traced.tensors) == set(eager.tensors)
     for name, array in eager.tensors.items():
         np.testing.assert_allclose(traced.tensors[name], array, atol=1e-5, err_msg=name)
     np.testing.assert_array_equal(traced.mask, eager.mask)
@@ -468,7 +468,7 @@ def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
     other = attention_walkthrough(moved, "cross", 1, cache)
     np.testing.assert_allclose(other.tensors["weights"], run_live(moved, cache).attention["cross"][1], atol=1e-5)
     assert other.keras_difference["output"] < 1e-4 and other.keras_difference["weights"] < 1e-5
-    assert other.shapes["weights"][-1] == 9 and graph.traces == 1
+    assert other.shapes["weights"][-1] == 9 and function.traces == 1
     assert keras_difference(moved, "cross", 1, cache) == pytest.approx(other.keras_difference, abs=1e-6)
 
 

@@ -13,7 +13,9 @@ from transformer.attention import (
 )
 from transformer.device import device_label, resolve_device, visible_gpus
 from transformer.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
-from transformer.live import LiveConfig, LiveResult, ModelCache, line_count, run_live
+from transformer.config import LiveConfig
+from transformer.live import LiveResult, line_count, run_live
+from transformer.model_cache import ModelCache
 from transformer.masks import padding_mask, subsequent_mask, target_mask
 from transformer.model import Transformer
 from transformer.positional import PositionalEncoding, ScaledEmbedding, positional_encoding

@@ -24,16 +24,25 @@ class AttentionStages(NamedTuple):
     ``(..., N_k, d_v)``:
       scores  (..., N_q, N_k)  Q·Kᵀ
       scaled  (..., N_q, N_k)  Q·Kᵀ / sqrt(d_k)
-      masked  (..., N_q, N_k)  scaled, with -inf where the mask is False
       weights (..., N_q, N_k)  softmax over keys; 0 where masked, 0 on fully masked rows
       output  (..., N_q, d_v)  weights · V
+      mask    the mask as given (None: every key allowed)
+    ``masked`` (scaled with -inf where the mask is False) is derived on demand, for the pictures.
     """
 
     scores: tf.Tensor
     scaled: tf.Tensor
-    masked: tf.Tensor
     weights: tf.Tensor
     output: tf.Tensor
+    mask: tf.Tensor | None = None
+
+    @property
+    def masked(self) -> tf.Tensor:
+        """``scaled`` with -inf where the mask is False: ``(..., N_q, N_k)``."""
+        if self.mask is None:
+            return self.scaled
+        full_mask = tf.broadcast_to(tf.cast(self.mask, tf.bool), tf.shape(self.scaled))  # (..., N_q, N_k)
+        return tf.where(full_mask, self.scaled, tf.constant(-math.inf, self.scaled.dtype))  # -inf if blocked
 
 
 def masked_softmax(logits, mask=None):
@@ -57,33 +66,44 @@ def masked_softmax(logits, mask=None):
     return tf.where(mask, weights, tf.zeros_like(weights))  # masked and empty rows -> 0
 
 
-def attention_stages(query, key, value, mask=None) -> AttentionStages:
-    """Scaled dot-product attention, returning every stage (see `AttentionStages`).
+def _as(tensor, dtype):
+    tensor = tf.convert_to_tensor(tensor)
+    return tensor if tensor.dtype == dtype else tf.cast(tensor, dtype)
+
+
+def _sqrt_depth(query):
+    """``sqrt(d_k)``: a Python float when d_k is static (no eager ops), else a scalar tensor."""
+    depth = query.shape[-1]
+    if depth is not None:
+        return math.sqrt(depth)
+    return tf.sqrt(tf.cast(tf.shape(query)[-1], query.dtype))  # ()
+
+
+def attention_stages(query, key, value, mask=None, dropout=None, training=False) -> AttentionStages:
+    """Scaled dot-product attention, the package's one kernel: softmax(Q·Kᵀ / sqrt(d_k)) · V.
 
     Args:
       query: ``(..., N_q, d_k)``.
       key: ``(..., N_k, d_k)``.
       value: ``(..., N_k, d_v)``.
       mask: optional boolean, broadcastable to ``(..., N_q, N_k)``; True = may attend.
+      dropout: optional ``keras.layers.Dropout`` on the weights (``training`` only); the
+        returned ``weights`` are those before dropout, what a picture of a head shows.
+
+    Returns:
+      `AttentionStages` (scores, scaled, weights, output).
     """
     query = tf.convert_to_tensor(query)  # (..., N_q, d_k)
-    key = tf.cast(key, query.dtype)  # (..., N_k, d_k)
-    value = tf.cast(value, query.dtype)  # (..., N_k, d_v)
-    d_k = tf.cast(tf.shape(query)[-1], query.dtype)  # () scalar
+    key, value = _as(key, query.dtype), _as(value, query.dtype)  # (..., N_k, d_k), (..., N_k, d_v)
     scores = tf.matmul(query, key, transpose_b=True)  # (..., N_q, N_k)
-    scaled = scores / tf.sqrt(d_k)  # (..., N_q, N_k)
-    if mask is None:
-        masked = scaled
-    else:
-        full_mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(scaled))  # (..., N_q, N_k)
-        masked = tf.where(full_mask, scaled, tf.constant(-math.inf, scaled.dtype))  # (..., N_q, N_k), -inf if blocked
+    scaled = scores / _sqrt_depth(query)  # (..., N_q, N_k)
     weights = masked_softmax(scaled, mask)  # (..., N_q, N_k)
-    output = tf.matmul(weights, value)  # (..., N_q, d_v)
-    return AttentionStages(scores, scaled, masked, weights, output)
+    output = tf.matmul(apply_dropout(dropout, weights, training), value)  # (..., N_q, d_v)
+    return AttentionStages(scores, scaled, weights, output, mask)
 
 
 def scaled_dot_product_attention(query, key, value, mask=None):
-    """softmax(Q·Kᵀ / sqrt(d_k)) · V, as in the paper (not the seed's 1/d_k).
+    """softmax(Q·Kᵀ / sqrt(d_k)) · V, as in the paper (not the seed's 1/d_k): `attention_stages`' two results.
 
     Args:
       query: ``(..., N_q, d_k)``.
@@ -94,12 +114,8 @@ def scaled_dot_product_attention(query, key, value, mask=None):
     Returns:
       ``(output (..., N_q, d_v), weights (..., N_q, N_k))``.
     """
-    query = tf.convert_to_tensor(query)  # (..., N_q, d_k)
-    d_k = tf.cast(tf.shape(query)[-1], query.dtype)  # () scalar
-    scaled = tf.matmul(query, tf.cast(key, query.dtype), transpose_b=True) / tf.sqrt(d_k)  # (..., N_q, N_k)
-    weights = masked_softmax(scaled, mask)  # (..., N_q, N_k)
-    output = tf.matmul(weights, tf.cast(value, query.dtype))  # (..., N_q, d_v)
-    return output, weights
+    stages = attention_stages(query, key, value, mask)
+    return stages.output, stages.weights
 
 
 def batch_and_length(x):
@@ -203,17 +219,12 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
 
     def call(self, query, key, value, mask=None, training=False):
         q, k, v = self.project(query, key, value)  # (B, H, N_q, d_k), (B, H, N_k, d_k), (B, H, N_k, d_v)
-        weights = masked_softmax(self._scaled_scores(q, k), mask)  # (B, H, N_q, N_k)
-        dropped = apply_dropout(self.weights_dropout, weights, training)  # (B, H, N_q, N_k)
-        context = tf.matmul(dropped, v)  # (B, H, N_q, d_v)
-        output = self.transform_out(self.merge_heads(context))  # (B, N_q, d_model)
-        return output, weights
+        stages = attention_stages(q, k, v, mask, self.weights_dropout, training)
+        output = self.transform_out(self.merge_heads(stages.output))  # (B, N_q, d_model)
+        return output, stages.weights  # (B, N_q, d_model), (B, H, N_q, N_k)
 
-    def _scaled_scores(self, q, k):
-        return tf.matmul(q, k, transpose_b=True) / math.sqrt(self.depth)  # (B, H, N_q, N_k)
-
-    def trace(self, query, key, value, mask=None):
-        """Run the layer eagerly and return every intermediate tensor by name.
+    def intermediates(self, query, key, value, mask=None):
+        """Run the layer (no dropout) and return every intermediate tensor by name.
 
         Keys, in order: inputs, projected (after the Linear layers), split heads,
         scores, weights, context, merged, output. Shapes follow the call docstring.

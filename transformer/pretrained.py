@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from transformer.masks import padding_mask, target_mask
-from transformer.tasks import PAD_ID, START_ID, SYMBOLS, Vocab, get_task
+from transformer.tasks import PAD_ID, START_ID, SYMBOLS, get_task, task_vocabulary
+from transformer.tokens import Vocabulary
 from transformer.train import (
     CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainResult, TrainSpec, build_model, greedy_decode, strip,
 )
@@ -37,7 +38,7 @@ class Pretrained:
     name: str
     spec: TrainSpec
     model: object
-    vocab: Vocab
+    vocab: Vocabulary
     accuracy: float
     _predictions: collections.OrderedDict = field(default_factory=collections.OrderedDict, repr=False)
 
@@ -105,7 +106,7 @@ def load_folder(folder: Path, name: str) -> Pretrained:
     """Build the model from ``model.json`` and load ``weights.weights.h5``."""
     meta = json.loads((folder / CONFIG_FILE).read_text())
     spec = TrainSpec(**meta["spec"])
-    vocab = Vocab(meta["vocabulary"])
+    vocab = task_vocabulary(meta["vocabulary"])
     model = build_model(spec, len(vocab))
     model.load_weights(folder / WEIGHTS_FILE)
     return Pretrained(name, spec, model, vocab, float(meta["exact_accuracy"]))

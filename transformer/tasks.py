@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from transformer.tokens import Vocabulary
+
 PAD, START, END = "<pad>", "<s>", "</s>"
 SPECIALS = (PAD, START, END)
 SYMBOLS = tuple("abcdefghij")
@@ -57,27 +59,9 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
-class Vocab:
-    """The fixed task vocabulary: specials then symbols."""
-
-    def __init__(self, tokens=SPECIALS + SYMBOLS):
-        self.tokens = tuple(tokens)
-        self.index = {token: i for i, token in enumerate(self.tokens)}
-
-    def __len__(self):
-        return len(self.tokens)
-
-    def encode(self, tokens) -> list[int]:
-        unknown = sorted({t for t in tokens if t not in self.index or t in SPECIALS})
-        if unknown:
-            raise ValueError(
-                f"Tokens outside this model's vocabulary: {', '.join(unknown[:10])}. "
-                f"Use the symbols {' '.join(SYMBOLS)}."
-            )
-        return [self.index[t] for t in tokens]
-
-    def decode(self, ids) -> list[str]:
-        return [self.tokens[i] for i in ids]
+def task_vocabulary(tokens=SPECIALS + SYMBOLS) -> Vocabulary:
+    """The tasks' vocabulary: specials (reserved: typed input may not use them), then the symbols."""
+    return Vocabulary.of(tokens, reserved=SPECIALS)
 
 
 def random_sources(rng: np.random.Generator, count: int, lengths: tuple[int, int]) -> list[list[str]]:
@@ -86,7 +70,7 @@ def random_sources(rng: np.random.Generator, count: int, lengths: tuple[int, int
     return [list(rng.choice(SYMBOLS, size=rng.integers(low, high + 1))) for _ in range(count)]
 
 
-def make_batch(task: Task, vocab: Vocab, sources, length: int):
+def make_batch(task: Task, vocab: Vocabulary, sources, length: int):
     """Padded arrays for teacher forcing.
 
     Returns ``src (B, length)``, ``decoder_input (B, length + 1)`` = <s> + target and

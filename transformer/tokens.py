@@ -8,6 +8,7 @@ symbols first, then every other token in order of first appearance.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,20 +19,51 @@ MAX_TOKEN_CHARS = 200  # a longer token is refused: nobody can read it on an axi
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Maps token text to ids; ``index is None`` means tokens are their own integer ids."""
+    """Token text <-> ids, for the live text and for a trained model alike.
 
-    index: dict | None
+    ``tokens``: id ``i`` is ``tokens[i]``; None means tokens are their own integer ids ``0 … size - 1``.
+    ``reserved``: tokens that typed input may not use (a trained model's ``<pad>``, ``<s>``, ``</s>``).
+    """
+
+    tokens: tuple | None
     size: int
+    reserved: tuple = ()
+
+    @classmethod
+    def of(cls, tokens, reserved=()) -> Vocabulary:
+        """The vocabulary whose ids are the positions of ``tokens``."""
+        return cls(tuple(tokens), len(tokens), tuple(reserved))
+
+    @functools.cached_property
+    def index(self) -> dict | None:
+        """``{token: id}``; None in integer mode."""
+        return None if self.tokens is None else {token: i for i, token in enumerate(self.tokens)}
 
     @property
     def is_integer(self) -> bool:
-        return self.index is None
+        return self.tokens is None
+
+    def __len__(self) -> int:
+        return self.size
 
     def lookup(self, token: str) -> int | None:
         """The id of ``token``, or None when it has none."""
-        if self.index is None:
-            return int(token) if _is_integer(token) else None
+        if self.tokens is None:
+            return int(token) if _is_integer(token) and 0 <= int(token) < self.size else None
         return self.index.get(token)
+
+    def encode(self, tokens) -> list[int]:
+        """Ids of typed ``tokens``; ValueError naming every token without one (or reserved)."""
+        unknown = sorted({t for t in tokens if self.lookup(t) is None or t in self.reserved})
+        if unknown:
+            usable = " ".join(t for t in (self.tokens or ()) if t not in self.reserved)
+            hint = f" Use the symbols {usable}." if usable else ""
+            raise ValueError(f"Tokens outside this model's vocabulary: {', '.join(unknown[:10])}.{hint}")
+        return [self.lookup(t) for t in tokens]
+
+    def decode(self, ids) -> list[str]:
+        """Token text of ``ids``."""
+        return [str(i) if self.tokens is None else self.tokens[i] for i in ids]
 
 
 @dataclass(frozen=True)
@@ -99,7 +131,7 @@ def build_vocabulary(token_lines, pad_symbols, max_size: int) -> Vocabulary:
         index.setdefault(token, len(index))
     if len(index) > max_size:
         raise ValueError(f"The text has {len(index)} distinct tokens; at most {max_size} fit the vocabulary.")
-    return Vocabulary(index, max_size)
+    return Vocabulary(tuple(index), max_size)
 
 
 def pad_ids(vocabulary: Vocabulary, pad_symbols) -> tuple[int, ...]:

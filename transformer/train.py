@@ -23,7 +23,8 @@ import tensorflow as tf
 
 from transformer.masks import padding_mask, target_mask
 from transformer.model import Transformer
-from transformer.tasks import END_ID, PAD_ID, START_ID, Vocab, get_task, make_batch, random_sources
+from transformer.tasks import END_ID, PAD_ID, START_ID, get_task, make_batch, random_sources, task_vocabulary
+from transformer.tokens import Vocabulary
 
 PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 WEIGHTS_FILE = "weights.weights.h5"
@@ -64,7 +65,7 @@ class TrainSpec:
 class TrainResult:
     spec: TrainSpec
     model: Transformer
-    vocab: Vocab
+    vocab: Vocabulary
     history: list = field(default_factory=list)  # (step, loss, token accuracy)
     accuracy: float = float("nan")  # exact-sequence accuracy of greedy decoding on fresh inputs
     seconds: float = 0.0
@@ -162,7 +163,7 @@ def strip(ids) -> list[int]:
     return out
 
 
-def exact_accuracy(model, task_name: str, vocab: Vocab, lengths, count: int = 500, seed: int = 12345) -> float:
+def exact_accuracy(model, task_name: str, vocab: Vocabulary, lengths, count: int = 500, seed: int = 12345) -> float:
     """Share of fresh random sources whose greedy prediction equals the task's answer."""
     task = get_task(task_name)
     sources = random_sources(np.random.default_rng(seed), count, lengths)
@@ -177,7 +178,7 @@ def train(spec: TrainSpec, on_progress=None, should_stop=None, log_every: int = 
     ``should_stop()`` returning True ends training early."""
     spec.validate()
     keras.utils.set_random_seed(spec.seed)
-    task, vocab = get_task(spec.task), Vocab()
+    task, vocab = get_task(spec.task), task_vocabulary()
     model = build_model(spec, len(vocab))
     optimizer = keras.optimizers.Adam(WarmupSchedule(spec.d_model, spec.warmup), beta_1=0.9, beta_2=0.98,
                                       epsilon=1e-9)

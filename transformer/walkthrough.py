@@ -14,9 +14,11 @@ import tensorflow as tf
 
 from transformer.attention import batch_and_length
 from transformer.device import device_label
-from transformer.live import (
-    MODELS, STACKS, LiveConfig, ModelCache, batch_rows, on_engine_thread, prepared_inputs, validate,
-)
+from transformer.config import STACKS, LiveConfig, validate
+from transformer.engine_thread import on_engine_thread
+from transformer.inputs import prepared_inputs
+from transformer.live import batch_rows
+from transformer.model_cache import MODELS, ModelCache
 from transformer.reference import keras_gaps, keras_twin
 
 
@@ -25,7 +27,7 @@ class Walkthrough:
     """Intermediates of one attention layer for the whole batch.
 
     tensors: name -> array, in the order the computation makes them (see
-      `MultiHeadAttention.trace`): ``query``/``key``/``value`` ``(B, N, d_model)``,
+      `MultiHeadAttention.intermediates`): ``query``/``key``/``value`` ``(B, N, d_model)``,
       ``*_projected`` ``(B, N, d_model)``, ``*_heads`` ``(B, H, N, d_k)``,
       ``scores``/``scaled``/``masked``/``weights`` ``(B, H, N_q, N_k)``,
       ``context`` ``(B, H, N_q, d_k)``, ``merged``/``output`` ``(B, N_q, d_model)``.
@@ -87,7 +89,7 @@ def _walk_function(model, stack, layer, twin):
         attention, (query, key, value, mask) = _inputs_of_layer(model, stack, layer, src, tgt, src_mask, tgt_mask)
         full_mask = _full_mask(mask, query, key)  # (B, N_q, N_k)
         gaps = keras_gaps(attention, twin, query, key, value, full_mask)
-        return attention.trace(query, key, value, mask), full_mask, gaps
+        return attention.intermediates(query, key, value, mask), full_mask, gaps
     return walk
 
 
@@ -99,10 +101,10 @@ def _check_function(model, stack, layer, twin):
     return check
 
 
-def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, kind: str, make_function,
+def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: ModelCache, kind: str, make_function,
                line: int | None = None):
-    """Validate, then run the model's `Graph` ``(kind, stack, layer)`` made by ``make_function`` on
-    ``config``'s batch (only its line ``line`` when given). One graph per model, stack and layer:
+    """Validate, then run the model's `ModelFunction` ``(kind, stack, layer)`` made by ``make_function`` on
+    ``config``'s batch (only its line ``line`` when given). One function per model, stack and layer:
     eager at first, traced once the engine is idle. Returns its outputs, the seconds the run took (not
     the model's build, nor the graph's making) and the device it ran on."""
     validate(config)
@@ -111,15 +113,15 @@ def _run_graph(config: LiveConfig, stack: str, layer: int, cache: ModelCache, ki
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:
         raise ValueError(f"layer must be from 0 to {config.num_layers - 1}. Received: layer={layer!r}")
     inputs = prepared_inputs(config)
-    (*_, run_source, run_target), lines = inputs.masks, _lines(inputs.batches, line)
+    masks, lines = inputs.masks, _lines(inputs.batches, line)
     entry = cache.for_config(config)
     with tf.device(entry.device):
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
         twin = keras_twin(_sublayer(entry.model, stack, layer), version=version)
-        graph = entry.graph((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
+        function = entry.function((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
         started = time.perf_counter()
-        outputs = graph(*batch_rows(lines, inputs.batches.source.ids, inputs.batches.target.ids,  # (B', N_s), (B', N_t)
-                                    run_source, run_target))  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
+        outputs = function(*batch_rows(lines, inputs.batches.source.ids, inputs.batches.target.ids,  # (B', N_s), (B', N_t)
+                                       masks.run_source, masks.run_target))  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
         return outputs, time.perf_counter() - started, entry.device
 
 
@@ -137,7 +139,7 @@ def _lines(batches, line: int | None) -> tuple:
 def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int = 0,
                           cache: ModelCache = MODELS) -> Walkthrough:
     """Every intermediate of the attention sublayer ``stack`` / ``layer`` for ``config``."""
-    (tensors, full_mask, gaps), seconds, device = _run_graph(config, stack, layer, cache, "walkthrough",
+    (tensors, full_mask, gaps), seconds, device = _run_layer_function(config, stack, layer, cache, "walkthrough",
                                                              _walk_function)
     started = time.perf_counter()
     arrays = {name: tensor.numpy() for name, tensor in tensors.items()}
@@ -152,5 +154,5 @@ def keras_difference(config: LiveConfig, stack: str = "encoder", layer: int = 0,
     """`Walkthrough.keras_difference` alone: max |this engine - keras.layers.MultiHeadAttention| over
     ``{"output", "weights"}``, without copying the layer's intermediates out (at N = 512 they are
     ~100 MB). ``line``: check that line of the batch only (the one a page shows), else every line."""
-    gaps, _, _ = _run_graph(config, stack, layer, cache, "keras", _check_function, line)
+    gaps, _, _ = _run_layer_function(config, stack, layer, cache, "keras", _check_function, line)
     return {name: float(gap) for name, gap in gaps.items()}

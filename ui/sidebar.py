@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.live import MAX_LAYERS, MAX_SEQ_LEN
+from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer import pretrained
 from ui import state
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from transformer.live import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)

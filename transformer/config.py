@@ -1,0 +1,92 @@
+"""The live engine's configuration: its limits, `LiveConfig`, and the checks that refuse what cannot run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transformer import tokens
+from transformer.attention import check_heads
+from transformer.device import resolve_device
+from transformer.pretrained import load_pretrained
+
+VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
+MAX_SEQ_LEN = 512
+MAX_D_MODEL = 1024
+MAX_D_FF = 4096
+MAX_LAYERS = 6
+MAX_HEADS = 64
+ATTENTION_BUDGET_BYTES = 256 * 2**20  # all attention weights of one run, float32
+STACKS = ("encoder", "decoder", "cross")
+
+SEED_BATCH = "1 2 3 4 5 0 0\n1 2 0 0 0 0 0\n1 2 3 4 5 6 7"
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """Everything a view depends on; hashable, so it can key caches."""
+
+    d_model: int = 64  # model width
+    num_heads: int = 4  # H, divides d_model
+    d_ff: int = 256  # feed-forward inner width
+    num_layers: int = 2  # encoder layers = decoder layers
+    seq_len: int = 7  # N: every line is padded or truncated to this
+    pad_symbols: tuple = ("0", "<pad>")  # the first one pads short lines
+    source_text: str = SEED_BATCH  # one sequence per line
+    target_text: str = SEED_BATCH
+    seed: int = 0  # seeds the random weights, each from the seed and its place in the model (weight_init)
+    device: str = "auto"  # "auto" (GPU when present) or "cpu"
+    padding_masks: bool = True  # False: draw what attention does without padding masks
+    look_ahead_mask: bool = True  # False: the decoder may look ahead
+    weights: str = "random"  # "random" (seeded), a shipped model ("copy", ...) or "session:<key>"
+
+    @property
+    def trained(self) -> bool:
+        return self.weights != "random"
+
+    @property
+    def architecture(self) -> tuple:
+        """What a built (and traced) model depends on: not the seed, which is re-applied in place.
+
+        Random weights: ``(d_model, heads, d_ff, layers, device)``; a trained model: its name and the device.
+        """
+        if self.trained:
+            return ("trained", self.weights, resolve_device(self.device))
+        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, resolve_device(self.device))
+
+
+def _check_range(name, value, low, high):
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}. Received: {name}={value!r}")
+
+
+def validate(config: LiveConfig) -> None:
+    """Raise ValueError naming the offending values; return None when the config can run."""
+    _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
+    resolve_device(config.device)
+    if config.trained:
+        load_pretrained(config.weights)  # ValueError for an unknown name
+        return
+    _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
+    _check_range("num_heads", config.num_heads, 1, MAX_HEADS)
+    check_heads(config.d_model, config.num_heads)
+    _check_range("d_ff", config.d_ff, 1, MAX_D_FF)
+    _check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
+    _check_range("seed", config.seed, 0, 2**31 - 1)
+    tokens.check_pad_symbols(config.pad_symbols)
+
+
+def attention_bytes(batch, heads, layers, length) -> int:
+    """float32 bytes of every attention map of one run (3 stacks of L layers)."""
+    return 4 * batch * heads * len(STACKS) * layers * length * length
+
+
+def check_budget(config: LiveConfig, batch: int) -> None:
+    """Refuse, with the numbers, a run whose attention maps would not fit the budget."""
+    needed = attention_bytes(batch, config.num_heads, config.num_layers, config.seq_len)
+    if needed > ATTENTION_BUDGET_BYTES:
+        raise ValueError(
+            f"The attention maps would need {needed / 2**20:,.0f} MB "
+            f"(B={batch} lines × H={config.num_heads} heads × 3 stacks × {config.num_layers} layers × "
+            f"N²={config.seq_len}² × 4 bytes); the limit is {ATTENTION_BUDGET_BYTES / 2**20:,.0f} MB. "
+            "Lower the heads, layers, sequence length or number of lines."
+        )

@@ -1,0 +1,80 @@
+"""The one long-lived thread that owns TensorFlow, and the tracer that uses its idle time.
+
+Streamlit runs every session's reruns on threads of their own; the cached models are shared
+by all of them, so every engine call runs here and sessions' computations never interleave
+on a model. Once no request has come for `TRACE_AFTER_IDLE_SECONDS`, the thread traces the
+cached models' new functions, one at a time.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import threading
+import time
+
+from transformer.model_cache import MODELS
+
+TRACE_AFTER_IDLE_SECONDS = 1.0  # the engine traces new functions after this long without a request
+
+_ENGINE_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+
+
+def on_engine_thread(function):
+    """Run ``function`` on the engine thread (at once when already there)."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        if threading.current_thread().name.startswith("engine"):
+            return function(*args, **kwargs)
+        _IDLE_TRACER.busy()
+        try:
+            return _ENGINE_THREAD.submit(function, *args, **kwargs).result()
+        finally:
+            _IDLE_TRACER.busy()
+    return wrapper
+
+
+class _IdleTracer:
+    """Traces `MODELS`' new functions on the engine thread once no request came for a while, one at a time.
+
+    A request that arrives during a trace waits for that one trace (at most ~0.6 s at the sizes
+    the app allows on 2 cores), not for every pending one; one that arrives before runs eagerly.
+    """
+
+    def __init__(self):
+        self._last_use = time.monotonic()
+        self._timer = None
+        self._lock = threading.Lock()
+
+    def busy(self) -> None:
+        with self._lock:
+            self._last_use = time.monotonic()
+            if self._timer is None:
+                self._arm(TRACE_AFTER_IDLE_SECONDS)
+
+    def _arm(self, seconds: float) -> None:
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            waited = time.monotonic() - self._last_use
+            if waited < TRACE_AFTER_IDLE_SECONDS:  # a request came meanwhile: wait the rest
+                self._arm(TRACE_AFTER_IDLE_SECONDS - waited)
+                return
+            self._timer = None
+        try:
+            _ENGINE_THREAD.submit(self._trace_one)
+        except RuntimeError:  # the interpreter is shutting down: nothing left to trace for
+            pass
+
+    def _trace_one(self) -> None:
+        """Trace one function; if it was one of several, look again right away (still idle?)."""
+        if MODELS.trace_pending(limit=1):
+            with self._lock:
+                if self._timer is None:
+                    self._arm(0.0)
+
+
+_IDLE_TRACER = _IdleTracer()

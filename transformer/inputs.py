@@ -1,0 +1,169 @@
+"""What every live computation starts from: the text as padded id batches, their masks, the encodings.
+
+Masks are boolean NumPy arrays, True = may attend, made by `transformer.masks` and cached
+read-only per configuration: a page's forward pass and its Keras check share them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from transformer import tokens
+from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
+from transformer.device import resolve_device
+from transformer.masks import padding_mask, subsequent_mask
+from transformer.positional import positional_encoding
+from transformer.pretrained import load_pretrained
+from transformer.tasks import PAD, PAD_ID, START
+
+
+@dataclass(frozen=True)
+class Batches:
+    """Source and target as `tokens.EncodedBatch`es, the ids that count as padding, and notices to show."""
+
+    source: tokens.EncodedBatch
+    target: tokens.EncodedBatch
+    pad_ids: tuple
+    notices: tuple
+
+
+@dataclass(frozen=True)
+class Masks:
+    """A configuration's masks (True = may attend), all read-only.
+
+    source_padding ``(B, 1, 1, N_s)``, target_padding ``(B, 1, 1, N_t)``, future ``(N_t, N_t)`` (lower
+    triangular), target ``(B, 1, N_t, N_t)`` (padding AND look-ahead); run_source and run_target are
+    the masks the model runs with: the same, with a switched-off mask replaced by all True.
+    """
+
+    source_padding: np.ndarray
+    target_padding: np.ndarray
+    future: np.ndarray
+    target: np.ndarray
+    run_source: np.ndarray
+    run_target: np.ndarray
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The id batches, a trained model's predictions (``{source, prediction, expected, correct}`` per line)
+    and the `Masks`."""
+
+    batches: Batches
+    predictions: tuple
+    masks: Masks
+
+
+def _lines_text(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"
+
+
+def encode_batches(config: LiveConfig) -> Batches:
+    """Source and target text -> padded id batches sharing one vocabulary."""
+    pad_symbols = tokens.check_pad_symbols(config.pad_symbols)
+    source_lines = tokens.split_lines(config.source_text, "source")
+    target_lines = tokens.split_lines(config.target_text, "target")
+    if len(source_lines) != len(target_lines):
+        raise ValueError(
+            f"The source has {_lines_text(len(source_lines))} but the target has {len(target_lines)}: "
+            "give one target line per source line."
+        )
+    vocabulary = tokens.build_vocabulary(source_lines + target_lines, pad_symbols, VOCAB_SIZE)
+    source = tokens.encode_lines(source_lines, vocabulary, pad_symbols[0], config.seq_len)
+    target = tokens.encode_lines(target_lines, vocabulary, pad_symbols[0], config.seq_len)
+    pads = tokens.pad_ids(vocabulary, pad_symbols)
+    return Batches(source, target, pads, _notices(source, target, pads, config.seq_len))
+
+
+def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
+    """Source text in the trained model's vocabulary; the target is ``<s>`` + its greedy prediction."""
+    model = load_pretrained(config.weights)
+    lines = [line[: config.seq_len] for line in tokens.split_lines(config.source_text, "source")]
+    for line in lines:
+        model.vocab.encode(line)  # ValueError naming tokens outside the vocabulary
+    predicted = [model.vocab.decode(ids) for ids in model.predict_ids(lines)]
+    source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
+    target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD, config.seq_len + 1)
+    predictions = tuple(
+        dict(source=" ".join(line), prediction=" ".join(p), expected=model.expected(" ".join(line)),
+             correct=" ".join(p) == model.expected(" ".join(line)))
+        for line, p in zip(lines, predicted)
+    )
+    notices = _notices(source, target, (PAD_ID,), config.seq_len)
+    return Batches(source, target, (PAD_ID,), notices), predictions
+
+
+def _notices(source, target, pads, length) -> tuple:
+    notices = []
+    for name, batch in (("source", source), ("target", target)):
+        for line, (count, cut) in enumerate(zip(batch.lengths, batch.truncated), start=1):
+            if cut:
+                notices.append(f"{name.capitalize()} line {line} has {count} tokens; it was cut to {length}.")
+        for line in np.flatnonzero(np.isin(batch.ids, pads).all(axis=1)) + 1:
+            notices.append(
+                f"{name.capitalize()} line {line} is all padding: no key is allowed for it, "
+                "so its attention weights are all zero."
+            )
+    if not np.isin(source.ids, pads).any() and not np.isin(target.ids, pads).any():
+        notices.append("No pad symbol occurs in any sequence, so the padding masks block nothing.")
+    return tuple(notices)
+
+
+def make_masks(config: LiveConfig, batches: Batches) -> Masks:
+    """The engine's masks of ``batches`` as read-only NumPy, and the ones each stack runs with.
+
+    The masks are TensorFlow's (`padding_mask`, `subsequent_mask`); only the switches are NumPy.
+    """
+    pads = list(batches.pad_ids) or [-1]  # -1 matches no id: nothing is padding
+    source_padding = padding_mask(batches.source.ids, pads).numpy()  # (B, 1, 1, N_s)
+    target_padding = padding_mask(batches.target.ids, pads)  # (B, 1, 1, N_t)
+    future = subsequent_mask(batches.target.ids.shape[1])  # (N_t, N_t)
+    target = tf.logical_and(target_padding, future).numpy()  # (B, 1, N_t, N_t)
+    target_padding, future = target_padding.numpy(), future.numpy()
+    run_source = source_padding if config.padding_masks else np.ones_like(source_padding)  # (B, 1, 1, N_s)
+    if config.padding_masks and config.look_ahead_mask:
+        run_target = target  # (B, 1, N_t, N_t)
+    else:
+        run_target = np.logical_and(target_padding if config.padding_masks else True,
+                                    future if config.look_ahead_mask else True)  # (B, 1, N_t, N_t)
+        run_target = np.broadcast_to(run_target, target.shape)  # (B, 1, N_t, N_t), also with both off
+    masks = Masks(source_padding, target_padding, future, target, run_source, run_target)
+    for mask in vars(masks).values():  # cached and shared by every result of this configuration
+        mask.flags.writeable = False
+    return masks
+
+
+@functools.lru_cache(maxsize=4)
+def prepared_inputs(config: LiveConfig) -> Inputs:
+    """Batches and masks of ``config``, cached: a page's forward pass and its Keras check (one rerun)
+    share them. ValueError on bad text or pads (not cached)."""
+    batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
+    with tf.device(resolve_device(config.device)):  # "cpu" means every op, the masks' too
+        return Inputs(batches, predictions, make_masks(config, batches))
+
+
+def _encoding(length: int, d_model: int) -> np.ndarray:
+    """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array."""
+    encoding = positional_encoding(length, d_model).numpy()  # (N, D)
+    encoding.flags.writeable = False
+    return encoding
+
+
+@functools.lru_cache(maxsize=8)
+def _longest_encoding(d_model: int) -> np.ndarray:
+    return _encoding(MAX_SEQ_LEN, d_model)  # (N_max, D), one per width
+
+
+def encoding_array(length: int, d_model: int) -> np.ndarray:
+    """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array.
+
+    Row ``pos`` does not depend on the length, so every length up to `MAX_SEQ_LEN` is a view of
+    one encoding per width: a new sequence length costs no TensorFlow call.
+    """
+    if length > MAX_SEQ_LEN:
+        return _encoding(length, d_model)  # (N, D)
+    return _longest_encoding(d_model)[:length]  # (N, D)

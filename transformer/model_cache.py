@@ -1,0 +1,185 @@
+"""Built models, kept per architecture and bounded by count and weight bytes, with their functions.
+
+A random-weights model is built once per ``(d_model, heads, d_ff, layers, device)`` and its weights
+are re-drawn in place for a new seed; a trained model is the loaded one. Each model's functions
+(`ModelFunction`s) are made on first use and traced later by the idle engine.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import threading
+
+import numpy as np
+import tensorflow as tf
+
+from transformer.config import VOCAB_SIZE, LiveConfig
+from transformer.linear import zero_kernels
+from transformer.model import Transformer
+from transformer.model_function import ModelFunction
+from transformer.pretrained import load_pretrained
+from transformer.tf_patches import clear_kernel_cache
+from transformer.weight_init import seed_weights
+
+MODEL_CACHE_SIZE = 4
+MODEL_CACHE_BYTES = 1536 * 2**20  # the cached models' weights: two of the largest (d_model 1024, d_ff 4096, 6 layers)
+RELEASE_AFTER_EVICTED_BYTES = 256 * 2**20  # evicted weights that are collected at once (see collect_evicted)
+
+
+class CachedModel:
+    """A built model and its `ModelFunction`s (``functions``: key -> function), each made on first use:
+    the idle engine traces only functions some page has asked for."""
+
+    def __init__(self, model, device: str, seed: int | None = None):
+        self.model = model
+        self.device = device
+        self.seed = seed  # the seed the random weights were last drawn from (None: trained weights)
+        self.functions = {}
+        self.weight_bytes = sum(int(np.prod(weight.shape)) * np.dtype(weight.dtype).itemsize
+                                for weight in model.weights)
+
+    def attention_function(self, stacks: tuple) -> ModelFunction:
+        """``f(src, tgt, src_mask, tgt_mask) -> {stack: (L, B, H, N_q, N_k)}`` for ``stacks`` (in `STACKS`
+        order) only: the decoder does not run for the encoder alone."""
+        return self.function(("attention", stacks), lambda: self._attention(stacks))
+
+    def function(self, key, make_function) -> ModelFunction:
+        """The `ModelFunction` of ``make_function()`` stored under ``key`` (made on first use)."""
+        if key not in self.functions:
+            self.functions[key] = ModelFunction(make_function(), self.device)
+        return self.functions[key]
+
+    def pending(self) -> list:
+        """Functions still running eagerly."""
+        return [function for function in self.functions.values() if not function.traced]
+
+    def _attention(self, stacks: tuple):
+        def attention(src, tgt, src_mask, tgt_mask):
+            weights = {}
+            memory, weights["encoder"] = self.model.encode(src, src_mask)  # (B, N_s, D), L × (B, H, N_s, N_s)
+            if "decoder" in stacks or "cross" in stacks:
+                _, weights["decoder"], weights["cross"] = self.model.decode(tgt, memory, src_mask, tgt_mask)
+            return {name: tf.stack(weights[name]) for name in stacks}  # (L, B, H, N_q, N_k)
+        return attention
+
+
+def build_cached_model(architecture, seed: int = 0) -> CachedModel:
+    """A built model for ``(d_model, heads, d_ff, layers, device)`` with the weights of ``seed``, or a
+    trained one for ``("trained", name, device)``."""
+    if architecture[0] == "trained":
+        _, name, device = architecture
+        return CachedModel(load_pretrained(name).model, device)
+    d_model, num_heads, d_ff, num_layers, device = architecture
+    with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
+        model = Transformer(
+            VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
+            num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
+        )
+        model.build((None, None), (None, None))  # every weight, before tracing
+        seed_weights(model, seed)
+    return CachedModel(model, device, seed)
+
+
+def architecture_bytes(architecture) -> int:
+    """Bytes of the float32 weights `build_cached_model` makes for ``(d_model, heads, d_ff, layers, device)``; 0 for a
+    trained model (small). Known before building, so that the cache makes room first."""
+    if architecture[0] == "trained":
+        return 0
+    d_model, _, d_ff, layers, _ = architecture
+    attention = 4 * (d_model * d_model + d_model)  # four projections, kernels and biases
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    norm = 2 * d_model  # gamma, beta
+    encoder_layer = attention + feed_forward + 2 * norm
+    decoder_layer = 2 * attention + feed_forward + 3 * norm
+    embeddings_and_output = 2 * VOCAB_SIZE * d_model + d_model * VOCAB_SIZE + VOCAB_SIZE
+    return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output)
+
+
+def release_kernels() -> None:
+    """Drop the kernels TensorFlow keeps for every op and graph run so far, also for models long gone.
+    The cached models make theirs again on their next run (~0.2 s once for a traced graph)."""
+    clear_kernel_cache()
+
+
+def collect_evicted() -> None:
+    """Free evicted models now: a Keras model is a web of reference cycles, so an evicted one otherwise
+    waits for the collector's next full pass, which comes rarely in this server (docs/performance.md)."""
+    gc.collect()
+
+
+class ModelCache:
+    """At most ``size`` built models whose weights take at most ``budget_bytes`` together (the newest is
+    kept whatever its size), least recently used evicted before a new one is built; thread-safe.
+
+    After every ``size`` evictions it calls `release_kernels`, and once ``release_bytes`` of weights have
+    been evicted, `collect_evicted`: not at every eviction, since eight users trying architectures at once
+    evict on nearly every move.
+    """
+
+    def __init__(self, size: int = MODEL_CACHE_SIZE, budget_bytes: int = MODEL_CACHE_BYTES,
+                 release_bytes: int = RELEASE_AFTER_EVICTED_BYTES):
+        self.size = size
+        self.budget_bytes = budget_bytes
+        self.release_bytes = release_bytes
+        self.builds = 0
+        self._evicted = 0  # models evicted since the kernels were last released
+        self._evicted_bytes = 0  # weights evicted since the last collection
+        self._entries: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, architecture, seed: int = 0) -> CachedModel:
+        """The model of ``architecture``, built (random weights drawn from ``seed``) unless cached."""
+        with self._lock:
+            if architecture in self._entries:
+                self._entries.move_to_end(architecture)
+                return self._entries[architecture]
+            self._make_room(architecture_bytes(architecture))
+            entry = build_cached_model(architecture, seed)
+            self.builds += 1
+            self._entries[architecture] = entry
+            return entry
+
+    def _make_room(self, incoming_bytes: int) -> None:
+        """Evict the least recently used models until one more of ``incoming_bytes`` fits; free what enough
+        evictions hold (before the new model takes its place)."""
+        while self._entries and (len(self._entries) >= self.size
+                                 or self.weight_bytes() + incoming_bytes > self.budget_bytes):
+            self._evicted_bytes += self._entries.popitem(last=False)[1].weight_bytes  # no reference kept
+            self._evicted += 1
+        if self._evicted_bytes >= self.release_bytes:
+            collect_evicted()
+            self._evicted_bytes = 0
+        if self._evicted >= self.size:
+            release_kernels()
+            self._evicted = 0
+
+    def for_config(self, config: LiveConfig) -> CachedModel:
+        """The model of ``config``'s architecture; random weights re-drawn in place when the seed
+        changed (no rebuild, no retrace). Call on the engine thread."""
+        entry = self.get(config.architecture, config.seed)  # a new model is drawn from the seed as it is built
+        if not config.trained and entry.seed != config.seed:
+            with tf.device(entry.device):
+                seed_weights(entry.model, config.seed)
+            entry.seed = config.seed
+        return entry
+
+    def trace_pending(self, limit: int | None = None) -> int:
+        """Trace the functions of the cached models still running eagerly (at most ``limit``), most
+        recently used model first; returns how many. Call on the engine thread (the idle tracer does)."""
+        with self._lock:
+            pending = [function for entry in reversed(self._entries.values())
+                       for function in entry.pending()][:limit]
+        for function in pending:
+            function.trace()
+        return len(pending)
+
+    def weight_bytes(self) -> int:
+        """Bytes of the cached models' weights."""
+        return sum(entry.weight_bytes for entry in self._entries.values())
+
+    def __len__(self):
+        return len(self._entries)
+
+
+MODELS = ModelCache()
