@@ -13,9 +13,9 @@ from ui import chart, preload  # noqa: E402  (neither imports TensorFlow)
 chart.publish_plotly_js()
 chart.load_plotly_early()  # the browser fetches and compiles Plotly.js while TensorFlow is still importing
 preload.wait()  # `make run` imports TensorFlow while the server starts: let that import finish first
-from ui import runtime, sidebar, state  # noqa: E402  (after set_page_config)
+from ui import runtime, sidebar, state, streamlit_patches  # noqa: E402  (after set_page_config)
 
-runtime.keep_tensorflow_warm()
+streamlit_patches.keep_tensorflow_warm()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
 
 PAGES = [

@@ -75,7 +75,8 @@ def test_every_run_first_asks_the_browser_to_load_plotly_js():
     """The early loader comes first in the main area, on every run, so element positions never shift."""
     import json
 
-    from ui.chart import EARLY_LOADER_NAME, PRELOADED_WIDGETS
+    from ui.chart import EARLY_LOADER_NAME
+    from ui.streamlit_patches import PRELOADED_WIDGETS
 
     for page in ("home", "masks"):
         at = open_page(page)
@@ -553,10 +554,10 @@ def test_train_page_trains_a_model_and_opens_its_attention():
 def test_streamlit_no_longer_clears_the_keras_session_after_each_rerun():
     from streamlit.runtime.scriptrunner import script_runner
 
-    from ui import runtime
+    from ui import streamlit_patches
 
     open_page("masks")
-    assert script_runner._clean_problem_modules is runtime._keep_models
+    assert script_runner._clean_problem_modules is streamlit_patches._keep_models
 
 
 def test_startup_objects_are_frozen_out_of_full_garbage_collections():

@@ -10,7 +10,8 @@ from browser_support import (
     CHROMIUM, CHROMIUM_ARGS, OUTPUT, browser_required, chromium_missing, streamlit_server, wait_idle,
 )
 from chart_support import FIRST_PLOT, PLOT
-from ui.chart import CHART_CLASS, STALE_FADE_ATTRIBUTE, widget_module_urls
+from ui.chart import CHART_CLASS, STALE_FADE_ATTRIBUTE
+from ui.streamlit_patches import widget_module_urls
 from viz.common import PANEL_MARK, TICK_PX
 
 pytestmark = pytest.mark.browser
@@ -304,7 +305,7 @@ def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_r
     open_page(page, server, "")
     page.wait_for_function("() => window.Plotly && window.Plotly.react", timeout=60_000)
     # the widgets' code too, each file once: the Home page draws no toggle and no download button
-    for url in widget_module_urls():
+    for url in widget_module_urls("/static/js/"):
         assert [seen for seen in requests if seen.endswith(url)] == [server + url], url
     hidden = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementContainer"]')]
         .filter(slot => slot.style.display === 'none').map(slot => slot.getBoundingClientRect().height)""")

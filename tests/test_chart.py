@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from ui import chart
+from ui import chart, streamlit_patches
 
 pytestmark = pytest.mark.app
 
@@ -39,15 +39,25 @@ def test_the_component_script_never_inserts_figure_text_as_html():
     assert "JSON.parse" in chart._JS and "Plotly.react" in chart._JS
 
 
+def test_the_frontend_files_are_read_with_every_placeholder_filled():
+    import re
+
+    for text in (chart._JS, chart._EARLY_LOADER_JS, chart.STALE_FADE_CSS):
+        assert not re.search(r"__[A-Z_]+__", text)
+    assert f'".{chart.CHART_CLASS}"' in chart._JS and chart.STALE_FADE_ATTRIBUTE in chart.STALE_FADE_CSS
+    assert "history.pushState" in chart._EARLY_LOADER_JS and "loadPlotly" in chart._EARLY_LOADER_JS
+
+
 def test_the_preloaded_widget_modules_are_the_ones_streamlit_imports_lazily():
     """The early loader imports these URLs; they must be the very files Streamlit's own lazy imports
     name, or the browser would load a second copy (or a missing file) and gain nothing."""
-    urls = chart.widget_module_urls()
-    assert len(urls) == len(chart.PRELOADED_WIDGETS)  # one chunk per widget, none missing
-    index = "".join(path.read_text() for path in chart.STREAMLIT_JS_DIR.glob("index.*.js"))  # the app's entry
-    for widget, url in zip(chart.PRELOADED_WIDGETS, urls):
+    urls = streamlit_patches.widget_module_urls("/static/js/")
+    assert len(urls) == len(streamlit_patches.PRELOADED_WIDGETS)  # one chunk per widget, none missing
+    js_dir = streamlit_patches.STREAMLIT_JS_DIR
+    index = "".join(path.read_text() for path in js_dir.glob("index.*.js"))  # the app's entry
+    for widget, url in zip(streamlit_patches.PRELOADED_WIDGETS, urls):
         name = url.removeprefix("/static/js/")
-        assert name.startswith(f"{widget}.") and (chart.STREAMLIT_JS_DIR / name).is_file()
+        assert name.startswith(f"{widget}.") and (js_dir / name).is_file()
         assert f"import(`./{name}`)" in index, name
 
 

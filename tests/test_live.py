@@ -108,6 +108,20 @@ def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
     assert out.stdout.split() == ["7"] and "retracing" not in out.stderr, out.stderr[-2000:]
 
 
+def test_tensorflow_still_has_the_private_calls_the_engine_uses():
+    """transformer/tf_patches.py: each patch must still reach what it patches in this TensorFlow."""
+    import tensorflow as tf
+
+    from transformer import tf_patches
+
+    function = tf.function(lambda x: x + 1)
+    assert hasattr(function, "_omit_frequent_tracing_warning")
+    tf_patches.quiet_retracing_warning(function)
+    assert function._omit_frequent_tracing_warning is True
+    tf_patches.clear_kernel_cache()  # AttributeError if TensorFlow dropped it
+    assert float(tf.reduce_sum(tf.ones(3))) == 3.0  # and ops still run after it
+
+
 def test_evicting_models_releases_tensorflows_cached_kernels_after_as_many_as_the_cache_holds(monkeypatch):
     """TensorFlow keeps the kernels it made for every model's ops and traced graphs until its kernel cache is
     cleared, and the app keeps that cache across reruns: architecture changes grew the server by ~7 MB each

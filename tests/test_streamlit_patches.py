@@ -1,6 +1,6 @@
-"""`make run`'s server setup (serve.py): what it changes in Streamlit, checked against this Streamlit."""
+"""The Streamlit patches (ui/streamlit_patches.py), checked against the installed Streamlit."""
 
-import serve
+from ui import streamlit_patches
 
 
 def test_the_direct_execution_check_is_answered_before_the_first_element(monkeypatch):
@@ -15,7 +15,7 @@ def test_the_direct_execution_check_is_answered_before_the_first_element(monkeyp
     assert stack_walks == ["walked"]  # this Streamlit still makes the check on the first element
 
     monkeypatch.setattr(delta_generator, "_use_warning_has_been_displayed", False)
-    serve.skip_the_direct_execution_check()
+    streamlit_patches.skip_the_direct_execution_check()
     delta_generator._maybe_print_use_warning()
     assert stack_walks == ["walked"]  # not again
 
@@ -25,8 +25,8 @@ def test_app_static_files_skip_gzip_and_everything_else_keeps_it(monkeypatch):
 
     monkeypatch.setattr(gzip, "_should_bypass_gzip", gzip._should_bypass_gzip)  # undone after the test
     assert not gzip._should_bypass_gzip("/app/static/plotly.min.js")  # Streamlit alone compresses it
-    serve.serve_app_static_uncompressed()
-    serve.serve_app_static_uncompressed()  # idempotent: wraps once
+    streamlit_patches.serve_app_static_uncompressed()
+    streamlit_patches.serve_app_static_uncompressed()  # idempotent: wraps once
     assert gzip._should_bypass_gzip("/app/static/plotly.min.js")
     assert gzip._should_bypass_gzip("/lab/app/static/plotly.min.js", "/lab/")  # under server.baseUrlPath
     assert gzip._should_bypass_gzip("/static/js/index.js")  # Streamlit's own rule still applies

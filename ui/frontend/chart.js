@@ -1,0 +1,170 @@
+// The chart component: one Plotly node per chart key, updated with Plotly.react (ui/chart.py).
+// Its placeholders (a name in double underscores) are filled in by ui/chart.py.
+const MIN_LABEL_PX = __TICK_PX__;  // room along an axis for one rotated tick label (viz.sizes.TICK_PX)
+
+function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x axes whose labels the server chose
+  const chosen = {};
+  for (const [name, axis] of Object.entries(layout))
+    if (name.startsWith("xaxis") && axis && axis.type === "category" && Array.isArray(axis.tickvals))
+      chosen[name] = axis.tickvals;
+  return chosen;
+}
+
+function categoryIndex(data, xId) {  // a category axis's order, as Plotly makes it: first seen, trace by trace
+  const index = new Map();
+  for (const trace of data)
+    if ((trace.xaxis || "x") === xId && Array.isArray(trace.x))
+      for (const x of trace.x) if (!index.has(x)) index.set(x, index.size);
+  return index;
+}
+
+// The server chooses the labelled keys for a wide chart. A chart `widthPx` wide keeps every k-th of each
+// panel's labels (its first one always) so that no two overlap: {axis name: the tickvals to draw}. Worked out
+// from the figure before it is drawn (the axes have fixed margins), so a move draws once.
+function fitKeyLabels(layout, data, widthPx, chosenByAxis) {
+  const fitted = {};
+  for (const [name, chosen] of Object.entries(chosenByAxis)) {
+    const margin = layout.margin || {}, domain = layout[name].domain || [0, 1];
+    const index = categoryIndex(data, "x" + name.slice(5));
+    const at = chosen.map((label) => index.get(label));  // category index of each label
+    const step = Math.min(...at.slice(1).map((place, i) => place - at[i]).filter((apart) => apart > 0));
+    const cellPx = (widthPx - (margin.l ?? 80) - (margin.r ?? 80)) * (domain[1] - domain[0]) / index.size;
+    const every = Number.isFinite(step) && cellPx > 0 ? Math.max(1, Math.ceil(MIN_LABEL_PX / (step * cellPx) - 1e-9)) : 1;
+    let inPanel = 0;  // a label's place among its panel's labels (a larger step starts the next panel)
+    fitted[name] = chosen.filter((label, i) => {
+      inPanel = i > 0 && at[i] - at[i - 1] === step ? inPanel + 1 : 0;
+      return inPanel % every === 0;
+    });
+  }
+  return fitted;
+}
+
+function refitKeyLabels(node) {  // after a resize
+  const update = {};
+  for (const [name, kept] of Object.entries(fitKeyLabels(node.layout, node.data, node.clientWidth, node.alKeyLabels || {})))
+    if (kept.length !== node.layout[name].tickvals.length) update[name + ".tickvals"] = kept;
+  if (Object.keys(update).length) return window.Plotly.relayout(node, update);
+}
+
+// The page's theme: Streamlit gives each component's wrapper the theme's colours as CSS custom properties
+// (--st-background-color …; "" outside Streamlit), and they change when the viewer switches theme.
+const THEME_PROPERTIES = ["--st-background-color", "--st-text-color", "--st-border-color"];
+
+function themeOf(node) {  // [background, text, border]
+  const style = getComputedStyle(node);
+  return THEME_PROPERTIES.map((name) => style.getPropertyValue(name).trim());
+}
+
+function isDark(colour) {  // "#RRGGBB…": true when its relative luminance is below one half
+  const match = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})/i.exec(colour);
+  if (!match) return false;
+  const [red, green, blue] = match.slice(1).map((hex) => parseInt(hex, 16) / 255);
+  return 0.2126 * red + 0.7152 * green + 0.0722 * blue < 0.5;
+}
+
+// The layout in the page's colours: its background and text colour, and in a dark theme faint grid lines and
+// axis lines that show on it (Plotly's own are drawn for a light background; its tool bar follows the background
+// by itself). The data keep their colours (weights, masks, encodings): a colour means the same in every theme.
+function themedLayout(layout, [background, text, border]) {
+  if (!background) return layout;
+  const themed = { ...layout, paper_bgcolor: background, font: { ...layout.font, color: text } };
+  if (!layout.plot_bgcolor || layout.plot_bgcolor === "white") themed.plot_bgcolor = background;
+  if (isDark(background)) {  // on each axis (xaxis, xaxis2 …, and the default pair): the axes set none of these
+    const lines = { gridcolor: "rgba(255,255,255,0.12)", linecolor: border, zerolinecolor: border, tickcolor: border };
+    const axes = new Set(["xaxis", "yaxis", ...Object.keys(layout).filter((name) => /^[xy]axis[0-9]*$/.test(name))]);
+    for (const name of axes) themed[name] = { ...lines, ...layout[name] };
+  }
+  return themed;
+}
+
+// A chart is drawn when it is in view or within DRAW_MARGIN of it, and again when it comes back into view
+// after its figure changed: a slider move redraws what the viewer can see, not every chart of a long page.
+const DRAW_MARGIN = "200px";
+
+function watchVisibility(node) {
+  // scrollMargin widens Streamlit's scrolling main block as rootMargin widens the window (ignored where unsupported)
+  const watcher = new IntersectionObserver((entries) => {
+    node.alInView = entries[entries.length - 1].isIntersecting;
+    if (node.alInView && node.alStale) draw(node);
+  }, { rootMargin: DRAW_MARGIN, scrollMargin: DRAW_MARGIN });
+  watcher.observe(node);
+  return watcher;
+}
+
+// A grid of panels is not drawn narrower than its figure asks (viz.common.min_width_meta: the panels' titles stay
+// apart): in a narrower column (a phone) the chart keeps that width and its wrapper scrolls sideways.
+function keepMinWidth(node, widthPx) {
+  const minWidth = widthPx ? widthPx + "px" : "";
+  if (node.style.minWidth === minWidth) return;
+  node.style.minWidth = minWidth;
+  node.parentElement.style.overflowX = minWidth ? "auto" : "";
+}
+
+// node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react). Out of
+// view (unless `evenOutOfView`), only the chart's height is set (the page keeps its layout) and the draw
+// waits until it is in view.
+function draw(node, evenOutOfView = false) {
+  const { figure, config, plotly_url } = JSON.parse(node.alText);
+  node.style.height = (figure.layout.height || 450) + "px";
+  keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
+  node.alStale = !(node.alInView || evenOutOfView);
+  if (node.alStale) return;
+  const drawing = (node.alDrawing || 0) + 1;
+  node.alDrawing = drawing;
+  loadPlotly(plotly_url).then((Plotly) => {
+    if (node.alDrawing !== drawing) return;
+    node.alKeyLabels = chosenKeyLabels(figure.layout);
+    const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
+    for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
+    Plotly.react(node, figure.data, themedLayout(figure.layout, node.alTheme), config);
+  }).catch((error) => {
+    node.textContent = "The chart could not be drawn: " + error.message;
+  });
+}
+
+function setUp(parentElement) {
+  const node = document.createElement("div");
+  node.className = "__CHART_CLASS__";
+  parentElement.appendChild(node);
+  let width = 0;
+  const resize = new ResizeObserver(() => {  // the sidebar opening, an expander opening, the window
+    if (!window.Plotly || !node.data || node.clientWidth === width) return;
+    width = node.clientWidth;
+    window.Plotly.Plots.resize(node).then(() => refitKeyLabels(node));
+  });
+  resize.observe(node);
+  const visibility = watchVisibility(node);  // its first report comes after this first run: then the first draw
+  const drawForPrint = () => {  // printing (or saving as PDF) shows the whole page: draw the charts out of view too
+    if (node.alStale) draw(node, true);
+  };
+  window.addEventListener("beforeprint", drawForPrint);
+  node.alTheme = themeOf(node);  // then kept by a switch (below): not read again on every draw
+  // A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure.
+  // Read once the switch has settled (it restyles more than one element).
+  let pending = null;
+  const retheme = new MutationObserver(() => {
+    if (pending !== null) return;
+    pending = setTimeout(() => {
+      pending = null;
+      const theme = themeOf(node);
+      if (!node.alText || theme.join() === node.alTheme.join()) return;
+      node.alTheme = theme;
+      draw(node);
+    }, 50);
+  });
+  for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
+    retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
+  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
+  return node;
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  const node = parentElement.querySelector(".__CHART_CLASS__") || setUp(parentElement);
+  const text = new TextDecoder().decode(data);
+  if (text !== node.alText) {  // an unchanged figure is not drawn again
+    node.alText = text;
+    draw(node);
+  }
+  return node.alCleanup;  // Streamlit keeps the last one returned and calls it on unmount
+}
