@@ -7,12 +7,24 @@ from transformer import run_live
 from transformer.analysis import attention_checks, head_statistics
 from ui import data, state
 from ui.controls import (
-    FAILED, PASSED, STACK_NAMES, Download, downloads, element_picker, head_picker, layer_picker, mask_toggles, plot,
-    stack_picker, stat_columns, view_picker, window_start_picker,
+    FAILED,
+    PASSED,
+    STACK_NAMES,
+    Download,
+    downloads,
+    element_picker,
+    head_picker,
+    layer_picker,
+    mask_toggles,
+    plot,
+    stack_picker,
+    stat_columns,
+    view_picker,
+    window_start_picker,
 )
 from viz.attention import head_grid, model_view, single_head, window_starts
-from viz.common import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
 from viz.export import arrays_npz, matrix_csv
+from viz.pooling import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
 
 st.title("Attention")
 controls = st.columns([3, 2, 3])  # the toggles' labels fit whole from a 1000 px window up
@@ -37,7 +49,8 @@ weights = line_maps[layer]  # (H, N_q, N_k)
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
 switched_off = st.container()  # always drawn: the note coming or going must not rebuild the charts (ui.data)
 if not (padding_on and future_on):
-    switched_off.info("A mask is switched off: the weights below are what attention does without it.", icon=":material/lock_open:")
+    switched_off.info("A mask is switched off: the weights below are what attention does without it.",
+                      icon=":material/lock_open:")
 
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k)

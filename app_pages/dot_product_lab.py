@@ -7,8 +7,8 @@ from transformer import masked_softmax
 from transformer.analysis import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
 from ui import data, state
 from ui.controls import PERSIST, STACK_NAMES, clamp, element_picker, head_picker, layer_picker, plot, stack_picker
-from viz.common import position_labels
 from viz.lab import bars_figure, dimension_labels, scaling_figure, stage_figure
+from viz.labels import position_labels
 
 st.title("Dot-product lab")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")

@@ -19,13 +19,15 @@ sequence ship with the app) or train your own on the Train page. Every view is i
 to share exactly what you see.
 """
 )
-st.page_link("app_pages/masks.py", label="Masks — padding, look-ahead and target masks, and how they broadcast", icon=":material/grid_on:")
+st.page_link("app_pages/masks.py", label="Masks — padding, look-ahead and target masks, and how they broadcast",
+             icon=":material/grid_on:")
 st.page_link("app_pages/positional_encoding.py", label="Positional encoding — sinusoids, wavelengths, similarity",
              icon=":material/waves:")
 st.page_link("app_pages/attention.py", label="Attention — every head of every layer, with statistics and checks",
              icon=":material/visibility:")
 st.page_link("app_pages/dot_product_lab.py", label="Dot-product lab — one head step by step, why scale, mask fills",
              icon=":material/science:")
-st.page_link("app_pages/shapes.py", label="Shapes — the tensor shapes of multi-head attention, step by step", icon=":material/straighten:")
+st.page_link("app_pages/shapes.py", label="Shapes — the tensor shapes of multi-head attention, step by step",
+             icon=":material/straighten:")
 st.page_link("app_pages/train.py", label="Train — train a small model in the background, then look at its attention",
              icon=":material/model_training:")

@@ -5,14 +5,21 @@ Skipped only when Chromium is missing on a developer's machine; in CI
 """
 
 import pytest
-
 from browser_support import (
-    CHROMIUM, CHROMIUM_ARGS, OUTPUT, browser_required, chromium_missing, streamlit_server, wait_idle,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    OUTPUT,
+    browser_required,
+    chromium_missing,
+    streamlit_server,
+    wait_idle,
 )
 from chart_support import FIRST_PLOT, PLOT
+
 from ui.chart import CHART_CLASS, STALE_FADE_ATTRIBUTE
 from ui.streamlit_patches import widget_module_urls
-from viz.common import PANEL_MARK, TICK_PX
+from viz.labels import PANEL_MARK
+from viz.sizes import TICK_PX
 
 pytestmark = pytest.mark.browser
 PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train",

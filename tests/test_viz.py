@@ -8,15 +8,21 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from transformer.analysis import attention_checks, head_statistics, mask_fills, scaling_experiment
-from transformer.analysis import logsumexp_softmax, naive_softmax, stable_softmax
-from viz import attention, lab, masks, positional, shapes, training
-from viz.common import (
-    GAP_MARK, MASKED_COLOR, PANEL_MARK, TICK_PX, TICK_WIDTH_PX, left_title, max_pool, pooled_labels,
-    position_labels,
+from transformer.analysis import (
+    attention_checks,
+    head_statistics,
+    logsumexp_softmax,
+    mask_fills,
+    naive_softmax,
+    scaling_experiment,
+    stable_softmax,
 )
-from viz.sizes import MIN_PANEL_PX, TITLE_CHAR_PX, TITLE_PAD_PX
+from viz import attention, lab, masks, positional, shapes, training
 from viz.export import arrays_npz, matrix_csv
+from viz.labels import GAP_MARK, PANEL_MARK, pooled_labels, position_labels
+from viz.pooling import max_pool
+from viz.sizes import MIN_PANEL_PX, TICK_PX, TICK_WIDTH_PX, TITLE_CHAR_PX, TITLE_PAD_PX
+from viz.style import MASKED_COLOR, left_title
 
 RNG = np.random.default_rng(0)
 TOKENS = ["the", "cat", "the", "<pad>"]

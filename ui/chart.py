@@ -1,22 +1,14 @@
-"""Plotly figures drawn by a small custom component that updates the chart in place.
+"""Plotly figures drawn by a small custom component that updates each chart in place.
 
-Why not ``st.plotly_chart``: in Streamlit 1.67 a chart whose figure changes gets a new
-element id, so the browser throws the old chart away, builds a new one
-(``Plotly.newPlot``) and then draws it a second time from a copy of the same figure:
-~130 ms of the browser's time per slider move on the Attention page. This component
-keeps one Plotly node per chart key and calls ``Plotly.react`` with the new figure
-(~60 ms there): one draw, and none when the figure is unchanged. A chart out of view
-(beyond 200 px of the visible page, or in a closed expander) keeps its height but is
-drawn only when it comes into view, so a move on a long page redraws what the viewer
-sees. A ResizeObserver keeps the chart as wide as its column (a grid of panels no narrower
-than its figure's ``layout.meta.min_width_px``: a narrower column scrolls it sideways), and
-the chart takes the page's theme (light or dark) and follows a switch.
+One Plotly node per chart key, updated with ``Plotly.react`` (``st.plotly_chart`` throws a
+changed chart away and draws it twice: docs/performance.md); a chart out of view is drawn when
+it comes into view; the chart follows its column's width and the page's light or dark theme.
+The browser code is in ``ui/frontend/``.
 
-Plotly.js is the copy that ships inside the installed ``plotly`` Python package,
-served by Streamlit's static file serving (``server.enableStaticServing``) from
-``static/`` next to ``app.py``: nothing is fetched from the internet. The figure
-travels as Plotly's own JSON (typed arrays base64-encoded) and is parsed with
-``JSON.parse``: user text is never evaluated or inserted as HTML by this code.
+Plotly.js is the installed ``plotly`` package's own copy, served from ``static/``
+(``server.enableStaticServing``): nothing is fetched from the internet. The figure travels
+as Plotly's own JSON and is parsed with ``JSON.parse``: user text is never evaluated or
+inserted as HTML.
 """
 
 from __future__ import annotations
@@ -32,7 +24,7 @@ import plotly.io as pio
 import streamlit as st
 
 from ui.streamlit_patches import widget_module_urls
-from viz.sizes import TICK_PX  # not viz.common: ~0.1 s of imports before the early loader is sent
+from viz.sizes import TICK_PX  # not viz.style and viz.panels: ~0.1 s of imports before the early loader is sent
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC_DIR = ROOT / "static"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import (
-    CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, left_title, max_pool, panels_figure, pool_factor,
-    pooled_labels, pooled_note, position_labels, weight_coloraxis, weight_rows,
-)
+from viz.labels import pooled_labels, position_labels
+from viz.panels import panels_figure, weight_rows
+from viz.pooling import CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, max_pool, pool_factor, pooled_note
+from viz.style import left_title, weight_coloraxis
 
 
 def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOLUTION):
@@ -113,10 +113,10 @@ def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
         weights, mask, [str(i) for i in range(n_q)], [str(j) for j in range(n_k)], limit
     )
-    names = [f"layer {l} head {h}" for l in range(layers) for h in range(heads)]
+    names = [f"layer {layer} head {h}" for layer in range(layers) for h in range(heads)]
     titles = _head_titles(heads) + [""] * (heads * (layers - 1))  # head names on the top row
     traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
-                                 names, heads, titles=titles, row_titles=[f"layer {l}" for l in range(layers)],
+                                 names, heads, titles=titles, row_titles=[f"layer {layer}" for layer in range(layers)],
                                  panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110)
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
     return panels_figure(traces, layout, title=left_title(stack_title + note),

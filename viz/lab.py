@@ -7,10 +7,9 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import (
-    DIVERGING_COLORSCALE, FULL_RESOLUTION, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, figure, fixed_margins,
-    position_labels,
-)
+from viz.labels import position_labels
+from viz.pooling import FULL_RESOLUTION
+from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, figure, fixed_margins
 
 
 def stage_figure(values, row_labels, column_labels, title: str, mask=None, weights=False,

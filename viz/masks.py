@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import (
-    ALLOWED_COLOR, BLOCKED_COLOR, FULL_RESOLUTION, axis_ids, label_px, left_title, max_pool, panel_layout,
-    panels_figure, pool_factor, pooled_labels, pooled_note, position_labels,
-)
-
+from viz.labels import pooled_labels, position_labels
+from viz.panels import axis_ids, label_px, panel_layout, panels_figure
+from viz.pooling import FULL_RESOLUTION, max_pool, pool_factor, pooled_note
+from viz.style import ALLOWED_COLOR, BLOCKED_COLOR, left_title
 
 MASK_COLORSCALE = [[0.0, BLOCKED_COLOR], [0.5, BLOCKED_COLOR], [0.5, ALLOWED_COLOR], [1.0, ALLOWED_COLOR]]
 
@@ -47,8 +46,8 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
               for index, mask in enumerate(masks)]
     layout = panel_layout(
         list(titles), columns, panel_px=280 if len(masks) > 1 else 300, top_px=44 if note else 40,
-        x_labels_px=label_px([l for labels in key_labels for l in labels], rotated=True),
-        y_labels_px=label_px([l for labels in query_labels for l in labels]),
+        x_labels_px=label_px([label for labels in key_labels for label in labels], rotated=True),
+        y_labels_px=label_px([label for labels in query_labels for label in labels]),
     )
     return panels_figure(traces, layout, title=left_title(note))
 

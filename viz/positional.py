@@ -5,12 +5,13 @@ Every builder takes the ``(N, d_model)`` encoding (or d_model) and returns a go.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
-import math
-
-from viz.common import CELL_BUDGET, DIVERGING_COLORSCALE, figure, fixed_margins, max_pool, pool_factor
+from viz.pooling import CELL_BUDGET, max_pool, pool_factor
+from viz.style import DIVERGING_COLORSCALE, figure, fixed_margins
 
 OFFSET = 4.0  # vertical spacing of the offset plots, as in the seed
 

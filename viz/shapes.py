@@ -6,7 +6,7 @@ import math
 
 import plotly.graph_objects as go
 
-from viz.common import figure
+from viz.style import figure
 
 AXIS_COLORS = {"B": "#9ecae1", "H": "#fdae6b", "N": "#a1d99b", "d": "#bcbddc"}
 

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import figure, fixed_margins
+from viz.style import figure, fixed_margins
 
 
 def progress_figure(history) -> go.Figure:

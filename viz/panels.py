@@ -1,7 +1,8 @@
-"""Shared pieces of every figure: token labels, colour scales, pooling, heatmap layers.
+"""Grids of panels laid out by hand: one pair of category axes per panel or per row, sized in pixels.
 
-Axes carry "position·token" labels so repeated tokens stay distinct categories;
-hover reads them back with %{x} / %{y}, so no per-cell strings are sent.
+Panel grids are laid out here rather than by make_subplots and Plotly's automargin:
+automargin makes the browser lay a figure out several times, and make_subplots costs
+~30 ms of validation per figure on the server (docs/performance.md). Sizes: viz.sizes.
 """
 
 from __future__ import annotations
@@ -10,92 +11,20 @@ import html
 import math
 
 import numpy as np
-import plotly.colors
 import plotly.graph_objects as go
 
+from viz.labels import GAP_MARK, PANEL_MARK
 from viz.sizes import (
-    CHAR_PX, MIN_PANEL_PX, NOMINAL_WIDTH_PX, TICK_PX, TICK_WIDTH_PX, TITLE_CHAR_PX, TITLE_PAD_PX, TITLE_PX,
+    CHAR_PX,
+    MIN_PANEL_PX,
+    NOMINAL_WIDTH_PX,
+    TICK_PX,
+    TICK_WIDTH_PX,
+    TITLE_CHAR_PX,
+    TITLE_PAD_PX,
+    TITLE_PX,
 )
-
-_BLUES = plotly.colors.sequential.Blues  # ColorBrewer Blues, white to dark blue
-
-# Written out, not by name: figures built without validation (panels_figure) send the name as it is,
-# and Plotly.js's own "Blues" runs the other way (0 = dark blue, 1 = light grey, close to the masked grey).
-WEIGHT_COLORSCALE = [[index / (len(_BLUES) - 1), colour] for index, colour in enumerate(_BLUES)]  # 0 = white
-MASKED_COLOR = "#8c8c8c"  # masked cells: solid grey, never a shade of the weight scale
-ALLOWED_COLOR = "#2b8cbe"
-BLOCKED_COLOR = "#f0f0f0"
-DIVERGING_COLORSCALE = "RdBu_r"
-# Every figure carries this template (``figure``; panels_figure). Importing Streamlit makes its own template
-# Plotly's default, and its colours are placeholders ("#000001" …) that only st.plotly_chart's frontend
-# replaces: this app draws with Plotly.react, so every trace without a colour of its own came out black
-# (four "dim" lines in one black tangle, an unreadable legend). Colours only: every heatmap names its scale.
-TEMPLATE = go.layout.Template(layout=dict(colorway=plotly.colors.qualitative.Plotly))
-TEMPLATE_JSON = TEMPLATE.to_plotly_json()  # for figures built without validation
-MAX_LABEL_CHARS = 12
-FULL_RESOLUTION = 128  # larger matrices are max-pooled before they are sent
-FULL_RESOLUTION_WINDOW = 256  # one head unpooled: at most this many positions a side (~0.75 MB)
-CELL_BUDGET = 80_000  # cells per multi-panel figure (~0.9 MB as float32 weights + mask layers)
-
-
-# Panels in one row of a weight grid share a pair of axes (see weight_rows). Their key categories end in
-# ``column`` PANEL_MARKs so each panel's categories stay distinct while looking the same; GAP_MARKs name the
-# blank categories between panels. Both are invisible (Unicode default-ignorable) and removed from tokens.
-PANEL_MARK = "\u200b"  # zero width space
-GAP_MARK = "\u2060"  # word joiner
-_INVISIBLE_MARKS = str.maketrans("", "", PANEL_MARK + GAP_MARK)
-
-
-def escape(text: str) -> str:
-    """Plotly reads a few HTML tags in labels (``<s>``, ``<b>`` …): entities keep every token literal."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def short(token: str) -> str:
-    """A token cut to MAX_LABEL_CHARS (with an ellipsis), escaped for a Plotly axis or hover."""
-    token = str(token).translate(_INVISIBLE_MARKS)
-    return escape(token if len(token) <= MAX_LABEL_CHARS else token[: MAX_LABEL_CHARS - 1] + "…")
-
-
-def position_labels(tokens) -> list[str]:
-    """``["0·the", "1·cat", "2·the"]``: distinct even when tokens repeat (empty token: ``"0"``)."""
-    return [f"{index}·{short(token)}" if token != "" else str(index) for index, token in enumerate(tokens)]
-
-
-def pool_factor(length: int, limit: int = FULL_RESOLUTION) -> int:
-    """Block size that brings ``length`` to at most ``limit`` cells."""
-    return max(1, math.ceil(length / limit))
-
-
-def max_pool(array: np.ndarray, factor_q: int, factor_k: int, fill=0.0) -> np.ndarray:
-    """Max over ``factor_q × factor_k`` blocks of the last two axes (padding with ``fill``)."""
-    *lead, n_q, n_k = array.shape
-    out_q, out_k = math.ceil(n_q / factor_q), math.ceil(n_k / factor_k)
-    padded = np.full((*lead, out_q * factor_q, out_k * factor_k), fill, dtype=array.dtype)
-    padded[..., :n_q, :n_k] = array
-    blocks = padded.reshape(*lead, out_q, factor_q, out_k, factor_k)
-    return blocks.max(axis=(-3, -1))
-
-
-def pooled_labels(labels, factor: int) -> list[str]:
-    """Labels of pooled blocks: ``"0–3·the…"`` names the block's first token."""
-    if factor == 1:
-        return list(labels)
-    groups = range(0, len(labels), factor)
-    return [f"{start}–{min(start + factor, len(labels)) - 1}·{labels[start].split('·', 1)[-1]}" for start in groups]
-
-
-def category_axes(fig: go.Figure, row=None, col=None, reverse_y=True, **kwargs) -> None:
-    """Category axes (labels are never merged), query rows from top to bottom."""
-    fig.update_xaxes(type="category", tickangle=-45, automargin=True, row=row, col=col, **kwargs)
-    fig.update_yaxes(type="category", autorange="reversed" if reverse_y else True, automargin=True,
-                     row=row, col=col, **kwargs)
-
-
-# Panel grids are laid out here rather than by make_subplots and Plotly's automargin:
-# automargin makes the browser lay a figure out several times (about half of its
-# drawing time), and make_subplots costs ~30 ms of validation per figure on the server.
-# Their sizes in pixels: viz.sizes.
+from viz.style import MASKED_COLOR, TEMPLATE_JSON
 
 
 def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
@@ -198,37 +127,6 @@ def _note(text, x, y, xanchor, yanchor, xref="paper", **style) -> dict:
     shift = dict(yshift=4) if yanchor == "bottom" else dict(xshift=6)
     return dict(text=text, x=x, y=y, xref=xref, yref="paper", xanchor=xanchor, yanchor=yanchor,
                 showarrow=False, **shift, **style)
-
-
-def figure(data=None, layout=None) -> go.Figure:
-    """``go.Figure(data, layout)`` with this app's template, whatever Plotly's default is (see TEMPLATE).
-
-    Given at construction, the template costs nothing measurable; set afterwards it is validated again (~2.5 ms).
-    """
-    return go.Figure(data, layout={"template": TEMPLATE, **(layout or {})})
-
-
-def pooled_note(factor: int, shape) -> str:
-    """What a view max-pooled by ``factor`` from a ``(…, N_q, N_k)`` matrix says of itself; "" when not pooled."""
-    return f"max-pooled {factor}×{factor} view of {shape[-2]}×{shape[-1]}" if factor > 1 else ""
-
-
-LONG_TITLE_CHARS = 60  # at Plotly's 17 px a longer title outgrows a 540 px chart (a 1000 px window with the sidebar)
-
-
-def left_title(text: str) -> dict:
-    """A figure title at the top left, above the panels' own titles; a long one (a pooled or cropped view's
-    note) in the panel titles' 14 px, so that it fits a narrow chart."""
-    long = len(html.unescape(text)) > LONG_TITLE_CHARS
-    return dict(text=text, x=0.0, xanchor="left", **(dict(font=dict(size=14)) if long else {}))
-
-
-def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int = 10, bottom: int = 50) -> go.Figure:
-    """Margins sized for numeric tick labels and an axis title, so no axis needs automargin."""
-    fig.update_xaxes(automargin=False)
-    fig.update_yaxes(automargin=False)
-    fig.update_layout(margin=dict(t=top, l=left, r=right, b=bottom))
-    return fig
 
 
 def panels_figure(traces, layout, **extra) -> go.Figure:
@@ -344,8 +242,3 @@ def _row_categories(key_labels, panels: int, gap: int, mask, tick_step: int):
         categories += panel
         ticks += panel[::tick_step]
     return categories, blocked, ticks
-
-
-def weight_coloraxis(title="weight") -> dict:
-    """The fixed 0–1 colour scale every attention figure shares."""
-    return dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=title)))

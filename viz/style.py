@@ -1,0 +1,61 @@
+"""The look every figure shares: colour scales, the template, titles, margins and axes."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.colors
+import plotly.graph_objects as go
+
+_BLUES = plotly.colors.sequential.Blues  # ColorBrewer Blues, white to dark blue
+
+# Written out, not by name: figures built without validation (panels_figure) send the name as it is,
+# and Plotly.js's own "Blues" runs the other way (0 = dark blue, 1 = light grey, close to the masked grey).
+WEIGHT_COLORSCALE = [[index / (len(_BLUES) - 1), colour] for index, colour in enumerate(_BLUES)]  # 0 = white
+MASKED_COLOR = "#8c8c8c"  # masked cells: solid grey, never a shade of the weight scale
+ALLOWED_COLOR = "#2b8cbe"
+BLOCKED_COLOR = "#f0f0f0"
+DIVERGING_COLORSCALE = "RdBu_r"
+# Every figure carries this template (``figure``; panels_figure). Importing Streamlit makes its own template
+# Plotly's default, and its colours are placeholders ("#000001" …) that only st.plotly_chart's frontend
+# replaces: this app draws with Plotly.react, so every trace without a colour of its own came out black
+# (four "dim" lines in one black tangle, an unreadable legend). Colours only: every heatmap names its scale.
+TEMPLATE = go.layout.Template(layout=dict(colorway=plotly.colors.qualitative.Plotly))
+TEMPLATE_JSON = TEMPLATE.to_plotly_json()  # for figures built without validation
+
+def category_axes(fig: go.Figure, row=None, col=None, reverse_y=True, **kwargs) -> None:
+    """Category axes (labels are never merged), query rows from top to bottom."""
+    fig.update_xaxes(type="category", tickangle=-45, automargin=True, row=row, col=col, **kwargs)
+    fig.update_yaxes(type="category", autorange="reversed" if reverse_y else True, automargin=True,
+                     row=row, col=col, **kwargs)
+
+
+def figure(data=None, layout=None) -> go.Figure:
+    """``go.Figure(data, layout)`` with this app's template, whatever Plotly's default is (see TEMPLATE).
+
+    Given at construction, the template costs nothing measurable; set afterwards it is validated again (~2.5 ms).
+    """
+    return go.Figure(data, layout={"template": TEMPLATE, **(layout or {})})
+
+
+LONG_TITLE_CHARS = 60  # at Plotly's 17 px a longer title outgrows a 540 px chart (a 1000 px window with the sidebar)
+
+
+def left_title(text: str) -> dict:
+    """A figure title at the top left, above the panels' own titles; a long one (a pooled or cropped view's
+    note) in the panel titles' 14 px, so that it fits a narrow chart."""
+    long = len(html.unescape(text)) > LONG_TITLE_CHARS
+    return dict(text=text, x=0.0, xanchor="left", **(dict(font=dict(size=14)) if long else {}))
+
+
+def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int = 10, bottom: int = 50) -> go.Figure:
+    """Margins sized for numeric tick labels and an axis title, so no axis needs automargin."""
+    fig.update_xaxes(automargin=False)
+    fig.update_yaxes(automargin=False)
+    fig.update_layout(margin=dict(t=top, l=left, r=right, b=bottom))
+    return fig
+
+
+def weight_coloraxis(title="weight") -> dict:
+    """The fixed 0–1 colour scale every attention figure shares."""
+    return dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=title)))
