@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test test-fast bench bench-quick load-test churn-test clean
+.PHONY: run test test-fast lint bench bench-quick load-test churn-test clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,13 @@ run: $(VENV)/.runtime
 test: $(VENV)/.test
 	$(BIN)/python -m pytest
 
-# Engine and figure tests only (no Streamlit server, no browser).
+# The inner loop, under a minute: no browser, no AppTest, nothing marked slow.
 test-fast: $(VENV)/.test
-	$(BIN)/python -m pytest -m "not browser and not app"
+	$(BIN)/python -m pytest -m "not browser and not app and not slow"
+
+# ruff: lint and import order (settings in pyproject.toml).
+lint: $(VENV)/.test
+	$(BIN)/ruff check .
 
 # Benchmarks print a table and write it to BENCHMARKS.md (they need Debian's chromium).
 bench: $(VENV)/.test

@@ -18,18 +18,24 @@ from ui import runtime, sidebar, state, streamlit_patches  # noqa: E402  (after 
 streamlit_patches.keep_tensorflow_warm()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
 
+# (file and url path, title, Material icon); Home is the default page.
 PAGES = [
-    st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("app_pages/masks.py", title="Masks", icon=":material/grid_on:", url_path="masks"),
-    st.Page("app_pages/positional_encoding.py", title="Positional encoding", icon=":material/waves:", url_path="positional_encoding"),
-    st.Page("app_pages/attention.py", title="Attention", icon=":material/visibility:", url_path="attention"),
-    st.Page("app_pages/dot_product_lab.py", title="Dot-product lab", icon=":material/science:", url_path="dot_product_lab"),
-    st.Page("app_pages/shapes.py", title="Shapes", icon=":material/straighten:", url_path="shapes"),
-    st.Page("app_pages/train.py", title="Train", icon=":material/model_training:", url_path="train"),
+    st.Page(f"app_pages/{name}.py", title=title, icon=f":material/{icon}:",
+            **(dict(default=True) if name == "home" else dict(url_path=name)))
+    for name, title, icon in (
+        ("home", "Home", "home"),
+        ("masks", "Masks", "grid_on"),
+        ("positional_encoding", "Positional encoding", "waves"),
+        ("attention", "Attention", "visibility"),
+        ("dot_product_lab", "Dot-product lab", "science"),
+        ("shapes", "Shapes", "straighten"),
+        ("train", "Train", "model_training"),
+    )
 ]
 
 state.load_url_once()
 page = st.navigation(PAGES)
+st.set_page_config(page_title=f"{page.title} · Attention Lab")  # the browser tab names the page
 sidebar.render()
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
 for notice in st.session_state.pop(state.NOTICES, []):

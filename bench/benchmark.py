@@ -29,7 +29,6 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
-
 from report import percentile, process_rss_mb, steal_note, stolen_seconds, write_section  # noqa: E402
 
 ROWS = []
@@ -190,9 +189,8 @@ def _round_moves(lane: _Lane, count: int, round_index: int) -> tuple[str, int]:
 
 
 def slider_latency(quick: bool):
-    from playwright.sync_api import sync_playwright
-
     from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server
+    from playwright.sync_api import sync_playwright
 
     count = 8 if quick else 30
     with (sync_playwright() as playwright, streamlit_server("bench/trivial_app.py") as floor_url,
@@ -324,9 +322,8 @@ def new_seed_on_the_largest_model(repeats: int = 3):
 def payload():
     """Bytes of every chart each page sends (its Plotly JSON), at the default and the largest config
     (with the Attention page's model view and full-resolution head open)."""
-    from streamlit.testing.v1 import AppTest
-
     from chart_support import chart_payloads
+    from streamlit.testing.v1 import AppTest
 
     pages = ("masks", "attention", "positional_encoding", "dot_product_lab", "shapes")
     for label, query in (("default", {"view": "Model view"}),
@@ -348,7 +345,6 @@ def payload():
 
 def retraces():
     from transformer import LiveConfig, ModelCache, keras_difference, run_live
-
     from transformer.engine_thread import on_engine_thread
 
     cache, rng = ModelCache(), random.Random(1)
@@ -403,9 +399,8 @@ def cold_start(quick: bool):
 
 def _one_cold_start() -> float:
     """Seconds from `make run` to the Masks page's first chart in a newly launched Chromium."""
-    from playwright.sync_api import sync_playwright
-
     from browser_support import CHROMIUM, CHROMIUM_ARGS, free_port
+    from playwright.sync_api import sync_playwright
 
     port = free_port()
     started = time.perf_counter()

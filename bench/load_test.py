@@ -35,13 +35,20 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
-from wire_proxy import WireProxy, answer_times  # noqa: E402
-from report import (  # noqa: E402
-    chromium_cpu_seconds, lower_priority_of_other_sessions, machine_busy_seconds, percentile, process_cpu_seconds,
-    process_rss_mb, steal_share, stolen_seconds, write_section,
-)
-
 from chart_support import FIRST_PLOT as CHART  # noqa: E402
+from report import (  # noqa: E402
+    chromium_cpu_seconds,
+    lower_priority_of_other_sessions,
+    machine_busy_seconds,
+    percentile,
+    process_cpu_seconds,
+    process_rss_mb,
+    steal_share,
+    stolen_seconds,
+    write_section,
+)
+from wire_proxy import WireProxy, answer_times  # noqa: E402
+
 LABELS = f"() => ({CHART}?._fullData?.[0]?.y || []).join(' ')"
 ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
 

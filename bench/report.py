@@ -55,8 +55,8 @@ def steal_share(stolen: float, elapsed: float) -> float:
 
 def steal_note(stolen: float, elapsed: float) -> str:
     """`steal_share` as one sentence for a benchmark's table."""
-    return (f"During this run the host took {steal_share(stolen, elapsed):.0%} of the cores' time (\"steal\"); a busy host makes every "
-            "figure slower and the same code measures differently from run to run.")
+    return (f"During this run the host took {steal_share(stolen, elapsed):.0%} of the cores' time (\"steal\"); "
+            "a busy host makes every figure slower and the same code measures differently from run to run.")
 
 
 def _parent(pid: int) -> int:
@@ -147,7 +147,8 @@ def machine() -> str:
 
 def write_section(title: str, intro: str, table: list[str]) -> None:
     """Replace (or add) the ``## title`` section of BENCHMARKS.md."""
-    text = BENCHMARKS.read_text() if BENCHMARKS.exists() else "# Benchmarks\n\nMade by the project's own `make` targets.\n"
+    empty = "# Benchmarks\n\nMade by the project's own `make` targets.\n"
+    text = BENCHMARKS.read_text() if BENCHMARKS.exists() else empty
     body = f"## {title}\n\n{machine()}\n\n{intro}\n\n" + "\n".join(table) + "\n"
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
     text = pattern.sub(body + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + body

@@ -1,62 +1,20 @@
 """Every page through streamlit.testing.v1.AppTest: no exception, controls change the charts, URL state."""
 
-import base64
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies
-from chart_support import chart_elements, figure_specs
-from streamlit.testing.v1 import AppTest
+from app_support import decode, heatmaps, no_errors, open_page, specs, weight_panels
+from chart_support import chart_elements
+from hypothesis import given, settings, strategies
 
 from ui import state
 from ui.controls import FAILED, PASSED
 
 pytestmark = pytest.mark.app
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train"]
 CHARTLESS = ("home", "train")
-
-
-def open_page(page, query=None):
-    at = AppTest.from_file(APP, default_timeout=120)
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.switch_page(f"app_pages/{page}.py")
-    return at.run()
-
-
-def specs(at) -> list[dict]:
-    return figure_specs(at)
-
-
-def decode(z):
-    """A Plotly typed array ({"dtype", "bdata", "shape"}) or a list, as NumPy."""
-    if isinstance(z, dict):
-        array = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        shape = [int(n) for n in str(z.get("shape", len(array))).split(",")]
-        return array.reshape(shape)
-    return np.asarray(z, dtype=float)
-
-
-def heatmaps(spec) -> list[np.ndarray]:
-    return [decode(trace["z"]) for trace in spec["data"] if trace["type"] == "heatmap"]
-
-
-def weight_panels(spec, include_mean=False) -> list[np.ndarray]:
-    """The weight layer of each head panel (the masked-cells layers, one per row of panels, have no coloraxis).
-
-    The head grid ends with a "mean of heads" panel, left out unless ``include_mean``.
-    """
-    return [decode(t["z"]) for t in spec["data"] if t["type"] == "heatmap" and "coloraxis" in t
-            and (include_mean or t.get("name") != "mean of heads")]
-
-
-def no_errors(at):
-    assert not at.exception, [e.value for e in at.exception]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -373,7 +331,8 @@ def _field_values():
         "stack": strategies.sampled_from(state.STACK_CHOICES), "layer": strategies.integers(0, state.MAX_LAYERS - 1),
         "element": strategies.integers(0, 15), "head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
-        "pe_positions": texts, "step": strategies.integers(0, 6), "view": strategies.sampled_from(state.ATTENTION_VIEWS),
+        "pe_positions": texts, "step": strategies.integers(0, 6),
+        "view": strategies.sampled_from(state.ATTENTION_VIEWS),
         "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
         "crop_k": strategies.integers(0, state.MAX_SEQ_LEN), "row": strategies.integers(0, state.MAX_SEQ_LEN - 1),
         "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(state.LOGIT_SIZES),
@@ -391,38 +350,6 @@ def test_any_view_survives_the_round_trip_through_its_link(values):
     assert state.parse_url(params) == (values, [])
 
 
-@pytest.mark.parametrize("query, notice", [
-    ({"seq_len": "abc"}, "seq_len='abc'"),
-    ({"seq_len": "-3"}, "seq_len='-3'"),
-    ({"d_model": "100"}, "d_model='100'"),
-    ({"heads": "3"}, "heads=3 does not divide d_model=64"),
-    ({"stack": "<script>"}, "stack='<script>'"),
-])
-def test_invalid_url_values_fall_back_with_a_notice(query, notice):
-    at = open_page("masks", query)
-    no_errors(at)
-    assert any(notice in w.value for w in at.warning), [w.value for w in at.warning]
-
-
-@pytest.mark.parametrize("key, value, message", [
-    ("src", "   ", "source text is empty"),
-    ("tgt", "1 2", "source has 3 lines but the target has 1"),
-    ("pads", "", "at least one pad symbol"),
-    ("src", "1 2 9999\n1\n2", "9999"),
-])
-def test_bad_input_shows_a_message_and_the_next_input_works(key, value, message):
-    at = open_page("attention")
-    widget = at.sidebar.text_input(key=key) if key == "pads" else at.sidebar.text_area(key=key)
-    original = widget.value
-    widget.set_value(value).run()
-    no_errors(at)
-    assert any(message in e.value for e in at.error), [e.value for e in at.error]
-    assert not [e for column in at.main.columns for e in column.error]  # full width, not in a narrow column
-    widget.set_value(original).run()
-    no_errors(at)
-    assert not at.error and chart_elements(at)
-
-
 def test_html_tokens_are_plain_text_in_the_figures():
     payload = "<img src=x onerror=alert(1)>"
     at = open_page("masks", {"src": payload, "tgt": "<b>bold</b>"})
@@ -436,7 +363,8 @@ def test_dot_product_lab_stages_and_fills():
     at = open_page("dot_product_lab", {"stack": "decoder"})
     no_errors(at)
     titles = [spec["layout"]["title"]["text"] for spec in specs(at) if "title" in spec["layout"]]
-    assert any(t.startswith("Q<br>") and "(7, 16)" in t for t in titles) and any(t.startswith("softmax") for t in titles)
+    assert any(t.startswith("Q<br>") and "(7, 16)" in t for t in titles)
+    assert any(t.startswith("softmax") for t in titles)
     at.toggle(key="block_row").set_value(True).run()
     no_errors(at)
     fills = {spec["layout"]["title"]["text"]: spec for spec in specs(at) if "title" in spec["layout"]}

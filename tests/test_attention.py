@@ -2,10 +2,10 @@
 
 import keras
 import numpy as np
+import numpy_reference as ref
 import pytest
 import tensorflow as tf
 
-import numpy_reference as ref
 from transformer import MultiHeadAttention, attention_stages, masked_softmax, scaled_dot_product_attention
 from transformer.attention import batch_and_length
 from transformer.reference import compare_with_keras, copy_to_keras, keras_twin

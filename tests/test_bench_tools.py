@@ -6,10 +6,7 @@ from pathlib import Path
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-from wire_proxy import _Messages, answer_times  # noqa: E402
+from wire_proxy import _Messages, answer_times
 
 
 def client_frame(message: BackMsg) -> bytes:
@@ -17,7 +14,8 @@ def client_frame(message: BackMsg) -> bytes:
     payload, key = message.SerializeToString(), os.urandom(4)
     masked = bytes(byte ^ key[i % 4] for i, byte in enumerate(payload))
     length = len(payload)
-    header = bytes([0x82]) + (bytes([0x80 | length]) if length < 126 else bytes([0x80 | 126]) + length.to_bytes(2, "big"))
+    size = bytes([0x80 | length]) if length < 126 else bytes([0x80 | 126]) + length.to_bytes(2, "big")
+    header = bytes([0x82]) + size
     return header + key + masked
 
 
@@ -26,7 +24,8 @@ def test_frames_split_across_reads_are_named_by_their_backmsg_type():
     rerun.rerun_script.query_string = "seq_len=" + "8" * 300  # a frame longer than 125 bytes
     heartbeat = BackMsg()
     heartbeat.app_heartbeat = True
-    stream = b"GET /_stcore/stream HTTP/1.1\r\nUpgrade: websocket\r\n\r\n" + client_frame(rerun) + client_frame(heartbeat)
+    upgrade = b"GET /_stcore/stream HTTP/1.1\r\nUpgrade: websocket\r\n\r\n"
+    stream = upgrade + client_frame(rerun) + client_frame(heartbeat)
     reader = _Messages("up")
     names = reader.feed(stream[:70]) + reader.feed(stream[70:200]) + reader.feed(stream[200:])
     assert names == ["rerun_script", "app_heartbeat"]
@@ -73,7 +72,6 @@ def test_a_child_in_a_session_of_its_own_is_lowered_as_a_group(monkeypatch):
 
     import pytest
     import report
-
     from load_test import pause_range
 
     assert pause_range("0.5-1.5") == (0.5, 1.5) and pause_range("0") == (0.0, 0.0)
@@ -196,13 +194,15 @@ def test_chromiums_cpu_is_summed_over_its_processes_below_a_root_and_renderers_a
     parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; children = [subprocess.Popen(c, "
                                f"executable=sys.executable) for c in {children!r}]; [c.wait() for c in children]"])
     try:
-        for _ in range(200):  # until all three have burnt their 0.3 s
+        tick = 1 / os.sysconf("SC_CLK_TCK")  # /proc counts CPU time in clock ticks: one may be missing per process
+        for _ in range(400):  # until all three have burnt their 0.3 s
             below = report.descendants(parent.pid)
-            if len(below) == 3 and all(report.process_cpu_seconds(pid) >= 0.3 for pid in below):
+            if len(below) == 3 and all(report.process_cpu_seconds(pid) >= 0.3 - tick for pid in below):
                 break
             time.sleep(0.05)
         used = report.chromium_cpu_seconds(parent.pid)
-        assert 0.3 <= used["renderer"] <= 0.45 and 0.6 <= used["all"] <= 0.85  # 0.9 and more with the third
+        assert 0.3 - tick <= used["renderer"] <= 0.45  # it failed once at 0.29 without the tick's tolerance
+        assert 0.6 - 2 * tick <= used["all"] <= 0.85  # 0.9 and more with the third
     finally:
         for pid in report.descendants(parent.pid):
             os.kill(pid, 9)

@@ -75,11 +75,12 @@ def test_served_urls_follow_the_base_url_path():
 
 def test_the_start_up_path_imports_neither_tensorflow_nor_the_figure_builders():
     """app.py imports ui.chart and sends the early loader before it waits for TensorFlow: anything ui.chart
-    imports delays the browser's Plotly.js (viz.common alone is ~0.1 s of imports)."""
+    imports delays the browser's Plotly.js (the figure modules are ~0.1 s of imports)."""
     import subprocess
     import sys
 
-    code = "import sys, streamlit, ui.chart, ui.preload; print(sorted({'tensorflow', 'viz.common'} & set(sys.modules)))"
+    code = ("import sys, streamlit, ui.chart, ui.preload; "
+            "print(sorted({'tensorflow', 'viz.style', 'viz.panels'} & set(sys.modules)))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=Path(__file__).resolve().parents[1]).stdout.strip()
     assert loaded == "[]"

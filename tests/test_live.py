@@ -6,18 +6,26 @@ import sys
 from dataclasses import replace
 
 import numpy as np
+import numpy_reference as ref
 import pytest
 
-import numpy_reference as ref
-from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, line_count, run_live
+from transformer import (
+    LiveConfig,
+    ModelCache,
+    attention_walkthrough,
+    engine_thread,
+    keras_difference,
+    line_count,
+    model_cache,
+    run_live,
+)
 from transformer import config as limits
-from transformer import engine_thread, model_cache
 from transformer.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
 from transformer.engine_thread import on_engine_thread
 from transformer.inputs import encoding_array
-from transformer.weight_init import seed_weights
 from transformer.model import Transformer
 from transformer.positional import positional_encoding
+from transformer.weight_init import seed_weights
 
 BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
 
@@ -292,7 +300,7 @@ def test_the_lines_asked_for_get_the_same_maps_as_in_the_whole_batch(cache):
     for stack in ("encoder", "decoder", "cross"):
         some = run_live(BASE, cache, stacks=(stack,), lines=(2, 0))
         assert some.lines == (2, 0)
-        np.testing.assert_allclose(some.attention[stack], every.attention[stack][:, [2, 0]], atol=1e-6)  # (L, 2, H, ...)
+        np.testing.assert_allclose(some.attention[stack], every.attention[stack][:, [2, 0]], atol=1e-6)  # (L, 2, …)
         np.testing.assert_array_equal(some.applied_masks[stack], every.applied_masks[stack])  # all 3 lines
     assert run_live(BASE, cache, stacks=("encoder",), lines=(1,)).source_ids.shape[0] == 3
     cache.trace_pending()

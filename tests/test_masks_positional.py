@@ -1,12 +1,18 @@
 """Masks and positional encodings against NumPy and the seed's expected figures."""
 
 import numpy as np
+import numpy_reference as ref
 import pytest
 import tensorflow as tf
 
-import numpy_reference as ref
-from transformer import PositionalEncoding, ScaledEmbedding, padding_mask, positional_encoding
-from transformer import subsequent_mask, target_mask
+from transformer import (
+    PositionalEncoding,
+    ScaledEmbedding,
+    padding_mask,
+    positional_encoding,
+    subsequent_mask,
+    target_mask,
+)
 
 SEED_BATCH = [[1, 2, 3, 4, 5, 0, 0], [1, 2, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6, 7]]
 
@@ -58,7 +64,8 @@ def test_padding_mask_needs_a_pad():
 
 @pytest.mark.parametrize("length, d_model", [(50, 16), (7, 1), (13, 9), (128, 128)])
 def test_positional_encoding_matches_numpy(length, d_model):
-    np.testing.assert_allclose(positional_encoding(length, d_model), ref.positional_encoding(length, d_model), atol=2e-5)
+    expected = ref.positional_encoding(length, d_model)
+    np.testing.assert_allclose(positional_encoding(length, d_model), expected, atol=2e-5)
 
 
 def test_positional_encoding_rejects_bad_sizes():

@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 
 from transformer import (
-    Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, MultiHeadAttention, ResidualBlock,
-    Transformer, padding_mask, target_mask,
+    Decoder,
+    DecoderBlock,
+    Encoder,
+    EncoderBlock,
+    FeedForward,
+    MultiHeadAttention,
+    ResidualBlock,
+    Transformer,
+    padding_mask,
+    target_mask,
 )
 
 RNG = np.random.default_rng(3)

@@ -1,5 +1,7 @@
 """Bad input through the UI and the URL: a clear message, no traceback, and the next valid input works.
 
+Every bad-input case of the app lives in the one table below (CASES).
+
 Also the security settings the app is served with.
 """
 
@@ -9,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
+from app_support import no_errors, open_page
 from chart_support import chart_elements
-from test_app import no_errors, open_page
 
 pytestmark = pytest.mark.app
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,7 @@ CASES = [
     ("masks", "url", "d_model", "999999", "warning", "d_model='999999'"),
     ("masks", "url", "layers", "1e9", "warning", "layers='1e9'"),
     ("masks", "url", "pad_mask", "maybe", "warning", "pad_mask='maybe'"),
+    ("masks", "url", "stack", "<script>", "warning", "stack='<script>'"),
     ("masks", "ui", "src", "", "error", "source text is empty"),
     ("masks", "ui", "tgt", " \n ", "error", "target text is empty"),
     ("masks", "url", "src", "", "error", "source text is empty"),
@@ -43,6 +45,8 @@ CASES = [
     ("attention", "ui", "src", "שלום עולם\n🙂 🙃 😀\nnaïve café ☕", None, None),
     ("attention", "ui", "src", "<img src=x onerror=alert(1)>\n<script>alert(1)</script>\n&amp;", None, None),
     ("masks", "ui", "src", "1 2 3000\n1\n2", "error", "Integer token ids must lie in 0..999"),
+    ("attention", "ui", "src", "1 2 9999\n1\n2", "error", "9999"),
+    ("attention", "ui", "tgt", "1 2", "error", "source has 3 lines but the target has 1"),
     ("attention", "url", "seq_len", "512", "error", None),  # with the heads/layers below: too large
 ]
 
@@ -72,6 +76,7 @@ def test_bad_input_gets_a_message_and_the_app_keeps_working(page, how, key, valu
         assert chart_elements(at)
     else:
         assert any(text in message for message in _messages(at, where)), _messages(at, where)
+        assert not [e for column in at.main.columns for e in column.error]  # full width, not in a narrow column
     # the next valid input works again
     at.sidebar.text_area(key="src").set_value("1 2 3\n4 5\n6").run()
     at.sidebar.text_area(key="tgt").set_value("1 2\n3\n4 5 6").run()

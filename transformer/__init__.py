@@ -11,22 +11,21 @@ from transformer.attention import (
     masked_softmax,
     scaled_dot_product_attention,
 )
+from transformer.config import LiveConfig
 from transformer.device import device_label, resolve_device, visible_gpus
 from transformer.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
-from transformer.config import LiveConfig
 from transformer.live import LiveResult, line_count, run_live
-from transformer.model_cache import ModelCache
 from transformer.masks import padding_mask, subsequent_mask, target_mask
 from transformer.model import Transformer
+from transformer.model_cache import ModelCache
 from transformer.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
 from transformer.pretrained import Pretrained, load_pretrained
 from transformer.walkthrough import Walkthrough, attention_walkthrough, keras_difference
 
 __all__ = [
-    "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward",
-    "LiveConfig", "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding", "Pretrained",
-    "ResidualBlock", "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages",
-    "attention_walkthrough", "device_label", "keras_difference", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
-    "line_count", "resolve_device", "run_live", "scaled_dot_product_attention", "subsequent_mask", "target_mask",
-    "visible_gpus",
+    "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward", "LiveConfig",
+    "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding", "Pretrained", "ResidualBlock",
+    "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages", "attention_walkthrough", "device_label",
+    "keras_difference", "line_count", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
+    "resolve_device", "run_live", "scaled_dot_product_attention", "subsequent_mask", "target_mask", "visible_gpus",
 ]

@@ -18,7 +18,14 @@ from transformer.masks import padding_mask, target_mask
 from transformer.tasks import PAD_ID, START_ID, SYMBOLS, get_task, task_vocabulary
 from transformer.tokens import Vocabulary
 from transformer.train import (
-    CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainResult, TrainSpec, build_model, greedy_decode, strip,
+    CONFIG_FILE,
+    PRETRAINED_DIR,
+    WEIGHTS_FILE,
+    TrainResult,
+    TrainSpec,
+    build_model,
+    greedy_decode,
+    strip,
 )
 
 SHIPPED = ("copy", "reverse", "sort")

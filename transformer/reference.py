@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-_TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # our layer -> (its Keras twin, weights version)
+_TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # our layer -> (its Keras twin, weights version)
 
 
 def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:

@@ -13,8 +13,8 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.attention import batch_and_length
-from transformer.device import device_label
 from transformer.config import STACKS, LiveConfig, validate
+from transformer.device import device_label
 from transformer.engine_thread import on_engine_thread
 from transformer.inputs import prepared_inputs
 from transformer.live import batch_rows
@@ -120,8 +120,8 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
         twin = keras_twin(_sublayer(entry.model, stack, layer), version=version)
         function = entry.function((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
         started = time.perf_counter()
-        outputs = function(*batch_rows(lines, inputs.batches.source.ids, inputs.batches.target.ids,  # (B', N_s), (B', N_t)
-                                       masks.run_source, masks.run_target))  # (B', 1, 1, N_s), (B', 1, N_t, N_t)
+        ids = inputs.batches.source.ids, inputs.batches.target.ids  # (B, N_s), (B, N_t)
+        outputs = function(*batch_rows(lines, *ids, masks.run_source, masks.run_target))  # B' = len(lines)
         return outputs, time.perf_counter() - started, entry.device
 
 

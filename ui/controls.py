@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import streamlit as st
@@ -126,5 +126,6 @@ def parse_indices(text: str, limit: int, what: str) -> list[int]:
         else:
             bad.append(part)
     if bad:
-        st.warning(f"Ignored {what} {' '.join(bad[:5])!s}: use whole numbers from 0 to {limit - 1}.", icon=":material/warning:")
+        st.warning(f"Ignored {what} {' '.join(bad[:5])!s}: use whole numbers from 0 to {limit - 1}.",
+                   icon=":material/warning:")
     return sorted(set(values))[:64]

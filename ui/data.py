@@ -12,7 +12,6 @@ import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
 
-
 COMPUTING = "Computing…"
 
 

@@ -2,26 +2,71 @@
 
 Importing them takes ~5 s on 2 CPU cores, and Streamlit runs ``app.py`` (which imports them)
 only when the first browser connects. ``serve.py`` calls :func:`start` once Streamlit itself is
-imported. ``app.py`` does only TensorFlow-free work before it calls :func:`wait` (its early
-Plotly.js loader, from ``ui.chart``, whose imports Streamlit has already made), so only one thread
-ever imports these modules (two threads importing modules that import each other can deadlock or
-see a half-initialised module). Without :func:`start` (AppTest, ``streamlit run app.py``) :func:`wait`
-returns at once. This module imports nothing heavy itself.
+imported. ``app.py`` does only TensorFlow-free work before it calls :func:`wait`, so only one
+thread ever imports these modules (two threads importing modules that import each other can
+deadlock). Without :func:`start` (AppTest, ``streamlit run app.py``) :func:`wait` returns at once.
+
+TensorFlow's C++ start-up lines (oneDNN, cpu_feature_guard, cuInit, …) stay out of the console
+unless ``TF_CPP_MIN_LOG_LEVEL`` is set; one line then says which device the engine uses.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 import threading
 
 _done = threading.Event()
 _started = threading.Event()
 
+# What TensorFlow's native code prints while it starts, on a machine with or without a GPU.
+START_UP_NOISE = (
+    "All log messages before absl::InitializeLog", "cudart_stub.cc", "cuda_platform.cc", "failed call to cuInit",
+    "cpu_feature_guard.cc", "oneDNN custom operations", "This TensorFlow binary is optimized",
+    "rebuild TensorFlow with the appropriate compiler flags", "Unable to register cu", "computation_placer.cc",
+    "TF-TRT Warning", "cuda_executor.cc", "cuda_dnn.cc", "cuda_blas.cc", "cuda_fft.cc",
+)
+
+
+@contextlib.contextmanager
+def quiet_native_start():
+    """Within the block, what the process writes to stderr (file descriptor 2, where TensorFlow's C++
+    logs before its logger is set up) is held back, then passed on without the start-up noise.
+
+    Does nothing when the user set ``TF_CPP_MIN_LOG_LEVEL``: then TensorFlow logs as it was asked to.
+    """
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        yield
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"  # no INFO lines once TensorFlow's logger is up
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().decode(errors="replace").splitlines(keepends=True)
+                    if not any(noise in line for noise in START_UP_NOISE)]
+            sys.stderr.write("".join(kept))
+            sys.stderr.flush()
+
 
 def _import_engine() -> None:
     try:
-        import plotly.graph_objects  # noqa: F401, PLC0415  (the pages' other heavy import)
+        with quiet_native_start():
+            import plotly.graph_objects  # noqa: F401  (the pages' other heavy import)
 
-        import transformer  # noqa: F401, PLC0415  (TensorFlow, Keras and the engine)
+            from transformer import device  # TensorFlow, Keras and the engine
+
+            label = device.device_label(device.resolve_device("auto"))  # lists the GPUs: cuInit speaks here
+        print(f"Attention Lab: the engine runs on {label} (TensorFlow {device.tf.__version__}).", flush=True)
     finally:  # on an import error the app's own import raises it, with the usual message
         _done.set()
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer import pretrained
+from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from ui import state
 
 PERSIST = dict(persist_state="session")

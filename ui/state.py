@@ -7,8 +7,9 @@ defaults are written to the URL, so a copied link stays short.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import streamlit as st
 

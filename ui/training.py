@@ -25,7 +25,7 @@ class TrainJob:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"train-{self.key}", daemon=True)
 
-    def start(self) -> "TrainJob":
+    def start(self) -> TrainJob:
         self._thread.start()
         return self
 

@@ -1,0 +1,37 @@
+"""What `make run` prints: Streamlit's address, one line naming the engine's device, and nothing else."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from browser_support import free_port
+
+from ui.preload import START_UP_NOISE
+
+ROOT = Path(__file__).resolve().parents[1]
+DEVICE_LINE = "Attention Lab: the engine runs on"
+
+
+@pytest.mark.slow
+def test_make_run_prints_the_device_and_no_start_up_noise_or_warning(tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([sys.executable, "serve.py", "--server.port", str(free_port())],
+                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 120
+            while DEVICE_LINE not in log_path.read_text() and time.monotonic() < deadline:
+                time.sleep(0.5)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    printed = log_path.read_text()
+    assert DEVICE_LINE in printed, printed
+    assert "WARNING" not in printed.upper().replace("WARNINGS", ""), printed
+    assert not [noise for noise in START_UP_NOISE if noise in printed], printed
+    lines = [line for line in printed.splitlines() if line.strip() and "Stopping" not in line]
+    assert len(lines) == 3, lines  # "You can now view …", its URL, the device line
