@@ -4,6 +4,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from wire_proxy import _Messages, answer_times
@@ -210,6 +211,7 @@ def test_chromiums_cpu_is_summed_over_its_processes_below_a_root_and_renderers_a
         parent.wait()
 
 
+@pytest.mark.slow
 def test_the_memory_part_moves_the_sequence_length_through_the_sliders_stops():
     """The part drives the app through AppTest (it once called a widget the sidebar no longer has, and make bench
     stopped there): a short run of it reruns the Attention page without an exception and reports one row."""

@@ -76,6 +76,7 @@ def test_same_config_gives_same_arrays_and_seed_changes_them(cache):
     assert not np.allclose(first.attention["cross"], other.attention["cross"])
 
 
+@pytest.mark.slow
 def test_a_new_model_runs_eagerly_then_its_trace_gives_the_same_weights(cache):
     eager = run_live(BASE, cache)
     assert eager.traces == 0
@@ -86,6 +87,7 @@ def test_a_new_model_runs_eagerly_then_its_trace_gives_the_same_weights(cache):
         np.testing.assert_allclose(traced.attention[stack], eager.attention[stack], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_the_engine_traces_the_shared_cache_s_new_functions_one_by_one_once_it_is_idle(monkeypatch):
     import time
 
@@ -102,6 +104,7 @@ def test_the_engine_traces_the_shared_cache_s_new_functions_one_by_one_once_it_i
     assert run_live(config).traces == 1 and run_live(config, stacks=("cross",)).traces == 1
 
 
+@pytest.mark.slow
 def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
     """TensorFlow's 'N out of the last N calls … triggered tf.function retracing' keys on the traced Python code,
     which every ModelFunction shares: six architectures traced once each read, in the server's log, as retracing.
@@ -130,6 +133,7 @@ def test_tensorflow_still_has_the_private_calls_the_engine_uses():
     assert float(tf.reduce_sum(tf.ones(3))) == 3.0  # and ops still run after it
 
 
+@pytest.mark.slow
 def test_evicting_models_releases_tensorflows_cached_kernels_after_as_many_as_the_cache_holds(monkeypatch):
     """TensorFlow keeps the kernels it made for every model's ops and traced graphs until its kernel cache is
     cleared, and the app keeps that cache across reruns: architecture changes grew the server by ~7 MB each
@@ -184,6 +188,7 @@ def test_one_trace_and_one_build_across_lengths_pads_and_text(cache):
     assert cache.builds == 1
 
 
+@pytest.mark.slow
 def test_a_new_seed_redraws_the_weights_in_place_without_a_rebuild_or_retrace(cache):
     first = run_live(BASE, cache)
     on_engine_thread(cache.trace_pending)()
@@ -223,6 +228,7 @@ def _weights_by_place(config, cache):
     return {weight.path.split("/", 1)[1]: weight.numpy() for weight in cache.for_config(config).model.weights}
 
 
+@pytest.mark.slow
 def test_models_of_one_seed_share_every_weight_they_have_in_common(cache):
     """Each weight is drawn from the seed and its place in the model, not from one stream for the whole model
     (which shifted every later weight when a layer was added or d_ff changed): moving a slider changes only
@@ -259,6 +265,7 @@ def test_random_weights_follow_the_keras_defaults(cache):
         assert abs(values.mean()) < 0.05 * limit and abs(values.std() - limit / np.sqrt(3)) < 0.05 * limit, place
 
 
+@pytest.mark.slow
 def test_a_layer_added_keeps_the_attention_of_the_layers_before_it(cache):
     """What the reader sees: with one more layer, the encoder's attention in the layers there were stays as it
     was, and so does the decoder's first self-attention. Cross-attention changes: it reads the (now deeper)
@@ -292,6 +299,7 @@ def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
         run_live(BASE, cache, stacks=("keys",))
 
 
+@pytest.mark.slow
 def test_the_lines_asked_for_get_the_same_maps_as_in_the_whole_batch(cache):
     """A line's attention does not depend on the other lines, so the Attention page computes only the
     line on view; every other field still covers every line."""
@@ -330,6 +338,7 @@ def test_the_engine_traces_only_the_functions_a_page_asked_for(cache):
     assert on_engine_thread(cache.trace_pending)() == 1
 
 
+@pytest.mark.slow
 def test_a_stack_subset_is_traced_once_for_every_length(cache):
     run_live(BASE, cache, stacks=("decoder",))
     on_engine_thread(cache.trace_pending)()
@@ -338,6 +347,7 @@ def test_a_stack_subset_is_traced_once_for_every_length(cache):
     assert [result.attention["decoder"].shape[-1] for result in results] == [3, 17, 40]
 
 
+@pytest.mark.slow
 def test_model_cache_is_bounded(cache):
     for d_model in (8, 16, 32):
         run_live(replace(BASE, d_model=d_model), cache)
@@ -352,6 +362,7 @@ def test_the_weight_bytes_of_an_architecture_are_known_before_it_is_built(d_mode
     assert model_cache.architecture_bytes(architecture) == ModelCache().get(architecture).weight_bytes
 
 
+@pytest.mark.slow
 def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(monkeypatch):
     small, large = replace(BASE, d_model=8, num_heads=2), replace(BASE, d_model=32)
     sizes = ModelCache()
@@ -475,6 +486,7 @@ def test_walkthrough_shapes_and_agreement_with_keras(cache):
     np.testing.assert_allclose(walk.tensors["weights"], live.attention["cross"][1], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
     """Eager at first, then one graph for every length, pad set and seed (weights redrawn in place)."""
     config = replace(BASE, seq_len=6)
@@ -522,6 +534,7 @@ def test_walkthrough_rejects_unknown_layer(cache):
         attention_walkthrough(BASE, "encoder", 2, cache)
 
 
+@pytest.mark.slow
 def test_runs_on_cpu_when_no_gpu_is_visible():
     code = (
         "from transformer import run_live, LiveConfig, resolve_device;"

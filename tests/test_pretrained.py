@@ -24,6 +24,7 @@ def test_shipped_model_is_small_and_loads_without_pickle(name):
     assert model.symbols == SYMBOLS and model.lengths == (meta["spec"]["min_len"], meta["spec"]["max_len"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", pretrained.SHIPPED)
 def test_shipped_model_is_at_least_99_percent_right_on_fresh_inputs(name):
     model = pretrained.load_pretrained(name)
@@ -31,6 +32,7 @@ def test_shipped_model_is_at_least_99_percent_right_on_fresh_inputs(name):
     assert accuracy >= 0.99, accuracy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, source_of", [("copy", lambda i, n: i), ("reverse", lambda i, n: n - 1 - i)])
 def test_cross_attention_looks_where_the_answer_comes_from(name, source_of):
     """Query i of the decoder predicts output token i: its head-averaged cross-attention
@@ -67,6 +69,7 @@ def test_tokens_outside_the_vocabulary_are_named():
         pretrained.load_pretrained("nope")
 
 
+@pytest.mark.slow
 def test_a_short_training_run_lowers_the_loss_and_is_deterministic():
     spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=80, batch=32,
                      warmup=20, max_len=5, seed=3)
@@ -86,6 +89,7 @@ def test_training_rejects_bad_specs():
         train(TrainSpec(task="nope"))
 
 
+@pytest.mark.slow
 def test_session_models_are_registered_and_bounded():
     result = train(TrainSpec(task="reverse", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=5, batch=8,
                              max_len=4), log_every=5)
@@ -95,6 +99,7 @@ def test_session_models_are_registered_and_bounded():
         pretrained.load_pretrained(names[0])
 
 
+@pytest.mark.slow
 def test_command_line_trains_and_writes_weights(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "transformer.train", "--task", "shift", "--steps", "30", "--d-model", "16",

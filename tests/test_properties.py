@@ -1,6 +1,7 @@
 """Property-based checks of attention over random shapes, values and masks (hypothesis)."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -65,6 +66,7 @@ def multi_head_inputs(draw):
     return heads, query, memory, key_tokens, query_tokens
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(multi_head_inputs())
 def test_multi_head_attention_with_padding_and_target_masks(inputs):
