@@ -5,25 +5,54 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test test-fast lint bench bench-quick load-test churn-test clean
+.PHONY: run test test-fast lint bench bench-quick load-test churn-test gpu-check clean
+
+# The engine's packages: TensorFlow with its CUDA libraries (requirements-gpu.txt) when `nvidia-smi -L` lists a
+# GPU, else the CPU set (requirements.txt). GPU=1 or GPU=0 chooses. The venv's marker records the set, so a
+# switch reinstalls.
+PAREN := (
+LISTED_GPU := $(shell nvidia-smi -L 2>/dev/null | grep -m1 '^GPU ' | cut -d'$(PAREN)' -f1)
+ifeq ($(origin GPU),undefined)
+GPU := $(if $(LISTED_GPU),1,0)
+GPU_WHY := $(if $(LISTED_GPU),nvidia-smi -L lists $(strip $(LISTED_GPU)),nvidia-smi -L lists no GPU)
+else
+GPU_WHY := GPU=$(GPU) was asked for
+endif
+ifeq ($(GPU),1)
+MODE := gpu
+RUNTIME_REQUIREMENTS := requirements-gpu.txt
+else
+MODE := cpu
+RUNTIME_REQUIREMENTS := requirements.txt
+endif
+RUNTIME := $(VENV)/.runtime-$(MODE)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+$(RUNTIME): $(RUNTIME_REQUIREMENTS) | $(BIN)/python
+	@echo "Installing the $(MODE) packages ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
+	rm -f $(VENV)/.runtime-*
+	$(if $(filter cpu,$(MODE)),$(BIN)/python -m pip freeze | grep '^nvidia-' | cut -d= -f1 | xargs -r $(BIN)/python -m pip uninstall --quiet -y)
+	$(BIN)/python -m pip install --quiet -r $(RUNTIME_REQUIREMENTS)
 	touch $@
 
-$(VENV)/.test: requirements-test.txt $(VENV)/.runtime
+$(VENV)/.test: requirements-test.txt $(RUNTIME)
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $@
 
-run: $(VENV)/.runtime
+run: $(RUNTIME)
+	@echo "Engine packages: the $(MODE) set ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
 	$(BIN)/python serve.py --server.address $(HOST) --server.port $(PORT)
 
 test: $(VENV)/.test
+	@echo "Engine packages: the $(MODE) set ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
 	$(BIN)/python -m pytest
+
+# TensorFlow's devices, then one forward pass of the default model and of d_model 512 / N 512 on each, timed.
+gpu-check: $(RUNTIME)
+	$(BIN)/python bench/gpu_check.py
 
 # The inner loop, under a minute: no browser, no AppTest, nothing marked slow.
 test-fast: $(VENV)/.test

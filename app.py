@@ -16,6 +16,8 @@ preload.wait()  # `make run` imports TensorFlow while the server starts: let tha
 from ui import runtime, sidebar, state, streamlit_patches  # noqa: E402  (after set_page_config)
 
 streamlit_patches.keep_tensorflow_warm()
+from transformer.device import missing_gpu_notice  # noqa: E402
+
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
 
 # (file and url path, title, Material icon); Home is the default page.
@@ -40,6 +42,8 @@ sidebar.render()
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
 for notice in st.session_state.pop(state.NOTICES, []):
     notices.warning(notice, icon=":material/warning:")
+if missing_gpu_notice():
+    notices.warning(missing_gpu_notice(), icon=":material/memory:")
 left_out = state.write_url()
 if left_out:
     notices.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")

@@ -36,7 +36,7 @@ if submitted:
         spec = TrainSpec(task=task, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers,
                          steps=int(steps), min_len=min_len, max_len=max_len, seed=int(seed), warmup=100)
         try:
-            st.session_state["_train_job"] = TrainJob(spec).start()
+            st.session_state["_train_job"] = TrainJob(spec, st.session_state.get("device", "auto")).start()
         except ValueError as error:
             st.error(str(error))
 

@@ -425,6 +425,43 @@ def _one_cold_start() -> float:
     return seconds
 
 
+def gpu(quick: bool):
+    """On a GPU machine: multi-head attention at N 512 … 4096 and a whole forward pass on the GPU against the
+    CPU, each row naming its device. Without a GPU, one row says that they were not measured, and why."""
+    import tensorflow as tf
+
+    from transformer import LiveConfig, ModelCache, MultiHeadAttention, device_label, run_live
+    from transformer.device import driver_gpus, visible_gpus
+    from transformer.engine_thread import on_engine_thread
+
+    if not visible_gpus():
+        why = ("the NVIDIA driver lists a GPU that TensorFlow does not see (make run GPU=1)" if driver_gpus()
+               else "no GPU on this machine")
+        row("gpu", "GPU rows: attention N 512–4096, forward pass, slider move", f"not measured: {why}")
+        return
+    label, repeats, d_model, heads = device_label("/GPU:0"), 5 if quick else 20, 512, 8
+    for n in (512, 1024, 2048, 4096):
+        seconds = {}
+        for device in ("/GPU:0", "/CPU:0"):
+            with tf.device(device):
+                layer, x = MultiHeadAttention(d_model, heads), tf.random.normal((1, n, d_model))
+                layer(x, x, x)
+                attend = tf.function(lambda q: layer(q, q, q)[0])
+                seconds[device] = _timed(lambda: attend(x).numpy(), repeats=repeats)[0]
+        on_gpu, on_cpu = seconds["/GPU:0"], seconds["/CPU:0"]
+        row("gpu", f"multi-head attention B=1 N={n} d_model=512 H=8: {label} / CPU ms",
+            f"{on_gpu * 1e3:.2f} / {on_cpu * 1e3:.2f} ({on_cpu / on_gpu:.1f}×)")
+    for choice in ("auto", "cpu"):
+        config = LiveConfig(d_model=d_model, num_heads=heads, d_ff=2048, num_layers=2, seq_len=512, device=choice)
+        cache = ModelCache()
+        run_live(config, cache)
+        on_engine_thread(cache.trace_pending)()
+        forward = np.median([run_live(config, cache).compute_seconds for _ in range(repeats)])
+        row("gpu", f"whole forward pass (2+2 layers, d_ff 2048) N=512 on {device_label(config.architecture[-1])}",
+            f"{forward * 1e3:.1f} ms")
+    row("gpu", "slider moves", f"the slider rows above ran on {label}")
+
+
 PARTS = {
     "startup": cold_start,
     "slider": slider_latency,
@@ -432,6 +469,7 @@ PARTS = {
     "payload": lambda quick: payload(),
     "traces": lambda quick: retraces(),
     "memory": memory,
+    "gpu": gpu,
     "largest": lambda quick: None if quick else new_seed_on_the_largest_model(),
 }
 

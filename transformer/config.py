@@ -64,7 +64,7 @@ def validate(config: LiveConfig) -> None:
     _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
     resolve_device(config.device)
     if config.trained:
-        load_pretrained(config.weights)  # ValueError for an unknown name
+        load_pretrained(config.weights, resolve_device(config.device))  # ValueError for an unknown name
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
     _check_range("num_heads", config.num_heads, 1, MAX_HEADS)

@@ -81,7 +81,7 @@ def encode_batches(config: LiveConfig) -> Batches:
 
 def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     """Source text in the trained model's vocabulary; the target is ``<s>`` + its greedy prediction."""
-    model = load_pretrained(config.weights)
+    model = load_pretrained(config.weights, resolve_device(config.device))
     lines = [line[: config.seq_len] for line in tokens.split_lines(config.source_text, "source")]
     for line in lines:
         model.vocab.encode(line)  # ValueError naming tokens outside the vocabulary
@@ -146,24 +146,25 @@ def prepared_inputs(config: LiveConfig) -> Inputs:
         return Inputs(batches, predictions, make_masks(config, batches))
 
 
-def _encoding(length: int, d_model: int) -> np.ndarray:
-    """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array."""
-    encoding = positional_encoding(length, d_model).numpy()  # (N, D)
+def _encoding(length: int, d_model: int, device: str) -> np.ndarray:
+    """``positional_encoding(length, d_model)``, computed on ``device``, as a read-only ``(N, D)`` array."""
+    with tf.device(device):
+        encoding = positional_encoding(length, d_model).numpy()  # (N, D)
     encoding.flags.writeable = False
     return encoding
 
 
 @functools.lru_cache(maxsize=8)
-def _longest_encoding(d_model: int) -> np.ndarray:
-    return _encoding(MAX_SEQ_LEN, d_model)  # (N_max, D), one per width
+def _longest_encoding(d_model: int, device: str) -> np.ndarray:
+    return _encoding(MAX_SEQ_LEN, d_model, device)  # (N_max, D), one per width and device
 
 
-def encoding_array(length: int, d_model: int) -> np.ndarray:
+def encoding_array(length: int, d_model: int, device: str = "/CPU:0") -> np.ndarray:
     """``positional_encoding(length, d_model)`` as a read-only ``(N, D)`` array.
 
     Row ``pos`` does not depend on the length, so every length up to `MAX_SEQ_LEN` is a view of
     one encoding per width: a new sequence length costs no TensorFlow call.
     """
     if length > MAX_SEQ_LEN:
-        return _encoding(length, d_model)  # (N, D)
-    return _longest_encoding(d_model)[:length]  # (N, D)
+        return _encoding(length, d_model, device)  # (N, D)
+    return _longest_encoding(d_model, device)[:length]  # (N, D)

@@ -128,7 +128,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
                                          masks.run_target)) if function else {}
         attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
-    encoding = encoding_array(config.seq_len, d_model)  # (N, D)
+    encoding = encoding_array(config.seq_len, d_model, device)  # (N, D)
     (batch, n_source), n_target = batches.source.ids.shape, batches.target.ids.shape[1]
     applied = {
         "encoder": np.broadcast_to(masks.run_source[:, 0], (batch, n_source, n_source)),

@@ -69,7 +69,7 @@ def build_cached_model(architecture, seed: int = 0) -> CachedModel:
     trained one for ``("trained", name, device)``."""
     if architecture[0] == "trained":
         _, name, device = architecture
-        return CachedModel(load_pretrained(name).model, device)
+        return CachedModel(load_pretrained(name, device).model, device)
     d_model, num_heads, d_ff, num_layers, device = architecture
     with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
         model = Transformer(

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import tensorflow as tf
 
+from transformer.device import resolve_device
 from transformer.masks import padding_mask, target_mask
 from transformer.tasks import PAD_ID, START_ID, SYMBOLS, get_task, task_vocabulary
 from transformer.tokens import Vocabulary
@@ -47,6 +49,7 @@ class Pretrained:
     model: object
     vocab: Vocabulary
     accuracy: float
+    device: str = "/CPU:0"  # where its weights live and everything it computes runs
     _predictions: collections.OrderedDict = field(default_factory=collections.OrderedDict, repr=False)
 
     @property
@@ -84,7 +87,8 @@ class Pretrained:
         src = np.zeros((len(sources), longest), np.int32)  # (B, N_s)
         for row, tokens in enumerate(sources):
             src[row, : len(tokens)] = self.vocab.encode(tokens)
-        predicted = greedy_decode(self.model, src, longest + extra_steps)
+        with tf.device(self.device):
+            predicted = greedy_decode(self.model, src, longest + extra_steps)
         return [strip(row) for row in predicted]
 
     def translate(self, source_text: str):
@@ -100,27 +104,30 @@ class Pretrained:
         predicted = self.predict_ids([tokens])[0]
         src = np.array([self.vocab.encode(tokens)], np.int32)  # (1, N_s)
         decoder_input = np.array([[START_ID] + predicted], np.int32)  # (1, N_t)
-        _, attention = self.model(src, decoder_input, padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID))
+        with tf.device(self.device):
+            masks = padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID)
+            _, attention = self.model(src, decoder_input, *masks)
         arrays = {name: [np.asarray(w) for w in weights] for name, weights in attention.items()}
         return " ".join(self.vocab.decode(predicted)), arrays
 
 
 def from_result(name: str, result: TrainResult) -> Pretrained:
-    return Pretrained(name, result.spec, result.model, result.vocab, result.accuracy)
+    return Pretrained(name, result.spec, result.model, result.vocab, result.accuracy, result.device)
 
 
-def load_folder(folder: Path, name: str) -> Pretrained:
-    """Build the model from ``model.json`` and load ``weights.weights.h5``."""
+def load_folder(folder: Path, name: str, device: str = "/CPU:0") -> Pretrained:
+    """Build the model from ``model.json`` and load ``weights.weights.h5``, on ``device``."""
     meta = json.loads((folder / CONFIG_FILE).read_text())
     spec = TrainSpec(**meta["spec"])
     vocab = task_vocabulary(meta["vocabulary"])
-    model = build_model(spec, len(vocab))
-    model.load_weights(folder / WEIGHTS_FILE)
-    return Pretrained(name, spec, model, vocab, float(meta["exact_accuracy"]))
+    with tf.device(device):
+        model = build_model(spec, len(vocab))
+        model.load_weights(folder / WEIGHTS_FILE)
+    return Pretrained(name, spec, model, vocab, float(meta["exact_accuracy"]), device)
 
 
 _lock = threading.Lock()
-_shipped: dict[str, Pretrained] = {}
+_shipped: dict[tuple, Pretrained] = {}  # (name, device) -> model
 _session: collections.OrderedDict = collections.OrderedDict()
 
 
@@ -129,8 +136,10 @@ def available() -> list[str]:
     return [name for name in SHIPPED if (PRETRAINED_DIR / name / WEIGHTS_FILE).exists()]
 
 
-def load_pretrained(name: str) -> Pretrained:
-    """A shipped model (``"copy"``, ``"reverse"``, ``"sort"``) or one registered by `register`."""
+def load_pretrained(name: str, device: str | None = None) -> Pretrained:
+    """A shipped model (``"copy"``, ``"reverse"``, ``"sort"``), loaded once per device (None: the GPU when there
+    is one), or one registered by `register` (it stays on the device it was trained on)."""
+    device = device or resolve_device("auto")
     with _lock:
         if name.startswith(SESSION_PREFIX):
             if name not in _session:
@@ -140,13 +149,13 @@ def load_pretrained(name: str) -> Pretrained:
             return _session[name]
         if name not in SHIPPED:
             raise ValueError(f"Unknown trained model. Choose one of {list(SHIPPED)}. Received: {name!r}")
-        if name not in _shipped:
+        if (name, device) not in _shipped:
             folder = PRETRAINED_DIR / name
             if not (folder / WEIGHTS_FILE).exists():
                 raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.train "
                                  f"--task {name}`.")
-            _shipped[name] = load_folder(folder, name)
-        return _shipped[name]
+            _shipped[name, device] = load_folder(folder, name, device)
+        return _shipped[name, device]
 
 
 def register(result: TrainResult, key: str) -> str:

@@ -21,6 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from transformer.device import resolve_device
 from transformer.masks import padding_mask, target_mask
 from transformer.model import Transformer
 from transformer.tasks import END_ID, PAD_ID, START_ID, get_task, make_batch, random_sources, task_vocabulary
@@ -69,6 +70,7 @@ class TrainResult:
     history: list = field(default_factory=list)  # (step, loss, token accuracy)
     accuracy: float = float("nan")  # exact-sequence accuracy of greedy decoding on fresh inputs
     seconds: float = 0.0
+    device: str = "/CPU:0"  # where it was trained (and its weights live)
 
 
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -173,10 +175,19 @@ def exact_accuracy(model, task_name: str, vocab: Vocabulary, lengths, count: int
     return float(np.mean(right))
 
 
-def train(spec: TrainSpec, on_progress=None, should_stop=None, log_every: int = 100) -> TrainResult:
-    """Train from scratch. ``on_progress(step, loss, accuracy)`` is called every ``log_every`` steps;
-    ``should_stop()`` returning True ends training early."""
+def train(spec: TrainSpec, on_progress=None, should_stop=None, log_every: int = 100,
+          device: str | None = None) -> TrainResult:
+    """Train from scratch on ``device`` (None: the GPU when there is one). ``on_progress(step, loss, accuracy)``
+    is called every ``log_every`` steps; ``should_stop()`` returning True ends training early."""
     spec.validate()
+    device = device or resolve_device("auto")
+    with tf.device(device):
+        result = _train(spec, on_progress, should_stop, log_every)
+    result.device = device
+    return result
+
+
+def _train(spec: TrainSpec, on_progress, should_stop, log_every: int) -> TrainResult:
     keras.utils.set_random_seed(spec.seed)
     task, vocab = get_task(spec.task), task_vocabulary()
     model = build_model(spec, len(vocab))

@@ -45,6 +45,7 @@ class Walkthrough:
     keras_difference: dict
     compute_seconds: float = 0.0  # the layer's run (with its Keras check) and the copy of its tensors to NumPy
     device_label: str = ""
+    device: str = ""  # "/CPU:0" or "/GPU:0"
     tf_version: str = ""
 
     @property
@@ -140,12 +141,13 @@ def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int
                           cache: ModelCache = MODELS) -> Walkthrough:
     """Every intermediate of the attention sublayer ``stack`` / ``layer`` for ``config``."""
     (tensors, full_mask, gaps), seconds, device = _run_layer_function(config, stack, layer, cache, "walkthrough",
-                                                             _walk_function)
+                                                                       _walk_function)
     started = time.perf_counter()
     arrays = {name: tensor.numpy() for name, tensor in tensors.items()}
     seconds += time.perf_counter() - started
     return Walkthrough(stack, layer, arrays, full_mask.numpy(), {name: float(gap) for name, gap in gaps.items()},
-                       compute_seconds=seconds, device_label=device_label(device), tf_version=tf.__version__)
+                       compute_seconds=seconds, device_label=device_label(device), device=device,
+                       tf_version=tf.__version__)
 
 
 @on_engine_thread

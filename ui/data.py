@@ -11,6 +11,7 @@ import streamlit as st
 import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
+from transformer.device import memory_in_use as device_memory
 
 COMPUTING = "Computing…"
 
@@ -50,7 +51,17 @@ def show_status(result) -> None:
     draws no attention runs none: its masks and encodings need only the configuration)."""
     timing = (f"**model run** {result.compute_seconds * 1000:.1f} ms" if result.attention
               else "this page runs no model")
-    _status(device=result.device_label, tensorflow=result.tf_version, timing=timing)
+    _status(device=result.device_label, tensorflow=result.tf_version, timing=timing,
+            memory=memory_text(result.device))
+
+
+def memory_text(device: str) -> str:
+    """``**GPU memory** 0.31 / 24.0 GB`` (in use by TensorFlow / on the device) for a GPU; "" for the CPU."""
+    memory = device_memory(device)
+    if memory is None:
+        return ""
+    used, total = memory
+    return f"**GPU memory** {used / 2**30:.2f}" + (f" / {total / 2**30:.1f} GB" if total else " GB")
 
 
 def _status(**parts) -> None:
@@ -60,6 +71,7 @@ def _status(**parts) -> None:
     text = " · ".join(filter(None, [
         f"**Device:** {status['device']}" if "device" in status else "",
         f"**TensorFlow** {status['tensorflow']}" if "tensorflow" in status else "",
+        status.get("memory", ""),
         status.get("timing", ""),
     ]))
     st.session_state["_last_status"] = text
@@ -114,7 +126,7 @@ def line_count(config) -> int:
 def walkthrough(config, stack, layer):
     """`attention_walkthrough` (cached); the status line gives its device and the time of that layer's run."""
     walk = _or_stop(_walkthrough, config, stack, layer)
-    _status(device=walk.device_label, tensorflow=walk.tf_version,
+    _status(device=walk.device_label, tensorflow=walk.tf_version, memory=memory_text(walk.device),
             timing=f"**attention layer run** {walk.compute_seconds * 1000:.1f} ms")
     return walk
 

@@ -67,6 +67,8 @@ def _import_engine() -> None:
 
             label = device.device_label(device.resolve_device("auto"))  # lists the GPUs: cuInit speaks here
         print(f"Attention Lab: the engine runs on {label} (TensorFlow {device.tf.__version__}).", flush=True)
+        if device.missing_gpu_notice():  # once, in the server's log; every page shows it too (app.py)
+            print(f"Attention Lab: {device.missing_gpu_notice()}", flush=True)
     finally:  # on an import error the app's own import raises it, with the usual message
         _done.set()
 

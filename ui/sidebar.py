@@ -6,6 +6,7 @@ import streamlit as st
 
 from transformer import pretrained
 from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
+from transformer.device import resolve_device
 from ui import state
 
 PERSIST = dict(persist_state="session")
@@ -18,6 +19,11 @@ def _fix_heads() -> None:
         fixed = state.nearest_heads(d_model, heads)
         st.session_state["heads"] = fixed
         state.notify(f"{heads} heads do not divide d_model={d_model}; heads is now {fixed}, the nearest divisor.")
+
+
+def session_device() -> str:
+    """The device this session's computations run on (its Device control)."""
+    return resolve_device(st.session_state.get("device", "auto"))
 
 
 def weight_choices() -> list[str]:
@@ -37,7 +43,7 @@ def _after_weights_change() -> None:
     name = st.session_state["weights"]
     if name == "random":
         return
-    model = pretrained.load_pretrained(name)
+    model = pretrained.load_pretrained(name, session_device())
     tokens = set(st.session_state.get("src", "").split())
     if not tokens or not tokens <= set(model.symbols):
         st.session_state["src"] = state.TRAINED_EXAMPLE
@@ -46,7 +52,7 @@ def _after_weights_change() -> None:
 
 
 def _locked_caption(bar, name: str) -> None:
-    model = pretrained.load_pretrained(name)
+    model = pretrained.load_pretrained(name, session_device())
     spec = model.spec
     bar.caption(
         f"**Locked by the trained model:** d_model={spec.d_model}, {spec.num_heads} heads, d_ff={spec.d_ff}, "

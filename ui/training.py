@@ -6,6 +6,7 @@ import threading
 import uuid
 
 from transformer import pretrained
+from transformer.device import resolve_device
 from transformer.train import TrainSpec, train
 
 _slots = threading.BoundedSemaphore(2)
@@ -14,9 +15,10 @@ _slots = threading.BoundedSemaphore(2)
 class TrainJob:
     """Trains in a daemon thread; the page reads ``status``, ``history`` and ``result``."""
 
-    def __init__(self, spec: TrainSpec):
+    def __init__(self, spec: TrainSpec, device: str = "auto"):
         spec.validate()
         self.spec = spec
+        self.device = resolve_device(device)  # the session's device: the model is trained and kept there
         self.key = uuid.uuid4().hex[:10]
         self.history: list = []
         self.status = "waiting"  # waiting → training → done | failed | stopped
@@ -45,7 +47,8 @@ class TrainJob:
             self.status = "training"
             try:
                 self.result = train(self.spec, on_progress=lambda *row: self.history.append(row),
-                                    should_stop=self._stop.is_set, log_every=max(1, self.spec.steps // 50))
+                                    should_stop=self._stop.is_set, log_every=max(1, self.spec.steps // 50),
+                                    device=self.device)
                 self.status = "stopped" if self._stop.is_set() else "done"
             except Exception as error:  # reported on the page; the app keeps running
                 self.status, self.error = "failed", f"{type(error).__name__}: {error}"
