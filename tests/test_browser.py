@@ -129,6 +129,12 @@ def test_every_page_opens_without_exception_and_is_screenshotted(page, server, p
         assert page.evaluate(CHART_TEXT_PROBLEMS) == []
     name = (path or "home").replace("?", "-").replace("&", "-").replace("=", "-")
     page.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
+    title = TAB_TITLES[(path or "home").split("?")[0]]
+    page.wait_for_function("(title) => document.title === title", arg=f"{title} · Attention Lab", timeout=10_000)
+
+
+TAB_TITLES = {"home": "Home", "masks": "Masks", "positional_encoding": "Positional encoding",
+              "attention": "Attention", "dot_product_lab": "Dot-product lab", "shapes": "Shapes", "train": "Train"}
 
 
 @pytest.mark.parametrize("path", ["dot_product_lab", "attention?seq_len=30&stack=cross", "masks?seq_len=200",
