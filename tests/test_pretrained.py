@@ -21,15 +21,44 @@ def test_shipped_model_is_small_and_loads_without_pickle(name):
     with open(folder / WEIGHTS_FILE, "rb") as handle:
         assert handle.read(8) == b"\x89HDF\r\n\x1a\n"  # HDF5 arrays, not a pickle
     model = pretrained.load_pretrained(name)
-    assert model.symbols == SYMBOLS and model.lengths == (meta["spec"]["min_len"], meta["spec"]["max_len"])
+    assert set(model.rules.tokens) <= set(model.vocab.tokens)
+    assert model.lengths == (meta["spec"]["min_len"], meta["spec"]["max_len"])
+    if name in ("copy", "reverse", "sort"):
+        assert set(SYMBOLS) == set(model.vocab.tokens[3:])
+
+
+ALIGNED_SHARE = {"dates": 0.95, "translate": 0.95}  # measured on the shipped models: 1.00 and 0.998
+REQUIRED_ACCURACY = {"copy": 0.99, "reverse": 0.99, "sort": 0.99, "dates": 0.97, "translate": 0.95}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", pretrained.SHIPPED)
-def test_shipped_model_is_at_least_99_percent_right_on_fresh_inputs(name):
+def test_shipped_model_is_right_on_fresh_inputs(name):
     model = pretrained.load_pretrained(name)
     accuracy = exact_accuracy(model.model, model.task, model.vocab, model.lengths, count=400, seed=2026)
-    assert accuracy >= 0.99, accuracy
+    assert accuracy >= REQUIRED_ACCURACY[name], accuracy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dates", "translate"])
+def test_the_best_heads_cross_attention_follows_the_alignment(name):
+    """As the independent checks do: fresh examples of the task, and for each layer and head the share of
+    target tokens (with a source token they come from) whose cross-attention peaks on that token (for dates,
+    on the source field it comes from: the year's, the month's, the day's)."""
+    from transformer.tasks.dates import field_spans
+
+    model = pretrained.load_pretrained(name, "/CPU:0")
+    hits, total = np.zeros((model.spec.num_layers, model.spec.num_heads)), 0
+    for source, target, alignment in model.rules.examples(60, seed=11):
+        prediction, attention = model.translate(source)
+        assert prediction == target
+        places = field_spans(source) if name == "dates" else [None if i is None else [i] for i in alignment]
+        aligned = [(j, place) for j, place in enumerate(places) if place is not None]
+        for layer, weights in enumerate(attention["cross"]):  # (1, H, N_t, N_s); query j predicts token j
+            peaks = weights[0].argmax(-1)  # (H, N_t)
+            hits[layer] += [sum(peaks[h, j] in place for j, place in aligned) for h in range(model.spec.num_heads)]
+        total += len(aligned)
+    assert hits.max() / total >= ALIGNED_SHARE[name], hits / total
 
 
 @pytest.mark.slow

@@ -80,21 +80,25 @@ def encode_batches(config: LiveConfig) -> Batches:
 
 
 def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
-    """Source text in the trained model's vocabulary; the target is ``<s>`` + its greedy prediction."""
+    """Source text in the trained model's own tokens (words, symbols or characters); the target is ``<s>`` +
+    its greedy prediction. ValueError naming tokens outside the model's vocabulary."""
     model = load_pretrained(config.weights, resolve_device(config.device))
-    lines = [line[: config.seq_len] for line in tokens.split_lines(config.source_text, "source")]
-    for line in lines:
-        model.vocab.encode(line)  # ValueError naming tokens outside the vocabulary
+    texts = tokens.text_lines(config.source_text, "source")
+    lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
     predicted = [model.vocab.decode(ids) for ids in model.predict_ids(lines)]
     source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
-    target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD, config.seq_len + 1)
-    predictions = tuple(
-        dict(source=" ".join(line), prediction=" ".join(p), expected=model.expected(" ".join(line)),
-             correct=" ".join(p) == model.expected(" ".join(line)))
-        for line, p in zip(lines, predicted)
-    )
+    target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
+                                 model.rules.target_length(config.seq_len) + 1)
+    predictions = tuple(_prediction(model, text, p) for text, p in zip(texts, predicted))
     notices = _notices(source, target, (PAD_ID,), config.seq_len)
     return Batches(source, target, (PAD_ID,), notices), predictions
+
+
+def _prediction(model, text: str, predicted: list[str]) -> dict:
+    """``{source, prediction, expected, correct}`` of one line, written as a person writes them."""
+    prediction, expected = model.rules.target_text(predicted), model.expected(text)
+    return dict(source=text, prediction=prediction, expected=expected if expected is not None else "—",
+                correct=prediction == expected)
 
 
 def _notices(source, target, pads, length) -> tuple:

@@ -36,7 +36,7 @@ class LiveResult:
     applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
       (all True where a toggle switched a mask off).
     With trained weights the target is ``<s>`` + the model's own prediction, so
-    the decoder side has N_t = N + 1 positions.
+    the decoder side has N_t = (the task's longest target for N source tokens) + 1 positions.
     """
 
     config: LiveConfig

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from transformer.device import resolve_device
 from transformer.masks import padding_mask, target_mask
-from transformer.tasks import PAD_ID, START_ID, SYMBOLS, get_task, task_vocabulary
+from transformer.tasks import PAD_ID, START_ID, Task, get_task, task_vocabulary
 from transformer.tokens import Vocabulary
 from transformer.train import (
     CONFIG_FILE,
@@ -30,7 +30,7 @@ from transformer.train import (
     strip,
 )
 
-SHIPPED = ("copy", "reverse", "sort")
+SHIPPED = ("copy", "reverse", "sort", "dates", "translate")
 SESSION_PREFIX = "session:"
 SESSION_MODELS_KEPT = 8
 PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are remembered per model
@@ -40,8 +40,8 @@ PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are r
 class Pretrained:
     """A trained encoder-decoder and what it knows.
 
-    symbols: the task's input symbols (no specials); lengths: (min, max) source
-    lengths it was trained on; accuracy: exact-sequence accuracy measured after training.
+    rules: its `Task` (how text becomes tokens and back, and the right answers); lengths: (min, max)
+    source lengths it was trained on; accuracy: exact-sequence accuracy measured after training.
     """
 
     name: str
@@ -57,15 +57,24 @@ class Pretrained:
         return self.spec.task
 
     @property
-    def symbols(self) -> tuple:
-        return SYMBOLS
+    def rules(self) -> Task:
+        return get_task(self.task)
 
     @property
     def lengths(self) -> tuple[int, int]:
         return (self.spec.min_len, self.spec.max_len)
 
-    def expected(self, source_text: str) -> str:
-        return " ".join(get_task(self.task).solve(source_text.split()))
+    def expected(self, source_text: str) -> str | None:
+        """The right answer to ``source_text``, as text; None when it is not of the task's form."""
+        return self.rules.expected(source_text)
+
+    def source_tokens(self, text: str) -> list[str]:
+        """The tokens of a typed source line; ValueError naming those outside the vocabulary."""
+        tokens = self.rules.source_tokens(text)
+        if not tokens:
+            raise ValueError(f"The source text is empty: type a line such as {self.rules.example.splitlines()[0]!r}.")
+        self.vocab.encode(tokens)
+        return tokens
 
     def predict_ids(self, sources: list[list[str]], extra_steps: int = 1) -> list[list[int]]:
         """Greedy predictions (ids, without </s>) for several token lists at once.
@@ -88,19 +97,17 @@ class Pretrained:
         for row, tokens in enumerate(sources):
             src[row, : len(tokens)] = self.vocab.encode(tokens)
         with tf.device(self.device):
-            predicted = greedy_decode(self.model, src, longest + extra_steps)
+            predicted = greedy_decode(self.model, src, self.rules.target_length(longest) + extra_steps)
         return [strip(row) for row in predicted]
 
     def translate(self, source_text: str):
-        """``(prediction_text, attention)`` for one source line (tokens separated by spaces).
+        """``(prediction_text, attention)`` for one source line, the prediction written as a person writes it.
 
         ``attention`` maps "encoder", "decoder", "cross" to lists (one per layer) of
         ``(1, H, N_q, N_k)`` arrays computed on the decoder input ``<s> + prediction``:
         query ``i`` of the decoder is the step that predicts output token ``i``.
         """
-        tokens = source_text.split()
-        if not tokens:
-            raise ValueError("The source text is empty: type symbols such as 'a b c'.")
+        tokens = self.source_tokens(source_text)
         predicted = self.predict_ids([tokens])[0]
         src = np.array([self.vocab.encode(tokens)], np.int32)  # (1, N_s)
         decoder_input = np.array([[START_ID] + predicted], np.int32)  # (1, N_t)
@@ -108,7 +115,7 @@ class Pretrained:
             masks = padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID)
             _, attention = self.model(src, decoder_input, *masks)
         arrays = {name: [np.asarray(w) for w in weights] for name, weights in attention.items()}
-        return " ".join(self.vocab.decode(predicted)), arrays
+        return self.rules.target_text(self.vocab.decode(predicted)), arrays
 
 
 def from_result(name: str, result: TrainResult) -> Pretrained:
@@ -156,6 +163,14 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained:
                                  f"--task {name}`.")
             _shipped[name, device] = load_folder(folder, name, device)
         return _shipped[name, device]
+
+
+def task_of(name: str) -> str | None:
+    """The task of a shipped or registered model, without loading it; None for an unknown name."""
+    if name in SHIPPED:
+        return name
+    with _lock:
+        return _session[name].task if name in _session else None
 
 
 def register(result: TrainResult, key: str) -> str:

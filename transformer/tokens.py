@@ -56,9 +56,10 @@ class Vocabulary:
         """Ids of typed ``tokens``; ValueError naming every token without one (or reserved)."""
         unknown = sorted({t for t in tokens if self.lookup(t) is None or t in self.reserved})
         if unknown:
-            usable = " ".join(t for t in (self.tokens or ()) if t not in self.reserved)
-            hint = f" Use the symbols {usable}." if usable else ""
-            raise ValueError(f"Tokens outside this model's vocabulary: {', '.join(unknown[:10])}.{hint}")
+            usable = [t for t in (self.tokens or ()) if t not in self.reserved]
+            hint = f" Use the symbols {' '.join(usable)}." if 0 < len(usable) <= 20 else ""
+            shown = ", ".join(t if t.isalnum() and len(t) > 0 else repr(t) for t in unknown[:10])
+            raise ValueError(f"Tokens outside this model's vocabulary: {shown}.{hint}")
         return [self.lookup(t) for t in tokens]
 
     def decode(self, ids) -> list[str]:
@@ -84,15 +85,21 @@ def _is_integer(token: str) -> bool:
     return token.isascii() and token.lstrip("-").isdigit()
 
 
-def split_lines(text: str, name: str) -> list[list[str]]:
-    """Non-empty lines of ``text`` as token lists; ValueError naming ``name`` when unusable."""
+def text_lines(text: str, name: str) -> list[str]:
+    """The non-empty lines of ``text``, stripped; ValueError naming ``name`` when there are none or too many."""
     if not isinstance(text, str):
         raise ValueError(f"{name} text must be a string. Received: {type(text).__name__}")
-    lines = [line.split() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         raise ValueError(f"The {name} text is empty: type at least one sequence, one per line.")
     if len(lines) > MAX_LINES:
         raise ValueError(f"The {name} text has {len(lines)} lines; at most {MAX_LINES} sequences are allowed.")
+    return lines
+
+
+def split_lines(text: str, name: str) -> list[list[str]]:
+    """Non-empty lines of ``text`` as token lists; ValueError naming ``name`` when unusable."""
+    lines = [line.split() for line in text_lines(text, name)]
     long_tokens = sorted({token for line in lines for token in line if len(token) > MAX_TOKEN_CHARS})
     if long_tokens:
         shown = ", ".join(repr(token[:20] + "…") for token in long_tokens[:3])

@@ -1,6 +1,7 @@
 """Train a small Transformer on a synthetic task, as the paper trains (at this size).
 
     python -m transformer.train --task reverse [--steps 3000] [--seed 0] [--d-model 64] ...
+    python -m transformer.train --task dates       # or translate: each task has its own defaults
 
 Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule
 lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), label smoothing 0.1,
@@ -24,7 +25,7 @@ import tensorflow as tf
 from transformer.device import resolve_device
 from transformer.masks import padding_mask, target_mask
 from transformer.model import Transformer
-from transformer.tasks import END_ID, PAD_ID, START_ID, get_task, make_batch, random_sources, task_vocabulary
+from transformer.tasks import END_ID, PAD_ID, START_ID, TASKS, get_task, make_batch
 from transformer.tokens import Vocabulary
 
 PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
@@ -50,16 +51,31 @@ class TrainSpec:
     max_len: int = 10
     seed: int = 0
 
+    @classmethod
+    def for_task(cls, task: str, **overrides) -> TrainSpec:
+        """The settings the shipped model of ``task`` was trained with (`TASK_DEFAULTS`), then ``overrides``."""
+        return cls(**{"task": task, **TASK_DEFAULTS.get(task, {}), **overrides})
+
     def validate(self) -> None:
-        get_task(self.task)
+        longest = get_task(self.task).lengths[1]
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model must be divisible by num_heads. Received: d_model={self.d_model}, "
                              f"num_heads={self.num_heads}")
         if not 1 <= self.min_len <= self.max_len <= 32:
             raise ValueError(f"Need 1 <= min_len <= max_len <= 32. Received: min_len={self.min_len}, "
                              f"max_len={self.max_len}")
+        if self.task in ("dates", "translate") and self.max_len < longest:
+            raise ValueError(f"The {self.task} task's sources have up to {longest} tokens: max_len must be at least "
+                             f"that. Received: max_len={self.max_len}")
         if self.steps < 1 or self.batch < 1:
             raise ValueError(f"steps and batch must be positive. Received: steps={self.steps}, batch={self.batch}")
+
+
+# How the shipped models of the tasks with sources of their own were trained (the symbol tasks: the defaults).
+TASK_DEFAULTS = {
+    "dates": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=2500, min_len=8, max_len=28),
+    "translate": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=1500, min_len=5, max_len=12),
+}
 
 
 @dataclass
@@ -165,12 +181,17 @@ def strip(ids) -> list[int]:
     return out
 
 
+def sources_of(task, rng: np.random.Generator, count: int, lengths) -> list[list[str]]:
+    """``count`` random sources of ``task`` (a symbol task's lengths drawn from ``lengths``)."""
+    return [task.sample(rng, lengths) for _ in range(count)]
+
+
 def exact_accuracy(model, task_name: str, vocab: Vocabulary, lengths, count: int = 500, seed: int = 12345) -> float:
     """Share of fresh random sources whose greedy prediction equals the task's answer."""
     task = get_task(task_name)
-    sources = random_sources(np.random.default_rng(seed), count, lengths)
+    sources = sources_of(task, np.random.default_rng(seed), count, lengths)
     src, _, _ = make_batch(task, vocab, sources, lengths[1])
-    predicted = greedy_decode(model, src, lengths[1] + 1)
+    predicted = greedy_decode(model, src, task.target_length(lengths[1]) + 1)
     right = [strip(row) == vocab.encode(task.solve(source)) for row, source in zip(predicted, sources)]
     return float(np.mean(right))
 
@@ -189,7 +210,8 @@ def train(spec: TrainSpec, on_progress=None, should_stop=None, log_every: int = 
 
 def _train(spec: TrainSpec, on_progress, should_stop, log_every: int) -> TrainResult:
     keras.utils.set_random_seed(spec.seed)
-    task, vocab = get_task(spec.task), task_vocabulary()
+    task = get_task(spec.task)
+    vocab = task.vocabulary()
     model = build_model(spec, len(vocab))
     optimizer = keras.optimizers.Adam(WarmupSchedule(spec.d_model, spec.warmup), beta_1=0.9, beta_2=0.98,
                                       epsilon=1e-9)
@@ -197,7 +219,8 @@ def _train(spec: TrainSpec, on_progress, should_stop, log_every: int) -> TrainRe
     rng = np.random.default_rng(spec.seed)
     result, started = TrainResult(spec, model, vocab), time.perf_counter()
     for step in range(1, spec.steps + 1):
-        batch = make_batch(task, vocab, random_sources(rng, spec.batch, (spec.min_len, spec.max_len)), spec.max_len)
+        sources = sources_of(task, rng, spec.batch, (spec.min_len, spec.max_len))
+        batch = make_batch(task, vocab, sources, spec.max_len)
         loss, accuracy = step_fn(*batch)
         if step % log_every == 0 or step == spec.steps:
             result.history.append((step, float(loss), float(accuracy)))
@@ -226,9 +249,11 @@ def save(result: TrainResult, folder: Path) -> Path:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    defaults = TrainSpec()
-    for name, value in asdict(defaults).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    parser.add_argument("--task", default=TrainSpec.task, help=f"one of {', '.join(TASKS)}")
+    task = parser.parse_known_args(argv)[0].task
+    for name, value in asdict(TrainSpec.for_task(task)).items():  # the task's own defaults (TASK_DEFAULTS)
+        if name != "task":
+            parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR, help="folder that receives <task>/")
     args = vars(parser.parse_args(argv))
     out = args.pop("out")
