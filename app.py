@@ -30,6 +30,7 @@ PAGES = [
         ("attention", "Attention", "visibility"),
         ("dot_product_lab", "Dot-product lab", "science"),
         ("shapes", "Shapes", "straighten"),
+        ("decode", "Decode", "play_circle"),
         ("train", "Train", "model_training"),
     )
 ]

@@ -11,6 +11,7 @@ import streamlit as st
 import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
+from transformer.decoding import decode
 from transformer.device import memory_in_use as device_memory
 
 COMPUTING = "Computing…"
@@ -29,6 +30,19 @@ def _walkthrough(config, stack, layer):
 @st.cache_resource(max_entries=12, show_spinner=COMPUTING)
 def _keras_difference(config, stack, layer, line):
     return keras_difference(config, stack, layer, line=line)
+
+
+@st.cache_resource(max_entries=16, show_spinner=COMPUTING)
+def _decoding(name, source, device, sample, temperature, top_k, seed):
+    return decode(name, source, device, sample=sample, temperature=temperature, top_k=top_k, seed=seed)
+
+
+def decoding(name, source, device, sample, temperature, top_k, seed):
+    """`transformer.decoding.decode` (cached); on bad input a message and the page stops. The status line
+    gives the device."""
+    run = _or_stop(_decoding, name, source, device, sample, temperature, top_k, seed)
+    _status(device=run.device_label, timing="")
+    return run
 
 
 @st.cache_data(show_spinner=False)

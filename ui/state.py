@@ -26,6 +26,9 @@ DEVICE_CHOICES = ("auto", "cpu")
 STACK_CHOICES = ("encoder", "decoder", "cross")
 ATTENTION_VIEWS = ("Checks", "Statistics", "Model view")  # the Attention page's views; only the chosen one runs
 LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softmax demo
+DECODE_MODES = ("greedy", "sampled")
+TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
+TOP_KS = (0, 1, 2, 3, 5, 10, 20)  # 0: every token
 MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
@@ -85,6 +88,12 @@ def _weights(raw: str) -> str:
     raise ValueError(f"must be random, {', '.join(SHIPPED)} or a session model")
 
 
+def _trained(raw: str) -> str:
+    if raw == "random":
+        raise ValueError("must be a trained model")
+    return _weights(raw)
+
+
 def _flag(raw: str) -> bool:
     if raw not in ("0", "1"):
         raise ValueError("must be 0 or 1")
@@ -127,6 +136,16 @@ FIELDS: dict[str, Field] = {
     "row": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
     "block_row": Field(False, _flag),  # … with every key of that row blocked
     "logit_size": Field(100, _choice(LOGIT_SIZES, int)),
+    # the Decode page
+    "dec_model": Field("dates", _trained),
+    "dec_src": Field("", _text(400)),  # empty: the model's own example
+    "dec_mode": Field(DECODE_MODES[0], _choice(DECODE_MODES)),
+    "dec_temp": Field(1.0, _choice(TEMPERATURES, float)),
+    "dec_top_k": Field(0, _choice(TOP_KS, int)),
+    "dec_seed": Field(0, _integer(0, 2**31 - 1)),
+    "dec_step": Field(0, _integer(0, 64)),
+    "dec_play": Field(False, _flag),
+    "dec_cache_layer": Field(0, _integer(0, MAX_LAYERS - 1)),
 }
 
 DUMPERS = {bool: lambda value: "1" if value else "0"}
@@ -137,8 +156,21 @@ def dump(value) -> str:
 
 
 def default_of(key: str, weights: str):
-    """The value a link leaves out for ``key``: a trained model's source is its own example, not the seed's."""
-    return TRAINED_EXAMPLE if key == "src" and weights != "random" else FIELDS[key].default
+    """The value a link leaves out for ``key``: a trained model's source is its task's example, not the seed's,
+    and its sequence length the longest source it was trained on where that is longer than the default."""
+    if weights == "random" or key not in ("src", "seq_len"):
+        return FIELDS[key].default
+    from transformer.pretrained import task_of  # noqa: PLC0415
+    from transformer.tasks import get_task  # noqa: PLC0415
+    from transformer.train import TrainSpec  # noqa: PLC0415
+
+    task = task_of(weights)
+    if task is None:
+        return TRAINED_EXAMPLE if key == "src" else FIELDS[key].default
+    if key == "src":
+        return get_task(task).example
+    return max(FIELDS[key].default, TrainSpec.for_task(task).max_len) if task in ("dates", "translate") \
+        else FIELDS[key].default
 
 
 def parse_url(query: dict) -> tuple[dict, list[str]]:

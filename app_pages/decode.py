@@ -1,0 +1,79 @@
+"""Decode: a trained model writes its answer token by token; each step's attention, choice and key/value cache."""
+
+import streamlit as st
+
+from transformer.pretrained import load_pretrained
+from ui import data, state
+from ui.controls import PERSIST, clamp, plot
+from ui.sidebar import session_device, weight_choices, weights_label
+from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
+
+st.title("Decode")
+st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
+            "written so far (the look-ahead mask lets the newest position see only that), looks at the source "
+            "through cross-attention, and chooses the next token from its distribution.")
+models = [name for name in weight_choices() if name != "random"]
+if st.session_state.get("dec_model") not in models:
+    st.session_state["dec_model"] = models[0] if models else None
+if not models:
+    st.error("No trained model is available: train one on the Train page.")
+    st.stop()
+top = st.columns([2, 3])
+name = top[0].selectbox("Trained model", models, key="dec_model", format_func=weights_label, **PERSIST)
+example = load_pretrained(name, session_device()).rules.example.splitlines()[0]
+source = top[1].text_input("Source", key="dec_src", placeholder=example, max_chars=400,
+                           help="One line in the model's own tokens; empty: the example shown.", **PERSIST) or example
+settings = st.columns(4)
+mode = settings[0].radio("Choice", state.DECODE_MODES, key="dec_mode", horizontal=True, **PERSIST)
+temperature = settings[1].select_slider("Temperature", state.TEMPERATURES, key="dec_temp", **PERSIST,
+                                        help="The distribution is softmax(logits / temperature).")
+top_k = settings[2].select_slider("Top-k (sampling)", state.TOP_KS, key="dec_top_k", disabled=mode == "greedy",
+                                  format_func=lambda k: "all" if k == 0 else str(k), **PERSIST)
+seed = settings[3].number_input("Seed (sampling)", min_value=0, max_value=2**31 - 1, key="dec_seed",
+                                disabled=mode == "greedy", **PERSIST)
+run = data.decoding(name, source, state.current_values()["device"], mode == "sampled", float(temperature),
+                    int(top_k), int(seed))
+last = len(run.steps) - 1
+clamp("dec_step", last)
+
+
+def _move(by: int) -> None:
+    st.session_state["dec_step"] = min(max(0, st.session_state["dec_step"] + by), last)
+
+
+steps = st.columns([1, 1, 6, 2])
+steps[0].button("◀ Back", on_click=_move, args=(-1,), disabled=st.session_state["dec_step"] == 0)
+steps[1].button("Next ▶", on_click=_move, args=(1,), disabled=st.session_state["dec_step"] == last)
+t = steps[2].slider("Step", 0, max(last, 1), key="dec_step", disabled=last == 0, **PERSIST) if last else 0
+playing = steps[3].toggle("Play", key="dec_play", help="Step forward once a second.", **PERSIST)
+step = run.steps[t]
+st.markdown(f"**Step {t}** — the decoder has read `{' '.join(step.prefix)}` and chooses **`{step.chosen}`** · "
+            f"answer: `{run.prediction}` · expected: `{run.expected if run.expected is not None else '—'}`")
+plot(look_ahead_row(t, len(run.steps), run.steps[-1].prefix + (run.steps[-1].chosen,)), "dec_look_ahead")
+columns = st.columns([3, 2])
+with columns[0]:
+    plot(step_attention(step.self_attention, step.prefix, f"masked self-attention of position {t}"), "dec_self")
+    plot(step_attention(step.cross_attention, run.source_tokens, f"cross-attention of position {t}"), "dec_cross")
+with columns[1]:
+    title = f"next token at temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "")
+    plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")
+with st.expander(f"Key/value cache: {run.cache_bytes / 1024:.1f} KB for {run.layers} layers; with the cache "
+                 f"the logits differ from recomputing the whole prefix by at most {run.cache_gap:.1e}"):
+    clamp("dec_cache_layer", run.layers - 1)
+    layer = st.selectbox("Layer", list(range(run.layers)), key="dec_cache_layer", **PERSIST)
+    plot(cache_heatmaps(run.cache[layer], t, len(run.source_tokens),
+                        f"layer {layer}: keys (K) and values (V) kept after step {t}, one panel per head"),
+         "dec_cache")
+    st.caption(f"Each step adds one position's keys and values per layer and head ({run.heads} heads × d_k × 2 × "
+               "4 bytes); the source's keys and values for cross-attention are computed once.")
+
+
+@st.fragment(run_every=1.0 if playing and t < last else None)
+def _player() -> None:
+    """While Play is on: one step forward a second (the whole page reruns to draw it)."""
+    if st.session_state.get("dec_play") and st.session_state["dec_step"] < last:
+        _move(1)
+        st.rerun()
+
+
+_player()

@@ -1,0 +1,87 @@
+"""Figures of one decoding step: where the newest position looks, what it may choose, what the cache keeps."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.labels import position_labels, short
+from viz.panels import panels_figure, weight_rows
+from viz.style import (
+    ALLOWED_COLOR,
+    BLOCKED_COLOR,
+    DIVERGING_COLORSCALE,
+    figure,
+    fixed_margins,
+    left_title,
+    weight_coloraxis,
+)
+
+
+def step_attention(weights, key_tokens, title: str) -> go.Figure:
+    """One panel per layer: its heads (rows, and their mean last) over the keys, for the newest position.
+
+    Args:
+      weights: ``(L, H, N_k)`` in [0, 1]: a step's self-attention (keys: the prefix) or cross-attention
+        (keys: the source).
+      key_tokens: N_k token texts.
+    """
+    weights = np.asarray(weights, np.float32)  # (L, H, N_k)
+    layers, heads, n_k = weights.shape
+    panels = np.concatenate([weights, weights.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, N_k)
+    rows = [f"head {h}" for h in range(heads)] + ["mean"]
+    names = [f"layer {layer}" for layer in range(layers)]
+    traces, layout = weight_rows(panels, np.ones((heads + 1, n_k), bool), rows, position_labels(key_tokens), names,
+                                 columns=layers, panel_px=max(90, 22 * (heads + 1)), top_px=44)
+    return panels_figure(traces, layout, title=left_title(title), coloraxis=weight_coloraxis())
+
+
+def look_ahead_row(step: int, length: int, tokens) -> go.Figure:
+    """The look-ahead mask's row for position ``step`` over the ``length`` positions decoded in the end:
+    keys up to ``step`` may be attended (blue), later ones are blocked (grey)."""
+    allowed = (np.arange(length) <= step).astype(np.uint8)[None]  # (1, length)
+    labels = position_labels(list(tokens)[:length])
+    fig = figure(go.Heatmap(z=allowed, x=labels, y=[f"query {step}"], zmin=0, zmax=1, showscale=False,
+                            colorscale=[[0, BLOCKED_COLOR], [0.5, BLOCKED_COLOR], [0.5, ALLOWED_COLOR],
+                                        [1, ALLOWED_COLOR]],
+                            hovertemplate="key %{x}<br>mask %{z} (1 = may attend)<extra></extra>"),
+                 dict(height=150, title=left_title(f"look-ahead mask, row {step}: the newest position sees "
+                                                   "itself and the earlier ones")))
+    fig.update_xaxes(type="category", tickangle=-45)
+    fig.update_yaxes(type="category")
+    return fixed_margins(fig, top=40, left=70, bottom=60)
+
+
+def distribution(top, chosen: str, title: str) -> go.Figure:
+    """Bars of the most probable next tokens (``[(token, probability)]``, most probable first); the chosen one
+    is drawn dark."""
+    tokens = [short(token) for token, _ in top][::-1]
+    colours = [ALLOWED_COLOR if token == chosen else "#9ecae1" for token, _ in top][::-1]
+    fig = figure(go.Bar(x=[p for _, p in top][::-1], y=tokens, orientation="h", marker_color=colours,
+                        hovertemplate="next token %{y}<br>probability %{x:.4f}<extra></extra>"),
+                 dict(height=60 + 24 * len(top), title=left_title(title)))
+    fig.update_xaxes(range=[0, 1], title_text="probability")
+    fig.update_yaxes(type="category")
+    return fixed_margins(fig, top=40, left=90, bottom=50)
+
+
+def cache_heatmaps(layer_cache: dict, step: int, source_length: int, title: str) -> go.Figure:
+    """One layer's key/value cache after ``step``: per head, the keys and the values kept (positions × d_k)."""
+    keys, values = layer_cache["keys"][:, : step + 1], layer_cache["values"][:, : step + 1]  # (H, t + 1, d_k)
+    heads = keys.shape[0]
+    panels = np.concatenate([keys, values])  # (2H, t + 1, d_k)
+    limit = float(np.abs(panels).max()) or 1.0
+    fig = figure(layout=dict(height=120 + 40 * (step + 1), title=left_title(title)))
+    for index, panel in enumerate(panels):
+        kind, head = ("keys", index) if index < heads else ("values", index - heads)
+        fig.add_trace(go.Heatmap(z=panel, xaxis=f"x{index + 1}", yaxis="y", coloraxis="coloraxis",
+                                 name=f"{kind}, head {head}",
+                                 hovertemplate=f"{kind}, head {head}<br>position %{{y}}<br>dimension %{{x}}"
+                                               "<br>%{z:.3f}<extra></extra>"))
+        width = 1 / len(panels)
+        fig.update_layout({f"xaxis{index + 1}": dict(domain=[index * width + 0.01, (index + 1) * width - 0.01],
+                                                     showticklabels=False, title=dict(text=f"{kind[0].upper()} h{head}",
+                                                                                       font=dict(size=11)))})
+    fig.update_layout(coloraxis=dict(colorscale=DIVERGING_COLORSCALE, cmin=-limit, cmax=limit),
+                      yaxis=dict(autorange="reversed", title_text="position"))
+    return fixed_margins(fig, top=40, left=70, right=10, bottom=50)
