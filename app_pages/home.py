@@ -1,8 +1,64 @@
-"""Home: what Attention Lab is, and a link to each page."""
+"""Home: attention that means something first (the dates model reading today's date), then every page."""
 
+import datetime
+
+import numpy as np
 import streamlit as st
 
+from transformer import LiveConfig
+from transformer.pretrained import available
+from transformer.tasks import get_task
+from transformer.tasks.dates import date_text
+from ui import data, state
+from ui.controls import plot
+from viz.attention import head_grid
+
 st.title("Attention Lab")
+TODAY = date_text(datetime.date.today(), "weekday")  # "Tuesday, 24 November 2026"
+
+
+def _decode(source: str) -> None:
+    """Open the Decode page on the dates model writing ``source`` as an ISO date, from its first step."""
+    st.session_state.update(dec_model="dates", dec_src=source, dec_step=0, dec_mode="greedy")
+    st.session_state["_open_page"] = "app_pages/decode.py"
+
+
+def _open(weights: str, source: str, page: str) -> None:
+    """Select a trained model with ``source`` as its input, the cross-attention on view; then open ``page``."""
+    st.session_state.update(weights=weights, src=source, stack="cross", layer=0, element=0,
+                            seq_len=max(st.session_state.get("seq_len", 1), state.default_of("seq_len", weights)))
+    st.session_state["_open_page"] = page
+
+
+if "dates" in available():
+    st.subheader(f"The dates model reads “{TODAY}”")
+    config = LiveConfig(weights="dates", source_text=TODAY, seq_len=len(TODAY),
+                        device=state.current_values()["device"])
+    result = data.live(config, stacks=("cross",))
+    layer = result.layers - 1
+    weights = result.attention["cross"][layer, 0]  # (H, N_t, N_s): each output character's view of the source
+    mean = weights.mean(axis=0, keepdims=True)  # (1, N_t, N_s)
+    mask = result.applied_masks["cross"][0]  # (N_t, N_s)
+    plot(head_grid(np.concatenate([weights, mean]), mask, result.target_tokens[0], result.source_tokens[0],
+                   title=f"cross-attention, layer {layer}: rows are the characters written, columns those read",
+                   names=[f"head {h}" for h in range(result.heads)] + ["mean of heads"]),
+         "home_dates")
+    st.caption("Each row is one character the model writes; the dark cells are where it reads from: the year's "
+               "digits read the year, the month's digits the month's name, the day's digits the day, and nothing "
+               "reads the weekday.")
+    columns = st.columns(4)
+    columns[3].button("Decode today's date step by step", on_click=_decode, args=(TODAY,), key="open_decode")
+    links = (("Open the dates model on the Attention page", "dates", TODAY, "app_pages/attention.py"),
+             ("Open the translate model on the Attention page", "translate", get_task("translate").example,
+              "app_pages/attention.py"),
+             ("Open the reverse model on the Attention page", "reverse", get_task("reverse").example,
+              "app_pages/attention.py"))
+    for column, (label, weights_name, source, page) in zip(columns, links):
+        if weights_name in available():
+            column.button(label, on_click=_open, args=(weights_name, source, page), key=f"open_{weights_name}")
+    if st.session_state.get("_open_page"):
+        st.switch_page(st.session_state.pop("_open_page"))
+
 st.markdown(
     """
 A live laboratory for the Transformer of *Attention Is All You Need*. Change **d_model**, the number of
@@ -14,9 +70,9 @@ the look-ahead mask is **lower triangular**, and a query with no allowed key get
 By default the weights are seeded random weights: the pictures show what the *mechanism* does. Each weight
 is drawn from the seed and its place in the model, so a slider changes only what it is about: more heads
 split the same projections differently, and another layer keeps the weights of the layers before it. To see what
-a trained model learned, pick one under **Weights** (small models trained to copy, reverse or sort a
-sequence ship with the app) or train your own on the Train page. Every view is in the URL — copy the link
-to share exactly what you see.
+a trained model learned, pick one under **Weights** (small models trained to normalise dates, translate a
+toy language, and copy, reverse or sort a sequence ship with the app) or train your own on the Train page.
+Every view is in the URL — copy the link to share exactly what you see.
 """
 )
 st.page_link("app_pages/masks.py", label="Masks — padding, look-ahead and target masks, and how they broadcast",
@@ -29,5 +85,7 @@ st.page_link("app_pages/dot_product_lab.py", label="Dot-product lab — one head
              icon=":material/science:")
 st.page_link("app_pages/shapes.py", label="Shapes — the tensor shapes of multi-head attention, step by step",
              icon=":material/straighten:")
+st.page_link("app_pages/decode.py", label="Decode — a trained model writes its answer token by token, with its cache",
+             icon=":material/play_circle:")
 st.page_link("app_pages/train.py", label="Train — train a small model in the background, then look at its attention",
              icon=":material/model_training:")

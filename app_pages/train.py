@@ -13,19 +13,32 @@ st.markdown("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, �
             "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "
             "predictions are greedy. It runs in the background: the app stays usable meanwhile.")
 
-with st.form("train_form"):
-    # The whole width: each task's description is a sentence (in a quarter of the form it was cut off).
-    task = st.selectbox("Task", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t].description}",
-                        key="train_task")
+# What the form starts from, per task: the symbol tasks learn in seconds; dates and translate need a wider model.
+FORM_DEFAULTS = {"dates": dict(d_model=64, heads=4, layers=2, d_ff=256, steps=1500),
+                 "translate": dict(d_model=64, heads=4, layers=2, d_ff=256, steps=1500)}
+SYMBOL_DEFAULTS = dict(d_model=32, heads=2, layers=1, d_ff=128, steps=600)
+
+# The whole width: each task's description is a sentence (in a quarter of the form it was cut off). Outside the
+# form, so that choosing a task sets the form to that task's own settings.
+task = st.selectbox("Task", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t].description}", key="train_task")
+own = FORM_DEFAULTS.get(task, SYMBOL_DEFAULTS)
+free_length = task not in FORM_DEFAULTS  # dates and translate draw sources of their own lengths
+with st.form(f"train_form_{task}"):
     cols = st.columns(4)
-    d_model = cols[0].select_slider("d_model", [16, 32, 64], value=32, key="train_d_model")
-    heads = cols[1].select_slider("Heads", [1, 2, 4], value=2, key="train_heads")
-    layers = cols[2].select_slider("Layers", [1, 2, 3], value=1, key="train_layers")
-    d_ff = cols[3].select_slider("d_ff", [32, 64, 128, 256], value=128, key="train_d_ff")
+    d_model = cols[0].select_slider("d_model", [16, 32, 64, 128], value=own["d_model"], key=f"train_d_model_{task}")
+    heads = cols[1].select_slider("Heads", [1, 2, 4, 8], value=own["heads"], key=f"train_heads_{task}")
+    layers = cols[2].select_slider("Layers", [1, 2, 3], value=own["layers"], key=f"train_layers_{task}")
+    d_ff = cols[3].select_slider("d_ff", [32, 64, 128, 256, 512], value=own["d_ff"], key=f"train_d_ff_{task}")
     cols = st.columns(4)
-    steps = cols[0].number_input("Steps", min_value=10, max_value=5000, value=600, step=100, key="train_steps")
-    seed = cols[1].number_input("Seed", min_value=0, max_value=10_000, value=0, key="train_seed")
-    min_len, max_len = cols[2].slider("Source lengths", 1, 12, (3, 8), key="train_lengths")
+    steps = cols[0].number_input("Steps", min_value=10, max_value=6000, value=own["steps"], step=100,
+                                 key=f"train_steps_{task}")
+    seed = cols[1].number_input("Seed", min_value=0, max_value=10_000, value=0, key=f"train_seed_{task}")
+    if free_length:
+        min_len, max_len = cols[2].slider("Source lengths", 1, 12, (3, 8), key="train_lengths")
+    else:
+        lengths = TrainSpec.for_task(task)
+        min_len, max_len = lengths.min_len, lengths.max_len
+        cols[2].caption(f"Sources: the task's own, {min_len}–{max_len} tokens.")
     submitted = st.form_submit_button("Train", type="primary")
 
 if submitted:
@@ -45,7 +58,8 @@ def _use_model(job: TrainJob) -> None:
     name = job.register()
     st.session_state.setdefault("_my_models", {})[name] = job.label()
     st.session_state["weights"] = name
-    st.session_state["src"] = "a b c d e\nj i h g\nc a b e"
+    st.session_state["src"] = TASKS[job.spec.task].example
+    st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), job.spec.max_len)
 
 
 @st.fragment(run_every=1.0)

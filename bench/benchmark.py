@@ -274,6 +274,22 @@ def compute(quick: bool):
         row("compute", f"whole forward pass (2+2 layers, d_ff 2048) N={n}", f"{forward * 1e3:.1f} ms")
     del keras
     new_architectures(8 if quick else 24)
+    decoding(3 if quick else 10)
+
+
+def decoding(repeats: int):
+    """What the Decode page's engine call costs: every step of a line, by the whole model and by the cache."""
+    from transformer.decoding import decode
+
+    for name, source in (("dates", "Wednesday, 30 September 2026"), ("translate",
+                         "every sad cat sees this young child often under the tall river")):
+        decode(name, source)  # loads the model and traces its functions
+        seconds = [time.perf_counter()]
+        for _ in range(repeats):
+            run = decode(name, source)
+            seconds.append(time.perf_counter())
+        row("compute", f"Decode page: every step of a {name} line ({len(run.steps)} steps, whole model and cache)",
+            f"{np.median(np.diff(seconds)) * 1e3:.0f} ms (cache gap {run.cache_gap:.0e})")
 
 
 def new_architectures(count: int):

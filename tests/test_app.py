@@ -13,8 +13,8 @@ from ui import state
 from ui.controls import FAILED, PASSED
 
 pytestmark = pytest.mark.app
-PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "train"]
-CHARTLESS = ("home", "train")
+PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "decode", "train"]
+CHARTLESS = ("train",)
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -322,7 +322,8 @@ def _field_values():
     """Any valid value of every field (texts short enough for a link), heads dividing d_model."""
     texts = strategies.sampled_from([state.SEED_BATCH, state.TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
     return strategies.sampled_from(state.D_MODEL_CHOICES).flatmap(lambda d_model: strategies.fixed_dictionaries({
-        "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "session:abc123"]),
+        "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "dates", "translate",
+                                            "session:abc123"]),
         "d_model": strategies.just(d_model), "heads": strategies.sampled_from(state.head_choices(d_model)),
         "d_ff": strategies.sampled_from(state.D_FF_CHOICES), "layers": strategies.integers(1, state.MAX_LAYERS),
         "seq_len": strategies.integers(1, state.MAX_SEQ_LEN), "seed": strategies.integers(0, 2**31 - 1),
@@ -333,6 +334,12 @@ def _field_values():
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
         "pe_positions": texts, "step": strategies.integers(0, 6),
         "view": strategies.sampled_from(state.ATTENTION_VIEWS),
+        "dec_model": strategies.sampled_from(["dates", "translate", "copy", "session:abc123"]), "dec_src": texts,
+        "dec_mode": strategies.sampled_from(state.DECODE_MODES),
+        "dec_temp": strategies.sampled_from(state.TEMPERATURES),
+        "dec_top_k": strategies.sampled_from(state.TOP_KS), "dec_seed": strategies.integers(0, 2**31 - 1),
+        "dec_step": strategies.integers(0, 64), "dec_play": strategies.booleans(),
+        "dec_cache_layer": strategies.integers(0, state.MAX_LAYERS - 1),
         "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
         "crop_k": strategies.integers(0, state.MAX_SEQ_LEN), "row": strategies.integers(0, state.MAX_SEQ_LEN - 1),
         "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(state.LOGIT_SIZES),
@@ -377,7 +384,8 @@ WIDGET_KINDS = ("slider", "select_slider", "toggle", "checkbox", "selectbox", "r
 
 
 @pytest.mark.parametrize("page, query", [("masks", {}), ("positional_encoding", {}), ("dot_product_lab", {}),
-                                         ("shapes", {}), ("attention", {"full_res": "1", "seq_len": "300"})])
+                                         ("shapes", {}), ("attention", {"full_res": "1", "seq_len": "300"}),
+                                         ("decode", {"dec_mode": "sampled"})])
 def test_every_control_of_a_view_is_a_url_field(page, query):
     """So that a copied link reproduces the view (the lab's query row, mask fill and logit size once were not)."""
     at = open_page(page, query)
@@ -459,8 +467,8 @@ def test_train_page_trains_a_model_and_opens_its_attention():
 
     at = open_page("train")
     no_errors(at)
-    at.number_input(key="train_steps").set_value(20)
-    at.select_slider(key="train_d_model").set_value(16)
+    at.number_input(key="train_steps_copy").set_value(20)
+    at.select_slider(key="train_d_model_copy").set_value(16)
     at.button[0].click().run()
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
@@ -514,3 +522,61 @@ def test_home_links_every_other_page():
     at = open_page("home")
     linked = {link.proto.page for link in at.get("page_link")}
     assert linked == set(PAGES) - {"home"}, linked  # url paths
+
+
+def test_decode_steps_forward_and_back_and_a_link_restores_the_step_and_settings():
+    at = open_page("decode", {"dec_model": "reverse", "dec_src": "a b c d"})
+    no_errors(at)
+    assert not at.error and len(chart_elements(at)) == 5  # look-ahead row, self, cross, distribution, cache
+    assert "chooses **`d`**" in " ".join(m.value for m in at.markdown)
+    next_button = [b for b in at.button if b.label.startswith("Next")][0]
+    next_button.click().run()
+    no_errors(at)
+    assert at.session_state["dec_step"] == 1 and at.query_params["dec_step"] == "1"
+    assert "chooses **`c`**" in " ".join(m.value for m in at.markdown)
+    at.radio(key="dec_mode").set_value("sampled").run()
+    at.select_slider(key="dec_temp").set_value(3.0).run()
+    no_errors(at)
+    link = {key: at.query_params[key] for key in ("dec_model", "dec_src", "dec_mode", "dec_temp", "dec_step")}
+    again = open_page("decode", link)
+    assert specs(again) == specs(at)
+
+
+def test_decode_names_characters_outside_the_models_vocabulary():
+    at = open_page("decode", {"dec_model": "dates", "dec_src": "24 Nox 2026!"})
+    no_errors(at)
+    assert any("outside this model's vocabulary: '!', x" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_home_opens_with_the_dates_model_reading_today_and_its_links_select_the_model():
+    at = open_page("home")
+    no_errors(at)
+    titles = [spec["layout"]["title"]["text"] for spec in specs(at)]
+    assert any("cross-attention" in title for title in titles)
+    at.button(key="open_translate").click().run()
+    no_errors(at)
+    assert at.session_state["weights"] == "translate" and at.session_state["stack"] == "cross"
+    assert at.session_state["seq_len"] >= 12 and chart_elements(at)
+
+
+def test_the_train_page_offers_the_new_tasks_with_their_own_settings():
+    at = open_page("train")
+    at.selectbox(key="train_task").set_value("dates").run()
+    no_errors(at)
+    assert at.number_input(key="train_steps_dates").value == 1500
+    assert at.select_slider(key="train_d_model_dates").value == 64
+
+
+@pytest.mark.parametrize("weights", ["dates", "translate"])
+@pytest.mark.parametrize("page", ["masks", "positional_encoding", "attention", "dot_product_lab", "shapes"])
+def test_every_page_works_with_the_new_trained_models(page, weights):
+    """A link with only the model: its own example, at a sequence length that holds it, on every page."""
+    at = open_page(page, {"weights": weights})
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    assert chart_elements(at)
+    assert at.session_state["src"] == state.default_of("src", weights)
+    if page == "attention":  # the live checks pass (rows, masks, Keras) and every prediction is right
+        assert "cancel" not in " ".join(m.value for m in at.markdown)
+        lines = len(state.default_of("src", weights).splitlines())
+        assert f"{lines} of {lines} right" in " ".join(e.label for e in at.expander)

@@ -30,7 +30,7 @@ def weight_choices() -> list[str]:
     return ["random"] + pretrained.available() + list(st.session_state.get("_my_models", []))
 
 
-def _weights_label(name: str) -> str:
+def weights_label(name: str) -> str:
     if name == "random":
         return "Seeded random weights"
     if name.startswith(pretrained.SESSION_PREFIX):
@@ -39,16 +39,24 @@ def _weights_label(name: str) -> str:
 
 
 def _after_weights_change() -> None:
-    """A trained model reads its own symbols: swap in an example if the source text has others."""
+    """A trained model reads its own tokens: swap in its task's example if the source text has others, and
+    make the sequence length the model's own where the current one would cut its sources."""
     name = st.session_state["weights"]
     if name == "random":
         return
     model = pretrained.load_pretrained(name, session_device())
-    tokens = set(st.session_state.get("src", "").split())
-    if not tokens or not tokens <= set(model.symbols):
-        st.session_state["src"] = state.TRAINED_EXAMPLE
-        state.notify(f"The {model.task} model reads the symbols {' '.join(model.symbols)}: "
-                     "the source text now holds an example.")
+    if not _reads(model, st.session_state.get("src", "")):
+        st.session_state["src"] = model.rules.example
+        state.notify(f"The {model.task} model reads other tokens: the source text now holds its example.")
+    st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), state.default_of("seq_len", name))
+
+
+def _reads(model, text: str) -> bool:
+    """Whether every line of ``text`` is made of ``model``'s tokens."""
+    try:
+        return all(model.source_tokens(line) for line in text.splitlines() if line.strip()) and bool(text.strip())
+    except ValueError:
+        return False
 
 
 def _locked_caption(bar, name: str) -> None:
@@ -71,7 +79,7 @@ def render() -> None:
     if st.session_state.get("weights") not in choices:
         state.notify(f"The model {st.session_state.get('weights')!r} is not available here; using random weights.")
         st.session_state["weights"] = "random"
-    bar.selectbox("Weights", choices, key="weights", format_func=_weights_label, on_change=_after_weights_change,
+    bar.selectbox("Weights", choices, key="weights", format_func=weights_label, on_change=_after_weights_change,
                   help="Seeded random weights show the mechanism; trained models show learned attention.",
                   **PERSIST)
     trained = st.session_state["weights"] != "random"
