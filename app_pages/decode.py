@@ -57,15 +57,19 @@ with columns[0]:
 with columns[1]:
     title = f"next token at temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "")
     plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")
-with st.expander(f"Key/value cache: {run.cache_bytes / 1024:.1f} KB for {run.layers} layers; with the cache "
-                 f"the logits differ from recomputing the whole prefix by at most {run.cache_gap:.1e}"):
-    clamp("dec_cache_layer", run.layers - 1)
-    layer = st.selectbox("Layer", list(range(run.layers)), key="dec_cache_layer", **PERSIST)
+st.subheader("Key/value cache")
+st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {run.layers} layers at the last step. Decoding with the "
+            "cache (each step runs the decoder for the newest position only) gives logits that differ from "
+            f"recomputing the whole prefix by at most **{run.cache_gap:.1e}**.")
+cache_columns = st.columns([1, 4])
+clamp("dec_cache_layer", run.layers - 1)
+layer = cache_columns[0].selectbox("Layer", list(range(run.layers)), key="dec_cache_layer", **PERSIST)
+cache_columns[0].caption(f"Each step adds one position's keys and values per layer and head ({run.heads} heads × "
+                         "d_k × 2 × 4 bytes); the source's keys and values for cross-attention are computed once.")
+with cache_columns[1]:
     plot(cache_heatmaps(run.cache[layer], t, len(run.source_tokens),
                         f"layer {layer}: keys (K) and values (V) kept after step {t}, one panel per head"),
          "dec_cache")
-    st.caption(f"Each step adds one position's keys and values per layer and head ({run.heads} heads × d_k × 2 × "
-               "4 bytes); the source's keys and values for cross-attention are computed once.")
 
 
 @st.fragment(run_every=1.0 if playing and t < last else None)

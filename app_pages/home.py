@@ -34,25 +34,24 @@ if "dates" in available():
     st.subheader(f"The dates model reads “{TODAY}”")
     config = LiveConfig(weights="dates", source_text=TODAY, seq_len=len(TODAY),
                         device=state.current_values()["device"])
-    result = data.live(config, stacks=("cross",))
+    result = data.live(config, stacks=("cross",), notices=False)
     layer = result.layers - 1
     weights = result.attention["cross"][layer, 0]  # (H, N_t, N_s): each output character's view of the source
     mean = weights.mean(axis=0, keepdims=True)  # (1, N_t, N_s)
     mask = result.applied_masks["cross"][0]  # (N_t, N_s)
     plot(head_grid(np.concatenate([weights, mean]), mask, result.target_tokens[0], result.source_tokens[0],
                    title=f"cross-attention, layer {layer}: rows are the characters written, columns those read",
-                   names=[f"head {h}" for h in range(result.heads)] + ["mean of heads"]),
+                   names=[f"head {h}" for h in range(result.heads)] + ["mean of heads"], columns=result.heads + 1),
          "home_dates")
     st.caption("Each row is one character the model writes; the dark cells are where it reads from: the year's "
                "digits read the year, the month's digits the month's name, the day's digits the day, and nothing "
                "reads the weekday.")
     columns = st.columns(4)
-    columns[3].button("Decode today's date step by step", on_click=_decode, args=(TODAY,), key="open_decode")
-    links = (("Open the dates model on the Attention page", "dates", TODAY, "app_pages/attention.py"),
-             ("Open the translate model on the Attention page", "translate", get_task("translate").example,
-              "app_pages/attention.py"),
-             ("Open the reverse model on the Attention page", "reverse", get_task("reverse").example,
-              "app_pages/attention.py"))
+    columns[3].button("Decode today's date", on_click=_decode, args=(TODAY,), key="open_decode",
+                      help="Step through the dates model writing it, token by token.")
+    links = (("Dates model → Attention", "dates", TODAY, "app_pages/attention.py"),
+             ("Translate model → Attention", "translate", get_task("translate").example, "app_pages/attention.py"),
+             ("Reverse model → Attention", "reverse", get_task("reverse").example, "app_pages/attention.py"))
     for column, (label, weights_name, source, page) in zip(columns, links):
         if weights_name in available():
             column.button(label, on_click=_open, args=(weights_name, source, page), key=f"open_{weights_name}")

@@ -314,12 +314,12 @@ def test_printing_the_page_draws_the_charts_out_of_view_too(page, server):
 
 def test_plotly_js_is_loaded_from_the_first_run_on_by_an_element_that_takes_no_room(page, server):
     """The early loader runs before the script waits for TensorFlow, so a cold start compiles Plotly.js
-    meanwhile; the Home page has no chart, yet Plotly is there for the next page."""
+    meanwhile; the Train page has no chart until a model trains, yet Plotly is there for the next page."""
     requests = []
     page.on("request", lambda request: requests.append(request.url))
-    open_page(page, server, "")
+    open_page(page, server, "train")
     page.wait_for_function("() => window.Plotly && window.Plotly.react", timeout=60_000)
-    # the widgets' code too, each file once: the Home page draws no toggle and no download button
+    # the widgets' code too, each file once: the Train page draws no toggle and no download button
     for url in widget_module_urls("/static/js/"):
         assert [seen for seen in requests if seen.endswith(url)] == [server + url], url
     hidden = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stElementContainer"]')]
@@ -652,9 +652,10 @@ def test_the_view_picker_shows_one_view_at_a_time_and_the_link_keeps_it(page, se
 
 
 def test_decode_steps_forward_with_the_next_button_and_redraws_its_charts(page, server):
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})  # every chart in view: every chart drawn
     open_page(page, server, "decode?dec_model=reverse&dec_src=a+b+c+d")
     wait_for_every_chart(page)
-    status = page.get_by_test_id("stMarkdown").filter(has_text="chooses").first
+    status = page.get_by_test_id("stMarkdown").filter(has_text="the decoder has read").first
     assert " ".join(status.inner_text().split()).count("chooses d") == 1
     page.get_by_role("button", name="Next ▶").click()
     page.wait_for_function("() => location.search.includes('dec_step=1')", timeout=30_000)

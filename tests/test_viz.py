@@ -458,3 +458,23 @@ def test_large_masks_are_pooled_and_small():
     assert np.shape(fig.data[0].z) == (128, 128) and "max-pooled 4×4 view of 512×512" in fig.layout.title.text
     assert [note.text for note in fig.layout.annotations] == ["a", "b", "c"]  # panel titles stay short
     assert len(fig.to_json()) < 1_000_000
+
+
+def test_the_decoding_figures_validate_and_keep_weights_on_the_fixed_scale():
+    import plotly.graph_objects as go
+
+    from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
+
+    weights = np.random.default_rng(0).dirichlet(np.ones(5), size=(2, 4)).astype(np.float32)  # (L, H, N_k)
+    fig = step_attention(weights, list("abcde"), "self")
+    go.Figure(fig.to_dict())  # validates
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+    panels = [np.asarray(t.z) for t in fig.data if t.name and t.name.startswith("layer")]
+    np.testing.assert_allclose(panels[0][-1], weights[0].mean(0), atol=1e-6)  # the last row is the mean of heads
+    row = look_ahead_row(2, 5, list("abcde"))
+    assert np.asarray(row.data[0].z).tolist() == [[1, 1, 1, 0, 0]]  # lower triangular: keys 0..2 may be attended
+    bars = distribution([("x", 0.7), (" ", 0.2), ("</s>", 0.1)], " ", "next")
+    assert list(bars.data[0].y) == ["&lt;/s&gt;", "␣ (space)", "x"] and bars.data[0].marker.color[1] == "#2b8cbe"
+    cache = {"keys": np.ones((4, 6, 3), np.float32), "values": -np.ones((4, 6, 3), np.float32)}
+    heat = cache_heatmaps(cache, 2, 5, "cache")
+    assert len(heat.data) == 8 and np.asarray(heat.data[0].z).shape == (3, 3)  # 2 × 4 heads, positions 0..2

@@ -94,16 +94,17 @@ def _status(**parts) -> None:
         slot.caption(text)
 
 
-def live(config, stacks=(), lines=None):
+def live(config, stacks=(), lines=None, notices=True):
     """`run_live` for ``config``, cached; on bad input an error message and the page stops.
 
     ``stacks``: the attention maps the page draws (none by default: the model does not run);
-    ``lines``: the lines they are computed for (None: every line).
+    ``lines``: the lines they are computed for (None: every line); ``notices``: show the input's notices.
     """
-    notices = st.container()  # always there, so that a notice coming or going moves nothing after it
+    slot = st.container()  # always there, so that a notice coming or going moves nothing after it
     result = _or_stop(_live, config, tuple(stacks), None if lines is None else tuple(lines))
     show_status(result)
-    show_notices(notices, result.notices)
+    if notices:
+        show_notices(slot, result.notices)
     if result.predictions:
         show_predictions(result.predictions)
     return result

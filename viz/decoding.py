@@ -55,7 +55,7 @@ def look_ahead_row(step: int, length: int, tokens) -> go.Figure:
 def distribution(top, chosen: str, title: str) -> go.Figure:
     """Bars of the most probable next tokens (``[(token, probability)]``, most probable first); the chosen one
     is drawn dark."""
-    tokens = [short(token) for token, _ in top][::-1]
+    tokens = [short(token) if token.strip() else "␣ (space)" for token, _ in top][::-1]  # a space stays visible
     colours = [ALLOWED_COLOR if token == chosen else "#9ecae1" for token, _ in top][::-1]
     fig = figure(go.Bar(x=[p for _, p in top][::-1], y=tokens, orientation="h", marker_color=colours,
                         hovertemplate="next token %{y}<br>probability %{x:.4f}<extra></extra>"),
