@@ -14,25 +14,15 @@ chart.publish_plotly_js()
 chart.load_plotly_early()  # the browser fetches and compiles Plotly.js while TensorFlow is still importing
 preload.wait()  # `make run` imports TensorFlow while the server starts: let that import finish first
 from transformer.device import missing_gpu_notice  # noqa: E402
-from ui import runtime, sidebar, state, streamlit_patches  # noqa: E402  (after set_page_config)
+from ui import pages, runtime, sidebar, state, streamlit_patches  # noqa: E402  (after set_page_config)
 
 streamlit_patches.keep_tensorflow_warm()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
 
-# (file and url path, title, Material icon); Home is the default page.
-PAGES = [
+PAGES = [  # Home is the default page
     st.Page(f"app_pages/{name}.py", title=title, icon=f":material/{icon}:",
             **(dict(default=True) if name == "home" else dict(url_path=name)))
-    for name, title, icon in (
-        ("home", "Home", "home"),
-        ("masks", "Masks", "grid_on"),
-        ("positional_encoding", "Positional encoding", "waves"),
-        ("attention", "Attention", "visibility"),
-        ("dot_product_lab", "Dot-product lab", "science"),
-        ("shapes", "Shapes", "straighten"),
-        ("decode", "Decode", "play_circle"),
-        ("train", "Train", "model_training"),
-    )
+    for name, title, icon, _ in pages.PAGES
 ]
 
 state.load_url_once()

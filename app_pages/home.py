@@ -11,6 +11,7 @@ from transformer.tasks import get_task
 from transformer.tasks.dates import date_text
 from ui import data, state
 from ui.controls import plot
+from ui.pages import PAGES
 from viz.attention import head_grid
 
 st.title("Attention Lab")
@@ -74,17 +75,5 @@ toy language, and copy, reverse or sort a sequence ship with the app) or train y
 Every view is in the URL — copy the link to share exactly what you see.
 """
 )
-st.page_link("app_pages/masks.py", label="Masks — padding, look-ahead and target masks, and how they broadcast",
-             icon=":material/grid_on:")
-st.page_link("app_pages/positional_encoding.py", label="Positional encoding — sinusoids, wavelengths, similarity",
-             icon=":material/waves:")
-st.page_link("app_pages/attention.py", label="Attention — every head of every layer, with statistics and checks",
-             icon=":material/visibility:")
-st.page_link("app_pages/dot_product_lab.py", label="Dot-product lab — one head step by step, why scale, mask fills",
-             icon=":material/science:")
-st.page_link("app_pages/shapes.py", label="Shapes — the tensor shapes of multi-head attention, step by step",
-             icon=":material/straighten:")
-st.page_link("app_pages/decode.py", label="Decode — a trained model writes its answer token by token, with its cache",
-             icon=":material/play_circle:")
-st.page_link("app_pages/train.py", label="Train — train a small model in the background, then look at its attention",
-             icon=":material/model_training:")
+for name, title, icon, says in PAGES[1:]:
+    st.page_link(f"app_pages/{name}.py", label=f"{title} — {says}", icon=f":material/{icon}:")

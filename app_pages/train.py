@@ -13,16 +13,25 @@ st.markdown("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, �
             "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "
             "predictions are greedy. It runs in the background: the app stays usable meanwhile.")
 
-# What the form starts from, per task: the symbol tasks learn in seconds; dates and translate need a wider model.
-FORM_DEFAULTS = {"dates": dict(d_model=64, heads=4, layers=2, d_ff=256, steps=1500),
-                 "translate": dict(d_model=64, heads=4, layers=2, d_ff=256, steps=1500)}
+# What the form starts from: the symbol tasks learn in seconds at this size; dates and translate start from their
+# shipped models' sizes (TrainSpec.for_task), with fewer steps so that a class can watch one train.
 SYMBOL_DEFAULTS = dict(d_model=32, heads=2, layers=1, d_ff=128, steps=600)
+FORM_STEPS = 1500
+
+
+def form_defaults(task: str) -> dict:
+    if not TASKS[task].own_lengths:
+        return SYMBOL_DEFAULTS
+    spec = TrainSpec.for_task(task)
+    return dict(d_model=spec.d_model, heads=spec.num_heads, layers=spec.num_layers, d_ff=spec.d_ff,
+                steps=min(spec.steps, FORM_STEPS))
+
 
 # The whole width: each task's description is a sentence (in a quarter of the form it was cut off). Outside the
 # form, so that choosing a task sets the form to that task's own settings.
 task = st.selectbox("Task", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t].description}", key="train_task")
-own = FORM_DEFAULTS.get(task, SYMBOL_DEFAULTS)
-free_length = task not in FORM_DEFAULTS  # dates and translate draw sources of their own lengths
+own = form_defaults(task)
+free_length = not TASKS[task].own_lengths  # dates and translate draw sources of their own lengths
 with st.form(f"train_form_{task}"):
     cols = st.columns(4)
     d_model = cols[0].select_slider("d_model", [16, 32, 64, 128], value=own["d_model"], key=f"train_d_model_{task}")

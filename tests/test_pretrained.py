@@ -116,6 +116,8 @@ def test_training_rejects_bad_specs():
         train(TrainSpec(d_model=10, num_heads=4))
     with pytest.raises(ValueError, match="task='nope'"):
         train(TrainSpec(task="nope"))
+    with pytest.raises(ValueError, match="up to 28 tokens: max_len must be at least that. Received: max_len=10"):
+        train(TrainSpec(task="dates", max_len=10))  # the dates task's own sources would not fit
 
 
 @pytest.mark.slow

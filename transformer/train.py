@@ -57,16 +57,16 @@ class TrainSpec:
         return cls(**{"task": task, **TASK_DEFAULTS.get(task, {}), **overrides})
 
     def validate(self) -> None:
-        longest = get_task(self.task).lengths[1]
+        task = get_task(self.task)
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model must be divisible by num_heads. Received: d_model={self.d_model}, "
                              f"num_heads={self.num_heads}")
         if not 1 <= self.min_len <= self.max_len <= 32:
             raise ValueError(f"Need 1 <= min_len <= max_len <= 32. Received: min_len={self.min_len}, "
                              f"max_len={self.max_len}")
-        if self.task in ("dates", "translate") and self.max_len < longest:
-            raise ValueError(f"The {self.task} task's sources have up to {longest} tokens: max_len must be at least "
-                             f"that. Received: max_len={self.max_len}")
+        if task.own_lengths and self.max_len < task.lengths[1]:
+            raise ValueError(f"The {self.task} task's sources have up to {task.lengths[1]} tokens: max_len must be "
+                             f"at least that. Received: max_len={self.max_len}")
         if self.steps < 1 or self.batch < 1:
             raise ValueError(f"steps and batch must be positive. Received: steps={self.steps}, batch={self.batch}")
 

@@ -169,8 +169,8 @@ def default_of(key: str, weights: str):
         return TRAINED_EXAMPLE if key == "src" else FIELDS[key].default
     if key == "src":
         return get_task(task).example
-    return max(FIELDS[key].default, TrainSpec.for_task(task).max_len) if task in ("dates", "translate") \
-        else FIELDS[key].default
+    own = get_task(task).own_lengths  # dates, translate: a length that holds their sources
+    return max(FIELDS[key].default, TrainSpec.for_task(task).max_len) if own else FIELDS[key].default
 
 
 def parse_url(query: dict) -> tuple[dict, list[str]]:

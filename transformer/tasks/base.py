@@ -18,6 +18,8 @@ class Task:
 
     ``alignment``: "diagonal", "anti-diagonal" or None, the shape cross-attention should take.
     ``lengths``: ``(min, max)`` source tokens a model of this task is trained on by default.
+    ``own_lengths``: the task draws sources of its own lengths (a training run's max_len must hold them);
+    False: it draws them between a training run's min_len and max_len.
     """
 
     name = ""
@@ -26,6 +28,7 @@ class Task:
     tokens: tuple = ()
     example = ""
     lengths = (3, 10)
+    own_lengths = True
 
     def vocabulary(self) -> Vocabulary:
         """Specials (reserved: typed input may not use them), then the task's tokens."""

@@ -27,6 +27,7 @@ class SymbolTask(Task):
     """One of copy, reverse, sort, shift over the symbols ``a`` … ``j``."""
 
     tokens = SYMBOLS
+    own_lengths = False
     example = "a b c d e f\nj i h g\nc a b e d"
 
     def __init__(self, name: str, description: str, alignment: str | None):

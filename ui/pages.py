@@ -1,0 +1,12 @@
+"""The app's pages: file and URL path, title, Material icon, and what Home says each one shows."""
+
+PAGES = (
+    ("home", "Home", "home", ""),
+    ("masks", "Masks", "grid_on", "padding, look-ahead and target masks, and how they broadcast"),
+    ("positional_encoding", "Positional encoding", "waves", "sinusoids, wavelengths, similarity"),
+    ("attention", "Attention", "visibility", "every head of every layer, with statistics and checks"),
+    ("dot_product_lab", "Dot-product lab", "science", "one head step by step, why scale, mask fills"),
+    ("shapes", "Shapes", "straighten", "the tensor shapes of multi-head attention, step by step"),
+    ("decode", "Decode", "play_circle", "a trained model writes its answer token by token, with its cache"),
+    ("train", "Train", "model_training", "train a small model in the background, then look at its attention"),
+)
