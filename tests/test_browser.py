@@ -662,3 +662,13 @@ def test_decode_steps_forward_with_the_next_button_and_redraws_its_charts(page, 
     wait_idle(page)
     assert "chooses c" in " ".join(status.inner_text().split())
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_decode_play_steps_forward_on_its_own_and_stops_at_the_last_step(page, server):
+    open_page(page, server, "decode?dec_model=reverse&dec_src=a+b+c")
+    wait_for_charts(page)
+    page.get_by_test_id("stCheckbox").get_by_text("Play").click()
+    page.wait_for_function("() => location.search.includes('dec_step=2')", timeout=30_000)  # two steps later
+    page.wait_for_function("() => location.search.includes('dec_step=3')", timeout=30_000)  # "</s>": the last
+    page.wait_for_timeout(2500)
+    assert "dec_step=3" in page.url and page.locator("[data-testid='stException']").count() == 0
