@@ -24,6 +24,7 @@ def test_the_next_token_distribution_is_the_tempered_softmax_over_the_top_k(temp
                                numpy_distribution(logits, temperature, top_k), atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, source", [("reverse", "a b c d e"), ("sort", "j c a"), ("copy", "b e g")])
 def test_greedy_steps_give_the_engines_greedy_answer_and_the_cache_changes_nothing(name, source):
     model = load_pretrained(name, "/CPU:0")
@@ -55,6 +56,7 @@ def test_each_step_shows_the_newest_positions_row_of_the_whole_models_attention(
         np.testing.assert_allclose(step.self_attention.sum(-1), 1, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_sampling_is_reproducible_by_seed_and_top_1_is_greedy():
     greedy = decode("reverse", "a b c d e f", "cpu")
     first = decode("reverse", "a b c d e f", "cpu", sample=True, temperature=3.0, seed=1)

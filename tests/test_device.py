@@ -26,6 +26,7 @@ def run_with_fake_gpu(code: str) -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 def test_auto_picks_the_gpu_and_names_it_cpu_forces_the_cpu_and_models_are_cached_per_device():
     out = run_with_fake_gpu(
         "from dataclasses import replace\n"
@@ -148,6 +149,7 @@ def test_the_gpu_pins_satisfy_tensorflows_own_and_cuda_ranges():
     assert all(str(pins[name].specifier) == specifier for name, specifier in cpu.items())
 
 
+@pytest.mark.app
 def test_a_driver_without_a_gpu_in_tensorflow_gets_a_notice_with_the_fix(tmp_path, monkeypatch):
     from app_support import open_page
 
