@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from transformer.pretrained import load_pretrained
+from transformer.pretrained import task_of
+from transformer.tasks import get_task
 from ui import data, state
 from ui.controls import PERSIST, clamp, plot
-from ui.sidebar import session_device, weight_choices, weights_label
+from ui.sidebar import weight_choices, weights_label
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
@@ -20,7 +21,7 @@ if not models:
     st.stop()
 top = st.columns([2, 3])
 name = top[0].selectbox("Trained model", models, key="dec_model", format_func=weights_label, **PERSIST)
-example = load_pretrained(name, session_device()).rules.example.splitlines()[0]
+example = get_task(task_of(name)).example.splitlines()[0]  # read off the task: no model loads on this thread
 source = top[1].text_input("Source", key="dec_src", placeholder=example, max_chars=400,
                            help="One line in the model's own tokens; empty: the example shown.", **PERSIST) or example
 settings = st.columns(4)

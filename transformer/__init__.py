@@ -12,7 +12,7 @@ from transformer.attention import (
     scaled_dot_product_attention,
 )
 from transformer.config import LiveConfig
-from transformer.device import device_label, prepare_gpus, resolve_device, visible_gpus
+from transformer.device import device_label, resolve_device, visible_gpus
 from transformer.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
 from transformer.live import LiveResult, line_count, run_live
 from transformer.masks import padding_mask, subsequent_mask, target_mask
@@ -30,4 +30,4 @@ __all__ = [
     "resolve_device", "run_live", "scaled_dot_product_attention", "subsequent_mask", "target_mask", "visible_gpus",
 ]
 
-prepare_gpus()  # before any TensorFlow op, whatever the first request: memory growth on, TensorFloat-32 off
+visible_gpus()  # before any TensorFlow op, whatever the first request: memory growth on, TensorFloat-32 off

@@ -17,7 +17,7 @@ from transformer.engine_thread import on_engine_thread
 from transformer.kv_cache import KVCache
 from transformer.masks import padding_mask, target_mask
 from transformer.pretrained import load_pretrained
-from transformer.tasks import END, PAD_ID, START, START_ID
+from transformer.tasks import END, PAD_ID, START_ID
 
 MAX_TOP_K = 50
 
@@ -128,4 +128,4 @@ def _steps(pretrained, tokens, sample, temperature, top_k, seed, max_steps):
     return steps, cache, gap
 
 
-__all__ = ["Decoding", "Step", "START", "decode", "next_token_distribution"]
+__all__ = ["Decoding", "Step", "decode", "next_token_distribution"]

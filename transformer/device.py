@@ -1,6 +1,6 @@
 """Where the engine runs: GPU:0 when there is one (unless the caller forces the CPU), else CPU:0.
 
-`prepare_gpus` runs when the engine is imported, before any TensorFlow op, whatever the first
+`visible_gpus` runs when the engine is imported, before any TensorFlow op, whatever the first
 request: memory growth on every GPU (else TensorFlow takes nearly all of its memory) and
 TensorFloat-32 off (Ampere and newer would otherwise round matmul inputs to 10 bits, and the
 live parity check with Keras, at 1e-4, would fail). Every computation a session starts runs
@@ -40,9 +40,6 @@ def visible_gpus() -> list:
                 tf.config.experimental.enable_tensor_float_32_execution(False)
             _gpus = gpus
         return _gpus
-
-
-prepare_gpus = visible_gpus  # what `transformer/__init__.py` calls at import
 
 
 def resolve_device(preference: str = "auto") -> str:

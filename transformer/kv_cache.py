@@ -72,5 +72,6 @@ class KVCache:
                  "cross_values": cv[0].numpy()} for k, v, (ck, cv) in zip(self.keys, self.values, self.cross)]
 
     def bytes(self) -> int:
-        """Memory the cache holds (float32)."""
-        return int(sum(array.nbytes for layer in self.arrays() for array in layer.values()))
+        """Memory the cache holds, from its tensors' sizes (nothing is copied out)."""
+        tensors = [*self.keys, *self.values, *(tensor for pair in self.cross for tensor in pair)]
+        return sum(tensor.dtype.size * int(np.prod(tensor.shape)) for tensor in tensors)

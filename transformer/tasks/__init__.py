@@ -7,7 +7,18 @@ writes it, draws random examples with their alignment, and knows its tokens. Ids
 
 from __future__ import annotations
 
-from transformer.tasks.base import END, END_ID, PAD, PAD_ID, SPECIALS, START, START_ID, Task, make_batch
+from transformer.tasks.base import (
+    END,
+    END_ID,
+    PAD,
+    PAD_ID,
+    SPECIALS,
+    START,
+    START_ID,
+    Task,
+    make_batch,
+    task_vocabulary,
+)
 from transformer.tasks.dates import DatesTask
 from transformer.tasks.symbols import SYMBOLS, SymbolTask, random_sources
 from transformer.tasks.translate import TranslateTask
@@ -27,13 +38,6 @@ def get_task(name: str) -> Task:
     if name not in TASKS:
         raise ValueError(f"Unknown task. Choose one of {sorted(TASKS)}. Received: task={name!r}")
     return TASKS[name]
-
-
-def task_vocabulary(tokens):
-    """The vocabulary of a trained model's token list (``model.json``): specials reserved."""
-    from transformer.tokens import Vocabulary  # noqa: PLC0415
-
-    return Vocabulary.of(tokens, reserved=SPECIALS)
 
 
 __all__ = ["END", "END_ID", "PAD", "PAD_ID", "SPECIALS", "START", "START_ID", "SYMBOLS", "TASKS", "Task",

@@ -11,6 +11,12 @@ SPECIALS = (PAD, START, END)
 PAD_ID, START_ID, END_ID = 0, 1, 2
 
 
+def task_vocabulary(tokens) -> Vocabulary:
+    """The vocabulary whose ids are the positions of ``tokens`` (specials first), the specials reserved: typed
+    input may not use them. A task's own, or a trained model's token list (``model.json``)."""
+    return Vocabulary.of(tokens, reserved=SPECIALS)
+
+
 class Task:
     """A sequence-to-sequence task. Subclasses set ``name``, ``description``, ``tokens`` (every token of
     either side, specials excluded), ``example`` (a few source lines for the app) and implement the
@@ -31,8 +37,8 @@ class Task:
     own_lengths = True
 
     def vocabulary(self) -> Vocabulary:
-        """Specials (reserved: typed input may not use them), then the task's tokens."""
-        return Vocabulary.of(SPECIALS + tuple(self.tokens), reserved=SPECIALS)
+        """Specials, then the task's tokens (`task_vocabulary`)."""
+        return task_vocabulary(SPECIALS + tuple(self.tokens))
 
     def source_tokens(self, text: str) -> list[str]:
         """The tokens of one typed source line."""
