@@ -35,3 +35,19 @@ def positional_encoding(length, d_model):
             angle = pos / 10000 ** ((dim - dim % 2) / d_model)
             encoding[pos, dim] = np.sin(angle) if dim % 2 == 0 else np.cos(angle)
     return encoding
+
+
+def attention_rollout(weights, residual=0.5):
+    """Abnar & Zuidema (2020), eq. for Ã: Ã(l_i) = Â(l_i)·Ã(l_{i−1}), Ã(l_0) = Â(l_0), with
+    Â = residual·I + (1 − residual)·(mean over heads of A), rows renormalised; element by element."""
+    layers, heads, n, _ = np.shape(weights)
+    rollout = None
+    for layer in range(layers):
+        mixed = [[residual * (i == j) + (1 - residual) * sum(weights[layer][h][i][j] for h in range(heads)) / heads
+                  for j in range(n)] for i in range(n)]
+        mixed = [[value / sum(line) for value in line] for line in mixed]
+        if rollout is None:
+            rollout = mixed
+        else:
+            rollout = [[sum(mixed[i][m] * rollout[m][j] for m in range(n)) for j in range(n)] for i in range(n)]
+    return np.array(rollout)

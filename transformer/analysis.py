@@ -157,3 +157,92 @@ def mask_fills(scores, mask) -> dict:
             "add -1e9": stable_softmax((scores + np.where(mask, 0.0, -1e9)).astype(np.float32)).astype(np.float32),
             "-inf": naive_softmax(np.where(mask, scores - scores[mask].max() if mask.any() else scores, -np.inf)),
         }
+
+
+def attention_rollout(weights, residual: float = 0.5) -> np.ndarray:
+    """Attention rollout across layers (Abnar & Zuidema 2020).
+
+    Per layer the mean over heads is mixed with the identity for the residual path,
+    ``residual·I + (1 − residual)·A``, its rows renormalised to sum to 1, and the layers
+    multiplied from the first up: ``R = Â_{L−1} ⋯ Â_1 Â_0``. A row of ``R`` says how much each
+    input position flows into that position's output of the last layer.
+
+    Args:
+      weights: ``(L, H, N, N)`` self-attention weights (a query with no allowed key: a zero row).
+      residual: the identity's share, in [0, 1] (0.5 in the paper).
+    Returns:
+      ``(N, N)`` float64, rows summing to 1.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2] or 0 in weights.shape[:2]:
+        raise ValueError(f"weights must be (L, H, N, N) self-attention with L, H >= 1. Received: "
+                         f"weights.shape={weights.shape}")
+    if not 0.0 <= residual <= 1.0:
+        raise ValueError(f"residual must be from 0 to 1. Received: residual={residual!r}")
+    identity = np.eye(weights.shape[-1])  # (N, N)
+    rollout = identity
+    for layer in weights:  # (H, N, N), first layer first
+        mixed = residual * identity + (1.0 - residual) * layer.mean(0)  # (N, N)
+        totals = mixed.sum(-1, keepdims=True)  # (N, 1); 0 only with residual 0 and a zero row
+        mixed = np.divide(mixed, totals, out=np.zeros_like(mixed), where=totals > 0)
+        rollout = mixed @ rollout  # (N, N)
+    return rollout
+
+
+def without_keys(weights, hidden) -> np.ndarray:
+    """``weights`` with the ``hidden`` key columns taken out and every row renormalised over the rest.
+
+    Args:
+      weights: ``(..., N_q, N_k)``.  hidden: ``(N_k,)`` bool, True for a key to take out.
+    Returns:
+      ``(..., N_q, N_k')`` float32 with N_k' = the keys kept; a row with no weight left stays 0.
+    """
+    weights = np.asarray(weights, dtype=np.float32)
+    hidden = np.asarray(hidden, bool)
+    if hidden.shape != weights.shape[-1:]:
+        raise ValueError(f"hidden must have one entry per key ({weights.shape[-1]}). Received: "
+                         f"hidden.shape={hidden.shape}")
+    kept = weights[..., ~hidden]  # (..., N_q, N_k')
+    totals = kept.sum(-1, keepdims=True)  # (..., N_q, 1)
+    return np.divide(kept, totals, out=np.zeros_like(kept), where=totals > 0)
+
+
+@dataclass(frozen=True)
+class NeuronTerms:
+    """How one head turns a query and a key into a weight, term by term (Vaswani et al. 2017, eq. 1).
+
+    query, key, products: ``(d_k,)`` — q, k and q∘k; logit = Σ q∘k; scaled = logit / √d_k;
+    logits: ``(N_k,)`` every key's scaled logit for this query (NaN where masked);
+    weights: ``(N_k,)`` the softmax over the allowed keys (0 where masked; all 0 with none allowed).
+    """
+
+    query: np.ndarray
+    key: np.ndarray
+    products: np.ndarray
+    logit: float
+    scaled: float
+    logits: np.ndarray
+    weights: np.ndarray
+
+
+def neuron_terms(query_heads, key_heads, mask, head: int, query: int, key: int) -> NeuronTerms:
+    """The terms of one query–key pair of one head, from the live projected heads of one line.
+
+    Args:
+      query_heads: ``(H, N_q, d_k)``; key_heads: ``(H, N_k, d_k)``; mask: ``(N_q, N_k)`` bool, True = may attend.
+    """
+    query_heads, key_heads = np.asarray(query_heads, np.float64), np.asarray(key_heads, np.float64)
+    heads, n_q, d_k = query_heads.shape
+    n_k = key_heads.shape[1]
+    if not (0 <= head < heads and 0 <= query < n_q and 0 <= key < n_k):
+        raise ValueError(f"head, query and key must be within {heads}, {n_q} and {n_k}. Received: head={head}, "
+                         f"query={query}, key={key}")
+    q, keys = query_heads[head, query], key_heads[head]  # (d_k,), (N_k, d_k)
+    allowed = np.broadcast_to(np.asarray(mask, bool), (n_q, n_k))[query]  # (N_k,)
+    logits = np.where(allowed, keys @ q / np.sqrt(d_k), np.nan)  # (N_k,)
+    weights = np.zeros(n_k)
+    if allowed.any():
+        weights[allowed] = stable_softmax(logits[allowed])
+    products = q * keys[key]  # (d_k,)
+    return NeuronTerms(q, keys[key], products, float(products.sum()), float(products.sum() / np.sqrt(d_k)),
+                       logits, weights)
