@@ -5,10 +5,11 @@ import streamlit as st
 
 from transformer import run_live
 from transformer.analysis import attention_checks, head_statistics
-from ui import data, state
+from ui import data, state, token_views
 from ui.controls import (
     FAILED,
     PASSED,
+    PERSIST,
     STACK_NAMES,
     Download,
     downloads,
@@ -44,20 +45,28 @@ with controls[1]:
 
 query_lines = result.source_tokens if stack == "encoder" else result.target_tokens  # every line's tokens
 key_lines = result.target_tokens if stack == "decoder" else result.source_tokens
-query_tokens, key_tokens = query_lines[element], key_lines[element]
-weights = line_maps[layer]  # (H, N_q, N_k)
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
+focus_row = st.columns([3, 2, 3])
+hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key="specials", help="Takes those keys' columns "
+                                    "out and renormalises each row over the rest (attention sinks hide the rest "
+                                    "of a row).", **PERSIST)
+view_of_line = token_views.line_view(result, stack, element, hide_specials)
+focus = token_views.focus_controls(view_of_line, focus_row)
+drawn_focus = token_views.drawn_focus(view_of_line, focus)
+on_click = token_views.on_chart_click(view_of_line)
+weights = view_of_line.weights[layer]  # (H, N_q, N_k'), specials' columns out when hidden
 switched_off = st.container()  # always drawn: the note coming or going must not rebuild the charts (ui.data)
 if not (padding_on and future_on):
     switched_off.info("A mask is switched off: the weights below are what attention does without it.",
                       icon=":material/lock_open:")
 
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
-with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k)
+with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
 d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own d_model)
-plot(head_grid(with_mean, mask, query_tokens, key_tokens, title=f"{heads} heads (d_k = {d_k}) and their mean",
+title = " — ".join(filter(None, (f"{heads} heads (d_k = {d_k}) and their mean", view_of_line.note)))
+plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
                names=[*(f"head {h}" for h in range(heads)), "mean of heads"],
-               columns=5 if heads < 5 else 4), "heads")  # up to 4 heads: one row with their mean
+               columns=5 if heads < 5 else 4, focus=drawn_focus), "heads", on_click=on_click)
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
     full_resolution = st.expander(f"Head {head} at full resolution ({n_q}×{n_k})", key="full_res",
@@ -65,14 +74,15 @@ if max(n_q, n_k) > FULL_RESOLUTION:
     if full_resolution.open:  # computed and sent only while open (at N = 512, ~15 ms here and a hidden redraw)
         with full_resolution:
             start = (0, 0)
-            if max(n_q, n_k) > FULL_RESOLUTION_WINDOW:
+            shown_k = weights.shape[-1]
+            if max(n_q, shown_k) > FULL_RESOLUTION_WINDOW:
                 st.caption(f"Every cell exact, in a window of at most {FULL_RESOLUTION_WINDOW} × "
                            f"{FULL_RESOLUTION_WINDOW} positions (to keep the page fast): move it here.")
                 left, right = st.columns(2)
                 start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
-                         window_start_picker("crop_k", window_starts(n_k), "First key", right))
-            plot(single_head(weights[head], mask, query_tokens, key_tokens, title=f"head {head}", start=start),
-                 "single_head")
+                         window_start_picker("crop_k", window_starts(shown_k), "First key", right))
+            plot(single_head(weights[head], view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
+                             title=f"head {head}", start=start, focus=drawn_focus), "single_head", on_click=on_click)
 
 MODEL_VIEW_HEADS = 16
 # One view at a time, picked with a segmented control: only the chosen view is computed and sent. (Lazy tabs did
@@ -86,23 +96,31 @@ if view == "Checks":
           for check in checks)]))
 elif view == "Statistics":
     pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
-    stats = head_statistics(weights, mask, pads)
+    stats = head_statistics(line_maps[layer], mask, pads)
     st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
     st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
                "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
+elif view == "Head view":
+    token_views.head_view_section(view_of_line, layer, focus)
+elif view == "Rollout":
+    token_views.rollout_section(view_of_line, stack, focus)
+elif view == "Neuron view":
+    token_views.neuron_section(result, config, stack, layer, element, focus)
 else:  # "Model view"
     shown_heads = min(heads, MODEL_VIEW_HEADS)
     st.caption(f"Every layer × head of the {STACK_NAMES[stack].lower()}, line {element + 1}, each max-pooled to "
                "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
                                           else "."))
-    all_layers = line_maps[:, :shown_heads]  # (L, H', N_q, N_k)
-    plot(model_view(all_layers, mask, STACK_NAMES[stack]), "model_view")
+    all_layers = view_of_line.weights[:, :shown_heads]  # (L, H', N_q, N_k')
+    plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack], focus=drawn_focus), "model_view",
+         on_click=on_click)
 
 downloads(
     Download("Download this stack's weights, every line (NPZ)", lambda: arrays_npz(
         weights=run_live(config, stacks=(stack,)).attention[stack], mask=result.applied_masks[stack],
         query_tokens=np.array(query_lines), key_tokens=np.array(key_lines),  # (B, N_q), (B, N_k)
     ), f"attention_{stack}.npz"),
-    Download("Download the head average (CSV)", lambda: matrix_csv(with_mean[-1], query_tokens, key_tokens),
+    Download("Download the head average (CSV)", lambda: matrix_csv(with_mean[-1], view_of_line.query_tokens,
+                                                                      view_of_line.key_tokens),
              f"attention_{stack}_layer{layer}_average.csv", "text/csv"),
 )

@@ -19,6 +19,7 @@ from transformer.device import device_label, resolve_device
 from transformer.engine_thread import on_engine_thread
 from transformer.inputs import encoding_array, prepared_inputs
 from transformer.model_cache import MODELS, ModelCache
+from transformer.tasks import SPECIALS
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,18 @@ class LiveResult:
     notices: tuple = field(default=())
     predictions: tuple = field(default=())  # trained weights: {source, prediction, expected, correct} per line
     lines: tuple = field(default=())
+
+    def tokens_of(self, stack: str, line: int) -> tuple[tuple, tuple]:
+        """``(query tokens, key tokens)`` of ``stack``'s attention for batch line ``line`` (N_q and N_k texts)."""
+        queries = self.source_tokens if stack == "encoder" else self.target_tokens
+        keys = self.target_tokens if stack == "decoder" else self.source_tokens
+        return tuple(queries[line]), tuple(keys[line])
+
+    def special_keys(self, stack: str, line: int) -> np.ndarray:
+        """``(N_k,)`` bool: True for the keys of ``stack`` on ``line`` that are padding, ``<s>`` or ``</s>``."""
+        ids = (self.target_ids if stack == "decoder" else self.source_ids)[line]  # (N_k,)
+        tokens = np.array(self.tokens_of(stack, line)[1], dtype=object)
+        return np.isin(ids, self.pad_ids) | np.isin(tokens, SPECIALS)
 
 
 def _stacks(stacks) -> tuple:

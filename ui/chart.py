@@ -92,7 +92,9 @@ def plotly_url() -> str:
     return served_path(f"/app/static/{PLOTLY_JS}")
 
 
-CONFIG = {"displaylogo": False}  # resizing is the component's ResizeObserver
+# Resizing is the component's ResizeObserver. The camera saves a PNG at 3× the chart's pixels (a 1000 px wide chart
+# makes a 3000 px image: sharp on a slide); ui/frontend/chart.js adds a button that saves an SVG.
+CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 3, "filename": "attention-lab"}}
 
 
 def chart_payload(fig) -> bytes:
@@ -110,6 +112,18 @@ def read_payload(payload: bytes) -> dict:
     return json.loads(payload)
 
 
-def chart(fig, key: str) -> None:
-    """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place."""
-    _component(key=key, data=chart_payload(fig))
+def chart(fig, key: str, on_click=None) -> None:
+    """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place.
+
+    ``on_click``: called (before the rerun it starts) with ``{"query": i, "key": j}`` (a heatmap cell) or one of
+    the two (a head-view token) when the viewer clicks a figure whose ``layout.meta.click`` is set.
+    """
+    if on_click is None:
+        _component(key=key, data=chart_payload(fig))
+        return
+    _component(key=key, data=chart_payload(fig), on_click_change=lambda: on_click(_clicked(key)))
+
+
+def _clicked(key: str) -> dict:
+    value = st.session_state[key]
+    return dict(getattr(value, "click", None) or value.get("click") or {})

@@ -80,9 +80,10 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
     return padding, future
 
 
-def plot(fig, key: str) -> None:
-    """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay)."""
-    chart(fig, key=f"fig_{key}")
+def plot(fig, key: str, on_click=None) -> None:
+    """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
+    ``on_click``: see `ui.chart.chart`."""
+    chart(fig, key=f"fig_{key}", on_click=on_click)
 
 
 @dataclass(frozen=True)

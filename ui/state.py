@@ -24,7 +24,8 @@ SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(
                    *range(288, MAX_SEQ_LEN + 1, 32))
 DEVICE_CHOICES = ("auto", "cpu")
 STACK_CHOICES = ("encoder", "decoder", "cross")
-ATTENTION_VIEWS = ("Checks", "Statistics", "Model view")  # the Attention page's views; only the chosen one runs
+# The Attention page's views under the head grid; only the chosen one runs
+ATTENTION_VIEWS = ("Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view")
 LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softmax demo
 DECODE_MODES = ("greedy", "sampled")
 TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
@@ -94,6 +95,14 @@ def _trained(raw: str) -> str:
     return _weights(raw)
 
 
+def _heads(raw: str) -> list[int]:
+    """``"1 3"`` -> ``[1, 3]``: distinct heads, in order."""
+    values = sorted({int(part) for part in raw.split()})
+    if any(not 0 <= value < MAX_HEADS_SHOWN for value in values):
+        raise ValueError(f"must be whole numbers from 0 to {MAX_HEADS_SHOWN - 1}")
+    return values
+
+
 def _flag(raw: str) -> bool:
     if raw not in ("0", "1"):
         raise ValueError("must be 0 or 1")
@@ -131,6 +140,11 @@ FIELDS: dict[str, Field] = {
     "step": Field(0, _integer(0, 6)),
     "view": Field(ATTENTION_VIEWS[0], _choice(ATTENTION_VIEWS)),
     "full_res": Field(False, _flag),  # the Attention page's full-resolution head is open
+    "focus": Field(-1, _integer(-1, MAX_SEQ_LEN - 1)),  # the Attention page's focused token; -1: none
+    "focus_key": Field(False, _flag),  # … focused as a key ("attended by"), not as a query
+    "specials": Field(False, _flag),  # … <s>, </s> and padding keys hidden, rows renormalised
+    "hidden_heads": Field([], _heads),  # the head view's heads switched off
+    "nv_other": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the neuron view's key (its query when a key is focused)
     "crop_q": Field(0, _integer(0, MAX_SEQ_LEN)),
     "crop_k": Field(0, _integer(0, MAX_SEQ_LEN)),
     "row": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
@@ -148,7 +162,7 @@ FIELDS: dict[str, Field] = {
     "dec_cache_layer": Field(0, _integer(0, MAX_LAYERS - 1)),
 }
 
-DUMPERS = {bool: lambda value: "1" if value else "0"}
+DUMPERS = {bool: lambda value: "1" if value else "0", list: lambda value: " ".join(map(str, value))}
 
 
 def dump(value) -> str:

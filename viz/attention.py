@@ -35,8 +35,20 @@ def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOL
     )
 
 
+def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
+    """``focus`` (``("query" | "key", position)`` or None) in a view pooled by ``factor`` whose queries and keys
+    start at ``offsets``; None when the position is outside the ``shown = (N_q, N_k)`` cells."""
+    if focus is None:
+        return None
+    along, position = focus
+    index = (position - offsets[along == "key"]) // factor
+    if index < 0 or (shown is not None and index >= shown[along == "key"]):
+        return None
+    return along, index
+
+
 def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
-              limit: int = FULL_RESOLUTION, names=None) -> go.Figure:
+              limit: int = FULL_RESOLUTION, names=None, focus=None) -> go.Figure:
     """One heatmap per head.
 
     Args:
@@ -44,6 +56,7 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
       mask: ``(N_q, N_k)`` bool, True = may attend (cells where False are drawn grey).
       query_tokens, key_tokens: token text of length N_q and N_k.
       names: panel titles (default ``"head h"``).
+      focus: ``("query", i)`` outlines query i's row in every panel, ``("key", j)`` key j's column; None: none.
     """
     weights = np.asarray(weights, dtype=np.float32)
     limit = min(limit, max(8, int((CELL_BUDGET / weights.shape[0]) ** 0.5)))  # many heads: coarser panels
@@ -53,13 +66,17 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
     names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
     note = pooled_note(factor, weights.shape)
     return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns,
-                           " — ".join(filter(None, (title, note))))
+                           " — ".join(filter(None, (title, note))), focus=pooled_focus(focus, factor),
+                           factor=factor)
 
 
-def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240) -> go.Figure:
-    """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned)."""
+def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240, focus=None,
+                    factor: int = 1) -> go.Figure:
+    """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned).
+    A click on a cell reports its position to the page (``meta.click``)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
-                                 top_px=44 if title else 10)
+                                 top_px=44 if title else 10, focus=focus, click_factor=factor)
+    layout["meta"] = {**layout["meta"], "click": True}
     return panels_figure(traces, layout, title=left_title(title),
                          coloraxis=weight_coloraxis())
 
@@ -71,7 +88,7 @@ def window_starts(length: int, size: int = FULL_RESOLUTION_WINDOW) -> list[int]:
 
 
 def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
-                size: int = FULL_RESOLUTION_WINDOW) -> go.Figure:
+                size: int = FULL_RESOLUTION_WINDOW, focus=None) -> go.Figure:
     """One ``(N_q, N_k)`` head at full resolution: every cell exact, never pooled.
 
     Above ``size`` positions only a ``size × size`` window starting at ``start =
@@ -92,7 +109,8 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
     else:
         note = f"full resolution {n_q}×{n_k}" if max(n_q, n_k) > FULL_RESOLUTION else ""
     return _heatmap_panels(weights[None, rows, cols], mask[rows, cols], labels_q, labels_k, [name], 1,
-                           " — ".join(filter(None, (title, note))), panel_px=420)
+                           " — ".join(filter(None, (title, note))), panel_px=420,
+                           focus=pooled_focus(focus, 1, (q0, k0), (shown_q, shown_k)))
 
 
 def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
@@ -101,11 +119,12 @@ def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
     return [f"head {h}" if heads <= spelled_out or h == 0 else str(h) for h in range(heads)]
 
 
-def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
+def model_view(weights, mask, stack_title="", limit: int = 32, focus=None) -> go.Figure:
     """All layers × heads as small multiples, each pooled to at most ``limit`` cells.
 
     Args:
       weights: ``(L, H, N_q, N_k)``.  mask: ``(N_q, N_k)`` bool, True = may attend.
+      focus: as `head_grid`'s, outlined in every panel.
     """
     weights = np.asarray(weights, dtype=np.float32)
     layers, heads = weights.shape[:2]
@@ -117,7 +136,9 @@ def model_view(weights, mask, stack_title="", limit: int = 32) -> go.Figure:
     titles = _head_titles(heads) + [""] * (heads * (layers - 1))  # head names on the top row
     traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
                                  names, heads, titles=titles, row_titles=[f"layer {layer}" for layer in range(layers)],
-                                 panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110)
+                                 panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110,
+                                 focus=pooled_focus(focus, factor), click_factor=factor)
+    layout["meta"] = {**layout["meta"], "click": True}
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
     return panels_figure(traces, layout, title=left_title(stack_title + note),
                          coloraxis=weight_coloraxis())

@@ -24,7 +24,7 @@ from viz.sizes import (
     TITLE_PAD_PX,
     TITLE_PX,
 )
-from viz.style import MASKED_COLOR, TEMPLATE_JSON
+from viz.style import FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON
 
 
 def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
@@ -148,7 +148,7 @@ def _title_px(title: dict) -> int:
 
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
                 panel_px: int = 240, gap_px: int = 16, top_px: int = 40, show_ticks: bool = True,
-                right_px: int = 90) -> tuple[list[dict], dict]:
+                right_px: int = 90, focus=None, click_factor: int = 1) -> tuple[list[dict], dict]:
     """Heatmap trace dicts and a layout for panels of attention weights, ``columns`` panels to a row.
 
     The panels of a row share one pair of axes: the browser lays out and draws every pair of
@@ -164,6 +164,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
       query_labels, key_labels: N_q and N_k distinct labels (``position_labels``).
       names: P trace names (the hover); ``titles``: P panel titles (default: the names).
       row_titles: one title right of each row (e.g. the layer).
+      focus: ``("query", i)`` outlines row i of every panel, ``("key", j)`` column j; None: no outline.
+      click_factor: how many positions one cell stands for (a pooled view), for the chart's click events.
     """
     weights = np.asarray(weights, dtype=np.float32)  # (P, N_q, N_k)
     mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape[-2:])  # (N_q, N_k)
@@ -190,8 +192,11 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     for row in range(rows):
         first, last = row * columns, min(panels, (row + 1) * columns)
         categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
-        traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels)
+        traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels,
+                              click_factor)
         starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
+        if focus is not None:
+            layout.setdefault("shapes", []).extend(focus_outlines(row, starts, n_k, len(query_labels), *focus))
         # Titles sit on the row's x axis, over each panel's middle key: a zoom into one panel moves the shared
         # axis, and Plotly hides a title whose key leaves the range (on the paper, it would name another picture).
         layout["annotations"] += [_note(title, start + (n_k - 1) / 2, y_domains[row][1], "center", "bottom",
@@ -205,21 +210,38 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     return traces, layout
 
 
-def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels) -> list[dict]:
+def focus_outlines(row: int, starts, n_k: int, n_q: int, along: str, index: int) -> list[dict]:
+    """Outlines of query row (``along="query"``) or key column ``index`` in each panel of a row of panels whose
+    key categories start at ``starts`` (category axes take positions as numbers: 0 is the first category)."""
+    x_id, y_id = axis_ids(row)
+    line = dict(color=FOCUS_COLOR, width=2.5)
+    if along == "query":
+        return [dict(type="rect", xref=x_id, yref=y_id, x0=start - 0.5, x1=start + n_k - 0.5, y0=index - 0.5,
+                     y1=index + 0.5, line=line) for start in starts]
+    return [dict(type="rect", xref=x_id, yref=y_id, x0=start + index - 0.5, x1=start + index + 0.5, y0=-0.5,
+                 y1=n_q - 0.5, line=line) for start in starts]
+
+
+def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels, click_factor: int = 1
+                ) -> list[dict]:
     """A row's grey masked-cells layer, then one weight heatmap per panel, all on the row's axes.
 
     Args:
       shown: ``(P_row, N_q, N_k)`` weights, NaN where masked.  blocked: ``(N_q, len(categories))``.
+    Each trace's ``meta`` tells the chart how a clicked cell maps to positions: ``factor`` positions a cell
+    and, on the masked layer that spans the whole row, ``stride`` categories a panel (gap included).
     """
     x_id, y_id = axis_ids(row)
     n_k = shown.shape[-1]
     common = dict(type="heatmap", y=query_labels, xaxis=x_id, yaxis=y_id, hoverongaps=False)  # gaps: no hover
     traces = [dict(common, x=categories, z=blocked, showscale=False, name="masked",
+                   meta=dict(factor=click_factor, stride=n_k + gap),
                    colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], zmin=0, zmax=1,
                    hovertemplate="query %{y}<br>key %{x}<br>blocked by the mask (weight 0)<extra></extra>")]
     for column, (weights, name) in enumerate(zip(shown, names)):
         start = column * (n_k + gap)
         traces.append(dict(common, x=categories[start:start + n_k], z=weights, coloraxis="coloraxis", name=name,
+                           meta=dict(factor=click_factor),
                            hovertemplate=f"query %{{y}}<br>key %{{x}}<br>weight %{{z:.4f}}<extra>{name}</extra>"))
     return traces
 

@@ -15,6 +15,7 @@ WEIGHT_COLORSCALE = [[index / (len(_BLUES) - 1), colour] for index, colour in en
 MASKED_COLOR = "#8c8c8c"  # masked cells: solid grey, never a shade of the weight scale
 ALLOWED_COLOR = "#2b8cbe"
 BLOCKED_COLOR = "#f0f0f0"
+FOCUS_COLOR = "#f28e2b"  # the focused token's row or column: orange, apart from the blues and the grey
 DIVERGING_COLORSCALE = "RdBu_r"
 # Every figure carries this template (``figure``; panels_figure). Importing Streamlit makes its own template
 # Plotly's default, and its colours are placeholders ("#000001" …) that only st.plotly_chart's frontend

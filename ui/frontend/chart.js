@@ -100,6 +100,70 @@ function keepMinWidth(node, widthPx) {
   node.parentElement.style.overflowX = minWidth ? "auto" : "";
 }
 
+// Saving a chart: the camera button saves a PNG at three times the screen's pixels (ui/chart.py's CONFIG: sharp on a
+// slide), this one an SVG (vectors: any size).
+function exportConfig(config, Plotly) {
+  const svg = {
+    name: "Download plot as SVG (for slides and print)",
+    icon: (Plotly.Icons && Plotly.Icons.disk) || Plotly.Icons.camera,
+    click: (gd) => Plotly.downloadImage(gd, { format: "svg", filename: config.toImageButtonOptions.filename,
+                                             width: gd._fullLayout.width, height: gd._fullLayout.height }),
+  };
+  return { ...config, modeBarButtonsToAdd: [svg] };
+}
+
+// A click on a cell or token tells the page which position it was (a trigger value): a heatmap cell gives its
+// query and key, scaled up by its trace's meta.factor (a pooled view) and, on a row-wide masked layer, taken
+// modulo meta.stride (the categories of one panel and its gap); a head-view token gives its own side.
+function clickedPositions(point) {
+  const meta = point.data.meta || {};
+  if (meta.side) return { [meta.side]: meta.first + point.pointNumber };
+  if (!Array.isArray(point.pointNumber)) return null;
+  const factor = meta.factor || 1, [row, column] = point.pointNumber;
+  return { query: row * factor, key: (meta.stride ? column % meta.stride : column) * factor };
+}
+
+// The head view (viz/head_view.py): hovering a token keeps only its lines (the others' y set to NaN, which
+// breaks a line), leaving it restores them.
+function hoverLines(node, side, row) {
+  const indices = [], ys = [];
+  node.data.forEach((trace, index) => {
+    if (!(trace.meta && trace.meta.lines)) return;
+    const original = node.alLines.get(index);
+    const kept = Float32Array.from(original);
+    const end = side === "query" ? 0 : 1;
+    for (let at = 0; at < kept.length; at += 3)
+      if (row !== null && original[at + end] !== row) { kept[at] = NaN; kept[at + 1] = NaN; }
+    indices.push(index);
+    ys.push(row === null ? original : kept);
+  });
+  if (indices.length) window.Plotly.restyle(node, { y: ys }, indices);
+}
+
+function listen(node) {
+  node.on("plotly_click", (event) => {
+    const point = event.points && event.points[0];
+    const clicked = point && clickedPositions(point);
+    if (clicked && node.alClickable && node.alSetTrigger) node.alSetTrigger("click", { ...clicked, at: Date.now() });
+  });
+  node.on("plotly_hover", (event) => {
+    const point = event.points && event.points[0], meta = point && point.data.meta;
+    if (node.alLines && meta && meta.side) hoverLines(node, meta.side, point.pointNumber);
+  });
+  node.on("plotly_unhover", (event) => {
+    const point = event.points && event.points[0], meta = point && point.data.meta;
+    if (node.alLines && meta && meta.side) hoverLines(node, meta.side, null);
+  });
+}
+
+function keepLines(node) {  // the head view's line traces as drawn, for hoverLines
+  if (!(node.layout.meta && node.layout.meta.head_view)) { node.alLines = null; return; }
+  node.alLines = new Map();
+  node.data.forEach((trace, index) => {
+    if (trace.meta && trace.meta.lines) node.alLines.set(index, Float32Array.from(trace.y));
+  });
+}
+
 // node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react). Out of
 // view (unless `evenOutOfView`), only the chart's height is set (the page keeps its layout) and the draw
 // waits until it is in view.
@@ -116,7 +180,12 @@ function draw(node, evenOutOfView = false) {
     node.alKeyLabels = chosenKeyLabels(figure.layout);
     const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
     for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
-    Plotly.react(node, figure.data, themedLayout(figure.layout, node.alTheme), config);
+    node.alClickable = Boolean((figure.layout.meta || {}).click);
+    return Plotly.react(node, figure.data, themedLayout(figure.layout, node.alTheme), exportConfig(config, Plotly))
+      .then(() => {
+        if (!node.alListening) { listen(node); node.alListening = true; }
+        keepLines(node);
+      });
   }).catch((error) => {
     node.textContent = "The chart could not be drawn: " + error.message;
   });
@@ -159,8 +228,9 @@ function setUp(parentElement) {
 }
 
 export default function (component) {
-  const { data, parentElement } = component;
+  const { data, parentElement, setTriggerValue } = component;
   const node = parentElement.querySelector(".__CHART_CLASS__") || setUp(parentElement);
+  node.alSetTrigger = setTriggerValue;
   const text = new TextDecoder().decode(data);
   if (text !== node.alText) {  // an unchanged figure is not drawn again
     node.alText = text;

@@ -1,0 +1,180 @@
+"""The Attention page's token-level views: a focused token, hidden specials, head view, rollout, neuron view.
+
+`LineView` is one stack and line as drawn: its weights (specials' columns taken out when hidden), mask and
+tokens, and where each drawn key sits in the sequence, so a click on a chart maps back to a position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from transformer.analysis import attention_rollout, neuron_terms, without_keys
+from ui import data
+from ui.controls import PERSIST, clamp, head_picker, plot
+from viz.attention import head_grid
+from viz.head_view import MAX_POSITIONS, head_view
+from viz.labels import position_labels
+from viz.neuron import neuron_view
+
+NO_FOCUS = -1
+CAUTION = ("Attention weights say where a head looks, not why the model answers as it does: a token can be "
+           "looked at and ignored (its value vector small), and rollout assumes heads and residual mix linearly "
+           "(Jain & Wallace 2019; Abnar & Zuidema 2020).")
+
+
+@dataclass(frozen=True)
+class LineView:
+    """One stack and line of a `LiveResult` as the page draws it.
+
+    weights: ``(L, H, N_q, N_k')``; mask: ``(N_q, N_k')`` bool, True = may attend; key_positions: ``(N_k',)``
+    each drawn key's position in the sequence (N_k' < N_k when the specials are hidden).
+    all_weights, all_mask: ``(L, H, N_q, N_k)`` and ``(N_q, N_k)``, every key (what rollout runs on).
+    """
+
+    weights: np.ndarray
+    mask: np.ndarray
+    all_weights: np.ndarray
+    all_mask: np.ndarray
+    query_tokens: tuple
+    key_tokens: tuple
+    key_positions: np.ndarray
+    hidden: int  # how many key columns were taken out
+
+    @property
+    def note(self) -> str:
+        """What a chart title says of the hidden keys (escaped: Plotly reads ``<s>`` as strike-through)."""
+        return (f"&lt;s&gt;, &lt;/s&gt; and padding hidden ({self.hidden} key{'s' if self.hidden > 1 else ''}), rows "
+                f"renormalised" if self.hidden else "")
+
+    def key_index(self, position: int) -> int | None:
+        """Where key ``position`` is drawn, or None when it is hidden."""
+        found = np.flatnonzero(self.key_positions == position)
+        return int(found[0]) if len(found) else None
+
+
+def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
+    """``result``'s maps of ``stack`` for ``line`` (its index in the batch), specials' keys hidden if asked."""
+    weights = result.attention[stack][:, result.lines.index(line) if result.lines else line]  # (L, H, N_q, N_k)
+    mask = result.applied_masks[stack][line]  # (N_q, N_k)
+    query_tokens, key_tokens = result.tokens_of(stack, line)
+    hidden = result.special_keys(stack, line) if hide_specials else np.zeros(len(key_tokens), bool)  # (N_k,)
+    if hidden.all():  # nothing would be left to draw
+        hidden = np.zeros_like(hidden)
+    kept = np.flatnonzero(~hidden)
+    shown = without_keys(weights, hidden) if hidden.any() else weights  # (L, H, N_q, N_k')
+    return LineView(shown, mask[:, kept], weights, mask, query_tokens, tuple(key_tokens[k] for k in kept), kept,
+                    int(hidden.sum()))
+
+
+def focus_controls(view: LineView, columns) -> tuple[str, int] | None:
+    """The focus picker, its "attended by" switch and the specials switch's neighbour; returns the focus as
+    ``("query" | "key", position)`` or None."""
+    by_key = columns[1].toggle("Attended by", key="focus_key", help="Focus a key (a column: who attends to it) "
+                               "instead of a query (a row: what it attends to).", **PERSIST)
+    tokens = view.key_tokens if by_key else view.query_tokens
+    positions = view.key_positions.tolist() if by_key else list(range(len(tokens)))
+    labels = dict(zip(positions, position_labels(tokens)))
+    value = st.session_state.get("focus", NO_FOCUS)
+    if value != NO_FOCUS and value not in labels:
+        st.session_state["focus"] = NO_FOCUS
+    focus = columns[0].select_slider(
+        "Focus a key" if by_key else "Focus a query", [NO_FOCUS, *positions], key="focus",
+        format_func=lambda p: "none" if p == NO_FOCUS else labels[p].replace("&lt;", "<").replace("&gt;", ">"),
+        help="Outlined in every head and in the model view; or click a cell of a chart.", **PERSIST)
+    return None if focus == NO_FOCUS else ("key" if by_key else "query", focus)
+
+
+def on_chart_click(view: LineView):
+    """A click handler for `ui.chart.chart`: a clicked cell or token becomes the focus (again: no focus). A head-view
+    token sets its side; a heatmap cell keeps the side the switch shows."""
+    def clicked(cell: dict) -> None:
+        by_key = "key" in cell and ("query" not in cell or st.session_state.get("focus_key", False))
+        if by_key:
+            index = min(max(0, cell["key"]), len(view.key_positions) - 1)
+            position = int(view.key_positions[index])
+        else:
+            position = int(cell.get("query", 0))
+        same = st.session_state.get("focus") == position and st.session_state.get("focus_key", False) == by_key
+        st.session_state["focus_key"] = by_key
+        st.session_state["focus"] = NO_FOCUS if same else position
+    return clicked
+
+
+def drawn_focus(view: LineView, focus):
+    """``focus`` in the drawn columns (a hidden key: None)."""
+    if focus is None or focus[0] == "query":
+        return focus
+    index = view.key_index(focus[1])
+    return None if index is None else ("key", index)
+
+
+def head_view_section(view: LineView, layer: int, focus) -> None:
+    heads = view.weights.shape[1]
+    hidden = [h for h in st.session_state.get("hidden_heads", []) if h < heads]
+    st.session_state["hidden_heads"] = hidden
+    picked = st.pills("Hide heads", list(range(heads)), key="hidden_heads", selection_mode="multi",
+                      format_func=lambda h: f":material/circle: head {h}" if heads <= 16 else str(h), **PERSIST)
+    shown = [h for h in range(heads) if h not in picked]
+    st.caption("Queries on the left, keys on the right; a line for each weight, its opacity the weight "
+               f"(0–1), one colour a head. Hover a token to keep only its lines; click it to focus it everywhere. "
+               f"Above {MAX_POSITIONS} positions a window of {MAX_POSITIONS} is drawn around the focus.")
+    if not shown:
+        st.info("Every head is hidden: switch one back on above.", icon=":material/visibility_off:")
+        return
+    title = f"layer {layer}, heads {', '.join(map(str, shown))}" if len(shown) < heads else f"layer {layer}"
+    fig = head_view(view.weights[layer], view.mask, view.query_tokens, view.key_tokens, heads=shown,
+                    focus=drawn_focus(view, focus), title=" — ".join(filter(None, (title, view.note))))
+    plot(fig, "head_view", on_click=on_chart_click(view))
+
+
+def rollout_section(view: LineView, stack: str, focus) -> None:
+    """Attention rollout beside the last layer's raw mean over heads."""
+    if stack == "cross":
+        st.info("Rollout follows one stack's self-attention through its layers: pick encoder or decoder "
+                "self-attention above.", icon=":material/info:")
+        return
+    layers = view.all_weights.shape[0]
+    rolled = attention_rollout(view.all_weights)  # (N, N)
+    last = view.all_weights[-1].mean(0)  # (N, N)
+    mask = view.all_mask | np.eye(len(rolled), dtype=bool)  # the residual path reaches a query's own position
+    kept = view.key_positions
+    if view.hidden:
+        hidden = ~np.isin(np.arange(len(rolled)), kept)
+        rolled, last = without_keys(rolled, hidden), without_keys(last, hidden)
+    st.caption(f"Rollout: each layer's mean over heads mixed with the identity for the residual path "
+               f"(0.5·A + 0.5·I, rows renormalised), multiplied from layer 0 up to layer {layers - 1}. " + CAUTION)
+    left, right = st.columns(2)
+    focus = drawn_focus(view, focus)
+    for column, matrix, shown_mask, name, key in (
+            (left, rolled, mask[:, kept], f"rollout over {layers} layers", "rollout"),
+            (right, last, view.mask, f"layer {layers - 1}, raw mean of heads", "rollout_raw")):
+        with column:
+            plot(head_grid(matrix[None], shown_mask, view.query_tokens, view.key_tokens, names=[name], columns=1,
+                           title=view.note, focus=focus), key, on_click=on_chart_click(view))
+
+
+def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> None:
+    """q, k, q∘k, the logit and the softmax of one head's query–key pair, read off the live tensors."""
+    walk = data.walkthrough(config, stack, layer)
+    q, k = walk.tensors["query_heads"][line], walk.tensors["key_heads"][line]  # (H, N_q, d_k), (H, N_k, d_k)
+    mask = walk.mask[line]  # (N_q, N_k)
+    query_tokens, key_tokens = result.tokens_of(stack, line)
+    head = head_picker(q.shape[0])
+    by_key = focus is not None and focus[0] == "key"
+    other_count = q.shape[1] if by_key else k.shape[1]
+    clamp("nv_other", other_count - 1)
+    other_tokens = query_tokens if by_key else key_tokens
+    other = st.select_slider("Query" if by_key else "Key", list(range(other_count)), key="nv_other",
+                             format_func=lambda p: position_labels(other_tokens)[p].replace("&lt;", "<")
+                             .replace("&gt;", ">"), **PERSIST)
+    fixed = focus[1] if focus is not None else 0
+    query, key = (other, fixed) if by_key else (fixed, other)
+    if focus is None:
+        st.caption("The query is the first token: focus another one above (or click a chart).")
+    terms = neuron_terms(q, k, mask, head, query, key)
+    plot(neuron_view(terms, query_tokens, key_tokens, head, query, key), "neuron_view")
+    st.caption("Read off the live tensors of this layer (the specials switch does not apply: this is the softmax "
+               "the head computes).")

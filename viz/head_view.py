@@ -1,0 +1,170 @@
+"""The head view: queries in a column on the left, keys on the right, a line for each weight.
+
+One colour a head, opacity by weight on the fixed 0–1 scale (in ten steps, one trace each), so a
+strong link reads at a glance and the heads can be told apart. Hovering a token keeps only its
+lines (the chart's own code, ``meta.head_view``); clicking one focuses it on the page.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.colors
+import plotly.graph_objects as go
+
+from viz.labels import position_labels
+from viz.style import FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON, left_title
+
+HEAD_COLORS = plotly.colors.qualitative.Dark24
+MAX_POSITIONS = 64  # a side; longer sequences show a window of this many positions
+MIN_WEIGHT = 0.01  # thinner lines are left out
+MAX_LINES = 12_000  # the strongest lines kept beyond this (a figure stays well under 1 MB)
+OPACITY_STEPS = 10
+ROW_PX = 18
+
+
+def head_color(head: int) -> str:
+    return HEAD_COLORS[head % len(HEAD_COLORS)]
+
+
+def window(length: int, around: int | None, size: int = MAX_POSITIONS) -> tuple[int, int]:
+    """``(first, end)`` of the at most ``size`` positions shown of ``length``, centred on ``around`` if given."""
+    if length <= size:
+        return 0, length
+    first = 0 if around is None else min(max(0, around - size // 2), length - size)
+    return first, first + size
+
+
+def _kept_lines(weights, heads, focus, min_weight: float, max_lines: int):
+    """``(head, query, key, weight)`` arrays of the lines drawn, and how many were left out by the budget."""
+    shown = np.zeros(weights.shape, bool)  # (H, N_q, N_k)
+    shown[list(heads)] = weights[list(heads)] >= min_weight
+    if focus is not None:
+        along, index = focus
+        only = np.zeros(weights.shape[1:], bool)  # (N_q, N_k)
+        if along == "query":
+            only[index] = True
+        else:
+            only[:, index] = True
+        shown &= only
+    head, query, key = np.nonzero(shown)
+    strength = weights[head, query, key]
+    budget_cut = max(0, len(strength) - max_lines)
+    if budget_cut:
+        strongest = np.argsort(strength)[::-1][:max_lines]
+        head, query, key, strength = head[strongest], query[strongest], key[strongest], strength[strongest]
+    return head, query, key, strength, budget_cut
+
+
+def _line_traces(head, query, key, strength) -> list[dict]:
+    """One trace per head and opacity step; a segment is ``x = [0, 1, None]``, ``y = [query, key, None]``."""
+    traces = []
+    steps = np.minimum(OPACITY_STEPS - 1, (strength * OPACITY_STEPS).astype(int))  # 0 … 9
+    for h in sorted(set(head.tolist())):
+        for step in range(OPACITY_STEPS):
+            chosen = (head == h) & (steps == step)
+            if not chosen.any():
+                continue
+            count = int(chosen.sum())
+            x = np.tile(np.array([0.0, 1.0, np.nan], np.float32), count)  # (3·count,); NaN breaks the line
+            y = np.stack([query[chosen], key[chosen], np.full(count, np.nan)], 1).ravel().astype(np.float32)
+            traces.append(dict(type="scatter", mode="lines", x=x, y=y,
+                               line=dict(color=head_color(h), width=2), opacity=max(0.06, (step + 0.5) / OPACITY_STEPS),
+                               name=f"head {h}", legendgroup=f"head {h}", showlegend=False,
+                               hoverinfo="skip", meta=dict(lines=True)))
+    return traces
+
+
+def _legend_traces(heads) -> list[dict]:
+    """One legend entry a head in its full colour (its lines are drawn fainter); a click hides the head's lines."""
+    return [dict(type="scatter", mode="lines", x=[None], y=[None], line=dict(color=head_color(h), width=3),
+                 name=f"head {h}", legendgroup=f"head {h}", hoverinfo="skip") for h in heads]
+
+
+def _top_keys(weights, heads, row: int, key_labels, count: int = 3) -> str:
+    """Hover text of a query: per head its strongest keys with their weights."""
+    parts = []
+    for h in heads:
+        best = np.argsort(weights[h, row])[::-1][:count]
+        keys = ", ".join(f"{key_labels[k]} {weights[h, row, k]:.2f}" for k in best if weights[h, row, k] > 0)
+        parts.append(f"head {h}: {keys or 'no allowed key'}")
+    return "<br>".join(parts)
+
+
+def _token_trace(side: str, labels, hovers, blocked, first: int) -> dict:
+    """A column of tokens: queries at x = 0 (text to the left), keys at x = 1 (to the right)."""
+    x = 0.0 if side == "query" else 1.0
+    colours = [MASKED_COLOR if out else None for out in blocked]
+    return dict(type="scatter", mode="markers+text", x=[x] * len(labels), y=list(range(len(labels))),
+                text=labels, textposition="middle left" if side == "query" else "middle right",
+                marker=dict(size=7, color=[c or "#888" for c in colours], symbol="circle"),
+                textfont=dict(color=colours), hovertext=hovers, hoverinfo="text", showlegend=False,
+                name=f"{side}s", meta=dict(side=side, first=first))
+
+
+def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, title: str = "",
+              min_weight: float = MIN_WEIGHT, max_lines: int = MAX_LINES, size: int = MAX_POSITIONS) -> go.Figure:
+    """Lines from each query (left) to each key (right) of one layer, one colour a head.
+
+    Args:
+      weights: ``(H, N_q, N_k)`` in [0, 1].  mask: ``(N_q, N_k)`` bool, True = may attend.
+      heads: the heads drawn (default all).  focus: ``("query", i)`` keeps query i's lines only,
+        ``("key", j)`` the lines into key j; above ``size`` positions the window shown is centred on it.
+    Keys a focused query may not attend to (or keys no query may attend to) are drawn grey.
+    """
+    weights = np.asarray(weights, dtype=np.float32)
+    mask = np.broadcast_to(np.asarray(mask, bool), weights.shape[-2:])
+    n_q, n_k = weights.shape[-2:]
+    heads = list(range(weights.shape[0]) if heads is None else heads)
+    along, position = focus if focus is not None else (None, None)
+    q0, q1 = window(n_q, position if along == "query" else None, size)
+    k0, k1 = window(n_k, position if along == "key" else None, size)
+    if along == "query" and n_k > size:  # keep the keys in step with a focused query (self-attention)
+        k0, k1 = window(n_k, position, size)
+    if along == "key" and n_q > size:
+        q0, q1 = window(n_q, position, size)
+    shown = weights[:, q0:q1, k0:k1]  # (H, n_q', n_k')
+    local_focus = None
+    if focus is not None and (q0 <= position < q1 if along == "query" else k0 <= position < k1):
+        local_focus = (along, position - (q0 if along == "query" else k0))
+    head, query, key, strength, budget_cut = _kept_lines(shown, heads, local_focus, min_weight, max_lines)
+    q_labels = position_labels(query_tokens)[q0:q1]
+    k_labels = position_labels(key_tokens)[k0:k1]
+    shown_mask = mask[q0:q1, k0:k1]
+    key_blocked = (~shown_mask[local_focus[1]] if local_focus and along == "query" else ~shown_mask.any(0))
+    query_blocked = ~shown_mask.any(1)
+    hovers_q = [f"query {label}<br>{_top_keys(shown, heads, row, k_labels)}" for row, label in enumerate(q_labels)]
+    hovers_k = [f"key {label}" + (" (masked)" if blocked else "") for label, blocked in zip(k_labels, key_blocked)]
+    traces = _legend_traces(heads) + _line_traces(head, query, key, strength)
+    traces += [_token_trace("query", q_labels, hovers_q, query_blocked, q0),
+               _token_trace("key", k_labels, hovers_k, key_blocked, k0)]
+    rows = max(q1 - q0, k1 - k0)
+    layout = dict(
+        title=left_title(" — ".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight,
+                                                                 budget_cut, len(strength)))))),
+        height=90 + rows * ROW_PX, margin=dict(t=60, l=10, r=10, b=10), hovermode="closest",
+        xaxis=dict(range=[-0.45, 1.45], visible=False, fixedrange=True),
+        yaxis=dict(range=[rows - 0.5, -0.5], visible=False, fixedrange=True),
+        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", title=dict(text="heads (click to hide)")),
+        meta=dict(head_view=True, click=True), shapes=_focus_band(local_focus),
+    )
+    return go.Figure(data=traces, layout={**layout, "template": TEMPLATE_JSON}, _validate=False)
+
+
+def _focus_band(local_focus) -> list[dict]:
+    if local_focus is None:
+        return []
+    along, index = local_focus
+    x0, x1 = (-0.45, 0.02) if along == "query" else (0.98, 1.45)
+    return [dict(type="rect", x0=x0, x1=x1, y0=index - 0.5, y1=index + 0.5, line=dict(width=0),
+                 fillcolor=FOCUS_COLOR, opacity=0.25, layer="below")]
+
+
+def _note(n_q, n_k, queries, keys, min_weight, budget_cut, drawn) -> str:
+    """What the view leaves out, in words."""
+    parts = []
+    if (queries[1] - queries[0], keys[1] - keys[0]) != (n_q, n_k):
+        parts.append(f"queries {queries[0]}–{queries[1] - 1} and keys {keys[0]}–{keys[1] - 1} of {n_q}×{n_k}")
+    parts.append(f"lines under {min_weight:g} left out")
+    if budget_cut:
+        parts.append(f"only the {drawn:,} strongest of {drawn + budget_cut:,} lines")
+    return "; ".join(parts)
