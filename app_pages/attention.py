@@ -63,7 +63,7 @@ if not (padding_on and future_on):
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
 d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own d_model)
-title = " — ".join(filter(None, (f"{heads} heads (d_k = {d_k}) and their mean", view_of_line.note)))
+title = "<br>".join(filter(None, (f"{heads} heads (d_k = {d_k}) and their mean", view_of_line.note)))
 plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
                names=[*(f"head {h}" for h in range(heads)), "mean of heads"],
                columns=5 if heads < 5 else 4, focus=drawn_focus), "heads", on_click=on_click)

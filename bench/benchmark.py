@@ -4,7 +4,8 @@
 
 Every figure is measured in the same run as its reference:
   1. slider → redrawn chart in headless Chromium against `streamlit run` (Attention and
-     Masks pages, default config and N = 512 with 8 heads), against a trivial one-chart app;
+     Masks pages, default config and N = 512 with 8 heads; the head view at N = 64 and rollout at
+     N = 512), against a trivial one-chart app;
   2. compute: this engine's multi-head attention and whole forward pass against
      keras.layers.MultiHeadAttention and a large matmul's FLOP/s; building a new architecture;
   3. payload: bytes of each chart sent to the browser;
@@ -120,7 +121,14 @@ def _moves(page, kind, count, first=0):
 
     times = []
     for index in range(count):
-        if kind == "pads":
+        if kind == "focus":  # the Attention page's focused query: one step along its slider
+            thumb = _slider(page, "Focus a query")
+            thumb.focus()
+            times.append(_move_and_wait(page, lambda: thumb.press("ArrowRight"), what="focus"))
+        elif kind == "head_toggle":  # the head view's head 1: hidden, shown, hidden …
+            button = page.get_by_test_id("stButtonGroup").get_by_role("button").nth(1)
+            times.append(_move_and_wait(page, button.click, what="head toggle"))
+        elif kind == "pads":
             box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Pad symbols")
             value = pad_set(first + index)
             times.append(_move_and_wait(page, lambda: box.press("Enter"), prepare=lambda: box.fill(value),
@@ -177,6 +185,14 @@ def _lanes(floor_url: str, url: str, count: int) -> list[_Lane]:
         lanes.append(_Lane(f"{page_name}, N=512, 8 heads ({count} moves: pads)",
                            f"{url}/{page_name}?seq_len=512&heads=8&d_model=64&seed={seed}", kinds=("pads",),
                            look_first=True, target="p50 ≤ 800 ms"))
+    text = "+".join(str(i % 10) for i in range(64))  # 64 tokens: no padding
+    lanes.append(_Lane(f"attention, head view N=64 ({count // ROUNDS * ROUNDS} moves: focus, head toggle)",
+                       f"{url}/attention?seq_len=64&view=Head+view&src={text}&tgt=1+2+3&seed=2",
+                       kinds=("focus", "head_toggle", "focus", "head_toggle"), look_first=True,
+                       target="p50 ≤ 300 ms and ≤ 2× floor; p90 ≤ 500 ms"))
+    lanes.append(_Lane(f"attention, rollout N=512, 8 heads ({count} moves: pads)",
+                       f"{url}/attention?seq_len=512&heads=8&d_model=64&view=Rollout&seed=3", kinds=("pads",),
+                       look_first=True, target="p50 ≤ 800 ms"))
     return lanes
 
 
@@ -273,8 +289,28 @@ def compute(quick: bool):
         forward = np.median([run_live(config).compute_seconds for _ in range(repeats)])
         row("compute", f"whole forward pass (2+2 layers, d_ff 2048) N={n}", f"{forward * 1e3:.1f} ms")
     del keras
+    token_views(repeats)
     new_architectures(8 if quick else 24)
     decoding(3 if quick else 10)
+
+
+def token_views(repeats: int):
+    """The token-level views' own work on the server: rollout's products and the head view's figure."""
+    from transformer.analysis import attention_rollout
+    from ui.chart import chart_payload
+    from viz.head_view import head_view
+
+    rng = np.random.default_rng(0)
+    weights = rng.random((6, 8, 512, 512)).astype(np.float32)
+    weights /= weights.sum(-1, keepdims=True)
+    (rollout,) = _timed(lambda: attention_rollout(weights), repeats=repeats)
+    row("compute", "attention rollout N=512, 6 layers × 8 heads", f"{rollout * 1e3:.1f} ms")
+    small = weights[0, :, :64, :64] / weights[0, :, :64, :64].sum(-1, keepdims=True)  # (8, 64, 64)
+    tokens = [str(i % 10) for i in range(64)]
+    build = lambda: chart_payload(head_view(small, np.ones((64, 64), bool), tokens, tokens))  # noqa: E731
+    (seconds,) = _timed(build, repeats=repeats)
+    row("compute", "head view N=64, 8 heads, every line: figure and its JSON (ms / KB)",
+        f"{seconds * 1e3:.1f} / {len(build()) / 1024:,.0f}", "≤ 1 MB")
 
 
 def decoding(repeats: int):

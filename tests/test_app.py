@@ -343,6 +343,10 @@ def _field_values():
         "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
         "crop_k": strategies.integers(0, state.MAX_SEQ_LEN), "row": strategies.integers(0, state.MAX_SEQ_LEN - 1),
         "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(state.LOGIT_SIZES),
+        "focus": strategies.integers(-1, state.MAX_SEQ_LEN - 1), "focus_key": strategies.booleans(),
+        "specials": strategies.booleans(),
+        "hidden_heads": strategies.lists(strategies.integers(0, state.MAX_HEADS_SHOWN - 1), unique=True).map(sorted),
+        "nv_other": strategies.integers(0, state.MAX_SEQ_LEN - 1),
     }))
 
 
@@ -507,7 +511,7 @@ def test_only_the_chosen_view_is_computed_and_the_model_view_draws_layers_times_
     at = open_page("attention", {"layers": "3"})
     assert not at.dataframe and [m for m in at.markdown if PASSED in m.value]  # checks open, statistics not run
     picker = at.segmented_control(key="view")
-    assert picker.options == ["Checks", "Statistics", "Model view"] and picker.value == "Checks"
+    assert picker.options == list(state.ATTENTION_VIEWS) and picker.value == "Checks"
     before = len(specs(at))
     picker.set_value("Model view").run()
     no_errors(at)
@@ -580,3 +584,100 @@ def test_every_page_works_with_the_new_trained_models(page, weights):
         assert "cancel" not in " ".join(m.value for m in at.markdown)
         lines = len(state.default_of("src", weights).splitlines())
         assert f"{lines} of {lines} right" in " ".join(e.label for e in at.expander)
+
+
+# ----------------------------------------------------------------- token-level exploration (issue: head view, focus)
+
+
+def _shapes(spec) -> list[dict]:
+    return spec["layout"].get("shapes", [])
+
+
+@pytest.mark.parametrize("weights", ["random", "dates"])
+@pytest.mark.parametrize("stack", state.STACK_CHOICES)
+@pytest.mark.parametrize("view", ["Head view", "Rollout", "Neuron view"])
+def test_every_token_view_opens_for_every_stack_and_weights(view, stack, weights):
+    at = open_page("attention", {"view": view, "stack": stack, "weights": weights, "focus": "2"})
+    no_errors(at)
+    assert not at.error
+    drawn = specs(at)
+    if view == "Rollout" and stack == "cross":
+        assert len(drawn) == 1 and "Rollout follows one stack" in " ".join(i.value for i in at.info)
+    else:
+        assert len(drawn) == (3 if view == "Rollout" else 2)
+
+
+def test_a_focused_query_is_outlined_in_every_head_and_in_the_model_view_and_the_link_keeps_it():
+    at = open_page("attention", {"focus": "3", "layers": "3", "view": "Model view"})
+    no_errors(at)
+    grid, model = specs(at)
+    rows = [(shape["y0"], shape["y1"]) for shape in _shapes(grid)]
+    assert rows == [(2.5, 3.5)] * 5  # 4 heads and their mean
+    assert len(_shapes(model)) == 3 * 4 and {shape["y0"] for shape in _shapes(model)} == {2.5}
+    at.toggle(key="focus_key").set_value(True).run()  # "attended by": the same position as a key column
+    no_errors(at)
+    grid = specs(at)[0]
+    assert [(shape["x1"] - shape["x0"], shape["y0"]) for shape in _shapes(grid)] == [(1.0, -0.5)] * 5
+    assert at.query_params["focus"] == "3" and at.query_params["focus_key"] == "1"
+    at.select_slider(key="focus").set_value(-1).run()
+    assert not _shapes(specs(at)[0]) and "focus" not in at.query_params
+
+
+def test_a_focus_on_a_pooled_grid_outlines_the_block_that_holds_it():
+    at = open_page("attention", {"seq_len": "300", "focus": "200"})
+    no_errors(at)
+    grid = specs(at)[0]
+    assert "max-pooled 3×3" in grid["layout"]["title"]["text"]
+    assert {shape["y0"] for shape in _shapes(grid)} == {200 // 3 - 0.5}
+
+
+def test_hiding_specials_drops_pad_columns_and_renormalises_the_rows():
+    at = open_page("attention", {"element": "1"})  # line 2: "1 2" and five pads
+    keys_before = len(weight_panels(specs(at)[0])[0][0])
+    at.toggle(key="specials").set_value(True).run()
+    no_errors(at)
+    grid = specs(at)[0]
+    panels = weight_panels(grid, include_mean=True)
+    assert keys_before == 7 and all(panel.shape == (7, 2) for panel in panels)
+    np.testing.assert_allclose(np.nansum(panels[0], -1), 1.0, atol=1e-5)
+    assert "padding hidden (5 keys), rows renormalised" in grid["layout"]["title"]["text"]
+    assert at.query_params["specials"] == "1"
+
+
+def test_rollout_is_drawn_beside_the_last_layers_raw_mean_from_the_live_weights():
+    from transformer import LiveConfig, run_live
+    from transformer.analysis import attention_rollout
+
+    at = open_page("attention", {"view": "Rollout", "stack": "decoder", "layers": "3"})
+    no_errors(at)
+    rollout, raw = (weight_panels(spec, include_mean=True)[0] for spec in specs(at)[1:])
+    weights = run_live(LiveConfig(num_layers=3), stacks=("decoder",), lines=(0,)).attention["decoder"][:, 0]
+    np.testing.assert_allclose(np.nan_to_num(rollout), attention_rollout(weights), atol=1e-5)
+    np.testing.assert_allclose(np.nan_to_num(raw), weights[-1].mean(0), atol=1e-5)
+    assert np.all(np.triu(np.nan_to_num(rollout), 1) == 0)  # causal all the way up
+    assert "not why the model answers as it does" in " ".join(c.value for c in at.caption)
+
+
+def test_the_neuron_view_rebuilds_the_weight_the_head_grid_shows():
+    at = open_page("attention", {"view": "Neuron view", "focus": "2", "head": "1", "nv_other": "3"})
+    no_errors(at)
+    grid, neuron = specs(at)
+    bars = [t for t in neuron["data"] if t["type"] == "bar"][0]
+    head_1 = weight_panels(grid)[1]  # (N_q, N_k)
+    np.testing.assert_allclose(decode(bars["y"]), np.nan_to_num(head_1[2]), atol=1e-4)
+    title = neuron["layout"]["title"]["text"]
+    assert "head 1, query 2·3 · key 3·4" in title and f"weight {head_1[2, 3]:.4f}" in title
+    strip = [t for t in neuron["data"] if t["type"] == "heatmap"][0]
+    q, k, products = decode(strip["z"])
+    assert np.allclose(products, q * k, atol=1e-6) and f"Σ q∘k = {products.sum():.4f}" in title
+
+
+def test_hidden_heads_leave_the_head_view_and_the_link_keeps_them():
+    at = open_page("attention", {"view": "Head view"})
+    at.button_group(key="hidden_heads").set_value([1, 3]).run()
+    no_errors(at)
+    names = {t["name"] for t in specs(at)[1]["data"] if t.get("legendgroup")}
+    assert names == {"head 0", "head 2"} and at.query_params["hidden_heads"] == "1 3"
+    linked = open_page("attention", {"view": "Head view", "hidden_heads": "1 3", "heads": "2"})
+    no_errors(linked)
+    assert {t["name"] for t in specs(linked)[1]["data"] if t.get("legendgroup")} == {"head 0"}

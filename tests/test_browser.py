@@ -140,7 +140,9 @@ TAB_TITLES = {"home": "Home", "masks": "Masks", "positional_encoding": "Position
 
 
 @pytest.mark.parametrize("path", ["dot_product_lab", "attention?seq_len=30&stack=cross", "masks?seq_len=200",
-                                  "attention?seq_len=300&full_res=1"])  # long titles: pooled, cropped
+                                  "attention?seq_len=300&full_res=1",  # long titles: pooled, cropped
+                                  "attention?seq_len=200&view=Head+view&focus=150&specials=1",
+                                  "attention?view=Rollout&specials=1&element=1", "attention?view=Neuron+view"])
 def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
     page.set_viewport_size({"width": 1000, "height": TALL_PX})
     open_page(page, server, path)
@@ -149,7 +151,8 @@ def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
 
 
 @pytest.mark.parametrize("path", ["masks", "masks?seq_len=200", "positional_encoding", "attention",
-                                  "dot_product_lab", "shapes"])
+                                  "dot_product_lab", "shapes", "attention?view=Head+view",
+                                  "attention?view=Rollout", "attention?view=Neuron+view&d_model=256&heads=1"])
 def test_in_a_1000_px_window_with_the_sidebar_open_no_chart_scrolls_sideways(page, server, path):
     """The column is 540 px wide there: the four target-mask panels' titles fit it (they took 563 px before)."""
     page.set_viewport_size({"width": 1000, "height": TALL_PX})
@@ -672,3 +675,96 @@ def test_decode_play_steps_forward_on_its_own_and_stops_at_the_last_step(page, s
     page.wait_for_function("() => location.search.includes('dec_step=3')", timeout=30_000)  # "</s>": the last
     page.wait_for_timeout(2500)
     assert "dec_step=3" in page.url and page.locator("[data-testid='stException']").count() == 0
+
+
+# ----------------------------------------------------------------- token-level exploration
+
+
+def _plot_point(page, chart: int, trace: int, index) -> dict:
+    """Where point ``index`` (a number, or [row, column] of a heatmap) of trace ``trace`` of chart ``chart`` is."""
+    return page.evaluate(f"""([chart, trace, index]) => {{
+        const plot = document.querySelectorAll('{PLOT}')[chart], data = plot._fullData[trace];
+        const box = plot.getBoundingClientRect();
+        const xa = plot._fullLayout["xaxis" + data.xaxis.slice(1)], ya = plot._fullLayout["yaxis" + data.yaxis.slice(1)];
+        const [x, y] = Array.isArray(index) ? [data.x[index[1]], data.y[index[0]]] : [data.x[index], data.y[index]];
+        return {{x: box.left + xa._offset + xa.c2p(xa.d2c(x)), y: box.top + ya._offset + ya.c2p(ya.d2c(y))}};
+    }}""", [chart, trace, index])
+
+
+def _shapes_drawn(page, chart: int = 0) -> list:
+    return page.evaluate(f"(chart) => (document.querySelectorAll('{PLOT}')[chart].layout.shapes || [])"
+                         ".map(shape => [shape.x0, shape.x1, shape.y0, shape.y1])", chart)
+
+
+def test_clicking_a_cell_focuses_its_query_in_every_head_and_the_link_keeps_it(page, server):
+    open_page(page, server, "attention?seq_len=6")
+    wait_for_charts(page)
+    point = _plot_point(page, 0, 2, [3, 1])  # head 1 (after the row's masked layer and head 0): query 3, key 1
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_url("**focus=3**", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"() => ({FIRST_PLOT}.layout.shapes || []).length === 5", timeout=60_000)
+    assert {tuple(shape[2:]) for shape in _shapes_drawn(page)} == {(2.5, 3.5)}  # row 3 of 4 heads and the mean
+    page.goto(page.url)  # the link opens the same focus
+    wait_idle(page)
+    wait_for_charts(page)
+    page.wait_for_function(f"() => ({FIRST_PLOT}.layout.shapes || []).length === 5", timeout=60_000)
+    point = _plot_point(page, 0, 2, [3, 1])
+    page.mouse.click(point["x"], point["y"])  # the focused token again: no focus
+    page.wait_for_function("() => !location.href.includes('focus=')", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"() => ({FIRST_PLOT}.layout.shapes || []).length === 0", timeout=60_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def _line_rows(page, side: str) -> list:
+    """The query (or key) ends of every line the head view (chart 1) shows now."""
+    return page.evaluate(f"""(side) => {{
+        const plot = document.querySelectorAll('{PLOT}')[1], rows = new Set();
+        for (const trace of plot._fullData.filter((trace) => trace.meta && trace.meta.lines))
+            for (let at = 0; at < trace.y.length; at += 3)
+                if (!Number.isNaN(trace.y[at])) rows.add(trace.y[at + (side === "query" ? 0 : 1)]);
+        return [...rows].sort();
+    }}""", side)
+
+
+def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page, server):
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
+    open_page(page, server, "attention?seq_len=6&view=Head+view")
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2 && "
+                           f"document.querySelectorAll('{PLOT}')[1].data", timeout=60_000)
+    queries = page.evaluate(f"() => document.querySelectorAll('{PLOT}')[1].data"
+                            ".findIndex((trace) => trace.meta && trace.meta.side === 'query')")
+    assert _line_rows(page, "query") == [0, 1, 2, 3, 4, 5]
+    point = _plot_point(page, 1, queries, 2)
+    page.mouse.move(point["x"], point["y"])
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1].querySelector('.hovertext')")
+    assert _line_rows(page, "query") == [2]  # only query 2's lines
+    assert "query 2·3" in page.locator(f"{PLOT} .hoverlayer .hovertext").first.text_content()
+    page.mouse.move(5, 5)
+    page.wait_for_timeout(300)
+    assert _line_rows(page, "query") == [0, 1, 2, 3, 4, 5]  # restored
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_url("**focus=2**", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"() => ({FIRST_PLOT}.layout.shapes || []).length === 5", timeout=60_000)
+    page.mouse.move(5, 5)
+    page.wait_for_timeout(300)
+    assert _line_rows(page, "query") == [2]  # the server draws the focused query's lines only
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_a_chart_saves_an_svg_and_a_png_three_times_its_size(page, server):
+    open_page(page, server, "attention?seq_len=5")
+    wait_for_charts(page)
+    page.hover(PLOT)
+    with page.expect_download(timeout=60_000) as svg:
+        page.locator(f"{PLOT} .modebar-btn[data-title^='Download plot as SVG']").first.click()
+    assert svg.value.suggested_filename == "attention-lab.svg"
+    text = open(svg.value.path(), encoding="utf-8").read()
+    assert text.startswith("<svg") and "head 0" in text
+    width = page.evaluate(f"() => {FIRST_PLOT}._fullLayout.width")
+    with page.expect_download(timeout=60_000) as png:
+        page.locator(f"{PLOT} .modebar-btn[data-title='Download plot as a PNG']").first.click()
+    data = open(png.value.path(), "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20], "big") == 3 * width

@@ -48,6 +48,12 @@ CASES = [
     ("attention", "ui", "src", "1 2 9999\n1\n2", "error", "9999"),
     ("attention", "ui", "tgt", "1 2", "error", "source has 3 lines but the target has 1"),
     ("attention", "url", "seq_len", "512", "error", None),  # with the heads/layers below: too large
+    ("attention", "url", "focus", "9999", "warning", "focus='9999'"),
+    ("attention", "url", "focus", "x", "warning", "focus='x'"),
+    ("attention", "url", "hidden_heads", "1 x", "warning", "hidden_heads='1 x'"),
+    ("attention", "url", "hidden_heads", "99", "warning", "hidden_heads='99'"),
+    ("attention", "url", "nv_other", "-3", "warning", "nv_other='-3'"),
+    ("attention", "url", "specials", "yes", "warning", "specials='yes'"),
 ]
 
 

@@ -14,10 +14,11 @@ from transformer.analysis import (
     logsumexp_softmax,
     mask_fills,
     naive_softmax,
+    neuron_terms,
     scaling_experiment,
     stable_softmax,
 )
-from viz import attention, lab, masks, positional, shapes, training
+from viz import attention, head_view, lab, masks, neuron, positional, shapes, training
 from viz.export import arrays_npz, matrix_csv
 from viz.labels import GAP_MARK, PANEL_MARK, pooled_labels, position_labels
 from viz.pooling import max_pool
@@ -252,6 +253,12 @@ PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
     lambda: attention.head_grid(RNG.random((2, 300, 300)), np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300),
     lambda: attention.single_head(RNG.random((4, 4)), np.tril(np.ones((4, 4), bool)), TOKENS, TOKENS, "head 0"),
     lambda: attention.model_view(RNG.random((2, 3, 5, 5)), np.ones((5, 5), bool), "encoder"),
+    lambda: attention.model_view(RNG.random((2, 3, 5, 5)), np.ones((5, 5), bool), "encoder", focus=("key", 2)),
+    lambda: attention.head_grid(RNG.random((3, 4, 4)), np.ones((4, 4), bool), TOKENS, TOKENS, focus=("query", 1)),
+    lambda: head_view.head_view(RNG.random((3, 4, 4)), np.tril(np.ones((4, 4), bool)), TOKENS, TOKENS,
+                                focus=("query", 2)),
+    lambda: neuron.neuron_view(neuron_terms(RNG.random((2, 4, 8)), RNG.random((2, 4, 8)),
+                                            np.tril(np.ones((4, 4), bool)), 1, 2, 1), TOKENS, TOKENS, 1, 2, 1),
 ]
 
 
@@ -478,3 +485,102 @@ def test_the_decoding_figures_validate_and_keep_weights_on_the_fixed_scale():
     cache = {"keys": np.ones((4, 6, 3), np.float32), "values": -np.ones((4, 6, 3), np.float32)}
     heat = cache_heatmaps(cache, 2, 5, "cache")
     assert len(heat.data) == 8 and np.asarray(heat.data[0].z).shape == (3, 3)  # 2 × 4 heads, positions 0..2
+
+
+# ----------------------------------------------------------------- head view, focus outlines, neuron view
+
+
+def _segments(fig):
+    """``(head, query, key, opacity)`` of every line the head view draws."""
+    drawn = []
+    for trace in fig.data:
+        if (trace.meta or {}).get("lines"):
+            y = np.asarray(trace.y, float).reshape(-1, 3)  # (segments, 3): query, key, NaN
+            head = int(trace.name.split()[-1])
+            drawn += [(head, int(q), int(k), trace.opacity) for q, k, _ in y]
+    return drawn
+
+
+def test_the_head_view_draws_a_line_per_weight_with_opacity_by_weight_and_one_colour_a_head():
+    weights = np.array([[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.005, 0.795]],
+                        [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]], np.float32)
+    fig = head_view.head_view(weights, np.tril(np.ones((3, 3), bool)), ["a", "b", "a"], ["a", "b", "a"])
+    lines = {(h, q, k): opacity for h, q, k, opacity in _segments(fig)}
+    expected = {(h, q, k) for h, q, k in zip(*np.nonzero(weights >= head_view.MIN_WEIGHT))}
+    assert set(lines) == expected  # 0.005 and the zeros are left out
+    for (h, q, k), opacity in lines.items():  # ten opacity steps on the fixed 0–1 scale
+        assert abs(opacity - weights[h, q, k]) <= 0.1, (h, q, k, opacity)
+    colours = {trace.name: trace.line.color for trace in fig.data if (trace.meta or {}).get("lines")}
+    assert colours == {"head 0": head_view.head_color(0), "head 1": head_view.head_color(1)}
+    tokens = [trace for trace in fig.data if (trace.meta or {}).get("side")]
+    assert [list(t.text) for t in tokens] == [["0·a", "1·b", "2·a"]] * 2  # repeated tokens stay distinct
+    assert "query 1·b" in tokens[0].hovertext[1] and "0·a 0.50" in tokens[0].hovertext[1]
+
+
+def test_the_head_view_keeps_a_focused_tokens_lines_and_only_the_heads_asked_for():
+    weights = np.full((4, 6, 6), 1 / 6, np.float32)
+    by_query = _segments(head_view.head_view(weights, np.ones((6, 6), bool), TOKENS7[:6], TOKENS7[:6],
+                                             heads=[1, 3], focus=("query", 4)))
+    assert {(h, q) for h, q, _, _ in by_query} == {(1, 4), (3, 4)} and len(by_query) == 2 * 6
+    by_key = _segments(head_view.head_view(weights, np.ones((6, 6), bool), TOKENS7[:6], TOKENS7[:6],
+                                           focus=("key", 0)))
+    assert {k for _, _, k, _ in by_key} == {0} and len(by_key) == 4 * 6
+
+
+def test_the_head_view_above_64_positions_draws_a_window_around_the_focus_and_says_so():
+    weights = np.zeros((2, 200, 200), np.float32)
+    weights[:, np.arange(200), np.arange(200)] = 1.0  # each query attends to itself
+    tokens = [str(i) for i in range(200)]
+    fig = head_view.head_view(weights, np.ones((200, 200), bool), tokens, tokens, focus=("query", 150))
+    first = 150 - head_view.MAX_POSITIONS // 2
+    assert f"queries {first}–{first + 63} and keys {first}–{first + 63} of 200×200" in fig.layout.title.text
+    token_traces = [t for t in fig.data if (t.meta or {}).get("side")]
+    assert [t.meta["first"] for t in token_traces] == [first, first] and len(token_traces[0].text) == 64
+    assert _segments(fig) == [(h, 150 - first, 150 - first, 0.95) for h in (0, 1)]
+
+
+def test_the_head_view_keeps_the_strongest_lines_within_its_budget_and_says_how_many():
+    weights = RNG.random((2, 10, 10)).astype(np.float32)
+    fig = head_view.head_view(weights, np.ones((10, 10), bool), TOKENS7 + ["a"] * 3, TOKENS7 + ["a"] * 3,
+                              max_lines=50)
+    drawn = _segments(fig)
+    above = int(np.sum(weights >= head_view.MIN_WEIGHT))
+    assert len(drawn) == 50 and f"only the 50 strongest of {above} lines" in fig.layout.title.text
+    weakest_drawn = min(weights[h, q, k] for h, q, k, _ in drawn)
+    assert np.sum(weights > weakest_drawn) <= 50
+
+
+def test_the_head_view_greys_the_keys_a_focused_query_may_not_attend_to():
+    fig = head_view.head_view(np.full((1, 4, 4), 0.25, np.float32), np.tril(np.ones((4, 4), bool)), TOKENS,
+                              TOKENS, focus=("query", 1))
+    keys = [t for t in fig.data if (t.meta or {}).get("side") == "key"][0]
+    assert list(keys.marker.color)[1:] == ["#555", MASKED_COLOR, MASKED_COLOR]
+    assert keys.text[2] == f'<span style="color:{MASKED_COLOR}">2·the</span>' and keys.text[1] == "1·cat"
+
+
+def test_focus_outlines_follow_pooling_and_a_cropped_window():
+    grid = attention.head_grid(RNG.random((2, 300, 300)), np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300,
+                               focus=("key", 200))
+    factor = 3
+    assert [(s.x0, s.x1) for s in grid.layout.shapes][0] == (200 // factor - 0.5, 200 // factor + 0.5)
+    assert grid.data[1].meta == {"factor": factor} and grid.layout.meta["click"] is True
+    cropped = attention.single_head(RNG.random((400, 400)), np.ones((400, 400), bool), ["t"] * 400, ["t"] * 400,
+                                    start=(128, 0), focus=("query", 130))
+    assert [(s.y0, s.y1) for s in cropped.layout.shapes] == [(1.5, 2.5)]
+    outside = attention.single_head(RNG.random((400, 400)), np.ones((400, 400), bool), ["t"] * 400, ["t"] * 400,
+                                    start=(128, 0), focus=("query", 10))
+    assert not outside.layout.shapes
+
+
+def test_the_neuron_view_draws_q_k_their_product_and_the_softmax_with_masked_keys_marked():
+    q, k = RNG.standard_normal((2, 4, 8)), RNG.standard_normal((2, 4, 8))
+    mask = np.tril(np.ones((4, 4), bool))
+    terms = neuron_terms(q, k, mask, 0, 1, 0)
+    fig = neuron.neuron_view(terms, TOKENS, TOKENS, 0, 1, 0)
+    strip, bars, blocked = fig.data
+    np.testing.assert_allclose(np.asarray(strip.z), np.stack([q[0, 1], k[0, 0], q[0, 1] * k[0, 0]]), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(bars.y), stable_softmax(np.array([q[0, 1] @ k[0, 0], q[0, 1] @ k[0, 1]])
+                                                                  / np.sqrt(8)).tolist() + [0, 0], atol=1e-6)
+    assert list(blocked.x) == ["2·the", "3·&lt;pad&gt;"] and f"÷ √8 = {terms.scaled:.4f}" in fig.layout.title.text
+    masked = neuron.neuron_view(neuron_terms(q, k, mask, 0, 1, 3), TOKENS, TOKENS, 0, 1, 3)
+    assert "masked (weight 0)" in masked.layout.title.text

@@ -126,7 +126,7 @@ def head_view_section(view: LineView, layer: int, focus) -> None:
         return
     title = f"layer {layer}, heads {', '.join(map(str, shown))}" if len(shown) < heads else f"layer {layer}"
     fig = head_view(view.weights[layer], view.mask, view.query_tokens, view.key_tokens, heads=shown,
-                    focus=drawn_focus(view, focus), title=" — ".join(filter(None, (title, view.note))))
+                    focus=drawn_focus(view, focus), title="<br>".join(filter(None, (title, view.note))))
     plot(fig, "head_view", on_click=on_chart_click(view))
 
 

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from viz.labels import pooled_labels, position_labels
 from viz.panels import panels_figure, weight_rows
 from viz.pooling import CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, max_pool, pool_factor, pooled_note
-from viz.style import left_title, weight_coloraxis
+from viz.style import left_title, title_lines, weight_coloraxis
 
 
 def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOLUTION):
@@ -65,9 +65,10 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
     )
     names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
     note = pooled_note(factor, weights.shape)
+    first, *more = title.split("<br>")  # a second line of the title stays the second line
     return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns,
-                           " — ".join(filter(None, (title, note))), focus=pooled_focus(focus, factor),
-                           factor=factor)
+                           "<br>".join([" — ".join(filter(None, (first, note))), *more]),
+                           focus=pooled_focus(focus, factor), factor=factor)
 
 
 def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240, focus=None,
@@ -75,7 +76,8 @@ def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, pa
     """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned).
     A click on a cell reports its position to the page (``meta.click``)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
-                                 top_px=44 if title else 10, focus=focus, click_factor=factor)
+                                 top_px=26 + 18 * title_lines(title) if title else 10, focus=focus,
+                                 click_factor=factor)
     layout["meta"] = {**layout["meta"], "click": True}
     return panels_figure(traces, layout, title=left_title(title),
                          coloraxis=weight_coloraxis())

@@ -12,7 +12,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from viz.labels import position_labels
-from viz.style import FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON, left_title
+from viz.style import FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON, left_title, title_lines
 
 HEAD_COLORS = plotly.colors.qualitative.Dark24
 MAX_POSITIONS = 64  # a side; longer sequences show a window of this many positions
@@ -80,25 +80,28 @@ def _legend_traces(heads) -> list[dict]:
                  name=f"head {h}", legendgroup=f"head {h}", hoverinfo="skip") for h in heads]
 
 
-def _top_keys(weights, heads, row: int, key_labels, count: int = 3) -> str:
-    """Hover text of a query: per head its strongest keys with their weights."""
+def _strongest(weights, heads, index: int, labels, side: str, count: int = 3) -> str:
+    """Hover text of a token: per head the keys it attends to most (a query) or the queries that attend to it
+    most (a key), with their weights."""
     parts = []
     for h in heads:
-        best = np.argsort(weights[h, row])[::-1][:count]
-        keys = ", ".join(f"{key_labels[k]} {weights[h, row, k]:.2f}" for k in best if weights[h, row, k] > 0)
-        parts.append(f"head {h}: {keys or 'no allowed key'}")
+        line = weights[h, index] if side == "query" else weights[h, :, index]  # (N_k,) or (N_q,)
+        best = [i for i in np.argsort(line)[::-1][:count] if line[i] > 0]
+        parts.append(f"head {h}: " + (", ".join(f"{labels[i]} {line[i]:.2f}" for i in best) or "no weight"))
     return "<br>".join(parts)
 
 
 def _token_trace(side: str, labels, hovers, blocked, first: int) -> dict:
-    """A column of tokens: queries at x = 0 (text to the left), keys at x = 1 (to the right)."""
+    """A column of tokens: queries at x = 0 (text to the left), keys at x = 1 (to the right); a blocked token's
+    text and marker grey (its text in the theme's colour otherwise)."""
     x = 0.0 if side == "query" else 1.0
-    colours = [MASKED_COLOR if out else None for out in blocked]
+    text = [f'<span style="color:{MASKED_COLOR}">{label}</span>' if out else label
+            for label, out in zip(labels, blocked)]
     return dict(type="scatter", mode="markers+text", x=[x] * len(labels), y=list(range(len(labels))),
-                text=labels, textposition="middle left" if side == "query" else "middle right",
-                marker=dict(size=7, color=[c or "#888" for c in colours], symbol="circle"),
-                textfont=dict(color=colours), hovertext=hovers, hoverinfo="text", showlegend=False,
-                name=f"{side}s", meta=dict(side=side, first=first))
+                text=text, textposition="middle left" if side == "query" else "middle right",
+                marker=dict(size=7, color=[MASKED_COLOR if out else "#555" for out in blocked]),
+                hovertext=hovers, hoverinfo="text", showlegend=False, name=f"{side}s",
+                meta=dict(side=side, first=first))
 
 
 def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, title: str = "",
@@ -132,16 +135,21 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
     shown_mask = mask[q0:q1, k0:k1]
     key_blocked = (~shown_mask[local_focus[1]] if local_focus and along == "query" else ~shown_mask.any(0))
     query_blocked = ~shown_mask.any(1)
-    hovers_q = [f"query {label}<br>{_top_keys(shown, heads, row, k_labels)}" for row, label in enumerate(q_labels)]
-    hovers_k = [f"key {label}" + (" (masked)" if blocked else "") for label, blocked in zip(k_labels, key_blocked)]
+    hovers_q = [f"query {label} attends to<br>{_strongest(shown, heads, row, k_labels, 'query')}"
+                for row, label in enumerate(q_labels)]
+    hovers_k = [f"key {label}" + (" (masked)" if blocked else "") + " is attended by<br>"
+                + _strongest(shown, heads, column, q_labels, "key") for column, (label, blocked)
+                in enumerate(zip(k_labels, key_blocked))]
     traces = _legend_traces(heads) + _line_traces(head, query, key, strength)
     traces += [_token_trace("query", q_labels, hovers_q, query_blocked, q0),
                _token_trace("key", k_labels, hovers_k, key_blocked, k0)]
     rows = max(q1 - q0, k1 - k0)
+    text = "<br>".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight, budget_cut,
+                                                  len(strength)))))  # what is left out: a line of its own
+    top = 36 + 18 * title_lines(text)  # the title's lines, then the legend
     layout = dict(
-        title=left_title(" — ".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight,
-                                                                 budget_cut, len(strength)))))),
-        height=90 + rows * ROW_PX, margin=dict(t=60, l=10, r=10, b=10), hovermode="closest",
+        title=left_title(text), height=top + 20 + rows * ROW_PX, margin=dict(t=top, l=10, r=10, b=10),
+        hovermode="closest",
         xaxis=dict(range=[-0.45, 1.45], visible=False, fixedrange=True),
         yaxis=dict(range=[rows - 0.5, -0.5], visible=False, fixedrange=True),
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", title=dict(text="heads (click to hide)")),

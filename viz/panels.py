@@ -137,13 +137,15 @@ def panels_figure(traces, layout, **extra) -> go.Figure:
     validated in the tests instead (``tests/test_viz.py``).
     """
     if "meta" in layout and extra.get("title"):  # the figure's title must fit the narrowest width too
-        layout = {**layout, "meta": {"min_width_px": max(layout["meta"]["min_width_px"], _title_px(extra["title"]))}}
+        widest = max(layout["meta"]["min_width_px"], _title_px(extra["title"]))
+        layout = {**layout, "meta": {**layout["meta"], "min_width_px": widest}}
     return go.Figure(data=list(traces), layout={**layout, "template": TEMPLATE_JSON, **extra}, _validate=False)
 
 
 def _title_px(title: dict) -> int:
     """About how wide a ``left_title`` is drawn, with the 10 px right of it."""
-    return math.ceil(_text_px(title["text"], title.get("font", {}).get("size", 17))) + 10  # 17: Plotly's title size
+    widest = max(title["text"].split("<br>"), key=lambda line: _text_px(line))
+    return math.ceil(_text_px(widest, title.get("font", {}).get("size", 17))) + 10  # 17: Plotly's title size
 
 
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,

@@ -44,9 +44,13 @@ LONG_TITLE_CHARS = 60  # at Plotly's 17 px a longer title outgrows a 540 px char
 
 def left_title(text: str) -> dict:
     """A figure title at the top left, above the panels' own titles; a long one (a pooled or cropped view's
-    note) in the panel titles' 14 px, so that it fits a narrow chart."""
-    long = len(html.unescape(text)) > LONG_TITLE_CHARS
+    note) in the panel titles' 14 px, so that it fits a narrow chart. ``<br>`` starts a second line."""
+    long = max(len(html.unescape(line)) for line in text.split("<br>")) > LONG_TITLE_CHARS
     return dict(text=text, x=0.0, xanchor="left", **(dict(font=dict(size=14)) if long else {}))
+
+
+def title_lines(text: str) -> int:
+    return text.count("<br>") + 1 if text else 0
 
 
 def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int = 10, bottom: int = 50) -> go.Figure:

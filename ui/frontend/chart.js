@@ -126,17 +126,14 @@ function clickedPositions(point) {
 // The head view (viz/head_view.py): hovering a token keeps only its lines (the others' y set to NaN, which
 // breaks a line), leaving it restores them.
 function hoverLines(node, side, row) {
-  const indices = [], ys = [];
-  node.data.forEach((trace, index) => {
-    if (!(trace.meta && trace.meta.lines)) return;
-    const original = node.alLines.get(index);
+  const indices = [], ys = [], end = side === "query" ? 0 : 1;
+  for (const [index, original] of node.alLines) {
     const kept = Float32Array.from(original);
-    const end = side === "query" ? 0 : 1;
     for (let at = 0; at < kept.length; at += 3)
       if (row !== null && original[at + end] !== row) { kept[at] = NaN; kept[at + 1] = NaN; }
     indices.push(index);
     ys.push(row === null ? original : kept);
-  });
+  }
   if (indices.length) window.Plotly.restyle(node, { y: ys }, indices);
 }
 
@@ -156,12 +153,11 @@ function listen(node) {
   });
 }
 
-function keepLines(node) {  // the head view's line traces as drawn, for hoverLines
+function keepLines(node) {  // the head view's line traces as drawn (decoded from the figure), for hoverLines
   if (!(node.layout.meta && node.layout.meta.head_view)) { node.alLines = null; return; }
   node.alLines = new Map();
-  node.data.forEach((trace, index) => {
-    if (trace.meta && trace.meta.lines) node.alLines.set(index, Float32Array.from(trace.y));
-  });
+  for (const trace of node._fullData)
+    if (trace.meta && trace.meta.lines) node.alLines.set(trace.index, Float32Array.from(trace.y));
 }
 
 // node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react). Out of
