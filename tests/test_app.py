@@ -347,6 +347,7 @@ def _field_values():
         "specials": strategies.booleans(),
         "hidden_heads": strategies.lists(strategies.integers(0, state.MAX_HEADS_SHOWN - 1), unique=True).map(sorted),
         "nv_other": strategies.integers(0, state.MAX_SEQ_LEN - 1),
+        "nv_head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
     }))
 
 
@@ -659,7 +660,7 @@ def test_rollout_is_drawn_beside_the_last_layers_raw_mean_from_the_live_weights(
 
 
 def test_the_neuron_view_rebuilds_the_weight_the_head_grid_shows():
-    at = open_page("attention", {"view": "Neuron view", "focus": "2", "head": "1", "nv_other": "3"})
+    at = open_page("attention", {"view": "Neuron view", "focus": "2", "nv_head": "1", "nv_other": "3"})
     no_errors(at)
     grid, neuron = specs(at)
     bars = [t for t in neuron["data"] if t["type"] == "bar"][0]
@@ -681,3 +682,15 @@ def test_hidden_heads_leave_the_head_view_and_the_link_keeps_them():
     linked = open_page("attention", {"view": "Head view", "hidden_heads": "1 3", "heads": "2"})
     no_errors(linked)
     assert {t["name"] for t in specs(linked)[1]["data"] if t.get("legendgroup")} == {"head 0"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", ["Head view", "Rollout", "Neuron view"])
+def test_the_token_views_run_at_the_longest_sequence(view):
+    text = " ".join(str(i % 10) for i in range(512))
+    at = open_page("attention", {"view": view, "seq_len": "512", "heads": "8", "src": text, "tgt": "1 2 3",
+                                 "focus": "400"})
+    no_errors(at)
+    assert not at.error and len(specs(at)) == (3 if view == "Rollout" else 2)
+    if view == "Head view":
+        assert "queries 368–431 and keys 368–431 of 512×512" in specs(at)[1]["layout"]["title"]["text"]

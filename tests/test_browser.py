@@ -699,12 +699,14 @@ def _shapes_drawn(page, chart: int = 0) -> list:
 def test_clicking_a_cell_focuses_its_query_in_every_head_and_the_link_keeps_it(page, server):
     open_page(page, server, "attention?seq_len=6")
     wait_for_charts(page)
+    page.evaluate(f"() => {{ window.__traces = {FIRST_PLOT}.data; }}")
     point = _plot_point(page, 0, 2, [3, 1])  # head 1 (after the row's masked layer and head 0): query 3, key 1
     page.mouse.click(point["x"], point["y"])
     page.wait_for_url("**focus=3**", timeout=60_000)
     wait_idle(page)
     page.wait_for_function(f"() => ({FIRST_PLOT}.layout.shapes || []).length === 5", timeout=60_000)
     assert {tuple(shape[2:]) for shape in _shapes_drawn(page)} == {(2.5, 3.5)}  # row 3 of 4 heads and the mean
+    assert page.evaluate(f"() => {FIRST_PLOT}.data === window.__traces")  # outlines alone: the heatmaps kept
     page.goto(page.url)  # the link opens the same focus
     wait_idle(page)
     wait_for_charts(page)

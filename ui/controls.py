@@ -48,11 +48,11 @@ def layer_picker(layers: int, column=st) -> int:
     return column.slider("Layer", 0, layers - 1, key="layer", **PERSIST)
 
 
-def head_picker(heads: int, column=st, label="Head") -> int:
-    clamp("head", heads - 1)
+def head_picker(heads: int, column=st, label="Head", key="head") -> int:
+    clamp(key, heads - 1)
     if heads == 1:
         return 0
-    return column.slider(label, 0, heads - 1, key="head", **PERSIST)
+    return column.slider(label, 0, heads - 1, key=key, **PERSIST)
 
 
 def window_start_picker(key: str, starts: list[int], label: str, column=st) -> int:

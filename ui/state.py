@@ -144,6 +144,7 @@ FIELDS: dict[str, Field] = {
     "focus_key": Field(False, _flag),  # … focused as a key ("attended by"), not as a query
     "specials": Field(False, _flag),  # … <s>, </s> and padding keys hidden, rows renormalised
     "hidden_heads": Field([], _heads),  # the head view's heads switched off
+    "nv_head": Field(0, _integer(0, MAX_HEADS_SHOWN - 1)),  # the neuron view's head
     "nv_other": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the neuron view's key (its query when a key is focused)
     "crop_q": Field(0, _integer(0, MAX_SEQ_LEN)),
     "crop_k": Field(0, _integer(0, MAX_SEQ_LEN)),

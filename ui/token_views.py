@@ -162,7 +162,7 @@ def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> 
     q, k = walk.tensors["query_heads"][line], walk.tensors["key_heads"][line]  # (H, N_q, d_k), (H, N_k, d_k)
     mask = walk.mask[line]  # (N_q, N_k)
     query_tokens, key_tokens = result.tokens_of(stack, line)
-    head = head_picker(q.shape[0])
+    head = head_picker(q.shape[0], key="nv_head")
     by_key = focus is not None and focus[0] == "key"
     other_count = q.shape[1] if by_key else k.shape[1]
     clamp("nv_other", other_count - 1)
