@@ -51,3 +51,23 @@ def attention_rollout(weights, residual=0.5):
         else:
             rollout = [[sum(mixed[i][m] * rollout[m][j] for m in range(n)) for j in range(n)] for i in range(n)]
     return np.array(rollout)
+
+
+def sliding_window_mask(n, window):
+    """Each query i sees keys i - window + 1 … i (Longformer/Mistral-style causal window)."""
+    return np.array([[i - window < j <= i for j in range(n)] for i in range(n)])
+
+
+def prefix_mask(n, prefix):
+    """Prefix LM (Raffel et al. 2020, fig. 3): full visibility over the prefix, causal after it."""
+    return np.array([[j < prefix or j <= i for j in range(n)] for i in range(n)])
+
+
+def strided_mask(n, stride):
+    """Child et al. 2019, eq. for strided attention: A(1) = {t : i - t < l}, A(2) = {t : (i - t) mod l = 0},
+    both causal."""
+    return np.array([[j <= i and ((i - j) < stride or (i - j) % stride == 0) for j in range(n)] for i in range(n)])
+
+
+def block_mask(n, block):
+    return np.array([[i // block == j // block for j in range(n)] for i in range(n)])

@@ -83,9 +83,10 @@ def attention_checks(weights, mask, keras_difference=None) -> list[Check]:
         Check("masked weights are exactly 0", masked_max == 0.0, masked_max, "max |weight| on masked cells"),
         Check("rows with no allowed key are all 0", empty_gap == 0.0, empty_gap, "max row sum of empty rows"),
     ]
-    if keras_difference is not None:
+    if keras_difference:  # None or {}: not compared (no Keras layer has rotary or ALiBi positions)
         gap = max(keras_difference.values())
-        checks.append(Check("agrees with keras.layers.MultiHeadAttention", gap <= KERAS_TOLERANCE, gap,
+        checks.append(Check("agrees with Keras's MultiHeadAttention (GroupQueryAttention with fewer key/value heads)",
+                            gap <= KERAS_TOLERANCE, gap,
                             "max |this engine − Keras| on the layer and line on view (same weights; output "
                             "and weights)"))
     return checks

@@ -79,8 +79,8 @@ def _sqrt_depth(query):
     return tf.sqrt(tf.cast(tf.shape(query)[-1], query.dtype))  # ()
 
 
-def attention_stages(query, key, value, mask=None, dropout=None, training=False) -> AttentionStages:
-    """Scaled dot-product attention, the package's one kernel: softmax(Q·Kᵀ / sqrt(d_k)) · V.
+def attention_stages(query, key, value, mask=None, dropout=None, training=False, bias=None) -> AttentionStages:
+    """Scaled dot-product attention, the package's one kernel: softmax(Q·Kᵀ / sqrt(d_k) + bias) · V.
 
     Args:
       query: ``(..., N_q, d_k)``.
@@ -89,6 +89,8 @@ def attention_stages(query, key, value, mask=None, dropout=None, training=False)
       mask: optional boolean, broadcastable to ``(..., N_q, N_k)``; True = may attend.
       dropout: optional ``keras.layers.Dropout`` on the weights (``training`` only); the
         returned ``weights`` are those before dropout, what a picture of a head shows.
+      bias: optional float, broadcastable to ``(..., N_q, N_k)``, added to the scaled logits (ALiBi);
+        ``scaled`` includes it.
 
     Returns:
       `AttentionStages` (scores, scaled, weights, output).
@@ -97,6 +99,8 @@ def attention_stages(query, key, value, mask=None, dropout=None, training=False)
     key, value = _as(key, query.dtype), _as(value, query.dtype)  # (..., N_k, d_k), (..., N_k, d_v)
     scores = tf.matmul(query, key, transpose_b=True)  # (..., N_q, N_k)
     scaled = scores / _sqrt_depth(query)  # (..., N_q, N_k)
+    if bias is not None:
+        scaled = scaled + _as(bias, scaled.dtype)  # (..., N_q, N_k)
     weights = masked_softmax(scaled, mask)  # (..., N_q, N_k)
     output = tf.matmul(apply_dropout(dropout, weights, training), value)  # (..., N_q, d_v)
     return AttentionStages(scores, scaled, weights, output, mask)
@@ -144,6 +148,17 @@ def check_heads(d_model, num_heads):
         )
 
 
+def check_kv_heads(num_heads, num_kv_heads):
+    """Raise ValueError unless ``num_kv_heads`` (key/value heads) divides ``num_heads`` (query heads)."""
+    if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, int) or num_kv_heads < 1 \
+            or num_heads % num_kv_heads:
+        raise ValueError("num_kv_heads must divide num_heads (1 = multi-query, num_heads = the paper). "
+                         f"Received: num_heads={num_heads}, num_kv_heads={num_kv_heads!r}")
+
+
+IN_ATTENTION_POSITIONS = (None, "rope", "alibi")
+
+
 class MaskConsumer:
     """Mixin for layers whose ``mask`` argument is an attention mask used inside ``call``.
 
@@ -163,6 +178,11 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
       d_model: model width; the output has this last dimension.
       num_heads: H, a divisor of d_model.
       dropout: dropout rate on the attention weights during training.
+      num_kv_heads: H_kv key/value heads, a divisor of H (None: H, the paper). Query head h uses key/value
+        head ``h // (H / H_kv)`` (grouped-query attention, Ainslie et al. 2023; 1 = multi-query, Shazeer 2019).
+      positions: ``"rope"`` rotates queries and keys by their positions (RoFormer), ``"alibi"`` adds
+        ``-slope_h·|i − j|`` to head h's logits (Press et al. 2022); None: neither (the paper's positions
+        are added to the embeddings, outside this layer).
 
     Call arguments:
       query: ``(B, N_q, d_model)``.
@@ -177,16 +197,22 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
       before dropout, so they are what the picture of a head should show.
     """
 
-    def __init__(self, d_model, num_heads, dropout=0.0, **kwargs):
+    def __init__(self, d_model, num_heads, dropout=0.0, num_kv_heads=None, positions=None, **kwargs):
         super().__init__(**kwargs)
         check_heads(d_model, num_heads)
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        check_kv_heads(num_heads, num_kv_heads)
+        if positions not in IN_ATTENTION_POSITIONS:
+            raise ValueError(f"positions must be one of {IN_ATTENTION_POSITIONS}. Received: positions={positions!r}")
         self.d_model = d_model  # model width
         self.num_heads = num_heads  # H
+        self.num_kv_heads = num_kv_heads  # H_kv
         self.depth = d_model // num_heads  # d_k = d_v
         self.dropout = dropout
+        self.positions = positions
         self.transform_query = Linear(d_model, name="transform_query")
-        self.transform_key = Linear(d_model, name="transform_key")
-        self.transform_value = Linear(d_model, name="transform_value")
+        self.transform_key = Linear(num_kv_heads * self.depth, name="transform_key")
+        self.transform_value = Linear(num_kv_heads * self.depth, name="transform_value")
         self.transform_out = Linear(d_model, name="transform_out")
         self.weights_dropout = dropout_layer(dropout)  # None at rate 0
 
@@ -198,11 +224,24 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         self.transform_value.build(value_shape)
         self.transform_out.build(tuple(query_shape[:-1]) + (self.d_model,))
 
-    def split_heads(self, x):
-        """``(B, N, d_model)`` -> ``(B, H, N, d_k)``."""
+    def split_heads(self, x, heads=None):
+        """``(B, N, heads·d_k)`` -> ``(B, heads, N, d_k)`` (``heads``: H unless given)."""
         batch, length = batch_and_length(x)
-        x = tf.reshape(x, (batch, length, self.num_heads, self.depth))  # (B, N, H, d_k)
+        x = tf.reshape(x, (batch, length, heads or self.num_heads, self.depth))  # (B, N, H, d_k)
         return tf.transpose(x, (0, 2, 1, 3))  # (B, H, N, d_k)
+
+    def share_kv_heads(self, x):
+        """``(B, H_kv, N, d_k)`` -> ``(B, H, N, d_k)``: each key/value head repeated for its group of query heads."""
+        groups = self.num_heads // self.num_kv_heads
+        return x if groups == 1 else tf.repeat(x, groups, axis=1)  # (B, H, N, d_k)
+
+    def position_bias(self, n_q, n_k):
+        """ALiBi's ``(H, N_q, N_k)`` bias, or None for other positions."""
+        if self.positions != "alibi":
+            return None
+        from transformer.positional import alibi_bias  # noqa: PLC0415 (positional imports this module)
+
+        return alibi_bias(self.num_heads, n_q, n_k)  # (H, N_q, N_k)
 
     def merge_heads(self, x):
         """``(B, H, N, d_k)`` -> ``(B, N, d_model)``."""
@@ -211,15 +250,26 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         return tf.reshape(x, (batch, length, self.d_model))  # (B, N, d_model)
 
     def project(self, query, key, value):
-        """Linear projections split into heads: three ``(B, H, N, d_k)`` tensors."""
-        q = self.split_heads(self.transform_query(query))  # (B, H, N_q, d_k)
-        k = self.split_heads(self.transform_key(key))  # (B, H, N_k, d_k)
-        v = self.split_heads(self.transform_value(value))  # (B, H, N_k, d_v)
-        return q, k, v
+        """Linear projections split into heads, rotated (RoPE) and shared (grouped-query): three
+        ``(B, H, N, d_k)`` tensors."""
+        return self.heads(self.transform_query(query), self.transform_key(key), self.transform_value(value))
+
+    def heads(self, query, key, value):
+        """Projected ``(B, N_q, d_model)``, ``(B, N_k, H_kv·d_k)`` ×2 -> ``(B, H, N, d_k)`` ×3 (see `project`)."""
+        q = self.split_heads(query)  # (B, H, N_q, d_k)
+        k = self.split_heads(key, self.num_kv_heads)  # (B, H_kv, N_k, d_k)
+        v = self.split_heads(value, self.num_kv_heads)  # (B, H_kv, N_k, d_v)
+        if self.positions == "rope":
+            from transformer.positional import rotary  # noqa: PLC0415 (positional imports this module)
+
+            q = rotary(q, tf.range(batch_and_length(query)[1]))  # (B, H, N_q, d_k)
+            k = rotary(k, tf.range(batch_and_length(key)[1]))  # (B, H_kv, N_k, d_k)
+        return q, self.share_kv_heads(k), self.share_kv_heads(v)  # (B, H, N, d_k) each
 
     def call(self, query, key, value, mask=None, training=False):
         q, k, v = self.project(query, key, value)  # (B, H, N_q, d_k), (B, H, N_k, d_k), (B, H, N_k, d_v)
-        stages = attention_stages(q, k, v, mask, self.weights_dropout, training)
+        bias = self.position_bias(tf.shape(q)[2], tf.shape(k)[2])  # (H, N_q, N_k) or None
+        stages = attention_stages(q, k, v, mask, self.weights_dropout, training, bias)
         output = self.transform_out(self.merge_heads(stages.output))  # (B, N_q, d_model)
         return output, stages.weights  # (B, N_q, d_model), (B, H, N_q, N_k)
 
@@ -231,8 +281,8 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         """
         # (B, N_q, d_model), (B, N_k, d_model), (B, N_k, d_model)
         projected = [self.transform_query(query), self.transform_key(key), self.transform_value(value)]
-        q, k, v = (self.split_heads(x) for x in projected)  # (B, H, N, d_k) each
-        stages = attention_stages(q, k, v, mask)
+        q, k, v = self.heads(*projected)  # (B, H, N, d_k) each
+        stages = attention_stages(q, k, v, mask, bias=self.position_bias(tf.shape(q)[2], tf.shape(k)[2]))
         merged = self.merge_heads(stages.output)  # (B, N_q, d_model)
         return {
             "query": query, "key": key, "value": value,
@@ -246,5 +296,6 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(d_model=self.d_model, num_heads=self.num_heads, dropout=self.dropout)
+        config.update(d_model=self.d_model, num_heads=self.num_heads, dropout=self.dropout,
+                      num_kv_heads=self.num_kv_heads, positions=self.positions)
         return config

@@ -83,8 +83,10 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
         return cls(**config)
 
 
-def _attention_block(d_model, num_heads, dropout, name):
-    return ResidualBlock(MultiHeadAttention(d_model, num_heads, name="attention"), dropout, name=name)
+def _attention_block(d_model, num_heads, dropout, name, num_kv_heads=None, positions=None):
+    attention = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads, positions=positions,
+                                   name="attention")
+    return ResidualBlock(attention, dropout, name=name)
 
 
 def _feed_forward_block(d_model, d_ff, dropout):
@@ -92,18 +94,25 @@ def _feed_forward_block(d_model, d_ff, dropout):
 
 
 class _BlockConfig(keras.layers.Layer):
-    """Stores the four hyper-parameters every encoder/decoder layer shares."""
+    """Stores the hyper-parameters every encoder/decoder layer shares. ``num_kv_heads``: key/value heads of
+    every attention (None: H); ``positions``: ``"rope"`` or ``"alibi"`` in self-attention, else None."""
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None, **kwargs):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_ff = d_ff
         self.dropout = dropout
+        self.num_kv_heads = num_kv_heads
+        self.positions = positions
+
+    def attention_block(self, name, positions=None):
+        return _attention_block(self.d_model, self.num_heads, self.dropout, name, self.num_kv_heads, positions)
 
     def get_config(self):
         config = super().get_config()
-        config.update(d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff, dropout=self.dropout)
+        config.update(d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff, dropout=self.dropout,
+                      num_kv_heads=self.num_kv_heads, positions=self.positions)
         return config
 
 
@@ -122,7 +131,7 @@ class EncoderBlock(MaskConsumer, _BlockConfig):
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
         super().__init__(d_model, num_heads, d_ff, dropout, **kwargs)
-        self.self_attention_block = _attention_block(d_model, num_heads, dropout, "self_attention_block")
+        self.self_attention_block = self.attention_block("self_attention_block", self.positions)
         self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
 
     def build(self, x_shape):
@@ -152,8 +161,8 @@ class DecoderBlock(_BlockConfig):
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
         super().__init__(d_model, num_heads, d_ff, dropout, **kwargs)
-        self.self_attention_block = _attention_block(d_model, num_heads, dropout, "self_attention_block")
-        self.cross_attention_block = _attention_block(d_model, num_heads, dropout, "cross_attention_block")
+        self.self_attention_block = self.attention_block("self_attention_block", self.positions)
+        self.cross_attention_block = self.attention_block("cross_attention_block")  # positions: self-attention only
         self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
 
     def build(self, x_shape, memory_shape):
@@ -174,7 +183,8 @@ class _Stack(keras.layers.Layer):
 
     block_class = None
 
-    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None,
+                 **kwargs):
         super().__init__(**kwargs)
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"num_layers must be a positive integer. Received: num_layers={num_layers!r}")
@@ -183,8 +193,11 @@ class _Stack(keras.layers.Layer):
         self.num_heads = num_heads
         self.d_ff = d_ff
         self.dropout = dropout
+        self.num_kv_heads = num_kv_heads
+        self.positions = positions
         self.blocks = [
-            self.block_class(d_model, num_heads, d_ff, dropout, name=f"block_{index}")
+            self.block_class(d_model, num_heads, d_ff, dropout, num_kv_heads=num_kv_heads, positions=positions,
+                             name=f"block_{index}")
             for index in range(num_layers)
         ]
 
@@ -192,7 +205,7 @@ class _Stack(keras.layers.Layer):
         config = super().get_config()
         config.update(
             num_layers=self.num_layers, d_model=self.d_model, num_heads=self.num_heads,
-            d_ff=self.d_ff, dropout=self.dropout,
+            d_ff=self.d_ff, dropout=self.dropout, num_kv_heads=self.num_kv_heads, positions=self.positions,
         )
         return config
 

@@ -61,3 +61,68 @@ def target_mask(tokens, pad):
     tokens = tf.convert_to_tensor(tokens)  # (B, N)
     future = subsequent_mask(tf.shape(tokens)[-1])  # (N, N)
     return tf.logical_and(padding_mask(tokens, pad), future)  # (B, 1, 1, N) & (N, N) -> (B, 1, N, N)
+
+
+# ----------------------------------------------------------------- mask families of later models
+
+MASK_FAMILIES = ("paper", "causal", "bidirectional", "prefix", "window", "strided", "block")
+SIZED_FAMILIES = {"prefix": "prefix length", "window": "window", "strided": "stride", "block": "block size"}
+
+
+def _positions(n):
+    """``(i (N, 1), j (1, N))``: query and key positions."""
+    position = tf.range(n)  # (N,)
+    return position[:, None], position[None, :]
+
+
+def _check_size(name, value, n, low=1):
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= n:
+        raise ValueError(f"{name} must be an integer from {low} to n={n}. Received: {name}={value!r}")
+
+
+def sliding_window_mask(n, window):
+    """Each query sees its last ``window`` keys, itself included: ``j <= i < j + window``. ``(n, n)`` bool."""
+    _check_size("window", window, n)
+    i, j = _positions(n)
+    return tf.logical_and(j <= i, i - j < window)  # (N, N)
+
+
+def prefix_mask(n, prefix):
+    """Prefix LM: keys of the first ``prefix`` positions are seen by every query (bidirectional inside the
+    prefix), later keys causally: ``j < prefix or j <= i``. ``(n, n)`` bool; ``prefix = 0`` is causal."""
+    _check_size("prefix", prefix, n, low=0)
+    i, j = _positions(n)
+    return tf.logical_or(j < prefix, j <= i)  # (N, N)
+
+
+def strided_mask(n, stride):
+    """The Sparse Transformer's strided pattern (Child et al. 2019): the last ``stride`` keys and every key a
+    multiple of ``stride`` back, causally: ``j <= i and (i - j < stride or (i - j) % stride == 0)``."""
+    _check_size("stride", stride, n)
+    i, j = _positions(n)
+    back = i - j  # (N, N) how far back the key is
+    return tf.logical_and(back >= 0, tf.logical_or(back < stride, back % stride == 0))  # (N, N)
+
+
+def block_mask(n, block):
+    """Block-local attention: queries see the keys of their own block of ``block`` positions,
+    ``i // block == j // block`` (both ways). ``(n, n)`` bool."""
+    _check_size("block", block, n)
+    i, j = _positions(n)
+    return tf.equal(i // block, j // block)  # (N, N)
+
+
+def family_mask(family, n, size=1):
+    """The ``(n, n)`` self-attention pattern of ``family`` (`MASK_FAMILIES`; ``"paper"`` gives None: the
+    encoder sees everything and the decoder has the look-ahead mask). ``size``: the prefix length, window,
+    stride or block size of a sized family."""
+    if family not in MASK_FAMILIES:
+        raise ValueError(f"mask family must be one of {MASK_FAMILIES}. Received: family={family!r}")
+    if family == "paper":
+        return None
+    if family == "causal":
+        return subsequent_mask(n)
+    if family == "bidirectional":
+        return tf.ones((n, n), tf.bool)
+    return {"prefix": prefix_mask, "window": sliding_window_mask, "strided": strided_mask,
+            "block": block_mask}[family](n, size)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from transformer.attention import check_heads
 from transformer.layers import Decoder, Encoder
-from transformer.positional import PositionalEncoding, ScaledEmbedding
+from transformer.positional import ScaledEmbedding, in_attention, position_layer
 
 
 @keras.saving.register_keras_serializable(package="attention_lab")
@@ -22,6 +22,9 @@ class Transformer(keras.Model):
       share_embeddings: one embedding matrix for source and target (needs equal vocabularies).
       share_output_weights: logits = decoder output · (target embedding matrix)ᵀ,
         as in the paper, instead of a separate Dense layer.
+      positions: ``"sinusoidal"`` (the paper), ``"learned"`` (a table of ``max_len`` rows), ``"rope"`` or
+        ``"alibi"`` (inside self-attention) or ``"none"``.
+      num_kv_heads: key/value heads of every attention layer (None: num_heads).
 
     Call arguments:
       src: ``(B, N_s)`` int token ids.  tgt: ``(B, N_t)`` int token ids.
@@ -49,6 +52,9 @@ class Transformer(keras.Model):
         dropout=0.1,
         share_embeddings=False,
         share_output_weights=False,
+        positions="sinusoidal",
+        num_kv_heads=None,
+        max_len=512,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -68,22 +74,27 @@ class Transformer(keras.Model):
         self.dropout = dropout
         self.share_embeddings = share_embeddings
         self.share_output_weights = share_output_weights
+        self.positions, self.num_kv_heads, self.max_len = positions, num_kv_heads, max_len
 
         self.source_embedding = ScaledEmbedding(src_vocab_size, d_model, name="source_embedding")
         self.target_embedding = (
             self.source_embedding if share_embeddings
             else ScaledEmbedding(tgt_vocab_size, d_model, name="target_embedding")
         )
-        self.source_positions = PositionalEncoding(d_model, dropout, name="source_positions")
-        self.target_positions = PositionalEncoding(d_model, dropout, name="target_positions")
-        self.encoder = Encoder(num_encoder_layers, d_model, num_heads, d_ff, dropout, name="encoder")
-        self.decoder = Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout, name="decoder")
+        self.source_positions = position_layer(positions, d_model, dropout, max_len, "source_positions")
+        self.target_positions = position_layer(positions, d_model, dropout, max_len, "target_positions")
+        inside = dict(num_kv_heads=num_kv_heads, positions=in_attention(positions))
+        self.encoder = Encoder(num_encoder_layers, d_model, num_heads, d_ff, dropout, name="encoder", **inside)
+        self.decoder = Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout, name="decoder", **inside)
         self.output_layer = None if share_output_weights else keras.layers.Dense(tgt_vocab_size, name="output_layer")
 
     def build(self, src_shape, tgt_shape):
         src_shape, tgt_shape = tuple(src_shape), tuple(tgt_shape)
         self.source_embedding.build(src_shape)
         self.target_embedding.build(tgt_shape)
+        for positions in (self.source_positions, self.target_positions):
+            if not positions.built:
+                positions.build(src_shape + (self.d_model,))
         self.encoder.build(src_shape + (self.d_model,))
         self.decoder.build(tgt_shape + (self.d_model,), src_shape + (self.d_model,))
         if self.output_layer is not None:
@@ -128,6 +139,7 @@ class Transformer(keras.Model):
             d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff,
             num_encoder_layers=self.num_encoder_layers, num_decoder_layers=self.num_decoder_layers,
             dropout=self.dropout, share_embeddings=self.share_embeddings,
-            share_output_weights=self.share_output_weights,
+            share_output_weights=self.share_output_weights, positions=self.positions,
+            num_kv_heads=self.num_kv_heads, max_len=self.max_len,
         )
         return config

@@ -1,10 +1,12 @@
-"""Scaled embeddings and sinusoidal positional encodings (paper sections 3.4, 3.5)."""
+"""Scaled embeddings and positions: the paper's sinusoids (sections 3.4, 3.5), learned positions, rotary
+positions (RoFormer) and ALiBi's linear biases."""
 
 from __future__ import annotations
 
 import math
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from transformer.attention import batch_and_length
@@ -84,3 +86,114 @@ class ScaledEmbedding(keras.layers.Layer):
         config = super().get_config()
         config.update(vocab_size=self.vocab_size, d_model=self.d_model)
         return config
+
+
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+ROPE_BASE = 10000.0
+
+
+def rotary_frequencies(d):
+    """θ_i = 10000^(−2i/d) for the ``d / 2`` pairs (2i, 2i+1): ``(d/2,)`` float32."""
+    return tf.pow(ROPE_BASE, -tf.range(0, d, 2, dtype=tf.float32) / float(d))  # (d/2,)
+
+
+def rotary(x, positions):
+    """Rotary position embedding (Su et al., RoFormer, eq. 34): each pair of dimensions (2i, 2i+1) of the
+    vector at position m rotated by the angle m·θ_i, θ_i = 10000^(−2i/d).
+
+    Args:
+      x: ``(..., N, d)`` with even d.  positions: ``(N,)`` the position m of each row.
+    Returns: ``x``'s shape and dtype. Rotated queries and keys give q_m·k_n that depends on m − n only.
+    """
+    x = tf.convert_to_tensor(x)  # (..., N, d)
+    d = x.shape[-1]
+    if d is None or d % 2:
+        raise ValueError(f"rotary needs an even last dimension d. Received: x.shape={tuple(x.shape)}")
+    angles = tf.cast(positions, tf.float32)[:, None] * rotary_frequencies(d)[None, :]  # (N, d/2)
+    cos, sin = tf.cast(tf.cos(angles), x.dtype), tf.cast(tf.sin(angles), x.dtype)  # (N, d/2) each
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., N, d/2) each
+    rotated = tf.stack([even * cos - odd * sin, even * sin + odd * cos], axis=-1)  # (..., N, d/2, 2)
+    return tf.reshape(rotated, tf.shape(x))  # (..., N, d): pairs back in place
+
+
+def alibi_slopes(num_heads):
+    """ALiBi's per-head slopes as in its reference code (``get_slopes``): for H a power of two the
+    geometric sequence 2^(−8/H), 2^(−16/H) … 2^(−8); otherwise those of the power of two below H,
+    then every other slope of twice that power. Returns ``(H,)`` float32 NumPy."""
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+        raise ValueError(f"num_heads must be a positive integer. Received: num_heads={num_heads!r}")
+
+    def power_of_two(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(num_heads).is_integer():
+        return np.array(power_of_two(num_heads), np.float32)
+    closest = 2 ** math.floor(math.log2(num_heads))
+    extra = alibi_slopes(2 * closest)[0::2][: num_heads - closest]
+    return np.array([*power_of_two(closest), *extra], np.float32)
+
+
+def alibi_bias(num_heads, n_q, n_k):
+    """``(H, N_q, N_k)`` float32: −slope_h·|i − j|, ALiBi's bias for query i and key j (for a causal mask,
+    j ≤ i, this is the paper's −slope_h·(i − j); a bidirectional encoder sees the same penalty both ways)."""
+    slopes = tf.constant(alibi_slopes(num_heads))  # (H,)
+    distance = tf.abs(tf.range(n_q)[:, None] - tf.range(n_k)[None, :])  # (N_q, N_k)
+    return -slopes[:, None, None] * tf.cast(distance, tf.float32)[None]  # (H, N_q, N_k)
+
+
+@keras.saving.register_keras_serializable(package="attention_lab")
+class LearnedPositions(keras.layers.Layer):
+    """Adds a learned ``(max_len, d_model)`` table's first N rows to ``(B, N, d_model)`` inputs, then dropout
+    (GPT, BERT)."""
+
+    def __init__(self, max_len, d_model, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.max_len, self.d_model, self.dropout = max_len, d_model, dropout
+        self.dropout_layer = dropout_layer(dropout)
+
+    def build(self, x_shape=None):
+        self.table = self.add_weight(name="table", shape=(self.max_len, self.d_model), initializer="glorot_uniform")
+
+    def call(self, x, training=False):
+        length = batch_and_length(x)[1]
+        return apply_dropout(self.dropout_layer, x + tf.cast(self.table[:length], x.dtype)[None], training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(max_len=self.max_len, d_model=self.d_model, dropout=self.dropout)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="attention_lab")
+class NoPositions(keras.layers.Layer):
+    """Embeddings as they are, then dropout: RoPE and ALiBi put positions inside attention; ``none`` nowhere."""
+
+    def __init__(self, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.dropout = dropout
+        self.dropout_layer = dropout_layer(dropout)
+
+    def call(self, x, training=False):
+        return apply_dropout(self.dropout_layer, x, training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(dropout=self.dropout)
+        return config
+
+
+def position_layer(positions, d_model, dropout, max_len, name):
+    """The layer that adds ``positions`` (`POSITIONS`) to the embeddings."""
+    if positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {POSITIONS}. Received: positions={positions!r}")
+    if positions == "sinusoidal":
+        return PositionalEncoding(d_model, dropout, name=name)
+    if positions == "learned":
+        return LearnedPositions(max_len, d_model, dropout, name=name)
+    return NoPositions(dropout, name=name)
+
+
+def in_attention(positions):
+    """What self-attention layers do with ``positions``: ``"rope"``, ``"alibi"`` or None."""
+    return positions if positions in ("rope", "alibi") else None

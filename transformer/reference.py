@@ -1,4 +1,6 @@
-"""Independent references: ``keras.layers.MultiHeadAttention`` with this engine's weights."""
+"""Independent references: ``keras.layers.MultiHeadAttention`` (``GroupQueryAttention`` for fewer key/value
+heads) with this engine's weights. Keras has no rotary or ALiBi attention: those are checked against NumPy in
+the tests, and `keras_gaps` gives no gaps for them."""
 
 from __future__ import annotations
 
@@ -12,14 +14,19 @@ import tensorflow as tf
 _TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # our layer -> (its Keras twin, weights version)
 
 
-def copy_to_keras(layer) -> keras.layers.MultiHeadAttention:
-    """A built Keras MultiHeadAttention holding ``layer``'s (our `MultiHeadAttention`) weights.
+def copy_to_keras(layer) -> keras.layers.Layer:
+    """A built Keras MultiHeadAttention (GroupQueryAttention when ``layer`` has fewer key/value heads) holding
+    ``layer``'s (our `MultiHeadAttention`) weights.
 
-    Our Linear kernels ``(d_model, d_model)`` are Keras's ``(d_model, H, d_k)`` and
+    Our Linear kernels ``(d_model, H·d_k)`` are Keras's ``(d_model, H, d_k)`` and
     ``(H, d_k, d_model)`` reshaped: heads are the consecutive d_k-wide column blocks.
     """
     heads, depth, width = layer.num_heads, layer.depth, layer.d_model
-    reference = keras.layers.MultiHeadAttention(num_heads=heads, key_dim=depth, value_dim=depth)
+    if layer.num_kv_heads != heads:
+        reference = keras.layers.GroupQueryAttention(head_dim=depth, num_query_heads=heads,
+                                                     num_key_value_heads=layer.num_kv_heads)
+    else:
+        reference = keras.layers.MultiHeadAttention(num_heads=heads, key_dim=depth, value_dim=depth)
     probe = np.zeros((1, 1, width), np.float32)
     reference(probe, probe, probe)  # builds its weights
     return _copy_weights(layer, reference)
@@ -44,17 +51,17 @@ def keras_twin(layer, version=None) -> keras.layers.MultiHeadAttention:
 
 
 def _copy_weights(layer, reference):
-    heads, depth, width = layer.num_heads, layer.depth, layer.d_model
-    pairs = [
-        (reference.query_dense, layer.transform_query),
-        (reference.key_dense, layer.transform_key),
-        (reference.value_dense, layer.transform_value),
-    ]
-    for theirs, ours in pairs:
+    heads, kv_heads, depth, width = layer.num_heads, layer.num_kv_heads, layer.depth, layer.d_model
+    grouped = isinstance(reference, keras.layers.GroupQueryAttention)
+    dense = [getattr(reference, ("_" if grouped else "") + name)
+             for name in ("query_dense", "key_dense", "value_dense", "output_dense")]
+    pairs = [(dense[0], layer.transform_query, heads), (dense[1], layer.transform_key, kv_heads),
+             (dense[2], layer.transform_value, kv_heads)]
+    for theirs, ours, count in pairs:
         kernel, bias = (w.numpy() for w in ours.weights)
-        theirs.set_weights([kernel.reshape(width, heads, depth), bias.reshape(heads, depth)])
+        theirs.set_weights([kernel.reshape(width, count, depth), bias.reshape(count, depth)])
     kernel, bias = (w.numpy() for w in layer.transform_out.weights)
-    reference.output_dense.set_weights([kernel.reshape(heads, depth, width), bias])
+    dense[3].set_weights([kernel.reshape(heads, depth, width), bias])
     return reference
 
 
@@ -79,7 +86,10 @@ def keras_gaps(layer, twin, query, key, value, mask) -> dict:
     """``{"output", "weights"}``: scalar tensors, max |layer - twin| over the query rows with an allowed key.
 
     TensorFlow ops only, so it runs eagerly or inside a traced graph. ``mask``: ``(B, N_q, N_k)`` bool.
+    ``{}`` for a layer with rotary or ALiBi positions (no Keras layer has them).
     """
+    if layer.positions is not None:
+        return {}
     ours = layer(query, key, value, mask=mask[:, None])  # (B, N_q, D), (B, H, N_q, N_k)
     with warnings.catch_warnings():  # one key (N_k = 1): Keras warns that a softmax over one value is always 1
         warnings.filterwarnings("ignore", message="You are using a softmax over axis", category=UserWarning)

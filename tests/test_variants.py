@@ -1,0 +1,188 @@
+"""Attention since 2017, each against its own paper's definition in NumPy: mask families (Sparse
+Transformer, prefix LM, sliding window, block-local), RoPE, ALiBi, grouped-query attention."""
+
+import math
+
+import numpy as np
+import numpy_reference as ref
+import pytest
+import tensorflow as tf
+
+from transformer import masks
+from transformer.attention import MultiHeadAttention
+from transformer.model import Transformer
+from transformer.positional import alibi_bias, alibi_slopes, rotary
+from transformer.reference import compare_with_keras
+
+RNG = np.random.default_rng(3)
+
+
+@pytest.mark.parametrize("n", [1, 5, 16])
+def test_mask_families_match_their_definitions(n):
+    for size in range(1, n + 1):
+        np.testing.assert_array_equal(masks.sliding_window_mask(n, size), ref.sliding_window_mask(n, size))
+        np.testing.assert_array_equal(masks.strided_mask(n, size), ref.strided_mask(n, size))
+        np.testing.assert_array_equal(masks.block_mask(n, size), ref.block_mask(n, size))
+    for prefix in range(0, n + 1):
+        np.testing.assert_array_equal(masks.prefix_mask(n, prefix), ref.prefix_mask(n, prefix))
+
+
+def test_mask_families_worked_examples():
+    """Small cases written out by hand from the papers' figures."""
+    assert masks.sliding_window_mask(4, 2).numpy().astype(int).tolist() == [
+        [1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+    assert masks.strided_mask(6, 2).numpy().astype(int)[5].tolist() == [0, 1, 0, 1, 1, 1]  # 5-4=1 <2; 5-1, 5-3: ×2
+    assert masks.prefix_mask(4, 2).numpy().astype(int).tolist() == [
+        [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
+    assert masks.block_mask(4, 2).numpy().astype(int).tolist() == [
+        [1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
+    np.testing.assert_array_equal(masks.family_mask("causal", 5), np.tril(np.ones((5, 5), bool)))
+    assert masks.family_mask("bidirectional", 3).numpy().all() and masks.family_mask("paper", 3) is None
+    # the window equal to n is the look-ahead mask; a stride of 1 too
+    np.testing.assert_array_equal(masks.sliding_window_mask(6, 6), masks.subsequent_mask(6))
+    np.testing.assert_array_equal(masks.strided_mask(6, 1), masks.subsequent_mask(6))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: masks.sliding_window_mask(4, 5), r"window=5"), (lambda: masks.sliding_window_mask(4, 0), r"window=0"),
+    (lambda: masks.prefix_mask(4, -1), r"prefix=-1"), (lambda: masks.strided_mask(4, 1.5), r"stride=1.5"),
+    (lambda: masks.block_mask(3, 4), r"block=4"), (lambda: masks.family_mask("dilated", 4), "dilated")])
+def test_mask_families_name_bad_sizes(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def _rotary_reference(x, positions):
+    """RoFormer eq. 34: R^d_{Θ,m} x, the block-diagonal rotation, built as a matrix for each position."""
+    n, d = x.shape[-2:]
+    out = np.empty_like(x, dtype=np.float64)
+    for row, m in enumerate(positions):
+        rotation = np.zeros((d, d))
+        for i in range(d // 2):
+            angle = m * 10000 ** (-2 * i / d)
+            rotation[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[math.cos(angle), -math.sin(angle)],
+                                                          [math.sin(angle), math.cos(angle)]]
+        out[..., row, :] = x[..., row, :] @ rotation.T
+    return out
+
+
+def test_rotary_matches_roformer_and_makes_q_dot_k_depend_on_the_offset_only():
+    x = RNG.standard_normal((2, 3, 7, 8)).astype(np.float32)
+    positions = np.arange(7)
+    np.testing.assert_allclose(rotary(x, positions).numpy(), _rotary_reference(x, positions), atol=1e-5)
+    q, k = RNG.standard_normal((2, 16)).astype(np.float32)
+    at = lambda vector, m: rotary(vector[None], [m]).numpy()[0]  # noqa: E731
+    dots = {(m, n): float(at(q, m) @ at(k, n)) for m in range(12) for n in range(12)}
+    for offset in range(-5, 6):
+        same = [value for (m, n), value in dots.items() if m - n == offset]
+        assert max(same) - min(same) < 1e-4, offset
+    np.testing.assert_allclose(np.linalg.norm(rotary(x, positions).numpy(), axis=-1), np.linalg.norm(x, axis=-1),
+                               rtol=1e-5)  # a rotation keeps lengths
+    with pytest.raises(ValueError, match=r"x.shape=\(3, 5\)"):
+        rotary(np.zeros((3, 5), np.float32), np.arange(3))
+
+
+def _get_slopes(n):
+    """The ALiBi paper's reference code (ofirpress/attention_with_linear_biases), as published."""
+    def get_slopes_power_of_2(n):
+        start = (2 ** (-2 ** -(math.log2(n) - 3)))
+        ratio = start
+        return [start * ratio ** i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return get_slopes_power_of_2(n)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n))
+    return get_slopes_power_of_2(closest_power_of_2) + _get_slopes(2 * closest_power_of_2)[0::2][
+        :n - closest_power_of_2]
+
+
+@pytest.mark.parametrize("heads", [1, 2, 3, 4, 6, 8, 12, 16, 64])
+def test_alibi_slopes_are_the_reference_codes(heads):
+    np.testing.assert_allclose(alibi_slopes(heads), _get_slopes(heads), rtol=1e-6)
+
+
+def test_alibi_slopes_for_eight_heads_halve_from_one_half_and_the_bias_is_minus_slope_times_distance():
+    np.testing.assert_allclose(alibi_slopes(8), [2.0 ** -(h + 1) for h in range(8)])
+    bias = alibi_bias(4, 5, 5).numpy()  # (H, N, N)
+    slopes = alibi_slopes(4)
+    for h in range(4):
+        for i in range(5):
+            for j in range(i + 1):
+                assert bias[h, i, j] == pytest.approx(-slopes[h] * (i - j))
+
+
+def _heads(x, count):
+    return x.reshape(x.shape[0], x.shape[1], count, -1).transpose(0, 2, 1, 3)  # (B, count, N, d_k)
+
+
+def _layer_reference(layer, query, key, mask, positions=None):
+    """NumPy attention with this layer's weights: projections, RoPE, ALiBi, key/value heads shared by groups."""
+    (wq, bq), (wk, bk), (wv, bv), (wo, bo) = [[w.numpy() for w in sub.weights] for sub in (
+        layer.transform_query, layer.transform_key, layer.transform_value, layer.transform_out)]
+    heads, kv = layer.num_heads, layer.num_kv_heads
+    q, k, v = _heads(query @ wq + bq, heads), _heads(key @ wk + bk, kv), _heads(key @ wv + bv, kv)
+    if positions == "rope":
+        q, k = _rotary_reference(q, range(q.shape[2])), _rotary_reference(k, range(k.shape[2]))
+    group = heads // kv
+    k, v = k[:, [h // group for h in range(heads)]], v[:, [h // group for h in range(heads)]]  # head h -> h // group
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])  # (B, H, N_q, N_k)
+    if positions == "alibi":
+        slopes = np.array(_get_slopes(heads))
+        scores = scores - slopes[:, None, None] * np.abs(np.arange(q.shape[2])[:, None] - np.arange(k.shape[2]))
+    weights = _masked_softmax(scores, mask)  # (B, H, N_q, N_k)
+    context = (weights @ v).transpose(0, 2, 1, 3).reshape(query.shape[0], query.shape[1], -1)
+    return context @ wo + bo, weights
+
+
+def _masked_softmax(scores, mask):
+    mask = np.broadcast_to(mask, scores.shape)
+    exp = np.where(mask, np.exp(scores - np.where(mask, scores, -np.inf).max(-1, keepdims=True)), 0.0)
+    total = exp.sum(-1, keepdims=True)
+    return np.divide(exp, total, out=np.zeros_like(exp), where=total > 0)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 4])
+@pytest.mark.parametrize("positions", [None, "rope", "alibi"])
+def test_attention_with_fewer_kv_heads_rope_and_alibi_matches_numpy(kv_heads, positions):
+    layer = MultiHeadAttention(32, 4, num_kv_heads=kv_heads, positions=positions)
+    query = RNG.standard_normal((2, 6, 32)).astype(np.float32)
+    mask = np.tril(np.ones((6, 6), bool))[None, None]  # (1, 1, N, N)
+    output, weights = layer(query, query, query, mask=mask)
+    expected_output, expected_weights = _layer_reference(layer, query.astype(np.float64), query.astype(np.float64),
+                                                         mask, positions)
+    np.testing.assert_allclose(weights.numpy(), expected_weights, atol=1e-5)
+    np.testing.assert_allclose(output.numpy(), expected_output, atol=1e-4)
+    assert layer.transform_key.weights[0].shape == (32, kv_heads * 8)  # fewer key/value parameters
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_grouped_query_attention_agrees_with_keras_group_query_attention(kv_heads):
+    layer = MultiHeadAttention(32, 4, num_kv_heads=kv_heads)
+    query, memory = RNG.standard_normal((2, 5, 32)).astype(np.float32), RNG.standard_normal((2, 7, 32))
+    layer(query, memory.astype(np.float32), memory.astype(np.float32))
+    mask = RNG.random((2, 5, 7)) > 0.3
+    gaps = compare_with_keras(layer, query, memory.astype(np.float32), memory.astype(np.float32), mask)
+    assert gaps["output"] < 1e-4 and gaps["weights"] < 1e-5
+
+
+def test_a_layer_names_kv_heads_that_do_not_divide_the_heads_and_unknown_positions():
+    with pytest.raises(ValueError, match=r"num_heads=4, num_kv_heads=3"):
+        MultiHeadAttention(32, 4, num_kv_heads=3)
+    with pytest.raises(ValueError, match=r"positions='xpos'"):
+        MultiHeadAttention(32, 4, positions="xpos")
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned", "rope", "alibi", "none"])
+def test_a_transformer_runs_with_every_position_scheme_and_round_trips_its_config(positions):
+    model = Transformer(20, 20, d_model=16, num_heads=4, d_ff=32, num_encoder_layers=1, num_decoder_layers=1,
+                        positions=positions, num_kv_heads=2, max_len=32)
+    ids = tf.constant([[1, 2, 3, 4]])
+    logits, attention = model(ids, ids)
+    assert logits.shape == (1, 4, 20) and attention["cross"][0].shape == (1, 4, 4, 4)
+    copy = Transformer.from_config(model.get_config())
+    assert (copy.positions, copy.num_kv_heads) == (positions, 2)
+    assert copy.encoder.blocks[0].self_attention_block.sublayer.positions == (
+        positions if positions in ("rope", "alibi") else None)
+    assert copy.decoder.blocks[0].cross_attention_block.sublayer.positions is None  # self-attention only
+    learned = [w for w in model.weights if "table" in w.path]
+    assert len(learned) == (2 if positions == "learned" else 0)
