@@ -356,7 +356,7 @@ def new_seed_on_the_largest_model(repeats: int = 3):
     from transformer.weight_init import seed_weights
 
     cache = ModelCache(size=1)
-    model = cache.get((MAX_D_MODEL, 8, MAX_D_FF, MAX_LAYERS, "/CPU:0")).model
+    model = cache.get((MAX_D_MODEL, 8, MAX_D_FF, MAX_LAYERS, "sinusoidal", 8, "/CPU:0")).model
     seconds = []
     for seed in range(1, repeats + 1):
         started = time.perf_counter()

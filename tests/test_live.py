@@ -356,9 +356,13 @@ def test_model_cache_is_bounded(cache):
     assert cache.builds == 3
 
 
-@pytest.mark.parametrize("d_model, heads, d_ff, layers", [(8, 1, 16, 1), (16, 2, 32, 2), (48, 4, 64, 3)])
-def test_the_weight_bytes_of_an_architecture_are_known_before_it_is_built(d_model, heads, d_ff, layers):
-    architecture = replace(BASE, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers).architecture
+@pytest.mark.parametrize("d_model, heads, d_ff, layers, positions, kv_heads", [
+    (8, 1, 16, 1, "sinusoidal", None), (16, 2, 32, 2, "learned", None), (48, 4, 64, 3, "rope", 2),
+    (48, 4, 64, 1, "learned", 1)])
+def test_the_weight_bytes_of_an_architecture_are_known_before_it_is_built(d_model, heads, d_ff, layers, positions,
+                                                                           kv_heads):
+    architecture = replace(BASE, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers, positions=positions,
+                           num_kv_heads=kv_heads).architecture
     assert model_cache.architecture_bytes(architecture) == ModelCache().get(architecture).weight_bytes
 
 
@@ -384,7 +388,8 @@ def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(mo
 
 
 def test_the_model_cache_budget_holds_two_of_the_largest_models():
-    largest = model_cache.architecture_bytes((limits.MAX_D_MODEL, 8, limits.MAX_D_FF, limits.MAX_LAYERS, "/CPU:0"))
+    largest = model_cache.architecture_bytes((limits.MAX_D_MODEL, 8, limits.MAX_D_FF, limits.MAX_LAYERS, "learned", 8,
+                                              "/CPU:0"))
     assert 2 * largest <= model_cache.MODEL_CACHE_BYTES < 3 * largest
 
 

@@ -186,3 +186,71 @@ def test_a_transformer_runs_with_every_position_scheme_and_round_trips_its_confi
     assert copy.decoder.blocks[0].cross_attention_block.sublayer.positions is None  # self-attention only
     learned = [w for w in model.weights if "table" in w.path]
     assert len(learned) == (2 if positions == "learned" else 0)
+
+
+# ----------------------------------------------------------------- the live engine with the variants
+
+from dataclasses import replace  # noqa: E402
+
+from transformer import LiveConfig, ModelCache, keras_difference, run_live  # noqa: E402
+
+LIVE = LiveConfig(d_model=16, num_heads=4, d_ff=32, num_layers=2, seq_len=7)
+
+
+@pytest.fixture(scope="module")
+def cache():
+    return ModelCache(size=3)
+
+
+@pytest.mark.parametrize("family, size", [("window", 3), ("strided", 2), ("block", 3), ("prefix", 4),
+                                          ("causal", 4), ("bidirectional", 4)])
+def test_a_mask_family_runs_in_both_self_attentions_with_padding_and_leaves_cross_attention_the_padding(
+        family, size, cache):
+    result = run_live(replace(LIVE, mask_family=family, mask_size=size), cache)
+    pattern = masks.family_mask(family, 7, size).numpy()  # (N, N)
+    padding = result.source_padding_mask[:, 0, 0]  # (B, N)
+    np.testing.assert_array_equal(result.applied_masks["encoder"], pattern[None] & padding[:, None, :])
+    np.testing.assert_array_equal(result.applied_masks["decoder"],
+                                  pattern[None] & result.target_padding_mask[:, 0, 0][:, None, :])
+    np.testing.assert_array_equal(result.applied_masks["cross"], np.broadcast_to(padding[:, None, :], (3, 7, 7)))
+    for stack in ("encoder", "decoder", "cross"):
+        blocked = ~result.applied_masks[stack][None, :, None]  # (1, B, 1, N_q, N_k)
+        assert np.all(result.attention[stack][np.broadcast_to(blocked, result.attention[stack].shape)] == 0)
+
+
+@pytest.mark.parametrize("positions", ["learned", "rope", "alibi", "none"])
+def test_every_position_scheme_runs_live_and_changes_the_weights(positions, cache):
+    paper = run_live(LIVE, cache).attention["encoder"]
+    other = run_live(replace(LIVE, positions=positions), cache).attention["encoder"]
+    assert other.shape == paper.shape and not np.allclose(other, paper, atol=1e-3)
+    rows = other.sum(-1)
+    np.testing.assert_allclose(rows[rows > 0], 1, atol=1e-5)
+
+
+def test_fewer_kv_heads_run_live_and_agree_with_keras(cache):
+    config = replace(LIVE, num_kv_heads=2)
+    assert run_live(config, cache).attention["decoder"].shape == (2, 3, 4, 7, 7)
+    gaps = keras_difference(config, "cross", 1, cache)
+    assert gaps["output"] < 1e-4 and gaps["weights"] < 1e-5
+    assert keras_difference(replace(LIVE, positions="rope"), "encoder", 0, cache) == {}  # no Keras layer to compare
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(num_kv_heads=3), r"num_heads=4, num_kv_heads=3"),
+    (dict(mask_family="window", mask_size=8), r"mask_size=8, seq_len=7"),
+    (dict(mask_family="prefix", mask_size=-1), r"mask_size=-1"),
+    (dict(mask_family="dilated"), r"mask_family='dilated'"),
+    (dict(positions="xpos"), r"positions='xpos'"),
+    (dict(positions="rope", d_model=12, num_heads=4), r"d_k = 3"),
+    (dict(weights="dates", positions="alibi"), r"'dates' learned sinusoidal positions.*positions='alibi'"),
+    (dict(weights="reverse", num_kv_heads=1), r"num_kv_heads=1"),
+])
+def test_bad_combinations_are_named(change, message, cache):
+    with pytest.raises(ValueError, match=message):
+        run_live(replace(LIVE, **change), cache)
+
+
+def test_a_trained_model_runs_under_a_mask_family(cache):
+    result = run_live(replace(LIVE, weights="reverse", mask_family="window", mask_size=2,
+                              source_text="a b c d\nj i h", target_text="a b c d\nj i h"), cache)
+    assert result.applied_masks["decoder"][0].sum(-1).max() <= 2  # at most two keys a query

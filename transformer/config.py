@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from transformer import tokens
-from transformer.attention import check_heads
+from transformer.attention import check_heads, check_kv_heads
 from transformer.device import resolve_device
+from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
+from transformer.positional import POSITIONS
 from transformer.pretrained import load_pretrained
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
@@ -38,6 +40,10 @@ class LiveConfig:
     padding_masks: bool = True  # False: draw what attention does without padding masks
     look_ahead_mask: bool = True  # False: the decoder may look ahead
     weights: str = "random"  # "random" (seeded), a shipped model ("copy", ...) or "session:<key>"
+    positions: str = "sinusoidal"  # transformer.positional.POSITIONS: how the model knows where a token is
+    num_kv_heads: int | None = None  # key/value heads, a divisor of num_heads (None: num_heads, the paper)
+    mask_family: str = "paper"  # transformer.masks.MASK_FAMILIES: the self-attention pattern
+    mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
 
     @property
     def trained(self) -> bool:
@@ -47,11 +53,18 @@ class LiveConfig:
     def architecture(self) -> tuple:
         """What a built (and traced) model depends on: not the seed, which is re-applied in place.
 
-        Random weights: ``(d_model, heads, d_ff, layers, device)``; a trained model: its name and the device.
+        Random weights: ``(d_model, heads, d_ff, layers, positions, kv_heads, device)``; a trained model: its
+        name and the device.
         """
         if self.trained:
             return ("trained", self.weights, resolve_device(self.device))
-        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, resolve_device(self.device))
+        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.positions, self.kv_heads,
+                resolve_device(self.device))
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: ``num_kv_heads``, or ``num_heads`` when None."""
+        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
 
 
 def _check_range(name, value, low, high):
@@ -63,16 +76,41 @@ def validate(config: LiveConfig) -> None:
     """Raise ValueError naming the offending values; return None when the config can run."""
     _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
     resolve_device(config.device)
+    _check_mask_family(config)
     if config.trained:
         load_pretrained(config.weights, resolve_device(config.device))  # ValueError for an unknown name
+        if config.positions != "sinusoidal" or config.num_kv_heads not in (None, config.num_heads):
+            raise ValueError(
+                f"The trained model {config.weights!r} learned sinusoidal positions and one key/value head per "
+                f"query head; pick random weights for others. Received: positions={config.positions!r}, "
+                f"num_kv_heads={config.num_kv_heads!r}")
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
     _check_range("num_heads", config.num_heads, 1, MAX_HEADS)
     check_heads(config.d_model, config.num_heads)
+    if config.num_kv_heads is not None:
+        check_kv_heads(config.num_heads, config.num_kv_heads)
+    if config.positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {POSITIONS}. Received: positions={config.positions!r}")
+    if config.positions == "rope" and (config.d_model // config.num_heads) % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions: d_k = d_model / heads must be even. Received: "
+                         f"d_model={config.d_model}, num_heads={config.num_heads} (d_k = "
+                         f"{config.d_model // config.num_heads})")
     _check_range("d_ff", config.d_ff, 1, MAX_D_FF)
     _check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
     _check_range("seed", config.seed, 0, 2**31 - 1)
     tokens.check_pad_symbols(config.pad_symbols)
+
+
+def _check_mask_family(config: LiveConfig) -> None:
+    if config.mask_family not in MASK_FAMILIES:
+        raise ValueError(f"mask_family must be one of {MASK_FAMILIES}. Received: mask_family={config.mask_family!r}")
+    if config.mask_family in SIZED_FAMILIES:
+        low = 0 if config.mask_family == "prefix" else 1
+        if isinstance(config.mask_size, bool) or not isinstance(config.mask_size, int) \
+                or not low <= config.mask_size <= config.seq_len:
+            raise ValueError(f"The {SIZED_FAMILIES[config.mask_family]} must be from {low} to the sequence length. "
+                             f"Received: mask_size={config.mask_size!r}, seq_len={config.seq_len}")
 
 
 def attention_bytes(batch, heads, layers, length) -> int:

@@ -15,7 +15,7 @@ import tensorflow as tf
 from transformer import tokens
 from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.device import resolve_device
-from transformer.masks import padding_mask, subsequent_mask
+from transformer.masks import family_mask, padding_mask, subsequent_mask
 from transformer.positional import positional_encoding
 from transformer.pretrained import load_pretrained
 from transformer.tasks import PAD, PAD_ID, START
@@ -120,7 +120,9 @@ def _notices(source, target, pads, length) -> tuple:
 def make_masks(config: LiveConfig, batches: Batches) -> Masks:
     """The engine's masks of ``batches`` as read-only NumPy, and the ones each stack runs with.
 
-    The masks are TensorFlow's (`padding_mask`, `subsequent_mask`); only the switches are NumPy.
+    The masks are TensorFlow's (`padding_mask`, `subsequent_mask`, `family_mask`); only the switches are NumPy.
+    A mask family other than the paper's replaces both self-attention patterns (the look-ahead switch then
+    does nothing): run_source becomes ``(B, 1, N_s, N_s)`` and cross-attention keeps the padding alone.
     """
     pads = list(batches.pad_ids) or [-1]  # -1 matches no id: nothing is padding
     source_padding = padding_mask(batches.source.ids, pads).numpy()  # (B, 1, 1, N_s)
@@ -129,7 +131,12 @@ def make_masks(config: LiveConfig, batches: Batches) -> Masks:
     target = tf.logical_and(target_padding, future).numpy()  # (B, 1, N_t, N_t)
     target_padding, future = target_padding.numpy(), future.numpy()
     run_source = source_padding if config.padding_masks else np.ones_like(source_padding)  # (B, 1, 1, N_s)
-    if config.padding_masks and config.look_ahead_mask:
+    if config.mask_family != "paper":
+        run_source = np.logical_and(run_source, _pattern(config, batches.source.ids.shape[1]))  # (B, 1, N_s, N_s)
+        run_target = np.logical_and(target_padding if config.padding_masks else True,
+                                    _pattern(config, batches.target.ids.shape[1]))
+        run_target = np.broadcast_to(run_target, target.shape)  # (B, 1, N_t, N_t)
+    elif config.padding_masks and config.look_ahead_mask:
         run_target = target  # (B, 1, N_t, N_t)
     else:
         run_target = np.logical_and(target_padding if config.padding_masks else True,
@@ -139,6 +146,12 @@ def make_masks(config: LiveConfig, batches: Batches) -> Masks:
     for mask in vars(masks).values():  # cached and shared by every result of this configuration
         mask.flags.writeable = False
     return masks
+
+
+def _pattern(config: LiveConfig, length: int) -> np.ndarray:
+    """``config``'s mask family over ``length`` positions, ``(N, N)`` bool (a size longer than a trained
+    model's own target is cut to it)."""
+    return family_mask(config.mask_family, length, min(config.mask_size, length)).numpy()  # (N, N)
 
 
 @functools.lru_cache(maxsize=4)

@@ -146,7 +146,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     applied = {
         "encoder": np.broadcast_to(masks.run_source[:, 0], (batch, n_source, n_source)),
         "decoder": masks.run_target[:, 0],
-        "cross": np.broadcast_to(masks.run_source[:, 0], (batch, n_target, n_source)),
+        "cross": np.broadcast_to(masks.run_source[:, 0].any(axis=1, keepdims=True), (batch, n_target, n_source)),
     }
     return LiveResult(
         config=config,

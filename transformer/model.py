@@ -10,6 +10,15 @@ from transformer.layers import Decoder, Encoder
 from transformer.positional import ScaledEmbedding, in_attention, position_layer
 
 
+def memory_mask(src_mask):
+    """The keys cross-attention may attend to: a source mask ``(B, 1, 1, N_s)`` as it is; an encoder
+    self-attention pattern ``(B, 1, N_s, N_s)`` (a mask family ANDed with padding) reduced to the keys some
+    query may see ``(B, 1, 1, N_s)``, which is padding alone: every family lets a query see itself."""
+    if src_mask is None or src_mask.shape[2] == 1:
+        return src_mask
+    return tf.reduce_any(src_mask, axis=2, keepdims=True)  # (B, 1, 1, N_s)
+
+
 @keras.saving.register_keras_serializable(package="attention_lab")
 class Transformer(keras.Model):
     """Embeddings + positional encodings, encoder, decoder and pre-softmax projection.
@@ -29,7 +38,8 @@ class Transformer(keras.Model):
     Call arguments:
       src: ``(B, N_s)`` int token ids.  tgt: ``(B, N_t)`` int token ids.
       src_mask: boolean broadcastable to ``(B, H, N_s, N_s)``; the source padding mask
-        ``(B, 1, 1, N_s)``, used in encoder self-attention AND in cross-attention.
+        ``(B, 1, 1, N_s)``, used in encoder self-attention AND in cross-attention (a ``(B, 1, N_s, N_s)``
+        pattern is reduced to its keys for cross-attention: `memory_mask`).
       tgt_mask: boolean broadcastable to ``(B, H, N_t, N_t)``; the target mask
         ``(B, 1, N_t, N_t)``. True = may attend in both.
 
@@ -108,7 +118,7 @@ class Transformer(keras.Model):
     def decode(self, tgt, memory, src_mask=None, tgt_mask=None, training=False):
         """Returns ``(hidden (B, N_t, d_model), [decoder weights], [cross weights])``."""
         y = self.target_positions(self.target_embedding(tgt), training=training)  # (B, N_t, D)
-        return self.decoder(y, memory, self_mask=tgt_mask, memory_mask=src_mask, training=training)
+        return self.decoder(y, memory, self_mask=tgt_mask, memory_mask=memory_mask(src_mask), training=training)
 
     def project_logits(self, hidden):
         """``(B, N_t, d_model)`` -> ``(B, N_t, tgt_vocab_size)``."""

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from transformer.config import VOCAB_SIZE, LiveConfig
+from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.linear import zero_kernels
 from transformer.model import Transformer
 from transformer.model_function import ModelFunction
@@ -65,16 +65,18 @@ class CachedModel:
 
 
 def build_cached_model(architecture, seed: int = 0) -> CachedModel:
-    """A built model for ``(d_model, heads, d_ff, layers, device)`` with the weights of ``seed``, or a
+    """A built model for ``(d_model, heads, d_ff, layers, positions, kv_heads, device)`` with the weights of
+    ``seed``, or a
     trained one for ``("trained", name, device)``."""
     if architecture[0] == "trained":
         _, name, device = architecture
         return CachedModel(load_pretrained(name, device).model, device)
-    d_model, num_heads, d_ff, num_layers, device = architecture
+    d_model, num_heads, d_ff, num_layers, positions, kv_heads, device = architecture
     with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
         model = Transformer(
             VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
             num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
+            positions=positions, num_kv_heads=kv_heads, max_len=MAX_SEQ_LEN,
         )
         model.build((None, None), (None, None))  # every weight, before tracing
         seed_weights(model, seed)
@@ -82,18 +84,20 @@ def build_cached_model(architecture, seed: int = 0) -> CachedModel:
 
 
 def architecture_bytes(architecture) -> int:
-    """Bytes of the float32 weights `build_cached_model` makes for ``(d_model, heads, d_ff, layers, device)``; 0 for a
+    """Bytes of the float32 weights `build_cached_model` makes for a random-weights architecture; 0 for a
     trained model (small). Known before building, so that the cache makes room first."""
     if architecture[0] == "trained":
         return 0
-    d_model, _, d_ff, layers, _ = architecture
-    attention = 4 * (d_model * d_model + d_model)  # four projections, kernels and biases
+    d_model, heads, d_ff, layers, positions, kv_heads, _ = architecture
+    kv_width = d_model // heads * kv_heads  # the key and value projections' outputs
+    attention = 2 * (d_model * d_model + d_model) + 2 * (d_model * kv_width + kv_width)  # kernels and biases
     feed_forward = 2 * d_model * d_ff + d_ff + d_model
     norm = 2 * d_model  # gamma, beta
     encoder_layer = attention + feed_forward + 2 * norm
     decoder_layer = 2 * attention + feed_forward + 3 * norm
     embeddings_and_output = 2 * VOCAB_SIZE * d_model + d_model * VOCAB_SIZE + VOCAB_SIZE
-    return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output)
+    learned = 2 * MAX_SEQ_LEN * d_model if positions == "learned" else 0
+    return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output + learned)
 
 
 def release_kernels() -> None:

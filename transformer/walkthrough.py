@@ -18,6 +18,7 @@ from transformer.device import device_label
 from transformer.engine_thread import on_engine_thread
 from transformer.inputs import prepared_inputs
 from transformer.live import batch_rows
+from transformer.model import memory_mask
 from transformer.model_cache import MODELS, ModelCache
 from transformer.reference import keras_gaps, keras_twin
 
@@ -61,13 +62,14 @@ def _inputs_of_layer(model, stack, layer, src, tgt, src_mask, tgt_mask):
     if stack == "encoder":
         return model.encoder.blocks[layer].self_attention_block.sublayer, (memory, memory, memory, src_mask)
     y = model.target_positions(model.target_embedding(tgt))  # (B, N_t, D)
+    keys_mask = memory_mask(src_mask)  # (B, 1, 1, N_s): the source keys cross-attention may see
     for block in model.decoder.blocks[:layer]:
-        y, _, _ = block(y, memory, self_mask=tgt_mask, memory_mask=src_mask)  # (B, N_t, D)
+        y, _, _ = block(y, memory, self_mask=tgt_mask, memory_mask=keys_mask)  # (B, N_t, D)
     block = model.decoder.blocks[layer]
     if stack == "decoder":
         return block.self_attention_block.sublayer, (y, y, y, tgt_mask)
     y, _ = block.self_attention_block(y, y, y, mask=tgt_mask)  # (B, N_t, D)
-    return block.cross_attention_block.sublayer, (y, memory, memory, src_mask)
+    return block.cross_attention_block.sublayer, (y, memory, memory, keys_mask)
 
 
 def _sublayer(model, stack, layer):
