@@ -20,6 +20,7 @@ from ui.controls import (
     plot,
     stack_picker,
     stat_columns,
+    variant_note,
     view_picker,
     window_start_picker,
 )
@@ -64,9 +65,15 @@ st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
 d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own d_model)
 title = "<br>".join(filter(None, (f"{heads} heads (d_k = {d_k}) and their mean", view_of_line.note)))
+kv_heads = config.kv_heads if not config.trained else heads
+group = heads // kv_heads  # query heads that share one key/value head
+names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
+columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
 plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
-               names=[*(f"head {h}" for h in range(heads)), "mean of heads"],
-               columns=5 if heads < 5 else 4, focus=drawn_focus), "heads", on_click=on_click)
+               names=[*names, "mean of heads"], columns=columns, focus=drawn_focus), "heads", on_click=on_click)
+note = variant_note(config, kv_heads, heads)
+if note:
+    st.caption(note)
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
     full_resolution = st.expander(f"Head {head} at full resolution ({n_q}×{n_k})", key="full_res",
@@ -89,11 +96,14 @@ MODEL_VIEW_HEADS = 16
 # the same, but the browser re-renders Streamlit's tabs on every update of the page: ~30 ms of a slider move.)
 view = view_picker()
 if view == "Checks":
-    checks = attention_checks(line_maps, mask, data.keras_check(config, stack, layer, element))
+    gaps = data.keras_check(config, stack, layer, element)  # {} with RoPE or ALiBi: Keras has neither
+    checks = attention_checks(line_maps, mask, gaps)
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
         f"Every layer and head of line {element + 1}:",
         *(f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
-          for check in checks)]))
+          for check in checks),
+        *([] if gaps else ["No Keras layer has rotary or ALiBi positions: this engine's are checked against "
+                           "their papers' definitions in NumPy in the tests (tests/test_variants.py)."])]))
 elif view == "Statistics":
     pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
     stats = head_statistics(line_maps[layer], mask, pads)

@@ -3,13 +3,38 @@
 import numpy as np
 import streamlit as st
 
+from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
 from ui import data, state
-from ui.controls import Download, downloads, plot
+from ui.controls import PERSIST, Download, downloads, plot
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
 st.title("Masks")
 st.caption("Blue: the query may attend to the key (True). Grey: blocked (False). Rows are queries, columns keys.")
+FAMILY_NOTES = {
+    "paper": "The paper: the encoder sees every key, the decoder the keys up to its own position.",
+    "causal": "Every self-attention causal (a decoder-only model, GPT): query i sees keys j ≤ i.",
+    "bidirectional": "Every self-attention sees every key (BERT); the decoder too, so it may read ahead.",
+    "prefix": "Prefix LM (T5, UniLM): every query sees the first P keys (bidirectional there), later keys causally.",
+    "window": "Sliding window (Longformer, Mistral): each query sees its last W keys, itself included.",
+    "strided": "Strided (Sparse Transformer): the last s keys and every key a multiple of s back.",
+    "block": "Block-local: queries see the keys of their own block of b positions, both ways.",
+}
+family_columns = st.columns([3, 2])
+family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, key="mask_family", required=True,
+                                             help="Applied live to encoder and decoder self-attention (with "
+                                             "padding) on every page; cross-attention keeps the padding mask.",
+                                             **PERSIST)
+if family in SIZED_FAMILIES:
+    low, length = (0 if family == "prefix" else 1), st.session_state["seq_len"]
+    size = st.session_state.get("mask_size", state.FIELDS["mask_size"].default)
+    if not low <= size <= length:
+        st.session_state["mask_size"] = min(max(low, size), length)
+        st.warning(f"The {SIZED_FAMILIES[family]} {size} does not fit N = {length}; it is "
+                   f"{st.session_state['mask_size']} now.", icon=":material/warning:")
+    if length > low:  # a slider needs two stops
+        family_columns[1].slider(SIZED_FAMILIES[family].capitalize(), low, length, key="mask_size", **PERSIST)
+family_note = st.empty()
 result = data.live(state.live_config())
 batch, length = result.source_ids.shape
 titles = [f"line {b + 1}" for b in range(batch)]
@@ -31,6 +56,18 @@ plot(mask_grid(np.concatenate([result.subsequent_mask[None], result.target_mask[
                [positions, *result.target_tokens], [positions, *result.target_tokens],
                ["look-ahead", *(f"target, {title}" for title in titles)],  # short: four fit 540 px (1000 px window)
                columns=min(batch + 1, 4)), "target")  # more lines wrap: four panels to a row at most
+
+family_note.markdown(FAMILY_NOTES[family])
+if family != "paper":
+    st.subheader(f"The {family} family, applied with padding")
+    encoder, decoder = result.applied_masks["encoder"], result.applied_masks["decoder"]
+    plot(mask_grid(np.concatenate([encoder[:1], decoder[:1]]), [result.source_tokens[0], result.target_tokens[0]],
+                   [result.source_tokens[0], result.target_tokens[0]],
+                   [f"encoder, line 1: {encoder[0].mean():.0%} allowed",
+                    f"decoder, line 1: {decoder[0].mean():.0%} allowed"], columns=2), "family")
+    st.caption("Density (allowed share of the N² cells) of the encoder's self-attention, line by line: " + ", ".join(
+        f"line {b + 1} {mask.mean():.0%}" for b, mask in enumerate(encoder)) + ". The look-ahead switch of the "
+        "Attention page does nothing under a family: the family is the decoder's pattern.")
 
 st.subheader("How the masks broadcast")
 # A Markdown table, not st.table: on every slider move the browser redraws st.table for ~26 ms, this for ~6.

@@ -1,4 +1,5 @@
-"""Positional encoding: the sinusoids of the paper for the current d_model and sequence length."""
+"""Positional encoding: the paper's sinusoids for the current d_model and sequence length; RoPE's rotations
+and ALiBi's biases for the current heads."""
 
 import streamlit as st
 
@@ -45,6 +46,29 @@ with right:
     st.caption("PE(p)·PE(q) depends on p − q only: nearby positions look alike, and a fixed offset is a fixed "
                "rotation of each sin/cos pair — which is why relative positions are recoverable.")
     plot(positional.similarity_figure(encoding), "pe_similarity")
+
+d_k = d_model // result.heads
+views = data.position_views(length, d_k, result.heads)
+chosen = state.current_values()["positions"]
+st.subheader("Rotary positions (RoPE)" + (" — the model's positions now" if chosen == "rope" else ""))
+st.markdown("RoFormer rotates each pair of dimensions (2i, 2i+1) of every query and key in every head by the angle "
+            "m·θ_i, θ_i = 10000^(−2i/d_k), m the position. Nothing is added to the embeddings; the dot product of "
+            "a query at m and a key at n then depends on m − n only.")
+if views.rope_angles is None:
+    st.info(f"RoPE needs an even d_k; d_k = d_model / heads = {d_k} here.", icon=":material/info:")
+else:
+    left, right = st.columns(2)
+    with left:
+        plot(positional.rope_angles_figure(views.rope_angles), "rope_angles")
+    with right:
+        plot(positional.rope_offset_figure(views.rope_dots), "rope_offsets")
+st.subheader("Linear biases (ALiBi)" + (" — the model's positions now" if chosen == "alibi" else ""))
+st.markdown("ALiBi adds −slope·|i − j| to head h's logits before the softmax: far keys are penalised, each head "
+            "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two). Nothing is added to the embeddings.")
+plot(positional.alibi_figure(views.alibi_bias[:8], views.alibi_slopes[:8]), "alibi")
+if result.heads > 8:
+    st.caption(f"The first 8 of {result.heads} heads; slopes of all: "
+               + ", ".join(f"{slope:.3g}" for slope in views.alibi_slopes))
 
 downloads(
     Download("Download the encoding (CSV)", lambda: matrix_csv(encoding, [str(p) for p in range(length)]),

@@ -9,10 +9,13 @@ from viz.shapes import tensor_diagram
 STEPS = [
     ("Inputs", ["query", "key", "value"], ("B", "N", "d_model"),
      "Query, key and value inputs (the same tensor in self-attention)."),
-    ("Linear projections", ["query_projected", "key_projected", "value_projected"], ("B", "N", "d_model"),
-     "Dense layers W_Q, W_K, W_V: d_model → h·d_k = d_model."),
+    ("Linear projections", ["query_projected", "key_projected", "value_projected"], ("B", "N", "·"),
+     "Dense layers W_Q: d_model → H·d_k = d_model; W_K, W_V: d_model → H_kv·d_k."),
     ("Split heads", ["query_heads", "key_heads", "value_heads"], ("B", "H", "N", "d_k"),
      "Reshape (B, N, H, d_k), then transpose to (B, H, N, d_k)."),
+    ("Key/value heads", ["key_kv_heads", "value_kv_heads"], ("B", "H_kv", "N", "d_k"),
+     "Grouped-query attention: H_kv key/value heads, each repeated for H / H_kv query heads (H_kv = H is the "
+     "paper, 1 is multi-query). Decoding caches these: fewer heads, a smaller cache."),
     ("Q·Kᵀ", ["scores", "scaled"], ("B", "H", "N_q", "N_k"),
      "Transpose the keys, multiply with the queries, divide by √d_k."),
     ("softmax · V", ["weights", "context"], ("B", "H", "N_q", "·"),
@@ -21,6 +24,7 @@ STEPS = [
     ("Output projection", ["output"], ("B", "N", "d_model"), "Dense layer W_O: d_model → d_model."),
 ]
 AXES = {
+    "key_kv_heads": ("B", "H_kv", "N_k", "d_k"), "value_kv_heads": ("B", "H_kv", "N_k", "d_k"),
     "query_heads": ("B", "H", "N_q", "d_k"), "key_heads": ("B", "H", "N_k", "d_k"),
     "value_heads": ("B", "H", "N_k", "d_k"), "scores": ("B", "H", "N_q", "N_k"), "scaled": ("B", "H", "N_q", "N_k"),
     "weights": ("B", "H", "N_q", "N_k"), "context": ("B", "H", "N_q", "d_k"),
@@ -32,8 +36,10 @@ walk = data.walkthrough(config, "encoder", 0)
 shapes = walk.shapes
 B, N, d_model = shapes["query"]
 H, d_k = shapes["query_heads"][1], shapes["query_heads"][3]
+H_kv = shapes["key_kv_heads"][1]
 st.markdown(f"Encoder self-attention of layer 0 with **B = {B}**, **N = {N}**, **d_model = {d_model}**, "
-            f"**H = {H}**, **d_k = d_model / H = {d_k}** — the shapes below are read off the real tensors.")
+            f"**H = {H}**, **H_kv = {H_kv}**, **d_k = d_model / H = {d_k}** — the shapes below are read off the "
+            "real tensors.")
 
 step = st.select_slider("Step", options=list(range(len(STEPS))), key="step",
                         format_func=lambda i: f"{i + 1}. {STEPS[i][0]}", **PERSIST)

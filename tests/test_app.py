@@ -321,10 +321,17 @@ def test_a_link_gives_back_the_values_it_was_made_from(values):
 def _field_values():
     """Any valid value of every field (texts short enough for a link), heads dividing d_model."""
     texts = strategies.sampled_from([state.SEED_BATCH, state.TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
-    return strategies.sampled_from(state.D_MODEL_CHOICES).flatmap(lambda d_model: strategies.fixed_dictionaries({
+    heads_and_kv = strategies.sampled_from(state.D_MODEL_CHOICES).flatmap(
+        lambda d_model: strategies.sampled_from(state.head_choices(d_model)).flatmap(
+            lambda heads: strategies.tuples(strategies.just(d_model), strategies.just(heads),
+                                            strategies.sampled_from(state.kv_head_choices(heads)))))
+    return heads_and_kv.flatmap(lambda sizes: strategies.fixed_dictionaries({
         "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "dates", "translate",
                                             "session:abc123"]),
-        "d_model": strategies.just(d_model), "heads": strategies.sampled_from(state.head_choices(d_model)),
+        "d_model": strategies.just(sizes[0]), "heads": strategies.just(sizes[1]), "kv_heads": strategies.just(sizes[2]),
+        "positions": strategies.sampled_from(state.POSITIONS),
+        "mask_family": strategies.sampled_from(state.MASK_FAMILIES),
+        "mask_size": strategies.integers(0, state.MAX_SEQ_LEN),
         "d_ff": strategies.sampled_from(state.D_FF_CHOICES), "layers": strategies.integers(1, state.MAX_LAYERS),
         "seq_len": strategies.integers(1, state.MAX_SEQ_LEN), "seed": strategies.integers(0, 2**31 - 1),
         "pads": strategies.text(max_size=200), "src": texts, "tgt": texts,
@@ -332,7 +339,7 @@ def _field_values():
         "stack": strategies.sampled_from(state.STACK_CHOICES), "layer": strategies.integers(0, state.MAX_LAYERS - 1),
         "element": strategies.integers(0, 15), "head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
-        "pe_positions": texts, "step": strategies.integers(0, 6),
+        "pe_positions": texts, "step": strategies.integers(0, 7),
         "view": strategies.sampled_from(state.ATTENTION_VIEWS),
         "dec_model": strategies.sampled_from(["dates", "translate", "copy", "session:abc123"]), "dec_src": texts,
         "dec_mode": strategies.sampled_from(state.DECODE_MODES),
@@ -694,3 +701,80 @@ def test_the_token_views_run_at_the_longest_sequence(view):
     assert not at.error and len(specs(at)) == (3 if view == "Rollout" else 2)
     if view == "Head view":
         assert "queries 368–431 and keys 368–431 of 512×512" in specs(at)[1]["layout"]["title"]["text"]
+
+
+# ----------------------------------------------------------------- beyond 2017: positions, KV heads, mask families
+
+
+def test_kv_heads_group_the_head_grid_and_shrink_the_parameters_and_the_cache_in_the_sidebar():
+    at = open_page("attention", {"heads": "8"})
+    before = at.sidebar.caption[0].value if at.sidebar.caption else ""
+    at.select_slider(key="kv_heads").set_value(2).run()
+    no_errors(at)
+    grid = specs(at)[0]
+    names = [t["name"] for t in grid["data"] if t.get("coloraxis")]
+    assert names[:5] == ["head 0 · kv 0", "head 1 · kv 0", "head 2 · kv 0", "head 3 · kv 0", "head 4 · kv 1"]
+    captions = " ".join(c.value for c in at.caption)
+    assert "2 key/value heads: heads 0–3, 4–7 share theirs" in captions
+    after = " ".join(c.value for c in at.sidebar.caption)
+    assert "key/value cache 256 bytes a token (2 of 8 heads" in after and "1,024 bytes" in before
+    assert at.query_params["kv_heads"] == "2"
+
+
+def test_the_shapes_page_reads_the_stored_key_value_heads():
+    at = open_page("shapes", {"heads": "8", "kv_heads": "1", "step": "3"})
+    no_errors(at)
+    assert "**H = 8**, **H_kv = 1**" in " ".join(m.value for m in at.markdown)
+    assert "key_kv_heads (3, 1, 7, 8)" in str(at.table[0].value)
+
+
+@pytest.mark.parametrize("positions", ["learned", "rope", "alibi", "none"])
+def test_every_position_scheme_changes_the_attention_and_is_in_the_link(positions):
+    paper = weight_panels(specs(open_page("attention"))[0])
+    at = open_page("attention", {"positions": positions})
+    no_errors(at)
+    assert not np.allclose(np.nan_to_num(weight_panels(specs(at)[0])[0]), np.nan_to_num(paper[0]), atol=1e-3)
+    assert f"positions: {positions}" in " ".join(c.value for c in at.caption)
+    assert at.selectbox(key="positions").value == positions
+    checks = " ".join(m.value for m in at.markdown)
+    assert ("No Keras layer has rotary or ALiBi positions" in checks) == (positions in ("rope", "alibi"))
+
+
+def test_the_positional_page_draws_rope_angles_offsets_and_alibi_biases():
+    at = open_page("positional_encoding", {"heads": "8", "seq_len": "12"})
+    no_errors(at)
+    titles = [(s["layout"].get("title") or {}).get("text", "") for s in specs(at)]
+    assert any(t.startswith("rotation angle m·θ_i") for t in titles)
+    spread = [t for t in titles if t.startswith("rotated q·k")][0]
+    assert float(spread.rsplit(" ", 1)[1]) < 1e-4  # q·k depends on the offset only
+    alibi = specs(at)[-1]
+    assert [a["text"] for a in alibi["layout"]["annotations"]][:2] == ["head 0: slope 0.5", "head 1: slope 0.25"]
+    odd = open_page("positional_encoding", {"d_model": "24", "heads": "8"})  # d_k = 3
+    assert "RoPE needs an even d_k; d_k = d_model / heads = 3" in " ".join(i.value for i in odd.info)
+
+
+def test_a_mask_family_on_the_masks_page_runs_on_the_attention_page_with_its_density():
+    at = open_page("masks", {"seq_len": "8", "src": "1 2 3 4 5 6 7 8", "tgt": "1 2 3 4 5 6 7 8"})
+    at.segmented_control(key="mask_family").set_value("window").run()
+    at.slider(key="mask_size").set_value(2).run()
+    no_errors(at)
+    family = [s for s in specs(at) if "allowed" in " ".join(a["text"] for a in s["layout"]["annotations"])][0]
+    assert [a["text"] for a in family["layout"]["annotations"]][:2] == ["encoder, line 1: 23% allowed",
+                                                                        "decoder, line 1: 23% allowed"]  # 15 / 64
+    assert at.query_params["mask_family"] == "window" and at.query_params["mask_size"] == "2"
+    linked = open_page("attention", dict(at.query_params))
+    no_errors(linked)
+    panels = weight_panels(specs(linked)[0])
+    assert all(np.count_nonzero(np.nan_to_num(panel), axis=-1).max() <= 2 for panel in panels)
+    assert "self-attention mask: window (window 2)" in " ".join(c.value for c in linked.caption)
+
+
+def test_a_trained_model_says_what_it_was_trained_with_and_a_link_asking_otherwise_gets_a_message():
+    at = open_page("attention", {"weights": "dates", "positions": "alibi"})
+    assert not at.exception and "'dates' learned sinusoidal positions" in at.error[0].value
+    assert "positions='alibi'" in at.error[0].value
+    random = open_page("attention", {"positions": "rope", "kv_heads": "2"})
+    random.sidebar.selectbox(key="weights").set_value("dates").run()
+    no_errors(random)
+    assert random.session_state["positions"] == "sinusoidal" and random.session_state["kv_heads"] == 0
+    assert "trained with sinusoidal positions" in " ".join(e.value for e in [*random.info, *random.warning])

@@ -54,6 +54,10 @@ CASES = [
     ("attention", "url", "hidden_heads", "99", "warning", "hidden_heads='99'"),
     ("attention", "url", "nv_other", "-3", "warning", "nv_other='-3'"),
     ("attention", "url", "specials", "yes", "warning", "specials='yes'"),
+    ("attention", "url", "positions", "xpos", "warning", "positions='xpos'"),
+    ("attention", "url", "kv_heads", "3", "warning", "kv_heads=3 does not divide heads=4"),
+    ("masks", "url", "mask_family", "dilated", "warning", "mask_family='dilated'"),
+    ("attention", "url", "mask_size", "99999", "warning", "mask_size='99999'"),
 ]
 
 

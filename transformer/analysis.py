@@ -85,7 +85,8 @@ def attention_checks(weights, mask, keras_difference=None) -> list[Check]:
     ]
     if keras_difference:  # None or {}: not compared (no Keras layer has rotary or ALiBi positions)
         gap = max(keras_difference.values())
-        checks.append(Check("agrees with Keras's MultiHeadAttention (GroupQueryAttention with fewer key/value heads)",
+        checks.append(Check("agrees with keras.layers.MultiHeadAttention (GroupQueryAttention with fewer key/value "
+                            "heads)",
                             gap <= KERAS_TOLERANCE, gap,
                             "max |this engine − Keras| on the layer and line on view (same weights; output "
                             "and weights)"))

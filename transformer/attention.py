@@ -276,8 +276,9 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
     def intermediates(self, query, key, value, mask=None):
         """Run the layer (no dropout) and return every intermediate tensor by name.
 
-        Keys, in order: inputs, projected (after the Linear layers), split heads,
-        scores, weights, context, merged, output. Shapes follow the call docstring.
+        Keys, in order: inputs, projected (after the Linear layers), the key/value heads as stored
+        ``(B, H_kv, N_k, d_k)``, split heads (rotated and shared), scores, weights, context, merged, output.
+        Shapes follow the call docstring.
         """
         # (B, N_q, d_model), (B, N_k, d_model), (B, N_k, d_model)
         projected = [self.transform_query(query), self.transform_key(key), self.transform_value(value)]
@@ -288,6 +289,8 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
             "query": query, "key": key, "value": value,
             "query_projected": projected[0], "key_projected": projected[1],
             "value_projected": projected[2],
+            "key_kv_heads": self.split_heads(projected[1], self.num_kv_heads),  # (B, H_kv, N_k, d_k): stored
+            "value_kv_heads": self.split_heads(projected[2], self.num_kv_heads),  # (B, H_kv, N_k, d_v)
             "query_heads": q, "key_heads": k, "value_heads": v,
             "scores": stages.scores, "scaled": stages.scaled, "masked": stages.masked,
             "weights": stages.weights, "context": stages.output,

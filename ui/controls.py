@@ -80,6 +80,25 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
     return padding, future
 
 
+def variant_note(config, kv_heads: int, heads: int) -> str:
+    """What a configuration changes from the paper (key/value heads, positions, the mask family), in a line;
+    "" for the paper's."""
+    from transformer.masks import SIZED_FAMILIES  # noqa: PLC0415
+
+    group = heads // kv_heads
+    parts = []
+    if group > 1:
+        ranges = ", ".join(f"{g * group}–{g * group + group - 1}" for g in range(kv_heads))
+        parts.append(f"{kv_heads} key/value heads: heads {ranges} share theirs (a row each)")
+    if config.positions != "sinusoidal":
+        parts.append(f"positions: {config.positions}")
+    if config.mask_family != "paper":
+        size = f" ({SIZED_FAMILIES[config.mask_family]} {config.mask_size})" \
+            if config.mask_family in SIZED_FAMILIES else ""
+        parts.append(f"self-attention mask: {config.mask_family}{size} (the Masks page)")
+    return " · ".join(parts)
+
+
 def plot(fig, key: str, on_click=None) -> None:
     """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
     ``on_click``: see `ui.chart.chart`."""

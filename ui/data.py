@@ -13,6 +13,7 @@ from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
 from transformer.decoding import decode
 from transformer.device import memory_in_use as device_memory
+from transformer.position_views import position_views as _position_views_of
 
 COMPUTING = "Computing…"
 
@@ -43,6 +44,12 @@ def decoding(name, source, device, sample, temperature, top_k, seed):
     run = _or_stop(_decoding, name, source, device, sample, temperature, top_k, seed)
     _status(device=run.device_label, timing="")
     return run
+
+
+@st.cache_resource(max_entries=8, show_spinner=COMPUTING)
+def position_views(length: int, d_k: int, heads: int):
+    """RoPE's angles and rotated dot products, ALiBi's biases (`transformer.position_views`), cached."""
+    return _or_stop(_position_views_of, length, d_k, heads)
 
 
 @st.cache_data(show_spinner=False)

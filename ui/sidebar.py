@@ -7,9 +7,14 @@ import streamlit as st
 from transformer import pretrained
 from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.device import resolve_device
+from transformer.model_cache import architecture_bytes
 from ui import state
 
 PERSIST = dict(persist_state="session")
+
+
+POSITION_LABELS = {"sinusoidal": "Sinusoidal (the paper)", "learned": "Learned table", "rope": "Rotary (RoPE)",
+                   "alibi": "Linear biases (ALiBi)", "none": "None"}
 
 
 def _fix_heads() -> None:
@@ -19,6 +24,26 @@ def _fix_heads() -> None:
         fixed = state.nearest_heads(d_model, heads)
         st.session_state["heads"] = fixed
         state.notify(f"{heads} heads do not divide d_model={d_model}; heads is now {fixed}, the nearest divisor.")
+    _fix_kv_heads()
+
+
+def _fix_kv_heads() -> None:
+    """After the heads change: keep the key/value heads a divisor of them, and say so when they move."""
+    heads, kv_heads = st.session_state["heads"], st.session_state.get("kv_heads", 0)
+    if kv_heads and heads % kv_heads:
+        st.session_state["kv_heads"] = 0
+        state.notify(f"{kv_heads} key/value heads do not divide {heads} heads; there is one per head again.")
+
+
+def model_size_text(values: dict) -> str:
+    """The parameter count and the key/value cache per decoded token of the sidebar's model (float32)."""
+    kv_heads = values["kv_heads"] or values["heads"]
+    architecture = (values["d_model"], values["heads"], values["d_ff"], values["layers"], values["positions"],
+                    kv_heads, "/CPU:0")
+    parameters = architecture_bytes(architecture) // 4
+    cache = 2 * values["layers"] * kv_heads * (values["d_model"] // values["heads"]) * 4  # K and V, every layer
+    return (f"{parameters / 1e6:,.2f} M parameters · key/value cache {cache:,} bytes a token "
+            f"({kv_heads} of {values['heads']} heads keep keys and values)")
 
 
 def session_device() -> str:
@@ -49,6 +74,10 @@ def _after_weights_change() -> None:
         st.session_state["src"] = model.rules.example
         state.notify(f"The {model.task} model reads other tokens: the source text now holds its example.")
     st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), state.default_of("seq_len", name))
+    if st.session_state.get("positions", "sinusoidal") != "sinusoidal" or st.session_state.get("kv_heads", 0):
+        st.session_state["positions"], st.session_state["kv_heads"] = "sinusoidal", 0
+        state.notify(f"The {model.task} model was trained with sinusoidal positions and a key/value head per "
+                     "head: the Positions and KV heads controls are back at the paper's.")
 
 
 def _reads(model, text: str) -> bool:
@@ -89,7 +118,22 @@ def render() -> None:
     bar.select_slider("d_model", options=state.D_MODEL_CHOICES, key="d_model", on_change=_fix_heads,
                       help="Width of every token vector.", **locked)
     bar.select_slider("Heads (h)", options=state.head_choices(st.session_state["d_model"]), key="heads",
+                      on_change=_fix_kv_heads,
                       help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.", **locked)
+    heads = st.session_state["heads"]
+    if st.session_state.get("kv_heads", 0) not in state.kv_head_choices(heads):
+        st.session_state["kv_heads"] = 0
+    if heads > 1:
+        bar.select_slider("KV heads", options=state.kv_head_choices(heads), key="kv_heads",
+                          format_func=lambda k: f"{heads} (the paper)" if k == 0 else (
+                              "1 (multi-query)" if k == 1 else str(k)),
+                          help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
+                          "heads. Fewer means a smaller key/value cache when decoding.", **locked)
+    bar.selectbox("Positions", list(POSITION_LABELS), key="positions", format_func=POSITION_LABELS.get,
+                  help="How the model knows where a token is: added to the embeddings (sinusoidal, learned) or "
+                  "inside self-attention (RoPE rotates queries and keys; ALiBi adds −slope·|i − j| to the "
+                  "logits); none: attention alone cannot tell positions apart.", **locked)
+    bar.caption(model_size_text(state.current_values()))
     bar.select_slider("d_ff", options=state.D_FF_CHOICES, key="d_ff",
                       help="Inner width of the position-wise feed-forward network.", **locked)
     bar.slider("Layers (N)", 1, MAX_LAYERS, key="layers", help="Encoder layers = decoder layers.", **locked)

@@ -14,6 +14,8 @@ from typing import Any
 import streamlit as st
 
 from transformer.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.masks import MASK_FAMILIES
+from transformer.positional import POSITIONS
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -40,6 +42,11 @@ TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"
 def head_choices(d_model: int) -> list[int]:
     """Divisors of d_model that make sensible head counts."""
     return [h for h in range(1, min(d_model, MAX_HEADS_SHOWN) + 1) if d_model % h == 0]
+
+
+def kv_head_choices(heads: int) -> list[int]:
+    """The KV-heads slider's stops: the divisors of ``heads`` below it, then 0 (= heads, the paper)."""
+    return [h for h in range(1, heads) if heads % h == 0] + [0]
 
 
 def seq_len_choices(current: int) -> list[int]:
@@ -128,6 +135,10 @@ FIELDS: dict[str, Field] = {
     "src": Field(SEED_BATCH, _text(MAX_TEXT_CHARS)),
     "tgt": Field(SEED_BATCH, _text(MAX_TEXT_CHARS)),
     "device": Field("auto", _choice(DEVICE_CHOICES)),
+    "positions": Field("sinusoidal", _choice(POSITIONS)),
+    "kv_heads": Field(0, _integer(0, MAX_HEADS_SHOWN)),  # 0: as many as the heads (the paper)
+    "mask_family": Field("paper", _choice(MASK_FAMILIES)),
+    "mask_size": Field(4, _integer(0, MAX_SEQ_LEN)),
     # page controls
     "stack": Field("encoder", _choice(STACK_CHOICES)),
     "layer": Field(0, _integer(0, MAX_LAYERS - 1)),
@@ -137,7 +148,7 @@ FIELDS: dict[str, Field] = {
     "future_mask": Field(True, _flag),
     "pe_dims": Field("4 5 6 7", _text(400)),
     "pe_positions": Field("", _text(400)),  # empty: the first 8 (a default of "0 … 7" warned at length 7)
-    "step": Field(0, _integer(0, 6)),
+    "step": Field(0, _integer(0, 7)),  # the Shapes page's step
     "view": Field(ATTENTION_VIEWS[0], _choice(ATTENTION_VIEWS)),
     "full_res": Field(False, _flag),  # the Attention page's full-resolution head is open
     "focus": Field(-1, _integer(-1, MAX_SEQ_LEN - 1)),  # the Attention page's focused token; -1: none
@@ -207,6 +218,10 @@ def parse_url(query: dict) -> tuple[dict, list[str]]:
             f"The link's heads={values['heads']} does not divide d_model={values['d_model']}; using {fixed}."
         )
         values["heads"] = fixed
+    if values["kv_heads"] and values["heads"] % values["kv_heads"]:
+        notices.append(f"The link's kv_heads={values['kv_heads']} does not divide heads={values['heads']}; "
+                       f"using {values['heads']} (one per head).")
+        values["kv_heads"] = 0
     return values, notices
 
 
@@ -264,5 +279,7 @@ def live_config(**overrides) -> LiveConfig:
         d_model=state["d_model"], num_heads=state["heads"], d_ff=state["d_ff"], num_layers=state["layers"],
         seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],
         target_text=state["tgt"], seed=state["seed"], device=state["device"], weights=state["weights"],
+        positions=state["positions"], num_kv_heads=state["kv_heads"] or None, mask_family=state["mask_family"],
+        mask_size=state["mask_size"],
     )
     return LiveConfig(**{**config.__dict__, **overrides})

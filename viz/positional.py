@@ -8,10 +8,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
+from viz.panels import axis_ids, panel_layout, panels_figure
 from viz.pooling import CELL_BUDGET, max_pool, pool_factor
-from viz.style import DIVERGING_COLORSCALE, figure, fixed_margins
+from viz.style import DIVERGING_COLORSCALE, figure, fixed_margins, left_title
+
+ALIBI_COLORSCALE = plotly.colors.get_colorscale("Purples_r")  # written out: these figures are not validated
 
 OFFSET = 4.0  # vertical spacing of the offset plots, as in the seed
 
@@ -123,3 +127,48 @@ def similarity_figure(encoding) -> go.Figure:
                    hovertemplate="position %{y}<br>position %{x}<br>dot product %{z:.3f}<extra></extra>"),
         layout=dict(title=title, xaxis_title="position", yaxis_title="position", yaxis_autorange="reversed",
                     height=420)))
+
+
+def rope_angles_figure(angles) -> go.Figure:
+    """RoPE's rotation angle m·θ_i (mod 2π) for each position m and dimension pair i: ``(N, d_k/2)``."""
+    angles = np.asarray(angles, dtype=np.float32)
+    wrapped = np.mod(angles, 2 * np.pi)  # (N, d_k/2)
+    return fixed_margins(figure(
+        go.Heatmap(z=wrapped, customdata=angles, x=np.arange(angles.shape[1]), y=np.arange(angles.shape[0]),
+                   colorscale="Twilight", zmin=0, zmax=2 * np.pi, colorbar=dict(title="angle mod 2π"),
+                   hovertemplate="position %{y}<br>pair %{x}<br>angle %{customdata:.3f} rad<extra></extra>"),
+        layout=dict(xaxis_title="dimension pair i (2i, 2i+1)", yaxis_title="position m", yaxis_autorange="reversed",
+                    height=380, title=left_title("rotation angle m·θ_i, θ_i = 10000^(−2i/d_k)"))))
+
+
+def rope_offset_figure(dots) -> go.Figure:
+    """(R_m q)·(R_n k) for every query position m and key position n: constant along each diagonal."""
+    dots = np.asarray(dots, dtype=np.float32)  # (N, N)
+    bound = float(np.abs(dots).max()) or 1.0
+    spread = max((np.ptp(np.diagonal(dots, offset)) for offset in range(-dots.shape[0] + 1, dots.shape[0])),
+                 default=0.0)
+    return fixed_margins(figure(
+        go.Heatmap(z=dots, colorscale=DIVERGING_COLORSCALE, zmin=-bound, zmax=bound, colorbar=dict(title="q·k"),
+                   hovertemplate="query position %{y}<br>key position %{x}<br>q·k %{z:.4f}<extra></extra>"),
+        layout=dict(xaxis_title="key position n", yaxis_title="query position m", yaxis_autorange="reversed",
+                    height=380, title=left_title(f"rotated q·k: largest spread along a diagonal {spread:.1e}"))))
+
+
+def alibi_figure(bias, slopes) -> go.Figure:
+    """Each head's ALiBi bias −slope·|i − j| ``(H, N, N)`` on one shared scale, the slope in the title."""
+    bias = np.asarray(bias, dtype=np.float32)
+    heads = bias.shape[0]
+    columns = min(heads, 4)
+    layout = panel_layout([f"head {h}: slope {slopes[h]:.4g}" for h in range(heads)], columns, panel_px=200,
+                          x_labels_px=40, y_labels_px=40)
+    low = float(bias.min()) or -1.0
+    traces = []
+    for h in range(heads):
+        x_id, y_id = axis_ids(h)
+        traces.append(dict(type="heatmap", z=bias[h], xaxis=x_id, yaxis=y_id, coloraxis="coloraxis",
+                           hovertemplate=f"head {h}<br>query %{{y}}<br>key %{{x}}<br>bias %{{z:.3f}}<extra></extra>"))
+    for name in list(layout):
+        if name.startswith(("xaxis", "yaxis")):
+            layout[name].update(type="linear")
+    return panels_figure(traces, layout, coloraxis=dict(colorscale=ALIBI_COLORSCALE, cmin=low, cmax=0.0,
+                                                        colorbar=dict(title=dict(text="bias"))))
