@@ -446,7 +446,7 @@ def test_applied_masks_are_the_reference_masks_with_the_switched_off_ones_all_tr
 BAD = [
     (dict(num_heads=3), "d_model=16, num_heads=3"),
     (dict(seq_len=0), "seq_len=0"),
-    (dict(seq_len=513), "seq_len=513"),
+    (dict(seq_len=4097), "seq_len=4097"),
     (dict(seq_len="7"), "seq_len='7'"),
     (dict(d_model=4096), "d_model=4096"),
     (dict(num_layers=0), "num_layers=0"),

@@ -266,9 +266,14 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
             k = rotary(k, tf.range(batch_and_length(key)[1]))  # (B, H_kv, N_k, d_k)
         return q, self.share_kv_heads(k), self.share_kv_heads(v)  # (B, H, N, d_k) each
 
+    block_view = None  # set by transformer.blockwise for a block-wise (long-sequence) run
+
     def call(self, query, key, value, mask=None, training=False):
         q, k, v = self.project(query, key, value)  # (B, H, N_q, d_k), (B, H, N_k, d_k), (B, H, N_k, d_v)
         bias = self.position_bias(tf.shape(q)[2], tf.shape(k)[2])  # (H, N_q, N_k) or None
+        if self.block_view is not None:  # queries a block at a time; the weights come back pooled
+            context, pooled = self.block_view.attend(q, k, v, mask, bias)  # (B, H, N_q, d_v), pooled weights
+            return self.transform_out(self.merge_heads(context)), pooled
         stages = attention_stages(q, k, v, mask, self.weights_dropout, training, bias)
         output = self.transform_out(self.merge_heads(stages.output))  # (B, N_q, d_model)
         return output, stages.weights  # (B, N_q, d_model), (B, H, N_q, N_k)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
+from transformer.blockwise import FULL_ATTENTION_MAX, blockwise_attention
 from transformer.config import STACKS, LiveConfig, check_budget, validate
 from transformer.device import device_label, resolve_device
 from transformer.engine_thread import on_engine_thread
@@ -33,6 +34,8 @@ class LiveResult:
     attention: ``{"encoder" | "decoder" | "cross": (L, B', H, N_q, N_k) float32}``, the stacks asked for,
       for the B' lines in ``lines`` (every line unless ``run_live`` was given some).
     lines: the 0-based lines (batch rows) ``attention`` holds, in its order. Every other field covers all B.
+    Above 512 positions the run is block-wise: ``attention`` is max-pooled by ``attention_factor`` (to at most
+    128 cells a side), ``crops`` holds the exact weights of the window ``crop`` and ``block_checks`` the checks.
     layers, heads: the model's L and H (a trained model's own, whatever the config says).
     applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
       (all True where a toggle switched a mask off).
@@ -63,6 +66,10 @@ class LiveResult:
     compute_seconds: float
     traces: int
     builds: int
+    attention_factor: int = 1  # > 1: a block-wise run; ``attention`` is max-pooled f × f (transformer.blockwise)
+    crop: tuple | None = None  # (first query, first key, size) of ``crops``
+    crops: dict = field(default_factory=dict)  # {stack: (L, B', H, rows, cols)} exact weights of the crop window
+    block_checks: dict = field(default_factory=dict)  # {stack: blockwise.CheckTotals} of a block-wise run
     notices: tuple = field(default=())
     predictions: tuple = field(default=())  # trained weights: {source, prediction, expected, correct} per line
     lines: tuple = field(default=())
@@ -115,7 +122,7 @@ def _dimensions(model, config: LiveConfig) -> tuple:
 
 
 @on_engine_thread
-def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None) -> LiveResult:
+def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, crop=None) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
 
     ``stacks``: the attention maps to compute (``result.attention`` has these keys only); a page
@@ -123,6 +130,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     built (masks and positional encodings need only the configuration).
     ``lines``: the lines (0-based batch rows) whose attention maps are computed, in that order; None:
     every line. A line's maps do not depend on the other lines, so one line's are the same either way.
+    ``crop``: ``(first query, first key, size)``, the window a block-wise run keeps exact (else ignored).
     """
     validate(config)
     stacks = _stacks(stacks)
@@ -133,13 +141,18 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
-    function = entry.attention_function(stacks) if stacks else None
+    function = entry.attention_function(stacks) if stacks and config.seq_len <= FULL_ATTENTION_MAX else None
     masks = inputs.masks
+    blockwise = None
     with tf.device(device):
         started = time.perf_counter()
-        attention = function(*batch_rows(rows, batches.source.ids, batches.target.ids, masks.run_source,
-                                         masks.run_target)) if function else {}
-        attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
+        model_inputs = batch_rows(rows, batches.source.ids, batches.target.ids, masks.run_source, masks.run_target)
+        if stacks and config.seq_len > FULL_ATTENTION_MAX:  # eager, queries a block at a time
+            blockwise = blockwise_attention(entry.model, stacks, *model_inputs, crop=crop)
+            attention = blockwise.attention  # (L, B', H, ⌈N_q/f⌉, ⌈N_k/f⌉)
+        else:
+            attention = function(*model_inputs) if function else {}
+            attention = {name: weights.numpy() for name, weights in attention.items()}  # (L, B, H, N_q, N_k)
         seconds = time.perf_counter() - started
     encoding = encoding_array(config.seq_len, d_model, device)  # (N, D)
     (batch, n_source), n_target = batches.source.ids.shape, batches.target.ids.shape[1]
@@ -163,6 +176,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
         notices=batches.notices,
         predictions=predictions,
         lines=rows,
+        **(dict(attention_factor=blockwise.factor, crop=blockwise.crop, crops=blockwise.crops,
+                block_checks=blockwise.checks) if blockwise else {}),
     )
 
 

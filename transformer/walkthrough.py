@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.attention import batch_and_length
+from transformer.blockwise import FULL_ATTENTION_MAX
 from transformer.config import STACKS, LiveConfig, validate
 from transformer.device import device_label
 from transformer.engine_thread import on_engine_thread
@@ -111,6 +112,9 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
     eager at first, traced once the engine is idle. Returns its outputs, the seconds the run took (not
     the model's build, nor the graph's making) and the device it ran on."""
     validate(config)
+    if config.seq_len > FULL_ATTENTION_MAX:
+        raise ValueError(f"One layer's every intermediate is held whole (scores, weights … (B, H, N, N)): up to "
+                         f"N = {FULL_ATTENTION_MAX}. Received: seq_len={config.seq_len}")
     if stack not in STACKS:
         raise ValueError(f"stack must be one of {STACKS}. Received: stack={stack!r}")
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:

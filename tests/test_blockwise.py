@@ -1,0 +1,94 @@
+"""Block-wise attention for long sequences: the same numbers as full attention, pooled and cropped."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from transformer import LiveConfig, ModelCache, run_live
+from transformer.analysis import attention_checks
+from transformer.blockwise import QUERY_BLOCK, blockwise_attention, pool_factor
+from transformer.inputs import prepared_inputs
+from transformer.model import Transformer
+from viz.pooling import max_pool
+
+N = 300  # both fit: full attention and the block-wise run (three blocks of 128)
+
+
+def _model(**options):
+    model = Transformer(50, 50, d_model=32, num_heads=4, d_ff=64, num_encoder_layers=2, num_decoder_layers=2,
+                        dropout=0.0, max_len=N, **options)
+    model(tf.ones((1, 2), tf.int32), tf.ones((1, 2), tf.int32))  # built
+    return model
+
+
+def _inputs(n=N):
+    rng = np.random.default_rng(1)
+    src = tf.constant(rng.integers(1, 50, (2, n)), tf.int32)
+    tgt = tf.constant(rng.integers(1, 50, (2, n)), tf.int32)
+    src_mask = tf.constant(np.arange(n)[None, None, None, :] < np.array([n, n - 37])[:, None, None, None])
+    tgt_mask = tf.logical_and(src_mask, tf.linalg.band_part(tf.ones((n, n), tf.bool), -1, 0))  # (B, 1, N, N)
+    return src, tgt, src_mask, tgt_mask
+
+
+@pytest.mark.parametrize("options", [{}, {"positions": "rope", "num_kv_heads": 2}, {"positions": "alibi"}])
+def test_block_wise_maps_equal_full_attention_pooled_and_cropped(options):
+    model = _model(**options)
+    src, tgt, src_mask, tgt_mask = _inputs()
+    _, full = model(src, tgt, src_mask, tgt_mask)  # every map whole: (B, H, N, N) a layer
+    result = blockwise_attention(model, ("encoder", "decoder", "cross"), src, tgt, src_mask, tgt_mask,
+                                 crop=(100, 40, 150))
+    factor = pool_factor(N)
+    assert factor == 4 and result.factor == 4
+    for stack in ("encoder", "decoder", "cross"):
+        whole = tf.stack(full[stack]).numpy()  # (L, B, H, N, N)
+        np.testing.assert_allclose(result.attention[stack], max_pool(whole, factor, factor), atol=1e-6)
+        np.testing.assert_allclose(result.crops[stack], whole[..., 100:250, 40:190], atol=1e-6)
+
+
+def test_block_wise_outputs_equal_the_full_forward_pass():
+    from transformer.blockwise import CheckTotals, LayerView
+
+    model = _model()
+    src, tgt, src_mask, tgt_mask = _inputs()
+    memory, _ = model.encode(src, src_mask)
+    layers = [block.self_attention_block.sublayer for block in model.encoder.blocks]
+    for layer in layers:
+        layer.block_view = LayerView(1, None, CheckTotals())
+    try:
+        blocked, _ = model.encode(src, src_mask)
+    finally:
+        for layer in layers:
+            layer.block_view = None
+    np.testing.assert_allclose(blocked.numpy(), memory.numpy(), atol=1e-5)
+
+
+def test_block_wise_checks_are_the_checks_of_the_whole_maps():
+    model = _model()
+    src, tgt, src_mask, tgt_mask = _inputs()
+    _, full = model(src, tgt, src_mask, tgt_mask)
+    result = blockwise_attention(model, ("decoder",), src, tgt, src_mask, tgt_mask)
+    whole = tf.stack(full["decoder"]).numpy()  # (L, B, H, N, N)
+    expected = {check.name: check.value for check in attention_checks(whole, tgt_mask.numpy()[None])}
+    totals = result.checks["decoder"]
+    assert totals.non_finite == expected["no NaN or inf"] == 0
+    assert totals.row_gap == pytest.approx(expected["rows sum to 1 where a key is allowed"], abs=1e-6)
+    assert totals.masked_max == expected["masked weights are exactly 0"] == 0.0
+    assert QUERY_BLOCK % pool_factor(4096) == 0  # a block's rows pool whole, up to N = 4096
+
+
+def test_run_live_above_512_positions_is_block_wise_and_pooled_to_128_cells():
+    cache = ModelCache(size=1)
+    config = LiveConfig(d_model=32, num_heads=8, d_ff=64, num_layers=2, seq_len=1024,
+                        source_text=" ".join(str(i % 10) for i in range(1024)), target_text="1 2 3")
+    result = run_live(config, cache, stacks=("encoder",), lines=(0,), crop=(0, 512, 256))
+    assert result.attention_factor == 8 and result.attention["encoder"].shape == (2, 1, 8, 128, 128)
+    assert result.crops["encoder"].shape == (2, 1, 8, 256, 256) and result.crop == (0, 512, 256)
+    assert result.block_checks["encoder"].row_gap < 1e-5 and result.traces == 0
+    assert result.applied_masks["encoder"].shape == (1, 1024, 1024)
+    with pytest.raises(ValueError, match="seq_len=1024"):
+        from transformer import attention_walkthrough
+
+        attention_walkthrough(config, "encoder", 0, cache)
+    assert prepared_inputs(replace(config)).batches.source.ids.shape == (1, 1024)
