@@ -4,7 +4,8 @@ import numpy as np
 import streamlit as st
 
 from transformer import run_live
-from transformer.analysis import attention_checks, head_statistics
+from transformer.analysis import attention_checks, head_statistics, measured_checks
+from transformer.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
 from ui.controls import (
     FAILED,
@@ -38,9 +39,12 @@ config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
 batch = data.line_count(config)  # lines of text; a bad configuration's message goes full width, under the controls
 with controls[1]:
     element = element_picker(batch)
-result = data.live(config, stacks=(stack,), lines=(element,))  # only the stack and line on view are computed
-line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k): the line on view
-layers, heads, n_q, n_k = line_maps.shape
+crop = token_views.crop_window(config)  # the exact window a block-wise run (N > 512) keeps
+result = data.live(config, stacks=(stack,), lines=(element,), crop=crop)  # only the stack and line on view
+line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k), max-pooled by result.attention_factor above 512
+layers, heads = line_maps.shape[:2]
+n_q, n_k = (len(tokens) for tokens in result.tokens_of(stack, element))
+blockwise = result.attention_factor > 1
 with controls[1]:
     layer = layer_picker(layers)
 
@@ -50,7 +54,7 @@ mask = result.applied_masks[stack][element]  # (N_q, N_k)
 focus_row = st.columns([3, 2, 3])
 hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key="specials", help="Takes those keys' columns "
                                     "out and renormalises each row over the rest (attention sinks hide the rest "
-                                    "of a row).", **PERSIST)
+                                    "of a row). Up to N = 512.", disabled=blockwise, **PERSIST) and not blockwise
 view_of_line = token_views.line_view(result, stack, element, hide_specials)
 focus = token_views.focus_controls(view_of_line, focus_row)
 drawn_focus = token_views.drawn_focus(view_of_line, focus)
@@ -70,7 +74,12 @@ group = heads // kv_heads  # query heads that share one key/value head
 names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
 columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
 plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
-               names=[*names, "mean of heads"], columns=columns, focus=drawn_focus), "heads", on_click=on_click)
+               names=[*names, "mean of heads"], columns=columns, focus=drawn_focus, pooled=result.attention_factor),
+     "heads", on_click=on_click)
+if blockwise:
+    st.caption(f"N = {n_q} > {FULL_ATTENTION_MAX}: attention ran block-wise, {QUERY_BLOCK} queries at a time; each "
+               f"block's weights were max-pooled {result.attention_factor}×{result.attention_factor} as they were "
+               "made, so no layer's H·N² weights were ever held whole. The full-resolution window below is exact.")
 note = variant_note(config, kv_heads, heads)
 if note:
     st.caption(note)
@@ -81,21 +90,35 @@ if max(n_q, n_k) > FULL_RESOLUTION:
     if full_resolution.open:  # computed and sent only while open (at N = 512, ~15 ms here and a hidden redraw)
         with full_resolution:
             start = (0, 0)
-            shown_k = weights.shape[-1]
+            shown_k = n_k if blockwise else weights.shape[-1]
             if max(n_q, shown_k) > FULL_RESOLUTION_WINDOW:
                 st.caption(f"Every cell exact, in a window of at most {FULL_RESOLUTION_WINDOW} × "
                            f"{FULL_RESOLUTION_WINDOW} positions (to keep the page fast): move it here.")
                 left, right = st.columns(2)
                 start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
                          window_start_picker("crop_k", window_starts(shown_k), "First key", right))
-            plot(single_head(weights[head], view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
-                             title=f"head {head}", start=start, focus=drawn_focus), "single_head", on_click=on_click)
+            exact = result.crops[stack][layer, 0, head] if blockwise else weights[head]  # the window, or the head
+            plot(single_head(exact, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
+                             title=f"head {head}", start=start, focus=drawn_focus, window=blockwise),
+                 "single_head", on_click=on_click)
 
 MODEL_VIEW_HEADS = 16
 # One view at a time, picked with a segmented control: only the chosen view is computed and sent. (Lazy tabs did
 # the same, but the browser re-renders Streamlit's tabs on every update of the page: ~30 ms of a slider move.)
 view = view_picker()
-if view == "Checks":
+if blockwise and view in token_views.WHOLE_MAP_VIEWS:
+    st.info(f"The {view.lower()} needs every weight of a layer at once: up to N = {FULL_ATTENTION_MAX} (N = {n_q} "
+            "runs block-wise). The heads above, the model view and the checks work at every length.",
+            icon=":material/info:")
+elif view == "Checks" and blockwise:
+    totals = result.block_checks[stack]
+    checks = measured_checks(totals.non_finite, totals.row_gap, totals.masked_max, totals.empty_gap)
+    st.markdown("\n\n".join([
+        f"Every layer and head of line {element + 1}, measured block by block as the weights were made:",
+        *(f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
+          for check in checks),
+        f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
+elif view == "Checks":
     gaps = data.keras_check(config, stack, layer, element)  # {} with RoPE or ALiBi: Keras has neither
     checks = attention_checks(line_maps, mask, gaps)
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
@@ -122,8 +145,8 @@ else:  # "Model view"
                "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
                                           else "."))
     all_layers = view_of_line.weights[:, :shown_heads]  # (L, H', N_q, N_k')
-    plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack], focus=drawn_focus), "model_view",
-         on_click=on_click)
+    plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack], focus=drawn_focus,
+                    pooled=result.attention_factor), "model_view", on_click=on_click)
 
 downloads(
     Download("Download this stack's weights, every line (NPZ)", lambda: arrays_npz(

@@ -48,12 +48,15 @@ with right:
     plot(positional.similarity_figure(encoding), "pe_similarity")
 
 d_k = d_model // result.heads
-views = data.position_views(length, d_k, result.heads)
+PICTURED = 256  # positions in the RoPE and ALiBi pictures: a (N, N) picture a head at N = 4096 is 64 MB of JSON
+views = data.position_views(min(length, PICTURED), d_k, result.heads)
 chosen = state.current_values()["positions"]
 st.subheader("Rotary positions (RoPE)" + (" — the model's positions now" if chosen == "rope" else ""))
 st.markdown("RoFormer rotates each pair of dimensions (2i, 2i+1) of every query and key in every head by the angle "
             "m·θ_i, θ_i = 10000^(−2i/d_k), m the position. Nothing is added to the embeddings; the dot product of "
             "a query at m and a key at n then depends on m − n only.")
+if length > PICTURED:
+    st.caption(f"The first {PICTURED} of {length} positions.")
 if views.rope_angles is None:
     st.info(f"RoPE needs an even d_k; d_k = d_model / heads = {d_k} here.", icon=":material/info:")
 else:

@@ -273,11 +273,11 @@ def test_changing_d_model_fixes_heads_and_says_so():
 
 
 def test_the_sequence_length_slider_stops_at_every_short_length_and_keeps_a_linked_one_between_stops():
-    """64 stops (every length to 32, then coarser up to 512) instead of 512 one-length steps, which left a
-    drag ~0.4 px a length; a link's length between two stops is shown as it is, and a move leaves it."""
+    """88 stops (every length to 32, then eight a doubling up to 4096) instead of one-length steps, which left a
+    drag ~0.4 px a length at 512; a link's length between two stops is shown as it is, and a move leaves it."""
     at = open_page("masks")
     options = [int(option) for option in at.sidebar.select_slider(key="seq_len").options]
-    assert options[:32] == list(range(1, 33)) and options[-1] == state.MAX_SEQ_LEN and len(options) == 64
+    assert options[:32] == list(range(1, 33)) and options[-1] == state.MAX_SEQ_LEN and len(options) == 88
     assert options == sorted(set(options))
     linked = open_page("masks", {"seq_len": "200"})
     no_errors(linked)
@@ -778,3 +778,30 @@ def test_a_trained_model_says_what_it_was_trained_with_and_a_link_asking_otherwi
     no_errors(random)
     assert random.session_state["positions"] == "sinusoidal" and random.session_state["kv_heads"] == 0
     assert "trained with sinusoidal positions" in " ".join(e.value for e in [*random.info, *random.warning])
+
+
+@pytest.mark.slow
+def test_at_n_4096_the_attention_page_draws_pooled_heads_an_exact_window_and_block_wise_checks():
+    text = " ".join(str(i % 10) for i in range(4096))
+    at = open_page("attention", {"seq_len": "4096", "heads": "8", "src": text, "tgt": "1 2 3", "full_res": "1",
+                                 "crop_q": "2944", "crop_k": "128", "focus": "3000"})
+    no_errors(at)
+    grid, window = specs(at)
+    assert "max-pooled 64×64 view of 4096×4096" in grid["layout"]["title"]["text"]
+    assert "cropped: queries 2944–3199, keys 128–383 of 4096×4096" in window["layout"]["title"]["text"]
+    assert {shape["y0"] for shape in grid["layout"]["shapes"]} == {3000 // 64 - 0.5}
+    checks = " ".join(m.value for m in at.markdown)
+    assert "measured block by block" in checks and checks.count(PASSED) == 4
+    assert "attention ran block-wise, 128 queries at a time" in " ".join(c.value for c in at.caption)
+    at.segmented_control(key="view").set_value("Rollout").run()
+    assert "needs every weight of a layer at once: up to N = 512" in at.info[0].value
+
+
+@pytest.mark.parametrize("page", ["masks", "positional_encoding", "dot_product_lab", "shapes"])
+def test_the_other_pages_at_n_4096_draw_or_say_why_not(page):
+    at = open_page(page, {"seq_len": "4096"})
+    no_errors(at)
+    if page in ("dot_product_lab", "shapes"):
+        assert "up to N = 512. Received: seq_len=4096" in at.error[0].value
+    else:
+        assert specs(at) and not at.error

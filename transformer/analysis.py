@@ -76,6 +76,13 @@ def attention_checks(weights, mask, keras_difference=None) -> list[Check]:
     blocked = np.broadcast_to(~mask, weights.shape)  # a view: the full-size mask is never materialised
     masked_max = max(float(np.max(weights, where=blocked, initial=0.0)),
                      -float(np.min(weights, where=blocked, initial=0.0)))  # max |w| on masked cells; 0 if none
+    return measured_checks(non_finite, row_gap, masked_max, empty_gap, keras_difference)
+
+
+def measured_checks(non_finite: int, row_gap: float, masked_max: float, empty_gap: float,
+                    keras_difference=None) -> list[Check]:
+    """The `attention_checks` of four measured numbers (a block-wise run gathers them block by block:
+    `transformer.blockwise.CheckTotals`)."""
     checks = [
         Check("no NaN or inf", non_finite == 0, float(non_finite), "count of non-finite weights"),
         Check("rows sum to 1 where a key is allowed", row_gap <= ROW_SUM_TOLERANCE, row_gap,

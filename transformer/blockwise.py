@@ -72,7 +72,8 @@ class LayerView:
             if self.crop is not None:
                 cropped.append(_crop(stages.weights, start, end, self.crop))
         if self.crop is not None:
-            self.crops.append(tf.concat([c for c in cropped if c is not None], axis=2).numpy())
+            kept = [c for c in cropped if c is not None]
+            self.crops.append(tf.concat(kept, axis=2).numpy() if kept else np.zeros((*q.shape[:2], 0, 0), np.float32))
         return tf.concat(outputs, axis=2), tf.concat(pooled, axis=2)
 
 

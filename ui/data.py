@@ -19,8 +19,8 @@ COMPUTING = "Computing…"
 
 
 @st.cache_resource(max_entries=12, show_spinner=COMPUTING)
-def _live(config, stacks, lines):
-    return run_live(config, stacks=stacks, lines=lines)
+def _live(config, stacks, lines, crop):
+    return run_live(config, stacks=stacks, lines=lines, crop=crop)
 
 
 @st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
@@ -101,14 +101,16 @@ def _status(**parts) -> None:
         slot.caption(text)
 
 
-def live(config, stacks=(), lines=None, notices=True):
+def live(config, stacks=(), lines=None, notices=True, crop=None):
     """`run_live` for ``config``, cached; on bad input an error message and the page stops.
 
     ``stacks``: the attention maps the page draws (none by default: the model does not run);
-    ``lines``: the lines they are computed for (None: every line); ``notices``: show the input's notices.
+    ``lines``: the lines they are computed for (None: every line); ``notices``: show the input's notices;
+    ``crop``: the exact window a block-wise run (N > 512) keeps, ``(first query, first key, size)``.
     """
     slot = st.container()  # always there, so that a notice coming or going moves nothing after it
-    result = _or_stop(_live, config, tuple(stacks), None if lines is None else tuple(lines))
+    result = _or_stop(_live, config, tuple(stacks), None if lines is None else tuple(lines),
+                      None if crop is None else tuple(crop))
     show_status(result)
     if notices:
         show_notices(slot, result.notices)

@@ -12,14 +12,17 @@ import numpy as np
 import streamlit as st
 
 from transformer.analysis import attention_rollout, neuron_terms, without_keys
+from transformer.blockwise import FULL_ATTENTION_MAX
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, plot
-from viz.attention import head_grid
+from viz.attention import head_grid, window_starts
 from viz.head_view import MAX_POSITIONS, head_view
 from viz.labels import position_labels
 from viz.neuron import neuron_view
+from viz.pooling import FULL_RESOLUTION_WINDOW
 
 NO_FOCUS = -1
+WHOLE_MAP_VIEWS = ("Statistics", "Head view", "Rollout", "Neuron view")  # up to N = 512
 CAUTION = ("Attention weights say where a head looks, not why the model answers as it does: a token can be "
            "looked at and ignored (its value vector small), and rollout assumes heads and residual mix linearly "
            "(Jain & Wallace 2019; Abnar & Zuidema 2020).")
@@ -67,6 +70,16 @@ def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
     shown = without_keys(weights, hidden) if hidden.any() else weights  # (L, H, N_q, N_k')
     return LineView(shown, mask[:, kept], weights, mask, query_tokens, tuple(key_tokens[k] for k in kept), kept,
                     int(hidden.sum()))
+
+
+def crop_window(config) -> tuple | None:
+    """``(first query, first key, size)`` of the full-resolution window when a block-wise run (N > 512) must keep
+    it exact (the window is open), snapped as its pickers snap; else None."""
+    if config.seq_len <= FULL_ATTENTION_MAX or not st.session_state.get("full_res"):
+        return None
+    starts = window_starts(config.seq_len)
+    snap = [min(starts, key=lambda start: abs(start - st.session_state.get(key, 0))) for key in ("crop_q", "crop_k")]
+    return (*snap, FULL_RESOLUTION_WINDOW)
 
 
 def focus_controls(view: LineView, columns) -> tuple[str, int] | None:

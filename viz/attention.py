@@ -15,23 +15,26 @@ from viz.pooling import CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, ma
 from viz.style import left_title, title_lines, weight_coloraxis
 
 
-def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOLUTION):
+def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOLUTION, pooled: int = 1):
     """Max-pool ``(..., N_q, N_k)`` weights and mask to at most ``limit`` cells per axis.
 
     A pooled cell shows the largest weight in its block and counts as masked only
-    when every cell of the block is. Returns ``(weights, mask, query_labels, key_labels, factor)``.
+    when every cell of the block is. ``pooled``: the weights come already max-pooled by this factor
+    (a block-wise run), while the mask and labels are the whole sequence's. Returns ``(weights, mask,
+    query_labels, key_labels, factor)``, the factor counted from the whole sequence.
     """
     weights = np.asarray(weights, dtype=np.float32)
-    mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape[-2:])
     factor = max(pool_factor(weights.shape[-2], limit), pool_factor(weights.shape[-1], limit))
-    if factor == 1:
+    total = factor * pooled
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), (len(query_labels), len(key_labels)))
+    if total == 1:
         return weights, mask, list(query_labels), list(key_labels), 1
     return (
-        max_pool(weights, factor, factor),
-        max_pool(mask, factor, factor, fill=False),
-        pooled_labels(list(query_labels), factor),
-        pooled_labels(list(key_labels), factor),
-        factor,
+        max_pool(weights, factor, factor) if factor > 1 else weights,
+        max_pool(mask, total, total, fill=False),
+        pooled_labels(list(query_labels), total),
+        pooled_labels(list(key_labels), total),
+        total,
     )
 
 
@@ -48,7 +51,7 @@ def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
 
 
 def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
-              limit: int = FULL_RESOLUTION, names=None, focus=None) -> go.Figure:
+              limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1) -> go.Figure:
     """One heatmap per head.
 
     Args:
@@ -57,14 +60,15 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
       query_tokens, key_tokens: token text of length N_q and N_k.
       names: panel titles (default ``"head h"``).
       focus: ``("query", i)`` outlines query i's row in every panel, ``("key", j)`` key j's column; None: none.
+      pooled: the weights come max-pooled by this factor (a block-wise run); mask and tokens are whole.
     """
     weights = np.asarray(weights, dtype=np.float32)
     limit = min(limit, max(8, int((CELL_BUDGET / weights.shape[0]) ** 0.5)))  # many heads: coarser panels
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
-        weights, mask, position_labels(query_tokens), position_labels(key_tokens), limit
+        weights, mask, position_labels(query_tokens), position_labels(key_tokens), limit, pooled
     )
     names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
-    note = pooled_note(factor, weights.shape)
+    note = pooled_note(factor, (len(query_tokens), len(key_tokens)))
     first, *more = title.split("<br>")  # a second line of the title stays the second line
     return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns,
                            "<br>".join([" — ".join(filter(None, (first, note))), *more]),
@@ -90,27 +94,29 @@ def window_starts(length: int, size: int = FULL_RESOLUTION_WINDOW) -> list[int]:
 
 
 def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
-                size: int = FULL_RESOLUTION_WINDOW, focus=None) -> go.Figure:
+                size: int = FULL_RESOLUTION_WINDOW, focus=None, window: bool = False) -> go.Figure:
     """One ``(N_q, N_k)`` head at full resolution: every cell exact, never pooled.
 
     Above ``size`` positions only a ``size × size`` window starting at ``start =
     (first query, first key)`` is drawn (so the figure stays under 1 MB), and the
     title says which part of the matrix it is. Labels keep their absolute positions.
+    ``window``: ``weights`` is that window already (a block-wise run's crop), not the whole head.
     """
-    weights = np.asarray(weights, dtype=np.float32)  # (N_q, N_k)
-    mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape)
-    n_q, n_k = weights.shape
+    weights = np.asarray(weights, dtype=np.float32)  # (N_q, N_k), or the window
+    n_q, n_k = len(query_tokens), len(key_tokens)
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), (n_q, n_k))
     q0, k0 = (min(max(0, int(s)), max(0, n - size)) for s, n in zip(start, (n_q, n_k)))
     rows, cols = slice(q0, q0 + size), slice(k0, k0 + size)
     labels_q, labels_k = position_labels(query_tokens)[rows], position_labels(key_tokens)[cols]
     name = title or "head"
     shown_q, shown_k = len(labels_q), len(labels_k)
+    shown = weights[:shown_q, :shown_k] if window else weights[rows, cols]  # (≤ size, ≤ size)
     if (shown_q, shown_k) != (n_q, n_k):
         note = (f"full resolution, cropped: queries {q0}–{q0 + shown_q - 1}, keys {k0}–{k0 + shown_k - 1} "
                 f"of {n_q}×{n_k}")
     else:
         note = f"full resolution {n_q}×{n_k}" if max(n_q, n_k) > FULL_RESOLUTION else ""
-    return _heatmap_panels(weights[None, rows, cols], mask[rows, cols], labels_q, labels_k, [name], 1,
+    return _heatmap_panels(shown[None], mask[rows, cols], labels_q, labels_k, [name], 1,
                            " — ".join(filter(None, (title, note))), panel_px=420,
                            focus=pooled_focus(focus, 1, (q0, k0), (shown_q, shown_k)))
 
@@ -121,18 +127,18 @@ def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
     return [f"head {h}" if heads <= spelled_out or h == 0 else str(h) for h in range(heads)]
 
 
-def model_view(weights, mask, stack_title="", limit: int = 32, focus=None) -> go.Figure:
+def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, pooled: int = 1) -> go.Figure:
     """All layers × heads as small multiples, each pooled to at most ``limit`` cells.
 
     Args:
       weights: ``(L, H, N_q, N_k)``.  mask: ``(N_q, N_k)`` bool, True = may attend.
-      focus: as `head_grid`'s, outlined in every panel.
+      focus: as `head_grid`'s, outlined in every panel.  pooled: as `head_grid`'s.
     """
     weights = np.asarray(weights, dtype=np.float32)
     layers, heads = weights.shape[:2]
-    n_q, n_k = weights.shape[-2:]
+    n_q, n_k = np.shape(mask)[-2:] if pooled > 1 else weights.shape[-2:]
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
-        weights, mask, [str(i) for i in range(n_q)], [str(j) for j in range(n_k)], limit
+        weights, mask, [str(i) for i in range(n_q)], [str(j) for j in range(n_k)], limit, pooled
     )
     names = [f"layer {layer} head {h}" for layer in range(layers) for h in range(heads)]
     titles = _head_titles(heads) + [""] * (heads * (layers - 1))  # head names on the top row
