@@ -13,8 +13,8 @@ from ui import state
 from ui.controls import FAILED, PASSED
 
 pytestmark = pytest.mark.app
-PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "decode", "train"]
-CHARTLESS = ("train",)
+PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "cost", "decode", "train"]
+CHARTLESS = ("train", "cost")  # the Cost page draws once Measure is pressed
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -805,3 +805,20 @@ def test_the_other_pages_at_n_4096_draw_or_say_why_not(page):
         assert "up to N = 512. Received: seq_len=4096" in at.error[0].value
     else:
         assert specs(at) and not at.error
+
+
+
+def test_the_cost_page_measures_one_layer_on_a_click_and_keeps_the_longest_n_in_the_link():
+    at = open_page("cost", {"cost_max": "512", "d_model": "32", "heads": "4"})
+    no_errors(at)
+    assert not specs(at) and "Press **Measure**" in at.info[0].value
+    at.button[0].click().run()
+    no_errors(at)
+    (figure,) = specs(at)
+    series = [t for t in figure["data"] if t.get("legendgroup", "").startswith(("full", "window", "strided"))
+              and t.get("xaxis") == "x"]
+    assert len(series) == 5 and all(list(t["x"]) == [64, 128, 256, 512] for t in series)
+    assert "time ∝ N^" in " ".join(m.value for m in at.markdown)
+    assert at.query_params["cost_max"] == "512"
+    again = open_page("cost", {"cost_max": "512", "d_model": "32", "heads": "4"})  # measured: drawn at once
+    assert len(specs(again)) == 1

@@ -254,3 +254,17 @@ def test_a_trained_model_runs_under_a_mask_family(cache):
     result = run_live(replace(LIVE, weights="reverse", mask_family="window", mask_size=2,
                               source_text="a b c d\nj i h", target_text="a b c d\nj i h"), cache)
     assert result.applied_masks["decoder"][0].sum(-1).max() <= 2  # at most two keys a query
+
+
+def test_the_cost_measurement_gives_every_series_and_fits_exponents():
+    from transformer.cost import SERIES, attention_cost, counted_bytes, fitted_exponent
+
+    series = attention_cost(16, 4, "/CPU:0", lengths=(64, 128), repeats=1)
+    assert [one.label for one in series][:3] == [label for label, *_ in SERIES][:3] and len(series) == 5
+    assert all(len(one.seconds) == 2 and min(one.seconds) > 0 for one in series)
+    window = series[1]  # a window of 128 at N = 64 is the whole causal triangle
+    assert window.density[0] == pytest.approx(65 / 128)
+    assert not series[0].measured and series[0].bytes[1] == counted_bytes(128, 4, 4, 4)
+    # one key/value head: stored keys and values shrink, but they are repeated to every head (as Keras does)
+    assert series[4].bytes[1] == counted_bytes(128, 4, 1, 4) > series[0].bytes[1]
+    assert fitted_exponent((256, 512, 1024), (1.0, 4.0, 16.0)) == pytest.approx(2.0)

@@ -52,6 +52,28 @@ def position_views(length: int, d_k: int, heads: int):
     return _or_stop(_position_views_of, length, d_k, heads)
 
 
+@st.cache_resource(max_entries=8, show_spinner="Measuring one attention layer at every length…")
+def _cost(d_model: int, heads: int, device: str, longest: int):
+    from transformer.cost import COST_LENGTHS, attention_cost  # noqa: PLC0415
+
+    return attention_cost(d_model, heads, device, tuple(n for n in COST_LENGTHS if n <= longest))
+
+
+_MEASURED: set = set()  # the cost measurements made in this process (any session's)
+
+
+def cost(d_model: int, heads: int, device: str, longest: int):
+    """`transformer.cost.attention_cost` (cached per model size, device and longest N)."""
+    series = _or_stop(_cost, d_model, heads, device, longest)
+    _MEASURED.add((d_model, heads, device, longest))
+    return series
+
+
+def cost_measured(d_model: int, heads: int, device: str, longest: int) -> bool:
+    """Whether those measurements were made already (a page then draws them without a click)."""
+    return (d_model, heads, device, longest) in _MEASURED
+
+
 @st.cache_data(show_spinner=False)
 def scaling(seed: int = 0):
     return scaling_experiment(seed=seed)

@@ -7,6 +7,7 @@ PAGES = (
     ("attention", "Attention", "visibility", "every head of every layer, with statistics and checks"),
     ("dot_product_lab", "Dot-product lab", "science", "one head step by step, why scale, mask fills"),
     ("shapes", "Shapes", "straighten", "the tensor shapes of multi-head attention, step by step"),
+    ("cost", "Cost", "speed", "time and memory of one attention layer against N, by mask and key/value heads"),
     ("decode", "Decode", "play_circle", "a trained model writes its answer token by token, with its cache"),
     ("train", "Train", "model_training", "train a small model in the background, then look at its attention"),
 )

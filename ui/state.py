@@ -32,6 +32,7 @@ LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softma
 DECODE_MODES = ("greedy", "sampled")
 TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 TOP_KS = (0, 1, 2, 3, 5, 10, 20)  # 0: every token
+COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
 MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
@@ -162,6 +163,8 @@ FIELDS: dict[str, Field] = {
     "row": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
     "block_row": Field(False, _flag),  # … with every key of that row blocked
     "logit_size": Field(100, _choice(LOGIT_SIZES, int)),
+    # the Cost page
+    "cost_max": Field(1024, _choice(COST_MAXIMA, int)),
     # the Decode page
     "dec_model": Field("dates", _trained),
     "dec_src": Field("", _text(400)),  # empty: the model's own example

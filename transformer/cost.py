@@ -1,0 +1,122 @@
+"""What one attention layer costs against the sequence length, measured on the session's device.
+
+Each series runs one `MultiHeadAttention` block-wise (as the engine runs long sequences) on random
+inputs under one mask family and number of key/value heads. Time: the median of a few runs after a
+warm-up. Memory: on a GPU, TensorFlow's measured peak for the run; on the CPU TensorFlow keeps no
+allocation statistics (``get_memory_info`` gives 0) and the process's resident size hides freed blocks
+that malloc keeps, so the bytes are counted from the shapes of the tensors a block makes (``measured``
+False). `bench/benchmark.py` measures the CPU peak in a fresh process instead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import tensorflow as tf
+
+from transformer.attention import MultiHeadAttention
+from transformer.blockwise import QUERY_BLOCK, CheckTotals, LayerView
+from transformer.engine_thread import on_engine_thread
+from transformer.masks import family_mask
+
+COST_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096)
+FIT_FROM = 256  # the exponent is fitted from here up: below, fixed per-op costs dominate
+
+
+@dataclass(frozen=True)
+class Series:
+    """One measured curve: ``label``; ``lengths`` N; ``seconds`` and ``bytes`` per N; ``exponent`` the
+    fitted slope of log(seconds) against log(N) from `FIT_FROM` up; ``density`` the allowed share of cells."""
+
+    label: str
+    lengths: tuple
+    seconds: tuple
+    bytes: tuple
+    exponent: float
+    density: tuple
+    measured: bool = True  # False: the bytes are counted from the tensors' shapes (CPU)
+
+
+def counted_bytes(n: int, heads: int, kv_heads: int, d_k: int, block: int = QUERY_BLOCK) -> int:
+    """float32 bytes attention holds at its peak, block-wise: the projected q, k, v (and k, v shared out to
+    every head), and one block's five ``(H, Q_b, N)`` tensors (scores, scaled, filled, softmax, weights)."""
+    rows = min(block, n)
+    heads_bytes = 4 * n * d_k * (heads + 2 * kv_heads + 2 * heads * (kv_heads < heads))
+    return heads_bytes + 4 * 5 * heads * rows * n
+
+
+def _measure_memory(run, device: str) -> int | None:
+    """Bytes ``run`` adds at its peak on a GPU (TensorFlow's own count); None on the CPU."""
+    if not device.startswith("/GPU"):
+        return None
+    tf.config.experimental.reset_memory_stats("GPU:0")
+    before = tf.config.experimental.get_memory_info("GPU:0")["current"]
+    run()
+    return tf.config.experimental.get_memory_info("GPU:0")["peak"] - before
+
+
+def _one_layer(d_model: int, heads: int, kv_heads: int, n: int, family: str, size: int, device: str):
+    """A function running one block-wise attention layer at length ``n``, and the mask's density."""
+    with tf.device(device):
+        layer = MultiHeadAttention(d_model, heads, num_kv_heads=kv_heads)
+        x = tf.random.stateless_normal((1, n, d_model), seed=(1, n))  # (1, N, d_model)
+        mask = family_mask(family, n, min(size, n))  # (N, N) or None
+        layer(x[:, :2], x[:, :2], x[:, :2])  # built
+    layer.block_view = LayerView(1, None, CheckTotals())
+    layer.block_view.checks.add = lambda weights, mask: None  # time the attention, not the checks
+    mask4 = None if mask is None else mask[None, None]  # (1, 1, N, N)
+
+    def run():
+        with tf.device(device):
+            output, _ = layer(x, x, x, mask=mask4)
+            output.numpy()
+    density = 1.0 if mask is None else float(tf.reduce_mean(tf.cast(mask, tf.float32)))
+    return run, density
+
+
+SERIES = (  # (label, family, size, kv heads: "all" / "few" / "one")
+    ("full mask, all KV heads", "bidirectional", 0, "all"),
+    ("window 128, all KV heads", "window", 128, "all"),
+    ("strided 64, all KV heads", "strided", 64, "all"),
+    ("full mask, 2 KV heads", "bidirectional", 0, "few"),
+    ("full mask, 1 KV head", "bidirectional", 0, "one"),
+)
+
+
+@on_engine_thread
+def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", lengths=COST_LENGTHS,
+                   repeats: int = 3) -> list[Series]:
+    """Every `SERIES` measured at ``lengths``; ValueError naming a bad size."""
+    if heads < 1 or d_model % heads:
+        raise ValueError(f"heads must divide d_model. Received: d_model={d_model}, heads={heads}")
+    kv_counts = {"all": heads, "few": 2 if heads % 2 == 0 and heads > 2 else 1, "one": 1}
+    measured = []
+    for label, family, size, kv in SERIES:
+        seconds, memory, density = [], [], []
+        for n in lengths:
+            run, share = _one_layer(d_model, heads, kv_counts[kv], n, family, size, device)
+            run()  # warm-up
+            times = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - started)
+            seconds.append(float(np.median(times)))
+            peak = _measure_memory(run, device)
+            memory.append(peak if peak is not None else counted_bytes(n, heads, kv_counts[kv], d_model // heads))
+            density.append(share)
+        measured.append(Series(label.replace("2 KV", f"{kv_counts['few']} KV"), tuple(lengths), tuple(seconds),
+                               tuple(memory), fitted_exponent(lengths, seconds), tuple(density),
+                               measured=device.startswith("/GPU")))
+    return measured
+
+
+def fitted_exponent(lengths, values, start: int = FIT_FROM) -> float:
+    """The least-squares slope of log(values) against log(lengths) over lengths ≥ ``start``."""
+    points = [(np.log(n), np.log(v)) for n, v in zip(lengths, values) if n >= start and v > 0]
+    if len(points) < 2:
+        return float("nan")
+    x, y = np.array(points).T
+    return float(np.polyfit(x, y, 1)[0])
