@@ -9,7 +9,8 @@ Every figure is measured in the same run as its reference:
   2. compute: this engine's multi-head attention and whole forward pass against
      keras.layers.MultiHeadAttention and a large matmul's FLOP/s; building a new architecture;
   3. payload: bytes of each chart sent to the browser;
-  4. retraces and model builds over 100 random moves;
+  4. retraces and model builds over 100 random moves; block-wise attention at N = 4096 (peak memory
+     in a fresh process, agreement with full attention);
   5. memory over 300 reruns, and cold start from `make run` to the first chart.
 """
 
@@ -193,6 +194,10 @@ def _lanes(floor_url: str, url: str, count: int) -> list[_Lane]:
     lanes.append(_Lane(f"attention, rollout N=512, 8 heads ({count} moves: pads)",
                        f"{url}/attention?seq_len=512&heads=8&d_model=64&view=Rollout&seed=3", kinds=("pads",),
                        look_first=True, target="p50 ≤ 800 ms"))
+    long_text = "+".join(str(i % 10) for i in range(4096))  # 4096 tokens: the pads fall inside the line
+    lanes.append(_Lane(f"attention, N=4096, 8 heads, 2 layers, block-wise ({count} moves: pads)",
+                       f"{url}/attention?seq_len=4096&heads=8&d_model=64&layers=2&src={long_text}&tgt=1+2+3&seed=4",
+                       kinds=("pads",), look_first=True, target="p50 ≤ 1.5 s"))
     return lanes
 
 
@@ -514,6 +519,45 @@ def gpu(quick: bool):
     row("gpu", "slider moves", f"the slider rows above ran on {label}")
 
 
+# ----------------------------------------------------------------- 4b. long sequences
+
+
+def long_sequences(quick: bool):
+    """Block-wise attention: its peak memory at N = 4096 (a fresh process), its agreement with full attention
+    where both fit, and the engine's encoder run at N = 4096."""
+    import tensorflow as tf
+
+    from transformer.blockwise import blockwise_attention, pool_factor
+    from transformer.masks import padding_mask
+    from transformer.model import Transformer
+    from viz.pooling import max_pool
+
+    peaks = {}
+    for n, mode in ((4096, "blockwise"), (2048, "full")):
+        done = subprocess.run([sys.executable, str(ROOT / "bench" / "peak_memory.py"), str(n), mode],
+                              capture_output=True, text=True, env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
+        peaks[mode] = int(done.stdout.split()[-1]) / 2**20 if done.returncode == 0 else float("nan")
+    row("long", "peak memory of an encoder run (8 heads, 2 layers), fresh process: block-wise N=4096 / full "
+        "N=2048", f"{peaks['blockwise']:.0f} / {peaks['full']:.0f} MB", "≤ 256 MB block-wise")
+    model = Transformer(1000, 1000, d_model=64, num_heads=8, d_ff=256, num_encoder_layers=2, num_decoder_layers=2,
+                        dropout=0.0, max_len=4096)
+    ids = tf.constant(np.random.default_rng(0).integers(1, 999, (1, 512)), tf.int32)
+    mask = padding_mask(ids, [0])
+    _, full = model(ids, ids, mask, mask)
+    blocked = blockwise_attention(model, ("encoder", "decoder", "cross"), ids, ids, mask, mask)
+    factor = pool_factor(512)
+    gap = max(float(np.abs(max_pool(tf.stack(full[stack]).numpy(), factor, factor) - blocked.attention[stack]).max())
+              for stack in ("encoder", "decoder", "cross"))
+    row("long", "block-wise against full attention at N=512 (pooled maps, 3 stacks): max |difference|", f"{gap:.1e}",
+        "≤ 1e-6")
+    ids = tf.constant(np.random.default_rng(1).integers(1, 999, (1, 4096)), tf.int32)
+    mask = padding_mask(ids, [0])
+    run = lambda: blockwise_attention(model, ("encoder",), ids, ids, mask, mask)  # noqa: E731
+    (seconds,) = _timed(run, repeats=3 if quick else 7)
+    row("long", "the engine's encoder maps at N=4096, 8 heads, 2 layers, block-wise (with the checks)",
+        f"{seconds * 1e3:.0f} ms")
+
+
 PARTS = {
     "startup": cold_start,
     "slider": slider_latency,
@@ -521,6 +565,7 @@ PARTS = {
     "payload": lambda quick: payload(),
     "traces": lambda quick: retraces(),
     "memory": memory,
+    "long": long_sequences,
     "gpu": gpu,
     "largest": lambda quick: None if quick else new_seed_on_the_largest_model(),
 }

@@ -153,9 +153,10 @@ def test_the_slider_benchmark_interleaves_every_page_and_keeps_its_move_counts()
         elif "head view" in lane.measure:  # a token focus and a head toggle, in turns
             assert plan == [("focus", 7), ("head_toggle", 7)] * 2 and "(28 moves" in lane.measure
         else:  # the floors move their slider; at N = 512 the pads move (the slider's stops are 32 apart there)
-            kind = "pads" if "N=512" in lane.measure else "seq_len"
+            kind = "pads" if "N=512" in lane.measure or "N=4096" in lane.measure else "seq_len"
             assert [each for each, _ in plan] == [kind] * ROUNDS and sum(moves for _, moves in plan) == 30
-    assert sum("N=512" in lane.measure for lane in lanes) == 3 and len(lanes) == 8  # … and rollout at N = 512
+    assert sum("N=512" in lane.measure for lane in lanes) == 3 and len(lanes) == 9  # … and rollout at N = 512
+    assert "N=4096" in lanes[-1].measure and lanes[-1].target == "p50 ≤ 1.5 s"
     assert len({pad_set(index) for index in range(30)} | {"0 <pad>"}) == 31  # never the default, never twice
 
 
