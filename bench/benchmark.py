@@ -127,7 +127,7 @@ def _moves(page, kind, count, first=0):
             thumb.focus()
             times.append(_move_and_wait(page, lambda: thumb.press("ArrowRight"), what="focus"))
         elif kind == "head_toggle":  # the head view's head 1: hidden, shown, hidden …
-            button = page.get_by_test_id("stButtonGroup").get_by_role("button").nth(1)
+            button = page.get_by_role("toolbar", name="Hide heads").get_by_role("button").nth(1)
             times.append(_move_and_wait(page, button.click, what="head toggle"))
         elif kind == "pads":
             box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Pad symbols")

@@ -770,3 +770,61 @@ def test_a_chart_saves_an_svg_and_a_png_three_times_its_size(page, server):
         page.locator(f"{PLOT} .modebar-btn[data-title='Download plot as a PNG']").first.click()
     data = open(png.value.path(), "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(data[16:20], "big") == 3 * width
+
+
+# ----------------------------------------------------------------- beyond 2017
+
+
+def test_a_mask_family_picked_on_the_masks_page_is_drawn_and_kept_in_the_link(page, server):
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
+    open_page(page, server, "masks?seq_len=12")
+    wait_for_charts(page)
+    before = page.locator(PLOT).count()
+    page.get_by_role("radiogroup", name="Self-attention mask").get_by_role("radio", name="window").click()
+    page.wait_for_url("**mask_family=window**", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"(count) => document.querySelectorAll('{PLOT}').length === count + 1", arg=before,
+                           timeout=60_000)
+    titles = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].flatMap(plot => "
+                           "(plot.layout.annotations || []).map(note => note.text))")
+    assert any(title.startswith("encoder, line 1:") and title.endswith("allowed") for title in titles), titles
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_the_kv_heads_slider_groups_the_heads_and_the_cost_page_measures_on_a_click(page, server):
+    open_page(page, server, "attention?heads=4")
+    wait_for_charts(page)
+    thumb = slider_thumb(page, "KV heads")
+    thumb.focus()
+    thumb.press("ArrowLeft")  # 4 (the paper) -> 2
+    page.wait_for_url("**kv_heads=2**", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"() => {FIRST_PLOT}.data.some(trace => trace.name === 'head 2 · kv 1')", timeout=60_000)
+    open_page(page, server, "cost?cost_max=256&d_model=32")
+    page.get_by_role("button", name="Measure").click()
+    page.wait_for_selector(PLOT, timeout=120_000)
+    wait_idle(page)
+    axes = page.evaluate(f"() => [{FIRST_PLOT}._fullLayout.xaxis.type, {FIRST_PLOT}._fullLayout.yaxis.type]")
+    assert axes == ["log", "log"]
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_at_n_1024_the_attention_page_draws_the_block_wise_maps(page, server):
+    text = "+".join(str(i % 10) for i in range(1024))
+    open_page(page, server, f"attention?seq_len=1024&heads=8&src={text}&tgt=1+2+3")
+    wait_for_charts(page)
+    title = page.evaluate(f"() => {FIRST_PLOT}.layout.title.text")
+    assert "max-pooled 16×16 view of 1024×1024" in title, title
+    assert page.get_by_text("attention ran block-wise").count() == 1
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_a_head_toggle_hides_its_lines_in_the_head_view(page, server):
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
+    open_page(page, server, "attention?seq_len=6&view=Head+view")
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data", timeout=60_000)
+    page.get_by_role("toolbar", name="Hide heads").get_by_role("button").nth(1).click()
+    page.wait_for_url("**hidden_heads=1**", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"() => !document.querySelectorAll('{PLOT}')[1].data.some(trace => trace.name === 'head 1')",
+                           timeout=60_000)

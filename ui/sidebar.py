@@ -93,7 +93,8 @@ def _locked_caption(bar, name: str) -> None:
     spec = model.spec
     bar.caption(
         f"**Locked by the trained model:** d_model={spec.d_model}, {spec.num_heads} heads, d_ff={spec.d_ff}, "
-        f"{spec.num_layers} layers, trained on lengths {spec.min_len}–{spec.max_len} "
+        f"{spec.num_layers} layers, sinusoidal positions, a key/value head per head, trained on lengths "
+        f"{spec.min_len}–{spec.max_len} "
         f"(exact-sequence accuracy {model.accuracy:.1%}). A trained model's sizes cannot change; the sliders "
         "apply to seeded random weights. Pads are `<pad>`, and the decoder reads `<s>` + the model's own "
         "prediction, so the target text is not used."
@@ -133,7 +134,8 @@ def render() -> None:
                   help="How the model knows where a token is: added to the embeddings (sinusoidal, learned) or "
                   "inside self-attention (RoPE rotates queries and keys; ALiBi adds −slope·|i − j| to the "
                   "logits); none: attention alone cannot tell positions apart.", **locked)
-    bar.caption(model_size_text(state.current_values()))
+    if not trained:
+        bar.caption(model_size_text(state.current_values()))
     bar.select_slider("d_ff", options=state.D_FF_CHOICES, key="d_ff",
                       help="Inner width of the position-wise feed-forward network.", **locked)
     bar.slider("Layers (N)", 1, MAX_LAYERS, key="layers", help="Encoder layers = decoder layers.", **locked)
