@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-.PHONY: run test test-fast lint bench bench-quick load-test churn-test gpu-check clean
+.PHONY: run test test-fast lint bench bench-quick load-test load-test-browser churn-test gpu-check clean
 
 # The engine's packages: TensorFlow with its CUDA libraries (requirements-gpu.txt) when `nvidia-smi -L` lists a
 # GPU, else the CPU set (requirements.txt). GPU=1 or GPU=0 chooses. The venv's marker records the set, so a
@@ -69,9 +69,14 @@ bench: $(VENV)/.test
 bench-quick: $(VENV)/.test
 	$(BIN)/python bench/benchmark.py --quick --write
 
-# 1 session for 60 s, 8 concurrent Chromium sessions for 60 s, then 8 without pauses for 30 s; the paced runs
-# again on the trivial one-chart page, the framework's floor (about 7 minutes).
+# A class: 1, 8, 16, 30 and 60 students speaking Streamlit's protocol (no browser), 2 minutes each, against
+# one server: answer p50/p90, errors, leaks, CPU per move, RSS (about 11 minutes).
 load-test: $(VENV)/.test
+	$(BIN)/python bench/class_load.py --write
+
+# The browsers' side, smaller: 1 session for 60 s, 8 concurrent Chromium sessions for 60 s, then 8 without
+# pauses for 30 s; the paced runs again on the trivial one-chart page, the framework's floor (about 7 minutes).
+load-test-browser: $(VENV)/.test
 	$(BIN)/python bench/load_test.py --write
 
 # 1 session, then 8 sessions moving random sidebar sliders (new architectures all the time) on the Attention

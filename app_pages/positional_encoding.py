@@ -67,7 +67,8 @@ else:
         plot(positional.rope_offset_figure(views.rope_dots), "rope_offsets")
 st.subheader("Linear biases (ALiBi)" + (" — the model's positions now" if chosen == "alibi" else ""))
 st.markdown("ALiBi adds −slope·|i − j| to head h's logits before the softmax: far keys are penalised, each head "
-            "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two). Nothing is added to the embeddings.")
+            "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two; in each panel's title). Nothing is "
+            "added to the embeddings.")
 plot(positional.alibi_figure(views.alibi_bias[:8], views.alibi_slopes[:8]), "alibi")
 if result.heads > 8:
     st.caption(f"The first 8 of {result.heads} heads; slopes of all: "

@@ -273,11 +273,11 @@ def test_changing_d_model_fixes_heads_and_says_so():
 
 
 def test_the_sequence_length_slider_stops_at_every_short_length_and_keeps_a_linked_one_between_stops():
-    """88 stops (every length to 32, then eight a doubling up to 4096) instead of one-length steps, which left a
-    drag ~0.4 px a length at 512; a link's length between two stops is shown as it is, and a move leaves it."""
+    """71 stops (every length to 32, then coarser up to 4096) instead of one-length steps, which left a drag
+    ~0.4 px a length at 512; a link's length between two stops is shown as it is, and a move leaves it."""
     at = open_page("masks")
     options = [int(option) for option in at.sidebar.select_slider(key="seq_len").options]
-    assert options[:32] == list(range(1, 33)) and options[-1] == state.MAX_SEQ_LEN and len(options) == 88
+    assert options[:32] == list(range(1, 33)) and options[-1] == state.MAX_SEQ_LEN and len(options) == 71
     assert options == sorted(set(options))
     linked = open_page("masks", {"seq_len": "200"})
     no_errors(linked)
@@ -355,6 +355,7 @@ def _field_values():
         "hidden_heads": strategies.lists(strategies.integers(0, state.MAX_HEADS_SHOWN - 1), unique=True).map(sorted),
         "nv_other": strategies.integers(0, state.MAX_SEQ_LEN - 1),
         "nv_head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
+        "cost_max": strategies.sampled_from(state.COST_MAXIMA),
     }))
 
 
@@ -748,7 +749,7 @@ def test_the_positional_page_draws_rope_angles_offsets_and_alibi_biases():
     spread = [t for t in titles if t.startswith("rotated q·k")][0]
     assert float(spread.rsplit(" ", 1)[1]) < 1e-4  # q·k depends on the offset only
     alibi = specs(at)[-1]
-    assert [a["text"] for a in alibi["layout"]["annotations"]][:2] == ["head 0: slope 0.5", "head 1: slope 0.25"]
+    assert [a["text"] for a in alibi["layout"]["annotations"]][:2] == ["head 0: 0.5", "head 1: 0.25"]
     odd = open_page("positional_encoding", {"d_model": "24", "heads": "8"})  # d_k = 3
     assert "RoPE needs an even d_k; d_k = d_model / heads = 3" in " ".join(i.value for i in odd.info)
 

@@ -19,11 +19,11 @@ from transformer.positional import POSITIONS
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-# The sequence-length slider's stops: every length to 32, then 8 stops per doubling (steps of 4, 8 … 256) up
-# to MAX_SEQ_LEN. 88 stops make ~2.5 px each on the sidebar's slider; one stop for each of 512 lengths made
-# 0.4 px, and a drag could not land on a short length such as 8.
-SEQ_LEN_CHOICES = (*range(1, 33), *(length for octave in range(5, 12) for length in
-                                    range(2**octave + 2 ** (octave - 3), 2 ** (octave + 1) + 1, 2 ** (octave - 3))))
+# The sequence-length slider's stops: every length to 32, then steps of 4, 8, 16 and 32 up to 512, and seven
+# stops to MAX_SEQ_LEN (the block-wise lengths). 71 stops make ~3.3 px each on the sidebar's slider; one stop for
+# each of 512 lengths made 0.4 px, and a drag could not land on a short length such as 8.
+SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
+                   *range(288, 513, 32), 640, 768, 1024, 1536, 2048, 3072, MAX_SEQ_LEN)
 DEVICE_CHOICES = ("auto", "cpu")
 STACK_CHOICES = ("encoder", "decoder", "cross")
 # The Attention page's views under the head grid; only the chosen one runs

@@ -159,7 +159,7 @@ def alibi_figure(bias, slopes) -> go.Figure:
     bias = np.asarray(bias, dtype=np.float32)
     heads = bias.shape[0]
     columns = min(heads, 4)
-    layout = panel_layout([f"head {h}: slope {slopes[h]:.4g}" for h in range(heads)], columns, panel_px=200,
+    layout = panel_layout([f"head {h}: {slopes[h]:.3g}" for h in range(heads)], columns, panel_px=180,
                           x_labels_px=40, y_labels_px=40)
     low = float(bias.min()) or -1.0
     traces = []

@@ -1,0 +1,127 @@
+"""deploy/: two app replicas behind Debian's nginx with the project's own configuration, on loopback.
+
+Sessions spread over both replicas, each stays on its replica through reruns, and when one replica
+stops mid-run its sessions reconnect to the other and come back to the view in their URL.
+"""
+
+import contextlib
+import re
+import shutil
+import string
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    browser_required,
+    chromium_missing,
+    free_port,
+    streamlit_server,
+    wait_idle,
+)
+from chart_support import FIRST_PLOT, PLOT
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+SESSIONS = 6
+
+
+def render(listen: str, upstreams: list[str], runtime: Path) -> str:
+    """The template as nginx's image fills it in (only these three names; nginx's own $variables stay)."""
+    servers = " ".join(f"server {upstream} max_fails=1 fail_timeout=5s;" for upstream in upstreams)
+    return string.Template(TEMPLATE.read_text()).safe_substitute(LISTEN=listen, UPSTREAMS=servers,
+                                                                 RUNTIME_DIR=str(runtime))
+
+
+@contextlib.contextmanager
+def nginx(config: str, runtime: Path):
+    path = runtime / "nginx.conf"
+    path.write_text(config)
+    runtime.chmod(0o777)  # as root, nginx's workers run as nobody
+    checked = subprocess.run([NGINX, "-t", "-c", str(path), "-p", str(runtime)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    process = subprocess.Popen([NGINX, "-c", str(path), "-p", str(runtime), "-g", "daemon off;"])
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def routes(runtime: Path) -> dict:
+    """{route key: [the replica that answered each request made with it, in order]} from nginx's access log (a
+    request is logged when it ends: an open WebSocket is not there yet; the pages and health checks are)."""
+    seen = {}
+    for line in (runtime / "access.log").read_text().splitlines():
+        match = re.search(r'" \d+ route=(\S+) upstream=(.+)$', line)
+        if match and match.group(2) != "-":
+            seen.setdefault(match.group(1), []).append(match.group(2).split(",")[-1].strip())
+    return seen
+
+
+def _cookie(page, name: str) -> str:
+    return next(cookie["value"] for cookie in page.context.cookies() if cookie["name"] == name)
+
+
+def chart_rows(page) -> int:
+    return page.evaluate(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length || 0")
+
+
+@pytest.fixture()
+def browser():
+    problem = chromium_missing() or (None if Path(NGINX).exists() else f"{NGINX} is not installed")
+    if problem:
+        if browser_required():
+            pytest.fail(f"deploy tests are required here but {problem} (apt-get install -y chromium nginx)")
+        pytest.skip(problem)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        yield playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_one(browser, tmp_path):
+    with (streamlit_server(with_process=True) as (first_url, first), streamlit_server() as second_url):
+        replicas = [first_url.split("//")[1], second_url.split("//")[1]]
+        port = free_port()
+        with nginx(render(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path):
+            proxy = f"http://127.0.0.1:{port}"
+            pages = []
+            for index in range(SESSIONS):  # each its own browser context: its own cookies, its own route
+                page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
+                page.goto(f"{proxy}/masks?seq_len={5 + index}")
+                wait_idle(page)
+                page.wait_for_selector(PLOT, timeout=120_000)
+                pages.append(page)
+            assert [chart_rows(page) for page in pages] == [5 + index for index in range(SESSIONS)]
+            opened = routes(tmp_path)
+            assert len(opened) == SESSIONS and all(len(set(seen)) == 1 for seen in opened.values()), opened
+            assert {seen[0] for seen in opened.values()} == set(replicas), opened  # spread over both
+            for page in pages:  # a rerun each: a slider move, on the session's own replica
+                thumb = page.get_by_test_id("stSlider").filter(has_text="Sequence length").get_by_role("slider")
+                thumb.focus()
+                thumb.press("ArrowRight")
+            for index, page in enumerate(pages):
+                page.wait_for_function(f"() => ({FIRST_PLOT}?._fullData?.[0]?.z?.length || 0) === {6 + index}",
+                                       timeout=60_000)
+            assert all(len(set(seen)) == 1 for seen in routes(tmp_path).values())  # reruns stayed on their replica
+            route_of = {page: _cookie(page, "al_route") for page in pages}
+            on_first = [page for page in pages if opened[route_of[page]][0] == replicas[0]]
+            first.terminate()  # one replica stops mid-run
+            first.wait(30)
+            deadline = time.monotonic() + 120
+            for page in on_first:  # reconnected through nginx to the other replica, back at the link's view
+                found = re.search(r"seq_len=(\d+)", page.url)
+                length = int(found.group(1)) if found else 7  # the default is left out of a link
+                page.wait_for_function(f"() => ({FIRST_PLOT}?._fullData?.[0]?.z?.length || 0) === {length}",
+                                       timeout=max(1, deadline - time.monotonic()) * 1000)
+                wait_idle(page)
+                assert page.locator("[data-testid='stException']").count() == 0
+            after = routes(tmp_path)
+            moved = [after[route_of[page]][-1] for page in on_first]
+            assert on_first and moved == [replicas[1]] * len(on_first), after
