@@ -224,3 +224,29 @@ def test_the_memory_part_moves_the_sequence_length_through_the_sliders_stops():
     benchmark.memory(True, warm_up=1, reruns=2)
     (section, measure, value, target), = benchmark.ROWS[before:]
     assert section == "memory" and "after 1 warm-up reruns → after 2 more" in measure and value.endswith("%)")
+
+
+def test_a_student_counts_another_students_tokens_in_a_chart_as_a_leak_and_a_failed_run_as_an_error():
+    from student import Answer, Student
+
+    student = Student(7, "http://host")
+    student._check(Answer(0.1, True, 1, 0, chart_bytes=[b'"0\\u00b7s7a", "1\\u00b7s7b"']))
+    assert student.leaks == 0 and student.errors == []
+    student._check(Answer(0.1, True, 1, 0, chart_bytes=[b'"0\\u00b7s7a", "1\\u00b7s12c"']))
+    student._check(Answer(0.1, False, 0, 1))
+    assert student.leaks == 1 and len(student.errors) == 2
+    assert "s7a s7b s7c s7d s7e" in student.source and "src=" in student.link()
+
+
+def test_the_class_table_compares_each_run_with_one_student_and_names_what_gives_first():
+    from class_load import table_rows, verdict
+
+    def run(students, p90, errors=0):
+        return dict(students=students, moves=10, p50=p90 / 2, p90=p90, errors=errors, leaks=0, cpu_per_move=0.05,
+                    rss=800.0)
+    runs = [run(1, 0.1), run(30, 0.19), run(60, 0.5)]
+    assert "| 30 | 10 | 95 / 190 | 1.90× | 0 | 0 | 50 ms | 800 MB |" in table_rows(runs)
+    said = verdict(runs)
+    assert "At 30 students: p90 1.90× one student's, 0 errors, 0 leaks — target (≤ 2×, 0, 0) met." in said
+    assert "At 60 students: latency first (p90 5.0× one student's)" in said
+    assert "errors first" in verdict([run(1, 0.1), run(60, 0.1, errors=3)])

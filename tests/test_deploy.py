@@ -5,9 +5,9 @@ stops mid-run its sessions reconnect to the other and come back to the view in t
 """
 
 import contextlib
+import importlib.util
 import re
 import shutil
-import string
 import subprocess
 import time
 from pathlib import Path
@@ -26,23 +26,16 @@ from chart_support import FIRST_PLOT, PLOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
-TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
+_SPEC = importlib.util.spec_from_file_location("render_nginx", ROOT / "deploy" / "render_nginx.py")
+render_nginx = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(render_nginx)
+write = render_nginx.write  # the project's own rendering of deploy/nginx.conf.template
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 SESSIONS = 6
 
 
-def render(listen: str, upstreams: list[str], runtime: Path) -> str:
-    """The template as nginx's image fills it in (only these three names; nginx's own $variables stay)."""
-    servers = " ".join(f"server {upstream} max_fails=1 fail_timeout=5s;" for upstream in upstreams)
-    return string.Template(TEMPLATE.read_text()).safe_substitute(LISTEN=listen, UPSTREAMS=servers,
-                                                                 RUNTIME_DIR=str(runtime))
-
-
 @contextlib.contextmanager
-def nginx(config: str, runtime: Path):
-    path = runtime / "nginx.conf"
-    path.write_text(config)
-    runtime.chmod(0o777)  # as root, nginx's workers run as nobody
+def nginx(path: Path, runtime: Path):
     checked = subprocess.run([NGINX, "-t", "-c", str(path), "-p", str(runtime)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
     process = subprocess.Popen([NGINX, "-c", str(path), "-p", str(runtime), "-g", "daemon off;"])
@@ -89,7 +82,7 @@ def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_
     with (streamlit_server(with_process=True) as (first_url, first), streamlit_server() as second_url):
         replicas = [first_url.split("//")[1], second_url.split("//")[1]]
         port = free_port()
-        with nginx(render(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path):
+        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path):
             proxy = f"http://127.0.0.1:{port}"
             pages = []
             for index in range(SESSIONS):  # each its own browser context: its own cookies, its own route
