@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,10 @@ def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_
             opened = routes(tmp_path)
             assert len(opened) == SESSIONS and all(len(set(seen)) == 1 for seen in opened.values()), opened
             assert {seen[0] for seen in opened.values()} == set(replicas), opened  # spread over both
+            with urllib.request.urlopen(f"{proxy}/_stcore/health", timeout=10) as health:  # through the proxy
+                assert health.status == 200 and health.read() == b"ok"
+            names = {cookie["name"] for cookie in pages[0].context.cookies()}
+            assert {"al_route", "_streamlit_xsrf"} <= names, names  # the route and Streamlit's XSRF token
             for page in pages:  # a rerun each: a slider move, on the session's own replica
                 thumb = page.get_by_test_id("stSlider").filter(has_text="Sequence length").get_by_role("slider")
                 thumb.focus()
