@@ -69,10 +69,13 @@ st.subheader("Linear biases (ALiBi)" + (" — the model's positions now" if chos
 st.markdown("ALiBi adds −slope·|i − j| to head h's logits before the softmax: far keys are penalised, each head "
             "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two; in each panel's title). Nothing is "
             "added to the embeddings.")
-plot(positional.alibi_figure(views.alibi_bias[:8], views.alibi_slopes[:8]), "alibi")
-if result.heads > 8:
-    st.caption(f"The first 8 of {result.heads} heads; slopes of all: "
-               + ", ".join(f"{slope:.3g}" for slope in views.alibi_slopes))
+ALIBI_PICTURED = 64  # positions a side of each head's bias (eight heads of 256 × 256 were 2.9 MB of JSON)
+plot(positional.alibi_figure(views.alibi_bias[:8, :ALIBI_PICTURED, :ALIBI_PICTURED], views.alibi_slopes[:8]),
+     "alibi")
+st.caption(f"The first {min(length, ALIBI_PICTURED)} positions" + (
+    f"; the first 8 of {result.heads} heads, slopes of all: " + ", ".join(f"{slope:.3g}" for slope in
+                                                                       views.alibi_slopes)
+    if result.heads > 8 else "."))
 
 downloads(
     Download("Download the encoding (CSV)", lambda: matrix_csv(encoding, [str(p) for p in range(length)]),
