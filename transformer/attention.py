@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from transformer.dropout import apply_dropout, dropout_layer
 from transformer.linear import Linear
+from transformer.relative_positions import alibi_bias, rotary
 
 
 class AttentionStages(NamedTuple):
@@ -239,8 +240,6 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         """ALiBi's ``(H, N_q, N_k)`` bias, or None for other positions."""
         if self.positions != "alibi":
             return None
-        from transformer.positional import alibi_bias  # noqa: PLC0415 (positional imports this module)
-
         return alibi_bias(self.num_heads, n_q, n_k)  # (H, N_q, N_k)
 
     def merge_heads(self, x):
@@ -260,8 +259,6 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         k = self.split_heads(key, self.num_kv_heads)  # (B, H_kv, N_k, d_k)
         v = self.split_heads(value, self.num_kv_heads)  # (B, H_kv, N_k, d_v)
         if self.positions == "rope":
-            from transformer.positional import rotary  # noqa: PLC0415 (positional imports this module)
-
             q = rotary(q, tf.range(batch_and_length(query)[1]))  # (B, H, N_q, d_k)
             k = rotary(k, tf.range(batch_and_length(key)[1]))  # (B, H_kv, N_k, d_k)
         return q, self.share_kv_heads(k), self.share_kv_heads(v)  # (B, H, N, d_k) each

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from transformer.masks import SIZED_FAMILIES
 from ui import state
 from ui.chart import chart
 
@@ -83,8 +84,6 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
 def variant_note(config, kv_heads: int, heads: int) -> str:
     """What a configuration changes from the paper (key/value heads, positions, the mask family), in a line;
     "" for the paper's."""
-    from transformer.masks import SIZED_FAMILIES  # noqa: PLC0415
-
     group = heads // kv_heads
     parts = []
     if group > 1:

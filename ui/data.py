@@ -11,6 +11,7 @@ import streamlit as st
 import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
 from transformer.analysis import scaling_experiment
+from transformer.cost import COST_LENGTHS, attention_cost
 from transformer.decoding import decode
 from transformer.device import memory_in_use as device_memory
 from transformer.position_views import position_views as _position_views_of
@@ -54,8 +55,6 @@ def position_views(length: int, d_k: int, heads: int):
 
 @st.cache_resource(max_entries=8, show_spinner="Measuring one attention layer at every length…")
 def _cost(d_model: int, heads: int, device: str, longest: int):
-    from transformer.cost import COST_LENGTHS, attention_cost  # noqa: PLC0415
-
     return attention_cost(d_model, heads, device, tuple(n for n in COST_LENGTHS if n <= longest))
 
 
