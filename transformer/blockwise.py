@@ -53,7 +53,7 @@ class LayerView:
 
     factor: int
     crop: tuple | None  # (first query, first key, size) of the exact window, or None
-    checks: CheckTotals
+    checks: CheckTotals | None  # None: no checks (the Cost page times attention alone)
     crops: list = field(default_factory=list)
 
     def attend(self, q, k, v, mask=None, bias=None):
@@ -68,7 +68,8 @@ class LayerView:
             stages = attention_stages(q[:, :, start:end], k, v, block_mask, bias=block_bias)
             outputs.append(stages.output)  # (B, H, Q_b, d_v)
             pooled.append(_max_pool(stages.weights, self.factor))  # (B, H, ⌈Q_b/f⌉, ⌈N_k/f⌉)
-            self.checks.add(stages.weights, block_mask if block_mask is not None else True)
+            if self.checks is not None:
+                self.checks.add(stages.weights, block_mask if block_mask is not None else True)
             if self.crop is not None:
                 cropped.append(_crop(stages.weights, start, end, self.crop))
         if self.crop is not None:

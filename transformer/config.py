@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from transformer import tokens
 from transformer.attention import check_heads, check_kv_heads
+from transformer.blockwise import FULL_ATTENTION_MAX
 from transformer.device import resolve_device
 from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
 from transformer.positional import POSITIONS
@@ -121,7 +122,7 @@ def attention_bytes(batch, heads, layers, length) -> int:
 def check_budget(config: LiveConfig, batch: int) -> None:
     """Refuse, with the numbers, a run whose attention maps would not fit the budget (a block-wise run, above
     512 positions, keeps pooled maps only: no budget)."""
-    if config.seq_len > 512:
+    if config.seq_len > FULL_ATTENTION_MAX:
         return
     needed = attention_bytes(batch, config.num_heads, config.num_layers, config.seq_len)
     if needed > ATTENTION_BUDGET_BYTES:

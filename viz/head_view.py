@@ -119,12 +119,8 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
     n_q, n_k = weights.shape[-2:]
     heads = list(range(weights.shape[0]) if heads is None else heads)
     along, position = focus if focus is not None else (None, None)
-    q0, q1 = window(n_q, position if along == "query" else None, size)
-    k0, k1 = window(n_k, position if along == "key" else None, size)
-    if along == "query" and n_k > size:  # keep the keys in step with a focused query (self-attention)
-        k0, k1 = window(n_k, position, size)
-    if along == "key" and n_q > size:
-        q0, q1 = window(n_q, position, size)
+    q0, q1 = window(n_q, position, size)  # both axes around the focus: queries and keys in step (self-attention)
+    k0, k1 = window(n_k, position, size)
     shown = weights[:, q0:q1, k0:k1]  # (H, n_q', n_k')
     local_focus = None
     if focus is not None and (q0 <= position < q1 if along == "query" else k0 <= position < k1):
