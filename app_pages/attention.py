@@ -8,11 +8,10 @@ from transformer.analysis import attention_checks, head_statistics, measured_che
 from transformer.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
 from ui.controls import (
-    FAILED,
-    PASSED,
     PERSIST,
     STACK_NAMES,
     Download,
+    check_lines,
     downloads,
     element_picker,
     head_picker,
@@ -115,16 +114,14 @@ elif view == "Checks" and blockwise:
     checks = measured_checks(totals.non_finite, totals.row_gap, totals.masked_max, totals.empty_gap)
     st.markdown("\n\n".join([
         f"Every layer and head of line {element + 1}, measured block by block as the weights were made:",
-        *(f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
-          for check in checks),
+        *check_lines(checks),
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":
     gaps = data.keras_check(config, stack, layer, element)  # {} with RoPE or ALiBi: Keras has neither
     checks = attention_checks(line_maps, mask, gaps)
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
         f"Every layer and head of line {element + 1}:",
-        *(f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
-          for check in checks),
+        *check_lines(checks),
         *([] if gaps else ["No Keras layer has rotary or ALiBi positions: this engine's are checked against "
                            "their papers' definitions in NumPy in the tests (tests/test_variants.py)."])]))
 elif view == "Statistics":

@@ -98,6 +98,12 @@ def variant_note(config, kv_heads: int, heads: int) -> str:
     return " · ".join(parts)
 
 
+def check_lines(checks) -> list[str]:
+    """Each `transformer.analysis.Check` as a Markdown line: its mark, name, what is measured and the value."""
+    return [f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
+            for check in checks]
+
+
 def plot(fig, key: str, on_click=None) -> None:
     """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
     ``on_click``: see `ui.chart.chart`."""

@@ -48,9 +48,14 @@ def decoding(name, source, device, sample, temperature, top_k, seed):
 
 
 @st.cache_resource(max_entries=8, show_spinner=COMPUTING)
+def _position_views(length: int, d_k: int, heads: int):
+    return _position_views_of(length, d_k, heads)
+
+
 def position_views(length: int, d_k: int, heads: int):
-    """RoPE's angles and rotated dot products, ALiBi's biases (`transformer.position_views`), cached."""
-    return _or_stop(_position_views_of, length, d_k, heads)
+    """RoPE's angles and rotated dot products, ALiBi's biases (`transformer.position_views`), cached; on bad
+    input a message and the page stops (outside the cache, as the other calls here)."""
+    return _or_stop(_position_views, length, d_k, heads)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Measuring one attention layer at every length…")

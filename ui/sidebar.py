@@ -35,15 +35,13 @@ def _fix_kv_heads() -> None:
         state.notify(f"{kv_heads} key/value heads do not divide {heads} heads; there is one per head again.")
 
 
-def model_size_text(values: dict) -> str:
-    """The parameter count and the key/value cache per decoded token of the sidebar's model (float32)."""
-    kv_heads = values["kv_heads"] or values["heads"]
-    architecture = (values["d_model"], values["heads"], values["d_ff"], values["layers"], values["positions"],
-                    kv_heads, "/CPU:0")
-    parameters = architecture_bytes(architecture) // 4
-    cache = 2 * values["layers"] * kv_heads * (values["d_model"] // values["heads"]) * 4  # K and V, every layer
+def model_size_text(config) -> str:
+    """The parameter count and the key/value cache per decoded token of ``config``'s random-weights model
+    (float32)."""
+    parameters = architecture_bytes(config.architecture) // 4
+    cache = 2 * config.num_layers * config.kv_heads * (config.d_model // config.num_heads) * 4  # K and V a layer
     return (f"{parameters / 1e6:,.2f} M parameters · key/value cache {cache:,} bytes a token "
-            f"({kv_heads} of {values['heads']} heads keep keys and values)")
+            f"({config.kv_heads} of {config.num_heads} heads keep keys and values)")
 
 
 def session_device() -> str:
@@ -135,7 +133,7 @@ def render() -> None:
                   "inside self-attention (RoPE rotates queries and keys; ALiBi adds −slope·|i − j| to the "
                   "logits); none: attention alone cannot tell positions apart.", **locked)
     if not trained:
-        bar.caption(model_size_text(state.current_values()))
+        bar.caption(model_size_text(state.live_config()))
     bar.select_slider("d_ff", options=state.D_FF_CHOICES, key="d_ff",
                       help="Inner width of the position-wise feed-forward network.", **locked)
     bar.slider("Layers (N)", 1, MAX_LAYERS, key="layers", help="Encoder layers = decoder layers.", **locked)

@@ -6,6 +6,7 @@ tokens, and where each drawn key sits in the sequence, so a click on a chart map
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ from ui import data
 from ui.controls import PERSIST, clamp, head_picker, plot
 from viz.attention import head_grid, window_starts
 from viz.head_view import MAX_POSITIONS, head_view
-from viz.labels import position_labels
+from viz.labels import escape, position_labels
 from viz.neuron import neuron_view
 from viz.pooling import FULL_RESOLUTION_WINDOW
 
@@ -49,13 +50,18 @@ class LineView:
     @property
     def note(self) -> str:
         """What a chart title says of the hidden keys (escaped: Plotly reads ``<s>`` as strike-through)."""
-        return (f"&lt;s&gt;, &lt;/s&gt; and padding hidden ({self.hidden} key{'s' if self.hidden > 1 else ''}), rows "
+        return (f"{escape('<s>, </s>')} and padding hidden ({self.hidden} key{'s' if self.hidden > 1 else ''}), rows "
                 f"renormalised" if self.hidden else "")
 
     def key_index(self, position: int) -> int | None:
         """Where key ``position`` is drawn, or None when it is hidden."""
         found = np.flatnonzero(self.key_positions == position)
         return int(found[0]) if len(found) else None
+
+
+def widget_labels(tokens) -> list[str]:
+    """`position_labels` as a widget shows them: Streamlit's widgets show text, not Plotly's escaped HTML."""
+    return [html.unescape(label) for label in position_labels(tokens)]
 
 
 def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
@@ -89,13 +95,13 @@ def focus_controls(view: LineView, columns) -> tuple[str, int] | None:
                                "instead of a query (a row: what it attends to).", **PERSIST)
     tokens = view.key_tokens if by_key else view.query_tokens
     positions = view.key_positions.tolist() if by_key else list(range(len(tokens)))
-    labels = dict(zip(positions, position_labels(tokens)))
+    labels = dict(zip(positions, widget_labels(tokens)))
     value = st.session_state.get("focus", NO_FOCUS)
     if value != NO_FOCUS and value not in labels:
         st.session_state["focus"] = NO_FOCUS
     focus = columns[0].select_slider(
         "Focus a key" if by_key else "Focus a query", [NO_FOCUS, *positions], key="focus",
-        format_func=lambda p: "none" if p == NO_FOCUS else labels[p].replace("&lt;", "<").replace("&gt;", ">"),
+        format_func=lambda p: "none" if p == NO_FOCUS else labels[p],
         help="Outlined in every head and in the model view; or click a cell of a chart.", **PERSIST)
     return None if focus == NO_FOCUS else ("key" if by_key else "query", focus)
 
@@ -179,10 +185,9 @@ def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> 
     by_key = focus is not None and focus[0] == "key"
     other_count = q.shape[1] if by_key else k.shape[1]
     clamp("nv_other", other_count - 1)
-    other_tokens = query_tokens if by_key else key_tokens
+    other_labels = widget_labels(query_tokens if by_key else key_tokens)  # once, not once an option
     other = st.select_slider("Query" if by_key else "Key", list(range(other_count)), key="nv_other",
-                             format_func=lambda p: position_labels(other_tokens)[p].replace("&lt;", "<")
-                             .replace("&gt;", ">"), **PERSIST)
+                             format_func=other_labels.__getitem__, **PERSIST)
     fixed = focus[1] if focus is not None else 0
     query, key = (other, fixed) if by_key else (fixed, other)
     if focus is None:
