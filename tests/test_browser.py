@@ -720,14 +720,27 @@ def test_clicking_a_cell_focuses_its_query_in_every_head_and_the_link_keeps_it(p
 
 
 def _line_rows(page, side: str) -> list:
-    """The query (or key) ends of every line the head view (chart 1) shows now."""
+    """The query (or key) ends of every line the head view (chart 1) shows now: its line shapes' segments
+    ``M0,query L1,key``, but a head's hidden in the legend."""
     return page.evaluate(f"""(side) => {{
         const plot = document.querySelectorAll('{PLOT}')[1], rows = new Set();
-        for (const trace of plot._fullData.filter((trace) => trace.meta && trace.meta.lines))
-            for (let at = 0; at < trace.y.length; at += 3)
-                if (!Number.isNaN(trace.y[at])) rows.add(trace.y[at + (side === "query" ? 0 : 1)]);
+        for (const shape of plot.layout.shapes.filter((shape) => shape.legendgroup && !shape.showlegend &&
+                                                                 shape.visible !== 'legendonly'))
+            for (const match of shape.path.matchAll(/M0,(-?\\d+)L1,(-?\\d+)/g))
+                rows.add(Number(match[side === "query" ? 1 : 2]));
         return [...rows].sort();
     }}""", side)
+
+
+def _line_heads(page) -> list:
+    """The heads whose lines the head view (chart 1) has drawn now: its shape layer's non-empty paths."""
+    return page.evaluate(f"""() => {{
+        const plot = document.querySelectorAll('{PLOT}')[1], shapes = plot.layout.shapes;
+        return [...new Set([...plot.querySelectorAll('.shapelayer path[data-index]')]
+            .filter((path) => path.getAttribute('d'))
+            .map((path) => shapes[Number(path.dataset.index)])
+            .filter((shape) => shape.legendgroup && !shape.showlegend).map((shape) => shape.legendgroup))].sort();
+    }}""")
 
 
 def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page, server):
@@ -738,10 +751,16 @@ def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page,
     queries = page.evaluate(f"() => document.querySelectorAll('{PLOT}')[1].data"
                             ".findIndex((trace) => trace.meta && trace.meta.side === 'query')")
     assert _line_rows(page, "query") == [0, 1, 2, 3, 4, 5]
+    heads = _line_heads(page)
+    assert len(heads) > 1, heads
+    page.locator(PLOT).nth(1).locator(".legend .legendtoggle").first.click()  # hides head 0's lines
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1].layout.shapes[0].visible === 'legendonly'")
+    assert _line_heads(page) == heads[1:]
     point = _plot_point(page, 1, queries, 2)
     page.mouse.move(point["x"], point["y"])
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1].querySelector('.hovertext')")
     assert _line_rows(page, "query") == [2]  # only query 2's lines
+    assert _line_heads(page) == heads[1:]  # head 0 still hidden
     assert "query 2·3" in page.locator(f"{PLOT} .hoverlayer .hovertext").first.text_content()
     page.mouse.move(5, 5)
     page.wait_for_timeout(300)
@@ -753,6 +772,7 @@ def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page,
     page.mouse.move(5, 5)
     page.wait_for_timeout(300)
     assert _line_rows(page, "query") == [2]  # the server draws the focused query's lines only
+    assert _line_heads(page) == heads[1:]  # a head hidden in the legend stays hidden through the redraw
     assert page.locator("[data-testid='stException']").count() == 0
 
 
@@ -823,8 +843,10 @@ def test_a_head_toggle_hides_its_lines_in_the_head_view(page, server):
     page.set_viewport_size({"width": 1400, "height": TALL_PX})
     open_page(page, server, "attention?seq_len=6&view=Head+view")
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data", timeout=60_000)
+    assert "head 1" in _line_heads(page)
     page.get_by_role("toolbar", name="Hide heads").get_by_role("button").nth(1).click()
     page.wait_for_url("**hidden_heads=1**", timeout=60_000)
     wait_idle(page)
-    page.wait_for_function(f"() => !document.querySelectorAll('{PLOT}')[1].data.some(trace => trace.name === 'head 1')",
-                           timeout=60_000)
+    page.wait_for_function(f"() => !document.querySelectorAll('{PLOT}')[1].layout.shapes"
+                           ".some(shape => shape.legendgroup === 'head 1')", timeout=60_000)
+    assert "head 1" not in _line_heads(page) and _line_heads(page)

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -490,14 +491,16 @@ def test_the_decoding_figures_validate_and_keep_weights_on_the_fixed_scale():
 # ----------------------------------------------------------------- head view, focus outlines, neuron view
 
 
+def _line_shapes(fig):
+    return [shape for shape in fig.layout.shapes if shape.legendgroup and not shape.showlegend]
+
+
 def _segments(fig):
-    """``(head, query, key, opacity)`` of every line the head view draws."""
+    """``(head, query, key, opacity)`` of every line the head view draws (``M0,query L1,key`` in a path)."""
     drawn = []
-    for trace in fig.data:
-        if (trace.meta or {}).get("lines"):
-            y = np.asarray(trace.y, float).reshape(-1, 3)  # (segments, 3): query, key, NaN
-            head = int(trace.name.split()[-1])
-            drawn += [(head, int(q), int(k), trace.opacity) for q, k, _ in y]
+    for shape in _line_shapes(fig):
+        head = int(shape.legendgroup.split()[-1])
+        drawn += [(head, int(q), int(k), shape.opacity) for q, k in re.findall(r"M0,(-?\d+)L1,(-?\d+)", shape.path)]
     return drawn
 
 
@@ -510,8 +513,10 @@ def test_the_head_view_draws_a_line_per_weight_with_opacity_by_weight_and_one_co
     assert set(lines) == expected  # 0.005 and the zeros are left out
     for (h, q, k), opacity in lines.items():  # ten opacity steps on the fixed 0–1 scale
         assert abs(opacity - weights[h, q, k]) <= 0.1, (h, q, k, opacity)
-    colours = {trace.name: trace.line.color for trace in fig.data if (trace.meta or {}).get("lines")}
+    colours = {shape.legendgroup: shape.line.color for shape in _line_shapes(fig)}
     assert colours == {"head 0": head_view.head_color(0), "head 1": head_view.head_color(1)}
+    legend = [(trace.legendgroup, trace.line.color) for trace in fig.data if trace.showlegend is not False]
+    assert legend == [("head 0", head_view.head_color(0)), ("head 1", head_view.head_color(1))]  # its click hides them
     tokens = [trace for trace in fig.data if (trace.meta or {}).get("side")]
     assert [list(t.text) for t in tokens] == [["0·a", "1·b", "2·a"]] * 2  # repeated tokens stay distinct
     assert "query 1·b" in tokens[0].hovertext[1] and "0·a 0.50" in tokens[0].hovertext[1]

@@ -1,8 +1,9 @@
 """The head view: queries in a column on the left, keys on the right, a line for each weight.
 
-One colour a head, opacity by weight on the fixed 0–1 scale (in ten steps, one trace each), so a
-strong link reads at a glance and the heads can be told apart. Hovering a token keeps only its
-lines (the chart's own code, ``meta.head_view``); clicking one focuses it on the page.
+One colour a head, opacity by weight on the fixed 0–1 scale (in ten steps, one path shape each), so
+a strong link reads at a glance and the heads can be told apart; the traces are the tokens and the legend.
+Hovering a token keeps only its lines (the chart's own code, ``meta.head_view``); clicking one
+focuses it on the page.
 """
 
 from __future__ import annotations
@@ -55,27 +56,26 @@ def _kept_lines(weights, heads, focus, min_weight: float, max_lines: int):
     return head, query, key, strength, budget_cut
 
 
-def _line_traces(head, query, key, strength) -> list[dict]:
-    """One trace per head and opacity step; a segment is ``x = [0, 1, None]``, ``y = [query, key, None]``."""
-    traces = []
+def _line_shapes(head, query, key, strength) -> list[dict]:
+    """One path shape a head and opacity step, each line a segment ``M0,query L1,key``, in the head's legend
+    group. Shapes, not traces: a focus or hover redraws the shapes alone (Plotly's relayout), not every trace."""
+    shapes = []
     steps = np.minimum(OPACITY_STEPS - 1, (strength * OPACITY_STEPS).astype(int))  # 0 … 9
     for h in sorted(set(head.tolist())):
         for step in range(OPACITY_STEPS):
             chosen = (head == h) & (steps == step)
             if not chosen.any():
                 continue
-            count = int(chosen.sum())
-            x = np.tile(np.array([0.0, 1.0, np.nan], np.float32), count)  # (3·count,); NaN breaks the line
-            y = np.stack([query[chosen], key[chosen], np.full(count, np.nan)], 1).ravel().astype(np.float32)
-            traces.append(dict(type="scatter", mode="lines", x=x, y=y,
+            path = "".join(f"M0,{q}L1,{k}" for q, k in zip(query[chosen].tolist(), key[chosen].tolist()))
+            shapes.append(dict(type="path", path=path, xref="x", yref="y", layer="below",
                                line=dict(color=head_color(h), width=2), opacity=max(0.06, (step + 0.5) / OPACITY_STEPS),
-                               name=f"head {h}", legendgroup=f"head {h}", showlegend=False,
-                               hoverinfo="skip", meta=dict(lines=True)))
-    return traces
+                               name=f"head {h}", legendgroup=f"head {h}", showlegend=False))
+    return shapes
 
 
 def _legend_traces(heads) -> list[dict]:
-    """One legend entry a head in its full colour (its lines are drawn fainter); a click hides the head's lines."""
+    """One legend entry a head in its full colour (its lines are drawn fainter): a click hides the head's line
+    shapes too (Plotly hides a legend group's shapes with its traces)."""
     return [dict(type="scatter", mode="lines", x=[None], y=[None], line=dict(color=head_color(h), width=3),
                  name=f"head {h}", legendgroup=f"head {h}", hoverinfo="skip") for h in heads]
 
@@ -136,9 +136,8 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
     hovers_k = [f"key {label}" + (" (masked)" if blocked else "") + " is attended by<br>"
                 + _strongest(shown, heads, column, q_labels, "key") for column, (label, blocked)
                 in enumerate(zip(k_labels, key_blocked))]
-    traces = _legend_traces(heads) + _line_traces(head, query, key, strength)
-    traces += [_token_trace("query", q_labels, hovers_q, query_blocked, q0),
-               _token_trace("key", k_labels, hovers_k, key_blocked, k0)]
+    traces = _legend_traces(heads) + [_token_trace("query", q_labels, hovers_q, query_blocked, q0),
+                                      _token_trace("key", k_labels, hovers_k, key_blocked, k0)]
     rows = max(q1 - q0, k1 - k0)
     text = "<br>".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight, budget_cut,
                                                   len(strength)))))  # what is left out: a line of its own
@@ -149,7 +148,8 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
         xaxis=dict(range=[-0.45, 1.45], visible=False, fixedrange=True),
         yaxis=dict(range=[rows - 0.5, -0.5], visible=False, fixedrange=True),
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", title=dict(text="heads (click to hide)")),
-        meta=dict(head_view=True, click=True), shapes=_focus_band(local_focus),
+        meta=dict(head_view=True, click=True),
+        shapes=_focus_band(local_focus) + _line_shapes(head, query, key, strength),  # the band under the lines
     )
     return go.Figure(data=traces, layout={**layout, "template": TEMPLATE_JSON}, _validate=False)
 

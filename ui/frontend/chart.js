@@ -123,18 +123,20 @@ function clickedPositions(point) {
   return { query: row * factor, key: (meta.stride ? column % meta.stride : column) * factor };
 }
 
-// The head view (viz/head_view.py): hovering a token keeps only its lines (the others' y set to NaN, which
-// breaks a line), leaving it restores them.
+// The head view (viz/head_view.py): its lines are path shapes, a segment "M0,query L1,key" a line, in their head's
+// legend group. Hovering a token keeps only its lines, leaving it restores them: a relayout of the shapes (a head
+// hidden in the legend stays hidden).
+const SEGMENT = /M0,(-?\d+)L1,(-?\d+)/g;
+
 function hoverLines(node, side, row) {
-  const indices = [], ys = [], end = side === "query" ? 0 : 1;
-  for (const [index, original] of node.alLines) {
-    const kept = Float32Array.from(original);
-    for (let at = 0; at < kept.length; at += 3)
-      if (row !== null && original[at + end] !== row) { kept[at] = NaN; kept[at + 1] = NaN; }
-    indices.push(index);
-    ys.push(row === null ? original : kept);
-  }
-  if (indices.length) window.Plotly.restyle(node, { y: ys }, indices);
+  const end = side === "query" ? 0 : 1;
+  const shapes = node.layout.shapes.map((shape, index) => {
+    const lines = node.alLines.get(index);
+    if (!lines) return shape;
+    const kept = row === null ? lines : lines.filter((line) => line[end] === row);
+    return { ...shape, path: kept.map(([query, key]) => `M0,${query}L1,${key}`).join("") };
+  });
+  window.Plotly.relayout(node, { shapes });
 }
 
 function listen(node) {
@@ -153,11 +155,26 @@ function listen(node) {
   });
 }
 
-function keepLines(node) {  // the head view's line traces as drawn (decoded from the figure), for hoverLines
-  if (!(node.layout.meta && node.layout.meta.head_view)) { node.alLines = null; return; }
+function keepLines(node) {  // {shape index: [[query, key] …]} of the head view's lines as the server drew them
+  node.alLines = null;
+  if (!(node.layout.meta && node.layout.meta.head_view)) return;
   node.alLines = new Map();
-  for (const trace of node._fullData)
-    if (trace.meta && trace.meta.lines) node.alLines.set(trace.index, Float32Array.from(trace.y));
+  (node.layout.shapes || []).forEach((shape, index) => {
+    if (shape.legendgroup && !shape.showlegend)
+      node.alLines.set(index, [...shape.path.matchAll(SEGMENT)].map((match) => [Number(match[1]), Number(match[2])]));
+  });
+}
+
+// A legend group the viewer hid (a head of the head view: its legend entry and its line shapes) stays hidden when
+// the server sends a new figure.
+function hiddenGroups(node) {
+  return new Set((node.data || []).filter((trace) => trace.legendgroup && trace.visible === "legendonly")
+    .map((trace) => trace.legendgroup));
+}
+
+function hideGroups(items, hidden) {
+  return hidden.size ? items.map((item) => (hidden.has(item.legendgroup) ? { ...item, visible: "legendonly" } : item))
+    : items;
 }
 
 // The traces of a chart's text as sent: from "figure" up to its "layout" key (a key's quotes are never escaped; a
@@ -188,9 +205,11 @@ function draw(node, evenOutOfView = false) {
     node.alClickable = Boolean((figure.layout.meta || {}).click);
     const traces = tracesText(node.alText), layout = themedLayout(figure.layout, node.alTheme);
     const unshaped = JSON.stringify({ ...layout, shapes: null });
-    if (node.data && traces === node.alDrawnTraces && unshaped === node.alDrawnLayout)  // a new outline only
-      return Plotly.relayout(node, { shapes: layout.shapes || [] });
-    const data = node.data && traces === node.alDrawnTraces ? node.data : figure.data;
+    const hidden = hiddenGroups(node);
+    layout.shapes = hideGroups(layout.shapes || [], hidden);
+    if (node.data && traces === node.alDrawnTraces && unshaped === node.alDrawnLayout)  // new outlines or lines only
+      return Plotly.relayout(node, { shapes: layout.shapes }).then(() => keepLines(node));
+    const data = node.data && traces === node.alDrawnTraces ? node.data : hideGroups(figure.data, hidden);
     return Plotly.react(node, data, layout, exportConfig(config, Plotly))
       .then(() => {
         node.alDrawnTraces = traces;
