@@ -38,8 +38,9 @@ config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
 batch = data.line_count(config)  # lines of text; a bad configuration's message goes full width, under the controls
 with controls[1]:
     element = element_picker(batch)
-crop = token_views.crop_window(config)  # the exact window a block-wise run (N > 512) keeps
-result = data.live(config, stacks=(stack,), lines=(element,), crop=crop)  # only the stack and line on view
+windows = token_views.exact_windows(config, stack)  # {name: window} a block-wise run (N > 512) keeps exact
+result = data.live(config, stacks=(stack,), lines=(element,), windows=tuple(windows.values()))  # the stack and line
+exact_maps = {name: maps[:, 0] for name, maps in zip(windows, result.window_weights.get(stack, ()))}  # (L, H, r, c)
 line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k), max-pooled by result.attention_factor above 512
 layers, heads = line_maps.shape[:2]
 n_q, n_k = (len(tokens) for tokens in result.tokens_of(stack, element))
@@ -96,7 +97,7 @@ if max(n_q, n_k) > FULL_RESOLUTION:
                 left, right = st.columns(2)
                 start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
                          window_start_picker("crop_k", window_starts(shown_k), "First key", right))
-            exact = result.crops[stack][layer, 0, head] if blockwise else weights[head]  # the window, or the head
+            exact = exact_maps["full_res"][layer, head] if blockwise else weights[head]  # the window, or the head
             plot(single_head(exact, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
                              title=f"head {head}", start=start, focus=drawn_focus, window=blockwise),
                  "single_head", on_click=on_click)
@@ -107,7 +108,7 @@ MODEL_VIEW_HEADS = 16
 view = view_picker()
 if blockwise and view in token_views.WHOLE_MAP_VIEWS:
     st.info(f"The {view.lower()} needs every weight of a layer at once: up to N = {FULL_ATTENTION_MAX} (N = {n_q} "
-            "runs block-wise). The heads above, the model view and the checks work at every length.",
+            "runs block-wise). The heads above, the head view, the model view and the checks work at every length.",
             icon=":material/info:")
 elif view == "Checks" and blockwise:
     totals = result.block_checks[stack]
@@ -131,7 +132,8 @@ elif view == "Statistics":
     st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
                "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
 elif view == "Head view":
-    token_views.head_view_section(view_of_line, layer, focus)
+    token_views.head_view_section(view_of_line, layer, focus,
+                                  exact=(windows["head_view"][:2], exact_maps["head_view"]) if blockwise else None)
 elif view == "Rollout":
     token_views.rollout_section(view_of_line, stack, focus)
 elif view == "Neuron view":

@@ -796,6 +796,18 @@ def test_at_n_4096_the_attention_page_draws_pooled_heads_an_exact_window_and_blo
     assert "attention ran block-wise, 128 queries at a time" in " ".join(c.value for c in at.caption)
     at.segmented_control(key="view").set_value("Rollout").run()
     assert "needs every weight of a layer at once: up to N = 512" in at.info[0].value
+    at.segmented_control(key="view").set_value("Head view").run()  # its 64 around the focus, kept exact too
+    no_errors(at)
+    assert "every weight here is under 0.01" in specs(at)[2]["layout"]["title"]["text"]  # spread over 4096 keys
+    at.sidebar.selectbox(key="positions").set_value("alibi").run()  # ALiBi: each head looks close by
+    no_errors(at)
+    grid, window, lines = specs(at)
+    assert "queries 2968–3031 and keys 2968–3031 of 4096×4096" in lines["layout"]["title"]["text"]
+    assert "cropped: queries 2944–3199, keys 128–383" in window["layout"]["title"]["text"]
+    queries = next(trace for trace in lines["data"] if trace.get("meta", {}).get("side") == "query")
+    assert queries["text"][32].startswith("3000·") and queries["meta"]["first"] == 2968
+    drawn = {shape["path"][:3] for shape in lines["layout"]["shapes"] if shape.get("legendgroup")}
+    assert drawn == {"M0,"} and "runs the model again, block-wise" in " ".join(c.value for c in at.caption)
 
 
 @pytest.mark.parametrize("page", ["masks", "positional_encoding", "dot_product_lab", "shapes"])

@@ -38,13 +38,15 @@ def test_block_wise_maps_equal_full_attention_pooled_and_cropped(options):
     src, tgt, src_mask, tgt_mask = _inputs()
     _, full = model(src, tgt, src_mask, tgt_mask)  # every map whole: (B, H, N, N) a layer
     result = blockwise_attention(model, ("encoder", "decoder", "cross"), src, tgt, src_mask, tgt_mask,
-                                 crop=(100, 40, 150))
+                                 windows=((100, 40, 150), (236, 280, 64)))  # the second across two blocks
     factor = pool_factor(N)
     assert factor == 4 and result.factor == 4
     for stack in ("encoder", "decoder", "cross"):
         whole = tf.stack(full[stack]).numpy()  # (L, B, H, N, N)
         np.testing.assert_allclose(result.attention[stack], max_pool(whole, factor, factor), atol=1e-6)
-        np.testing.assert_allclose(result.crops[stack], whole[..., 100:250, 40:190], atol=1e-6)
+        first, second = result.window_weights[stack]  # (L, B, H, rows, cols) each
+        np.testing.assert_allclose(first, whole[..., 100:250, 40:190], atol=1e-6)
+        np.testing.assert_allclose(second, whole[..., 236:300, 280:300], atol=1e-6)  # cut at N = 300
 
 
 def test_block_wise_outputs_equal_the_full_forward_pass():
@@ -55,7 +57,7 @@ def test_block_wise_outputs_equal_the_full_forward_pass():
     memory, _ = model.encode(src, src_mask)
     layers = [block.self_attention_block.sublayer for block in model.encoder.blocks]
     for layer in layers:
-        layer.block_view = LayerView(1, None, CheckTotals())
+        layer.block_view = LayerView(1, (), CheckTotals())
     try:
         blocked, _ = model.encode(src, src_mask)
     finally:
@@ -82,9 +84,10 @@ def test_run_live_above_512_positions_is_block_wise_and_pooled_to_128_cells():
     cache = ModelCache(size=1)
     config = LiveConfig(d_model=32, num_heads=8, d_ff=64, num_layers=2, seq_len=1024,
                         source_text=" ".join(str(i % 10) for i in range(1024)), target_text="1 2 3")
-    result = run_live(config, cache, stacks=("encoder",), lines=(0,), crop=(0, 512, 256))
+    result = run_live(config, cache, stacks=("encoder",), lines=(0,), windows=[(0, 512, 256)])
     assert result.attention_factor == 8 and result.attention["encoder"].shape == (2, 1, 8, 128, 128)
-    assert result.crops["encoder"].shape == (2, 1, 8, 256, 256) and result.crop == (0, 512, 256)
+    (window,) = result.window_weights["encoder"]
+    assert window.shape == (2, 1, 8, 256, 256) and result.windows == ((0, 512, 256),)
     assert result.block_checks["encoder"].row_gap < 1e-5 and result.traces == 0
     assert result.applied_masks["encoder"].shape == (1, 1024, 1024)
     with pytest.raises(ValueError, match="seq_len=1024"):

@@ -837,6 +837,14 @@ def test_at_n_1024_the_attention_page_draws_the_block_wise_maps(page, server):
     assert "max-pooled 16×16 view of 1024×1024" in title, title
     assert page.get_by_text("attention ran block-wise").count() == 1
     assert page.locator("[data-testid='stException']").count() == 0
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})  # the head view, its window exact (ALiBi: lines)
+    open_page(page, server, f"attention?seq_len=1024&heads=8&src={text}&tgt=1+2+3&view=Head+view&focus=700"
+                            "&positions=alibi")
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?._fullLayout", timeout=120_000)
+    title = page.evaluate(f"() => document.querySelectorAll('{PLOT}')[1].layout.title.text")
+    assert "queries 668–731 and keys 668–731 of 1024×1024" in title, title
+    assert _line_heads(page) and set(_line_rows(page, "query")) == {700 - 668}
+    assert page.locator("[data-testid='stException']").count() == 0
 
 
 def test_a_head_toggle_hides_its_lines_in_the_head_view(page, server):

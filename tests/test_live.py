@@ -18,6 +18,7 @@ from transformer import (
     line_count,
     model_cache,
     run_live,
+    sequence_lengths,
 )
 from transformer import config as limits
 from transformer.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
@@ -297,6 +298,16 @@ def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
     assert (none.layers, none.heads) == (BASE.num_layers, BASE.num_heads)
     with pytest.raises(ValueError, match="stacks=.*'keys'"):
         run_live(BASE, cache, stacks=("keys",))
+
+
+def test_sequence_lengths_are_the_runs_own_and_bad_windows_are_named(cache):
+    assert sequence_lengths(replace(BASE, seq_len=9)) == (9, 9)
+    trained = LiveConfig(weights="dates", source_text="24/11/2026", target_text="")
+    result = run_live(trained, cache, stacks=())
+    assert sequence_lengths(trained) == (result.source_ids.shape[1], result.target_ids.shape[1])
+    for windows in ([(0, 0)], [(0, -1, 64)], [(0, 0, 0)], [(0.5, 0, 64)]):
+        with pytest.raises(ValueError, match=r"Received: windows="):
+            run_live(BASE, cache, stacks=("encoder",), windows=windows)
 
 
 @pytest.mark.slow

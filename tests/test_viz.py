@@ -511,6 +511,10 @@ def test_the_head_view_draws_a_line_per_weight_with_opacity_by_weight_and_one_co
     lines = {(h, q, k): opacity for h, q, k, opacity in _segments(fig)}
     expected = {(h, q, k) for h, q, k in zip(*np.nonzero(weights >= head_view.MIN_WEIGHT))}
     assert set(lines) == expected  # 0.005 and the zeros are left out
+    assert "10 lines under 0.01 left out" in fig.layout.title.text
+    thin = head_view.head_view(np.full((1, 200, 200), 1 / 200, np.float32), np.ones((200, 200), bool),
+                               [str(i) for i in range(200)], [str(i) for i in range(200)])
+    assert not _segments(thin) and "every weight here is under 0.01 (attention spread thin)" in thin.layout.title.text
     for (h, q, k), opacity in lines.items():  # ten opacity steps on the fixed 0–1 scale
         assert abs(opacity - weights[h, q, k]) <= 0.1, (h, q, k, opacity)
     colours = {shape.legendgroup: shape.line.color for shape in _line_shapes(fig)}
@@ -542,6 +546,16 @@ def test_the_head_view_above_64_positions_draws_a_window_around_the_focus_and_sa
     token_traces = [t for t in fig.data if (t.meta or {}).get("side")]
     assert [t.meta["first"] for t in token_traces] == [first, first] and len(token_traces[0].text) == 64
     assert _segments(fig) == [(h, 150 - first, 150 - first, 0.95) for h in (0, 1)]
+
+
+def test_the_head_view_of_an_exact_window_draws_what_the_whole_map_draws():
+    weights = RNG.random((2, 200, 200)).astype(np.float32)
+    tokens, mask = [str(i) for i in range(200)], np.tril(np.ones((200, 200), bool))
+    whole = head_view.head_view(weights, mask, tokens, tokens, focus=("key", 150))
+    first, end = head_view.window(200, 150)
+    part = head_view.head_view(weights[:, first:end, first:end], mask, tokens, tokens, focus=("key", 150),
+                               start=(first, first))  # a block-wise run's window: the tokens and mask whole
+    assert pio.to_json(part) == pio.to_json(whole)
 
 
 def test_the_head_view_keeps_the_strongest_lines_within_its_budget_and_says_how_many():

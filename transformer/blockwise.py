@@ -2,7 +2,8 @@
 
 Above `FULL_ATTENTION_MAX` positions every `MultiHeadAttention` of the model computes its queries
 `QUERY_BLOCK` at a time: a block's weights ``(B, H, Q_b, N_k)`` give that block's output, are
-max-pooled to the view's cells and cropped to its full-resolution window, and are then dropped.
+max-pooled to the view's cells and cropped to the windows the views keep exact (the full-resolution
+head, the head view's positions around a focus), and are then dropped.
 The checks the Attention page shows (row sums, masked cells, non-finite values) are measured on
 each block as it goes. The run is eager (the block loop needs static lengths).
 """
@@ -49,18 +50,18 @@ class CheckTotals:
 
 @dataclass
 class LayerView:
-    """Set on one `MultiHeadAttention` for a block-wise run; gathers its crop and its stack's checks."""
+    """Set on one `MultiHeadAttention` for a block-wise run; gathers its windows and its stack's checks."""
 
     factor: int
-    crop: tuple | None  # (first query, first key, size) of the exact window, or None
+    windows: tuple  # ((first query, first key, size), …) kept exact
     checks: CheckTotals | None  # None: no checks (the Cost page times attention alone)
-    crops: list = field(default_factory=list)
+    kept: list = field(default_factory=list)  # a call's list: one (B, H, rows, cols) array a window
 
     def attend(self, q, k, v, mask=None, bias=None):
         """``q (B, H, N_q, d_k)``, ``k``, ``v (B, H, N_k, d_k)`` -> ``(output (B, H, N_q, d_v), pooled
         (B, H, ⌈N_q/f⌉, ⌈N_k/f⌉))``, queries `QUERY_BLOCK` at a time."""
         n_q = q.shape[2]
-        outputs, pooled, cropped = [], [], []
+        outputs, pooled, cropped = [], [], [[] for _ in self.windows]
         for start in range(0, n_q, QUERY_BLOCK):
             end = min(n_q, start + QUERY_BLOCK)
             block_mask = _rows(mask, start, end)  # (B, 1, Q_b or 1, N_k)
@@ -70,11 +71,9 @@ class LayerView:
             pooled.append(_max_pool(stages.weights, self.factor))  # (B, H, ⌈Q_b/f⌉, ⌈N_k/f⌉)
             if self.checks is not None:
                 self.checks.add(stages.weights, block_mask if block_mask is not None else True)
-            if self.crop is not None:
-                cropped.append(_crop(stages.weights, start, end, self.crop))
-        if self.crop is not None:
-            kept = [c for c in cropped if c is not None]
-            self.crops.append(tf.concat(kept, axis=2).numpy() if kept else np.zeros((*q.shape[:2], 0, 0), np.float32))
+            for parts, window in zip(cropped, self.windows):
+                parts.append(_crop(stages.weights, start, end, window))
+        self.kept.append([_joined(parts, q.shape[:2]) for parts in cropped])
         return tf.concat(outputs, axis=2), tf.concat(pooled, axis=2)
 
 
@@ -98,13 +97,19 @@ def _max_pool(weights, factor: int):
     return tf.reduce_max(blocks, axis=[3, 5])  # (B, H, R'/f, N_k'/f)
 
 
-def _crop(weights, start: int, end: int, crop: tuple):
-    """The part of a block's ``(B, H, Q_b, N_k)`` weights inside the crop window, or None."""
-    first_query, first_key, size = crop
+def _crop(weights, start: int, end: int, window: tuple):
+    """The part of a block's ``(B, H, Q_b, N_k)`` weights inside ``window``, or None."""
+    first_query, first_key, size = window
     low, high = max(start, first_query), min(end, first_query + size)
     if low >= high:
         return None
     return weights[:, :, low - start:high - start, first_key:first_key + size]  # (B, H, rows, ≤ size)
+
+
+def _joined(parts, batch_heads) -> np.ndarray:
+    """A window's rows from every block, ``(B, H, rows, cols)`` (no rows: ``(B, H, 0, 0)``)."""
+    kept = [part for part in parts if part is not None]
+    return tf.concat(kept, axis=2).numpy() if kept else np.zeros((*batch_heads, 0, 0), np.float32)
 
 
 def attention_layers(model) -> dict:
@@ -118,24 +123,26 @@ def attention_layers(model) -> dict:
 
 @dataclass(frozen=True)
 class BlockwiseResult:
-    """attention: ``{stack: (L, B, H, ⌈N_q/f⌉, ⌈N_k/f⌉)}`` pooled by ``factor``; crops: ``{stack: (L, B, H,
-    rows, cols)}`` exact weights of the window ``crop``; checks: ``{stack: CheckTotals}``."""
+    """attention: ``{stack: (L, B, H, ⌈N_q/f⌉, ⌈N_k/f⌉)}`` pooled by ``factor``; window_weights: ``{stack:
+    ((L, B, H, rows, cols), …)}`` the exact weights of each of ``windows``; checks: ``{stack: CheckTotals}``."""
 
     attention: dict
     factor: int
-    crop: tuple | None
-    crops: dict
+    windows: tuple
+    window_weights: dict
     checks: dict
 
 
-def blockwise_attention(model, stacks, src, tgt, src_mask, tgt_mask, crop=None,
+def blockwise_attention(model, stacks, src, tgt, src_mask, tgt_mask, windows=(),
                         cells: int = VIEW_CELLS) -> BlockwiseResult:
     """Run ``model`` eagerly with every attention layer block-wise; the maps of ``stacks``, pooled to at most
-    ``cells`` a side, the exact ``crop = (first query, first key, size)`` window, and each stack's checks."""
+    ``cells`` a side, the exact weights of each of ``windows = ((first query, first key, size), …)``, and each
+    stack's checks."""
     factor = pool_factor(max(src.shape[1], tgt.shape[1]), cells)
     layers = attention_layers(model)
     checks = {stack: CheckTotals() for stack in layers}
-    views = {id(layer): LayerView(factor, crop, checks[stack]) for stack in layers for layer in layers[stack]}
+    windows = tuple(windows)
+    views = {id(layer): LayerView(factor, windows, checks[stack]) for stack in layers for layer in layers[stack]}
     try:
         for stack in layers:
             for layer in layers[stack]:
@@ -149,6 +156,6 @@ def blockwise_attention(model, stacks, src, tgt, src_mask, tgt_mask, crop=None,
             for layer in layers[stack]:
                 layer.block_view = None
     attention = {stack: tf.stack(weights[stack]).numpy() for stack in stacks}  # (L, B, H, n_q, n_k)
-    crops = {stack: np.stack([views[id(layer)].crops[-1] for layer in layers[stack]])
-             for stack in stacks} if crop is not None else {}
-    return BlockwiseResult(attention, factor, crop, crops, {stack: checks[stack] for stack in stacks})
+    window_weights = {stack: tuple(np.stack([views[id(layer)].kept[-1][index] for layer in layers[stack]])
+                                   for index in range(len(windows))) for stack in stacks}  # (L, B, H, rows, cols)
+    return BlockwiseResult(attention, factor, windows, window_weights, {stack: checks[stack] for stack in stacks})

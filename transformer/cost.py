@@ -64,7 +64,7 @@ def _one_layer(d_model: int, heads: int, kv_heads: int, n: int, family: str, siz
         x = tf.random.stateless_normal((1, n, d_model), seed=(1, n))  # (1, N, d_model)
         mask = family_mask(family, n, min(size, n))  # (N, N) or None
         layer(x[:, :2], x[:, :2], x[:, :2])  # built
-    layer.block_view = LayerView(pool_factor(n), None, None)  # pooled as the engine pools a view; no checks
+    layer.block_view = LayerView(pool_factor(n), (), None)  # pooled as the engine pools a view; no checks
     mask4 = None if mask is None else mask[None, None]  # (1, 1, N, N)
 
     def run():

@@ -35,7 +35,8 @@ class LiveResult:
       for the B' lines in ``lines`` (every line unless ``run_live`` was given some).
     lines: the 0-based lines (batch rows) ``attention`` holds, in its order. Every other field covers all B.
     Above 512 positions the run is block-wise: ``attention`` is max-pooled by ``attention_factor`` (to at most
-    128 cells a side), ``crops`` holds the exact weights of the window ``crop`` and ``block_checks`` the checks.
+    128 cells a side), ``window_weights`` holds the exact weights of each of ``windows`` and ``block_checks``
+    the checks.
     layers, heads: the model's L and H (a trained model's own, whatever the config says).
     applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
       (all True where a toggle switched a mask off).
@@ -67,8 +68,8 @@ class LiveResult:
     traces: int
     builds: int
     attention_factor: int = 1  # > 1: a block-wise run; ``attention`` is max-pooled f × f (transformer.blockwise)
-    crop: tuple | None = None  # (first query, first key, size) of ``crops``
-    crops: dict = field(default_factory=dict)  # {stack: (L, B', H, rows, cols)} exact weights of the crop window
+    windows: tuple = ()  # ((first query, first key, size), …) of ``window_weights``
+    window_weights: dict = field(default_factory=dict)  # {stack: ((L, B', H, rows, cols), …)} exact, a window each
     block_checks: dict = field(default_factory=dict)  # {stack: blockwise.CheckTotals} of a block-wise run
     notices: tuple = field(default=())
     predictions: tuple = field(default=())  # trained weights: {source, prediction, expected, correct} per line
@@ -95,6 +96,17 @@ def _stacks(stacks) -> tuple:
     return tuple(stack for stack in STACKS if stack in stacks)
 
 
+def _windows(windows) -> tuple:
+    """``windows`` as a tuple of ``(first query, first key, size)`` int triples; ValueError naming a bad one."""
+    windows = tuple(tuple(window) for window in windows)
+    bad = [window for window in windows if len(window) != 3 or not all(isinstance(v, (int, np.integer)) for v in window)
+           or min(window) < 0 or window[2] < 1]
+    if bad:
+        raise ValueError("Each window is (first query, first key, size): positions from 0, a size from 1. "
+                         f"Received: windows={windows!r}")
+    return tuple(tuple(int(value) for value in window) for window in windows)
+
+
 def _lines(lines, batch: int) -> tuple:
     """``lines`` as a tuple of row indices into a batch of ``batch`` lines (None: all); ValueError naming
     any line that does not exist."""
@@ -114,6 +126,15 @@ def line_count(config: LiveConfig) -> int:
     return prepared_inputs(config).batches.source.ids.shape[0]
 
 
+@on_engine_thread  # as line_count
+def sequence_lengths(config: LiveConfig) -> tuple[int, int]:
+    """``(N_source, N_target)`` of ``config``'s lines (a trained model's target is its own length); ValueError on
+    bad input, as `run_live`."""
+    validate(config)
+    batches = prepared_inputs(config).batches
+    return batches.source.ids.shape[1], batches.target.ids.shape[1]
+
+
 def _dimensions(model, config: LiveConfig) -> tuple:
     """``(d_model, layers, heads)`` of ``model``, or of ``config`` when no model was built."""
     if model is None:
@@ -122,7 +143,7 @@ def _dimensions(model, config: LiveConfig) -> tuple:
 
 
 @on_engine_thread
-def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, crop=None) -> LiveResult:
+def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, windows=()) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
 
     ``stacks``: the attention maps to compute (``result.attention`` has these keys only); a page
@@ -130,9 +151,10 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     built (masks and positional encodings need only the configuration).
     ``lines``: the lines (0-based batch rows) whose attention maps are computed, in that order; None:
     every line. A line's maps do not depend on the other lines, so one line's are the same either way.
-    ``crop``: ``(first query, first key, size)``, the window a block-wise run keeps exact (else ignored).
+    ``windows``: ``((first query, first key, size), …)``, the windows a block-wise run keeps exact (else ignored).
     """
     validate(config)
+    windows = _windows(windows)
     stacks = _stacks(stacks)
     inputs = prepared_inputs(config)
     batches, predictions = inputs.batches, inputs.predictions
@@ -148,7 +170,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
         started = time.perf_counter()
         model_inputs = batch_rows(rows, batches.source.ids, batches.target.ids, masks.run_source, masks.run_target)
         if stacks and config.seq_len > FULL_ATTENTION_MAX:  # eager, queries a block at a time
-            blockwise = blockwise_attention(entry.model, stacks, *model_inputs, crop=crop)
+            blockwise = blockwise_attention(entry.model, stacks, *model_inputs, windows=windows)
             attention = blockwise.attention  # (L, B', H, ⌈N_q/f⌉, ⌈N_k/f⌉)
         else:
             attention = function(*model_inputs) if function else {}
@@ -176,7 +198,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
         notices=batches.notices,
         predictions=predictions,
         lines=rows,
-        **(dict(attention_factor=blockwise.factor, crop=blockwise.crop, crops=blockwise.crops,
+        **(dict(attention_factor=blockwise.factor, windows=blockwise.windows, window_weights=blockwise.window_weights,
                 block_checks=blockwise.checks) if blockwise else {}),
     )
 

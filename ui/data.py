@@ -20,8 +20,8 @@ COMPUTING = "Computing…"
 
 
 @st.cache_resource(max_entries=12, show_spinner=COMPUTING)
-def _live(config, stacks, lines, crop):
-    return run_live(config, stacks=stacks, lines=lines, crop=crop)
+def _live(config, stacks, lines, windows):
+    return run_live(config, stacks=stacks, lines=lines, windows=windows)
 
 
 @st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
@@ -127,16 +127,16 @@ def _status(**parts) -> None:
         slot.caption(text)
 
 
-def live(config, stacks=(), lines=None, notices=True, crop=None):
+def live(config, stacks=(), lines=None, notices=True, windows=()):
     """`run_live` for ``config``, cached; on bad input an error message and the page stops.
 
     ``stacks``: the attention maps the page draws (none by default: the model does not run);
     ``lines``: the lines they are computed for (None: every line); ``notices``: show the input's notices;
-    ``crop``: the exact window a block-wise run (N > 512) keeps, ``(first query, first key, size)``.
+    ``windows``: the windows a block-wise run (N > 512) keeps exact, ``((first query, first key, size), …)``.
     """
     slot = st.container()  # always there, so that a notice coming or going moves nothing after it
     result = _or_stop(_live, config, tuple(stacks), None if lines is None else tuple(lines),
-                      None if crop is None else tuple(crop))
+                      tuple(tuple(window) for window in windows))
     show_status(result)
     if notices:
         show_notices(slot, result.notices)
@@ -171,6 +171,11 @@ def show_predictions(predictions) -> None:
 def line_count(config) -> int:
     """How many lines ``config`` has; on bad input the same message as `live` and the page stops."""
     return _or_stop(transformer.line_count, config)
+
+
+def sequence_lengths(config) -> tuple[int, int]:
+    """``(N_source, N_target)`` of ``config``; on bad input the same message as `live` and the page stops."""
+    return _or_stop(transformer.sequence_lengths, config)
 
 
 def walkthrough(config, stack, layer):

@@ -17,13 +17,13 @@ from transformer.blockwise import FULL_ATTENTION_MAX
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, plot
 from viz.attention import head_grid, window_starts
-from viz.head_view import MAX_POSITIONS, head_view
+from viz.head_view import MAX_POSITIONS, head_view, window
 from viz.labels import escape, position_labels
 from viz.neuron import neuron_view
 from viz.pooling import FULL_RESOLUTION_WINDOW
 
 NO_FOCUS = -1
-WHOLE_MAP_VIEWS = ("Statistics", "Head view", "Rollout", "Neuron view")  # up to N = 512
+WHOLE_MAP_VIEWS = ("Statistics", "Rollout", "Neuron view")  # up to N = 512
 CAUTION = ("Attention weights say where a head looks, not why the model answers as it does: a token can be "
            "looked at and ignored (its value vector small), and rollout assumes heads and residual mix linearly "
            "(Jain & Wallace 2019; Abnar & Zuidema 2020).")
@@ -78,14 +78,25 @@ def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
                     int(hidden.sum()))
 
 
-def crop_window(config) -> tuple | None:
-    """``(first query, first key, size)`` of the full-resolution window when a block-wise run (N > 512) must keep
-    it exact (the window is open), snapped as its pickers snap; else None."""
-    if config.seq_len <= FULL_ATTENTION_MAX or not st.session_state.get("full_res"):
-        return None
-    starts = window_starts(config.seq_len)
-    snap = [min(starts, key=lambda start: abs(start - st.session_state.get(key, 0))) for key in ("crop_q", "crop_k")]
-    return (*snap, FULL_RESOLUTION_WINDOW)
+def exact_windows(config, stack: str) -> dict:
+    """The windows a block-wise run (N > 512) keeps exact, ``{"full_res" | "head_view": (first query, first key,
+    size)}``: the full-resolution head's while it is open (snapped as its pickers snap) and the head view's
+    positions around the focus while it is on view; empty at N ≤ 512."""
+    if config.seq_len <= FULL_ATTENTION_MAX:
+        return {}
+    windows = {}
+    if st.session_state.get("full_res"):
+        starts = window_starts(config.seq_len)
+        snap = [min(starts, key=lambda start: abs(start - st.session_state.get(key, 0))) for key in ("crop_q",
+                                                                                                   "crop_k")]
+        windows["full_res"] = (*snap, FULL_RESOLUTION_WINDOW)
+    if st.session_state.get("view") == "Head view":
+        n_source, n_target = data.sequence_lengths(config)
+        n_q, n_k = (n_source if stack == "encoder" else n_target), (n_target if stack == "decoder" else n_source)
+        focus = st.session_state.get("focus", NO_FOCUS)
+        around = None if focus == NO_FOCUS else focus
+        windows["head_view"] = (window(n_q, around)[0], window(n_k, around)[0], MAX_POSITIONS)
+    return windows
 
 
 def focus_controls(view: LineView, columns) -> tuple[str, int] | None:
@@ -130,7 +141,9 @@ def drawn_focus(view: LineView, focus):
     return None if index is None else ("key", index)
 
 
-def head_view_section(view: LineView, layer: int, focus) -> None:
+def head_view_section(view: LineView, layer: int, focus, exact=None) -> None:
+    """The head view of ``layer``; ``exact``: a block-wise run's ``(first query, first key)`` and ``(L, H, rows,
+    cols)`` weights of the window around the focus (`exact_windows`), drawn instead of the pooled maps."""
     heads = view.weights.shape[1]
     hidden = [h for h in st.session_state.get("hidden_heads", []) if h < heads]
     st.session_state["hidden_heads"] = hidden
@@ -139,12 +152,15 @@ def head_view_section(view: LineView, layer: int, focus) -> None:
     shown = [h for h in range(heads) if h not in picked]
     st.caption("Queries on the left, keys on the right; a line for each weight, its opacity the weight "
                f"(0–1), one colour a head. Hover a token to keep only its lines; click it to focus it everywhere. "
-               f"Above {MAX_POSITIONS} positions a window of {MAX_POSITIONS} is drawn around the focus.")
+               f"Above {MAX_POSITIONS} positions a window of {MAX_POSITIONS} is drawn around the focus"
+               + (f" (N > {FULL_ATTENTION_MAX}: each new focus runs the model again, block-wise, to keep that window "
+                  "exact)." if exact is not None else "."))
     if not shown:
         st.info("Every head is hidden: switch one back on above.", icon=":material/visibility_off:")
         return
     title = f"layer {layer}, heads {', '.join(map(str, shown))}" if len(shown) < heads else f"layer {layer}"
-    fig = head_view(view.weights[layer], view.mask, view.query_tokens, view.key_tokens, heads=shown,
+    start, weights = (None, view.weights[layer]) if exact is None else (exact[0], exact[1][layer])
+    fig = head_view(weights, view.mask, view.query_tokens, view.key_tokens, heads=shown, start=start,
                     focus=drawn_focus(view, focus), title="<br>".join(filter(None, (title, view.note))))
     plot(fig, "head_view", on_click=on_chart_click(view))
 

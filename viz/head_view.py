@@ -36,9 +36,10 @@ def window(length: int, around: int | None, size: int = MAX_POSITIONS) -> tuple[
 
 
 def _kept_lines(weights, heads, focus, min_weight: float, max_lines: int):
-    """``(head, query, key, weight)`` arrays of the lines drawn, and how many were left out by the budget."""
-    shown = np.zeros(weights.shape, bool)  # (H, N_q, N_k)
-    shown[list(heads)] = weights[list(heads)] >= min_weight
+    """``(head, query, key, weight)`` arrays of the lines drawn, how many were left out by the budget and how many
+    were under ``min_weight``."""
+    wanted = np.zeros(weights.shape, bool)  # (H, N_q, N_k)
+    wanted[list(heads)] = True
     if focus is not None:
         along, index = focus
         only = np.zeros(weights.shape[1:], bool)  # (N_q, N_k)
@@ -46,14 +47,16 @@ def _kept_lines(weights, heads, focus, min_weight: float, max_lines: int):
             only[index] = True
         else:
             only[:, index] = True
-        shown &= only
+        wanted &= only
+    shown = wanted & (weights >= min_weight)  # (H, N_q, N_k)
+    faint = int(wanted.sum() - shown.sum())
     head, query, key = np.nonzero(shown)
     strength = weights[head, query, key]
     budget_cut = max(0, len(strength) - max_lines)
     if budget_cut:
         strongest = np.argsort(strength)[::-1][:max_lines]
         head, query, key, strength = head[strongest], query[strongest], key[strongest], strength[strongest]
-    return head, query, key, strength, budget_cut
+    return head, query, key, strength, budget_cut, faint
 
 
 def _line_shapes(head, query, key, strength) -> list[dict]:
@@ -105,27 +108,34 @@ def _token_trace(side: str, labels, hovers, blocked, first: int) -> dict:
 
 
 def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, title: str = "",
-              min_weight: float = MIN_WEIGHT, max_lines: int = MAX_LINES, size: int = MAX_POSITIONS) -> go.Figure:
+              min_weight: float = MIN_WEIGHT, max_lines: int = MAX_LINES, size: int = MAX_POSITIONS,
+              start: tuple | None = None) -> go.Figure:
     """Lines from each query (left) to each key (right) of one layer, one colour a head.
 
     Args:
       weights: ``(H, N_q, N_k)`` in [0, 1].  mask: ``(N_q, N_k)`` bool, True = may attend.
       heads: the heads drawn (default all).  focus: ``("query", i)`` keeps query i's lines only,
         ``("key", j)`` the lines into key j; above ``size`` positions the window shown is centred on it.
+      start: ``(first query, first key)`` when ``weights`` holds only the window from there (``(H, rows, cols)``,
+        a block-wise run's exact window, see `window`); the tokens and the mask still cover every position.
     Keys a focused query may not attend to (or keys no query may attend to) are drawn grey.
     """
     weights = np.asarray(weights, dtype=np.float32)
-    mask = np.broadcast_to(np.asarray(mask, bool), weights.shape[-2:])
-    n_q, n_k = weights.shape[-2:]
+    n_q, n_k = len(query_tokens), len(key_tokens)
+    mask = np.broadcast_to(np.asarray(mask, bool), (n_q, n_k))
     heads = list(range(weights.shape[0]) if heads is None else heads)
     along, position = focus if focus is not None else (None, None)
-    q0, q1 = window(n_q, position, size)  # both axes around the focus: queries and keys in step (self-attention)
-    k0, k1 = window(n_k, position, size)
-    shown = weights[:, q0:q1, k0:k1]  # (H, n_q', n_k')
+    if start is None:
+        q0, q1 = window(n_q, position, size)  # both axes around the focus: queries and keys in step (self-attention)
+        k0, k1 = window(n_k, position, size)
+        shown = weights[:, q0:q1, k0:k1]  # (H, n_q', n_k')
+    else:
+        (q0, k0), shown = start, weights[:, :size, :size]  # (H, n_q', n_k')
+        q1, k1 = q0 + shown.shape[1], k0 + shown.shape[2]
     local_focus = None
     if focus is not None and (q0 <= position < q1 if along == "query" else k0 <= position < k1):
         local_focus = (along, position - (q0 if along == "query" else k0))
-    head, query, key, strength, budget_cut = _kept_lines(shown, heads, local_focus, min_weight, max_lines)
+    head, query, key, strength, budget_cut, faint = _kept_lines(shown, heads, local_focus, min_weight, max_lines)
     q_labels = position_labels(query_tokens)[q0:q1]
     k_labels = position_labels(key_tokens)[k0:k1]
     shown_mask = mask[q0:q1, k0:k1]
@@ -139,7 +149,7 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
     traces = _legend_traces(heads) + [_token_trace("query", q_labels, hovers_q, query_blocked, q0),
                                       _token_trace("key", k_labels, hovers_k, key_blocked, k0)]
     rows = max(q1 - q0, k1 - k0)
-    text = "<br>".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight, budget_cut,
+    text = "<br>".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight, faint, budget_cut,
                                                   len(strength)))))  # what is left out: a line of its own
     top = 36 + 18 * title_lines(text)  # the title's lines, then the legend
     layout = dict(
@@ -163,12 +173,15 @@ def _focus_band(local_focus) -> list[dict]:
                  fillcolor=FOCUS_COLOR, opacity=0.25, layer="below")]
 
 
-def _note(n_q, n_k, queries, keys, min_weight, budget_cut, drawn) -> str:
+def _note(n_q, n_k, queries, keys, min_weight, faint, budget_cut, drawn) -> str:
     """What the view leaves out, in words."""
     parts = []
     if (queries[1] - queries[0], keys[1] - keys[0]) != (n_q, n_k):
         parts.append(f"queries {queries[0]}–{queries[1] - 1} and keys {keys[0]}–{keys[1] - 1} of {n_q}×{n_k}")
-    parts.append(f"lines under {min_weight:g} left out")
+    if faint and not drawn and not budget_cut:
+        parts.append(f"every weight here is under {min_weight:g} (attention spread thin): no line drawn")
+    else:
+        parts.append(f"{faint:,} line{'s' if faint != 1 else ''} under {min_weight:g} left out")
     if budget_cut:
         parts.append(f"only the {drawn:,} strongest of {drawn + budget_cut:,} lines")
     return "; ".join(parts)
