@@ -765,6 +765,14 @@ def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page,
     page.mouse.move(5, 5)
     page.wait_for_timeout(300)
     assert _line_rows(page, "query") == [0, 1, 2, 3, 4, 5]  # restored
+    page.evaluate(f"""() => {{  // count full redraws of the head view from here on
+        const plot = document.querySelectorAll('{PLOT}')[1], react = window.Plotly.react;
+        window.__headViewReacts = 0;
+        window.Plotly.react = (node, ...rest) => {{
+            if (node === plot) window.__headViewReacts += 1;
+            return react(node, ...rest);
+        }};
+    }}""")
     page.mouse.click(point["x"], point["y"])
     page.wait_for_url("**focus=2**", timeout=60_000)
     wait_idle(page)
@@ -772,6 +780,10 @@ def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page,
     page.mouse.move(5, 5)
     page.wait_for_timeout(300)
     assert _line_rows(page, "query") == [2]  # the server draws the focused query's lines only
+    drawn_title = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')[1].querySelectorAll('.gtitle .line')]"
+                                ".map((line) => line.textContent)")
+    assert drawn_title == ["layer 0", "4 lines under 0.01 left out"]  # the focused row's count (24 before)
+    assert page.evaluate("() => window.__headViewReacts") == 0  # new lines and title: a relayout, not a redraw
     assert _line_heads(page) == heads[1:]  # a head hidden in the legend stays hidden through the redraw
     assert page.locator("[data-testid='stException']").count() == 0
 
