@@ -74,7 +74,9 @@ def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
         hidden = np.zeros_like(hidden)
     kept = np.flatnonzero(~hidden)
     shown = without_keys(weights, hidden) if hidden.any() else weights  # (L, H, N_q, N_k')
-    return LineView(shown, mask[:, kept], weights, mask, query_tokens, tuple(key_tokens[k] for k in kept), kept,
+    # np.take keeps rows contiguous (mask[:, kept] is laid out by columns: pooling it at N = 4096 took ~120 ms)
+    shown_mask = np.take(mask, kept, axis=1) if hidden.any() else mask  # (N_q, N_k')
+    return LineView(shown, shown_mask, weights, mask, query_tokens, tuple(key_tokens[k] for k in kept), kept,
                     int(hidden.sum()))
 
 
