@@ -95,3 +95,27 @@ def test_run_live_above_512_positions_is_block_wise_and_pooled_to_128_cells():
 
         attention_walkthrough(config, "encoder", 0, cache)
     assert prepared_inputs(replace(config)).batches.source.ids.shape == (1, 1024)
+
+
+def test_block_checks_measure_what_attention_checks_measures_on_bad_weights():
+    from transformer.blockwise import CheckTotals
+
+    good = np.full((1, 2, 3, 4), 0.25, np.float32)  # (B, H, Q_b, N_k), rows sum to 1
+    unmasked = CheckTotals()
+    unmasked.add(tf.constant(good), True)  # no mask
+    assert (unmasked.non_finite, unmasked.row_gap, unmasked.masked_max, unmasked.empty_gap) == (0, 0.0, 0.0, 0.0)
+    leaky = good.copy()
+    leaky[0, 0, 1, 3] = 0.5  # on a masked key: its row sums to 1.25
+    leaky[0, :, 2] = [0.0, 0.0, 0.0, 0.125]  # the empty row keeps weight
+    not_finite = good.copy()
+    not_finite[0, 1, 0, 1] = np.nan
+    not_finite[0, 0, 2, 0] = np.inf
+    mask = np.array([[[[True, True, True, False], [True, True, True, False], [False] * 4]]])  # (1, 1, 3, 4)
+    for weights in (leaky, not_finite):
+        expected = {check.name: check.value for check in attention_checks(weights, mask)}
+        totals = CheckTotals()
+        totals.add(tf.constant(weights), tf.constant(mask))
+        measured = [totals.non_finite, totals.row_gap, totals.masked_max, totals.empty_gap]
+        for value, reference in zip(measured, expected.values()):  # a gap a NaN or inf touches: at least 1e300
+            assert value == pytest.approx(reference) or min(value, reference) >= 1e300, (measured, expected)
+    assert totals.non_finite == 2 and totals.masked_max >= 1e300  # the inf on a masked key

@@ -60,11 +60,11 @@ def masked_softmax(logits, mask=None):
     logits = tf.convert_to_tensor(logits)  # (..., N_q, N_k)
     if mask is None:
         return tf.nn.softmax(logits, axis=-1)  # (..., N_q, N_k)
-    mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(logits))  # (..., N_q, N_k)
+    mask = tf.cast(mask, tf.bool)  # broadcastable: never spread to the logits' shape (tf.where broadcasts)
     lowest = tf.constant(logits.dtype.min, dtype=logits.dtype)  # () the most negative finite value
     filled = tf.where(mask, logits, lowest)  # (..., N_q, N_k), finite everywhere
     weights = tf.nn.softmax(filled, axis=-1)  # (..., N_q, N_k)
-    return tf.where(mask, weights, tf.zeros_like(weights))  # masked and empty rows -> 0
+    return weights * tf.cast(mask, weights.dtype)  # masked and empty rows -> exactly 0; the rest × 1 exactly
 
 
 def _as(tensor, dtype):

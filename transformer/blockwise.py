@@ -39,13 +39,21 @@ class CheckTotals:
 
     def add(self, weights, mask) -> None:
         """weights: ``(B, H, Q_b, N_k)``; mask: broadcastable bool, True = may attend."""
-        mask = tf.broadcast_to(tf.cast(mask, tf.bool), tf.shape(weights))  # (B, H, Q_b, N_k)
+        mask = tf.cast(mask, tf.bool)  # broadcastable to (B, H, Q_b, N_k): never spread to it
+        if mask.shape.rank == 0:  # no mask: one row of its value for every query
+            mask = tf.fill(tf.shape(weights)[-1:], mask)  # (N_k,)
         sums = tf.reduce_sum(weights, -1)  # (B, H, Q_b)
-        allowed = tf.reduce_any(mask, -1)  # (B, H, Q_b)
-        self.non_finite += int(tf.reduce_sum(tf.cast(~tf.math.is_finite(weights), tf.int32)))
+        allowed = tf.broadcast_to(tf.reduce_any(mask, -1), tf.shape(sums))  # (B, H, Q_b)
+        finite = bool(tf.reduce_all(tf.math.is_finite(sums)))  # a NaN or inf in a row shows in its sum
+        if not finite:  # rare
+            self.non_finite += int(tf.reduce_sum(tf.cast(~tf.math.is_finite(weights), tf.int32)))
+            weights = tf.where(tf.math.is_nan(weights), math.inf, weights)  # as attention_checks: gaps it touches: inf
+            sums = tf.reduce_sum(weights, -1)
         self.row_gap = max(self.row_gap, float(tf.reduce_max(tf.where(allowed, tf.abs(sums - 1), 0.0))))
         self.empty_gap = max(self.empty_gap, float(tf.reduce_max(tf.where(allowed, 0.0, tf.abs(sums)))))
-        self.masked_max = max(self.masked_max, float(tf.reduce_max(tf.where(mask, 0.0, tf.abs(weights)))))
+        outside = (tf.abs(weights) * tf.cast(~mask, weights.dtype) if finite  # (B, H, Q_b, N_k): masked cells'
+                   else tf.where(~mask, tf.abs(weights), 0.0))  # weights (inf × 0 would be NaN)
+        self.masked_max = max(self.masked_max, float(tf.reduce_max(outside)))
 
 
 @dataclass
