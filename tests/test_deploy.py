@@ -32,7 +32,8 @@ render_nginx = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(render_nginx)
 write = render_nginx.write  # the project's own rendering of deploy/nginx.conf.template
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-SESSIONS = 6
+SESSIONS = 6  # at least; more (up to MAX_SESSIONS) until both replicas have one
+MAX_SESSIONS = 16  # random routes: all of 16 on one replica comes once in ~30,000 runs at a 50/50 split
 
 
 @contextlib.contextmanager
@@ -86,15 +87,18 @@ def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_
         with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path):
             proxy = f"http://127.0.0.1:{port}"
             pages = []
-            for index in range(SESSIONS):  # each its own browser context: its own cookies, its own route
+            # Each session is its own browser context (its own cookies, its own random route). Six sessions all
+            # land on one replica about once in 32 runs, so more open until both replicas have one.
+            while len(pages) < SESSIONS or (len(pages) < MAX_SESSIONS and
+                                            len({seen[0] for seen in routes(tmp_path).values()}) < 2):
                 page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
-                page.goto(f"{proxy}/masks?seq_len={5 + index}")
+                page.goto(f"{proxy}/masks?seq_len={5 + len(pages)}")
                 wait_idle(page)
                 page.wait_for_selector(PLOT, timeout=120_000)
                 pages.append(page)
-            assert [chart_rows(page) for page in pages] == [5 + index for index in range(SESSIONS)]
+            assert [chart_rows(page) for page in pages] == [5 + index for index in range(len(pages))]
             opened = routes(tmp_path)
-            assert len(opened) == SESSIONS and all(len(set(seen)) == 1 for seen in opened.values()), opened
+            assert len(opened) == len(pages) and all(len(set(seen)) == 1 for seen in opened.values()), opened
             assert {seen[0] for seen in opened.values()} == set(replicas), opened  # spread over both
             with urllib.request.urlopen(f"{proxy}/_stcore/health", timeout=10) as health:  # through the proxy
                 assert health.status == 200 and health.read() == b"ok"
