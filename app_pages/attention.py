@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from transformer import run_live
+from transformer import run_live, stack_sides
 from transformer.analysis import attention_checks, head_statistics, measured_checks
 from transformer.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
@@ -48,8 +48,7 @@ blockwise = result.attention_factor > 1
 with controls[1]:
     layer = layer_picker(layers)
 
-query_lines = result.source_tokens if stack == "encoder" else result.target_tokens  # every line's tokens
-key_lines = result.target_tokens if stack == "decoder" else result.source_tokens
+query_lines, key_lines = stack_sides(stack, result.source_tokens, result.target_tokens)  # every line's tokens
 mask = result.applied_masks[stack][element]  # (N_q, N_k)
 focus_row = st.columns([3, 2, 3])
 hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key="specials", help="Takes those keys' columns "
@@ -126,7 +125,7 @@ elif view == "Checks":
         *([] if gaps else ["No Keras layer has rotary or ALiBi positions: this engine's are checked against "
                            "their papers' definitions in NumPy in the tests (tests/test_variants.py)."])]))
 elif view == "Statistics":
-    pads = np.isin((result.target_ids if stack == "decoder" else result.source_ids)[element], result.pad_ids)
+    pads = np.isin(stack_sides(stack, result.source_ids, result.target_ids)[1][element], result.pad_ids)
     stats = head_statistics(line_maps[layer], mask, pads)
     st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
     st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "

@@ -27,8 +27,7 @@ with top[3]:
 
 walk = data.walkthrough(config, stack, layer)
 t = {name: array[element] for name, array in walk.tensors.items()}
-query_labels = position_labels(result.source_tokens[element] if stack == "encoder" else result.target_tokens[element])
-key_labels = position_labels(result.target_tokens[element] if stack == "decoder" else result.source_tokens[element])
+query_labels, key_labels = (position_labels(tokens) for tokens in result.tokens_of(stack, element))
 mask = walk.mask[element]  # (N_q, N_k)
 d_k = t["query_heads"].shape[-1]
 dims = dimension_labels(d_k)

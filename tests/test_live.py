@@ -19,6 +19,7 @@ from transformer import (
     model_cache,
     run_live,
     sequence_lengths,
+    stack_sides,
 )
 from transformer import config as limits
 from transformer.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
@@ -302,6 +303,8 @@ def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
 
 def test_sequence_lengths_are_the_runs_own_and_bad_windows_are_named(cache):
     assert sequence_lengths(replace(BASE, seq_len=9)) == (9, 9)
+    assert [stack_sides(stack, "source", "target") for stack in ("encoder", "decoder", "cross")] == [
+        ("source", "source"), ("target", "target"), ("target", "source")]  # (queries, keys)
     trained = LiveConfig(weights="dates", source_text="24/11/2026", target_text="")
     result = run_live(trained, cache, stacks=())
     assert sequence_lengths(trained) == (result.source_ids.shape[1], result.target_ids.shape[1])

@@ -14,7 +14,7 @@ from transformer.attention import (
 from transformer.config import LiveConfig
 from transformer.device import device_label, resolve_device, visible_gpus
 from transformer.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
-from transformer.live import LiveResult, line_count, run_live, sequence_lengths
+from transformer.live import LiveResult, line_count, run_live, sequence_lengths, stack_sides
 from transformer.masks import padding_mask, subsequent_mask, target_mask
 from transformer.model import Transformer
 from transformer.model_cache import ModelCache
@@ -27,8 +27,8 @@ __all__ = [
     "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding", "Pretrained", "ResidualBlock",
     "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages", "attention_walkthrough", "device_label",
     "keras_difference", "line_count", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
-    "resolve_device", "run_live", "scaled_dot_product_attention", "sequence_lengths", "subsequent_mask", "target_mask",
-    "visible_gpus",
+    "resolve_device", "run_live", "scaled_dot_product_attention", "sequence_lengths", "stack_sides", "subsequent_mask",
+    "target_mask", "visible_gpus",
 ]
 
 visible_gpus()  # before any TensorFlow op, whatever the first request: memory growth on, TensorFloat-32 off

@@ -77,15 +77,20 @@ class LiveResult:
 
     def tokens_of(self, stack: str, line: int) -> tuple[tuple, tuple]:
         """``(query tokens, key tokens)`` of ``stack``'s attention for batch line ``line`` (N_q and N_k texts)."""
-        queries = self.source_tokens if stack == "encoder" else self.target_tokens
-        keys = self.target_tokens if stack == "decoder" else self.source_tokens
+        queries, keys = stack_sides(stack, self.source_tokens, self.target_tokens)
         return tuple(queries[line]), tuple(keys[line])
 
     def special_keys(self, stack: str, line: int) -> np.ndarray:
         """``(N_k,)`` bool: True for the keys of ``stack`` on ``line`` that are padding, ``<s>`` or ``</s>``."""
-        ids = (self.target_ids if stack == "decoder" else self.source_ids)[line]  # (N_k,)
+        ids = stack_sides(stack, self.source_ids, self.target_ids)[1][line]  # (N_k,)
         tokens = np.array(self.tokens_of(stack, line)[1], dtype=object)
         return np.isin(ids, self.pad_ids) | np.isin(tokens, SPECIALS)
+
+
+def stack_sides(stack: str, source, target) -> tuple:
+    """``(the queries' side, the keys' side)`` of ``stack``'s attention, for any pair of per-side values (tokens,
+    ids, lengths): the encoder attends from source to source, the decoder target to target, cross target to source."""
+    return (source if stack == "encoder" else target), (target if stack == "decoder" else source)
 
 
 def _stacks(stacks) -> tuple:

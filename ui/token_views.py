@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from transformer import stack_sides
 from transformer.analysis import attention_rollout, neuron_terms, without_keys
 from transformer.blockwise import FULL_ATTENTION_MAX
 from ui import data
@@ -93,8 +94,7 @@ def exact_windows(config, stack: str) -> dict:
                                                                                                    "crop_k")]
         windows["full_res"] = (*snap, FULL_RESOLUTION_WINDOW)
     if st.session_state.get("view") == "Head view":
-        n_source, n_target = data.sequence_lengths(config)
-        n_q, n_k = (n_source if stack == "encoder" else n_target), (n_target if stack == "decoder" else n_source)
+        n_q, n_k = stack_sides(stack, *data.sequence_lengths(config))
         focus = st.session_state.get("focus", NO_FOCUS)
         around = None if focus == NO_FOCUS else focus
         windows["head_view"] = (window(n_q, around)[0], window(n_k, around)[0], MAX_POSITIONS)
