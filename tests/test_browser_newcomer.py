@@ -1,0 +1,161 @@
+"""What a newcomer saw in Chromium that was not true (issue: a slider that shows one thing while the model runs
+another, a broken grid, entry points that lose the view, a trained model's link, charts wider than a phone)."""
+
+import re
+
+import pytest
+from browser_support import OUTPUT, wait_idle
+from chart_support import FIRST_PLOT, PLOT
+from test_browser import browser, open_page, page, server, slider_thumb, wait_for_charts  # noqa: F401  (fixtures)
+
+from ui.chart import CHART_CLASS
+
+pytestmark = pytest.mark.browser
+MODEL_SIZE = "[data-testid='stSidebar'] [data-testid='stCaptionContainer']"
+
+
+def _kv_shown(page) -> str:
+    return slider_thumb(page, "KV heads").get_attribute("aria-valuetext")
+
+
+def _kept_by(page) -> str:
+    """The sidebar's "… (k of h heads keep keys and values)"."""
+    text = page.locator(MODEL_SIZE).filter(has_text="keep keys and values").first.text_content()
+    return re.search(r"\((\d+) of (\d+) heads", text).group(0)
+
+
+def _head_names(page) -> list[str]:
+    return page.evaluate(f"() => {FIRST_PLOT}.data.map(trace => trace.name).filter(name => name.startsWith('head'))")
+
+
+def _move(page, label: str, key: str, until: str) -> None:
+    thumb = slider_thumb(page, label)
+    thumb.focus()
+    thumb.press(key)
+    page.wait_for_function(until, timeout=60_000)
+    wait_idle(page)
+
+
+def test_the_kv_heads_slider_always_shows_what_the_model_runs(page, server):
+    open_page(page, server, "attention")
+    wait_for_charts(page)
+    assert (_kv_shown(page), _kept_by(page)) == ("4 (the paper)", "(4 of 4 heads")
+    _move(page, "Heads (h)", "ArrowRight", f"() => {FIRST_PLOT}.data.filter(t => t.coloraxis).length === 9")
+    assert (_kv_shown(page), _kept_by(page)) == ("8 (the paper)", "(8 of 8 heads")
+    _move(page, "Heads (h)", "ArrowLeft", f"() => {FIRST_PLOT}.data.filter(t => t.coloraxis).length === 5")
+    assert (_kv_shown(page), _kept_by(page)) == ("4 (the paper)", "(4 of 4 heads")
+    assert "kv_heads" not in page.url
+    assert not any("kv" in name for name in _head_names(page))
+
+
+def test_a_kv_choice_that_a_change_of_heads_makes_invalid_is_replaced_visibly_and_said(page, server):
+    open_page(page, server, "attention?d_model=48&heads=6&kv_heads=3")
+    wait_for_charts(page)
+    assert (_kv_shown(page), _kept_by(page)) == ("3", "(3 of 6 heads")
+    _move(page, "Heads (h)", "ArrowLeft", f"() => {FIRST_PLOT}.data.filter(t => t.coloraxis).length === 5")
+    assert (_kv_shown(page), _kept_by(page)) == ("4 (the paper)", "(4 of 4 heads")
+    assert page.get_by_text("3 key/value heads do not divide 4 heads").count() == 1
+    assert "kv_heads" not in page.url
+
+
+# The head grid's first row as Plotly laid it out: its x categories, the categories its traces name, and each
+# panel title's and focus outline's left edge against its panel's (px).
+GRID_LAYOUT = f"""() => {{
+    const plot = {FIRST_PLOT}, axis = plot._fullLayout.xaxis;
+    const row = plot._fullData.filter(trace => (trace.xaxis || 'x') === 'x');
+    const panels = row.filter(trace => trace.coloraxis);
+    return {{categories: axis._categories.length, named: row[0].x.length,
+             first_keys: panels.map(trace => trace.x[0]),
+             panel_left: panels.map(trace => axis.d2p(trace.x[0])),
+             titles: plot._fullLayout.annotations.filter(a => a.xref === 'x').map(a => axis.d2p(a.x)),
+             panel_right: panels.map(trace => axis.d2p(trace.x[trace.x.length - 1])),
+             outlines: (plot._fullLayout.shapes || []).filter(s => s.xref === 'x').map(s => axis.d2p(s.x0 + 0.5))}};
+}}"""
+
+
+@pytest.mark.parametrize("path", ["attention?specials=1", "attention?specials=1&stack=decoder&focus=2"])
+def test_hiding_the_specials_keeps_every_panel_of_the_head_grid_apart(page, server, path):
+    open_page(page, server, path)
+    wait_for_charts(page)
+    grid = page.evaluate(GRID_LAYOUT)
+    assert grid["categories"] == grid["named"], grid  # the gaps between panels are on the axis
+    for left, right, title in zip(grid["panel_left"], grid["panel_right"], grid["titles"]):
+        assert left <= title <= right, grid  # each title over its own panel
+    for left, outline in zip(grid["panel_left"], grid["outlines"]):
+        assert outline == pytest.approx(left, abs=1), grid  # the focused row starts at each panel's first key
+    if "decoder" in path:  # <s> at 0 is hidden: the first key drawn is position 1, and says so
+        assert grid["first_keys"][0].startswith("1·"), grid
+    assert page.locator(PLOT).first.get_by_text("mean of heads").count() == 1
+
+
+def test_home_opens_the_attention_page_on_the_picture_it_shows(page, server):
+    open_page(page, server, "")
+    wait_for_charts(page)
+    title = page.evaluate(f"() => {FIRST_PLOT}.layout.title.text")
+    assert "cross-attention" in title
+    layer = re.search(r"layer (\d+)", title).group(1)
+    page.get_by_role("button", name="Dates model → Attention").click()
+    page.wait_for_url("**/attention?**", timeout=60_000)
+    wait_idle(page)
+    wait_for_charts(page)
+    assert "stack=cross" in page.url and "weights=dates" in page.url
+    assert f"layer={layer}" in page.url
+    assert page.get_by_text(f"Cross-attention (decoder → encoder) — layer {layer}").count() == 1
+
+
+@pytest.mark.slow
+def test_a_model_trained_here_opens_on_cross_attention_and_its_link_works_in_another_session(page, server,
+                                                                                          browser):  # noqa: F811
+    open_page(page, server, "train")
+    steps = page.get_by_label("Steps")
+    steps.fill("10")
+    steps.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Train", exact=True).click()
+    explore = page.get_by_role("button", name="Explore this model's attention")
+    explore.wait_for(timeout=180_000)
+    explore.click()
+    page.wait_for_url("**/attention?**", timeout=60_000)
+    wait_idle(page)
+    wait_for_charts(page)
+    assert "stack=cross" in page.url and "weights=session" in page.url
+    link = page.url
+    other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()  # a new tab, a new session
+    try:
+        other.goto(link)
+        wait_idle(other)
+        wait_for_charts(other)
+        assert other.get_by_text("not available here").count() == 0
+        assert other.get_by_text("Trained here: copy").count() >= 1  # the sidebar names it
+        assert other.url.split("?")[1] == link.split("?")[1]
+    finally:
+        other.context.close()
+
+
+def test_a_link_to_a_model_the_server_no_longer_keeps_says_so(page, server):
+    open_page(page, server, "attention?weights=session:0123456789")
+    assert page.get_by_text("no longer kept by this server").count() == 1
+    wait_for_charts(page)
+
+
+PHONE = {"width": 390, "height": 6000}
+# Each chart's width against its column's (px), and whether its column scrolls sideways.
+CHART_FITS = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) => ({{
+    chart: Math.round(node.getBoundingClientRect().width), column: node.parentElement.clientWidth,
+    scrolls: node.parentElement.scrollWidth > node.parentElement.clientWidth}}))"""
+
+
+@pytest.mark.parametrize("path", ["", "attention", "attention?specials=1", "masks", "positional_encoding",
+                                  "decode", "masks?mask_family=window"])
+def test_at_390_px_no_chart_is_wider_than_its_column(page, server, path):
+    page.set_viewport_size(PHONE)
+    page.goto(f"{server}/{path}")  # on a phone the sidebar starts closed
+    wait_idle(page)
+    page.wait_for_selector(PLOT, timeout=60_000)
+    fits = f"() => ({CHART_FITS})().every(one => one.chart <= one.column + 1 && !one.scrolls)"
+    try:
+        page.wait_for_function(fits, timeout=20_000)
+    finally:
+        page.screenshot(path=str(OUTPUT / f"phone-{(path or 'home').replace('?', '-').replace('=', '-')}.png"),
+                        full_page=True)
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
