@@ -35,6 +35,21 @@ def _fix_kv_heads() -> None:
         state.notify(f"{kv_heads} key/value heads do not divide {heads} heads; there is one per head again.")
 
 
+def _options_follow(key: str, labels: list[str]) -> None:
+    """Before a select slider whose options depend on another control is drawn: when its option labels changed
+    since the last run, give it its value again. The browser keeps a select slider's place among its options, not
+    its value, so with new options it showed another value than the model ran (KV heads showed "1 (multi-query)"
+    after Heads 4 -> 8) and sent that one back on the next move."""
+    drawn = f"_options_of_{key}"
+    if drawn in st.session_state and st.session_state[drawn] != labels:
+        st.session_state[key] = st.session_state[key]
+    st.session_state[drawn] = labels
+
+
+def kv_label(heads: int, kv_heads: int) -> str:
+    return f"{heads} (the paper)" if kv_heads == 0 else ("1 (multi-query)" if kv_heads == 1 else str(kv_heads))
+
+
 def model_size_text(config) -> str:
     """The parameter count and the key/value cache per decoded token of ``config``'s random-weights model
     (float32)."""
@@ -116,16 +131,18 @@ def render() -> None:
     locked = dict(disabled=trained, **PERSIST)
     bar.select_slider("d_model", options=state.D_MODEL_CHOICES, key="d_model", on_change=_fix_heads,
                       help="Width of every token vector.", **locked)
-    bar.select_slider("Heads (h)", options=state.head_choices(st.session_state["d_model"]), key="heads",
+    head_options = state.head_choices(st.session_state["d_model"])
+    _options_follow("heads", [str(h) for h in head_options])
+    bar.select_slider("Heads (h)", options=head_options, key="heads",
                       on_change=_fix_kv_heads,
                       help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.", **locked)
     heads = st.session_state["heads"]
     if st.session_state.get("kv_heads", 0) not in state.kv_head_choices(heads):
         st.session_state["kv_heads"] = 0
     if heads > 1:
-        bar.select_slider("KV heads", options=state.kv_head_choices(heads), key="kv_heads",
-                          format_func=lambda k: f"{heads} (the paper)" if k == 0 else (
-                              "1 (multi-query)" if k == 1 else str(k)),
+        kv_options = state.kv_head_choices(heads)
+        _options_follow("kv_heads", [kv_label(heads, k) for k in kv_options])
+        bar.select_slider("KV heads", options=kv_options, key="kv_heads", format_func=lambda k: kv_label(heads, k),
                           help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
                           "heads. Fewer means a smaller key/value cache when decoding.", **locked)
     bar.selectbox("Positions", list(POSITION_LABELS), key="positions", format_func=POSITION_LABELS.get,
