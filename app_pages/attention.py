@@ -73,7 +73,8 @@ group = heads // kv_heads  # query heads that share one key/value head
 names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
 columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
 plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
-               names=[*names, "mean of heads"], columns=columns, focus=drawn_focus, pooled=result.attention_factor),
+               names=[*names, "mean of heads"], columns=columns, focus=drawn_focus, pooled=result.attention_factor,
+               key_positions=view_of_line.key_positions),
      "heads", on_click=on_click)
 if blockwise:
     st.caption(f"N = {n_q} > {FULL_ATTENTION_MAX}: attention ran block-wise, {QUERY_BLOCK} queries at a time; each "

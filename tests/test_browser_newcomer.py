@@ -64,7 +64,7 @@ GRID_LAYOUT = f"""() => {{
     const plot = {FIRST_PLOT}, axis = plot._fullLayout.xaxis;
     const row = plot._fullData.filter(trace => (trace.xaxis || 'x') === 'x');
     const panels = row.filter(trace => trace.coloraxis);
-    return {{categories: axis._categories.length, named: row[0].x.length,
+    return {{categories: axis._categories.length, named: (axis.categoryarray || row[0].x).length,
              first_keys: panels.map(trace => trace.x[0]),
              panel_left: panels.map(trace => axis.d2p(trace.x[0])),
              titles: plot._fullLayout.annotations.filter(a => a.xref === 'x').map(a => axis.d2p(a.x)),
@@ -73,7 +73,7 @@ GRID_LAYOUT = f"""() => {{
 }}"""
 
 
-@pytest.mark.parametrize("path", ["attention?specials=1", "attention?specials=1&stack=decoder&focus=2"])
+@pytest.mark.parametrize("path", ["attention?specials=1", "attention?weights=reverse&specials=1&stack=decoder&focus=2"])
 def test_hiding_the_specials_keeps_every_panel_of_the_head_grid_apart(page, server, path):
     open_page(page, server, path)
     wait_for_charts(page)

@@ -213,8 +213,9 @@ def test_long_sequences_are_pooled_and_labelled():
     assert [np.shape(t.z) for t in fig.data if t.coloraxis] == [(100, 100)] * 2
     assert "max-pooled 3×3" in fig.layout.title.text
     full = attention.single_head(weights[0], np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300)
-    assert np.shape(full.data[1].z) == (256, 256)  # exact values, in a window
-    np.testing.assert_array_equal(full.data[1].z, weights[0, :256, :256])
+    head = [trace for trace in full.data if trace.coloraxis][0]  # nothing masked: no grey layer before it
+    assert np.shape(head.z) == (256, 256)  # exact values, in a window
+    np.testing.assert_array_equal(head.z, weights[0, :256, :256])
     assert "cropped: queries 0–255, keys 0–255 of 300×300" in full.layout.title.text
 
 
@@ -603,3 +604,19 @@ def test_the_neuron_view_draws_q_k_their_product_and_the_softmax_with_masked_key
     assert list(blocked.x) == ["2·the", "3·&lt;pad&gt;"] and f"÷ √8 = {terms.scaled:.4f}" in fig.layout.title.text
     masked = neuron.neuron_view(neuron_terms(q, k, mask, 0, 1, 3), TOKENS, TOKENS, 0, 1, 3)
     assert "masked (weight 0)" in masked.layout.title.text
+
+
+def test_a_grid_with_nothing_masked_names_its_categories_on_the_axis_gaps_included():
+    """Plotly leaves out the categories of a heatmap with no finite cell: with nothing masked (hidden specials) a
+    grey layer of NaN named no gaps, and the panels ran together. Then there is no grey layer, and the axis names
+    every category."""
+    fig = attention.head_grid(RNG.random((3, 4, 5)), np.ones((4, 5), bool), list("abcd"), list("vwxyz"),
+                              columns=3, key_positions=[1, 2, 4, 5, 6])
+    assert [trace.name for trace in fig.data] == ["head 0", "head 1", "head 2"]
+    categories = fig.layout.xaxis.categoryarray
+    gap = (len(categories) - 15) // 2
+    assert gap >= 1 and len(categories) == 15 + 2 * gap
+    assert list(categories[:5]) == ["1·v", "2·w", "4·x", "5·y", "6·z"]  # each key's own position
+    assert [trace.x[0] for trace in fig.data] == [categories[0], categories[5 + gap], categories[10 + 2 * gap]]
+    masked = attention.head_grid(RNG.random((3, 4, 5)), np.tril(np.ones((4, 5), bool)), list("abcd"), list("vwxyz"))
+    assert masked.data[0].name == "masked" and masked.layout.xaxis.categoryarray is None

@@ -60,9 +60,9 @@ class LineView:
         return int(found[0]) if len(found) else None
 
 
-def widget_labels(tokens) -> list[str]:
+def widget_labels(tokens, positions=None) -> list[str]:
     """`position_labels` as a widget shows them: Streamlit's widgets show text, not Plotly's escaped HTML."""
-    return [html.unescape(label) for label in position_labels(tokens)]
+    return [html.unescape(label) for label in position_labels(tokens, positions)]
 
 
 def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
@@ -108,7 +108,7 @@ def focus_controls(view: LineView, columns) -> tuple[str, int] | None:
                                "instead of a query (a row: what it attends to).", **PERSIST)
     tokens = view.key_tokens if by_key else view.query_tokens
     positions = view.key_positions.tolist() if by_key else list(range(len(tokens)))
-    labels = dict(zip(positions, widget_labels(tokens)))
+    labels = dict(zip(positions, widget_labels(tokens, positions)))
     value = st.session_state.get("focus", NO_FOCUS)
     if value != NO_FOCUS and value not in labels:
         st.session_state["focus"] = NO_FOCUS
@@ -190,7 +190,7 @@ def rollout_section(view: LineView, stack: str, focus) -> None:
             (right, last, view.mask, f"layer {layers - 1}, raw mean of heads", "rollout_raw")):
         with column:
             plot(head_grid(matrix[None], shown_mask, view.query_tokens, view.key_tokens, names=[name], columns=1,
-                           title=view.note, focus=focus), key, on_click=on_chart_click(view))
+                           title=view.note, focus=focus, key_positions=kept), key, on_click=on_chart_click(view))
 
 
 def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> None:

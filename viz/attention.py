@@ -51,7 +51,7 @@ def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
 
 
 def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
-              limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1) -> go.Figure:
+              limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1, key_positions=None) -> go.Figure:
     """One heatmap per head.
 
     Args:
@@ -61,11 +61,12 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
       names: panel titles (default ``"head h"``).
       focus: ``("query", i)`` outlines query i's row in every panel, ``("key", j)`` key j's column; None: none.
       pooled: the weights come max-pooled by this factor (a block-wise run); mask and tokens are whole.
+      key_positions: each key's place in the sequence when some keys were taken out (its axis label says it).
     """
     weights = np.asarray(weights, dtype=np.float32)
     limit = min(limit, max(8, int((CELL_BUDGET / weights.shape[0]) ** 0.5)))  # many heads: coarser panels
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
-        weights, mask, position_labels(query_tokens), position_labels(key_tokens), limit, pooled
+        weights, mask, position_labels(query_tokens), position_labels(key_tokens, key_positions), limit, pooled
     )
     names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
     note = pooled_note(factor, (len(query_tokens), len(key_tokens)))

@@ -27,9 +27,11 @@ def short(token: str) -> str:
     return escape(token if len(token) <= MAX_LABEL_CHARS else token[: MAX_LABEL_CHARS - 1] + "…")
 
 
-def position_labels(tokens) -> list[str]:
-    """``["0·the", "1·cat", "2·the"]``: distinct even when tokens repeat (empty token: ``"0"``)."""
-    return [f"{index}·{short(token)}" if token != "" else str(index) for index, token in enumerate(tokens)]
+def position_labels(tokens, positions=None) -> list[str]:
+    """``["0·the", "1·cat", "2·the"]``: distinct even when tokens repeat (empty token: ``"0"``). ``positions``:
+    each token's place in the sequence when some were left out (hidden specials); default 0, 1, 2 …"""
+    positions = range(len(tokens)) if positions is None else [int(p) for p in positions]
+    return [f"{index}·{short(token)}" if token != "" else str(index) for index, token in zip(positions, tokens)]
 
 
 def pooled_labels(labels, factor: int) -> list[str]:

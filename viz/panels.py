@@ -103,12 +103,14 @@ def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int
     return layout
 
 
-def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None, x_count=None) -> dict:
+def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None, x_count=None,
+          x_categories=None) -> dict:
     """The category x and y axes of panel (or row) ``index``: no automargin, y top to bottom.
 
     Unlabelled axes have no ticks either; ``x_tickvals``: the only x categories labelled (default: Plotly's choice).
     ``x_count``: the x axis shows exactly that many categories (else Plotly's autorange, which also widens the
-    axis until the annotations on it fit).
+    axis until the annotations on it fit). ``x_categories``: the categories, in order, named on the axis (else
+    the traces name them: Plotly leaves out those of a heatmap with no finite cell).
     """
     x_id, y_id = axis_ids(index)
     common = dict(type="category", automargin=False, showgrid=False, showticklabels=labelled,
@@ -118,6 +120,8 @@ def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None
         x_axis.update(tickmode="array", tickvals=x_tickvals)
     if x_count is not None:
         x_axis.update(range=[-0.5, x_count - 0.5])
+    if x_categories is not None:
+        x_axis.update(categoryorder="array", categoryarray=x_categories)
     y_axis = dict(common, domain=y_domain, anchor=x_id, autorange="reversed")
     return {x_id.replace("x", "xaxis"): x_axis, y_id.replace("y", "yaxis"): y_axis}
 
@@ -194,8 +198,9 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     for row in range(rows):
         first, last = row * columns, min(panels, (row + 1) * columns)
         categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
+        masked_any = bool(np.isfinite(blocked).any())  # False: nothing masked (hidden specials), no grey layer
         traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels,
-                              click_factor)
+                              click_factor)[0 if masked_any else 1:]
         starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
         if focus is not None:
             layout.setdefault("shapes", []).extend(focus_outlines(row, starts, n_k, len(query_labels), *focus))
@@ -208,7 +213,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         if row_titles:
             layout["annotations"].append(_note(row_titles[row], width, sum(y_domains[row]) / 2, "left", "middle",
                                                textangle=90))
-        layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks, x_count=len(categories)))
+        layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks, x_count=len(categories),
+                            x_categories=None if masked_any else categories))  # no grey layer names the gaps
     return traces, layout
 
 

@@ -10,7 +10,9 @@ function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x a
   return chosen;
 }
 
-function categoryIndex(data, xId) {  // a category axis's order, as Plotly makes it: first seen, trace by trace
+function categoryIndex(data, xId, axis) {  // a category axis's order, as Plotly makes it: named on the axis, or
+  if (axis && Array.isArray(axis.categoryarray))  // first seen, trace by trace
+    return new Map(axis.categoryarray.map((category, place) => [category, place]));
   const index = new Map();
   for (const trace of data)
     if ((trace.xaxis || "x") === xId && Array.isArray(trace.x))
@@ -25,7 +27,7 @@ function fitKeyLabels(layout, data, widthPx, chosenByAxis) {
   const fitted = {};
   for (const [name, chosen] of Object.entries(chosenByAxis)) {
     const margin = layout.margin || {}, domain = layout[name].domain || [0, 1];
-    const index = categoryIndex(data, "x" + name.slice(5));
+    const index = categoryIndex(data, "x" + name.slice(5), layout[name]);
     const at = chosen.map((label) => index.get(label));  // category index of each label
     const step = Math.min(...at.slice(1).map((place, i) => place - at[i]).filter((apart) => apart > 0));
     const cellPx = (widthPx - (margin.l ?? 80) - (margin.r ?? 80)) * (domain[1] - domain[0]) / index.size;
