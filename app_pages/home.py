@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from transformer import LiveConfig
-from transformer.pretrained import available
+from transformer.pretrained import available, spec_of
 from transformer.tasks import get_task
 from transformer.tasks.dates import date_text
 from ui import data, state
@@ -24,9 +24,10 @@ def _decode(source: str) -> None:
     st.session_state["_open_page"] = "app_pages/decode.py"
 
 
-def _open(weights: str, source: str, page: str) -> None:
-    """Select a trained model with ``source`` as its input, the cross-attention on view; then open ``page``."""
-    st.session_state.update(weights=weights, src=source, stack="cross", layer=0, element=0,
+def _open(weights: str, source: str, page: str, layer: int) -> None:
+    """Select a trained model with ``source`` as its input, the cross-attention of ``layer`` on view (the picture
+    drawn here), no token focused; then open ``page``."""
+    st.session_state.update(weights=weights, src=source, stack="cross", layer=layer, element=0, focus=-1,
                             seq_len=max(st.session_state.get("seq_len", 1), state.default_of("seq_len", weights)))
     st.session_state["_open_page"] = page
 
@@ -54,8 +55,10 @@ if "dates" in available():
              ("Translate model → Attention", "translate", get_task("translate").example, "app_pages/attention.py"),
              ("Reverse model → Attention", "reverse", get_task("reverse").example, "app_pages/attention.py"))
     for column, (label, weights_name, source, page) in zip(columns, links):
-        if weights_name in available():
-            column.button(label, on_click=_open, args=(weights_name, source, page), key=f"open_{weights_name}")
+        if weights_name in available():  # the last layer, as drawn above (each shipped model's own count)
+            last = spec_of(weights_name).num_layers - 1
+            column.button(label, on_click=_open, args=(weights_name, source, page, last), key=f"open_{weights_name}",
+                          help=f"Cross-attention, layer {last}, on the Attention page.")
     if st.session_state.get("_open_page"):
         st.switch_page(st.session_state.pop("_open_page"))
 

@@ -69,6 +69,8 @@ def _use_model(job: TrainJob) -> None:
     st.session_state["weights"] = name
     st.session_state["src"] = TASKS[job.spec.task].example
     st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), job.spec.max_len)
+    # the picture the task's description promises ("cross-attention should be diagonal"): its last layer
+    st.session_state.update(stack="cross", layer=job.spec.num_layers - 1, element=0, focus=-1)
 
 
 @st.fragment(run_every=1.0)

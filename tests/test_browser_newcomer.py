@@ -126,7 +126,8 @@ def test_a_model_trained_here_opens_on_cross_attention_and_its_link_works_in_ano
         wait_idle(other)
         wait_for_charts(other)
         assert other.get_by_text("not available here").count() == 0
-        assert other.get_by_text("Trained here: copy").count() >= 1  # the sidebar names it
+        weights = other.get_by_test_id("stSidebar").get_by_role("combobox").first.input_value()
+        assert weights.startswith("Trained here: copy"), weights  # the sidebar names it
         assert other.url.split("?")[1] == link.split("?")[1]
     finally:
         other.context.close()

@@ -124,10 +124,17 @@ def test_training_rejects_bad_specs():
 def test_session_models_are_registered_and_bounded():
     result = train(TrainSpec(task="reverse", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=5, batch=8,
                              max_len=4), log_every=5)
-    names = [pretrained.register(result, f"k{i}") for i in range(pretrained.SESSION_MODELS_KEPT + 2)]
+    names = [pretrained.register(result, f"k{i}", f"model {i}") for i in range(pretrained.SESSION_MODELS_KEPT + 2)]
     assert pretrained.load_pretrained(names[-1]).task == "reverse"
+    assert pretrained.kept_label(names[-1]) == f"model {pretrained.SESSION_MODELS_KEPT + 1}"  # any session's
+    assert pretrained.spec_of(names[-1]).d_model == 16
     with pytest.raises(ValueError, match="train it again"):
         pretrained.load_pretrained(names[0])
+    assert pretrained.kept_label(names[0]) is None and pretrained.spec_of(names[0]) is None
+
+
+def test_a_shipped_models_spec_is_read_without_loading_it():
+    assert pretrained.spec_of("dates").num_layers == 2 and pretrained.spec_of("nope") is None
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ pickle); the architecture and vocabulary come from a JSON file.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import threading
 from dataclasses import dataclass, field
@@ -136,6 +137,7 @@ def load_folder(folder: Path, name: str, device: str = "/CPU:0") -> Pretrained:
 _lock = threading.Lock()
 _shipped: dict[tuple, Pretrained] = {}  # (name, device) -> model
 _session: collections.OrderedDict = collections.OrderedDict()
+_labels: dict[str, str] = {}  # a kept session model's name -> its label
 
 
 def available() -> list[str]:
@@ -165,6 +167,20 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained:
         return _shipped[name, device]
 
 
+def spec_of(name: str) -> TrainSpec | None:
+    """The architecture and training of a shipped or kept model, read without loading its weights; None for an
+    unknown name."""
+    if name in SHIPPED:
+        return _shipped_spec(name)
+    with _lock:
+        return _session[name].spec if name in _session else None
+
+
+@functools.cache
+def _shipped_spec(name: str) -> TrainSpec:
+    return TrainSpec(**json.loads((PRETRAINED_DIR / name / CONFIG_FILE).read_text())["spec"])
+
+
 def task_of(name: str) -> str | None:
     """The task of a shipped or registered model, without loading it; None for an unknown name."""
     if name in SHIPPED:
@@ -173,12 +189,21 @@ def task_of(name: str) -> str | None:
         return _session[name].task if name in _session else None
 
 
-def register(result: TrainResult, key: str) -> str:
-    """Keep a model trained in a session (at most SESSION_MODELS_KEPT); returns its name."""
+def register(result: TrainResult, key: str, label: str = "") -> str:
+    """Keep a model trained in a session (at most SESSION_MODELS_KEPT, for every session of this server: its
+    link opens it in another); returns its name. ``label``: what a picker calls it (default: its name)."""
     name = f"{SESSION_PREFIX}{key}"
     with _lock:
         _session[name] = from_result(name, result)
+        _labels[name] = label or name
         _session.move_to_end(name)
         while len(_session) > SESSION_MODELS_KEPT:
-            _session.popitem(last=False)
+            dropped, _ = _session.popitem(last=False)
+            _labels.pop(dropped, None)
     return name
+
+
+def kept_label(name: str) -> str | None:
+    """The label of a model trained on this server and still kept (any session's); None when it is not."""
+    with _lock:
+        return _labels.get(name) if name in _session else None

@@ -68,6 +68,22 @@ def weight_choices() -> list[str]:
     return ["random"] + pretrained.available() + list(st.session_state.get("_my_models", []))
 
 
+def _open_linked_model() -> None:
+    """A link to a model trained on this server (in any session) opens it while the server keeps it; one it no
+    longer keeps is said plainly, and the weights are the random ones."""
+    name = st.session_state.get("weights", "random")
+    if not name.startswith(pretrained.SESSION_PREFIX) or name in st.session_state.get("_my_models", {}):
+        return
+    label = pretrained.kept_label(name)
+    if label is not None:
+        st.session_state.setdefault("_my_models", {})[name] = label
+        return
+    state.notify(f"The model of this link ({name}) is no longer kept by this server: it keeps the last "
+                 f"{pretrained.SESSION_MODELS_KEPT} models trained here, until it restarts. Using random weights; "
+                 "train it again on the Train page.")
+    st.session_state["weights"] = "random"
+
+
 def weights_label(name: str) -> str:
     if name == "random":
         return "Seeded random weights"
@@ -118,6 +134,7 @@ def render() -> None:
     """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
     bar = st.sidebar
     bar.subheader("Model")
+    _open_linked_model()
     choices = weight_choices()
     if st.session_state.get("weights") not in choices:
         state.notify(f"The model {st.session_state.get('weights')!r} is not available here; using random weights.")

@@ -55,7 +55,7 @@ class TrainJob:
 
     def register(self) -> str:
         """Make the trained model selectable as weights; returns its name."""
-        return pretrained.register(self.result, self.key)
+        return pretrained.register(self.result, self.key, self.label())
 
     def label(self) -> str:
         s = self.spec
