@@ -14,6 +14,7 @@ from ui.controls import (
     check_lines,
     downloads,
     element_picker,
+    fit_px,
     head_picker,
     layer_picker,
     mask_toggles,
@@ -74,7 +75,7 @@ names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in ra
 columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
 plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
                names=[*names, "mean of heads"], columns=columns, focus=drawn_focus, pooled=result.attention_factor,
-               key_positions=view_of_line.key_positions),
+               key_positions=view_of_line.key_positions, fit_px=fit_px("heads")),
      "heads", on_click=on_click)
 if blockwise:
     st.caption(f"N = {n_q} > {FULL_ATTENTION_MAX}: attention ran block-wise, {QUERY_BLOCK} queries at a time; each "

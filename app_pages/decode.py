@@ -5,7 +5,7 @@ import streamlit as st
 from transformer.pretrained import task_of
 from transformer.tasks import get_task
 from ui import data, state
-from ui.controls import PERSIST, clamp, plot
+from ui.controls import PERSIST, clamp, fit_px, plot
 from ui.sidebar import weight_choices, weights_label
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
@@ -53,8 +53,10 @@ st.markdown(f"**Step {t}** — the decoder has read `{' '.join(step.prefix)}` an
 plot(look_ahead_row(t, len(run.steps), run.steps[-1].prefix + (run.steps[-1].chosen,)), "dec_look_ahead")
 columns = st.columns([3, 2])
 with columns[0]:
-    plot(step_attention(step.self_attention, step.prefix, f"masked self-attention of position {t}"), "dec_self")
-    plot(step_attention(step.cross_attention, run.source_tokens, f"cross-attention of position {t}"), "dec_cross")
+    plot(step_attention(step.self_attention, step.prefix, f"masked self-attention of position {t}",
+                        fit_px=fit_px("dec_self")), "dec_self")
+    plot(step_attention(step.cross_attention, run.source_tokens, f"cross-attention of position {t}",
+                        fit_px=fit_px("dec_cross")), "dec_cross")
 with columns[1]:
     title = f"next token at temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "")
     plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")

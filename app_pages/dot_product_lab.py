@@ -6,7 +6,17 @@ import streamlit as st
 from transformer import masked_softmax
 from transformer.analysis import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
 from ui import data, state
-from ui.controls import PERSIST, STACK_NAMES, clamp, element_picker, head_picker, layer_picker, plot, stack_picker
+from ui.controls import (
+    PERSIST,
+    STACK_NAMES,
+    clamp,
+    element_picker,
+    fit_px,
+    head_picker,
+    layer_picker,
+    plot,
+    stack_picker,
+)
 from viz.lab import bars_figure, dimension_labels, scaling_figure, stage_figure
 from viz.labels import position_labels
 
@@ -57,7 +67,7 @@ st.subheader("Why divide by √d_k")
 st.markdown("For q, k with independent N(0, 1) entries, q·k has variance d_k: the softmax saturates (its entropy "
             "collapses) as d_k grows. Dividing by √d_k brings the variance back to 1. Measured now on random "
             "vectors:")
-plot(scaling_figure(data.scaling()), "lab_scaling")
+plot(scaling_figure(data.scaling(), fit_px=fit_px("lab_scaling")), "lab_scaling")
 
 st.subheader("Filling the mask: select, add −1e9, or −∞")
 last_row = len(query_labels) - 1

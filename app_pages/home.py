@@ -10,7 +10,7 @@ from transformer.pretrained import available, spec_of
 from transformer.tasks import get_task
 from transformer.tasks.dates import date_text
 from ui import data, state
-from ui.controls import plot
+from ui.controls import fit_px, plot
 from ui.pages import PAGES
 from viz.attention import head_grid
 
@@ -43,7 +43,8 @@ if "dates" in available():
     mask = result.applied_masks["cross"][0]  # (N_t, N_s)
     plot(head_grid(np.concatenate([weights, mean]), mask, result.target_tokens[0], result.source_tokens[0],
                    title=f"cross-attention, layer {layer}: rows are the characters written, columns those read",
-                   names=[f"head {h}" for h in range(result.heads)] + ["mean of heads"], columns=result.heads + 1),
+                   names=[f"head {h}" for h in range(result.heads)] + ["mean of heads"], columns=result.heads + 1,
+                   fit_px=fit_px("home_dates")),
          "home_dates")
     st.caption("Each row is one character the model writes; the dark cells are where it reads from: the year's "
                "digits read the year, the month's digits the month's name, the day's digits the day, and nothing "

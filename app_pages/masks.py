@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
 from ui import data, state
-from ui.controls import PERSIST, Download, downloads, plot
+from ui.controls import PERSIST, Download, downloads, fit_px, plot
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
@@ -43,7 +43,8 @@ st.subheader("Padding mask (source)")
 st.markdown(f"Shape `{result.source_padding_mask.shape}` = (B, 1, 1, N): one row per sequence, repeated for every "
             "query when it meets the attention logits. Padded keys are blocked for every query.")
 source_padding = np.broadcast_to(result.source_padding_mask[:, 0], (batch, length, length))
-plot(mask_grid(source_padding, result.source_tokens, result.source_tokens, titles), "padding")
+plot(mask_grid(source_padding, result.source_tokens, result.source_tokens, titles, fit_px=fit_px("padding")),
+     "padding")
 
 st.subheader("Look-ahead mask, and the target mask = padding AND look-ahead")
 n_target = result.subsequent_mask.shape[0]
@@ -55,7 +56,7 @@ positions = [""] * n_target
 plot(mask_grid(np.concatenate([result.subsequent_mask[None], result.target_mask[:, 0]]),
                [positions, *result.target_tokens], [positions, *result.target_tokens],
                ["look-ahead", *(f"target, {title}" for title in titles)],  # short: four fit 540 px (1000 px window)
-               columns=min(batch + 1, 4)), "target")  # more lines wrap: four panels to a row at most
+               columns=min(batch + 1, 4), fit_px=fit_px("target")), "target")  # more lines: four to a row at most
 
 family_note.markdown(FAMILY_NOTES[family])
 if family != "paper":
@@ -64,7 +65,8 @@ if family != "paper":
     plot(mask_grid(np.concatenate([encoder[:1], decoder[:1]]), [result.source_tokens[0], result.target_tokens[0]],
                    [result.source_tokens[0], result.target_tokens[0]],
                    [f"encoder, line 1: {encoder[0].mean():.0%} allowed",
-                    f"decoder, line 1: {decoder[0].mean():.0%} allowed"], columns=2), "family")
+                    f"decoder, line 1: {decoder[0].mean():.0%} allowed"], columns=2, fit_px=fit_px("family")),
+         "family")
     st.caption("Density (allowed share of the N² cells) of the encoder's self-attention, line by line: " + ", ".join(
         f"line {b + 1} {mask.mean():.0%}" for b, mask in enumerate(encoder)) + ". The look-ahead switch of the "
         "Attention page does nothing under a family: the family is the decoder's pattern.")

@@ -4,7 +4,7 @@ and ALiBi's biases for the current heads."""
 import streamlit as st
 
 from ui import data, state
-from ui.controls import PERSIST, Download, downloads, parse_indices, plot
+from ui.controls import PERSIST, Download, downloads, fit_px, parse_indices, plot
 from viz import positional
 from viz.export import arrays_npz, matrix_csv
 
@@ -70,7 +70,8 @@ st.markdown("ALiBi adds −slope·|i − j| to head h's logits before the softma
             "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two; in each panel's title). Nothing is "
             "added to the embeddings.")
 ALIBI_PICTURED = 64  # positions a side of each head's bias (eight heads of 256 × 256 were 2.9 MB of JSON)
-plot(positional.alibi_figure(views.alibi_bias[:8, :ALIBI_PICTURED, :ALIBI_PICTURED], views.alibi_slopes[:8]),
+plot(positional.alibi_figure(views.alibi_bias[:8, :ALIBI_PICTURED, :ALIBI_PICTURED], views.alibi_slopes[:8],
+                             fit_px=fit_px("alibi")),
      "alibi")
 st.caption(f"The first {min(length, ALIBI_PICTURED)} positions" + (
     f"; the first 8 of {result.heads} heads, slopes of all: " + ", ".join(f"{slope:.3g}" for slope in

@@ -620,3 +620,21 @@ def test_a_grid_with_nothing_masked_names_its_categories_on_the_axis_gaps_includ
     assert [trace.x[0] for trace in fig.data] == [categories[0], categories[5 + gap], categories[10 + 2 * gap]]
     masked = attention.head_grid(RNG.random((3, 4, 5)), np.tril(np.ones((4, 5), bool)), list("abcd"), list("vwxyz"))
     assert masked.data[0].name == "masked" and masked.layout.xaxis.categoryarray is None
+
+
+def test_a_grid_laid_out_for_a_phones_column_fits_it_with_fewer_panels_to_a_row():
+    """A chart reports a narrow column's width (ui.chart.column_px); the grid is laid out for it: fewer panels to a
+    row where the titles need it, the title wrapped, and its narrowest width within the column."""
+    weights, mask = RNG.random((5, 11, 28)), np.ones((11, 28), bool)
+    title = "cross-attention, layer 1: rows are the characters written, columns those read"
+    wide = attention.head_grid(weights, mask, ["q"] * 11, ["k"] * 28, title=title, columns=5)
+    narrow = attention.head_grid(weights, mask, ["q"] * 11, ["k"] * 28, title=title, columns=5, fit_px=350)
+    assert wide.layout.meta["min_width_px"] > 350 >= narrow.layout.meta["min_width_px"]
+    assert len({trace.yaxis for trace in narrow.data}) > len({trace.yaxis for trace in wide.data})  # more rows
+    assert "<br>" in narrow.layout.title.text and "<br>" not in wide.layout.title.text
+    masks_grid = masks.mask_grid(np.ones((4, 7, 7), bool), [TOKENS7] * 4, [TOKENS7] * 4, list("abcd"), columns=4,
+                                 fit_px=350)
+    assert masks_grid.layout.meta["min_width_px"] <= 350
+    experiment = scaling_experiment(d_ks=(4, 64), samples=50)
+    assert lab.scaling_figure(experiment, fit_px=350).layout.meta is None  # one panel above the other
+    assert lab.scaling_figure(experiment).layout.meta["min_width_px"] > 350

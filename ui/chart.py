@@ -24,7 +24,7 @@ import plotly.io as pio
 import streamlit as st
 
 from ui.streamlit_patches import widget_module_urls
-from viz.sizes import TICK_PX  # not viz.style and viz.panels: ~0.1 s of imports before the early loader is sent
+from viz.sizes import NARROW_PX, TICK_PX  # not viz.style, viz.panels: ~0.1 s of imports
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC_DIR = ROOT / "static"
@@ -39,7 +39,7 @@ STALE_FADE_ATTRIBUTE = "data-al-slow-run"
 
 def frontend(*names: str) -> str:
     """The files ``names`` of ``ui/frontend/`` joined, with their ``__NAME__`` placeholders filled in."""
-    values = {"__TICK_PX__": str(TICK_PX), "__CHART_CLASS__": CHART_CLASS,
+    values = {"__TICK_PX__": str(TICK_PX), "__CHART_CLASS__": CHART_CLASS, "__NARROW_PX__": str(NARROW_PX),
               "__STALE_FADE_ATTRIBUTE__": STALE_FADE_ATTRIBUTE}
     text = "\n".join((FRONTEND_DIR / name).read_text() for name in names)
     for placeholder, value in values.items():
@@ -118,10 +118,25 @@ def chart(fig, key: str, on_click=None) -> None:
     ``on_click``: called (before the rerun it starts) with ``{"query": i, "key": j}`` (a heatmap cell) or one of
     the two (a head-view token) when the viewer clicks a figure whose ``layout.meta.click`` is set.
     """
+    width = dict(default={"column_px": 0}, on_column_px_change=_width_reported)
     if on_click is None:
-        _component(key=key, data=chart_payload(fig))
+        _component(key=key, data=chart_payload(fig), **width)
         return
-    _component(key=key, data=chart_payload(fig), on_click_change=lambda: on_click(_clicked(key)))
+    _component(key=key, data=chart_payload(fig), on_click_change=lambda: on_click(_clicked(key)), **width)
+
+
+def _width_reported() -> None:
+    """The page runs again (Streamlit does that for a state value) and reads the width with `column_px`."""
+
+
+def column_px(key: str) -> int | None:
+    """The width (px) of the column chart ``key`` was drawn in, as its browser reported it when narrower than
+    NARROW_PX (a phone); None for a wider column, or before the chart was drawn."""
+    value = st.session_state.get(key)
+    if value is None:
+        return None
+    reported = getattr(value, "column_px", None) if not isinstance(value, dict) else value.get("column_px")
+    return int(reported) if reported else None
 
 
 def _clicked(key: str) -> dict:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from transformer.masks import SIZED_FAMILIES
 from ui import state
-from ui.chart import chart
+from ui.chart import chart, column_px
 
 PERSIST = dict(persist_state="session")
 STACK_NAMES = {
@@ -102,6 +102,11 @@ def check_lines(checks) -> list[str]:
     """Each `transformer.analysis.Check` as a Markdown line: its mark, name, what is measured and the value."""
     return [f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
             for check in checks]
+
+
+def fit_px(key: str) -> int | None:
+    """The width (px) to lay the figure of chart ``key`` out for: its column's on a phone, else None (any)."""
+    return column_px(f"fig_{key}")
 
 
 def plot(fig, key: str, on_click=None) -> None:

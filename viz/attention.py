@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from viz.labels import pooled_labels, position_labels
 from viz.panels import panels_figure, weight_rows
 from viz.pooling import CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, max_pool, pool_factor, pooled_note
-from viz.style import left_title, title_lines, weight_coloraxis
+from viz.style import left_title, title_lines, weight_coloraxis, wrap_title
 
 
 def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOLUTION, pooled: int = 1):
@@ -51,7 +51,8 @@ def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
 
 
 def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
-              limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1, key_positions=None) -> go.Figure:
+              limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1, key_positions=None,
+              fit_px: int | None = None) -> go.Figure:
     """One heatmap per head.
 
     Args:
@@ -62,6 +63,7 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
       focus: ``("query", i)`` outlines query i's row in every panel, ``("key", j)`` key j's column; None: none.
       pooled: the weights come max-pooled by this factor (a block-wise run); mask and tokens are whole.
       key_positions: each key's place in the sequence when some keys were taken out (its axis label says it).
+      fit_px: lay it out for a column this wide (a phone): fewer panels to a row, the title wrapped.
     """
     weights = np.asarray(weights, dtype=np.float32)
     limit = min(limit, max(8, int((CELL_BUDGET / weights.shape[0]) ** 0.5)))  # many heads: coarser panels
@@ -71,18 +73,18 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
     names = list(names) if names is not None else [f"head {h}" for h in range(shown.shape[0])]
     note = pooled_note(factor, (len(query_tokens), len(key_tokens)))
     first, *more = title.split("<br>")  # a second line of the title stays the second line
-    return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns,
-                           "<br>".join([" — ".join(filter(None, (first, note))), *more]),
-                           focus=pooled_focus(focus, factor), factor=factor)
+    title = wrap_title("<br>".join([" — ".join(filter(None, (first, note))), *more]), fit_px)
+    return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns, title,
+                           focus=pooled_focus(focus, factor), factor=factor, fit_px=fit_px)
 
 
 def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240, focus=None,
-                    factor: int = 1) -> go.Figure:
+                    factor: int = 1, fit_px: int | None = None) -> go.Figure:
     """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned).
     A click on a cell reports its position to the page (``meta.click``)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
                                  top_px=26 + 18 * title_lines(title) if title else 10, focus=focus,
-                                 click_factor=factor)
+                                 click_factor=factor, fit_px=fit_px)
     layout["meta"] = {**layout["meta"], "click": True}
     return panels_figure(traces, layout, title=left_title(title),
                          coloraxis=weight_coloraxis())

@@ -18,13 +18,14 @@ from viz.style import (
 )
 
 
-def step_attention(weights, key_tokens, title: str) -> go.Figure:
+def step_attention(weights, key_tokens, title: str, fit_px: int | None = None) -> go.Figure:
     """One panel per layer: its heads (rows, and their mean last) over the keys, for the newest position.
 
     Args:
       weights: ``(L, H, N_k)`` in [0, 1]: a step's self-attention (keys: the prefix) or cross-attention
         (keys: the source).
       key_tokens: N_k token texts.
+      fit_px: lay it out for a column this wide (a phone): fewer panels to a row.
     """
     weights = np.asarray(weights, np.float32)  # (L, H, N_k)
     layers, heads, n_k = weights.shape
@@ -32,7 +33,7 @@ def step_attention(weights, key_tokens, title: str) -> go.Figure:
     rows = [f"head {h}" for h in range(heads)] + ["mean"]
     names = [f"layer {layer}" for layer in range(layers)]
     traces, layout = weight_rows(panels, np.ones((heads + 1, n_k), bool), rows, position_labels(key_tokens), names,
-                                 columns=layers, panel_px=max(90, 22 * (heads + 1)), top_px=44)
+                                 columns=layers, panel_px=max(90, 22 * (heads + 1)), top_px=44, fit_px=fit_px)
     return panels_figure(traces, layout, title=left_title(title), coloraxis=weight_coloraxis())
 
 

@@ -7,7 +7,6 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.labels import position_labels
 from viz.pooling import FULL_RESOLUTION
 from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, figure, fixed_margins
 
@@ -52,18 +51,17 @@ def dimension_labels(count: int) -> list[str]:
     return [f"d{j}" for j in range(count)]
 
 
-def stage_labels(tokens) -> list[str]:
-    return position_labels(tokens)
-
-
 SCALING_MIN_WIDTH_PX = 520  # two panels and a legend: narrower (a phone), the panel titles run into each other
 
 
-def scaling_figure(experiment: dict) -> go.Figure:
-    """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k)."""
+def scaling_figure(experiment: dict, fit_px: int | None = None) -> go.Figure:
+    """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k); side by side, or one above
+    the other in a column ``fit_px`` wide that is too narrow for two (a phone)."""
     d_k = experiment["d_k"]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("variance of q·k", "softmax entropy (nats)"),
-                        figure=figure())
+    stacked = bool(fit_px) and fit_px < SCALING_MIN_WIDTH_PX
+    second = dict(row=2, col=1) if stacked else dict(row=1, col=2)
+    fig = make_subplots(rows=2 if stacked else 1, cols=1 if stacked else 2, vertical_spacing=0.18,
+                        subplot_titles=("variance of q·k", "softmax entropy (nats)"), figure=figure())
     scaled_colour, raw_colour = plotly.colors.qualitative.Plotly[:2]
     for key, name, line in (("raw", "q·k", dict(dash="dot", color=raw_colour)),  # the same colours in both panels
                             ("scaled", "q·k / sqrt(d_k)", dict(dash="solid", color=scaled_colour))):
@@ -73,11 +71,14 @@ def scaling_figure(experiment: dict) -> go.Figure:
         fig.add_trace(go.Scatter(x=d_k, y=experiment[f"entropy_{key}"], name=name, line=line,
                                  showlegend=False,
                                  hovertemplate="d_k %{x}<br>entropy %{y:.3f}<extra>" + name + "</extra>"),
-                      row=1, col=2)
+                      **second)
     fig.add_trace(go.Scatter(x=d_k, y=[experiment["max_entropy"]] * len(d_k), name="uniform (log N)",
-                             line=dict(color="grey", dash="dash")), row=1, col=2)
+                             line=dict(color="grey", dash="dash")), **second)
     fig.update_xaxes(type="log", dtick=1, title="d_k")  # decades only: "2" and "5" between them crowd a narrow chart
     fig.update_yaxes(type="log", dtick=1, row=1, col=1)
+    if stacked:  # the legend under the panels
+        fig.update_layout(height=700, legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"))
+        return fixed_margins(fig, top=50, bottom=140)
     fig.update_layout(height=360, meta=dict(min_width_px=SCALING_MIN_WIDTH_PX))
     return fixed_margins(fig, top=50)
 

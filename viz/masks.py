@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from viz.labels import pooled_labels, position_labels
 from viz.panels import axis_ids, label_px, panel_layout, panels_figure
 from viz.pooling import FULL_RESOLUTION, max_pool, pool_factor, pooled_note
-from viz.style import ALLOWED_COLOR, BLOCKED_COLOR, left_title
+from viz.style import ALLOWED_COLOR, BLOCKED_COLOR, left_title, title_lines, wrap_title
 
 MASK_COLORSCALE = [[0.0, BLOCKED_COLOR], [0.5, BLOCKED_COLOR], [0.5, ALLOWED_COLOR], [1.0, ALLOWED_COLOR]]
 
@@ -21,7 +21,7 @@ def _mask_trace(mask, query_labels, key_labels, panel: int = 0) -> dict:
                 hovertemplate="query %{y}<br>key %{x}<br>mask %{z} (1 = may attend, 0 = blocked)<extra></extra>")
 
 
-def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.Figure:
+def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3, fit_px: int | None = None) -> go.Figure:
     """One panel per batch element.
 
     Args:
@@ -29,6 +29,7 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
         mask must be broadcast to ``(B, N, N)`` first, as attention sees it).
       query_tokens, key_tokens: ``B`` token sequences of lengths N_q and N_k.
       titles: ``B`` panel titles.
+      fit_px: lay it out for a column this wide (a phone): fewer panels to a row, the title wrapped.
 
     Above 128 positions each panel is max-pooled (a block is allowed when any of its
     cells is) and the figure's title says so, to keep what is sent small. (Said in each
@@ -38,14 +39,15 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3) -> go.F
     factor = max(pool_factor(masks.shape[-2], FULL_RESOLUTION), pool_factor(masks.shape[-1], FULL_RESOLUTION))
     note = pooled_note(factor, masks.shape)
     if factor > 1:  # a block counts as allowed when any cell in it is
-        note += ": a block is blue when any of its cells is"
+        note = wrap_title(note + ": a block is blue when any of its cells is", fit_px)
         masks = max_pool(masks, factor, factor, fill=False)
     query_labels = [pooled_labels(position_labels(tokens), factor) for tokens in query_tokens]
     key_labels = [pooled_labels(position_labels(tokens), factor) for tokens in key_tokens]
     traces = [_mask_trace(mask, query_labels[index], key_labels[index], panel=index)
               for index, mask in enumerate(masks)]
     layout = panel_layout(
-        list(titles), columns, panel_px=280 if len(masks) > 1 else 300, top_px=44 if note else 40,
+        list(titles), columns, panel_px=280 if len(masks) > 1 else 300, top_px=26 + 18 * title_lines(note) if note
+        else 40, fit_px=fit_px,
         x_labels_px=label_px([label for labels in key_labels for label in labels], rotated=True),
         y_labels_px=label_px([label for labels in query_labels for label in labels]),
     )

@@ -76,23 +76,38 @@ def _row_geometry(rows: int, *, panel_px: int, x_labels_px: int, title_px: int, 
     return height, top, domains
 
 
+def fitting_columns(columns: int, fit_px: int | None, min_width) -> int:
+    """The most panels to a row, up to ``columns``, whose grid is at most ``fit_px`` wide at its narrowest
+    (``min_width(columns)`` px); ``columns`` when ``fit_px`` is None (a desktop's column)."""
+    while fit_px and columns > 1 and min_width(columns) > fit_px:
+        columns -= 1
+    return columns
+
+
 def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int = 6, panel_px: int = 260,
-                 top_px: int = 40, gap_px: int = 16) -> dict:
+                 top_px: int = 40, gap_px: int = 16, fit_px: int | None = None) -> dict:
     """A layout dict with one pair of labelled category axes per panel, laid out row by row, and the titles.
 
     Margins and gaps come from the tick labels' measured size (``label_px``), so no
     axis needs automargin. y axes run top to bottom (queries in reading order).
+    ``fit_px``: lay it out for a column this wide (a phone): fewer panels to a row where needed, and each
+    panel's y labels kept clear of its neighbour at that width.
     """
-    columns = max(1, min(columns, len(titles)))
+    nominal_px = fit_px or NOMINAL_WIDTH_PX
+    gap_x = (y_labels_px + gap_px) / nominal_px
+
+    def meta(count: int) -> dict:
+        width = (1.0 - gap_x * (count - 1)) / count
+        return min_width_meta(titles, count, left_px=y_labels_px, right_px=10, gap_share=gap_x / (width + gap_x),
+                              min_panel_px=MIN_PANEL_PX + (y_labels_px + gap_px if fit_px else 0))
+
+    columns = fitting_columns(max(1, min(columns, len(titles))), fit_px, lambda count: meta(count)["min_width_px"])
     title_px = TITLE_PX if any(titles) else 4
-    gap_x = (y_labels_px + gap_px) / NOMINAL_WIDTH_PX
     width = (1.0 - gap_x * (columns - 1)) / columns
     height, top, y_domains = _row_geometry(-(-len(titles) // columns), panel_px=panel_px, x_labels_px=x_labels_px,
                                            title_px=title_px, top_px=top_px)
     layout = dict(height=height, showlegend=False, annotations=[],
-                  margin=dict(t=top, l=y_labels_px, r=10, b=x_labels_px),
-                  meta=min_width_meta(titles, columns, left_px=y_labels_px, right_px=10,
-                                      gap_share=gap_x / (width + gap_x)))
+                  margin=dict(t=top, l=y_labels_px, r=10, b=x_labels_px), meta=meta(columns))
     for index, title in enumerate(titles):
         row, col = divmod(index, columns)
         x_domain = [col * (width + gap_x), min(1.0, col * (width + gap_x) + width)]
@@ -154,7 +169,8 @@ def _title_px(title: dict) -> int:
 
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
                 panel_px: int = 240, gap_px: int = 16, top_px: int = 40, show_ticks: bool = True,
-                right_px: int = 90, focus=None, click_factor: int = 1) -> tuple[list[dict], dict]:
+                right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None
+                ) -> tuple[list[dict], dict]:
     """Heatmap trace dicts and a layout for panels of attention weights, ``columns`` panels to a row.
 
     The panels of a row share one pair of axes: the browser lays out and draws every pair of
@@ -172,26 +188,32 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
       row_titles: one title right of each row (e.g. the layer).
       focus: ``("query", i)`` outlines row i of every panel, ``("key", j)`` column j; None: no outline.
       click_factor: how many positions one cell stands for (a pooled view), for the chart's click events.
+      fit_px: lay the grid out for a column this wide (a phone): fewer panels to a row where needed.
     """
     weights = np.asarray(weights, dtype=np.float32)  # (P, N_q, N_k)
     mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape[-2:])  # (N_q, N_k)
     panels, _, n_k = weights.shape
     titles = list(names) if titles is None else list(titles)
-    columns = max(1, min(columns, panels))
     y_labels_px = label_px(query_labels, show_ticks)
     x_labels_px = label_px(key_labels, show_ticks, rotated=True)
-    panel_width_px = (NOMINAL_WIDTH_PX - y_labels_px - right_px) / columns
-    gap = max(1, round(n_k * gap_px / panel_width_px))  # blank categories between two panels
+    nominal_px = fit_px or NOMINAL_WIDTH_PX
+
+    def gap_and_meta(count: int) -> tuple[int, dict]:
+        panel_width_px = max(1.0, (nominal_px - y_labels_px - right_px) / count)
+        gap = max(1, round(n_k * gap_px / panel_width_px))  # blank categories between two panels
+        return gap, min_width_meta(titles, count, left_px=y_labels_px, right_px=right_px, gap_share=gap / (n_k + gap),
+                                   min_panel_px=MIN_PANEL_PX if show_ticks else MIN_PANEL_PX // 2)
+
+    columns = fitting_columns(max(1, min(columns, panels)), fit_px,
+                              lambda count: gap_and_meta(count)[1]["min_width_px"])
+    gap, meta = gap_and_meta(columns)
     full_row = columns * n_k + (columns - 1) * gap
     title_px = TITLE_PX if any(titles) else 4
     rows = -(-panels // columns)
     height, top, y_domains = _row_geometry(rows, panel_px=panel_px, x_labels_px=x_labels_px, title_px=title_px,
                                            top_px=top_px)
     layout = dict(height=height, showlegend=False, annotations=[], plot_bgcolor="white",
-                  margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px),
-                  meta=min_width_meta(titles, columns, left_px=y_labels_px, right_px=right_px,
-                                      gap_share=gap / (n_k + gap),
-                                      min_panel_px=MIN_PANEL_PX if show_ticks else MIN_PANEL_PX // 2))
+                  margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px), meta=meta)
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
     tick_step = max(1, math.ceil(n_k * TICK_PX * columns / (TICK_WIDTH_PX - y_labels_px - right_px)))
     traces = []

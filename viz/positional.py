@@ -154,13 +154,14 @@ def rope_offset_figure(dots) -> go.Figure:
                     height=380, title=left_title(f"rotated q·k: largest spread along a diagonal {spread:.1e}"))))
 
 
-def alibi_figure(bias, slopes) -> go.Figure:
-    """Each head's ALiBi bias −slope·|i − j| ``(H, N, N)`` on one shared scale, the slope in the title."""
+def alibi_figure(bias, slopes, fit_px: int | None = None) -> go.Figure:
+    """Each head's ALiBi bias −slope·|i − j| ``(H, N, N)`` on one shared scale, the slope in the title.
+    ``fit_px``: lay it out for a column this wide (a phone)."""
     bias = np.asarray(bias, dtype=np.float32)
     heads = bias.shape[0]
     columns = min(heads, 4)
     layout = panel_layout([f"head {h}: {slopes[h]:.3g}" for h in range(heads)], columns, panel_px=180,
-                          x_labels_px=40, y_labels_px=40)
+                          x_labels_px=40, y_labels_px=40, fit_px=fit_px)
     low = float(bias.min()) or -1.0
     traces = []
     for h in range(heads):

@@ -9,7 +9,10 @@ TICK_PX = 14  # room along an axis for one rotated tick label
 # fitKeyLabels). The hover names every key.
 TICK_WIDTH_PX = 1600
 # A panel title's characters at 14 px (measured in Chromium: 6–7.3 px), and the room kept between two titles. A
-# chart drawn narrower than its titles need (a phone) keeps that width and scrolls sideways (``min_width_meta``).
+# grid whose titles need more than its column (a phone) is laid out again for the column (NARROW_PX below).
 TITLE_CHAR_PX = 6.5
 TITLE_PAD_PX = 12
 MIN_PANEL_PX = 48  # and no panel narrower than this
+# A grid of panels too wide for a column narrower than this (a phone) reports the column's width, and the page lays
+# it out for that width (fewer panels to a row, gaps in pixels of that width); wider columns use NOMINAL_WIDTH_PX.
+NARROW_PX = 700

@@ -49,6 +49,25 @@ def left_title(text: str) -> dict:
     return dict(text=text, x=0.0, xanchor="left", **(dict(font=dict(size=14)) if long else {}))
 
 
+def wrap_title(text: str, width_px: int | None, char_px: float = 8.5) -> str:
+    """``text`` with ``<br>`` between words wherever a line would be wider than ``width_px`` (a phone's chart;
+    None: as it is). ``char_px``: a character's width at the title's size (8.5 at Plotly's 17 px, to be safe)."""
+    if not width_px or not text:
+        return text
+    most = max(8, int(width_px / char_px))
+    lines = []
+    for line in text.split("<br>"):
+        current = ""
+        for word in line.split(" "):
+            joined = f"{current} {word}" if current else word
+            if current and len(html.unescape(joined)) > most:
+                lines.append(current)
+                joined = word
+            current = joined
+        lines.append(current)
+    return "<br>".join(lines)
+
+
 def title_lines(text: str) -> int:
     return text.count("<br>") + 1 if text else 0
 

@@ -93,13 +93,30 @@ function watchVisibility(node) {
   return watcher;
 }
 
-// A grid of panels is not drawn narrower than its figure asks (viz.common.min_width_meta: the panels' titles stay
-// apart): in a narrower column (a phone) the chart keeps that width and its wrapper scrolls sideways.
+// A grid of panels is not drawn narrower than its figure asks (viz.panels.min_width_meta: the panels' titles stay
+// apart): in a narrower column (a phone) it keeps that width, its wrapper scrolling sideways, until the page has
+// laid it out for the column (reportWidth); a grid that cannot fit (the model view's heads) keeps scrolling.
 function keepMinWidth(node, widthPx) {
+  node.alMinWidth = widthPx || 0;
   const minWidth = widthPx ? widthPx + "px" : "";
   if (node.style.minWidth === minWidth) return;
   node.style.minWidth = minWidth;
   node.parentElement.style.overflowX = minWidth ? "auto" : "";
+}
+
+// A grid of panels too wide for a column narrower than NARROW_PX (a phone) tells the page the column's width, in
+// steps of 10 px, and the page lays the grid out to fit it (fewer panels to a row): a state value, so the page
+// runs again. Once told, it keeps telling while the column stays narrow; else it says 0, the default, so a
+// chart that fits its column never makes the page run again.
+const NARROW_PX = __NARROW_PX__;
+
+function reportWidth(node) {
+  const width = node.parentElement.clientWidth;
+  const narrow = width && width < NARROW_PX && (node.alReported || (node.alMinWidth || 0) > width);
+  const reported = narrow ? Math.floor(width / 10) * 10 : 0;
+  if (!node.alSetState || reported === (node.alReported ?? 0)) return;
+  node.alReported = reported;
+  node.alSetState("column_px", reported);
 }
 
 // Saving a chart: the camera button saves a PNG at three times the screen's pixels (ui/chart.py's CONFIG: sharp on a
@@ -196,6 +213,7 @@ function draw(node, evenOutOfView = false) {
   const { figure, config, plotly_url } = JSON.parse(node.alText);
   node.style.height = (figure.layout.height || 450) + "px";
   keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
+  reportWidth(node);
   node.alStale = !(node.alInView || evenOutOfView);
   if (node.alStale) return;
   const drawing = (node.alDrawing || 0) + 1;
@@ -237,11 +255,13 @@ function setUp(parentElement) {
   parentElement.appendChild(node);
   let width = 0;
   const resize = new ResizeObserver(() => {  // the sidebar opening, an expander opening, the window
+    reportWidth(node);
     if (!window.Plotly || !node.data || node.clientWidth === width) return;
     width = node.clientWidth;
     window.Plotly.Plots.resize(node).then(() => refitKeyLabels(node));
   });
   resize.observe(node);
+  resize.observe(parentElement);  // the column: a chart kept wider than it (min-width) does not shrink with it
   const visibility = watchVisibility(node);  // its first report comes after this first run: then the first draw
   const drawForPrint = () => {  // printing (or saving as PDF) shows the whole page: draw the charts out of view too
     if (node.alStale) draw(node, true);
@@ -268,9 +288,10 @@ function setUp(parentElement) {
 }
 
 export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+  const { data, parentElement, setTriggerValue, setStateValue } = component;
   const node = parentElement.querySelector(".__CHART_CLASS__") || setUp(parentElement);
   node.alSetTrigger = setTriggerValue;
+  node.alSetState = setStateValue;
   const text = new TextDecoder().decode(data);
   if (text !== node.alText) {  // an unchanged figure is not drawn again
     node.alText = text;
