@@ -6,24 +6,28 @@ from transformer.pretrained import task_of
 from transformer.tasks import get_task
 from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, plot
-from ui.sidebar import weight_choices, weights_label
+from ui.sidebar import use_weights, weight_choices, weights_label
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
 st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
             "written so far (the look-ahead mask lets the newest position see only that), looks at the source "
             "through cross-attention, and chooses the next token from its distribution.")
-models = [name for name in weight_choices() if name != "random"]
-if st.session_state.get("dec_model") not in models:
-    st.session_state["dec_model"] = models[0] if models else None
-if not models:
-    st.error("No trained model is available: train one on the Train page.")
+name = st.session_state["weights"]  # the sidebar's model, as on every page
+if name == "random":
+    models = [model for model in weight_choices() if model != "random"]
+    st.info("Decoding needs a trained model, and the sidebar's **Weights** are seeded random weights. Choose one "
+            "here or under Weights." if models else "No trained model is available: train one on the Train page.",
+            icon=":material/play_circle:")
+    with st.container(horizontal=True):
+        for model in models:
+            st.button(f"Decode with {weights_label(model)}", key=f"decode_with_{model}", on_click=use_weights,
+                      args=(model,))
     st.stop()
-top = st.columns([2, 3])
-name = top[0].selectbox("Trained model", models, key="dec_model", format_func=weights_label, **PERSIST)
+st.caption(f"The sidebar's model: **{weights_label(name)}** (change it under Weights).")
 example = get_task(task_of(name)).example.splitlines()[0]  # read off the task: no model loads on this thread
-source = top[1].text_input("Source", key="dec_src", placeholder=example, max_chars=400,
-                           help="One line in the model's own tokens; empty: the example shown.", **PERSIST) or example
+source = st.text_input("Source", key="dec_src", placeholder=example, max_chars=400,
+                       help="One line in the model's own tokens; empty: the example shown.", **PERSIST) or example
 settings = st.columns(4)
 mode = settings[0].radio("Choice", state.DECODE_MODES, key="dec_mode", horizontal=True, **PERSIST)
 temperature = settings[1].select_slider("Temperature", state.TEMPERATURES, key="dec_temp", **PERSIST,

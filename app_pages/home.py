@@ -12,6 +12,7 @@ from transformer.tasks.dates import date_text
 from ui import data, state
 from ui.controls import fit_px, plot
 from ui.pages import PAGES
+from ui.sidebar import use_weights, weights_label
 from viz.attention import head_grid
 
 st.title("Attention Lab")
@@ -20,7 +21,8 @@ TODAY = date_text(datetime.date.today(), "weekday")  # "Tuesday, 24 November 202
 
 def _decode(source: str) -> None:
     """Open the Decode page on the dates model writing ``source`` as an ISO date, from its first step."""
-    st.session_state.update(dec_model="dates", dec_src=source, dec_step=0, dec_mode="greedy")
+    st.session_state.update(dec_src=source, dec_step=0, dec_mode="greedy", dec_play=False)
+    use_weights("dates")
     st.session_state["_open_page"] = "app_pages/decode.py"
 
 
@@ -34,6 +36,9 @@ def _open(weights: str, source: str, page: str, layer: int) -> None:
 
 if "dates" in available():
     st.subheader(f"The dates model reads “{TODAY}”")
+    st.caption(f"This picture: the trained **dates** model. Every other page draws the sidebar's model "
+               f"(now: **{weights_label(state.current_values()['weights'])}**); the buttons below make it the "
+               "dates, translate or reverse model.")
     config = LiveConfig(weights="dates", source_text=TODAY, seq_len=len(TODAY),
                         device=state.current_values()["device"])
     result = data.live(config, stacks=("cross",), notices=False)

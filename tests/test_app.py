@@ -14,7 +14,7 @@ from ui.controls import FAILED, PASSED
 
 pytestmark = pytest.mark.app
 PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "cost", "decode", "train"]
-CHARTLESS = ("train", "cost")  # the Cost page draws once Measure is pressed
+CHARTLESS = ("train", "cost", "decode")  # Cost draws once Measure is pressed, Decode once a trained model is chosen
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -341,7 +341,7 @@ def _field_values():
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
         "pe_positions": texts, "step": strategies.integers(0, 7),
         "view": strategies.sampled_from(state.ATTENTION_VIEWS),
-        "dec_model": strategies.sampled_from(["dates", "translate", "copy", "session:abc123"]), "dec_src": texts,
+        "dec_src": texts,
         "dec_mode": strategies.sampled_from(state.DECODE_MODES),
         "dec_temp": strategies.sampled_from(state.TEMPERATURES),
         "dec_top_k": strategies.sampled_from(state.TOP_KS), "dec_seed": strategies.integers(0, 2**31 - 1),
@@ -398,11 +398,12 @@ WIDGET_KINDS = ("slider", "select_slider", "toggle", "checkbox", "selectbox", "r
 
 @pytest.mark.parametrize("page, query", [("masks", {}), ("positional_encoding", {}), ("dot_product_lab", {}),
                                          ("shapes", {}), ("attention", {"full_res": "1", "seq_len": "300"}),
-                                         ("decode", {"dec_mode": "sampled"})])
+                                         ("decode", {"dec_mode": "sampled", "weights": "dates"})])
 def test_every_control_of_a_view_is_a_url_field(page, query):
     """So that a copied link reproduces the view (the lab's query row, mask fill and logit size once were not)."""
     at = open_page(page, query)
-    keys = {widget.key for kind in WIDGET_KINDS for widget in at.get(kind)}
+    keys = {widget.key for kind in WIDGET_KINDS for widget in at.get(kind)
+            if not widget.key.startswith("_shown_")}  # a trained model's greyed sizes: its weights field says them
     assert keys and keys <= set(state.FIELDS), keys - set(state.FIELDS)
 
 
@@ -454,7 +455,7 @@ def test_heads_slider_changes_the_number_of_panels_and_device_can_be_forced():
 def test_trained_weights_lock_the_architecture_and_show_predictions():
     at = open_page("attention", {"weights": "reverse", "stack": "cross"})
     no_errors(at)
-    assert at.sidebar.select_slider(key="d_model").disabled
+    assert at.sidebar.select_slider(key="_shown_d_model_reverse").disabled
     assert any("Locked by the trained model" in c.value for c in at.sidebar.caption)
     table = at.dataframe[0].value
     assert list(table["right"]) == [True] * 3
@@ -538,7 +539,7 @@ def test_home_links_every_other_page():
 
 
 def test_decode_steps_forward_and_back_and_a_link_restores_the_step_and_settings():
-    at = open_page("decode", {"dec_model": "reverse", "dec_src": "a b c d"})
+    at = open_page("decode", {"weights": "reverse", "dec_src": "a b c d"})
     no_errors(at)
     assert not at.error and len(chart_elements(at)) == 5  # look-ahead row, self, cross, distribution, cache
     assert "chooses **`d`**" in " ".join(m.value for m in at.markdown)
@@ -550,13 +551,13 @@ def test_decode_steps_forward_and_back_and_a_link_restores_the_step_and_settings
     at.radio(key="dec_mode").set_value("sampled").run()
     at.select_slider(key="dec_temp").set_value(3.0).run()
     no_errors(at)
-    link = {key: at.query_params[key] for key in ("dec_model", "dec_src", "dec_mode", "dec_temp", "dec_step")}
+    link = {key: at.query_params[key] for key in ("weights", "dec_src", "dec_mode", "dec_temp", "dec_step")}
     again = open_page("decode", link)
     assert specs(again) == specs(at)
 
 
 def test_decode_names_characters_outside_the_models_vocabulary():
-    at = open_page("decode", {"dec_model": "dates", "dec_src": "24 Nox 2026!"})
+    at = open_page("decode", {"weights": "dates", "dec_src": "24 Nox 2026!"})
     no_errors(at)
     assert any("outside this model's vocabulary: '!', x" in e.value for e in at.error), [e.value for e in at.error]
 
@@ -835,3 +836,25 @@ def test_the_cost_page_measures_one_layer_on_a_click_and_keeps_the_longest_n_in_
     assert at.query_params["cost_max"] == "512"
     again = open_page("cost", {"cost_max": "512", "d_model": "32", "heads": "4"})  # measured: drawn at once
     assert len(specs(again)) == 1
+
+
+def test_decode_runs_the_sidebars_model_and_with_random_weights_offers_the_trained_ones():
+    """One answer to "which model": Decode has no picker of its own; its buttons set the sidebar's Weights."""
+    at = open_page("decode")
+    no_errors(at)
+    assert not chart_elements(at) and "random weights" in at.info[0].value
+    [b for b in at.button if b.label == "Decode with Trained: translate"][0].click().run()
+    no_errors(at)
+    assert at.session_state["weights"] == "translate" and at.sidebar.selectbox(key="weights").value == "translate"
+    assert len(chart_elements(at)) == 5 and "Trained: translate" in at.caption[0].value
+    old_link = open_page("decode", {"dec_model": "reverse"})  # a link from before: its model becomes the sidebar's
+    assert old_link.session_state["weights"] == "reverse" and chart_elements(old_link)
+
+
+def test_a_trained_models_greyed_sliders_show_its_own_sizes():
+    at = open_page("attention", {"weights": "reverse", "d_model": "128", "heads": "8", "layers": "1"})
+    no_errors(at)
+    shown = {slider.label: slider.value for slider in [*at.sidebar.select_slider, *at.sidebar.slider]}
+    assert (shown["d_model"], shown["Heads (h)"], shown["Layers (N)"], shown["KV heads"]) == (64, 4, 2, 0)
+    assert all(slider.disabled for slider in at.sidebar.select_slider if slider.label != "Sequence length")
+    assert at.session_state["d_model"] == 128  # the random weights' own sizes are kept for when they come back

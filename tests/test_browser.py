@@ -22,7 +22,8 @@ from viz.labels import PANEL_MARK
 from viz.sizes import TICK_PX
 
 pytestmark = pytest.mark.browser
-PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "cost", "decode", "train",
+PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "cost", "decode?weights=dates",
+         "train",
          "attention?weights=reverse&stack=cross", "attention?weights=dates&stack=cross&seq_len=28",
          "decode?dec_model=translate&dec_step=5"]
 
@@ -660,7 +661,7 @@ def test_the_view_picker_shows_one_view_at_a_time_and_the_link_keeps_it(page, se
 
 def test_decode_steps_forward_with_the_next_button_and_redraws_its_charts(page, server):
     page.set_viewport_size({"width": 1400, "height": TALL_PX})  # every chart in view: every chart drawn
-    open_page(page, server, "decode?dec_model=reverse&dec_src=a+b+c+d")
+    open_page(page, server, "decode?weights=reverse&dec_src=a+b+c+d")
     wait_for_every_chart(page)
     status = page.get_by_test_id("stMarkdown").filter(has_text="the decoder has read").first
     assert " ".join(status.inner_text().split()).count("chooses d") == 1
@@ -672,7 +673,7 @@ def test_decode_steps_forward_with_the_next_button_and_redraws_its_charts(page, 
 
 
 def test_decode_play_steps_forward_on_its_own_and_stops_at_the_last_step(page, server):
-    open_page(page, server, "decode?dec_model=reverse&dec_src=a+b+c")
+    open_page(page, server, "decode?weights=reverse&dec_src=a+b+c")
     wait_for_charts(page)
     page.get_by_test_id("stCheckbox").get_by_text("Play").click()
     page.wait_for_function("() => location.search.includes('dec_step=2')", timeout=30_000)  # two steps later

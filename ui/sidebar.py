@@ -92,6 +92,12 @@ def weights_label(name: str) -> str:
     return f"Trained: {name}"
 
 
+def use_weights(name: str) -> None:
+    """Make ``name`` the sidebar's model, as choosing it under Weights does (a button's callback)."""
+    st.session_state["weights"] = name
+    _after_weights_change()
+
+
 def _after_weights_change() -> None:
     """A trained model reads its own tokens: swap in its task's example if the source text has others, and
     make the sequence length the model's own where the current one would cut its sources."""
@@ -130,6 +136,26 @@ def _locked_caption(bar, name: str) -> None:
     )
 
 
+def _with(choices, value) -> list:
+    """``choices`` with ``value`` among them (a trained model's own size); ``choices`` for None."""
+    return sorted({*choices, value}) if value else list(choices)
+
+
+class _ModelControls:
+    """The controls a trained model fixes: bound to their URL fields for random weights; for a trained model drawn
+    greyed with the model's own values (its `TrainSpec`), so that a slider never shows a size the model has not."""
+
+    def __init__(self, bar, spec, weights: str):
+        self.bar, self.spec, self.weights = bar, spec, weights
+
+    def control(self, widget, label: str, key: str, model_value, value_argument: str = "value", **options):
+        if self.spec is None:
+            return widget(label, key=key, **options, **PERSIST)
+        options.pop("on_change", None)
+        return widget(label, key=f"_shown_{key}_{self.weights}", disabled=True,
+                      **{value_argument: model_value(self.spec)}, **options)
+
+
 def render() -> None:
     """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
     bar = st.sidebar
@@ -143,49 +169,59 @@ def render() -> None:
                   help="Seeded random weights show the mechanism; trained models show learned attention.",
                   **PERSIST)
     trained = st.session_state["weights"] != "random"
+    spec = pretrained.spec_of(st.session_state["weights"]) if trained else None
     if trained:
         _locked_caption(bar, st.session_state["weights"])
-    locked = dict(disabled=trained, **PERSIST)
-    bar.select_slider("d_model", options=state.D_MODEL_CHOICES, key="d_model", on_change=_fix_heads,
-                      help="Width of every token vector.", **locked)
-    head_options = state.head_choices(st.session_state["d_model"])
-    _options_follow("heads", [str(h) for h in head_options])
-    bar.select_slider("Heads (h)", options=head_options, key="heads",
-                      on_change=_fix_kv_heads,
-                      help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.", **locked)
-    heads = st.session_state["heads"]
-    if st.session_state.get("kv_heads", 0) not in state.kv_head_choices(heads):
+    shown = _ModelControls(bar, spec, st.session_state["weights"])
+    shown.control(bar.select_slider, "d_model", "d_model", lambda s: s.d_model,
+                  options=_with(state.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_heads,
+                  help="Width of every token vector.")
+    d_model = spec.d_model if spec else st.session_state["d_model"]
+    head_options = state.head_choices(d_model)
+    if not spec:
+        _options_follow("heads", [str(h) for h in head_options])
+    shown.control(bar.select_slider, "Heads (h)", "heads", lambda s: s.num_heads, options=head_options,
+                  on_change=_fix_kv_heads,
+                  help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.")
+    heads = spec.num_heads if spec else st.session_state["heads"]
+    if st.session_state.get("kv_heads", 0) not in state.kv_head_choices(st.session_state["heads"]):
         st.session_state["kv_heads"] = 0
     if heads > 1:
         kv_options = state.kv_head_choices(heads)
-        _options_follow("kv_heads", [kv_label(heads, k) for k in kv_options])
-        bar.select_slider("KV heads", options=kv_options, key="kv_heads", format_func=lambda k: kv_label(heads, k),
-                          help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
-                          "heads. Fewer means a smaller key/value cache when decoding.", **locked)
-    bar.selectbox("Positions", list(POSITION_LABELS), key="positions", format_func=POSITION_LABELS.get,
+        if not spec:
+            _options_follow("kv_heads", [kv_label(heads, k) for k in kv_options])
+        shown.control(bar.select_slider, "KV heads", "kv_heads", lambda s: 0, options=kv_options,
+                      format_func=lambda k: kv_label(heads, k),
+                      help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
+                      "heads. Fewer means a smaller key/value cache when decoding.")
+    shown.control(bar.selectbox, "Positions", "positions", lambda s: 0, options=list(POSITION_LABELS),
+                  format_func=POSITION_LABELS.get, value_argument="index",
                   help="How the model knows where a token is: added to the embeddings (sinusoidal, learned) or "
                   "inside self-attention (RoPE rotates queries and keys; ALiBi adds −slope·|i − j| to the "
-                  "logits); none: attention alone cannot tell positions apart.", **locked)
+                  "logits); none: attention alone cannot tell positions apart.")
     if not trained:
         bar.caption(model_size_text(state.live_config()))
-    bar.select_slider("d_ff", options=state.D_FF_CHOICES, key="d_ff",
-                      help="Inner width of the position-wise feed-forward network.", **locked)
-    bar.slider("Layers (N)", 1, MAX_LAYERS, key="layers", help="Encoder layers = decoder layers.", **locked)
+    shown.control(bar.select_slider, "d_ff", "d_ff", lambda s: s.d_ff,
+                  options=_with(state.D_FF_CHOICES, spec and spec.d_ff),
+                  help="Inner width of the position-wise feed-forward network.")
+    shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
+                  help="Encoder layers = decoder layers.")
     bar.select_slider("Sequence length", options=state.seq_len_choices(st.session_state["seq_len"]), key="seq_len",
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
                       f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "
                       f"length from 1 to {MAX_SEQ_LEN}.", **PERSIST)
-    bar.number_input("Random seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
-                     help="Seeds the random weights: the same seed gives the same pictures. Each weight is drawn "
-                     "from the seed and its place in the model: changing the heads keeps every weight, and adding "
-                     "a layer or changing d_ff keeps the ones the two models share.", **locked)
+    shown.control(bar.number_input, "Random seed", "seed", lambda s: s.seed, min_value=0, max_value=2**31 - 1,
+                  step=1, help="Seeds the random weights: the same seed gives the same pictures. Each weight is "
+                  "drawn from the seed and its place in the model: changing the heads keeps every weight, and adding "
+                  "a layer or changing d_ff keeps the ones the two models share (a trained model: its training's).")
     bar.subheader("Input")
-    bar.text_input("Pad symbols", key="pads", max_chars=200,
-                   help="One or several, separated by spaces. The first one pads short lines.", **locked)
+    shown.control(bar.text_input, "Pad symbols", "pads", lambda s: "<pad>", max_chars=200,
+                  help="One or several, separated by spaces. The first one pads short lines.")
     bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One sequence per line, tokens separated by spaces.", **PERSIST)
-    bar.text_area("Target sequences", key="tgt", height=110, max_chars=state.MAX_TEXT_CHARS,
-                  help="One line per source line (the decoder's input).", **locked)
+    shown.control(bar.text_area, "Target sequences", "tgt", lambda s: "", height=110, max_chars=state.MAX_TEXT_CHARS,
+                  placeholder="A trained model's decoder reads <s> and its own prediction.",
+                  help="One line per source line (the decoder's input).")
     bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
     st.session_state["_status_slot"] = bar.empty()

@@ -97,12 +97,6 @@ def _weights(raw: str) -> str:
     raise ValueError(f"must be random, {', '.join(SHIPPED)} or a session model")
 
 
-def _trained(raw: str) -> str:
-    if raw == "random":
-        raise ValueError("must be a trained model")
-    return _weights(raw)
-
-
 def _heads(raw: str) -> list[int]:
     """``"1 3"`` -> ``[1, 3]``: distinct heads, in order."""
     values = sorted({int(part) for part in raw.split()})
@@ -166,7 +160,6 @@ FIELDS: dict[str, Field] = {
     # the Cost page
     "cost_max": Field(1024, _choice(COST_MAXIMA, int)),
     # the Decode page
-    "dec_model": Field("dates", _trained),
     "dec_src": Field("", _text(400)),  # empty: the model's own example
     "dec_mode": Field(DECODE_MODES[0], _choice(DECODE_MODES)),
     "dec_temp": Field(1.0, _choice(TEMPERATURES, float)),
@@ -205,6 +198,8 @@ def default_of(key: str, weights: str):
 def parse_url(query: dict) -> tuple[dict, list[str]]:
     """Values for every field from URL parameters, and a notice for each one ignored."""
     values, notices = {}, []
+    if "dec_model" in query and "weights" not in query:  # a link from when Decode had a model picker of its own
+        query = {**query, "weights": query["dec_model"]}
     for key, field in FIELDS.items():  # weights first: the source's default depends on it
         default = default_of(key, values.get("weights", "random"))
         values[key] = default
