@@ -25,6 +25,7 @@ from ui.controls import (
     view_picker,
     window_start_picker,
 )
+from ui.text import count
 from viz.attention import head_grid, model_view, single_head, window_starts
 from viz.export import arrays_npz, matrix_csv
 from viz.pooling import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
@@ -68,7 +69,8 @@ if not (padding_on and future_on):
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
 d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own d_model)
-title = "<br>".join(filter(None, (f"{heads} heads (d_k = {d_k}) and their mean", view_of_line.note)))
+title = "<br>".join(filter(None, (f"{count(heads, 'head')} (d_k = {d_k}) and {'its' if heads == 1 else 'their'} mean",
+                                  view_of_line.note)))
 kv_heads = config.kv_heads if not config.trained else heads
 group = heads // kv_heads  # query heads that share one key/value head
 names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]

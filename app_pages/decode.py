@@ -7,6 +7,7 @@ from transformer.tasks import get_task
 from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
+from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
@@ -65,7 +66,7 @@ with columns[1]:
     title = f"next token at temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "")
     plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")
 st.subheader("Key/value cache")
-st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {run.layers} layers at the last step. Decoding with the "
+st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer')} at the last step. Decoding with the "
             "cache (each step runs the decoder for the newest position only) gives logits that differ from "
             f"recomputing the whole prefix by at most **{run.cache_gap:.1e}**.")
 cache_columns = st.columns([1, 4])

@@ -858,3 +858,19 @@ def test_a_trained_models_greyed_sliders_show_its_own_sizes():
     assert (shown["d_model"], shown["Heads (h)"], shown["Layers (N)"], shown["KV heads"]) == (64, 4, 2, 0)
     assert all(slider.disabled for slider in at.sidebar.select_slider if slider.label != "Sequence length")
     assert at.session_state["d_model"] == 128  # the random weights' own sizes are kept for when they come back
+
+
+def test_a_bad_link_value_is_told_in_a_sentence_and_counts_are_written_as_words_are():
+    _, notices = state.parse_url({"seq_len": "banana", "d_model": "wide", "hidden_heads": "1 x"})
+    assert not any("invalid literal" in notice for notice in notices), notices
+    assert "Ignored the link's seq_len='banana' (is not a whole number); using '7'." in notices
+    assert any("d_model='wide' (is not a whole number)" in notice for notice in notices)
+    from ui.text import count
+
+    assert (count(1, "layer"), count(2, "layer"), count(1, "key/value head")) == ("1 layer", "2 layers",
+                                                                                  "1 key/value head")
+    at = open_page("attention", {"kv_heads": "1", "layers": "1"})
+    no_errors(at)
+    size = [c.value for c in at.sidebar.caption if "keys and values" in c.value][0]
+    assert "(1 of 4 heads keeps keys and values)" in size, size
+    assert "1 key/value head: heads 0–3 share theirs" in " ".join(c.value for c in at.caption)

@@ -20,7 +20,7 @@ def _kv_shown(page) -> str:
 
 def _kept_by(page) -> str:
     """The sidebar's "… (k of h heads keep keys and values)"."""
-    text = page.locator(MODEL_SIZE).filter(has_text="keep keys and values").first.text_content()
+    text = page.locator(MODEL_SIZE).filter(has_text="keys and values").first.text_content()
     return re.search(r"\((\d+) of (\d+) heads", text).group(0)
 
 

@@ -638,3 +638,17 @@ def test_a_grid_laid_out_for_a_phones_column_fits_it_with_fewer_panels_to_a_row(
     experiment = scaling_experiment(d_ks=(4, 64), samples=50)
     assert lab.scaling_figure(experiment, fit_px=350).layout.meta is None  # one panel above the other
     assert lab.scaling_figure(experiment).layout.meta["min_width_px"] > 350
+
+
+def _luminance(colour: str) -> float:
+    red, green, blue = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def test_blocked_cells_stand_apart_from_both_themes_backgrounds_and_from_the_allowed_blue():
+    from viz.style import ALLOWED_COLOR, BLOCKED_COLOR
+
+    light, dark = _luminance("#ffffff"), _luminance("#171614")  # Streamlit's light and dark backgrounds
+    blocked = _luminance(BLOCKED_COLOR)
+    assert light - blocked > 0.3 and blocked - dark > 0.2  # neither nearly white nor nearly black
+    assert abs(blocked - _luminance(ALLOWED_COLOR)) > 0.05 and BLOCKED_COLOR == MASKED_COLOR

@@ -11,6 +11,7 @@ import streamlit as st
 from transformer.masks import SIZED_FAMILIES
 from ui import state
 from ui.chart import chart, column_px
+from ui.text import count
 
 PERSIST = dict(persist_state="session")
 STACK_NAMES = {
@@ -88,7 +89,7 @@ def variant_note(config, kv_heads: int, heads: int) -> str:
     parts = []
     if group > 1:
         ranges = ", ".join(f"{g * group}–{g * group + group - 1}" for g in range(kv_heads))
-        parts.append(f"{kv_heads} key/value heads: heads {ranges} share theirs (a row each)")
+        parts.append(f"{count(kv_heads, 'key/value head')}: heads {ranges} share theirs (a row each)")
     if config.positions != "sinusoidal":
         parts.append(f"positions: {config.positions}")
     if config.mask_family != "paper":

@@ -9,6 +9,7 @@ from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.device import resolve_device
 from transformer.model_cache import architecture_bytes
 from ui import state
+from ui.text import count
 
 PERSIST = dict(persist_state="session")
 
@@ -32,7 +33,8 @@ def _fix_kv_heads() -> None:
     heads, kv_heads = st.session_state["heads"], st.session_state.get("kv_heads", 0)
     if kv_heads and heads % kv_heads:
         st.session_state["kv_heads"] = 0
-        state.notify(f"{kv_heads} key/value heads do not divide {heads} heads; there is one per head again.")
+        state.notify(f"{count(kv_heads, 'key/value head')} do not divide {count(heads, 'head')}; there is one per "
+                     "head again.")
 
 
 def _options_follow(key: str, labels: list[str]) -> None:
@@ -56,7 +58,8 @@ def model_size_text(config) -> str:
     parameters = architecture_bytes(config.architecture) // 4
     cache = 2 * config.num_layers * config.kv_heads * (config.d_model // config.num_heads) * 4  # K and V a layer
     return (f"{parameters / 1e6:,.2f} M parameters · key/value cache {cache:,} bytes a token "
-            f"({config.kv_heads} of {config.num_heads} heads keep keys and values)")
+            f"({config.kv_heads} of {count(config.num_heads, 'head')} keep{'s' if config.kv_heads == 1 else ''} keys "
+            "and values)")
 
 
 def session_device() -> str:
@@ -127,8 +130,8 @@ def _locked_caption(bar, name: str) -> None:
     model = pretrained.load_pretrained(name, session_device())
     spec = model.spec
     bar.caption(
-        f"**Locked by the trained model:** d_model={spec.d_model}, {spec.num_heads} heads, d_ff={spec.d_ff}, "
-        f"{spec.num_layers} layers, sinusoidal positions, a key/value head per head, trained on lengths "
+        f"**Locked by the trained model:** d_model={spec.d_model}, {count(spec.num_heads, 'head')}, d_ff={spec.d_ff}, "
+        f"{count(spec.num_layers, 'layer')}, sinusoidal positions, a key/value head per head, trained on lengths "
         f"{spec.min_len}–{spec.max_len} "
         f"(exact-sequence accuracy {model.accuracy:.1%}). A trained model's sizes cannot change; the sliders "
         "apply to seeded random weights. Pads are `<pad>`, and the decoder reads `<s>` + the model's own "

@@ -63,9 +63,17 @@ def nearest_heads(d_model: int, heads: int) -> int:
     return min(head_choices(d_model), key=lambda h: (abs(h - heads), h))
 
 
+def _number(raw: str, kind):
+    """``raw`` as an int or a float; a sentence, not Python's "invalid literal for int() with base 10", else."""
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError("is not a whole number" if kind is int else "is not a number") from None
+
+
 def _integer(low: int, high: int) -> Callable[[str], int]:
     def parse(raw: str) -> int:
-        value = int(raw)
+        value = _number(raw, int)
         if not low <= value <= high:
             raise ValueError(f"must be from {low} to {high}")
         return value
@@ -74,7 +82,7 @@ def _integer(low: int, high: int) -> Callable[[str], int]:
 
 def _choice(choices, kind=str) -> Callable[[str], Any]:
     def parse(raw: str):
-        value = kind(raw)
+        value = _number(raw, kind) if kind in (int, float) else kind(raw)
         if value not in choices:
             raise ValueError(f"must be one of {', '.join(map(str, choices))}")
         return value
@@ -99,7 +107,7 @@ def _weights(raw: str) -> str:
 
 def _heads(raw: str) -> list[int]:
     """``"1 3"`` -> ``[1, 3]``: distinct heads, in order."""
-    values = sorted({int(part) for part in raw.split()})
+    values = sorted({_number(part, int) for part in raw.split()})
     if any(not 0 <= value < MAX_HEADS_SHOWN for value in values):
         raise ValueError(f"must be whole numbers from 0 to {MAX_HEADS_SHOWN - 1}")
     return values

@@ -17,6 +17,7 @@ from transformer.analysis import attention_rollout, neuron_terms, without_keys
 from transformer.blockwise import FULL_ATTENTION_MAX
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, plot
+from ui.text import count
 from viz.attention import head_grid, window_starts
 from viz.head_view import MAX_POSITIONS, head_view, window
 from viz.labels import escape, position_labels
@@ -186,7 +187,7 @@ def rollout_section(view: LineView, stack: str, focus) -> None:
     left, right = st.columns(2)
     focus = drawn_focus(view, focus)
     for column, matrix, shown_mask, name, key in (
-            (left, rolled, mask[:, kept], f"rollout over {layers} layers", "rollout"),
+            (left, rolled, mask[:, kept], f"rollout over {count(layers, 'layer')}", "rollout"),
             (right, last, view.mask, f"layer {layers - 1}, raw mean of heads", "rollout_raw")):
         with column:
             plot(head_grid(matrix[None], shown_mask, view.query_tokens, view.key_tokens, names=[name], columns=1,

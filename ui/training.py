@@ -8,6 +8,7 @@ import uuid
 from transformer import pretrained
 from transformer.device import resolve_device
 from transformer.train import TrainSpec, train
+from ui.text import count
 
 _slots = threading.BoundedSemaphore(2)
 
@@ -59,4 +60,5 @@ class TrainJob:
 
     def label(self) -> str:
         s = self.spec
-        return f"{s.task}, d_model {s.d_model}, {s.num_heads} heads, {s.num_layers} layers, {self.step} steps"
+        return (f"{s.task}, d_model {s.d_model}, {count(s.num_heads, 'head')}, {count(s.num_layers, 'layer')}, "
+                f"{count(self.step, 'step')}")

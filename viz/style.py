@@ -14,7 +14,9 @@ _BLUES = plotly.colors.sequential.Blues  # ColorBrewer Blues, white to dark blue
 WEIGHT_COLORSCALE = [[index / (len(_BLUES) - 1), colour] for index, colour in enumerate(_BLUES)]  # 0 = white
 MASKED_COLOR = "#8c8c8c"  # masked cells: solid grey, never a shade of the weight scale
 ALLOWED_COLOR = "#2b8cbe"
-BLOCKED_COLOR = "#f0f0f0"
+# A mask's blocked cells: the masked cells' grey (it means the same). Light grey (#f0f0f0) was nearly white on the
+# dark theme's page, brighter than the allowed blue.
+BLOCKED_COLOR = MASKED_COLOR
 FOCUS_COLOR = "#f28e2b"  # the focused token's row or column: orange, apart from the blues and the grey
 DIVERGING_COLORSCALE = "RdBu_r"
 # Every figure carries this template (``figure``; panels_figure). Importing Streamlit makes its own template
