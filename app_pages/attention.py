@@ -131,9 +131,15 @@ elif view == "Checks":
 elif view == "Statistics":
     pads = np.isin(stack_sides(stack, result.source_ids, result.target_ids)[1][element], result.pad_ids)
     stats = head_statistics(line_maps[layer], mask, pads)
+    if stack == "cross":  # a decoder position and an encoder position are not on one axis
+        del stats["mean_distance"]
     st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
-    st.caption("Per head, means over query rows that have an allowed key. Bars run from 0 to the largest "
-               "possible value: entropy up to log N_k (uniform attention), distance up to N_k − 1 positions.")
+    st.caption("Per head of layer " + str(layer) + ": entropy" + (", distance" if stack != "cross" else "")
+               + " and weight on padding are means over the query rows that have an allowed key; the largest "
+               "weight is the head's single largest cell. Bars run from 0 to the largest possible value: entropy "
+               "up to log N_k (uniform attention)" + (", distance up to N_k − 1 positions." if stack != "cross" else
+                                                      ". Cross-attention has no distance: its queries are decoder "
+                                                      "positions, its keys the encoder's."))
 elif view == "Head view":
     token_views.head_view_section(view_of_line, layer, focus,
                                   exact=(windows["head_view"][:2], exact_maps["head_view"]) if blockwise else None)

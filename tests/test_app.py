@@ -187,6 +187,14 @@ def test_per_head_statistics_table_has_one_row_per_head():
     assert list(table["head"]) == list(range(8))
     assert ((table["max_weight"] > 0) & (table["max_weight"] <= 1)).all()
     assert (table["padding_share"] == 0).all()  # the padding mask is on
+    assert "mean_distance" in table and any("single largest cell" in c.value for c in at.main.caption)
+
+
+def test_cross_attention_statistics_leave_out_the_distance_between_two_sequences():
+    at = open_page("attention", {"stack": "cross", "view": "Statistics"})
+    no_errors(at)
+    assert "mean_distance" not in at.dataframe[0].value
+    assert any("Cross-attention has no distance" in c.value for c in at.main.caption)
 
 
 def test_one_head_at_full_resolution_is_a_movable_window_above_256_positions():

@@ -141,10 +141,13 @@ def stat_columns(n_keys: int) -> dict:
         return st.column_config.ProgressColumn(label, min_value=0.0, max_value=max(float(high), 1e-9), format=fmt,
                                                help=help)
     return {
-        "entropy": bar("entropy (nats)", np.log(max(n_keys, 2)), help="0 = one key only; log N_k = uniform"),
-        "max_weight": bar("max weight", 1.0),
-        "mean_distance": bar("mean distance", max(n_keys - 1, 1), "%.2f", help="|query − key| in positions"),
-        "padding_share": bar("weight on padding", 1.0, help="should be 0 with the padding mask on"),
+        "entropy": bar("mean entropy (nats)", np.log(max(n_keys, 2)),
+                       help="Of each query's weights, averaged over queries: 0 = one key only; log N_k = uniform"),
+        "max_weight": bar("largest weight", 1.0, help="The head's single largest weight, over every query and key"),
+        "mean_distance": bar("mean distance", max(n_keys - 1, 1), "%.2f",
+                             help="Σ weight·|query − key| in positions, averaged over queries"),
+        "padding_share": bar("mean weight on padding", 1.0,
+                             help="Of each query's weights, averaged over queries: 0 with the padding mask on"),
     }
 
 
