@@ -34,10 +34,22 @@ if family in SIZED_FAMILIES:
                    f"{st.session_state['mask_size']} now.", icon=":material/warning:")
     if length > low:  # a slider needs two stops
         family_columns[1].slider(SIZED_FAMILIES[family].capitalize(), low, length, key="mask_size", **PERSIST)
-family_note = st.empty()
+st.markdown(FAMILY_NOTES[family])  # what was just chosen comes first: its note, then its own chart
 result = data.live(state.live_config())
 batch, length = result.source_ids.shape
 titles = [f"line {b + 1}" for b in range(batch)]
+
+if family != "paper":
+    st.subheader(f"The {family} family, applied with padding")
+    encoder, decoder = result.applied_masks["encoder"], result.applied_masks["decoder"]
+    plot(mask_grid(np.concatenate([encoder[:1], decoder[:1]]), [result.source_tokens[0], result.target_tokens[0]],
+                   [result.source_tokens[0], result.target_tokens[0]],
+                   [f"encoder, line 1: {encoder[0].mean():.0%} allowed",
+                    f"decoder, line 1: {decoder[0].mean():.0%} allowed"], columns=2, fit_px=fit_px("family")),
+         "family")
+    st.caption("Density (allowed share of the N² cells) of the encoder's self-attention, line by line: " + ", ".join(
+        f"line {b + 1} {mask.mean():.0%}" for b, mask in enumerate(encoder)) + ". The look-ahead switch of the "
+        "Attention page does nothing under a family: the family is the decoder's pattern.")
 
 st.subheader("Padding mask (source)")
 st.markdown(f"Shape `{result.source_padding_mask.shape}` = (B, 1, 1, N): one row per sequence, repeated for every "
@@ -57,19 +69,6 @@ plot(mask_grid(np.concatenate([result.subsequent_mask[None], result.target_mask[
                [positions, *result.target_tokens], [positions, *result.target_tokens],
                ["look-ahead", *(f"target, {title}" for title in titles)],  # short: four fit 540 px (1000 px window)
                columns=min(batch + 1, 4), fit_px=fit_px("target")), "target")  # more lines: four to a row at most
-
-family_note.markdown(FAMILY_NOTES[family])
-if family != "paper":
-    st.subheader(f"The {family} family, applied with padding")
-    encoder, decoder = result.applied_masks["encoder"], result.applied_masks["decoder"]
-    plot(mask_grid(np.concatenate([encoder[:1], decoder[:1]]), [result.source_tokens[0], result.target_tokens[0]],
-                   [result.source_tokens[0], result.target_tokens[0]],
-                   [f"encoder, line 1: {encoder[0].mean():.0%} allowed",
-                    f"decoder, line 1: {decoder[0].mean():.0%} allowed"], columns=2, fit_px=fit_px("family")),
-         "family")
-    st.caption("Density (allowed share of the N² cells) of the encoder's self-attention, line by line: " + ", ".join(
-        f"line {b + 1} {mask.mean():.0%}" for b, mask in enumerate(encoder)) + ". The look-ahead switch of the "
-        "Attention page does nothing under a family: the family is the decoder's pattern.")
 
 st.subheader("How the masks broadcast")
 # A Markdown table, not st.table: on every slider move the browser redraws st.table for ~26 ms, this for ~6.

@@ -9,74 +9,93 @@ from viz import positional
 from viz.export import arrays_npz, matrix_csv
 
 st.title("Positional encoding")
-st.markdown("PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)). "
-            "It is added to the scaled embeddings at the bottom of the encoder and decoder.")
 result = data.live(state.live_config())
 encoding = result.positional_encoding
 length, d_model = encoding.shape
-
-st.subheader(f"Encoding: {length} positions × {d_model} dimensions")
-plot(positional.encoding_heatmap(encoding), "pe_heatmap")
-
-left, right = st.columns(2)
-dims_text = left.text_input("Dimensions to plot", key="pe_dims", help="Space-separated, e.g. 4 5 6 7.", **PERSIST)
-first_positions = list(range(min(8, length)))  # empty box: these, shown greyed, whatever the length
-positions_text = right.text_input("Positions to plot", key="pe_positions", help="Space-separated. Empty: the first 8.",
-                                  placeholder=" ".join(map(str, first_positions)), **PERSIST)
-dims = parse_indices(dims_text, d_model, "dimensions") or list(range(min(4, d_model)))
-positions = parse_indices(positions_text, length, "positions") or first_positions
-
-st.subheader("Chosen dimensions against position")
-plot(positional.dimension_lines(encoding, dims), "pe_lines")
-left, right = st.columns(2)
-with left:
-    st.markdown("**Every chosen dimension, offset** (curves over position)")
-    plot(positional.dimensions_offset(encoding, dims), "pe_dims_offset")
-with right:
-    st.markdown("**Every chosen position, offset** (curves over dimension)")
-    plot(positional.positions_offset(encoding, positions), "pe_positions_offset")
-
-left, right = st.columns(2)
-with left:
-    st.subheader("Wavelength of each dimension pair")
-    st.caption("A geometric progression from 2π to 10000·2π positions.")
-    plot(positional.wavelength_figure(d_model), "pe_wavelengths")
-with right:
-    st.subheader("Similarity between positions")
-    st.caption("PE(p)·PE(q) depends on p − q only: nearby positions look alike, and a fixed offset is a fixed "
-               "rotation of each sin/cos pair — which is why relative positions are recoverable.")
-    plot(positional.similarity_figure(encoding), "pe_similarity")
-
 d_k = d_model // result.heads
 PICTURED = 256  # positions in the RoPE and ALiBi pictures: a (N, N) picture a head at N = 4096 is 64 MB of JSON
 views = data.position_views(min(length, PICTURED), d_k, result.heads)
 chosen = state.current_values()["positions"]
-st.subheader("Rotary positions (RoPE)" + (" — the model's positions now" if chosen == "rope" else ""))
-st.markdown("RoFormer rotates each pair of dimensions (2i, 2i+1) of every query and key in every head by the angle "
-            "m·θ_i, θ_i = 10000^(−2i/d_k), m the position. Nothing is added to the embeddings; the dot product of "
-            "a query at m and a key at n then depends on m − n only.")
-if length > PICTURED:
-    st.caption(f"The first {PICTURED} of {length} positions.")
-if views.rope_angles is None:
-    st.info(f"RoPE needs an even d_k; d_k = d_model / heads = {d_k} here.", icon=":material/info:")
-else:
+
+
+def sinusoid_section() -> None:
+    """The paper's encoding: its heatmap, chosen dimensions and positions, wavelengths, similarity."""
+    st.header("Sinusoidal encoding (the paper)" + (" — the model's positions now" if chosen == "sinusoidal" else ""),
+              divider="gray")
+    st.markdown("PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)). "
+                "It is added to the scaled embeddings at the bottom of the encoder and decoder.")
+
+    st.subheader(f"Encoding: {length} positions × {d_model} dimensions")
+    plot(positional.encoding_heatmap(encoding), "pe_heatmap")
+
+    left, right = st.columns(2)
+    dims_text = left.text_input("Dimensions to plot", key="pe_dims", help="Space-separated, e.g. 4 5 6 7.", **PERSIST)
+    first_positions = list(range(min(8, length)))  # empty box: these, shown greyed, whatever the length
+    positions_text = right.text_input("Positions to plot", key="pe_positions", placeholder=" ".join(
+        map(str, first_positions)), help="Space-separated. Empty: the first 8.", **PERSIST)
+    dims = parse_indices(dims_text, d_model, "dimensions") or list(range(min(4, d_model)))
+    positions = parse_indices(positions_text, length, "positions") or first_positions
+
+    st.subheader("Chosen dimensions against position")
+    plot(positional.dimension_lines(encoding, dims), "pe_lines")
     left, right = st.columns(2)
     with left:
-        plot(positional.rope_angles_figure(views.rope_angles), "rope_angles")
+        st.markdown("**Every chosen dimension, offset** (curves over position)")
+        plot(positional.dimensions_offset(encoding, dims), "pe_dims_offset")
     with right:
-        plot(positional.rope_offset_figure(views.rope_dots), "rope_offsets")
-st.subheader("Linear biases (ALiBi)" + (" — the model's positions now" if chosen == "alibi" else ""))
-st.markdown("ALiBi adds −slope·|i − j| to head h's logits before the softmax: far keys are penalised, each head "
-            "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two; in each panel's title). Nothing is "
-            "added to the embeddings.")
-ALIBI_PICTURED = 64  # positions a side of each head's bias (eight heads of 256 × 256 were 2.9 MB of JSON)
-plot(positional.alibi_figure(views.alibi_bias[:8, :ALIBI_PICTURED, :ALIBI_PICTURED], views.alibi_slopes[:8],
-                             fit_px=fit_px("alibi")),
-     "alibi")
-st.caption(f"The first {min(length, ALIBI_PICTURED)} positions" + (
-    f"; the first 8 of {result.heads} heads, slopes of all: " + ", ".join(f"{slope:.3g}" for slope in
-                                                                       views.alibi_slopes)
-    if result.heads > 8 else "."))
+        st.markdown("**Every chosen position, offset** (curves over dimension)")
+        plot(positional.positions_offset(encoding, positions), "pe_positions_offset")
+
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Wavelength of each dimension pair")
+        st.caption("A geometric progression from 2π to 10000·2π positions.")
+        plot(positional.wavelength_figure(d_model), "pe_wavelengths")
+    with right:
+        st.subheader("Similarity between positions")
+        st.caption("PE(p)·PE(q) depends on p − q only: nearby positions look alike, and a fixed offset is a fixed "
+                   "rotation of each sin/cos pair — which is why relative positions are recoverable.")
+        plot(positional.similarity_figure(encoding), "pe_similarity")
+
+
+def rope_section() -> None:
+    st.header("Rotary positions (RoPE)" + (" — the model's positions now" if chosen == "rope" else ""),
+              divider="gray")
+    st.markdown("RoFormer rotates each pair of dimensions (2i, 2i+1) of every query and key in every head by the angle "
+                "m·θ_i, θ_i = 10000^(−2i/d_k), m the position. Nothing is added to the embeddings; the dot product of "
+                "a query at m and a key at n then depends on m − n only.")
+    if length > PICTURED:
+        st.caption(f"The first {PICTURED} of {length} positions.")
+    if views.rope_angles is None:
+        st.info(f"RoPE needs an even d_k; d_k = d_model / heads = {d_k} here.", icon=":material/info:")
+    else:
+        left, right = st.columns(2)
+        with left:
+            plot(positional.rope_angles_figure(views.rope_angles), "rope_angles")
+        with right:
+            plot(positional.rope_offset_figure(views.rope_dots), "rope_offsets")
+
+
+def alibi_section() -> None:
+    st.header("Linear biases (ALiBi)" + (" — the model's positions now" if chosen == "alibi" else ""),
+              divider="gray")
+    st.markdown("ALiBi adds −slope·|i − j| to head h's logits before the softmax: far keys are penalised, each head "
+                "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two; in each panel's title). Nothing is "
+                "added to the embeddings.")
+    ALIBI_PICTURED = 64  # positions a side of each head's bias (eight heads of 256 × 256 were 2.9 MB of JSON)
+    plot(positional.alibi_figure(views.alibi_bias[:8, :ALIBI_PICTURED, :ALIBI_PICTURED], views.alibi_slopes[:8],
+                                 fit_px=fit_px("alibi")),
+         "alibi")
+    st.caption(f"The first {min(length, ALIBI_PICTURED)} positions" + (
+        f"; the first 8 of {result.heads} heads, slopes of all: " + ", ".join(f"{slope:.3g}" for slope in
+                                                                           views.alibi_slopes)
+        if result.heads > 8 else "."))
+
+
+# What the sidebar chose comes first: the model's own positions, then the others.
+SECTIONS = {"rope": rope_section, "alibi": alibi_section, "sinusoidal": sinusoid_section}
+for position in sorted(SECTIONS, key=lambda name: name != chosen):
+    SECTIONS[position]()
 
 downloads(
     Download("Download the encoding (CSV)", lambda: matrix_csv(encoding, [str(p) for p in range(length)]),

@@ -882,3 +882,20 @@ def test_a_bad_link_value_is_told_in_a_sentence_and_counts_are_written_as_words_
     size = [c.value for c in at.sidebar.caption if "keys and values" in c.value][0]
     assert "(1 of 4 heads keeps keys and values)" in size, size
     assert "1 key/value head: heads 0–3 share theirs" in " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("positions, first", [("rope", "Rotary positions (RoPE) — the model's positions now"),
+                                              ("alibi", "Linear biases (ALiBi) — the model's positions now"),
+                                              ("sinusoidal", "Sinusoidal encoding (the paper) — the model's "
+                                                             "positions now")])
+def test_the_positional_encoding_page_opens_on_the_positions_the_model_uses(positions, first):
+    at = open_page("positional_encoding", {"positions": positions})
+    no_errors(at)
+    assert at.header[0].value == first
+
+
+def test_the_masks_page_draws_the_chosen_familys_own_chart_first():
+    at = open_page("masks", {"mask_family": "window"})
+    no_errors(at)
+    assert at.subheader[0].value.startswith("The window family")
+    assert specs(at)[0]["layout"]["annotations"][0]["text"].startswith("encoder, line 1")
