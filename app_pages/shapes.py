@@ -11,11 +11,13 @@ STEPS = [
      "Query, key and value inputs (the same tensor in self-attention)."),
     ("Linear projections", ["query_projected", "key_projected", "value_projected"], ("B", "N", "·"),
      "Dense layers W_Q: d_model → H·d_k = d_model; W_K, W_V: d_model → H_kv·d_k."),
-    ("Split heads", ["query_heads", "key_heads", "value_heads"], ("B", "H", "N", "d_k"),
-     "Reshape (B, N, H, d_k), then transpose to (B, H, N, d_k)."),
-    ("Key/value heads", ["key_kv_heads", "value_kv_heads"], ("B", "H_kv", "N", "d_k"),
-     "Grouped-query attention: H_kv key/value heads, each repeated for H / H_kv query heads (H_kv = H is the "
-     "paper, 1 is multi-query). Decoding caches these: fewer heads, a smaller cache."),
+    ("Split heads", ["query_heads", "key_kv_heads", "value_kv_heads"], ("B", "H", "N", "d_k"),
+     "Reshape the queries to (B, N, H, d_k) and the keys and values to (B, N, H_kv, d_k), then transpose: "
+     "(B, H, N, d_k) and (B, H_kv, N, d_k). Decoding caches the keys and values here: fewer heads, a smaller "
+     "cache."),
+    ("Share key/value heads", ["key_heads", "value_heads"], ("B", "H", "N", "d_k"),
+     "Grouped-query attention: each of the H_kv key/value heads is repeated for its group of H / H_kv query heads "
+     "(H_kv = H is the paper: nothing is shared; 1 is multi-query)."),
     ("Q·Kᵀ", ["scores", "scaled"], ("B", "H", "N_q", "N_k"),
      "Transpose the keys, multiply with the queries, divide by √d_k."),
     ("softmax · V", ["weights", "context"], ("B", "H", "N_q", "·"),

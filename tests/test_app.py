@@ -735,7 +735,18 @@ def test_the_shapes_page_reads_the_stored_key_value_heads():
     at = open_page("shapes", {"heads": "8", "kv_heads": "1", "step": "3"})
     no_errors(at)
     assert "**H = 8**, **H_kv = 1**" in " ".join(m.value for m in at.markdown)
-    assert "key_kv_heads (3, 1, 7, 8)" in str(at.table[0].value)
+    assert "key_kv_heads (3, 1, 7, 8)" in " ".join(at.table[0].value["tensors"])
+
+
+def test_the_shapes_page_tells_the_key_value_path_in_the_order_it_runs():
+    """Projected to H_kv·d_k, split into H_kv heads, then shared by each group of query heads: not split into H
+    heads first and then fewer."""
+    at = open_page("shapes", {"d_model": "32", "heads": "4", "kv_heads": "2"})
+    no_errors(at)
+    rows = [row["tensors"] for row in at.table[0].value.to_dict("records")]
+    steps = [next(i for i, row in enumerate(rows) if name in row) for name in
+             ("key_projected (3, 7, 16)", "key_kv_heads (3, 2, 7, 8)", "key_heads (3, 4, 7, 8)")]
+    assert steps == sorted(steps) and len(set(steps)) == 3, rows
 
 
 @pytest.mark.parametrize("positions", ["learned", "rope", "alibi", "none"])
