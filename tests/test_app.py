@@ -851,7 +851,10 @@ def test_the_cost_page_measures_one_layer_on_a_click_and_keeps_the_longest_n_in_
     series = [t for t in figure["data"] if t.get("legendgroup", "").startswith(("full", "window", "strided"))
               and t.get("xaxis") == "x"]
     assert len(series) == 5 and all(list(t["x"]) == [64, 128, 256, 512] for t in series)
-    assert "time ∝ N^" in " ".join(m.value for m in at.markdown)
+    text = " ".join(m.value for m in at.markdown)
+    assert "time ∝ N^" in text and "from N = 256 to 512" in text  # fitted over the upper range
+    assert "are 50% at N = 64, 89% at N = 512 of the layer's FLOPs, half from N = 2·d_model = 64" in text
+    assert [shape["x0"] for shape in figure["layout"]["shapes"]] == [64, 64]  # the red line, on both panels
     assert at.query_params["cost_max"] == "512"
     again = open_page("cost", {"cost_max": "512", "d_model": "32", "heads": "4"})  # measured: drawn at once
     assert len(specs(again)) == 1

@@ -268,3 +268,18 @@ def test_the_cost_measurement_gives_every_series_and_fits_exponents():
     # one key/value head: stored keys and values shrink, but they are repeated to every head (as Keras does)
     assert series[4].bytes[1] == counted_bytes(128, 4, 1, 4) > series[0].bytes[1]
     assert fitted_exponent((256, 512, 1024), (1.0, 4.0, 16.0)) == pytest.approx(2.0)
+
+
+def test_the_exponent_is_fitted_over_the_upper_range_and_the_quadratic_share_is_the_flop_count():
+    from transformer.cost import fit_range, fitted_exponent, quadratic_share
+
+    lengths = (64, 128, 256, 512, 1024, 2048, 4096)
+    seconds = [n / 1000 if n <= 512 else (n / 1000) ** 2 for n in lengths]  # linear, then quadratic
+    assert fit_range(lengths) == (1024, 4096) and fit_range((64, 128, 256)) is None
+    assert fitted_exponent(lengths, seconds) == pytest.approx(2.0)
+    assert quadratic_share(128, 64) == pytest.approx(0.5)  # N = 2·d_model
+    # counted by hand: Q·Kᵀ and weights·V 2·N²·d each; Q, O 2·N·d² each; K, V 2·N·d·(d·H_kv/H) each
+    n, d, kv_share = 100, 32, 0.25
+    quadratic = 2 * 2 * n * n * d
+    assert quadratic_share(n, d, kv_share) == pytest.approx(quadratic / (quadratic + 2 * 2 * n * d * d +
+                                                                          2 * 2 * n * d * d * kv_share))

@@ -23,12 +23,14 @@ from transformer.masks import family_mask
 
 COST_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096)
 FIT_FROM = 256  # the exponent is fitted from here up: below, fixed per-op costs dominate
+FIT_POINTS = 3  # … over the longest three lengths measured: the upper range, where the N² terms weigh most
 
 
 @dataclass(frozen=True)
 class Series:
     """One measured curve: ``label``; ``lengths`` N; ``seconds`` and ``bytes`` per N; ``exponent`` the
-    fitted slope of log(seconds) against log(N) from `FIT_FROM` up; ``density`` the allowed share of cells."""
+    fitted slope of log(seconds) against log(N) over the upper range (`fit_range`); ``density`` the allowed
+    share of cells."""
 
     label: str
     lengths: tuple
@@ -112,9 +114,28 @@ def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", le
     return measured
 
 
+def fit_range(lengths) -> tuple[int, int] | None:
+    """``(first, last)`` N the exponent is fitted over: the longest `FIT_POINTS` lengths from `FIT_FROM` up;
+    None when fewer than two lengths are that long."""
+    fitted = sorted(n for n in lengths if n >= FIT_FROM)[-FIT_POINTS:]
+    return (fitted[0], fitted[-1]) if len(fitted) >= 2 else None
+
+
+def quadratic_share(n: int, d_model: int, kv_share: float = 1.0) -> float:
+    """The share of one attention layer's FLOPs in its N² terms, Q·Kᵀ and weights·V (2·N²·d_model each), at
+    length ``n``: the rest are the projections, Q and O (2·N·d_model² each) and K and V (2·N·d_model²·kv_share
+    each, ``kv_share`` = H_kv / H). With every key/value head it is N / (N + 2·d_model): half at N = 2·d_model."""
+    quadratic = 4 * n * n * d_model
+    return quadratic / (quadratic + 4 * n * d_model**2 * (1 + kv_share))
+
+
 def fitted_exponent(lengths, values, start: int = FIT_FROM) -> float:
-    """The least-squares slope of log(values) against log(lengths) over lengths ≥ ``start``."""
-    points = [(np.log(n), np.log(v)) for n, v in zip(lengths, values) if n >= start and v > 0]
+    """The least-squares slope of log(values) against log(lengths) over the upper range (`fit_range`, from
+    ``start`` up)."""
+    span = fit_range([n for n in lengths if n >= start])
+    if span is None:
+        return float("nan")
+    points = [(np.log(n), np.log(v)) for n, v in zip(lengths, values) if span[0] <= n <= span[1] and v > 0]
     if len(points) < 2:
         return float("nan")
     x, y = np.array(points).T

@@ -20,8 +20,18 @@ def _guides(lengths, anchor: float, axis: str) -> list[dict]:
             for power, dash, name in ((1, "dot", "∝ N"), (2, "dash", "∝ N²"))]
 
 
-def cost_figure(series, device_label: str = "") -> go.Figure:
-    """``series``: `transformer.cost.Series` list. Left: seconds; right: bytes; both against N."""
+def _quadratic_from(n: int) -> tuple[list[dict], list[dict]]:
+    """A dotted vertical line at N = ``n`` on both panels, where the N² terms become half the FLOPs."""
+    shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=n, x1=n, y0=0, y1=1,
+                   line=dict(color="#d62728", dash="dot", width=1)) for axis in ("", "2")]
+    notes = [dict(text=f"N = {n}: N² terms half the FLOPs", xref="x", yref="y domain", x=float(np.log10(n)), y=1,
+                  xanchor="left", yanchor="top", showarrow=False, font=dict(size=11, color="#d62728"))]
+    return shapes, notes
+
+
+def cost_figure(series, device_label: str = "", quadratic_from: int | None = None) -> go.Figure:
+    """``series``: `transformer.cost.Series` list. Left: seconds; right: bytes; both against N.
+    ``quadratic_from``: the N where the N² terms become half the layer's FLOPs (2·d_model), marked on both."""
     traces = []
     for index, one in enumerate(series):
         colour = COLORS[index % len(COLORS)]
@@ -47,4 +57,6 @@ def cost_figure(series, device_label: str = "") -> go.Figure:
                                                                       " (counted)")), anchor="x2"),
         legend=dict(orientation="h", y=-0.25, x=0),
     )
+    if quadratic_from is not None:
+        layout["shapes"], layout["annotations"] = _quadratic_from(quadratic_from)
     return go.Figure(data=traces, layout={**layout, "template": TEMPLATE_JSON}, _validate=False)
