@@ -18,6 +18,7 @@ from ui.controls import (
     head_picker,
     layer_picker,
     mask_toggles,
+    padding_notice,
     plot,
     stack_picker,
     stat_columns,
@@ -67,6 +68,7 @@ if not (padding_on and future_on):
                       icon=":material/lock_open:")
 
 st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
+padding_notice(result)
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
 d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own d_model)
 title = "<br>".join(filter(None, (f"{count(heads, 'head')} (d_k = {d_k}) and {'its' if heads == 1 else 'their'} mean",

@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
 from ui import data, state
-from ui.controls import PERSIST, Download, downloads, fit_px, plot
+from ui.controls import PERSIST, Download, downloads, fit_px, padding_notice, plot
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
@@ -38,6 +38,7 @@ st.markdown(FAMILY_NOTES[family])  # what was just chosen comes first: its note,
 result = data.live(state.live_config())
 batch, length = result.source_ids.shape
 titles = [f"line {b + 1}" for b in range(batch)]
+padding_notice(result)
 
 if family != "paper":
     st.subheader(f"The {family} family, applied with padding")

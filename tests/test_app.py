@@ -913,3 +913,22 @@ def test_the_masks_page_draws_the_chosen_familys_own_chart_first():
     no_errors(at)
     assert at.subheader[0].value.startswith("The window family")
     assert specs(at)[0]["layout"]["annotations"][0]["text"].startswith("encoder, line 1")
+
+
+def test_at_n_4096_a_wall_of_padding_is_explained_and_filled_with_the_lines_own_tokens():
+    at = open_page("masks", {"seq_len": "4096"})
+    no_errors(at)
+    assert any("of every source line is padding" in m.value for m in at.markdown)
+    [b for b in at.button if b.key == "fill_length"][0].click().run()
+    no_errors(at)
+    source = at.session_state["src"].splitlines()
+    assert len(source) >= 1 and all(len(line.split()) == 4096 for line in source)
+    assert source[0].split()[:7] == ["1", "2", "3", "4", "5", "1", "2"]  # its own tokens, the pads left out
+    assert not any("of every source line is padding" in m.value for m in at.markdown)
+    assert open_page("masks").markdown and not any("is padding" in m.value for m in open_page("masks").markdown)
+
+
+def test_filled_text_keeps_within_the_text_limit():
+    text = state.filled_text("a b <pad>\nc d e\n<pad>", 10, ("<pad>",), limit=45)
+    assert text.splitlines() == ["a b a b a b a b a b", "c d e c d e c d e c"]
+    assert state.filled_text("a\nb\nc", 4096, ("0",), limit=20_000).count("\n") == 1  # two lines of 8 kB fit

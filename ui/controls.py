@@ -110,6 +110,36 @@ def fit_px(key: str) -> int | None:
     return column_px(f"fig_{key}")
 
 
+PADDING_WALL = 0.75  # above this share of padding (at N ≥ 64) every chart is mostly grey: say why
+
+
+def padding_notice(result, container=st) -> None:
+    """When the lines are much shorter than the sequence length (a grey wall of padding in every chart), say so,
+    and for random weights offer lines that fill the length."""
+    share = float(np.isin(result.source_ids, result.pad_ids).mean())
+    length = result.source_ids.shape[1]
+    if length < 64 or share < PADDING_WALL:
+        return
+    values = state.current_values()
+    said = (f"**{share:.0%} of every source line is padding** (grey): the lines hold a few tokens and the sequence "
+            f"length is N = {length}, so each is padded to it.")
+    if values["weights"] != "random":
+        container.info(said + " A trained model reads its own task's lines: a shorter length shows more.",
+                       icon=":material/density_small:")
+        return
+    box = container.container(border=True)
+    box.markdown(said)
+    box.button(f"Fill N = {length}: repeat each line's own tokens", key="fill_length", on_click=_fill_length,
+               args=(length,), help="Source and target lines become their own tokens repeated to the sequence "
+               "length (as many lines as fit in a text box).")
+
+
+def _fill_length(length: int) -> None:
+    pads = state.pad_symbols(st.session_state.get("pads", ""))
+    for key in ("src", "tgt"):
+        st.session_state[key] = state.filled_text(st.session_state.get(key, ""), length, pads)
+
+
 def plot(fig, key: str, on_click=None) -> None:
     """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
     ``on_click``: see `ui.chart.chart`."""

@@ -274,6 +274,21 @@ def notify(message: str) -> None:
     st.session_state.setdefault(NOTICES, []).append(message)
 
 
+def filled_text(text: str, length: int, pads, limit: int = MAX_TEXT_CHARS) -> str:
+    """Each line's own tokens (its pad symbols left out) repeated to ``length`` tokens, as many lines as fit in
+    ``limit`` characters (one at least): inputs that fill a long sequence instead of padding it."""
+    lines = []
+    for line in text.splitlines():
+        tokens = [token for token in line.split() if token not in set(pads)]
+        if not tokens:
+            continue
+        filled = " ".join(tokens[index % len(tokens)] for index in range(length))
+        if lines and sum(len(kept) + 1 for kept in lines) + len(filled) > limit:
+            break
+        lines.append(filled[:limit])
+    return "\n".join(lines) or text
+
+
 def pad_symbols(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
