@@ -37,4 +37,7 @@ if missing_gpu_notice():
 left_out = state.write_url()
 if left_out:
     notices.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")
-page.run()
+try:
+    page.run()
+finally:  # a page's own changes to the state (a clamped step, Play off at the end) reach the link on this run
+    state.write_url()

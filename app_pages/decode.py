@@ -1,9 +1,12 @@
 """Decode: a trained model writes its answer token by token; each step's attention, choice and key/value cache."""
 
+import datetime
+
 import streamlit as st
 
 from transformer.pretrained import task_of
 from transformer.tasks import get_task
+from transformer.tasks.dates import date_text
 from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
@@ -26,8 +29,17 @@ if name == "random":
                       args=(model,))
     st.stop()
 st.caption(f"The sidebar's model: **{weights_label(name)}** (change it under Weights).")
-example = get_task(task_of(name)).example.splitlines()[0]  # read off the task: no model loads on this thread
-source = st.text_input("Source", key="dec_src", placeholder=example, max_chars=400,
+task = task_of(name)
+# read off the task (no model loads on this thread); the dates model reads today's date, as on Home
+example = date_text(datetime.date.today(), "weekday") if task == "dates" else get_task(task).example.splitlines()[0]
+
+
+def _from_the_start() -> None:
+    """A new source is decoded from its first step, not played on."""
+    st.session_state.update(dec_step=0, dec_play=False)
+
+
+source = st.text_input("Source", key="dec_src", placeholder=example, max_chars=400, on_change=_from_the_start,
                        help="One line in the model's own tokens; empty: the example shown.", **PERSIST) or example
 settings = st.columns(4)
 mode = settings[0].radio("Choice", state.DECODE_MODES, key="dec_mode", horizontal=True, **PERSIST)
@@ -47,11 +59,22 @@ def _move(by: int) -> None:
     st.session_state["dec_step"] = min(max(0, st.session_state["dec_step"] + by), last)
 
 
+def _on_play() -> None:
+    """Play at the last step plays again from the first."""
+    if st.session_state.get("dec_play") and st.session_state["dec_step"] >= last:
+        st.session_state["dec_step"] = 0
+
+
+if st.session_state.get("dec_play") and st.session_state["dec_step"] >= last:  # played to the end: Play goes off
+    st.session_state["dec_play"] = False
+
+
 steps = st.columns([1, 1, 6, 2])
 steps[0].button("◀ Back", on_click=_move, args=(-1,), disabled=st.session_state["dec_step"] == 0)
 steps[1].button("Next ▶", on_click=_move, args=(1,), disabled=st.session_state["dec_step"] == last)
 t = steps[2].slider("Step", 0, max(last, 1), key="dec_step", disabled=last == 0, **PERSIST) if last else 0
-playing = steps[3].toggle("Play", key="dec_play", help="Step forward once a second.", **PERSIST)
+playing = steps[3].toggle("Play", key="dec_play", on_change=_on_play, help="Step forward once a second; off at the "
+                          "last step (on again: from the first).", **PERSIST)
 step = run.steps[t]
 st.markdown(f"**Step {t}** — the decoder has read `{' '.join(step.prefix)}` and chooses **`{step.chosen}`** · "
             f"answer: `{run.prediction}` · expected: `{run.expected if run.expected is not None else '—'}`")
@@ -63,7 +86,8 @@ with columns[0]:
     plot(step_attention(step.cross_attention, run.source_tokens, f"cross-attention of position {t}",
                         fit_px=fit_px("dec_cross")), "dec_cross")
 with columns[1]:
-    title = f"next token at temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "")
+    # two lines: a long one ran under the chart's tool bar in this narrow column
+    title = f"next token<br>temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "")
     plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")
 st.subheader("Key/value cache")
 st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer')} at the last step. Decoding with the "

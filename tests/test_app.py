@@ -932,3 +932,19 @@ def test_filled_text_keeps_within_the_text_limit():
     text = state.filled_text("a b <pad>\nc d e\n<pad>", 10, ("<pad>",), limit=45)
     assert text.splitlines() == ["a b a b a b a b a b", "c d e c d e c d e c"]
     assert state.filled_text("a\nb\nc", 4096, ("0",), limit=20_000).count("\n") == 1  # two lines of 8 kB fit
+
+
+def test_decode_lists_the_words_the_translate_model_knows_and_opens_the_dates_model_on_today():
+    at = open_page("decode", {"weights": "translate", "dec_src": "the cat sat on the mat"})
+    no_errors(at)
+    message = " ".join(e.value for e in at.error)
+    assert "Tokens outside this model's vocabulary: mat, on, sat." in message
+    assert "nouns: dog, cat" in message and "places: garden, river" in message
+    import datetime
+
+    from transformer.tasks.dates import date_text
+
+    dates = open_page("decode", {"weights": "dates"})
+    no_errors(dates)
+    assert dates.text_input(key="dec_src").placeholder == date_text(datetime.date.today(), "weekday")
+    assert f"expected: `{datetime.date.today().isoformat()}`" in " ".join(m.value for m in dates.markdown)

@@ -680,6 +680,15 @@ def test_decode_play_steps_forward_on_its_own_and_stops_at_the_last_step(page, s
     page.wait_for_function("() => location.search.includes('dec_step=3')", timeout=30_000)  # "</s>": the last
     page.wait_for_timeout(2500)
     assert "dec_step=3" in page.url and page.locator("[data-testid='stException']").count() == 0
+    page.wait_for_function("() => !location.search.includes('dec_play')", timeout=10_000)  # Play went off at the end
+    assert not page.get_by_test_id("stCheckbox").filter(has_text="Play").locator("input").is_checked()
+    source = page.get_by_role("textbox", name="Source", exact=True)
+    source.fill("a b c d e")
+    source.press("Enter")  # a new source starts at its first step
+    page.wait_for_function("() => !location.search.includes('dec_step')", timeout=30_000)
+    wait_idle(page)
+    assert "chooses e" in " ".join(page.get_by_test_id("stMarkdown").filter(has_text="the decoder has read").first
+                                   .inner_text().split())
 
 
 # ----------------------------------------------------------------- token-level exploration

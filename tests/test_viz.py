@@ -652,3 +652,17 @@ def test_blocked_cells_stand_apart_from_both_themes_backgrounds_and_from_the_all
     blocked = _luminance(BLOCKED_COLOR)
     assert light - blocked > 0.3 and blocked - dark > 0.2  # neither nearly white nor nearly black
     assert abs(blocked - _luminance(ALLOWED_COLOR)) > 0.05 and BLOCKED_COLOR == MASKED_COLOR
+
+
+def test_a_decoding_steps_layers_keep_their_rotated_labels_apart_and_the_next_token_title_clears_the_tool_bar():
+    from viz import decoding
+
+    tokens = ["<s>", "ko", "agri", "mav", "na", "pav"]
+    fig = decoding.step_attention(RNG.random((2, 4, 6)), tokens, "masked self-attention of position 5")
+    heads = [trace for trace in fig.data if trace.coloraxis]
+    layer_1 = heads[1].x  # layer 1's keys follow layer 0's and the gap on one axis
+    gap = list(fig.layout.xaxis.categoryarray or fig.data[0].x).index(layer_1[0]) - 6
+    cell_px = (1100 - 90 - fig.layout.margin.l) / (12 + gap)  # at the nominal width
+    assert gap * cell_px >= len("5·pav") * 7 * 0.75  # a rotated label's reach to the left fits in the gap
+    bars = decoding.distribution([("ruk", 0.9), ("dul", 0.1)], "ruk", "next token<br>temperature 1.0")
+    assert bars.layout.margin.t >= 60 and bars.layout.title.text.startswith("next token<br>")

@@ -74,7 +74,10 @@ class Pretrained:
         tokens = self.rules.source_tokens(text)
         if not tokens:
             raise ValueError(f"The source text is empty: type a line such as {self.rules.example.splitlines()[0]!r}.")
-        self.vocab.encode(tokens)
+        try:
+            self.vocab.encode(tokens)
+        except ValueError as error:  # say what the model does know where the vocabulary itself is too long to list
+            raise ValueError(" ".join(filter(None, (str(error), self.rules.vocabulary_hint)))) from None
         return tokens
 
     def predict_ids(self, sources: list[list[str]], extra_steps: int = 1) -> list[list[int]]:

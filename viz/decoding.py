@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from viz.labels import position_labels, short
 from viz.panels import panels_figure, weight_rows
+from viz.sizes import CHAR_PX
 from viz.style import (
     ALLOWED_COLOR,
     BLOCKED_COLOR,
@@ -14,6 +15,7 @@ from viz.style import (
     figure,
     fixed_margins,
     left_title,
+    title_lines,
     weight_coloraxis,
 )
 
@@ -32,8 +34,13 @@ def step_attention(weights, key_tokens, title: str, fit_px: int | None = None) -
     panels = np.concatenate([weights, weights.mean(axis=1, keepdims=True)], axis=1)  # (L, H + 1, N_k)
     rows = [f"head {h}" for h in range(heads)] + ["mean"]
     names = [f"layer {layer}" for layer in range(layers)]
-    traces, layout = weight_rows(panels, np.ones((heads + 1, n_k), bool), rows, position_labels(key_tokens), names,
-                                 columns=layers, panel_px=max(90, 22 * (heads + 1)), top_px=44, fit_px=fit_px)
+    labels = position_labels(key_tokens)
+    # the gap between two layers' panels holds a rotated label's reach to the left: the first key of layer 1 ran
+    # into the last one of layer 0
+    reach_px = int(max(len(label) for label in labels) * CHAR_PX * 0.75) if labels else 0
+    traces, layout = weight_rows(panels, np.ones((heads + 1, n_k), bool), rows, labels, names, columns=layers,
+                                 panel_px=max(90, 22 * (heads + 1)), top_px=44, fit_px=fit_px,
+                                 gap_px=max(16, reach_px))
     return panels_figure(traces, layout, title=left_title(title), coloraxis=weight_coloraxis())
 
 
@@ -60,10 +67,10 @@ def distribution(top, chosen: str, title: str) -> go.Figure:
     colours = [ALLOWED_COLOR if token == chosen else "#9ecae1" for token, _ in top][::-1]
     fig = figure(go.Bar(x=[p for _, p in top][::-1], y=tokens, orientation="h", marker_color=colours,
                         hovertemplate="next token %{y}<br>probability %{x:.4f}<extra></extra>"),
-                 dict(height=60 + 24 * len(top), title=left_title(title)))
+                 dict(height=40 + 20 * title_lines(title) + 24 * len(top), title=left_title(title)))
     fig.update_xaxes(range=[0, 1], title_text="probability")
     fig.update_yaxes(type="category")
-    return fixed_margins(fig, top=40, left=90, bottom=50)
+    return fixed_margins(fig, top=20 + 20 * title_lines(title), left=90, bottom=50)
 
 
 def cache_heatmaps(layer_cache: dict, step: int, source_length: int, title: str) -> go.Figure:

@@ -35,6 +35,7 @@ class Task:
     example = ""
     lengths = (3, 10)
     own_lengths = True
+    vocabulary_hint = ""  # what a source may use, said after a message naming tokens outside the vocabulary
 
     def vocabulary(self) -> Vocabulary:
         """Specials, then the task's tokens (`task_vocabulary`)."""

@@ -69,6 +69,10 @@ class TranslateTask(Task):
     lengths = (5, 12)
     example = ("the old farmer sees a red bird quickly near the river\nevery child likes this book\n"
                "a tall king calls the sad teacher in the big city")
+    vocabulary_hint = "It knows these English words — " + "; ".join(
+        f"{name}: {', '.join(LEXICON[category])}" for category, name in (
+            ("D", "determiners"), ("A", "adjectives"), ("N", "nouns"), ("V", "verbs"), ("R", "adverbs"),
+            ("P", "prepositions"), ("L", "places"))) + "."
 
     def target_length(self, source_length: int) -> int:
         return source_length + 1
