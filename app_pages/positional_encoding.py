@@ -16,12 +16,17 @@ d_k = d_model // result.heads
 PICTURED = 256  # positions in the RoPE and ALiBi pictures: a (N, N) picture a head at N = 4096 is 64 MB of JSON
 views = data.position_views(min(length, PICTURED), d_k, result.heads)
 chosen = state.current_values()["positions"]
+ALIBI_PICTURED = 64  # positions a side of each head's bias (eight heads of 256 × 256 were 2.9 MB of JSON)
+
+
+def section_header(title: str, kind: str) -> None:
+    """A kind of positions' header, saying so when the model uses it."""
+    st.header(title + (" — the model's positions now" if chosen == kind else ""), divider="gray")
 
 
 def sinusoid_section() -> None:
     """The paper's encoding: its heatmap, chosen dimensions and positions, wavelengths, similarity."""
-    st.header("Sinusoidal encoding (the paper)" + (" — the model's positions now" if chosen == "sinusoidal" else ""),
-              divider="gray")
+    section_header("Sinusoidal encoding (the paper)", "sinusoidal")
     st.markdown("PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)). "
                 "It is added to the scaled embeddings at the bottom of the encoder and decoder.")
 
@@ -59,8 +64,7 @@ def sinusoid_section() -> None:
 
 
 def rope_section() -> None:
-    st.header("Rotary positions (RoPE)" + (" — the model's positions now" if chosen == "rope" else ""),
-              divider="gray")
+    section_header("Rotary positions (RoPE)", "rope")
     st.markdown("RoFormer rotates each pair of dimensions (2i, 2i+1) of every query and key in every head by the angle "
                 "m·θ_i, θ_i = 10000^(−2i/d_k), m the position. Nothing is added to the embeddings; the dot product of "
                 "a query at m and a key at n then depends on m − n only.")
@@ -77,12 +81,10 @@ def rope_section() -> None:
 
 
 def alibi_section() -> None:
-    st.header("Linear biases (ALiBi)" + (" — the model's positions now" if chosen == "alibi" else ""),
-              divider="gray")
+    section_header("Linear biases (ALiBi)", "alibi")
     st.markdown("ALiBi adds −slope·|i − j| to head h's logits before the softmax: far keys are penalised, each head "
                 "with its own slope (2^(−8/H), 2^(−16/H) … for H a power of two; in each panel's title). Nothing is "
                 "added to the embeddings.")
-    ALIBI_PICTURED = 64  # positions a side of each head's bias (eight heads of 256 × 256 were 2.9 MB of JSON)
     plot(positional.alibi_figure(views.alibi_bias[:8, :ALIBI_PICTURED, :ALIBI_PICTURED], views.alibi_slopes[:8],
                                  fit_px=fit_px("alibi")),
          "alibi")
