@@ -79,6 +79,7 @@ step = run.steps[t]
 st.markdown(f"**Step {t}** — the decoder has read `{' '.join(step.prefix)}` and chooses **`{step.chosen}`** · "
             f"answer: `{run.prediction}` · expected: `{run.expected if run.expected is not None else '—'}`")
 plot(look_ahead_row(t, len(run.steps), run.steps[-1].prefix + (run.steps[-1].chosen,)), "dec_look_ahead")
+st.caption(f"Row {t} of the look-ahead mask: the newest position sees itself and the earlier ones (blue).")
 columns = st.columns([3, 2])
 with columns[0]:
     plot(step_attention(step.self_attention, step.prefix, f"masked self-attention of position {t}",
@@ -100,7 +101,7 @@ cache_columns[0].caption(f"Each step adds one position's keys and values per lay
                          "d_k × 2 × 4 bytes); the source's keys and values for cross-attention are computed once.")
 with cache_columns[1]:
     plot(cache_heatmaps(run.cache[layer], t, len(run.source_tokens),
-                        f"layer {layer}: keys (K) and values (V) kept after step {t}, one panel per head"),
+                        f"layer {layer}: K and V after step {t}<br>keys and values kept, a panel a head"),
          "dec_cache")
 
 

@@ -6,7 +6,15 @@ import re
 import pytest
 from browser_support import OUTPUT, wait_idle
 from chart_support import FIRST_PLOT, PLOT
-from test_browser import browser, open_page, page, server, slider_thumb, wait_for_charts  # noqa: F401  (fixtures)
+from test_browser import (  # noqa: F401  (fixtures)
+    CHART_TEXT_PROBLEMS,
+    browser,
+    open_page,
+    page,
+    server,
+    slider_thumb,
+    wait_for_charts,
+)
 
 from ui.chart import CHART_CLASS
 
@@ -160,3 +168,4 @@ def test_at_390_px_no_chart_is_wider_than_its_column(page, server, path):
         page.screenshot(path=str(OUTPUT / f"phone-{(path or 'home').replace('?', '-').replace('=', '-')}.png"),
                         full_page=True)
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.evaluate(CHART_TEXT_PROBLEMS) == []  # no title cut off, none running into another

@@ -83,7 +83,7 @@ def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, pa
     """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned).
     A click on a cell reports its position to the page (``meta.click``)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
-                                 top_px=26 + 18 * title_lines(title) if title else 10, focus=focus,
+                                 top_px=23 + 21 * title_lines(title) if title else 10, focus=focus,  # 17 px lines
                                  click_factor=factor, fit_px=fit_px)
     layout["meta"] = {**layout["meta"], "click": True}
     return panels_figure(traces, layout, title=left_title(title),

@@ -53,8 +53,7 @@ def look_ahead_row(step: int, length: int, tokens) -> go.Figure:
                             colorscale=[[0, BLOCKED_COLOR], [0.5, BLOCKED_COLOR], [0.5, ALLOWED_COLOR],
                                         [1, ALLOWED_COLOR]],
                             hovertemplate="key %{x}<br>mask %{z} (1 = may attend)<extra></extra>"),
-                 dict(height=150, title=left_title(f"look-ahead mask, row {step}: the newest position sees "
-                                                   "itself and the earlier ones")))
+                 dict(height=150, title=left_title(f"look-ahead mask, row {step}")))  # short: fits a phone
     fig.update_xaxes(type="category", tickangle=-45)
     fig.update_yaxes(type="category")
     return fixed_margins(fig, top=40, left=70, bottom=60)
@@ -92,4 +91,4 @@ def cache_heatmaps(layer_cache: dict, step: int, source_length: int, title: str)
                                                                                        font=dict(size=11)))})
     fig.update_layout(coloraxis=dict(colorscale=DIVERGING_COLORSCALE, cmin=-limit, cmax=limit),
                       yaxis=dict(autorange="reversed", title_text="position"))
-    return fixed_margins(fig, top=40, left=70, right=10, bottom=50)
+    return fixed_margins(fig, top=20 + 20 * title_lines(title), left=70, right=10, bottom=50)

@@ -147,11 +147,12 @@ def rope_offset_figure(dots) -> go.Figure:
     bound = float(np.abs(dots).max()) or 1.0
     spread = max((np.ptp(np.diagonal(dots, offset)) for offset in range(-dots.shape[0] + 1, dots.shape[0])),
                  default=0.0)
-    return fixed_margins(figure(
+    return fixed_margins(figure(  # a title of two short lines: one long line was cut off on a phone
         go.Heatmap(z=dots, colorscale=DIVERGING_COLORSCALE, zmin=-bound, zmax=bound, colorbar=dict(title="q·k"),
                    hovertemplate="query position %{y}<br>key position %{x}<br>q·k %{z:.4f}<extra></extra>"),
         layout=dict(xaxis_title="key position n", yaxis_title="query position m", yaxis_autorange="reversed",
-                    height=380, title=left_title(f"rotated q·k: largest spread along a diagonal {spread:.1e}"))))
+                    height=400, title=left_title(f"rotated q·k<br>spread along a diagonal: {spread:.1e}"))),
+        top=60)
 
 
 def alibi_figure(bias, slopes, fit_px: int | None = None) -> go.Figure:
