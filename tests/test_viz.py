@@ -666,3 +666,14 @@ def test_a_decoding_steps_layers_keep_their_rotated_labels_apart_and_the_next_to
     assert gap * cell_px >= len("5·pav") * 7 * 0.75  # a rotated label's reach to the left fits in the gap
     bars = decoding.distribution([("ruk", 0.9), ("dul", 0.1)], "ruk", "next token<br>temperature 1.0")
     assert bars.layout.margin.t >= 60 and bars.layout.title.text.startswith("next token<br>")
+
+
+def test_a_one_key_panel_is_placed_by_its_first_category_not_by_a_one_element_x():
+    """Plotly drew a one-column heatmap of categories one category to the right: a decoding's first step (one key)
+    lost its second layer's panel off the axis."""
+    from viz import decoding
+
+    fig = decoding.step_attention(np.ones((2, 4, 1)), ["<s>"], "masked self-attention of position 0")
+    layers = [trace for trace in fig.data if trace.coloraxis]
+    assert [(trace.x, trace.xtype, trace.dx) for trace in layers] == [(None, "scaled", 1)] * 2
+    assert [trace.x0 for trace in layers] == [fig.layout.xaxis.categoryarray[0], fig.layout.xaxis.categoryarray[-1]]

@@ -270,7 +270,10 @@ def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_lab
                    hovertemplate="query %{y}<br>key %{x}<br>blocked by the mask (weight 0)<extra></extra>")]
     for column, (weights, name) in enumerate(zip(shown, names)):
         start = column * (n_k + gap)
-        traces.append(dict(common, x=categories[start:start + n_k], z=weights, coloraxis="coloraxis", name=name,
+        # One key: Plotly draws a one-column heatmap of categories a category too far right (off the axis for the
+        # second panel of a row); placed by its first category and a step of one, it lands on its own.
+        keys = dict(x=categories[start:start + n_k]) if n_k > 1 else dict(x0=categories[start], dx=1, xtype="scaled")
+        traces.append(dict(common, **keys, z=weights, coloraxis="coloraxis", name=name,
                            meta=dict(factor=click_factor),
                            hovertemplate=f"query %{{y}}<br>key %{{x}}<br>weight %{{z:.4f}}<extra>{name}</extra>"))
     return traces
