@@ -44,11 +44,14 @@ def figure(data=None, layout=None) -> go.Figure:
 LONG_TITLE_CHARS = 60  # at Plotly's 17 px a longer title outgrows a 540 px chart (a 1000 px window with the sidebar)
 
 
-def left_title(text: str) -> dict:
+def left_title(text: str, from_top: bool = False) -> dict:
     """A figure title at the top left, above the panels' own titles; a long one (a pooled or cropped view's
-    note) in the panel titles' 14 px, so that it fits a narrow chart. ``<br>`` starts a second line."""
+    note) in the panel titles' 14 px, so that it fits a narrow chart. ``<br>`` starts a second line.
+    ``from_top``: its first line hangs from the top of the chart (Plotly centres a title in the top margin, so
+    three lines ran into the panel titles below them)."""
     long = max(len(html.unescape(line)) for line in text.split("<br>")) > LONG_TITLE_CHARS
-    return dict(text=text, x=0.0, xanchor="left", **(dict(font=dict(size=14)) if long else {}))
+    top = dict(yref="container", y=1.0, yanchor="top", pad=dict(t=6)) if from_top else {}
+    return dict(text=text, x=0.0, xanchor="left", **top, **(dict(font=dict(size=14)) if long else {}))
 
 
 def wrap_title(text: str, width_px: int | None, char_px: float = 8.5) -> str:
