@@ -133,9 +133,9 @@ def _locked_caption(bar, name: str) -> None:
         f"**Locked by the trained model:** d_model={spec.d_model}, {count(spec.num_heads, 'head')}, d_ff={spec.d_ff}, "
         f"{count(spec.num_layers, 'layer')}, sinusoidal positions, a key/value head per head, trained on lengths "
         f"{spec.min_len}–{spec.max_len} "
-        f"(exact-sequence accuracy {model.accuracy:.1%}). A trained model's sizes cannot change; the sliders "
-        "apply to seeded random weights. Pads are `<pad>`, and the decoder reads `<s>` + the model's own "
-        "prediction, so the target text is not used."
+        f"(exact-sequence accuracy {model.accuracy:.1%}). The greyed controls show its own sizes, which cannot "
+        "change; seeded random weights bring back yours. Pads are `<pad>`, and the decoder reads `<s>` + the "
+        "model's own prediction, so the target text is not used."
     )
 
 
@@ -148,8 +148,8 @@ class _ModelControls:
     """The controls a trained model fixes: bound to their URL fields for random weights; for a trained model drawn
     greyed with the model's own values (its `TrainSpec`), so that a slider never shows a size the model has not."""
 
-    def __init__(self, bar, spec, weights: str):
-        self.bar, self.spec, self.weights = bar, spec, weights
+    def __init__(self, spec, weights: str):
+        self.spec, self.weights = spec, weights
 
     def control(self, widget, label: str, key: str, model_value, value_argument: str = "value", **options):
         if self.spec is None:
@@ -175,7 +175,7 @@ def render() -> None:
     spec = pretrained.spec_of(st.session_state["weights"]) if trained else None
     if trained:
         _locked_caption(bar, st.session_state["weights"])
-    shown = _ModelControls(bar, spec, st.session_state["weights"])
+    shown = _ModelControls(spec, st.session_state["weights"])
     shown.control(bar.select_slider, "d_model", "d_model", lambda s: s.d_model,
                   options=_with(state.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_heads,
                   help="Width of every token vector.")

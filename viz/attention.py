@@ -86,7 +86,7 @@ def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, pa
                                  top_px=23 + 21 * title_lines(title) if title else 10, focus=focus,  # 17 px lines
                                  click_factor=factor, fit_px=fit_px)
     layout["meta"] = {**layout["meta"], "click": True}
-    return panels_figure(traces, layout, title=left_title(title, from_top=True),
+    return panels_figure(traces, layout, title=left_title(title, layout["height"]),
                          coloraxis=weight_coloraxis())
 
 

@@ -51,7 +51,7 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3, fit_px:
         x_labels_px=label_px([label for labels in key_labels for label in labels], rotated=True),
         y_labels_px=label_px([label for labels in query_labels for label in labels]),
     )
-    return panels_figure(traces, layout, title=left_title(note, from_top=True))
+    return panels_figure(traces, layout, title=left_title(note, layout["height"]))
 
 
 def mask_figure(mask, query_tokens, key_tokens, title: str) -> go.Figure:

@@ -44,13 +44,17 @@ def figure(data=None, layout=None) -> go.Figure:
 LONG_TITLE_CHARS = 60  # at Plotly's 17 px a longer title outgrows a 540 px chart (a 1000 px window with the sidebar)
 
 
-def left_title(text: str, from_top: bool = False) -> dict:
+FIRST_LINE_PX = 18  # where a grid's title's first line is centred, from the top of the chart
+
+
+def left_title(text: str, chart_height: int | None = None) -> dict:
     """A figure title at the top left, above the panels' own titles; a long one (a pooled or cropped view's
     note) in the panel titles' 14 px, so that it fits a narrow chart. ``<br>`` starts a second line.
-    ``from_top``: its first line hangs from the top of the chart (Plotly centres a title in the top margin, so
-    three lines ran into the panel titles below them)."""
+    ``chart_height``: centre its first line FIRST_LINE_PX from the chart's top, the others below it. (Plotly
+    centres a title's first line in the top margin and writes the others below it: three lines ran into the
+    panel titles; anchored at its top, it was cut off above.)"""
     long = max(len(html.unescape(line)) for line in text.split("<br>")) > LONG_TITLE_CHARS
-    top = dict(yref="container", y=1.0, yanchor="top", pad=dict(t=6)) if from_top else {}
+    top = dict(yref="container", y=1 - FIRST_LINE_PX / chart_height, yanchor="middle") if chart_height else {}
     return dict(text=text, x=0.0, xanchor="left", **top, **(dict(font=dict(size=14)) if long else {}))
 
 
