@@ -55,7 +55,7 @@ def test_block_wise_outputs_equal_the_full_forward_pass():
     model = _model()
     src, tgt, src_mask, tgt_mask = _inputs()
     memory, _ = model.encode(src, src_mask)
-    layers = [block.self_attention_block.sublayer for block in model.encoder.blocks]
+    layers = model.attention_layers("encoder")
     for layer in layers:
         layer.block_view = LayerView(1, (), CheckTotals())
     try:

@@ -181,9 +181,9 @@ def test_a_transformer_runs_with_every_position_scheme_and_round_trips_its_confi
     assert logits.shape == (1, 4, 20) and attention["cross"][0].shape == (1, 4, 4, 4)
     copy = Transformer.from_config(model.get_config())
     assert (copy.positions, copy.num_kv_heads) == (positions, 2)
-    assert copy.encoder.blocks[0].self_attention_block.sublayer.positions == (
+    assert copy.attention_layers("encoder")[0].positions == (
         positions if positions in ("rope", "alibi") else None)
-    assert copy.decoder.blocks[0].cross_attention_block.sublayer.positions is None  # self-attention only
+    assert copy.attention_layers("cross")[0].positions is None  # self-attention only
     learned = [w for w in model.weights if "table" in w.path]
     assert len(learned) == (2 if positions == "learned" else 0)
 

@@ -123,9 +123,9 @@ def _joined(parts, batch_heads) -> np.ndarray:
 def attention_layers(model) -> dict:
     """``{stack: [MultiHeadAttention of each layer]}`` of a `Transformer`."""
     return {
-        "encoder": [block.self_attention_block.sublayer for block in model.encoder.blocks],
-        "decoder": [block.self_attention_block.sublayer for block in model.decoder.blocks],
-        "cross": [block.cross_attention_block.sublayer for block in model.decoder.blocks],
+        "encoder": model.attention_layers("encoder"),
+        "decoder": model.attention_layers("decoder"),
+        "cross": model.attention_layers("cross"),
     }
 
 

@@ -25,8 +25,7 @@ class KVCache:
         blocks = model.decoder.blocks
         self.keys, self.values = [None] * len(blocks), [None] * len(blocks)
         self.cross = []
-        for block in blocks:
-            attention = block.cross_attention_block.sublayer
+        for attention in model.attention_layers("cross"):
             self.cross.append((attention.split_heads(attention.transform_key(memory)),  # (1, H, N_s, d_k)
                                attention.split_heads(attention.transform_value(memory))))  # (1, H, N_s, d_k)
 
@@ -41,13 +40,13 @@ class KVCache:
         x = self.model.target_embedding(tf.constant([[token_id]], tf.int32))  # (1, 1, D)
         x = x + positional_encoding(position + 1, d_model)[position]  # (1, 1, D): the encoding of this position
         for layer, block in enumerate(self.model.decoder.blocks):
-            x = self._self_attention(layer, block.self_attention_block, x)  # (1, 1, D)
-            x = self._cross_attention(layer, block.cross_attention_block, x)  # (1, 1, D)
+            x = self._self_attention(layer, block.self_attention_block.layer_norm, x)  # (1, 1, D)
+            x = self._cross_attention(layer, block.cross_attention_block.layer_norm, x)  # (1, 1, D)
             x = block.feed_forward_block(x)  # (1, 1, D)
         return self.model.project_logits(x)[0, -1].numpy()  # (V,)
 
-    def _self_attention(self, layer: int, residual_block, x):
-        attention = residual_block.sublayer
+    def _self_attention(self, layer: int, layer_norm, x):
+        attention = self.model.attention_layers("decoder")[layer]
         q = attention.split_heads(attention.transform_query(x))  # (1, H, 1, d_k)
         k = attention.split_heads(attention.transform_key(x))  # (1, H, 1, d_k)
         v = attention.split_heads(attention.transform_value(x))  # (1, H, 1, d_k)
@@ -56,14 +55,14 @@ class KVCache:
             v = tf.concat([self.values[layer], v], axis=2)  # (1, H, t + 1, d_k)
         self.keys[layer], self.values[layer] = k, v
         stages = attention_stages(q, k, v)  # every cached position is at or before this one: no mask needed
-        return residual_block.layer_norm(x + attention.transform_out(attention.merge_heads(stages.output)))
+        return layer_norm(x + attention.transform_out(attention.merge_heads(stages.output)))
 
-    def _cross_attention(self, layer: int, residual_block, x):
-        attention = residual_block.sublayer
+    def _cross_attention(self, layer: int, layer_norm, x):
+        attention = self.model.attention_layers("cross")[layer]
         q = attention.split_heads(attention.transform_query(x))  # (1, H, 1, d_k)
         keys, values = self.cross[layer]
         stages = attention_stages(q, keys, values, self.memory_mask)  # (1, H, 1, N_s) weights
-        return residual_block.layer_norm(x + attention.transform_out(attention.merge_heads(stages.output)))
+        return layer_norm(x + attention.transform_out(attention.merge_heads(stages.output)))
 
     def arrays(self) -> list[dict]:
         """Per decoder layer: ``{"keys", "values"}`` ``(H, t, d_k)`` and ``{"cross_keys", "cross_values"}``

@@ -120,6 +120,14 @@ class Transformer(keras.Model):
         y = self.target_positions(self.target_embedding(tgt), training=training)  # (B, N_t, D)
         return self.decoder(y, memory, self_mask=tgt_mask, memory_mask=memory_mask(src_mask), training=training)
 
+    def attention_layers(self, stack: str) -> list:
+        """The `MultiHeadAttention` of every layer of ``stack`` ("encoder", "decoder" self-attention or "cross"),
+        first layer first: what the walkthrough, block-wise runs and the key/value cache call."""
+        if stack == "encoder":
+            return [block.self_attention_block.sublayer for block in self.encoder.blocks]
+        kind = "self_attention_block" if stack == "decoder" else "cross_attention_block"
+        return [getattr(block, kind).sublayer for block in self.decoder.blocks]
+
     def project_logits(self, hidden):
         """``(B, N_t, d_model)`` -> ``(B, N_t, tgt_vocab_size)``."""
         if self.share_output_weights:

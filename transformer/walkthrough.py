@@ -61,24 +61,21 @@ def _inputs_of_layer(model, stack, layer, src, tgt, src_mask, tgt_mask):
     for block in model.encoder.blocks[: layer if stack == "encoder" else None]:
         memory, _ = block(memory, mask=src_mask)  # (B, N_s, D)
     if stack == "encoder":
-        return model.encoder.blocks[layer].self_attention_block.sublayer, (memory, memory, memory, src_mask)
+        return model.attention_layers("encoder")[layer], (memory, memory, memory, src_mask)
     y = model.target_positions(model.target_embedding(tgt))  # (B, N_t, D)
     keys_mask = memory_mask(src_mask)  # (B, 1, 1, N_s): the source keys cross-attention may see
     for block in model.decoder.blocks[:layer]:
         y, _, _ = block(y, memory, self_mask=tgt_mask, memory_mask=keys_mask)  # (B, N_t, D)
     block = model.decoder.blocks[layer]
     if stack == "decoder":
-        return block.self_attention_block.sublayer, (y, y, y, tgt_mask)
+        return model.attention_layers("decoder")[layer], (y, y, y, tgt_mask)
     y, _ = block.self_attention_block(y, y, y, mask=tgt_mask)  # (B, N_t, D)
-    return block.cross_attention_block.sublayer, (y, memory, memory, keys_mask)
+    return model.attention_layers("cross")[layer], (y, memory, memory, keys_mask)
 
 
 def _sublayer(model, stack, layer):
     """The attention sublayer of (stack, layer), without running anything."""
-    if stack == "encoder":
-        return model.encoder.blocks[layer].self_attention_block.sublayer
-    block = model.decoder.blocks[layer]
-    return (block.self_attention_block if stack == "decoder" else block.cross_attention_block).sublayer
+    return model.attention_layers(stack)[layer]
 
 
 def _full_mask(mask, query, key):
