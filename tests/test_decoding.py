@@ -4,8 +4,13 @@ each step's attention as the whole model gives it, and a key/value cache that ch
 import numpy as np
 import pytest
 
-from transformer.decoding import decode, next_token_distribution
+from transformer.config import LiveConfig
+from transformer.decoding import decode as decode_config, next_token_distribution, predictions
 from transformer.pretrained import load_pretrained
+
+
+def decode(name, text, device, **settings):
+    return decode_config(LiveConfig(weights=name, device=device), text, **settings)
 
 
 def numpy_distribution(logits, temperature, top_k):
@@ -29,7 +34,7 @@ def test_the_next_token_distribution_is_the_tempered_softmax_over_the_top_k(temp
 def test_greedy_steps_give_the_engines_greedy_answer_and_the_cache_changes_nothing(name, source):
     model = load_pretrained(name, "/CPU:0")
     run = decode(name, source, "cpu")
-    expected = model.rules.target_text(model.vocab.decode(model.predict_ids([source.split()])[0]))
+    expected = model.rules.target_text(model.vocab.decode(predictions(model, [source.split()])[0]))
     assert run.prediction == expected
     assert run.steps[-1].chosen == "</s>" and len(run.steps) == len(expected.split()) + 1
     assert run.cache_gap < 1e-4

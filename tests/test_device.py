@@ -49,6 +49,7 @@ ENTRY_POINTS = (
     "from dataclasses import replace\n"
     "from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, run_live\n"
     "from transformer.inputs import encoding_array\n"
+    "from transformer.decoding import decode, translate\n"
     "from transformer.pretrained import load_pretrained\n"
     "from transformer.train import TrainSpec, train\n"
     "from ui.training import TrainJob\n"
@@ -61,7 +62,9 @@ ENTRY_POINTS = (
     "attention_walkthrough(config, 'cross', 1, cache)\n"
     "keras_difference(config, 'decoder', 0, cache)\n"
     "run_live(replace(config, weights='reverse', source_text='a b c'), cache)\n"
-    "load_pretrained('sort', device).translate('c a b')\n"
+    "translate(load_pretrained('sort', device), 'c a b')\n"
+    "decode(replace(config, weights='reverse'), 'a b c')\n"
+    "decode(replace(config, architecture='decoder-only', norm='pre'), '1 2 3')\n"
     "encoding_array(9, 24, device)\n"
     "spec = TrainSpec(task='copy', d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=2, batch=4, max_len=4)\n"
     "train(spec, device=device)\n"
@@ -83,7 +86,8 @@ def test_every_computation_a_session_starts_runs_under_its_device(choice, device
 
 FIRST_REQUESTS = {
     "a live run": "from transformer import LiveConfig, run_live\nrun_live(LiveConfig(d_model=8, num_heads=2))",
-    "a trained model": "from transformer.pretrained import load_pretrained\nload_pretrained('copy').translate('a b')",
+    "a trained model": ("from transformer.decoding import translate\nfrom transformer.pretrained import load_pretrained\n"
+                        "translate(load_pretrained('copy'), 'a b')"),
     "training": "from transformer.train import TrainSpec, train\n"
                 "train(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, max_len=3))",
     "an encoding": "from transformer import positional_encoding\npositional_encoding(4, 8)",

@@ -98,7 +98,7 @@ def test_the_engine_traces_the_shared_cache_s_new_functions_one_by_one_once_it_i
     run_live(config)
     run_live(config, stacks=("cross",))
     keras_difference(config, "decoder", 1)
-    functions = list(model_cache.MODELS.get(config.architecture).functions.values())
+    functions = list(model_cache.MODELS.get(config.model_key).functions.values())
     deadline = time.monotonic() + 60
     while not all(function.traced for function in functions) and time.monotonic() < deadline:
         time.sleep(0.1)  # one function per idle moment, until none is left
@@ -165,7 +165,7 @@ def test_an_evicted_model_is_freed_at_once_when_its_weights_are_large():
     first = replace(BASE, d_model=32)
     small_release = ModelCache(size=1, release_bytes=1)  # every evicted byte counts as large here
     run_live(first, small_release, stacks=("encoder",))
-    model = weakref.ref(small_release.get(first.architecture).model)
+    model = weakref.ref(small_release.get(first.model_key).model)
     gc.disable()  # only the cache's own collection may free it
     try:
         run_live(replace(BASE, d_model=16), small_release, stacks=("encoder",))
@@ -206,7 +206,7 @@ def test_a_new_seed_redraws_the_weights_in_place_without_a_rebuild_or_retrace(ca
 def test_a_model_from_the_cache_holds_the_weights_of_seed_0(cache, monkeypatch):
     """The cache builds random models with zero kernels and draws every weight from seed 0 at once (Keras's
     own draws would be overwritten): the same weights as a Keras-initialised model redrawn from seed 0."""
-    entry = cache.get(BASE.architecture)
+    entry = cache.get(BASE.model_key)
     reference = Transformer(VOCAB_SIZE, VOCAB_SIZE, d_model=BASE.d_model, num_heads=BASE.num_heads, d_ff=BASE.d_ff,
                             num_encoder_layers=BASE.num_layers, num_decoder_layers=BASE.num_layers, dropout=0.0)
     reference.build((None, None), (None, None))
@@ -282,7 +282,7 @@ def test_a_layer_added_keeps_the_attention_of_the_layers_before_it(cache):
 
 def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
     every = run_live(BASE, cache)
-    entry = cache.get(BASE.architecture)
+    entry = cache.get(BASE.model_key)
     decodes = []
     decode = entry.model.decode
     monkeypatch.setattr(entry.model, "decode", lambda *args, **kwargs: decodes.append(1) or decode(*args, **kwargs))
@@ -348,7 +348,7 @@ def test_the_engine_traces_only_the_functions_a_page_asked_for(cache):
     run_live(BASE, cache, stacks=())  # Masks: no attention maps, so no graph to trace
     assert on_engine_thread(cache.trace_pending)() == 0
     run_live(BASE, cache, stacks=("encoder",))
-    assert list(cache.get(BASE.architecture).functions) == [("attention", ("encoder",))]
+    assert list(cache.get(BASE.model_key).functions) == [("attention", ("encoder",))]
     assert on_engine_thread(cache.trace_pending)() == 1
 
 
@@ -370,14 +370,16 @@ def test_model_cache_is_bounded(cache):
     assert cache.builds == 3
 
 
-@pytest.mark.parametrize("d_model, heads, d_ff, layers, positions, kv_heads", [
-    (8, 1, 16, 1, "sinusoidal", None), (16, 2, 32, 2, "learned", None), (48, 4, 64, 3, "rope", 2),
-    (48, 4, 64, 1, "learned", 1)])
+@pytest.mark.parametrize("d_model, heads, d_ff, layers, positions, kv_heads, norm, architecture", [
+    (8, 1, 16, 1, "sinusoidal", None, "post", "encoder-decoder"), (16, 2, 32, 2, "learned", None, "pre",
+                                                                   "encoder-decoder"),
+    (48, 4, 64, 3, "rope", 2, "post", "decoder-only"), (48, 4, 0, 1, "learned", 1, "pre", "decoder-only"),
+    (16, 2, 0, 2, "learned", None, "post", "encoder-only"), (16, 2, 32, 1, "alibi", None, "pre", "encoder-only")])
 def test_the_weight_bytes_of_an_architecture_are_known_before_it_is_built(d_model, heads, d_ff, layers, positions,
-                                                                           kv_heads):
+                                                                           kv_heads, norm, architecture):
     architecture = replace(BASE, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers, positions=positions,
-                           num_kv_heads=kv_heads).architecture
-    assert model_cache.architecture_bytes(architecture) == ModelCache().get(architecture).weight_bytes
+                           num_kv_heads=kv_heads, norm=norm, architecture=architecture).model_key
+    assert model_cache.model_bytes(architecture) == ModelCache().get(architecture).weight_bytes
 
 
 @pytest.mark.slow
@@ -402,8 +404,8 @@ def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(mo
 
 
 def test_the_model_cache_budget_holds_two_of_the_largest_models():
-    largest = model_cache.architecture_bytes((limits.MAX_D_MODEL, 8, limits.MAX_D_FF, limits.MAX_LAYERS, "learned", 8,
-                                              "/CPU:0"))
+    largest = model_cache.model_bytes((limits.MAX_D_MODEL, 8, limits.MAX_D_FF, limits.MAX_LAYERS, "learned", 8,
+                                       "pre", "encoder-decoder", "/CPU:0"))
     assert 2 * largest <= model_cache.MODEL_CACHE_BYTES < 3 * largest
 
 
@@ -511,7 +513,7 @@ def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
     config = replace(BASE, seq_len=6)
     eager = attention_walkthrough(config, "cross", 1, cache)
     assert on_engine_thread(cache.trace_pending)() == 1  # this walkthrough's function: no forward pass was asked for
-    function = cache.get(config.architecture).functions[("walkthrough", "cross", 1)]
+    function = cache.get(config.model_key).functions[("walkthrough", "cross", 1)]
     traced = attention_walkthrough(config, "cross", 1, cache)
     assert function.traced and set(traced.tensors) == set(eager.tensors)
     for name, array in eager.tensors.items():
@@ -544,7 +546,7 @@ def test_the_keras_check_of_one_line_runs_that_line_alone(cache, monkeypatch):
     for gaps in (every, *lines):
         assert gaps["output"] < 1e-4 and gaps["weights"] < 1e-5
     assert max(gaps["output"] for gaps in lines) == pytest.approx(every["output"], abs=1e-6)
-    with pytest.raises(ValueError, match="line must be from 0 to 2. Received: line=3"):
+    with pytest.raises(ValueError, match=r"lines must name lines 0 to 2 \(there are 3\)\. Received: lines=\(3,\)"):
         keras_difference(config, "cross", 1, cache, line=3)
 
 

@@ -9,7 +9,9 @@ import pytest
 
 from transformer import pretrained
 from transformer.tasks import SYMBOLS, random_sources
-from transformer.train import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, exact_accuracy, train
+from transformer.decoding import translate
+from transformer.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec
+from transformer.train import exact_accuracy, train
 
 
 @pytest.mark.parametrize("name", pretrained.SHIPPED)
@@ -50,7 +52,7 @@ def test_the_best_heads_cross_attention_follows_the_alignment(name):
     model = pretrained.load_pretrained(name, "/CPU:0")
     hits, total = np.zeros((model.spec.num_layers, model.spec.num_heads)), 0
     for source, target, alignment in model.rules.examples(60, seed=11):
-        prediction, attention = model.translate(source)
+        prediction, attention = translate(model, source)
         assert prediction == target
         places = field_spans(source) if name == "dates" else [None if i is None else [i] for i in alignment]
         aligned = [(j, place) for j, place in enumerate(places) if place is not None]
@@ -71,7 +73,7 @@ def test_cross_attention_looks_where_the_answer_comes_from(name, source_of):
     hits = np.zeros(model.spec.num_layers)
     total = 0
     for source in random_sources(rng, 40, model.lengths):
-        prediction, attention = model.translate(" ".join(source))
+        prediction, attention = translate(model, " ".join(source))
         assert prediction == model.expected(" ".join(source))
         n = len(source)
         for layer, weights in enumerate(attention["cross"]):
@@ -83,7 +85,7 @@ def test_cross_attention_looks_where_the_answer_comes_from(name, source_of):
 
 def test_translate_returns_text_and_attention_of_documented_shapes():
     model = pretrained.load_pretrained("reverse")
-    prediction, attention = model.translate("a b c d")
+    prediction, attention = translate(model, "a b c d")
     assert prediction == "d c b a"
     heads, layers = model.spec.num_heads, model.spec.num_layers
     assert [w.shape for w in attention["encoder"]] == [(1, heads, 4, 4)] * layers
@@ -93,7 +95,7 @@ def test_translate_returns_text_and_attention_of_documented_shapes():
 
 def test_tokens_outside_the_vocabulary_are_named():
     with pytest.raises(ValueError, match="outside this model's vocabulary: 1, z"):
-        pretrained.load_pretrained("copy").translate("a z 1")
+        translate(pretrained.load_pretrained("copy"), "a z 1")
     with pytest.raises(ValueError, match="Unknown trained model"):
         pretrained.load_pretrained("nope")
 

@@ -242,7 +242,12 @@ def test_fewer_kv_heads_run_live_and_agree_with_keras(cache):
     (dict(mask_family="dilated"), r"mask_family='dilated'"),
     (dict(positions="xpos"), r"positions='xpos'"),
     (dict(positions="rope", d_model=12, num_heads=4), r"d_k = 3"),
-    (dict(weights="dates", positions="alibi"), r"'dates' learned sinusoidal positions.*positions='alibi'"),
+    (dict(weights="dates", positions="alibi"), r"'dates' is an encoder-decoder .*positions='alibi'"),
+    (dict(weights="dates", architecture="decoder-only"), r"architecture='decoder-only'"),
+    (dict(weights="dates", norm="pre"), r"post-norm.*norm='pre'"),
+    (dict(architecture="gpt"), r"architecture='gpt'"),
+    (dict(norm="middle"), r"norm='middle'"),
+    (dict(d_ff=-1), r"d_ff=-1"),
     (dict(weights="reverse", num_kv_heads=1), r"num_kv_heads=1"),
 ])
 def test_bad_combinations_are_named(change, message, cache):

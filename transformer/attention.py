@@ -160,6 +160,36 @@ def check_kv_heads(num_heads, num_kv_heads):
 IN_ATTENTION_POSITIONS = (None, "rope", "alibi")
 
 
+class AttentionCache:
+    """What one attention layer keeps between calls of cached decoding: ``keys``, ``values`` ``(B, H_kv, t, d_k)``
+    (rotated, with RoPE). Self-attention appends each call's new positions (the look-ahead mask keeps the earlier
+    ones from changing); cross-attention (``static``) projects the memory once and reuses it."""
+
+    def __init__(self, static: bool = False):
+        self.static = static
+        self.keys = self.values = None
+
+    @property
+    def length(self) -> int:
+        """Positions held: t."""
+        return 0 if self.keys is None else int(self.keys.shape[2])
+
+
+class AttentionHook:
+    """The attention layers' override point for one run of a model: `Transformer.encode`, `decode` and ``call``
+    hand ``hook`` to every `MultiHeadAttention`, which calls ``observe`` with its inputs before attending and
+    uses ``kernel(layer)`` instead of `attention_stages` when that is not None. ``layer.site`` names the layer:
+    ``("encoder" | "decoder" | "cross", index)``."""
+
+    def observe(self, layer, query, key, value, mask) -> None:
+        """``query (B, N_q, d_model)``, ``key``/``value (B, N_k, d_model)``, ``mask`` as the layer got them."""
+
+    def kernel(self, layer):
+        """None (scaled dot-product attention), or an object whose ``attend(q, k, v, mask, bias)`` returns
+        ``(context (B, H, N_q, d_v), weights)`` from ``q (B, H, N_q, d_k)``, ``k``, ``v (B, H, N_k, d_k)``."""
+        return None
+
+
 class MaskConsumer:
     """Mixin for layers whose ``mask`` argument is an attention mask used inside ``call``.
 
@@ -216,6 +246,7 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         self.transform_value = Linear(num_kv_heads * self.depth, name="transform_value")
         self.transform_out = Linear(d_model, name="transform_out")
         self.weights_dropout = dropout_layer(dropout)  # None at rate 0
+        self.site = None  # ("encoder" | "decoder" | "cross", layer index), given by the block that holds it
 
     def build(self, query_shape, key_shape=None, value_shape=None):
         key_shape = query_shape if key_shape is None else key_shape
@@ -236,11 +267,11 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         groups = self.num_heads // self.num_kv_heads
         return x if groups == 1 else tf.repeat(x, groups, axis=1)  # (B, H, N, d_k)
 
-    def position_bias(self, n_q, n_k):
-        """ALiBi's ``(H, N_q, N_k)`` bias, or None for other positions."""
+    def position_bias(self, n_q, n_k, query_start=0):
+        """ALiBi's ``(H, N_q, N_k)`` bias (queries from position ``query_start``), or None for other positions."""
         if self.positions != "alibi":
             return None
-        return alibi_bias(self.num_heads, n_q, n_k)  # (H, N_q, N_k)
+        return alibi_bias(self.num_heads, n_q, n_k, query_start)  # (H, N_q, N_k)
 
     def merge_heads(self, x):
         """``(B, H, N, d_k)`` -> ``(B, N, d_model)``."""
@@ -251,29 +282,59 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
     def project(self, query, key, value):
         """Linear projections split into heads, rotated (RoPE) and shared (grouped-query): three
         ``(B, H, N, d_k)`` tensors."""
-        return self.heads(self.transform_query(query), self.transform_key(key), self.transform_value(value))
+        q, k, v = self.heads(self.transform_query(query), self.transform_key(key), self.transform_value(value))
+        return q, self.share_kv_heads(k), self.share_kv_heads(v)
 
-    def heads(self, query, key, value):
-        """Projected ``(B, N_q, d_model)``, ``(B, N_k, H_kv·d_k)`` ×2 -> ``(B, H, N, d_k)`` ×3 (see `project`)."""
+    def heads(self, query, key, value, start=0):
+        """Projected ``(B, N_q, d_model)``, ``(B, N_k, H_kv·d_k)`` ×2 -> ``q (B, H, N_q, d_k)``, ``k``, ``v``
+        ``(B, H_kv, N_k, d_k)``, rotated (RoPE) as positions ``start``, ``start + 1`` … (queries and keys alike)."""
         q = self.split_heads(query)  # (B, H, N_q, d_k)
         k = self.split_heads(key, self.num_kv_heads)  # (B, H_kv, N_k, d_k)
         v = self.split_heads(value, self.num_kv_heads)  # (B, H_kv, N_k, d_v)
         if self.positions == "rope":
-            q = rotary(q, tf.range(batch_and_length(query)[1]))  # (B, H, N_q, d_k)
-            k = rotary(k, tf.range(batch_and_length(key)[1]))  # (B, H_kv, N_k, d_k)
-        return q, self.share_kv_heads(k), self.share_kv_heads(v)  # (B, H, N, d_k) each
+            q = rotary(q, start + tf.range(batch_and_length(query)[1]))  # (B, H, N_q, d_k)
+            k = rotary(k, start + tf.range(batch_and_length(key)[1]))  # (B, H_kv, N_k, d_k)
+        return q, k, v
 
-    block_view = None  # set by transformer.blockwise for a block-wise (long-sequence) run
+    def cached_heads(self, query, key, value, cache):
+        """`heads` for a call that keeps its keys and values in ``cache`` (an `AttentionCache`): self-attention's
+        new positions come after the cached ones and join them; cross-attention's memory is projected once.
+        Returns ``(q (B, H, N_q, d_k), k, v (B, H_kv, t + N, d_k), start)``, ``start`` the first query's position."""
+        if cache.static:
+            q = self.split_heads(self.transform_query(query))  # (B, H, N_q, d_k): no positions in cross-attention
+            if cache.keys is None:
+                cache.keys = self.split_heads(self.transform_key(key), self.num_kv_heads)  # (B, H_kv, N_s, d_k)
+                cache.values = self.split_heads(self.transform_value(value), self.num_kv_heads)
+            return q, cache.keys, cache.values, 0
+        start = cache.length
+        q, k, v = self.heads(self.transform_query(query), self.transform_key(key), self.transform_value(value), start)
+        if cache.keys is not None:
+            k = tf.concat([cache.keys, k], axis=2)  # (B, H_kv, t + N, d_k)
+            v = tf.concat([cache.values, v], axis=2)  # (B, H_kv, t + N, d_v)
+        cache.keys, cache.values = k, v
+        return q, k, v, start
 
-    def call(self, query, key, value, mask=None, training=False):
-        q, k, v = self.project(query, key, value)  # (B, H, N_q, d_k), (B, H, N_k, d_k), (B, H, N_k, d_v)
-        bias = self.position_bias(tf.shape(q)[2], tf.shape(k)[2])  # (H, N_q, N_k) or None
-        if self.block_view is not None:  # queries a block at a time; the weights come back pooled
-            context, pooled = self.block_view.attend(q, k, v, mask, bias)  # (B, H, N_q, d_v), pooled weights
-            return self.transform_out(self.merge_heads(context)), pooled
-        stages = attention_stages(q, k, v, mask, self.weights_dropout, training, bias)
-        output = self.transform_out(self.merge_heads(stages.output))  # (B, N_q, d_model)
-        return output, stages.weights  # (B, N_q, d_model), (B, H, N_q, N_k)
+    def call(self, query, key=None, value=None, mask=None, training=False, cache=None, hook=None):
+        """``key`` defaults to ``query`` and ``value`` to ``key`` (self-attention). ``cache``: an `AttentionCache`
+        (cached decoding; ``mask`` then covers the cached keys too, None: every key). ``hook``: an `AttentionHook`."""
+        key = query if key is None else key
+        value = key if value is None else value
+        if hook is not None:
+            hook.observe(self, query, key, value, mask)
+        if cache is None:
+            q, k, v = self.heads(self.transform_query(query), self.transform_key(key), self.transform_value(value))
+            start = 0
+        else:
+            q, k, v, start = self.cached_heads(query, key, value, cache)
+        k, v = self.share_kv_heads(k), self.share_kv_heads(v)  # (B, H, N_k, d_k) each
+        bias = self.position_bias(tf.shape(q)[2], tf.shape(k)[2], start)  # (H, N_q, N_k) or None
+        kernel = None if hook is None else hook.kernel(self)
+        if kernel is not None:  # e.g. queries a block at a time, the weights coming back pooled (blockwise)
+            context, weights = kernel.attend(q, k, v, mask, bias)  # (B, H, N_q, d_v), the kernel's weights
+        else:
+            stages = attention_stages(q, k, v, mask, self.weights_dropout, training, bias)
+            context, weights = stages.output, stages.weights  # (B, H, N_q, d_v), (B, H, N_q, N_k)
+        return self.transform_out(self.merge_heads(context)), weights  # (B, N_q, d_model), weights
 
     def intermediates(self, query, key, value, mask=None):
         """Run the layer (no dropout) and return every intermediate tensor by name.
@@ -284,7 +345,8 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         """
         # (B, N_q, d_model), (B, N_k, d_model), (B, N_k, d_model)
         projected = [self.transform_query(query), self.transform_key(key), self.transform_value(value)]
-        q, k, v = self.heads(*projected)  # (B, H, N, d_k) each
+        q, k, v = self.heads(*projected)  # (B, H, N_q, d_k), (B, H_kv, N_k, d_k) ×2
+        k, v = self.share_kv_heads(k), self.share_kv_heads(v)  # (B, H, N_k, d_k) each
         stages = attention_stages(q, k, v, mask, bias=self.position_bias(tf.shape(q)[2], tf.shape(k)[2]))
         merged = self.merge_heads(stages.output)  # (B, N_q, d_model)
         return {

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from transformer.attention import attention_stages
+from transformer.attention import AttentionHook, attention_stages
 
 FULL_ATTENTION_MAX = 512  # longer sequences run block-wise
 QUERY_BLOCK = 128  # queries a block (a multiple of every pool factor up to 128)
@@ -58,7 +58,8 @@ class CheckTotals:
 
 @dataclass
 class LayerView:
-    """Set on one `MultiHeadAttention` for a block-wise run; gathers its windows and its stack's checks."""
+    """The kernel of one `MultiHeadAttention` in a block-wise run (`BlockHook`); gathers its windows and its stack's
+    checks."""
 
     factor: int
     windows: tuple  # ((first query, first key, size), …) kept exact
@@ -120,13 +121,15 @@ def _joined(parts, batch_heads) -> np.ndarray:
     return tf.concat(kept, axis=2).numpy() if kept else np.zeros((*batch_heads, 0, 0), np.float32)
 
 
-def attention_layers(model) -> dict:
-    """``{stack: [MultiHeadAttention of each layer]}`` of a `Transformer`."""
-    return {
-        "encoder": model.attention_layers("encoder"),
-        "decoder": model.attention_layers("decoder"),
-        "cross": model.attention_layers("cross"),
-    }
+class BlockHook(AttentionHook):
+    """Runs every attention layer of a model block-wise: ``views`` maps a layer's ``site`` (None: a layer on its
+    own, as the Cost page times) to its `LayerView`."""
+
+    def __init__(self, views: dict):
+        self.views = views
+
+    def kernel(self, layer):
+        return self.views.get(layer.site)
 
 
 @dataclass(frozen=True)
@@ -146,24 +149,14 @@ def blockwise_attention(model, stacks, src, tgt, src_mask, tgt_mask, windows=(),
     """Run ``model`` eagerly with every attention layer block-wise; the maps of ``stacks``, pooled to at most
     ``cells`` a side, the exact weights of each of ``windows = ((first query, first key, size), …)``, and each
     stack's checks."""
-    factor = pool_factor(max(src.shape[1], tgt.shape[1]), cells)
-    layers = attention_layers(model)
+    lengths = [ids.shape[1] for ids in (src, tgt) if ids is not None]
+    factor = pool_factor(max(lengths), cells)
+    layers = {stack: model.attention_layers(stack) for stack in model.stacks}
     checks = {stack: CheckTotals() for stack in layers}
     windows = tuple(windows)
-    views = {id(layer): LayerView(factor, windows, checks[stack]) for stack in layers for layer in layers[stack]}
-    try:
-        for stack in layers:
-            for layer in layers[stack]:
-                layer.block_view = views[id(layer)]
-        weights = {}
-        memory, weights["encoder"] = model.encode(src, src_mask)  # (B, N_s, D), L × pooled
-        if "decoder" in stacks or "cross" in stacks:
-            _, weights["decoder"], weights["cross"] = model.decode(tgt, memory, src_mask, tgt_mask)
-    finally:
-        for stack in layers:
-            for layer in layers[stack]:
-                layer.block_view = None
+    views = {layer.site: LayerView(factor, windows, checks[stack]) for stack in layers for layer in layers[stack]}
+    weights = model.attention_maps(stacks, src, tgt, src_mask, tgt_mask, hook=BlockHook(views))  # L × pooled
     attention = {stack: tf.stack(weights[stack]).numpy() for stack in stacks}  # (L, B, H, n_q, n_k)
-    window_weights = {stack: tuple(np.stack([views[id(layer)].kept[-1][index] for layer in layers[stack]])
+    window_weights = {stack: tuple(np.stack([views[layer.site].kept[-1][index] for layer in layers[stack]])
                                    for index in range(len(windows))) for stack in stacks}  # (L, B, H, rows, cols)
     return BlockwiseResult(attention, factor, windows, window_weights, {stack: checks[stack] for stack in stacks})

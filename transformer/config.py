@@ -8,9 +8,11 @@ from transformer import tokens
 from transformer.attention import check_heads, check_kv_heads
 from transformer.blockwise import FULL_ATTENTION_MAX
 from transformer.device import resolve_device
+from transformer.layers import NORMS
 from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
+from transformer.model import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS
 from transformer.positional import POSITIONS
-from transformer.pretrained import load_pretrained
+from transformer.pretrained import check_name, spec_of
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
 MAX_SEQ_LEN = 4096  # above transformer.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
@@ -19,7 +21,6 @@ MAX_D_FF = 4096
 MAX_LAYERS = 6
 MAX_HEADS = 64
 ATTENTION_BUDGET_BYTES = 256 * 2**20  # all attention weights of one run, float32
-STACKS = ("encoder", "decoder", "cross")
 
 SEED_BATCH = "1 2 3 4 5 0 0\n1 2 0 0 0 0 0\n1 2 3 4 5 6 7"
 
@@ -30,7 +31,7 @@ class LiveConfig:
 
     d_model: int = 64  # model width
     num_heads: int = 4  # H, divides d_model
-    d_ff: int = 256  # feed-forward inner width
+    d_ff: int = 256  # feed-forward inner width; 0: no feed-forward sublayer (attention-only)
     num_layers: int = 2  # encoder layers = decoder layers
     seq_len: int = 7  # N: every line is padded or truncated to this
     pad_symbols: tuple = ("0", "<pad>")  # the first one pads short lines
@@ -45,22 +46,29 @@ class LiveConfig:
     num_kv_heads: int | None = None  # key/value heads, a divisor of num_heads (None: num_heads, the paper)
     mask_family: str = "paper"  # transformer.masks.MASK_FAMILIES: the self-attention pattern
     mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
+    norm: str = "post"  # transformer.layers.NORMS: LayerNorm after each residual sum (the paper) or before
+    architecture: str = "encoder-decoder"  # transformer.model.ARCHITECTURES: the stacks the model has
 
     @property
     def trained(self) -> bool:
         return self.weights != "random"
 
     @property
-    def architecture(self) -> tuple:
+    def model_key(self) -> tuple:
         """What a built (and traced) model depends on: not the seed, which is re-applied in place.
 
-        Random weights: ``(d_model, heads, d_ff, layers, positions, kv_heads, device)``; a trained model: its
-        name and the device.
+        Random weights: ``(d_model, heads, d_ff, layers, positions, kv_heads, norm, architecture, device)``; a
+        trained model: ``("trained", name, device)``.
         """
         if self.trained:
             return ("trained", self.weights, resolve_device(self.device))
-        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.positions, self.kv_heads,
-                resolve_device(self.device))
+        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.positions, self.kv_heads, self.norm,
+                self.architecture, resolve_device(self.device))
+
+    @property
+    def stacks(self) -> tuple:
+        """The attention stacks the model has (`transformer.model.ARCHITECTURE_STACKS`)."""
+        return ARCHITECTURE_STACKS[self.architecture]
 
     @property
     def kv_heads(self) -> int:
@@ -78,12 +86,19 @@ def validate(config: LiveConfig) -> None:
     _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
     resolve_device(config.device)
     _check_mask_family(config)
+    if config.architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={config.architecture!r}")
+    if config.norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}. Received: norm={config.norm!r}")
     if config.trained:
-        load_pretrained(config.weights, resolve_device(config.device))  # ValueError for an unknown name
-        if config.positions != "sinusoidal" or config.num_kv_heads not in (None, config.num_heads):
+        check_name(config.weights)  # ValueError for an unknown name; no weights are loaded
+        spec = spec_of(config.weights)
+        if config.positions != "sinusoidal" or config.num_kv_heads not in (None, config.num_heads) \
+                or config.architecture != "encoder-decoder" or config.norm != spec.norm:
             raise ValueError(
-                f"The trained model {config.weights!r} learned sinusoidal positions and one key/value head per "
-                f"query head; pick random weights for others. Received: positions={config.positions!r}, "
+                f"The trained model {config.weights!r} is an encoder-decoder with {spec.norm}-norm, sinusoidal "
+                "positions and one key/value head per query head; pick random weights for others. Received: "
+                f"architecture={config.architecture!r}, norm={config.norm!r}, positions={config.positions!r}, "
                 f"num_kv_heads={config.num_kv_heads!r}")
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
@@ -97,7 +112,7 @@ def validate(config: LiveConfig) -> None:
         raise ValueError(f"RoPE rotates pairs of dimensions: d_k = d_model / heads must be even. Received: "
                          f"d_model={config.d_model}, num_heads={config.num_heads} (d_k = "
                          f"{config.d_model // config.num_heads})")
-    _check_range("d_ff", config.d_ff, 1, MAX_D_FF)
+    _check_range("d_ff", config.d_ff, 0, MAX_D_FF)
     _check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
     _check_range("seed", config.seed, 0, 2**31 - 1)
     tokens.check_pad_symbols(config.pad_symbols)
@@ -114,9 +129,9 @@ def _check_mask_family(config: LiveConfig) -> None:
                              f"Received: mask_size={config.mask_size!r}, seq_len={config.seq_len}")
 
 
-def attention_bytes(batch, heads, layers, length) -> int:
-    """float32 bytes of every attention map of one run (3 stacks of L layers)."""
-    return 4 * batch * heads * len(STACKS) * layers * length * length
+def attention_bytes(batch, heads, layers, length, stacks=3) -> int:
+    """float32 bytes of every attention map of one run (``stacks`` stacks of L layers)."""
+    return 4 * batch * heads * stacks * layers * length * length
 
 
 def check_budget(config: LiveConfig, batch: int) -> None:
@@ -124,11 +139,12 @@ def check_budget(config: LiveConfig, batch: int) -> None:
     512 positions, keeps pooled maps only: no budget)."""
     if config.seq_len > FULL_ATTENTION_MAX:
         return
-    needed = attention_bytes(batch, config.num_heads, config.num_layers, config.seq_len)
+    stacks = len(config.stacks)
+    needed = attention_bytes(batch, config.num_heads, config.num_layers, config.seq_len, stacks)
     if needed > ATTENTION_BUDGET_BYTES:
         raise ValueError(
             f"The attention maps would need {needed / 2**20:,.0f} MB "
-            f"(B={batch} lines × H={config.num_heads} heads × 3 stacks × {config.num_layers} layers × "
+            f"(B={batch} lines × H={config.num_heads} heads × {stacks} stacks × {config.num_layers} layers × "
             f"N²={config.seq_len}² × 4 bytes); the limit is {ATTENTION_BUDGET_BYTES / 2**20:,.0f} MB. "
             "Lower the heads, layers, sequence length or number of lines."
         )

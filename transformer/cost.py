@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.attention import MultiHeadAttention
-from transformer.blockwise import QUERY_BLOCK, LayerView, pool_factor
+from transformer.blockwise import QUERY_BLOCK, BlockHook, LayerView, pool_factor
 from transformer.engine_thread import on_engine_thread
 from transformer.masks import family_mask
 
@@ -66,12 +66,12 @@ def _one_layer(d_model: int, heads: int, kv_heads: int, n: int, family: str, siz
         x = tf.random.stateless_normal((1, n, d_model), seed=(1, n))  # (1, N, d_model)
         mask = family_mask(family, n, min(size, n))  # (N, N) or None
         layer(x[:, :2], x[:, :2], x[:, :2])  # built
-    layer.block_view = LayerView(pool_factor(n), (), None)  # pooled as the engine pools a view; no checks
+    hook = BlockHook({None: LayerView(pool_factor(n), (), None)})  # pooled as the engine pools a view; no checks
     mask4 = None if mask is None else mask[None, None]  # (1, 1, N, N)
 
     def run():
         with tf.device(device):
-            output, _ = layer(x, x, x, mask=mask4)
+            output, _ = layer(x, x, x, mask=mask4, hook=hook)
             output.numpy()
     density = 1.0 if mask is None else float(tf.reduce_mean(tf.cast(mask, tf.float32)))
     return run, density

@@ -1,8 +1,11 @@
-"""A trained model's decoding, step by step: what it reads, where it looks and what it may choose at each step.
+"""Decoding, the one place it is written: greedy and sampled (temperature, top-k, top-p), whole-model and cached.
 
-Greedy (the most probable token) or sampled (at a temperature, among the top k, from a seed). Every
-step is computed twice: by the whole model on the prefix (what the pictures show) and by the
-key/value cache (`transformer.kv_cache`); ``cache_gap`` is the largest difference of their logits.
+- `greedy_decode`: a batch of source lines at once, the whole model per step (traced): training's evaluation
+  and a trained model's predictions (`predictions`, `translate`).
+- `decode`: one line step by step for the Decode page: each step computed by the whole model on the prefix
+  (what the pictures show) and by the key/value cache (`Transformer.decode` with `Transformer.new_cache`).
+- `cache_gap`: the largest |cached − whole-model logits| over a config's greedy steps, for any architecture,
+  norm, position kind and KV-head count.
 """
 
 from __future__ import annotations
@@ -12,44 +15,140 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from transformer import tokens
+from transformer.config import VOCAB_SIZE, LiveConfig, validate
 from transformer.device import device_label, resolve_device
 from transformer.engine_thread import on_engine_thread
-from transformer.kv_cache import KVCache
-from transformer.masks import padding_mask, target_mask
-from transformer.pretrained import load_pretrained
-from transformer.tasks import END, PAD_ID, START_ID
+from transformer.masks import padding_mask, subsequent_mask, target_mask
+from transformer.model_cache import MODELS
+from transformer.pretrained import PREDICTIONS_KEPT, Pretrained, load_pretrained
+from transformer.tasks import END, END_ID, PAD_ID, START_ID
 
 MAX_TOP_K = 50
+PROMPT_STEPS = 8  # tokens a decoder-only model with random weights adds to its prompt
 
+
+# --- a batch at once: greedy, the whole model per step -------------------------------------------------------------
+
+def _decoder_functions(model):
+    """Traced encode and next-token steps of an encoder-decoder ``model`` (once per model; batch and lengths free)."""
+    if not hasattr(model, "_greedy_functions"):
+        ids, mask = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, 1, 1, None), tf.bool)
+
+        @tf.function(input_signature=[ids, mask])
+        def encode(src, memory_mask):
+            return model.encode(src, memory_mask)[0]  # (B, N_s, D)
+
+        @tf.function(input_signature=[ids, tf.TensorSpec((None, None, model.d_model), tf.float32), mask])
+        def next_token(decoder_input, memory, memory_mask):
+            hidden, _, _ = model.decode(decoder_input, memory, memory_mask, target_mask(decoder_input, PAD_ID))
+            return tf.argmax(model.project_logits(hidden[:, -1]), -1, output_type=tf.int32)  # (B,)
+
+        model._greedy_functions = (encode, next_token)
+    return model._greedy_functions
+
+
+def greedy_decode(model, src, max_steps: int):
+    """Greedy decoding by an encoder-decoder: ``src (B, N_s)`` -> predicted ids ``(B, <= max_steps)``, stopping at
+    </s>."""
+    encode, next_token = _decoder_functions(model)
+    src = np.asarray(src, np.int32)
+    decoder_input = np.full((src.shape[0], 1), START_ID, np.int32)  # (B, 1)
+    finished = np.zeros(src.shape[0], bool)
+    memory_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, N_s)
+    memory = encode(src, memory_mask)  # (B, N_s, D)
+    for _ in range(max_steps):
+        next_ids = next_token(decoder_input, memory, memory_mask).numpy()  # (B,)
+        next_ids = np.where(finished, PAD_ID, next_ids)
+        decoder_input = np.concatenate([decoder_input, next_ids[:, None]], axis=1)  # (B, t + 1)
+        finished |= next_ids == END_ID
+        if finished.all():
+            break
+    return decoder_input[:, 1:]
+
+
+def strip(ids) -> list[int]:
+    """Ids up to (not including) </s> or padding."""
+    out = []
+    for token in ids:
+        if token in (END_ID, PAD_ID):
+            break
+        out.append(int(token))
+    return out
+
+
+def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: int = 1) -> list[list[int]]:
+    """A trained model's greedy predictions (ids, without </s>) for several token lists at once, remembered per
+    batch of lines so that the pages and the walkthrough of one configuration decode once."""
+    key = (tuple(map(tuple, sources)), extra_steps)
+    remembered = pretrained.predictions
+    if key in remembered:
+        remembered.move_to_end(key)
+        return remembered[key]
+    longest = max(len(s) for s in sources)
+    src = np.zeros((len(sources), longest), np.int32)  # (B, N_s)
+    for row, line in enumerate(sources):
+        src[row, : len(line)] = pretrained.vocab.encode(line)
+    with tf.device(pretrained.device):
+        predicted = greedy_decode(pretrained.model, src, pretrained.rules.target_length(longest) + extra_steps)
+    remembered[key] = [strip(row) for row in predicted]
+    while len(remembered) > PREDICTIONS_KEPT:
+        remembered.popitem(last=False)
+    return remembered[key]
+
+
+def translate(pretrained: Pretrained, source_text: str):
+    """``(prediction_text, attention)`` for one source line, the prediction written as a person writes it.
+
+    ``attention`` maps "encoder", "decoder", "cross" to lists (one per layer) of ``(1, H, N_q, N_k)`` arrays
+    computed on the decoder input ``<s> + prediction``: query ``i`` of the decoder is the step that predicts
+    output token ``i``.
+    """
+    line = pretrained.source_tokens(source_text)
+    predicted = predictions(pretrained, [line])[0]
+    src = np.array([pretrained.vocab.encode(line)], np.int32)  # (1, N_s)
+    decoder_input = np.array([[START_ID] + predicted], np.int32)  # (1, N_t)
+    with tf.device(pretrained.device):
+        _, attention = pretrained.model(src, decoder_input, padding_mask(src, PAD_ID),
+                                        target_mask(decoder_input, PAD_ID))
+    arrays = {name: [np.asarray(w) for w in weights] for name, weights in attention.items()}
+    return pretrained.rules.target_text(pretrained.vocab.decode(predicted)), arrays
+
+
+# --- one line, step by step: whole model and cache --------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Step:
-    """Decoding step ``t``: the decoder has read ``prefix`` (``<s>`` and the t tokens chosen so far) and chooses.
+    """Decoding step ``t``: the decoder has read ``prefix`` (``<s>`` or the prompt, and the tokens chosen so far)
+    and chooses.
 
-    self_attention: ``(L, H, t + 1)`` the newest position's masked self-attention over the prefix;
-    cross_attention: ``(L, H, N_s)`` its cross-attention over the source; probabilities: ``(V,)`` the
-    next-token distribution at the temperature (top-k applied when sampling); chosen: the token chosen.
+    self_attention: ``(L, H, len(prefix))`` the newest position's masked self-attention over the prefix;
+    cross_attention: ``(L, H, N_s)`` its cross-attention over the source (None: a decoder-only model);
+    probabilities: ``(V,)`` the next-token distribution at the temperature (top-k and top-p applied when
+    sampling); chosen: the token chosen.
     """
 
     prefix: tuple
     self_attention: np.ndarray
-    cross_attention: np.ndarray
+    cross_attention: np.ndarray | None
     probabilities: np.ndarray
     chosen: str
 
     def top(self, vocabulary, k: int = 8) -> list[tuple[str, float]]:
         """The ``k`` most probable next tokens and their probabilities, most probable first."""
         order = np.argsort(-self.probabilities, kind="stable")[:k]
-        return [(vocabulary.tokens[i], float(self.probabilities[i])) for i in order]
+        return [(vocabulary.decode([i])[0], float(self.probabilities[i])) for i in order]
 
 
 @dataclass(frozen=True)
 class Decoding:
-    """Every step of one source line's decoding, and the cache's state and check at the end.
+    """Every step of one line's decoding, and the cache's state and check at the end.
 
-    cache: per decoder layer ``{"keys", "values"}`` ``(H, T, d_k)`` (the decoded positions) and
-    ``{"cross_keys", "cross_values"}`` ``(H, N_s, d_k)``; cache_bytes: their memory; cache_gap: max
-    |logits with the cache − logits of the whole model on the prefix| over every step.
+    model: the weights' name ("random" for a random decoder-only model continuing a prompt); source_tokens: the
+    encoder's line (empty decoder-only); prompt: the tokens the decoder starts from (``("<s>",)`` for a trained
+    model). cache: per decoder layer ``{"keys", "values"}`` ``(H_kv, T, d_k)`` (the decoded positions) and, with
+    cross-attention, ``{"cross_keys", "cross_values"}`` ``(H_kv, N_s, d_k)``; cache_bytes: their memory;
+    cache_gap: max |logits with the cache − logits of the whole model on the prefix| over every step.
     """
 
     model: str
@@ -64,68 +163,184 @@ class Decoding:
     layers: int
     heads: int
     device_label: str
+    prompt: tuple = ("<s>",)
+    kv_heads: int = 0
 
 
-def next_token_distribution(logits: np.ndarray, temperature: float, top_k: int = 0) -> np.ndarray:
-    """softmax(logits / temperature), kept to the ``top_k`` most probable tokens (0: all) and renormalised."""
+def next_token_distribution(logits: np.ndarray, temperature: float, top_k: int = 0, top_p: float = 1.0) -> np.ndarray:
+    """softmax(logits / temperature), kept to the ``top_k`` most probable tokens (0: all) and then to the fewest most
+    probable tokens whose probabilities reach ``top_p`` (nucleus sampling, Holtzman et al. 2020; 1: all),
+    renormalised: ``(V,)`` float32."""
     scaled = np.asarray(logits, np.float64) / temperature
     if top_k:
         threshold = np.sort(scaled)[-top_k]
         scaled = np.where(scaled >= threshold, scaled, -np.inf)
     scaled -= scaled.max()
     weights = np.exp(scaled)
-    return (weights / weights.sum()).astype(np.float32)
+    weights /= weights.sum()
+    if top_p < 1.0:
+        order = np.argsort(-weights, kind="stable")
+        before = np.cumsum(weights[order]) - weights[order]  # the mass of the more probable tokens
+        kept = np.zeros_like(weights, bool)
+        kept[order[before < top_p]] = True  # the smallest set whose mass reaches top_p
+        weights = np.where(kept, weights, 0.0)
+        weights /= weights.sum()
+    return weights.astype(np.float32)
 
 
-def _check_settings(temperature, top_k, max_steps) -> None:
-    if not isinstance(temperature, (int, float)) or not 0.05 <= temperature <= 5:
+def check_settings(temperature, top_k, top_p, max_steps) -> None:
+    """ValueError naming any sampling setting out of its range."""
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0.05 <= temperature <= 5:
         raise ValueError(f"temperature must be from 0.05 to 5. Received: temperature={temperature!r}")
-    if not isinstance(top_k, int) or not 0 <= top_k <= MAX_TOP_K:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= MAX_TOP_K:
         raise ValueError(f"top_k must be from 0 (all) to {MAX_TOP_K}. Received: top_k={top_k!r}")
-    if not isinstance(max_steps, int) or not 1 <= max_steps <= 64:
+    if isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be above 0 and at most 1 (all). Received: top_p={top_p!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or not 1 <= max_steps <= 64:
         raise ValueError(f"max_steps must be from 1 to 64. Received: max_steps={max_steps!r}")
 
 
-@on_engine_thread
-def decode(name: str, source_text: str, device: str = "auto", *, sample: bool = False, temperature: float = 1.0,
-           top_k: int = 0, seed: int = 0, max_steps: int | None = None) -> Decoding:
-    """Decode ``source_text`` with the trained model ``name`` on ``device`` ("auto" or "cpu"), step by step.
-    ValueError naming bad settings or tokens outside the model's vocabulary."""
-    place = resolve_device(device)
-    pretrained = load_pretrained(name, place)
-    tokens = pretrained.source_tokens(source_text.strip())
-    max_steps = pretrained.rules.target_length(len(tokens)) + 1 if max_steps is None else max_steps
-    _check_settings(temperature, top_k, max_steps)
-    with tf.device(place):
-        steps, cache, gap = _steps(pretrained, tokens, sample, temperature, top_k, seed, max_steps)
-    chosen = [step.chosen for step in steps if step.chosen != END]
-    return Decoding(name, tuple(tokens), tuple(steps), pretrained.rules.target_text(chosen),
-                    pretrained.expected(source_text), tuple(cache.arrays()), cache.bytes(), gap, pretrained.vocab,
-                    pretrained.spec.num_layers, pretrained.spec.num_heads, device_label(place))
+@dataclass(frozen=True)
+class _Line:
+    """What `run_steps` decodes: ``src (1, N_s)`` ids (None decoder-only), the ``prompt`` ids, the ids it may
+    choose among (``choices``: the first ``choices`` ids) and the id that ends the line (None: none)."""
+
+    src: np.ndarray | None
+    prompt: list
+    choices: int
+    end_id: int | None
 
 
-def _steps(pretrained, tokens, sample, temperature, top_k, seed, max_steps):
-    model, vocabulary, rng = pretrained.model, pretrained.vocab, np.random.default_rng(seed)
-    src = np.array([vocabulary.encode(tokens)], np.int32)  # (1, N_s)
-    src_mask = padding_mask(src, PAD_ID)  # (1, 1, 1, N_s)
-    memory, _ = model.encode(src, src_mask)  # (1, N_s, D)
-    cache, prefix, steps, gap = KVCache(model, memory, src_mask), [START_ID], [], 0.0
+def run_steps(model, line: _Line, max_steps: int, choose) -> tuple[list, object, float]:
+    """Decode ``line`` with ``model``, each step twice: the whole model on the prefix and the cache.
+
+    ``choose(logits (choices,)) -> (probabilities, chosen id)``. Returns ``(steps, cache, gap)``: per step
+    ``(prefix ids, self weights (L, H, t), cross weights (L, H, N_s) or None, probabilities, chosen id)``."""
+    src = None if line.src is None else tf.constant(line.src)  # (1, N_s)
+    src_mask = None if src is None else padding_mask(src, PAD_ID)  # (1, 1, 1, N_s)
+    memory = None if src is None else model.encode(src, src_mask)[0]  # (1, N_s, D)
+    cache, prefix, steps, gap, fed = model.new_cache(), list(line.prompt), [], 0.0, 0
     for _ in range(max_steps):
-        decoder_input = np.array([prefix], np.int32)  # (1, t + 1)
-        logits, attention = model(src, decoder_input, src_mask, target_mask(decoder_input, PAD_ID))
-        last = logits[0, -1].numpy()  # (V,): the whole model on the prefix
-        gap = max(gap, float(np.abs(cache.step(prefix[-1]) - last).max()))  # the cache's answer for the same step
-        probabilities = next_token_distribution(last, temperature, top_k if sample else 0)
-        chosen = int(rng.choice(len(probabilities), p=probabilities / probabilities.sum())) if sample \
-            else int(np.argmax(last))
-        steps.append(Step(tuple(vocabulary.decode(prefix)),
-                          np.stack([w[0, :, -1].numpy() for w in attention["decoder"]]),  # (L, H, t + 1)
-                          np.stack([w[0, :, -1].numpy() for w in attention["cross"]]),  # (L, H, N_s)
-                          probabilities, vocabulary.tokens[chosen]))
+        ids = tf.constant([prefix], tf.int32)  # (1, t)
+        logits, attention = model(src, ids, src_mask, subsequent_mask(len(prefix))[None, None])
+        whole = logits[0, -1].numpy()  # (V,): the whole model on the prefix
+        hidden, _, _ = model.decode(ids[:, fed:], memory, src_mask, cache=cache)  # the new positions alone
+        fed = len(prefix)
+        cached = model.project_logits(hidden[:, -1])[0].numpy()  # (V,)
+        gap = max(gap, float(np.abs(cached - whole).max()))
+        probabilities, chosen = choose(whole[: line.choices])
+        cross = np.stack([w[0, :, -1].numpy() for w in attention["cross"]]) if "cross" in attention else None
+        steps.append((tuple(prefix), np.stack([w[0, :, -1].numpy() for w in attention["decoder"]]), cross,
+                      probabilities, chosen))  # (L, H, t), (L, H, N_s)
         prefix.append(chosen)
-        if vocabulary.tokens[chosen] == END:
+        if chosen == line.end_id:
             break
     return steps, cache, gap
 
 
-__all__ = ["Decoding", "Step", "decode", "next_token_distribution"]
+def chooser(sample: bool, temperature: float, top_k: int, top_p: float, seed: int):
+    """``choose(logits) -> (probabilities, chosen id)``: the most probable id, or one drawn from the distribution."""
+    rng = np.random.default_rng(seed)
+
+    def choose(logits):
+        probabilities = next_token_distribution(logits, temperature, top_k if sample else 0,
+                                                top_p if sample else 1.0)
+        if sample:
+            return probabilities, int(rng.choice(len(probabilities), p=probabilities / probabilities.sum()))
+        return probabilities, int(np.argmax(logits))
+    return choose
+
+
+def _prompt_line(config: LiveConfig, text: str):
+    """A random decoder-only model's prompt: ``text``'s tokens in the live text's vocabulary (integer tokens are their
+    own ids); it may choose among the tokens the live text names."""
+    prompt = text.split()
+    if not prompt:
+        raise ValueError("The prompt is empty: type a few tokens for the model to continue.")
+    vocabulary = tokens.build_vocabulary(tokens.split_lines(config.target_text, "target") + [prompt],
+                                         tokens.check_pad_symbols(config.pad_symbols), VOCAB_SIZE)
+    return _Line(None, vocabulary.encode(prompt), len(vocabulary), None), vocabulary
+
+
+def _source_line(pretrained: Pretrained, text: str) -> _Line:
+    src = np.array([pretrained.vocab.encode(pretrained.source_tokens(text))], np.int32)  # (1, N_s)
+    return _Line(src, [START_ID], len(pretrained.vocab), END_ID)
+
+
+@on_engine_thread
+def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: float = 1.0, top_k: int = 0,
+           top_p: float = 1.0, seed: int = 0, max_steps: int | None = None) -> Decoding:
+    """Decode ``text`` step by step with ``config``'s model: a trained model's answer to the source line, or a
+    random decoder-only model's continuation of the prompt (`PROMPT_STEPS` tokens). ValueError naming bad settings,
+    tokens outside the model's vocabulary, or a model that does not decode."""
+    validate(config)
+    if config.trained:
+        pretrained = load_pretrained(config.weights, resolve_device(config.device))
+        line, vocabulary = _source_line(pretrained, text.strip()), pretrained.vocab
+        default_steps = pretrained.rules.target_length(line.src.shape[1]) + 1
+    elif config.architecture == "decoder-only":
+        (line, vocabulary), default_steps = _prompt_line(config, text), PROMPT_STEPS
+    else:
+        raise ValueError("Decoding needs a trained model or a decoder-only model (which continues a prompt). "
+                         f"Received: weights={config.weights!r}, architecture={config.architecture!r}")
+    max_steps = default_steps if max_steps is None else max_steps
+    check_settings(temperature, top_k, top_p, max_steps)
+    entry = MODELS.for_config(config)
+    with tf.device(entry.device):
+        raw, cache, gap = run_steps(entry.model, line, max_steps, chooser(sample, temperature, top_k, top_p, seed))
+    steps = tuple(Step(tuple(vocabulary.decode(prefix)), self_weights, cross, probabilities,
+                       vocabulary.decode([chosen])[0]) for prefix, self_weights, cross, probabilities, chosen in raw)
+    chosen = [step.chosen for step in steps if step.chosen != END]
+    if config.trained:
+        prediction, expected = pretrained.rules.target_text(chosen), pretrained.expected(text)
+        source = tuple(vocabulary.decode(line.src[0]))
+    else:
+        prediction, expected, source = " ".join(chosen), None, ()
+    model = entry.model
+    return Decoding(config.weights, source, steps, prediction, expected, tuple(cache.arrays()), cache.bytes(), gap,
+                    vocabulary, model.num_layers, model.num_heads, device_label(entry.device),
+                    prompt=tuple(vocabulary.decode(line.prompt)), kv_heads=model.num_kv_heads or model.num_heads)
+
+
+@on_engine_thread
+def cache_gap(config: LiveConfig, steps: int = 8) -> float:
+    """max |logits with the cache − logits of the whole model on the prefix| over ``steps`` greedy steps of
+    ``config``'s model (random or trained weights): a trained model answers its task's example, a random one
+    decodes ``config``'s first source line (encoder-decoder, from its first target token) or continues its first
+    target line (decoder-only). ValueError for an encoder-only model (it does not decode)."""
+    validate(config)
+    if config.architecture == "encoder-only" and not config.trained:
+        raise ValueError("An encoder-only model does not decode: it has no cache. "
+                         f"Received: architecture={config.architecture!r}")
+    entry = MODELS.for_config(config)
+    if config.trained:
+        pretrained = load_pretrained(config.weights, entry.device)
+        line = _line_free(_source_line(pretrained, pretrained.rules.example.splitlines()[0]))
+    else:
+        line = _random_line(config)
+    with tf.device(entry.device):
+        _, _, gap = run_steps(entry.model, line, steps, chooser(False, 1.0, 0, 1.0, 0))
+    return gap
+
+
+def _line_free(line: _Line) -> _Line:
+    """``line`` without its end: the gap is measured over every step asked for."""
+    return _Line(line.src, line.prompt, line.choices, None)
+
+
+def _random_line(config: LiveConfig) -> _Line:
+    """The first source and target lines of ``config`` as ids (padding dropped)."""
+    pads = tokens.check_pad_symbols(config.pad_symbols)
+    source, target = tokens.split_lines(config.source_text, "source"), tokens.split_lines(config.target_text,
+                                                                                          "target")
+    vocabulary = tokens.build_vocabulary(source + target, pads, VOCAB_SIZE)
+    kept = [[token for token in line if token not in pads] or line for line in (source[0], target[0])]
+    src = np.array([vocabulary.encode(kept[0])], np.int32)  # (1, N_s)
+    prompt = vocabulary.encode(kept[1])
+    if config.architecture == "decoder-only":
+        return _Line(None, prompt, VOCAB_SIZE, None)
+    return _Line(src, prompt[:1], VOCAB_SIZE, None)
+
+
+__all__ = ["Decoding", "Step", "cache_gap", "decode", "greedy_decode", "next_token_distribution", "predictions",
+           "strip", "translate"]

@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from transformer import tokens
 from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
+from transformer import decoding
 from transformer.device import resolve_device
 from transformer.masks import family_mask, padding_mask, subsequent_mask
 from transformer.positional import positional_encoding
@@ -85,7 +86,7 @@ def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     model = load_pretrained(config.weights, resolve_device(config.device))
     texts = tokens.text_lines(config.source_text, "source")
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
-    predicted = [model.vocab.decode(ids) for ids in model.predict_ids(lines)]
+    predicted = [model.vocab.decode(ids) for ids in decoding.predictions(model, lines)]
     source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
     target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
                                  model.rules.target_length(config.seq_len) + 1)

@@ -40,19 +40,31 @@ class FeedForward(keras.layers.Layer):
         return config
 
 
+NORMS = ("post", "pre")
+
+
+def check_norm(norm) -> None:
+    """Raise ValueError unless ``norm`` is one of `NORMS`."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}. Received: norm={norm!r}")
+
+
 @_register
 class ResidualBlock(MaskConsumer, keras.layers.Layer):
-    """Post-norm residual: ``LayerNorm(x + Dropout(sublayer(x, *args)))``, as in the paper.
+    """A sublayer with its residual connection and LayerNorm.
 
-    The sublayer gets ``x`` first and any further call arguments after it. When the
-    sublayer returns ``(output, extra)`` (attention returns its weights), the block
-    returns ``(normed, extra)``; otherwise just ``normed`` ``(B, N, d_model)``.
+    ``norm="post"`` (the paper): ``LayerNorm(x + Dropout(sublayer(x, *args)))``; ``norm="pre"`` (GPT-2 and
+    most models since): ``x + Dropout(sublayer(LayerNorm(x), *args))``. The sublayer gets ``x`` (normed first
+    when pre) and any further call arguments after it. When it returns ``(output, extra)`` (attention returns
+    its weights), the block returns ``(y, extra)``; otherwise just ``y`` ``(B, N, d_model)``.
     """
 
-    def __init__(self, sublayer, dropout=0.0, **kwargs):
+    def __init__(self, sublayer, dropout=0.0, norm="post", **kwargs):
         super().__init__(**kwargs)
+        check_norm(norm)
         self.sublayer = sublayer
         self.dropout = dropout
+        self.norm = norm
         self.dropout_layer = dropout_layer(dropout)  # None at rate 0
         self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="layer_norm")
 
@@ -64,16 +76,20 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
                 self.sublayer.build(x_shape)
         self.layer_norm.build(x_shape)
 
-    def call(self, x, *sublayer_args, training=False, **sublayer_kwargs):
-        # `training` reaches the sublayer through Keras's call context.
-        result = self.sublayer(x, *sublayer_args, **sublayer_kwargs)
+    def call(self, x, *sublayer_args, mask=None, cache=None, hook=None, training=False):
+        # `training` reaches the sublayer through Keras's call context; mask, cache and hook go to attention.
+        inner = self.layer_norm(x) if self.norm == "pre" else x  # (B, N, d_model)
+        given = {name: value for name, value in (("mask", mask), ("cache", cache), ("hook", hook)) if value is not None}
+        result = self.sublayer(inner, *sublayer_args, **given)
         output, extra = result if isinstance(result, tuple) else (result, None)
-        normed = self.layer_norm(x + apply_dropout(self.dropout_layer, output, training))  # (B, N, d_model)
-        return normed if extra is None else (normed, extra)
+        summed = x + apply_dropout(self.dropout_layer, output, training)  # (B, N, d_model)
+        y = summed if self.norm == "pre" else self.layer_norm(summed)  # (B, N, d_model)
+        return y if extra is None else (y, extra)
 
     def get_config(self):
         config = super().get_config()
-        config.update(sublayer=keras.saving.serialize_keras_object(self.sublayer), dropout=self.dropout)
+        config.update(sublayer=keras.saving.serialize_keras_object(self.sublayer), dropout=self.dropout,
+                      norm=self.norm)
         return config
 
     @classmethod
@@ -83,36 +99,45 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
         return cls(**config)
 
 
-def _attention_block(d_model, num_heads, dropout, name, num_kv_heads=None, positions=None):
-    attention = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads, positions=positions,
-                                   name="attention")
-    return ResidualBlock(attention, dropout, name=name)
-
-
-def _feed_forward_block(d_model, d_ff, dropout):
-    return ResidualBlock(FeedForward(d_model, d_ff, name="feed_forward"), dropout, name="feed_forward_block")
-
-
 class _BlockConfig(keras.layers.Layer):
     """Stores the hyper-parameters every encoder/decoder layer shares. ``num_kv_heads``: key/value heads of
-    every attention (None: H); ``positions``: ``"rope"`` or ``"alibi"`` in self-attention, else None."""
+    every attention (None: H); ``positions``: ``"rope"`` or ``"alibi"`` in self-attention, else None;
+    ``norm``: `NORMS`; ``d_ff = 0``: no feed-forward sublayer (an attention-only block)."""
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None, **kwargs):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None, norm="post",
+                 **kwargs):
         super().__init__(**kwargs)
+        if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 0:
+            raise ValueError(f"d_ff must be 0 (no feed-forward) or a positive integer. Received: d_ff={d_ff!r}")
+        check_norm(norm)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_ff = d_ff
         self.dropout = dropout
         self.num_kv_heads = num_kv_heads
         self.positions = positions
+        self.norm = norm
 
     def attention_block(self, name, positions=None):
-        return _attention_block(self.d_model, self.num_heads, self.dropout, name, self.num_kv_heads, positions)
+        attention = MultiHeadAttention(self.d_model, self.num_heads, num_kv_heads=self.num_kv_heads,
+                                       positions=positions, name="attention")
+        return ResidualBlock(attention, self.dropout, self.norm, name=name)
+
+    def make_feed_forward_block(self):
+        """The feed-forward sublayer in its residual block, or None when ``d_ff`` is 0."""
+        if not self.d_ff:
+            return None
+        return ResidualBlock(FeedForward(self.d_model, self.d_ff, name="feed_forward"), self.dropout, self.norm,
+                             name="feed_forward_block")
+
+    def feed_forward(self, x, training):
+        """``(B, N, d_model)`` through the feed-forward block, or as it is without one."""
+        return x if self.feed_forward_block is None else self.feed_forward_block(x, training=training)
 
     def get_config(self):
         config = super().get_config()
         config.update(d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff, dropout=self.dropout,
-                      num_kv_heads=self.num_kv_heads, positions=self.positions)
+                      num_kv_heads=self.num_kv_heads, positions=self.positions, norm=self.norm)
         return config
 
 
@@ -124,6 +149,7 @@ class EncoderBlock(MaskConsumer, _BlockConfig):
       x: ``(B, N, d_model)``.
       mask: optional boolean broadcastable to ``(B, H, N, N)`` (a padding mask
         ``(B, 1, 1, N)``); True = may attend.
+      hook: an `AttentionHook` handed to the attention layer.
 
     Returns:
       ``(output (B, N, d_model), weights (B, H, N, N))``.
@@ -132,59 +158,90 @@ class EncoderBlock(MaskConsumer, _BlockConfig):
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
         super().__init__(d_model, num_heads, d_ff, dropout, **kwargs)
         self.self_attention_block = self.attention_block("self_attention_block", self.positions)
-        self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
+        self.feed_forward_block = self.make_feed_forward_block()
+
+    @property
+    def attentions(self) -> dict:
+        """``{"encoder": its MultiHeadAttention}``."""
+        return {"encoder": self.self_attention_block.sublayer}
 
     def build(self, x_shape):
         self.self_attention_block.build(x_shape)
-        self.feed_forward_block.build(x_shape)
+        if self.feed_forward_block is not None:
+            self.feed_forward_block.build(x_shape)
 
-    def call(self, x, mask=None, training=False):
-        x, weights = self.self_attention_block(x, x, x, mask=mask, training=training)  # (B, N, D), (B, H, N, N)
-        return self.feed_forward_block(x, training=training), weights
+    def call(self, x, mask=None, training=False, hook=None):
+        x, weights = self.self_attention_block(x, mask=mask, hook=hook, training=training)  # (B, N, D), (B, H, N, N)
+        return self.feed_forward(x, training), weights
 
 
 @_register
 class DecoderBlock(_BlockConfig):
-    """Masked self-attention, cross-attention over the encoder output, feed-forward.
+    """Masked self-attention, cross-attention over the encoder output (unless ``cross_attention`` is False: a
+    decoder-only model), feed-forward.
 
     Call arguments:
       x: ``(B, N_t, d_model)`` target representations.
-      memory: ``(B, N_s, d_model)`` encoder output.
-      self_mask: boolean broadcastable to ``(B, H, N_t, N_t)``, usually the target
-        mask ``(B, 1, N_t, N_t)``; True = may attend.
+      memory: ``(B, N_s, d_model)`` encoder output (None without cross-attention).
+      self_mask: boolean broadcastable to ``(B, H, N_t, N_t)``, usually the
+        target mask ``(B, 1, N_t, N_t)``; True = may attend.
       memory_mask: boolean broadcastable to ``(B, H, N_t, N_s)``, usually the
         source padding mask ``(B, 1, 1, N_s)``.
+      cache: ``{"self": AttentionCache, "cross": AttentionCache}`` for cached decoding (`Transformer.new_cache`).
+      hook: an `AttentionHook` handed to both attention layers.
 
     Returns:
-      ``(output (B, N_t, d_model), self_weights (B, H, N_t, N_t), cross_weights (B, H, N_t, N_s))``.
+      ``(output (B, N_t, d_model), self_weights (B, H, N_t, N_t), cross_weights (B, H, N_t, N_s) or None)``.
     """
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, **kwargs):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, cross_attention=True, **kwargs):
         super().__init__(d_model, num_heads, d_ff, dropout, **kwargs)
+        self.cross_attention = cross_attention
         self.self_attention_block = self.attention_block("self_attention_block", self.positions)
-        self.cross_attention_block = self.attention_block("cross_attention_block")  # positions: self-attention only
-        self.feed_forward_block = _feed_forward_block(d_model, d_ff, dropout)
+        # positions: self-attention only
+        self.cross_attention_block = self.attention_block("cross_attention_block") if cross_attention else None
+        self.feed_forward_block = self.make_feed_forward_block()
 
-    def build(self, x_shape, memory_shape):
+    @property
+    def attentions(self) -> dict:
+        """``{"decoder": self-attention, "cross": cross-attention}`` (no "cross" in a decoder-only block)."""
+        found = {"decoder": self.self_attention_block.sublayer}
+        if self.cross_attention_block is not None:
+            found["cross"] = self.cross_attention_block.sublayer
+        return found
+
+    def build(self, x_shape, memory_shape=None):
         self.self_attention_block.build(x_shape)
-        self.cross_attention_block.sublayer.build(x_shape, memory_shape, memory_shape)
-        self.cross_attention_block.build(x_shape)
-        self.feed_forward_block.build(x_shape)
+        if self.cross_attention_block is not None:
+            self.cross_attention_block.sublayer.build(x_shape, memory_shape, memory_shape)
+            self.cross_attention_block.build(x_shape)
+        if self.feed_forward_block is not None:
+            self.feed_forward_block.build(x_shape)
 
-    def call(self, x, memory, self_mask=None, memory_mask=None, training=False):
+    def call(self, x, memory=None, self_mask=None, memory_mask=None, training=False, cache=None, hook=None):
         # x: (B, N_t, d_model); self_weights: (B, H, N_t, N_t); cross_weights: (B, H, N_t, N_s)
-        x, self_weights = self.self_attention_block(x, x, x, mask=self_mask, training=training)
-        x, cross_weights = self.cross_attention_block(x, memory, memory, mask=memory_mask, training=training)
-        return self.feed_forward_block(x, training=training), self_weights, cross_weights
+        cache = cache or {}
+        x, self_weights = self.self_attention_block(x, mask=self_mask, cache=cache.get("self"), hook=hook,
+                                                    training=training)
+        cross_weights = None
+        if self.cross_attention_block is not None:
+            x, cross_weights = self.cross_attention_block(x, memory, memory, mask=memory_mask,
+                                                          cache=cache.get("cross"), hook=hook, training=training)
+        return self.feed_forward(x, training), self_weights, cross_weights
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(cross_attention=self.cross_attention)
+        return config
 
 
 class _Stack(keras.layers.Layer):
-    """A stack of ``num_layers`` identical blocks."""
+    """A stack of ``num_layers`` identical blocks; with ``norm="pre"`` a final LayerNorm on its output (GPT-2)."""
 
     block_class = None
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None,
-                 **kwargs):
+                 norm="post", **kwargs):
         super().__init__(**kwargs)
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"num_layers must be a positive integer. Received: num_layers={num_layers!r}")
@@ -195,17 +252,38 @@ class _Stack(keras.layers.Layer):
         self.dropout = dropout
         self.num_kv_heads = num_kv_heads
         self.positions = positions
+        self.norm = norm
         self.blocks = [
             self.block_class(d_model, num_heads, d_ff, dropout, num_kv_heads=num_kv_heads, positions=positions,
-                             name=f"block_{index}")
+                             norm=norm, name=f"block_{index}", **self.block_options())
             for index in range(num_layers)
         ]
+        for index, block in enumerate(self.blocks):
+            for stack, attention in block.attentions.items():
+                attention.site = (stack, index)
+        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="final_norm") if norm == "pre" else None
+
+    def block_options(self) -> dict:
+        return {}
+
+    def attention_layers(self, stack: str) -> list:
+        """The `MultiHeadAttention` of ``stack`` in every block, first block first."""
+        return [block.attentions[stack] for block in self.blocks]
+
+    def build_final_norm(self, x_shape):
+        if self.final_norm is not None:
+            self.final_norm.build(x_shape)
+
+    def finish(self, x):
+        """The stack's output: ``x`` through the final LayerNorm of a pre-norm stack."""
+        return x if self.final_norm is None else self.final_norm(x)  # (B, N, d_model)
 
     def get_config(self):
         config = super().get_config()
         config.update(
             num_layers=self.num_layers, d_model=self.d_model, num_heads=self.num_heads,
             d_ff=self.d_ff, dropout=self.dropout, num_kv_heads=self.num_kv_heads, positions=self.positions,
+            norm=self.norm,
         )
         return config
 
@@ -217,6 +295,7 @@ class Encoder(MaskConsumer, _Stack):
     Call arguments:
       x: ``(B, N, d_model)`` embedded source with positions added.
       mask: optional boolean broadcastable to ``(B, H, N, N)``; True = may attend.
+      hook: an `AttentionHook` handed to every attention layer.
 
     Returns:
       ``(output (B, N, d_model), [weights (B, H, N, N)] * num_layers)``.
@@ -227,38 +306,55 @@ class Encoder(MaskConsumer, _Stack):
     def build(self, x_shape):
         for block in self.blocks:
             block.build(x_shape)
+        self.build_final_norm(x_shape)
 
-    def call(self, x, mask=None, training=False):
+    def call(self, x, mask=None, training=False, hook=None):
         all_weights = []
         for block in self.blocks:
-            x, weights = block(x, mask=mask, training=training)  # (B, N, D), (B, H, N, N)
+            x, weights = block(x, mask=mask, training=training, hook=hook)  # (B, N, D), (B, H, N, N)
             all_weights.append(weights)
-        return x, all_weights
+        return self.finish(x), all_weights
 
 
 @_register
 class Decoder(_Stack):
-    """``num_layers`` decoder blocks (the seed's Decoder appended to an undefined list; this runs).
+    """``num_layers`` decoder blocks, with cross-attention over an encoder's output unless ``cross_attention``
+    is False (a decoder-only model).
 
-    Call arguments: as `DecoderBlock`.
+    Call arguments: as `DecoderBlock`; ``cache``: one `DecoderBlock` cache per block.
 
     Returns:
       ``(output (B, N_t, d_model), [self_weights (B, H, N_t, N_t)], [cross_weights (B, H, N_t, N_s)])``,
-      one entry per layer in each list.
+      one entry per layer in each list (no cross weights without cross-attention).
     """
 
     block_class = DecoderBlock
 
-    def build(self, x_shape, memory_shape):
+    def __init__(self, *args, cross_attention=True, **kwargs):
+        self.cross_attention = cross_attention
+        super().__init__(*args, **kwargs)
+
+    def block_options(self) -> dict:
+        return {"cross_attention": self.cross_attention}
+
+    def build(self, x_shape, memory_shape=None):
         for block in self.blocks:
             block.build(x_shape, memory_shape)
+        self.build_final_norm(x_shape)
 
-    def call(self, x, memory, self_mask=None, memory_mask=None, training=False):
+    def call(self, x, memory=None, self_mask=None, memory_mask=None, training=False, cache=None, hook=None):
         self_weights, cross_weights = [], []
-        for block in self.blocks:
+        for index, block in enumerate(self.blocks):
             x, block_self, block_cross = block(
-                x, memory, self_mask=self_mask, memory_mask=memory_mask, training=training
+                x, memory, self_mask=self_mask, memory_mask=memory_mask, training=training,
+                cache=None if cache is None else cache[index], hook=hook,
             )
             self_weights.append(block_self)  # (B, H, N_t, N_t)
-            cross_weights.append(block_cross)  # (B, H, N_t, N_s)
-        return x, self_weights, cross_weights
+            if block_cross is not None:
+                cross_weights.append(block_cross)  # (B, H, N_t, N_s)
+        return self.finish(x), self_weights, cross_weights
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(cross_attention=self.cross_attention)
+        return config

@@ -93,12 +93,12 @@ def stack_sides(stack: str, source, target) -> tuple:
     return (source if stack == "encoder" else target), (target if stack == "decoder" else source)
 
 
-def _stacks(stacks) -> tuple:
-    """``stacks`` in `STACKS` order; ValueError naming any other name."""
+def _stacks(stacks, config: LiveConfig) -> tuple:
+    """``stacks`` in `STACKS` order, those ``config``'s architecture has; ValueError naming any other name."""
     unknown = [stack for stack in stacks if stack not in STACKS]
     if unknown:
         raise ValueError(f"stacks must be among {STACKS}. Received: stacks={tuple(stacks)!r}")
-    return tuple(stack for stack in STACKS if stack in stacks)
+    return tuple(stack for stack in config.stacks if stack in stacks)
 
 
 def _windows(windows) -> tuple:
@@ -112,7 +112,7 @@ def _windows(windows) -> tuple:
     return tuple(tuple(int(value) for value in window) for window in windows)
 
 
-def _lines(lines, batch: int) -> tuple:
+def checked_lines(lines, batch: int) -> tuple:
     """``lines`` as a tuple of row indices into a batch of ``batch`` lines (None: all); ValueError naming
     any line that does not exist."""
     if lines is None:
@@ -144,14 +144,15 @@ def _dimensions(model, config: LiveConfig) -> tuple:
     """``(d_model, layers, heads)`` of ``model``, or of ``config`` when no model was built."""
     if model is None:
         return config.d_model, config.num_layers, config.num_heads
-    return model.d_model, model.num_encoder_layers, model.num_heads
+    return model.d_model, model.num_layers, model.num_heads
 
 
 @on_engine_thread
 def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, windows=()) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
 
-    ``stacks``: the attention maps to compute (``result.attention`` has these keys only); a page
+    ``stacks``: the attention maps to compute, of those the architecture has (``result.attention`` has these keys
+    only: no "encoder" for a decoder-only model, only "encoder" for an encoder-only one); a page
     that draws none passes ``()``: the model does not run, and a random-weights model is not even
     built (masks and positional encodings need only the configuration).
     ``lines``: the lines (0-based batch rows) whose attention maps are computed, in that order; None:
@@ -160,11 +161,11 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     """
     validate(config)
     windows = _windows(windows)
-    stacks = _stacks(stacks)
+    stacks = _stacks(stacks, config)
     inputs = prepared_inputs(config)
     batches, predictions = inputs.batches, inputs.predictions
     check_budget(config, batches.source.ids.shape[0])
-    rows = _lines(lines, batches.source.ids.shape[0])
+    rows = checked_lines(lines, batches.source.ids.shape[0])
     entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)

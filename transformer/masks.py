@@ -47,6 +47,14 @@ def subsequent_mask(length):
     return tf.cast(tf.linalg.band_part(ones, -1, 0), tf.bool)  # (N, N)
 
 
+def cached_causal_mask(start, length):
+    """The look-ahead mask of ``length`` new queries at positions ``start …`` over every key so far:
+    ``(1, 1, length, start + length)`` bool, ``[i, j] = j <= start + i`` (cached decoding)."""
+    queries = start + tf.range(length)[:, None]  # (N, 1)
+    keys = tf.range(start + length)[None, :]  # (1, start + N)
+    return (keys <= queries)[None, None]  # (1, 1, N, start + N)
+
+
 def target_mask(tokens, pad):
     """Decoder self-attention mask: padding AND subsequent.
 

@@ -1,13 +1,34 @@
-"""The encoder-decoder Transformer (paper Figure 1)."""
+"""The Transformer: the paper's encoder-decoder (Figure 1), a decoder-only (GPT) or an encoder-only (BERT) model.
+
+The one forward pass: embeddings -> positions -> blocks -> logits are wired here and in `transformer.layers`;
+everything else runs a model through its public methods (``call``, `encode`, `decode` with a cache,
+`attention_inputs`, `attention_layers`) and `AttentionHook`.
+"""
 
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
 
-from transformer.attention import check_heads
-from transformer.layers import Decoder, Encoder
+from transformer.attention import AttentionCache, AttentionHook, check_heads
+from transformer.layers import Decoder, Encoder, check_norm
+from transformer.masks import cached_causal_mask
 from transformer.positional import ScaledEmbedding, in_attention, position_layer
+
+STACKS = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, cross-attention
+ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
+ARCHITECTURE_STACKS = {  # the attention stacks each architecture has
+    "encoder-decoder": STACKS,
+    "decoder-only": ("decoder",),
+    "encoder-only": ("encoder",),
+}
+
+
+def check_architecture(architecture) -> None:
+    """Raise ValueError unless ``architecture`` is one of `ARCHITECTURES`."""
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={architecture!r}")
 
 
 def memory_mask(src_mask):
@@ -19,35 +40,91 @@ def memory_mask(src_mask):
     return tf.reduce_any(src_mask, axis=2, keepdims=True)  # (B, 1, 1, N_s)
 
 
+class DecodingCache:
+    """What cached decoding keeps between steps, per decoder layer ``{"self": AttentionCache, "cross":
+    AttentionCache}`` (`Transformer.new_cache`); ``length``: the positions decoded so far."""
+
+    def __init__(self, layers: int, cross_attention: bool):
+        self.layers = [{"self": AttentionCache(), **({"cross": AttentionCache(static=True)} if cross_attention else {})}
+                       for _ in range(layers)]
+
+    def __getitem__(self, index):
+        return self.layers[index]
+
+    @property
+    def length(self) -> int:
+        return self.layers[0]["self"].length
+
+    def arrays(self) -> list[dict]:
+        """Per decoder layer: ``{"keys", "values"}`` ``(H_kv, t, d_k)`` and, with cross-attention,
+        ``{"cross_keys", "cross_values"}`` ``(H_kv, N_s, d_k)`` as float32 NumPy (first line of the batch)."""
+        found = []
+        for layer in self.layers:
+            entry = {"keys": layer["self"].keys[0].numpy(), "values": layer["self"].values[0].numpy()}
+            if "cross" in layer:
+                entry.update(cross_keys=layer["cross"].keys[0].numpy(), cross_values=layer["cross"].values[0].numpy())
+            found.append(entry)
+        return found
+
+    def bytes(self) -> int:
+        """Memory the cache holds, from its tensors' sizes (nothing is copied out)."""
+        tensors = [tensor for layer in self.layers for cache in layer.values() for tensor in (cache.keys, cache.values)
+                   if tensor is not None]
+        return sum(tensor.dtype.size * int(np.prod(tensor.shape)) for tensor in tensors)
+
+
+class _Stop(Exception):
+    """Ends a run once `_Capture` has what it came for."""
+
+
+class _Capture(AttentionHook):
+    """Keeps the inputs of the attention layer at ``site`` and stops the run there."""
+
+    def __init__(self, site):
+        self.site, self.found = site, None
+
+    def observe(self, layer, query, key, value, mask):
+        if layer.site == self.site:
+            self.found = (layer, (query, key, value, mask))
+            raise _Stop()
+
+
 @keras.saving.register_keras_serializable(package="attention_lab")
 class Transformer(keras.Model):
-    """Embeddings + positional encodings, encoder, decoder and pre-softmax projection.
+    """Embeddings + positions, the stacks of ``architecture``, and the pre-softmax projection.
 
     Args:
       src_vocab_size, tgt_vocab_size: vocabulary sizes.
-      d_model, num_heads, d_ff: widths (num_heads must divide d_model).
+      d_model, num_heads, d_ff: widths (num_heads must divide d_model; ``d_ff = 0``: no feed-forward sublayers,
+        an attention-only model).
       num_encoder_layers, num_decoder_layers: stack depths.
       dropout: rate on sublayer outputs and on embeddings + encodings.
       share_embeddings: one embedding matrix for source and target (needs equal vocabularies).
-      share_output_weights: logits = decoder output · (target embedding matrix)ᵀ,
-        as in the paper, instead of a separate Dense layer.
+      share_output_weights: logits = output · (output-side embedding matrix)ᵀ, as in the paper, instead of a
+        separate Dense layer.
       positions: ``"sinusoidal"`` (the paper), ``"learned"`` (a table of ``max_len`` rows), ``"rope"`` or
         ``"alibi"`` (inside self-attention) or ``"none"``.
       num_kv_heads: key/value heads of every attention layer (None: num_heads).
+      norm: ``"post"`` (the paper: ``LayerNorm(x + Sublayer(x))``) or ``"pre"`` (``x + Sublayer(LayerNorm(x))``
+        and a final LayerNorm on each stack's output, as GPT-2).
+      architecture: ``"encoder-decoder"`` (the paper); ``"decoder-only"`` (GPT: one causal stack over the
+        target side ``tgt``, no cross-attention, next-token logits); ``"encoder-only"`` (BERT: one bidirectional
+        stack over ``src``, logits at every source position).
 
     Call arguments:
-      src: ``(B, N_s)`` int token ids.  tgt: ``(B, N_t)`` int token ids.
+      src: ``(B, N_s)`` int token ids (None in a decoder-only model).  tgt: ``(B, N_t)`` int token ids (None in
+        an encoder-only model).
       src_mask: boolean broadcastable to ``(B, H, N_s, N_s)``; the source padding mask
         ``(B, 1, 1, N_s)``, used in encoder self-attention AND in cross-attention (a ``(B, 1, N_s, N_s)``
         pattern is reduced to its keys for cross-attention: `memory_mask`).
       tgt_mask: boolean broadcastable to ``(B, H, N_t, N_t)``; the target mask
         ``(B, 1, N_t, N_t)``. True = may attend in both.
+      hook: an `AttentionHook` handed to every attention layer.
 
     Returns:
-      ``(logits (B, N_t, tgt_vocab_size), attention)`` where ``attention`` maps
-      ``"encoder"`` to ``[(B, H, N_s, N_s)] * num_encoder_layers``, ``"decoder"`` to
-      ``[(B, H, N_t, N_t)] * num_decoder_layers`` and ``"cross"`` to
-      ``[(B, H, N_t, N_s)] * num_decoder_layers``.
+      ``(logits (B, N, vocab), attention)``: N = N_t (N_s encoder-only); ``attention`` maps each of `stacks`
+      (``"encoder"`` -> ``[(B, H, N_s, N_s)]``, ``"decoder"`` -> ``[(B, H, N_t, N_t)]``, ``"cross"`` ->
+      ``[(B, H, N_t, N_s)]``) to one entry per layer.
     """
 
     def __init__(
@@ -65,14 +142,19 @@ class Transformer(keras.Model):
         positions="sinusoidal",
         num_kv_heads=None,
         max_len=512,
+        norm="post",
+        architecture="encoder-decoder",
         **kwargs,
     ):
         super().__init__(**kwargs)
         check_heads(d_model, num_heads)
-        if share_embeddings and src_vocab_size != tgt_vocab_size:
+        check_norm(norm)
+        check_architecture(architecture)
+        if share_embeddings and (src_vocab_size != tgt_vocab_size or architecture != "encoder-decoder"):
             raise ValueError(
-                "share_embeddings needs equal source and target vocabularies. "
-                f"Received: src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}"
+                "share_embeddings needs an encoder-decoder with equal source and target vocabularies. "
+                f"Received: src_vocab_size={src_vocab_size}, tgt_vocab_size={tgt_vocab_size}, "
+                f"architecture={architecture!r}"
             )
         self.src_vocab_size = src_vocab_size
         self.tgt_vocab_size = tgt_vocab_size
@@ -85,64 +167,143 @@ class Transformer(keras.Model):
         self.share_embeddings = share_embeddings
         self.share_output_weights = share_output_weights
         self.positions, self.num_kv_heads, self.max_len = positions, num_kv_heads, max_len
+        self.norm, self.architecture = norm, architecture
 
-        self.source_embedding = ScaledEmbedding(src_vocab_size, d_model, name="source_embedding")
-        self.target_embedding = (
-            self.source_embedding if share_embeddings
-            else ScaledEmbedding(tgt_vocab_size, d_model, name="target_embedding")
-        )
-        self.source_positions = position_layer(positions, d_model, dropout, max_len, "source_positions")
-        self.target_positions = position_layer(positions, d_model, dropout, max_len, "target_positions")
-        inside = dict(num_kv_heads=num_kv_heads, positions=in_attention(positions))
-        self.encoder = Encoder(num_encoder_layers, d_model, num_heads, d_ff, dropout, name="encoder", **inside)
-        self.decoder = Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout, name="decoder", **inside)
-        self.output_layer = None if share_output_weights else keras.layers.Dense(tgt_vocab_size, name="output_layer")
+        inside = dict(num_kv_heads=num_kv_heads, positions=in_attention(positions), norm=norm)
+        self.source_embedding = self.source_positions = self.encoder = None
+        self.target_embedding = self.target_positions = self.decoder = None
+        if self.has_encoder:
+            self.source_embedding = ScaledEmbedding(src_vocab_size, d_model, name="source_embedding")
+            self.source_positions = position_layer(positions, d_model, dropout, max_len, "source_positions")
+            self.encoder = Encoder(num_encoder_layers, d_model, num_heads, d_ff, dropout, name="encoder", **inside)
+        if self.has_decoder:
+            self.target_embedding = (
+                self.source_embedding if share_embeddings
+                else ScaledEmbedding(tgt_vocab_size, d_model, name="target_embedding")
+            )
+            self.target_positions = position_layer(positions, d_model, dropout, max_len, "target_positions")
+            self.decoder = Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout, name="decoder",
+                                   cross_attention=self.has_encoder, **inside)
+        self.output_layer = None if share_output_weights else keras.layers.Dense(self.output_vocab_size,
+                                                                                 name="output_layer")
+
+    @property
+    def has_encoder(self) -> bool:
+        return self.architecture != "decoder-only"
+
+    @property
+    def has_decoder(self) -> bool:
+        return self.architecture != "encoder-only"
+
+    @property
+    def stacks(self) -> tuple:
+        """The attention stacks this model has, in ``("encoder", "decoder", "cross")`` order."""
+        return ARCHITECTURE_STACKS[self.architecture]
+
+    @property
+    def num_layers(self) -> int:
+        """Layers of the model's stacks (the decoder's when it has one)."""
+        return self.num_decoder_layers if self.has_decoder else self.num_encoder_layers
+
+    @property
+    def output_vocab_size(self) -> int:
+        return self.tgt_vocab_size if self.has_decoder else self.src_vocab_size
 
     def build(self, src_shape, tgt_shape):
-        src_shape, tgt_shape = tuple(src_shape), tuple(tgt_shape)
-        self.source_embedding.build(src_shape)
-        self.target_embedding.build(tgt_shape)
-        for positions in (self.source_positions, self.target_positions):
-            if not positions.built:
-                positions.build(src_shape + (self.d_model,))
-        self.encoder.build(src_shape + (self.d_model,))
-        self.decoder.build(tgt_shape + (self.d_model,), src_shape + (self.d_model,))
+        src_shape = None if src_shape is None else tuple(src_shape)
+        tgt_shape = None if tgt_shape is None else tuple(tgt_shape)
+        side = tgt_shape if self.has_decoder else src_shape
+        if self.has_encoder:
+            self.source_embedding.build(src_shape)
+            if not self.source_positions.built:
+                self.source_positions.build(src_shape + (self.d_model,))
+            self.encoder.build(src_shape + (self.d_model,))
+        if self.has_decoder:
+            self.target_embedding.build(tgt_shape)
+            if not self.target_positions.built:
+                self.target_positions.build(tgt_shape + (self.d_model,))
+            memory_shape = src_shape + (self.d_model,) if self.has_encoder else None
+            self.decoder.build(tgt_shape + (self.d_model,), memory_shape)
         if self.output_layer is not None:
-            self.output_layer.build(tgt_shape + (self.d_model,))
+            self.output_layer.build(side + (self.d_model,))
 
-    def encode(self, src, src_mask=None, training=False):
+    def encode(self, src, src_mask=None, training=False, hook=None):
         """``(B, N_s)`` ids -> ``(memory (B, N_s, d_model), [encoder weights])``."""
         x = self.source_positions(self.source_embedding(src), training=training)  # (B, N_s, D)
-        return self.encoder(x, mask=src_mask, training=training)
+        return self.encoder(x, mask=src_mask, training=training, hook=hook)
 
-    def decode(self, tgt, memory, src_mask=None, tgt_mask=None, training=False):
-        """Returns ``(hidden (B, N_t, d_model), [decoder weights], [cross weights])``."""
-        y = self.target_positions(self.target_embedding(tgt), training=training)  # (B, N_t, D)
-        return self.decoder(y, memory, self_mask=tgt_mask, memory_mask=memory_mask(src_mask), training=training)
+    def decode(self, tgt, memory=None, src_mask=None, tgt_mask=None, training=False, cache=None, hook=None):
+        """Returns ``(hidden (B, N_t, d_model), [decoder weights], [cross weights])`` (no cross weights
+        decoder-only). With ``cache`` (`new_cache`), ``tgt`` holds the positions after the cached ones only; a
+        None ``tgt_mask`` is then the look-ahead mask over the cached and new positions."""
+        start = 0 if cache is None else cache.length
+        if cache is not None and tgt_mask is None:
+            tgt_mask = cached_causal_mask(start, tf.shape(tgt)[1])  # (1, 1, N_new, start + N_new)
+        y = self.target_positions(self.target_embedding(tgt), training=training, start=start)  # (B, N_t, D)
+        return self.decoder(y, memory, self_mask=tgt_mask, memory_mask=memory_mask(src_mask), training=training,
+                            cache=cache, hook=hook)
+
+    def new_cache(self) -> DecodingCache:
+        """An empty cache for `decode` (ValueError for an encoder-only model: it does not decode)."""
+        if not self.has_decoder:
+            raise ValueError("An encoder-only model has no decoder: nothing to decode or cache. "
+                             f"Received: architecture={self.architecture!r}")
+        return DecodingCache(self.num_decoder_layers, self.has_encoder)
 
     def attention_layers(self, stack: str) -> list:
         """The `MultiHeadAttention` of every layer of ``stack`` ("encoder", "decoder" self-attention or "cross"),
-        first layer first: what the walkthrough, block-wise runs and the key/value cache call."""
-        if stack == "encoder":
-            return [block.self_attention_block.sublayer for block in self.encoder.blocks]
-        kind = "self_attention_block" if stack == "decoder" else "cross_attention_block"
-        return [getattr(block, kind).sublayer for block in self.decoder.blocks]
+        first layer first; ValueError for a stack the architecture does not have."""
+        self._check_stack(stack)
+        return (self.encoder if stack == "encoder" else self.decoder).attention_layers(stack)
+
+    def attention_inputs(self, stack, layer, src, tgt, src_mask=None, tgt_mask=None):
+        """The attention layer ``(stack, layer)`` and its inputs in a run on these ids: ``(attention, (query
+        (B, N_q, d_model), key, value (B, N_k, d_model), mask))``. The run stops there."""
+        self._check_stack(stack)
+        capture = _Capture((stack, layer))
+        try:
+            self.call(src, tgt, src_mask, tgt_mask, hook=capture)
+        except _Stop:
+            pass
+        if capture.found is None:
+            raise ValueError(f"layer must be from 0 to {self.num_layers - 1}. Received: layer={layer!r}")
+        return capture.found
+
+    def _check_stack(self, stack):
+        if stack not in self.stacks:
+            raise ValueError(f"A {self.architecture} model's stacks are {self.stacks}. Received: stack={stack!r}")
 
     def project_logits(self, hidden):
-        """``(B, N_t, d_model)`` -> ``(B, N_t, tgt_vocab_size)``."""
+        """``(B, N, d_model)`` -> ``(B, N, vocab)``."""
         if self.share_output_weights:
-            return tf.matmul(hidden, self.target_embedding.embeddings, transpose_b=True)  # (B, N_t, V)
-        return self.output_layer(hidden)  # (B, N_t, V)
+            embedding = self.target_embedding if self.has_decoder else self.source_embedding
+            return tf.matmul(hidden, embedding.embeddings, transpose_b=True)  # (B, N, V)
+        return self.output_layer(hidden)  # (B, N, V)
 
-    def hidden_and_attention(self, src, tgt, src_mask=None, tgt_mask=None, training=False):
-        """Everything but the logits: ``(hidden (B, N_t, d_model), attention dict)``."""
-        memory, encoder_weights = self.encode(src, src_mask, training=training)  # (B, N_s, D), L × (B, H, N_s, N_s)
-        hidden, decoder_weights, cross_weights = self.decode(tgt, memory, src_mask, tgt_mask, training=training)
-        attention = {"encoder": encoder_weights, "decoder": decoder_weights, "cross": cross_weights}
-        return hidden, attention
+    def hidden_and_attention(self, src, tgt, src_mask=None, tgt_mask=None, training=False, hook=None):
+        """Everything but the logits: ``(hidden (B, N, d_model), attention dict)`` (keys: `stacks`)."""
+        if not self.has_decoder:
+            memory, encoder_weights = self.encode(src, src_mask, training=training, hook=hook)
+            return memory, {"encoder": encoder_weights}
+        if not self.has_encoder:
+            hidden, decoder_weights, _ = self.decode(tgt, tgt_mask=tgt_mask, training=training, hook=hook)
+            return hidden, {"decoder": decoder_weights}
+        memory, encoder_weights = self.encode(src, src_mask, training=training, hook=hook)  # (B, N_s, D)
+        hidden, decoder_weights, cross_weights = self.decode(tgt, memory, src_mask, tgt_mask, training=training,
+                                                             hook=hook)
+        return hidden, {"encoder": encoder_weights, "decoder": decoder_weights, "cross": cross_weights}
 
-    def call(self, src, tgt, src_mask=None, tgt_mask=None, training=False):
-        hidden, attention = self.hidden_and_attention(src, tgt, src_mask, tgt_mask, training=training)
+    def attention_maps(self, stacks, src, tgt, src_mask=None, tgt_mask=None, hook=None) -> dict:
+        """``{stack: [weights (B, H, N_q, N_k)] a layer}`` for ``stacks`` (among `stacks`); no logits, and the
+        decoder does not run when only the encoder's are asked for."""
+        for stack in stacks:
+            self._check_stack(stack)
+        if tuple(stacks) == ("encoder",):
+            return {"encoder": self.encode(src, src_mask, hook=hook)[1]}  # L × (B, H, N_s, N_s)
+        return self.hidden_and_attention(src, tgt, src_mask, tgt_mask, hook=hook)[1]
+
+    def call(self, src, tgt, src_mask=None, tgt_mask=None, training=False, hook=None):
+        hidden, attention = self.hidden_and_attention(src, tgt, src_mask, tgt_mask, training=training, hook=hook)
         return self.project_logits(hidden), attention
 
     def build_from_config(self, config):
@@ -158,6 +319,6 @@ class Transformer(keras.Model):
             num_encoder_layers=self.num_encoder_layers, num_decoder_layers=self.num_decoder_layers,
             dropout=self.dropout, share_embeddings=self.share_embeddings,
             share_output_weights=self.share_output_weights, positions=self.positions,
-            num_kv_heads=self.num_kv_heads, max_len=self.max_len,
+            num_kv_heads=self.num_kv_heads, max_len=self.max_len, norm=self.norm, architecture=self.architecture,
         )
         return config

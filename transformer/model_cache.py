@@ -1,6 +1,6 @@
 """Built models, kept per architecture and bounded by count and weight bytes, with their functions.
 
-A random-weights model is built once per ``(d_model, heads, d_ff, layers, device)`` and its weights
+A random-weights model is built once per `LiveConfig.model_key` (its sizes, options and device) and its weights
 are re-drawn in place for a new seed; a trained model is the loaded one. Each model's functions
 (`ModelFunction`s) are made on first use and traced later by the idle engine.
 """
@@ -56,48 +56,51 @@ class CachedModel:
 
     def _attention(self, stacks: tuple):
         def attention(src, tgt, src_mask, tgt_mask):
-            weights = {}
-            memory, weights["encoder"] = self.model.encode(src, src_mask)  # (B, N_s, D), L × (B, H, N_s, N_s)
-            if "decoder" in stacks or "cross" in stacks:
-                _, weights["decoder"], weights["cross"] = self.model.decode(tgt, memory, src_mask, tgt_mask)
+            weights = self.model.attention_maps(stacks, src, tgt, src_mask, tgt_mask)
             return {name: tf.stack(weights[name]) for name in stacks}  # (L, B, H, N_q, N_k)
         return attention
 
 
-def build_cached_model(architecture, seed: int = 0) -> CachedModel:
-    """A built model for ``(d_model, heads, d_ff, layers, positions, kv_heads, device)`` with the weights of
-    ``seed``, or a
-    trained one for ``("trained", name, device)``."""
-    if architecture[0] == "trained":
-        _, name, device = architecture
+def build_cached_model(key, seed: int = 0) -> CachedModel:
+    """A built model for a random-weights `LiveConfig.model_key` with the weights of ``seed``, or a trained one for
+    ``("trained", name, device)``."""
+    if key[0] == "trained":
+        _, name, device = key
         return CachedModel(load_pretrained(name, device).model, device)
-    d_model, num_heads, d_ff, num_layers, positions, kv_heads, device = architecture
+    d_model, num_heads, d_ff, num_layers, positions, kv_heads, norm, architecture, device = key
     with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
         model = Transformer(
             VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
             num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
-            positions=positions, num_kv_heads=kv_heads, max_len=MAX_SEQ_LEN,
+            positions=positions, num_kv_heads=kv_heads, max_len=MAX_SEQ_LEN, norm=norm, architecture=architecture,
         )
         model.build((None, None), (None, None))  # every weight, before tracing
         seed_weights(model, seed)
     return CachedModel(model, device, seed)
 
 
-def architecture_bytes(architecture) -> int:
-    """Bytes of the float32 weights `build_cached_model` makes for a random-weights architecture; 0 for a
-    trained model (small). Known before building, so that the cache makes room first."""
-    if architecture[0] == "trained":
+def model_bytes(key) -> int:
+    """Bytes of the float32 weights `build_cached_model` makes for a random-weights `LiveConfig.model_key`; 0 for
+    a trained model (small). Known before building, so that the cache makes room first."""
+    if key[0] == "trained":
         return 0
-    d_model, heads, d_ff, layers, positions, kv_heads, _ = architecture
+    d_model, heads, d_ff, layers, positions, kv_heads, norm_kind, architecture, _ = key
     kv_width = d_model // heads * kv_heads  # the key and value projections' outputs
     attention = 2 * (d_model * d_model + d_model) + 2 * (d_model * kv_width + kv_width)  # kernels and biases
-    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model if d_ff else 0
     norm = 2 * d_model  # gamma, beta
-    encoder_layer = attention + feed_forward + 2 * norm
-    decoder_layer = 2 * attention + feed_forward + 3 * norm
-    embeddings_and_output = 2 * VOCAB_SIZE * d_model + d_model * VOCAB_SIZE + VOCAB_SIZE
-    learned = 2 * MAX_SEQ_LEN * d_model if positions == "learned" else 0
-    return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output + learned)
+    sublayers = 2 if d_ff else 1
+    encoder_layer = attention + feed_forward + sublayers * norm
+    decoder_layer = 2 * attention + feed_forward + (sublayers + 1) * norm
+    sides = 2 if architecture == "encoder-decoder" else 1
+    if architecture == "decoder-only":
+        encoder_layer, decoder_layer = 0, attention + feed_forward + sublayers * norm  # no cross-attention
+    elif architecture == "encoder-only":
+        decoder_layer = 0
+    final_norms = sides * norm if norm_kind == "pre" else 0
+    embeddings_and_output = sides * VOCAB_SIZE * d_model + d_model * VOCAB_SIZE + VOCAB_SIZE
+    learned = sides * MAX_SEQ_LEN * d_model if positions == "learned" else 0
+    return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output + learned + final_norms)
 
 
 def release_kernels() -> None:
@@ -132,16 +135,16 @@ class ModelCache:
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, architecture, seed: int = 0) -> CachedModel:
-        """The model of ``architecture``, built (random weights drawn from ``seed``) unless cached."""
+    def get(self, key, seed: int = 0) -> CachedModel:
+        """The model of ``key`` (`LiveConfig.model_key`), built (random weights drawn from ``seed``) unless cached."""
         with self._lock:
-            if architecture in self._entries:
-                self._entries.move_to_end(architecture)
-                return self._entries[architecture]
-            self._make_room(architecture_bytes(architecture))
-            entry = build_cached_model(architecture, seed)
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+            self._make_room(model_bytes(key))
+            entry = build_cached_model(key, seed)
             self.builds += 1
-            self._entries[architecture] = entry
+            self._entries[key] = entry
             return entry
 
     def _make_room(self, incoming_bytes: int) -> None:
@@ -159,9 +162,9 @@ class ModelCache:
             self._evicted = 0
 
     def for_config(self, config: LiveConfig) -> CachedModel:
-        """The model of ``config``'s architecture; random weights re-drawn in place when the seed
+        """The model of ``config`` (its `LiveConfig.model_key`); random weights re-drawn in place when the seed
         changed (no rebuild, no retrace). Call on the engine thread."""
-        entry = self.get(config.architecture, config.seed)  # a new model is drawn from the seed as it is built
+        entry = self.get(config.model_key, config.seed)  # a new model is drawn from the seed as it is built
         if not config.trained and entry.seed != config.seed:
             with tf.device(entry.device):
                 seed_weights(entry.model, config.seed)

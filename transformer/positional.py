@@ -51,8 +51,9 @@ class PositionalEncoding(keras.layers.Layer):
         self.dropout = dropout
         self.dropout_layer = dropout_layer(dropout)  # None at rate 0
 
-    def call(self, x, training=False):
-        encoding = positional_encoding(batch_and_length(x)[1], self.d_model)  # (N, D)
+    def call(self, x, training=False, start=0):
+        """``start``: the position of ``x``'s first row (cached decoding feeds later positions alone)."""
+        encoding = positional_encoding(start + batch_and_length(x)[1], self.d_model)[start:]  # (N, D)
         return apply_dropout(self.dropout_layer, x + tf.cast(encoding, x.dtype)[None], training)  # (B, N, D)
 
     def get_config(self):
@@ -107,9 +108,10 @@ class LearnedPositions(keras.layers.Layer):
     def build(self, x_shape=None):
         self.table = self.add_weight(name="table", shape=(self.max_len, self.d_model), initializer="glorot_uniform")
 
-    def call(self, x, training=False):
-        length = batch_and_length(x)[1]
-        return apply_dropout(self.dropout_layer, x + tf.cast(self.table[:length], x.dtype)[None], training)
+    def call(self, x, training=False, start=0):
+        """``start``: the position of ``x``'s first row."""
+        rows = self.table[start:start + batch_and_length(x)[1]]  # (N, D)
+        return apply_dropout(self.dropout_layer, x + tf.cast(rows, x.dtype)[None], training)
 
     def get_config(self):
         config = super().get_config()
@@ -126,7 +128,7 @@ class NoPositions(keras.layers.Layer):
         self.dropout = dropout
         self.dropout_layer = dropout_layer(dropout)
 
-    def call(self, x, training=False):
+    def call(self, x, training=False, start=0):
         return apply_dropout(self.dropout_layer, x, training)
 
     def get_config(self):

@@ -55,9 +55,10 @@ def alibi_slopes(num_heads):
     return np.array([*power_of_two(closest), *extra], np.float32)
 
 
-def alibi_bias(num_heads, n_q, n_k):
+def alibi_bias(num_heads, n_q, n_k, query_start=0):
     """``(H, N_q, N_k)`` float32: −slope_h·|i − j|, ALiBi's bias for query i and key j (for a causal mask,
-    j ≤ i, this is the paper's −slope_h·(i − j); a bidirectional encoder sees the same penalty both ways)."""
+    j ≤ i, this is the paper's −slope_h·(i − j); a bidirectional encoder sees the same penalty both ways).
+    ``query_start``: the position of the first query (cached decoding: the keys start at 0, the queries later)."""
     slopes = tf.constant(alibi_slopes(num_heads))  # (H,)
-    distance = tf.abs(tf.range(n_q)[:, None] - tf.range(n_k)[None, :])  # (N_q, N_k)
+    distance = tf.abs(query_start + tf.range(n_q)[:, None] - tf.range(n_k)[None, :])  # (N_q, N_k)
     return -slopes[:, None, None] * tf.cast(distance, tf.float32)[None]  # (H, N_q, N_k)

@@ -13,7 +13,6 @@ greedy decoding for predictions. Writes ``<out>/<task>/weights.weights.h5`` and
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,61 +21,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from transformer.decoding import greedy_decode, strip
 from transformer.device import resolve_device
 from transformer.masks import padding_mask, target_mask
 from transformer.model import Transformer
-from transformer.tasks import END_ID, PAD_ID, START_ID, TASKS, get_task, make_batch
+from transformer.saved_model import PRETRAINED_DIR, TrainSpec, build_model, save
+from transformer.tasks import PAD_ID, TASKS, get_task, make_batch
 from transformer.tokens import Vocabulary
-
-PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
-WEIGHTS_FILE = "weights.weights.h5"
-CONFIG_FILE = "model.json"
-
-
-@dataclass(frozen=True)
-class TrainSpec:
-    """One training run; every field has a command-line flag of the same name."""
-
-    task: str = "reverse"
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 256
-    num_layers: int = 2
-    dropout: float = 0.1
-    steps: int = 3000
-    batch: int = 64
-    warmup: int = 400
-    label_smoothing: float = 0.1
-    min_len: int = 3
-    max_len: int = 10
-    seed: int = 0
-
-    @classmethod
-    def for_task(cls, task: str, **overrides) -> TrainSpec:
-        """The settings the shipped model of ``task`` was trained with (`TASK_DEFAULTS`), then ``overrides``."""
-        return cls(**{"task": task, **TASK_DEFAULTS.get(task, {}), **overrides})
-
-    def validate(self) -> None:
-        task = get_task(self.task)
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model must be divisible by num_heads. Received: d_model={self.d_model}, "
-                             f"num_heads={self.num_heads}")
-        if not 1 <= self.min_len <= self.max_len <= 32:
-            raise ValueError(f"Need 1 <= min_len <= max_len <= 32. Received: min_len={self.min_len}, "
-                             f"max_len={self.max_len}")
-        if task.own_lengths and self.max_len < task.lengths[1]:
-            raise ValueError(f"The {self.task} task's sources have up to {task.lengths[1]} tokens: max_len must be "
-                             f"at least that. Received: max_len={self.max_len}")
-        if self.steps < 1 or self.batch < 1:
-            raise ValueError(f"steps and batch must be positive. Received: steps={self.steps}, batch={self.batch}")
-
-
-# How the shipped models of the tasks with sources of their own were trained (the symbol tasks: the defaults).
-TASK_DEFAULTS = {
-    "dates": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=2500, min_len=8, max_len=28),
-    "translate": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=1500, min_len=5, max_len=12),
-}
-
 
 @dataclass
 class TrainResult:
@@ -103,15 +54,6 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return {"d_model": self.d_model, "warmup": self.warmup}
 
 
-def build_model(spec: TrainSpec, vocab_size: int) -> Transformer:
-    """The paper's weight sharing: one embedding matrix, reused by the output projection."""
-    model = Transformer(vocab_size, vocab_size, d_model=spec.d_model, num_heads=spec.num_heads, d_ff=spec.d_ff,
-                        num_encoder_layers=spec.num_layers, num_decoder_layers=spec.num_layers,
-                        dropout=spec.dropout, share_embeddings=True, share_output_weights=True)
-    model.build((None, None), (None, None))
-    return model
-
-
 def masks_for(src, decoder_input):
     return padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID)
 
@@ -133,52 +75,6 @@ def _train_step_fn(model, optimizer, vocab_size, smoothing):
         return loss, tf.reduce_sum(hits * real) / tf.reduce_sum(real)
 
     return step
-
-
-def _decoder_functions(model):
-    """Traced encode and next-token steps of ``model`` (once per model; batch and lengths free)."""
-    if not hasattr(model, "_greedy_functions"):
-        ids, mask = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, 1, 1, None), tf.bool)
-
-        @tf.function(input_signature=[ids, mask])
-        def encode(src, memory_mask):
-            return model.encode(src, memory_mask)[0]  # (B, N_s, D)
-
-        @tf.function(input_signature=[ids, tf.TensorSpec((None, None, model.d_model), tf.float32), mask])
-        def next_token(decoder_input, memory, memory_mask):
-            hidden, _, _ = model.decode(decoder_input, memory, memory_mask, target_mask(decoder_input, PAD_ID))
-            return tf.argmax(model.project_logits(hidden[:, -1]), -1, output_type=tf.int32)  # (B,)
-
-        model._greedy_functions = (encode, next_token)
-    return model._greedy_functions
-
-
-def greedy_decode(model, src, max_steps: int):
-    """Greedy decoding: ``src (B, N_s)`` -> predicted ids ``(B, <= max_steps)``, stopping at </s>."""
-    encode, next_token = _decoder_functions(model)
-    src = np.asarray(src, np.int32)
-    decoder_input = np.full((src.shape[0], 1), START_ID, np.int32)  # (B, 1)
-    finished = np.zeros(src.shape[0], bool)
-    memory_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, N_s)
-    memory = encode(src, memory_mask)  # (B, N_s, D)
-    for _ in range(max_steps):
-        next_ids = next_token(decoder_input, memory, memory_mask).numpy()  # (B,)
-        next_ids = np.where(finished, PAD_ID, next_ids)
-        decoder_input = np.concatenate([decoder_input, next_ids[:, None]], axis=1)  # (B, t + 1)
-        finished |= next_ids == END_ID
-        if finished.all():
-            break
-    return decoder_input[:, 1:]
-
-
-def strip(ids) -> list[int]:
-    """Ids up to (not including) </s> or padding."""
-    out = []
-    for token in ids:
-        if token in (END_ID, PAD_ID):
-            break
-        out.append(int(token))
-    return out
 
 
 def sources_of(task, rng: np.random.Generator, count: int, lengths) -> list[list[str]]:
@@ -231,20 +127,6 @@ def _train(spec: TrainSpec, on_progress, should_stop, log_every: int) -> TrainRe
     result.seconds = time.perf_counter() - started
     result.accuracy = exact_accuracy(model, spec.task, vocab, (spec.min_len, spec.max_len))
     return result
-
-
-def save(result: TrainResult, folder: Path) -> Path:
-    """Weights (Keras .weights.h5, no pickle) and a JSON of architecture, vocabulary and metrics."""
-    folder.mkdir(parents=True, exist_ok=True)
-    result.model.save_weights(folder / WEIGHTS_FILE)
-    meta = {
-        "spec": asdict(result.spec), "vocabulary": list(result.vocab.tokens),
-        "exact_accuracy": result.accuracy, "train_seconds": round(result.seconds, 1),
-        "final_loss": result.history[-1][1] if result.history else None,
-        "tensorflow": tf.__version__, "keras": keras.__version__,
-    }
-    (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
-    return folder
 
 
 def main(argv=None) -> None:

@@ -14,12 +14,11 @@ import tensorflow as tf
 
 from transformer.attention import batch_and_length
 from transformer.blockwise import FULL_ATTENTION_MAX
-from transformer.config import STACKS, LiveConfig, validate
+from transformer.config import LiveConfig, validate
 from transformer.device import device_label
 from transformer.engine_thread import on_engine_thread
 from transformer.inputs import prepared_inputs
-from transformer.live import batch_rows
-from transformer.model import memory_mask
+from transformer.live import batch_rows, checked_lines
 from transformer.model_cache import MODELS, ModelCache
 from transformer.reference import keras_gaps, keras_twin
 
@@ -55,29 +54,6 @@ class Walkthrough:
         return {name: tuple(array.shape) for name, array in self.tensors.items()}
 
 
-def _inputs_of_layer(model, stack, layer, src, tgt, src_mask, tgt_mask):
-    """The attention sublayer of (stack, layer) and its query, key, value and mask."""
-    memory = model.source_positions(model.source_embedding(src))  # (B, N_s, D)
-    for block in model.encoder.blocks[: layer if stack == "encoder" else None]:
-        memory, _ = block(memory, mask=src_mask)  # (B, N_s, D)
-    if stack == "encoder":
-        return model.attention_layers("encoder")[layer], (memory, memory, memory, src_mask)
-    y = model.target_positions(model.target_embedding(tgt))  # (B, N_t, D)
-    keys_mask = memory_mask(src_mask)  # (B, 1, 1, N_s): the source keys cross-attention may see
-    for block in model.decoder.blocks[:layer]:
-        y, _, _ = block(y, memory, self_mask=tgt_mask, memory_mask=keys_mask)  # (B, N_t, D)
-    block = model.decoder.blocks[layer]
-    if stack == "decoder":
-        return model.attention_layers("decoder")[layer], (y, y, y, tgt_mask)
-    y, _ = block.self_attention_block(y, y, y, mask=tgt_mask)  # (B, N_t, D)
-    return model.attention_layers("cross")[layer], (y, memory, memory, keys_mask)
-
-
-def _sublayer(model, stack, layer):
-    """The attention sublayer of (stack, layer), without running anything."""
-    return model.attention_layers(stack)[layer]
-
-
 def _full_mask(mask, query, key):
     """A ``(B, 1, 1 or N_q, N_k)`` mask broadcast to ``(B, N_q, N_k)``."""
     (batch, n_q), n_k = batch_and_length(query), batch_and_length(key)[1]
@@ -87,7 +63,7 @@ def _full_mask(mask, query, key):
 def _walk_function(model, stack, layer, twin):
     """``walk(src, tgt, src_mask, tgt_mask)`` -> (the layer's intermediates, its full mask, Keras gaps)."""
     def walk(src, tgt, src_mask, tgt_mask):
-        attention, (query, key, value, mask) = _inputs_of_layer(model, stack, layer, src, tgt, src_mask, tgt_mask)
+        attention, (query, key, value, mask) = model.attention_inputs(stack, layer, src, tgt, src_mask, tgt_mask)
         full_mask = _full_mask(mask, query, key)  # (B, N_q, N_k)
         gaps = keras_gaps(attention, twin, query, key, value, full_mask)
         return attention.intermediates(query, key, value, mask), full_mask, gaps
@@ -97,7 +73,7 @@ def _walk_function(model, stack, layer, twin):
 def _check_function(model, stack, layer, twin):
     """``check(src, tgt, src_mask, tgt_mask)`` -> Keras gaps only (no intermediates leave the graph)."""
     def check(src, tgt, src_mask, tgt_mask):
-        attention, (query, key, value, mask) = _inputs_of_layer(model, stack, layer, src, tgt, src_mask, tgt_mask)
+        attention, (query, key, value, mask) = model.attention_inputs(stack, layer, src, tgt, src_mask, tgt_mask)
         return keras_gaps(attention, twin, query, key, value, _full_mask(mask, query, key))
     return check
 
@@ -112,31 +88,22 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
     if config.seq_len > FULL_ATTENTION_MAX:
         raise ValueError(f"One layer's every intermediate is held whole (scores, weights … (B, H, N, N)): up to "
                          f"N = {FULL_ATTENTION_MAX}. Received: seq_len={config.seq_len}")
-    if stack not in STACKS:
-        raise ValueError(f"stack must be one of {STACKS}. Received: stack={stack!r}")
+    if stack not in config.stacks:
+        raise ValueError(f"A {config.architecture} model's stacks are {config.stacks}. Received: stack={stack!r}")
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:
         raise ValueError(f"layer must be from 0 to {config.num_layers - 1}. Received: layer={layer!r}")
     inputs = prepared_inputs(config)
-    masks, lines = inputs.masks, _lines(inputs.batches, line)
+    masks = inputs.masks
+    lines = checked_lines(None if line is None else (line,), inputs.batches.source.ids.shape[0])
     entry = cache.for_config(config)
     with tf.device(entry.device):
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
-        twin = keras_twin(_sublayer(entry.model, stack, layer), version=version)
+        twin = keras_twin(entry.model.attention_layers(stack)[layer], version=version)
         function = entry.function((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
         started = time.perf_counter()
         ids = inputs.batches.source.ids, inputs.batches.target.ids  # (B, N_s), (B, N_t)
         outputs = function(*batch_rows(lines, *ids, masks.run_source, masks.run_target))  # B' = len(lines)
         return outputs, time.perf_counter() - started, entry.device
-
-
-def _lines(batches, line: int | None) -> tuple:
-    """The batch rows to run: all, or line ``line`` alone (ValueError naming a line that is not there)."""
-    count = batches.source.ids.shape[0]
-    if line is None:
-        return tuple(range(count))
-    if not isinstance(line, int) or not 0 <= line < count:
-        raise ValueError(f"line must be from 0 to {count - 1}. Received: line={line!r}")
-    return (line,)
 
 
 @on_engine_thread

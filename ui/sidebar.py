@@ -7,7 +7,7 @@ import streamlit as st
 from transformer import pretrained
 from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.device import resolve_device
-from transformer.model_cache import architecture_bytes
+from transformer.model_cache import model_bytes
 from ui import state
 from ui.text import count
 
@@ -55,7 +55,7 @@ def kv_label(heads: int, kv_heads: int) -> str:
 def model_size_text(config) -> str:
     """The parameter count and the key/value cache per decoded token of ``config``'s random-weights model
     (float32)."""
-    parameters = architecture_bytes(config.architecture) // 4
+    parameters = model_bytes(config.model_key) // 4
     cache = 2 * config.num_layers * config.kv_heads * (config.d_model // config.num_heads) * 4  # K and V a layer
     return (f"{parameters / 1e6:,.2f} M parameters · key/value cache {cache:,} bytes a token "
             f"({config.kv_heads} of {count(config.num_heads, 'head')} keep{'s' if config.kv_heads == 1 else ''} keys "

@@ -1,0 +1,116 @@
+"""The saved-model format of a trained model: ``weights.weights.h5`` (Keras weights: HDF5 arrays, no pickle)
+and ``model.json`` (its `TrainSpec`, vocabulary and metrics), and the model a spec describes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from transformer.layers import NORMS
+from transformer.model import Transformer
+from transformer.tasks import get_task, task_vocabulary
+
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+WEIGHTS_FILE = "weights.weights.h5"
+CONFIG_FILE = "model.json"
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """One training run; every field has a command-line flag of the same name."""
+
+    task: str = "reverse"
+    d_model: int = 64
+    num_heads: int = 4
+    d_ff: int = 256
+    num_layers: int = 2
+    dropout: float = 0.1
+    steps: int = 3000
+    batch: int = 64
+    warmup: int = 400
+    label_smoothing: float = 0.1
+    min_len: int = 3
+    max_len: int = 10
+    seed: int = 0
+    norm: str = "post"  # transformer.layers.NORMS: the paper's post-norm or GPT-2's pre-norm
+
+    @property
+    def options(self) -> str:
+        """The architecture options it was trained with, as the sidebar names them."""
+        return (f"encoder-decoder · {self.norm}-norm · sinusoidal positions · {self.num_heads} KV heads (one per "
+                f"query head) · d_ff {self.d_ff}")
+
+    @classmethod
+    def for_task(cls, task: str, **overrides) -> TrainSpec:
+        """The settings the shipped model of ``task`` was trained with (`TASK_DEFAULTS`), then ``overrides``."""
+        return cls(**{"task": task, **TASK_DEFAULTS.get(task, {}), **overrides})
+
+    def validate(self) -> None:
+        task = get_task(self.task)
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}. Received: norm={self.norm!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model must be divisible by num_heads. Received: d_model={self.d_model}, "
+                             f"num_heads={self.num_heads}")
+        if not 1 <= self.min_len <= self.max_len <= 32:
+            raise ValueError(f"Need 1 <= min_len <= max_len <= 32. Received: min_len={self.min_len}, "
+                             f"max_len={self.max_len}")
+        if task.own_lengths and self.max_len < task.lengths[1]:
+            raise ValueError(f"The {self.task} task's sources have up to {task.lengths[1]} tokens: max_len must be "
+                             f"at least that. Received: max_len={self.max_len}")
+        if self.steps < 1 or self.batch < 1:
+            raise ValueError(f"steps and batch must be positive. Received: steps={self.steps}, batch={self.batch}")
+
+
+# How the shipped models of the tasks with sources of their own were trained (the symbol tasks: the defaults).
+TASK_DEFAULTS = {
+    "dates": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=2500, min_len=8, max_len=28),
+    "translate": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=1500, min_len=5, max_len=12),
+}
+
+
+def build_model(spec: TrainSpec, vocab_size: int) -> Transformer:
+    """The paper's weight sharing: one embedding matrix, reused by the output projection."""
+    model = Transformer(vocab_size, vocab_size, d_model=spec.d_model, num_heads=spec.num_heads, d_ff=spec.d_ff,
+                        num_encoder_layers=spec.num_layers, num_decoder_layers=spec.num_layers,
+                        dropout=spec.dropout, share_embeddings=True, share_output_weights=True, norm=spec.norm)
+    model.build((None, None), (None, None))
+    return model
+
+
+def read_spec(folder: Path) -> TrainSpec:
+    """The `TrainSpec` of a saved model, without its weights (fields a newer version added keep their defaults)."""
+    saved = json.loads((folder / CONFIG_FILE).read_text())["spec"]
+    known = {field.name for field in fields(TrainSpec)}
+    return TrainSpec(**{name: value for name, value in saved.items() if name in known})
+
+
+def load_folder(folder: Path, device: str = "/CPU:0"):
+    """``(spec, model, vocabulary, exact accuracy)`` of the saved model in ``folder``, its weights on ``device``."""
+    meta = json.loads((folder / CONFIG_FILE).read_text())
+    spec = read_spec(folder)
+    vocab = task_vocabulary(meta["vocabulary"])
+    with tf.device(device):
+        model = build_model(spec, len(vocab))
+        model.load_weights(folder / WEIGHTS_FILE)
+    return spec, model, vocab, float(meta["exact_accuracy"])
+
+
+def save(result: TrainResult, folder: Path) -> Path:
+    """Weights (Keras .weights.h5, no pickle) and a JSON of architecture, vocabulary and metrics."""
+    folder.mkdir(parents=True, exist_ok=True)
+    result.model.save_weights(folder / WEIGHTS_FILE)
+    meta = {
+        "spec": asdict(result.spec), "vocabulary": list(result.vocab.tokens),
+        "exact_accuracy": result.accuracy, "train_seconds": round(result.seconds, 1),
+        "final_loss": result.history[-1][1] if result.history else None,
+        "tensorflow": tf.__version__, "keras": keras.__version__,
+    }
+    (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    return folder
+
+
