@@ -71,3 +71,69 @@ def strided_mask(n, stride):
 
 def block_mask(n, block):
     return np.array([[i // block == j // block for j in range(n)] for i in range(n)])
+
+
+def layer_norm(x, gamma, beta, epsilon=1e-6):
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + epsilon) * gamma + beta
+
+
+def _multi_head(w, prefix, query, memory, mask, heads):
+    """The paper's MultiHead(Q, K, V) with W^Q, W^K, W^V, W^O read from ``w`` at ``prefix``: ``(N_q, D)``."""
+    def linear(name, x):
+        return x @ w[f"{prefix}/{name}/kernel"] + w[f"{prefix}/{name}/bias"]
+
+    depth = query.shape[-1] // heads
+    q, k, v = linear("transform_query", query), linear("transform_key", memory), linear("transform_value", memory)
+    outputs, all_weights = [], []
+    for h in range(heads):
+        part = slice(h * depth, (h + 1) * depth)
+        output, weights = softmax_attention(q[:, part], k[:, part], v[:, part], mask)
+        outputs.append(output)
+        all_weights.append(weights)
+    return linear("transform_out", np.concatenate(outputs, -1)), np.stack(all_weights)
+
+
+def _sublayer(w, prefix, x, function, norm):
+    """Post-norm LayerNorm(x + f(x)) or pre-norm x + f(LayerNorm(x)), LayerNorm's γ, β at ``prefix``."""
+    gamma, beta = w[f"{prefix}/layer_norm/gamma"], w[f"{prefix}/layer_norm/beta"]
+    if norm == "pre":
+        output, extra = function(layer_norm(x, gamma, beta))
+        return x + output, extra
+    output, extra = function(x)
+    return layer_norm(x + output, gamma, beta), extra
+
+
+def _feed_forward(w, prefix):
+    def run(x):
+        hidden = np.maximum(0, x @ w[f"{prefix}/feed_forward/hidden/kernel"] + w[f"{prefix}/feed_forward/hidden/bias"])
+        return hidden @ w[f"{prefix}/feed_forward/project/kernel"] + w[f"{prefix}/feed_forward/project/bias"], None
+    return run
+
+
+def transformer_forward(w, ids, *, stack, layers, heads, d_ff, norm, self_mask, memory=None, memory_mask=None,
+                        cross_prefix=None):
+    """One stack of the model on one line of ``ids`` with sinusoidal positions: ``(output (N, D), self weights
+    [(H, N, N)], cross weights [(H, N, N_s)])``. ``w``: weight path (after the model's name) -> array."""
+    side = "source" if stack == "encoder" else "target"
+    embeddings = w[f"{side}_embedding/embed/embeddings"]
+    d_model = embeddings.shape[1]
+    x = embeddings[ids] * np.sqrt(d_model) + positional_encoding(len(ids), d_model)
+    self_weights, cross_weights = [], []
+    for layer in range(layers):
+        block = f"{stack}/block_{layer}"
+        x, weights = _sublayer(w, f"{block}/self_attention_block", x,
+                               lambda y, b=block: _multi_head(w, f"{b}/self_attention_block/attention", y, y,
+                                                              self_mask, heads), norm)
+        self_weights.append(weights)
+        if memory is not None:
+            x, weights = _sublayer(w, f"{block}/cross_attention_block", x,
+                                   lambda y, b=block: _multi_head(w, f"{b}/{cross_prefix}", y, memory, memory_mask,
+                                                                  heads), norm)
+            cross_weights.append(weights)
+        if d_ff:
+            x, _ = _sublayer(w, f"{block}/feed_forward_block", x, _feed_forward(w, f"{block}/feed_forward_block"),
+                             norm)
+    if norm == "pre":
+        x = layer_norm(x, w[f"{stack}/final_norm/gamma"], w[f"{stack}/final_norm/beta"])
+    return x, self_weights, cross_weights

@@ -222,7 +222,7 @@ def run_steps(model, line: _Line, max_steps: int, choose) -> tuple[list, object,
     cache, prefix, steps, gap, fed = model.new_cache(), list(line.prompt), [], 0.0, 0
     for _ in range(max_steps):
         ids = tf.constant([prefix], tf.int32)  # (1, t)
-        logits, attention = model(src, ids, src_mask, subsequent_mask(len(prefix))[None, None])
+        logits, attention = model(src, ids, src_mask=src_mask, tgt_mask=subsequent_mask(len(prefix))[None, None])
         whole = logits[0, -1].numpy()  # (V,): the whole model on the prefix
         hidden, _, _ = model.decode(ids[:, fed:], memory, src_mask, cache=cache)  # the new positions alone
         fed = len(prefix)
@@ -259,7 +259,8 @@ def _prompt_line(config: LiveConfig, text: str):
         raise ValueError("The prompt is empty: type a few tokens for the model to continue.")
     vocabulary = tokens.build_vocabulary(tokens.split_lines(config.target_text, "target") + [prompt],
                                          tokens.check_pad_symbols(config.pad_symbols), VOCAB_SIZE)
-    return _Line(None, vocabulary.encode(prompt), len(vocabulary), None), vocabulary
+    named = VOCAB_SIZE if vocabulary.is_integer else len(vocabulary.tokens)  # ids the text gives a name
+    return _Line(None, vocabulary.encode(prompt), named, None), vocabulary
 
 
 def _source_line(pretrained: Pretrained, text: str) -> _Line:
