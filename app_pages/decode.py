@@ -1,4 +1,5 @@
-"""Decode: a trained model writes its answer token by token; each step's attention, choice and key/value cache."""
+"""Decode: a trained model writes its answer token by token, or a decoder-only model continues a prompt; each step's
+attention, choice and key/value cache."""
 
 import datetime
 
@@ -14,24 +15,42 @@ from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
-st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
-            "written so far (the look-ahead mask lets the newest position see only that), looks at the source "
-            "through cross-attention, and chooses the next token from its distribution.")
 name = st.session_state["weights"]  # the sidebar's model, as on every page
-if name == "random":
+config = state.live_config()
+prompting = name == "random" and config.architecture == "decoder-only"  # random weights continue a prompt
+if prompting:
+    st.markdown("A decoder-only model continues a prompt one token at a time: at each step it reads the prompt and "
+                "what it has written so far (the look-ahead mask lets the newest position see only those) and "
+                "chooses the next token. Its weights are random, so the words are noise; the mechanism is the one "
+                "GPT runs. It chooses among the tokens of the sidebar's target lines.")
+else:
+    st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
+                "written so far (the look-ahead mask lets the newest position see only that), looks at the source "
+                "through cross-attention, and chooses the next token from its distribution.")
+if name == "random" and not prompting:
     models = [model for model in weight_choices() if model != "random"]
-    st.info("Decoding needs a trained model, and the sidebar's **Weights** are seeded random weights. Choose one "
-            "here or under Weights." if models else "No trained model is available: train one on the Train page.",
+    why = ("An encoder-only model has no decoder: it does not write. " if config.architecture == "encoder-only"
+           else "")
+    st.info(why + "Decoding needs a trained model (the sidebar's **Weights** are seeded random weights), or a "
+            "decoder-only architecture, which continues a prompt. " + ("Choose a trained model here or under "
+                                                                       "Weights." if models else
+                                                                       "No trained model is available: train one on "
+                                                                       "the Train page."),
             icon=":material/play_circle:")
     with st.container(horizontal=True):
         for model in models:
             st.button(f"Decode with {weights_label(model)}", key=f"decode_with_{model}", on_click=use_weights,
                       args=(model,))
     st.stop()
-st.caption(f"The sidebar's model: **{weights_label(name)}** (change it under Weights).")
-task = task_of(name)
-# read off the task (no model loads on this thread); the dates model reads today's date, as on Home
-example = date_text(datetime.date.today(), "weekday") if task == "dates" else get_task(task).example.splitlines()[0]
+st.caption(f"The sidebar's model: **{weights_label(name)}**" + (f", {config.architecture}, {config.norm}-norm"
+                                                              if prompting else "") + " (change it in the sidebar).")
+if prompting:
+    example = " ".join(config.target_text.splitlines()[0].split()[:4]) or "1 2 3"
+else:
+    task = task_of(name)
+    # read off the task (no model loads on this thread); the dates model reads today's date, as on Home
+    example = date_text(datetime.date.today(), "weekday") if task == "dates" else \
+        get_task(task).example.splitlines()[0]
 
 
 def _from_the_start() -> None:
@@ -39,18 +58,22 @@ def _from_the_start() -> None:
     st.session_state.update(dec_step=0, dec_play=False)
 
 
-source = st.text_input("Source", key="dec_src", placeholder=example, max_chars=400, on_change=_from_the_start,
-                       help="One line in the model's own tokens; empty: the example shown.", **PERSIST) or example
-settings = st.columns(4)
+source = st.text_input("Prompt" if prompting else "Source", key="dec_src", placeholder=example, max_chars=400,
+                       on_change=_from_the_start, help="One line in the model's own tokens; empty: the example "
+                       "shown.", **PERSIST) or example
+settings = st.columns(5)
 mode = settings[0].radio("Choice", state.DECODE_MODES, key="dec_mode", horizontal=True, **PERSIST)
 temperature = settings[1].select_slider("Temperature", state.TEMPERATURES, key="dec_temp", **PERSIST,
                                         help="The distribution is softmax(logits / temperature).")
 top_k = settings[2].select_slider("Top-k (sampling)", state.TOP_KS, key="dec_top_k", disabled=mode == "greedy",
                                   format_func=lambda k: "all" if k == 0 else str(k), **PERSIST)
-seed = settings[3].number_input("Seed (sampling)", min_value=0, max_value=2**31 - 1, key="dec_seed",
+top_p = settings[3].select_slider("Top-p (sampling)", state.TOP_PS, key="dec_top_p", disabled=mode == "greedy",
+                                  format_func=lambda p: "all" if p == 1.0 else str(p), **PERSIST,
+                                  help="Nucleus sampling: the fewest most probable tokens whose probabilities reach "
+                                  "p (after top-k).")
+seed = settings[4].number_input("Seed (sampling)", min_value=0, max_value=2**31 - 1, key="dec_seed",
                                 disabled=mode == "greedy", **PERSIST)
-run = data.decoding(name, source, state.current_values()["device"], mode == "sampled", float(temperature),
-                    int(top_k), int(seed))
+run = data.decoding(config, source, mode == "sampled", float(temperature), int(top_k), float(top_p), int(seed))
 last = len(run.steps) - 1
 clamp("dec_step", last)
 
@@ -77,18 +100,25 @@ playing = steps[3].toggle("Play", key="dec_play", on_change=_on_play, help="Step
                           "last step (on again: from the first).", **PERSIST)
 step = run.steps[t]
 st.markdown(f"**Step {t}** — the decoder has read `{' '.join(step.prefix)}` and chooses **`{step.chosen}`** · "
-            f"answer: `{run.prediction}` · expected: `{run.expected if run.expected is not None else '—'}`")
-plot(look_ahead_row(t, len(run.steps), run.steps[-1].prefix + (run.steps[-1].chosen,)), "dec_look_ahead")
-st.caption(f"Row {t} of the look-ahead mask: the newest position sees itself and the earlier ones (blue).")
+            + (f"continuation: `{run.prediction}`" if prompting else
+               f"answer: `{run.prediction}` · expected: `{run.expected if run.expected is not None else '—'}`"))
+position = len(step.prefix) - 1  # the newest position: the prompt's last token and the t chosen after it
+plot(look_ahead_row(position, len(run.steps[-1].prefix), run.steps[-1].prefix + (run.steps[-1].chosen,)),
+     "dec_look_ahead")
+st.caption(f"Row {position} of the look-ahead mask: the newest position sees itself and the earlier ones (blue).")
 columns = st.columns([3, 2])
 with columns[0]:
-    plot(step_attention(step.self_attention, step.prefix, f"masked self-attention of position {t}",
+    plot(step_attention(step.self_attention, step.prefix, f"masked self-attention of position {position}",
                         fit_px=fit_px("dec_self")), "dec_self")
-    plot(step_attention(step.cross_attention, run.source_tokens, f"cross-attention of position {t}",
-                        fit_px=fit_px("dec_cross")), "dec_cross")
+    if step.cross_attention is not None:
+        plot(step_attention(step.cross_attention, run.source_tokens, f"cross-attention of position {position}",
+                            fit_px=fit_px("dec_cross")), "dec_cross")
+    else:
+        st.caption("No cross-attention: a decoder-only model has no encoder to look at.")
 with columns[1]:
     # two lines: a long one ran under the chart's tool bar in this narrow column
-    title = f"next token<br>temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "")
+    title = f"next token<br>temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "") \
+        + (f", top-p {top_p}" if mode == "sampled" and top_p < 1 else "")
     plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")
 st.subheader("Key/value cache")
 st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer')} at the last step. Decoding with the "
@@ -97,11 +127,13 @@ st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer'
 cache_columns = st.columns([1, 4])
 clamp("dec_cache_layer", run.layers - 1)
 layer = cache_columns[0].selectbox("Layer", list(range(run.layers)), key="dec_cache_layer", **PERSIST)
-cache_columns[0].caption(f"Each step adds one position's keys and values per layer and head ({run.heads} heads × "
-                         "d_k × 2 × 4 bytes); the source's keys and values for cross-attention are computed once.")
+cache_columns[0].caption(f"Each step adds one position's keys and values per layer and key/value head "
+                         f"({run.kv_heads} of {run.heads} heads × d_k × 2 × 4 bytes)"
+                         + ("; the source's keys and values for cross-attention are computed once." if not prompting
+                            else "; the prompt's are computed in the first step."))
 with cache_columns[1]:
-    plot(cache_heatmaps(run.cache[layer], t, len(run.source_tokens),
-                        f"layer {layer}: K and V after step {t}<br>keys and values kept, a panel a head"),
+    plot(cache_heatmaps(run.cache[layer], position, len(run.source_tokens),
+                        f"layer {layer}: K and V after step {t}<br>keys and values kept, a panel a key/value head"),
          "dec_cache")
 
 

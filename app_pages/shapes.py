@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import data, state
-from ui.controls import PERSIST, plot
+from ui.controls import PERSIST, STACK_NAMES, plot
 from viz.shapes import tensor_diagram
 
 STEPS = [
@@ -34,12 +34,13 @@ AXES = {
 
 st.title("Shapes")
 config = state.live_config()
-walk = data.walkthrough(config, "encoder", 0)
+stack = config.stacks[0]  # the encoder's self-attention; a decoder-only model's causal self-attention
+walk = data.walkthrough(config, stack, 0)
 shapes = walk.shapes
 B, N, d_model = shapes["query"]
 H, d_k = shapes["query_heads"][1], shapes["query_heads"][3]
 H_kv = shapes["key_kv_heads"][1]
-st.markdown(f"Encoder self-attention of layer 0 with **B = {B}**, **N = {N}**, **d_model = {d_model}**, "
+st.markdown(f"{STACK_NAMES[stack]} of layer 0 with **B = {B}**, **N = {N}**, **d_model = {d_model}**, "
             f"**H = {H}**, **H_kv = {H_kv}**, **d_k = d_model / H = {d_k}** — the shapes below are read off the "
             "real tensors.")
 

@@ -338,6 +338,7 @@ def _field_values():
                                             "session:abc123"]),
         "d_model": strategies.just(sizes[0]), "heads": strategies.just(sizes[1]), "kv_heads": strategies.just(sizes[2]),
         "positions": strategies.sampled_from(state.POSITIONS),
+        "arch": strategies.sampled_from(state.ARCHITECTURES), "norm": strategies.sampled_from(state.NORMS),
         "mask_family": strategies.sampled_from(state.MASK_FAMILIES),
         "mask_size": strategies.integers(0, state.MAX_SEQ_LEN),
         "d_ff": strategies.sampled_from(state.D_FF_CHOICES), "layers": strategies.integers(1, state.MAX_LAYERS),
@@ -352,7 +353,8 @@ def _field_values():
         "dec_src": texts,
         "dec_mode": strategies.sampled_from(state.DECODE_MODES),
         "dec_temp": strategies.sampled_from(state.TEMPERATURES),
-        "dec_top_k": strategies.sampled_from(state.TOP_KS), "dec_seed": strategies.integers(0, 2**31 - 1),
+        "dec_top_k": strategies.sampled_from(state.TOP_KS), "dec_top_p": strategies.sampled_from(state.TOP_PS),
+        "dec_seed": strategies.integers(0, 2**31 - 1),
         "dec_step": strategies.integers(0, 64), "dec_play": strategies.booleans(),
         "dec_cache_layer": strategies.integers(0, state.MAX_LAYERS - 1),
         "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
@@ -792,13 +794,14 @@ def test_a_mask_family_on_the_masks_page_runs_on_the_attention_page_with_its_den
 
 def test_a_trained_model_says_what_it_was_trained_with_and_a_link_asking_otherwise_gets_a_message():
     at = open_page("attention", {"weights": "dates", "positions": "alibi"})
-    assert not at.exception and "'dates' learned sinusoidal positions" in at.error[0].value
+    assert not at.exception and "'dates' is an encoder-decoder with post-norm, sinusoidal positions" in at.error[0].value
     assert "positions='alibi'" in at.error[0].value
     random = open_page("attention", {"positions": "rope", "kv_heads": "2"})
     random.sidebar.selectbox(key="weights").set_value("dates").run()
     no_errors(random)
     assert random.session_state["positions"] == "sinusoidal" and random.session_state["kv_heads"] == 0
-    assert "trained with sinusoidal positions" in " ".join(e.value for e in [*random.info, *random.warning])
+    assert "encoder-decoder with post-norm, sinusoidal positions" in " ".join(
+        e.value for e in [*random.info, *random.warning])
 
 
 @pytest.mark.slow

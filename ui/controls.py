@@ -9,6 +9,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.masks import SIZED_FAMILIES
+from transformer.model import ARCHITECTURE_STACKS
 from ui import state
 from ui.chart import chart, column_px
 from ui.text import count
@@ -38,9 +39,24 @@ def element_picker(batch: int, column=st) -> int:
                             format_func=lambda b: f"line {b + 1}", **PERSIST)
 
 
+ABSENT = {  # what a single-stack architecture lacks, said where the stacks are picked
+    "decoder-only": "A decoder-only model has no encoder and no cross-attention: one causal stack.",
+    "encoder-only": "An encoder-only model has no decoder and no cross-attention: one bidirectional stack.",
+}
+
+
 def stack_picker(column=st) -> str:
-    return column.radio("Attention", state.STACK_CHOICES, key="stack", format_func=STACK_NAMES.get,
-                        horizontal=True, **PERSIST)
+    """The attention stack to draw, among those the sidebar's architecture has (the picked one kept if it can)."""
+    architecture = state.current_values()["arch"] if state.current_values()["weights"] == "random" \
+        else "encoder-decoder"
+    available = ARCHITECTURE_STACKS[architecture]
+    if st.session_state.get("stack") not in available:
+        st.session_state["stack"] = available[0]
+    stack = column.radio("Attention", available, key="stack", format_func=STACK_NAMES.get, horizontal=True,
+                         **PERSIST)
+    if architecture in ABSENT:
+        column.caption(ABSENT[architecture])
+    return stack
 
 
 def layer_picker(layers: int, column=st) -> int:
@@ -90,6 +106,12 @@ def variant_note(config, kv_heads: int, heads: int) -> str:
     if group > 1:
         ranges = ", ".join(f"{g * group}–{g * group + group - 1}" for g in range(kv_heads))
         parts.append(f"{count(kv_heads, 'key/value head')}: heads {ranges} share theirs (a row each)")
+    if config.architecture != "encoder-decoder":
+        parts.append(config.architecture)
+    if config.norm != "post":
+        parts.append(f"{config.norm}-norm")
+    if config.d_ff == 0 and not config.trained:
+        parts.append("attention only (d_ff 0)")
     if config.positions != "sinusoidal":
         parts.append(f"positions: {config.positions}")
     if config.mask_family != "paper":

@@ -35,14 +35,14 @@ def _keras_difference(config, stack, layer, line):
 
 
 @st.cache_resource(max_entries=16, show_spinner=COMPUTING)
-def _decoding(name, source, device, sample, temperature, top_k, seed):
-    return decode(name, source, device, sample=sample, temperature=temperature, top_k=top_k, seed=seed)
+def _decoding(config, text, sample, temperature, top_k, top_p, seed):
+    return decode(config, text, sample=sample, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
 
 
-def decoding(name, source, device, sample, temperature, top_k, seed):
-    """`transformer.decoding.decode` (cached); on bad input a message and the page stops. The status line
-    gives the device."""
-    run = _or_stop(_decoding, name, source, device, sample, temperature, top_k, seed)
+def decoding(config, text, sample, temperature, top_k, top_p, seed):
+    """`transformer.decoding.decode` of ``config``'s model on ``text`` (cached); on bad input a message and the page
+    stops. The status line gives the device."""
+    run = _or_stop(_decoding, config, text, sample, temperature, top_k, top_p, seed)
     _status(device=run.device_label, timing="")
     return run
 

@@ -16,6 +16,11 @@ PERSIST = dict(persist_state="session")
 
 POSITION_LABELS = {"sinusoidal": "Sinusoidal (the paper)", "learned": "Learned table", "rope": "Rotary (RoPE)",
                    "alibi": "Linear biases (ALiBi)", "none": "None"}
+ARCHITECTURE_LABELS = {"encoder-decoder": "Encoder-decoder (the paper)", "decoder-only": "Decoder-only (GPT)",
+                       "encoder-only": "Encoder-only (BERT)"}
+NORM_LABELS = {"post": "Post-norm (the paper)", "pre": "Pre-norm (GPT-2)"}
+READS = {  # which text box each architecture reads
+    "encoder-decoder": (True, True), "decoder-only": (False, True), "encoder-only": (True, False)}
 
 
 def _fix_heads() -> None:
@@ -112,10 +117,12 @@ def _after_weights_change() -> None:
         st.session_state["src"] = model.rules.example
         state.notify(f"The {model.task} model reads other tokens: the source text now holds its example.")
     st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), state.default_of("seq_len", name))
-    if st.session_state.get("positions", "sinusoidal") != "sinusoidal" or st.session_state.get("kv_heads", 0):
-        st.session_state["positions"], st.session_state["kv_heads"] = "sinusoidal", 0
-        state.notify(f"The {model.task} model was trained with sinusoidal positions and a key/value head per "
-                     "head: the Positions and KV heads controls are back at the paper's.")
+    own = dict(positions="sinusoidal", kv_heads=0, arch="encoder-decoder", norm=model.spec.norm)
+    if any(st.session_state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
+        st.session_state.update(own)
+        state.notify(f"The {model.task} model is an encoder-decoder with {model.spec.norm}-norm, sinusoidal positions "
+                     "and a key/value head per head: the Architecture, Norm, Positions and KV heads controls are "
+                     "back at its own.")
 
 
 def _reads(model, text: str) -> bool:
@@ -130,7 +137,8 @@ def _locked_caption(bar, name: str) -> None:
     model = pretrained.load_pretrained(name, session_device())
     spec = model.spec
     bar.caption(
-        f"**Locked by the trained model:** d_model={spec.d_model}, {count(spec.num_heads, 'head')}, d_ff={spec.d_ff}, "
+        f"**Locked by the trained model:** an encoder-decoder, {spec.norm}-norm, d_model={spec.d_model}, "
+        f"{count(spec.num_heads, 'head')}, d_ff={spec.d_ff}, "
         f"{count(spec.num_layers, 'layer')}, sinusoidal positions, a key/value head per head, trained on lengths "
         f"{spec.min_len}–{spec.max_len} "
         f"(exact-sequence accuracy {model.accuracy:.1%}). The greyed controls show its own sizes, which cannot "
@@ -176,6 +184,15 @@ def render() -> None:
     if trained:
         _locked_caption(bar, st.session_state["weights"])
     shown = _ModelControls(spec, st.session_state["weights"])
+    shown.control(bar.selectbox, "Architecture", "arch", lambda s: 0, options=list(ARCHITECTURE_LABELS),
+                  format_func=ARCHITECTURE_LABELS.get, value_argument="index",
+                  help="Encoder-decoder: the paper's two stacks and cross-attention. Decoder-only: one causal stack "
+                  "over the target lines, next-token logits (GPT, Llama). Encoder-only: one bidirectional stack over "
+                  "the source lines (BERT).")
+    shown.control(bar.radio, "Norm", "norm", lambda s: list(NORM_LABELS).index(s.norm), options=list(NORM_LABELS),
+                  format_func=NORM_LABELS.get, value_argument="index", horizontal=True,
+                  help="Post-norm: LayerNorm(x + Sublayer(x)), as in the paper. Pre-norm: x + Sublayer(LayerNorm(x)) "
+                  "and a final LayerNorm on each stack, as GPT-2 and most models since.")
     shown.control(bar.select_slider, "d_model", "d_model", lambda s: s.d_model,
                   options=_with(state.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_heads,
                   help="Width of every token vector.")
@@ -206,9 +223,11 @@ def render() -> None:
         bar.caption(model_size_text(state.live_config()))
     shown.control(bar.select_slider, "d_ff", "d_ff", lambda s: s.d_ff,
                   options=_with(state.D_FF_CHOICES, spec and spec.d_ff),
-                  help="Inner width of the position-wise feed-forward network.")
+                  format_func=lambda width: "0 (none)" if width == 0 else str(width),
+                  help="Inner width of the position-wise feed-forward network; 0: no feed-forward sublayer (an "
+                  "attention-only model, as in the interpretability papers).")
     shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
-                  help="Encoder layers = decoder layers.")
+                  help="Layers of each stack (encoder layers = decoder layers).")
     bar.select_slider("Sequence length", options=state.seq_len_choices(st.session_state["seq_len"]), key="seq_len",
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
                       f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "
@@ -220,11 +239,17 @@ def render() -> None:
     bar.subheader("Input")
     shown.control(bar.text_input, "Pad symbols", "pads", lambda s: "<pad>", max_chars=200,
                   help="One or several, separated by spaces. The first one pads short lines.")
+    reads_source, reads_target = READS[st.session_state["arch"]] if not trained else (True, True)
     bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
-                  help="One sequence per line, tokens separated by spaces.", **PERSIST)
+                  help="One sequence per line, tokens separated by spaces (the encoder's input)." if reads_source
+                  else "A decoder-only model has no encoder: it reads the target lines alone.", **PERSIST)
     shown.control(bar.text_area, "Target sequences", "tgt", lambda s: "", height=110, max_chars=state.MAX_TEXT_CHARS,
                   placeholder="A trained model's decoder reads <s> and its own prediction.",
-                  help="One line per source line (the decoder's input).")
+                  help="One line per source line (the decoder's input)." if reads_target
+                  else "An encoder-only model has no decoder: it reads the source lines alone.")
+    if not (reads_source and reads_target):
+        bar.caption(f"A {st.session_state['arch']} model reads the **{'target' if reads_target else 'source'}** lines "
+                    "only; the other box keeps its lines for the other architectures.")
     bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
     st.session_state["_status_slot"] = bar.empty()

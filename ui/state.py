@@ -14,24 +14,27 @@ from typing import Any
 import streamlit as st
 
 from transformer.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.layers import NORMS
 from transformer.masks import MASK_FAMILIES
+from transformer.model import ARCHITECTURES, STACKS
 from transformer.positional import POSITIONS
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
-D_FF_CHOICES = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-forward sublayer (attention only)
 # The sequence-length slider's stops: every length to 32, then steps of 4, 8, 16 and 32 up to 512, and seven
 # stops to MAX_SEQ_LEN (the block-wise lengths). 71 stops make ~3.3 px each on the sidebar's slider; one stop for
 # each of 512 lengths made 0.4 px, and a drag could not land on a short length such as 8.
 SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
                    *range(288, 513, 32), 640, 768, 1024, 1536, 2048, 3072, MAX_SEQ_LEN)
 DEVICE_CHOICES = ("auto", "cpu")
-STACK_CHOICES = ("encoder", "decoder", "cross")
+STACK_CHOICES = STACKS
 # The Attention page's views under the head grid; only the chosen one runs
 ATTENTION_VIEWS = ("Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view")
 LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softmax demo
 DECODE_MODES = ("greedy", "sampled")
 TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 TOP_KS = (0, 1, 2, 3, 5, 10, 20)  # 0: every token
+TOP_PS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)  # 1: every token
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
 MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
@@ -140,6 +143,8 @@ FIELDS: dict[str, Field] = {
     "device": Field("auto", _choice(DEVICE_CHOICES)),
     "positions": Field("sinusoidal", _choice(POSITIONS)),
     "kv_heads": Field(0, _integer(0, MAX_HEADS_SHOWN)),  # 0: as many as the heads (the paper)
+    "arch": Field("encoder-decoder", _choice(ARCHITECTURES)),
+    "norm": Field("post", _choice(NORMS)),
     "mask_family": Field("paper", _choice(MASK_FAMILIES)),
     "mask_size": Field(4, _integer(0, MAX_SEQ_LEN)),
     # page controls
@@ -172,6 +177,7 @@ FIELDS: dict[str, Field] = {
     "dec_mode": Field(DECODE_MODES[0], _choice(DECODE_MODES)),
     "dec_temp": Field(1.0, _choice(TEMPERATURES, float)),
     "dec_top_k": Field(0, _choice(TOP_KS, int)),
+    "dec_top_p": Field(1.0, _choice(TOP_PS, float)),
     "dec_seed": Field(0, _integer(0, 2**31 - 1)),
     "dec_step": Field(0, _integer(0, 64)),
     "dec_play": Field(False, _flag),
@@ -301,6 +307,6 @@ def live_config(**overrides) -> LiveConfig:
         seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],
         target_text=state["tgt"], seed=state["seed"], device=state["device"], weights=state["weights"],
         positions=state["positions"], num_kv_heads=state["kv_heads"] or None, mask_family=state["mask_family"],
-        mask_size=state["mask_size"],
+        mask_size=state["mask_size"], norm=state["norm"], architecture=state["arch"],
     )
     return LiveConfig(**{**config.__dict__, **overrides})
