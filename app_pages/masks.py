@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
+from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from ui import data, state
 from ui.controls import PERSIST, Download, downloads, fit_px, padding_notice, plot
 from viz.export import arrays_npz, matrix_csv
@@ -26,7 +26,7 @@ family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIE
                                              "padding) on every page; cross-attention keeps the padding mask.",
                                              **PERSIST)
 if family in SIZED_FAMILIES:
-    low, length = (0 if family == "prefix" else 1), st.session_state["seq_len"]
+    low, length = size_range(family, st.session_state["seq_len"])
     size = st.session_state.get("mask_size", state.FIELDS["mask_size"].default)
     if not low <= size <= length:
         st.session_state["mask_size"] = min(max(low, size), length)

@@ -527,7 +527,7 @@ def long_sequences(quick: bool):
     where both fit, and the engine's encoder run at N = 4096."""
     import tensorflow as tf
 
-    from transformer.blockwise import blockwise_attention, pool_factor
+    from transformer.blockwise import blockwise_attention, power_of_two_block
     from transformer.masks import padding_mask
     from transformer.model import Transformer
     from viz.pooling import max_pool
@@ -545,7 +545,7 @@ def long_sequences(quick: bool):
     mask = padding_mask(ids, [0])
     _, full = model(ids, ids, mask, mask)
     blocked = blockwise_attention(model, ("encoder", "decoder", "cross"), ids, ids, mask, mask)
-    factor = pool_factor(512)
+    factor = power_of_two_block(512)
     gap = max(float(np.abs(max_pool(tf.stack(full[stack]).numpy(), factor, factor) - blocked.attention[stack]).max())
               for stack in ("encoder", "decoder", "cross"))
     row("long", "block-wise against full attention at N=512 (pooled maps, 3 stacks): max |difference|", f"{gap:.1e}",

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from transformer import LiveConfig, ModelCache, run_live
 from transformer.analysis import attention_checks
-from transformer.blockwise import QUERY_BLOCK, blockwise_attention, pool_factor
+from transformer.blockwise import QUERY_BLOCK, blockwise_attention, power_of_two_block
 from transformer.inputs import prepared_inputs
 from transformer.model import Transformer
 from viz.pooling import max_pool
@@ -39,7 +39,7 @@ def test_block_wise_maps_equal_full_attention_pooled_and_cropped(options):
     _, full = model(src, tgt, src_mask, tgt_mask)  # every map whole: (B, H, N, N) a layer
     result = blockwise_attention(model, ("encoder", "decoder", "cross"), src, tgt, src_mask, tgt_mask,
                                  windows=((100, 40, 150), (236, 280, 64)))  # the second across two blocks
-    factor = pool_factor(N)
+    factor = power_of_two_block(N)
     assert factor == 4 and result.factor == 4
     for stack in ("encoder", "decoder", "cross"):
         whole = tf.stack(full[stack]).numpy()  # (L, B, H, N, N)
@@ -77,7 +77,7 @@ def test_block_wise_checks_are_the_checks_of_the_whole_maps():
     assert totals.non_finite == expected["no NaN or inf"] == 0
     assert totals.row_gap == pytest.approx(expected["rows sum to 1 where a key is allowed"], abs=1e-6)
     assert totals.masked_max == expected["masked weights are exactly 0"] == 0.0
-    assert QUERY_BLOCK % pool_factor(4096) == 0  # a block's rows pool whole, up to N = 4096
+    assert QUERY_BLOCK % power_of_two_block(4096) == 0  # a block's rows pool whole, up to N = 4096
 
 
 def test_run_live_above_512_positions_is_block_wise_and_pooled_to_128_cells():

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from transformer.config import LiveConfig
-from transformer.decoding import decode as decode_config, next_token_distribution, predictions
+from transformer.decoding import decode as decode_config
+from transformer.decoding import next_token_distribution, predictions
 from transformer.pretrained import load_pretrained
 
 

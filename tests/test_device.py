@@ -51,7 +51,7 @@ ENTRY_POINTS = (
     "from transformer.inputs import encoding_array\n"
     "from transformer.decoding import decode, translate\n"
     "from transformer.pretrained import load_pretrained\n"
-    "from transformer.train import TrainSpec, train\n"
+    "from transformer.saved_model import TrainSpec\nfrom transformer.train import train\n"
     "from ui.training import TrainJob\n"
     "fake_gpu.record_scopes()\n"
     "choice = {choice!r}\n"
@@ -86,13 +86,14 @@ def test_every_computation_a_session_starts_runs_under_its_device(choice, device
 
 FIRST_REQUESTS = {
     "a live run": "from transformer import LiveConfig, run_live\nrun_live(LiveConfig(d_model=8, num_heads=2))",
-    "a trained model": ("from transformer.decoding import translate\nfrom transformer.pretrained import load_pretrained\n"
+    "a trained model": ("from transformer.decoding import translate\n"
+                        "from transformer.pretrained import load_pretrained\n"
                         "translate(load_pretrained('copy'), 'a b')"),
-    "training": "from transformer.train import TrainSpec, train\n"
+    "training": "from transformer.saved_model import TrainSpec\nfrom transformer.train import train\n"
                 "train(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, max_len=3))",
     "an encoding": "from transformer import positional_encoding\npositional_encoding(4, 8)",
     "a mask": "from transformer.masks import subsequent_mask\nsubsequent_mask(3)",
-    "a training job": "from transformer.train import TrainSpec\nfrom ui.training import TrainJob\n"
+    "a training job": "from transformer.saved_model import TrainSpec\nfrom ui.training import TrainJob\n"
                       "job = TrainJob(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, "
                       "max_len=3)).start()\njob._thread.join()\nassert job.status == 'done', job.error",
 }

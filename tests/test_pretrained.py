@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from transformer import pretrained
-from transformer.tasks import SYMBOLS, random_sources
 from transformer.decoding import translate
 from transformer.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec
+from transformer.tasks import SYMBOLS, random_sources
 from transformer.train import exact_accuracy, train
 
 

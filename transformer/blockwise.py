@@ -23,7 +23,7 @@ QUERY_BLOCK = 128  # queries a block (a multiple of every pool factor up to 128)
 VIEW_CELLS = 128  # cells a side of the pooled maps
 
 
-def pool_factor(length: int, cells: int = VIEW_CELLS) -> int:
+def power_of_two_block(length: int, cells: int = VIEW_CELLS) -> int:
     """The block size (a power of two) that brings ``length`` to at most ``cells``."""
     return 1 << max(0, math.ceil(math.log2(max(1, math.ceil(length / cells)))))
 
@@ -150,7 +150,7 @@ def blockwise_attention(model, stacks, src, tgt, src_mask, tgt_mask, windows=(),
     ``cells`` a side, the exact weights of each of ``windows = ((first query, first key, size), …)``, and each
     stack's checks."""
     lengths = [ids.shape[1] for ids in (src, tgt) if ids is not None]
-    factor = pool_factor(max(lengths), cells)
+    factor = power_of_two_block(max(lengths), cells)
     layers = {stack: model.attention_layers(stack) for stack in model.stacks}
     checks = {stack: CheckTotals() for stack in layers}
     windows = tuple(windows)

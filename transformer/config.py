@@ -9,8 +9,8 @@ from transformer.attention import check_heads, check_kv_heads
 from transformer.blockwise import FULL_ATTENTION_MAX
 from transformer.device import resolve_device
 from transformer.layers import NORMS
-from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES
-from transformer.model import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS
+from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
+from transformer.model import ARCHITECTURE_STACKS, ARCHITECTURES
 from transformer.positional import POSITIONS
 from transformer.pretrained import check_name, spec_of
 
@@ -122,9 +122,9 @@ def _check_mask_family(config: LiveConfig) -> None:
     if config.mask_family not in MASK_FAMILIES:
         raise ValueError(f"mask_family must be one of {MASK_FAMILIES}. Received: mask_family={config.mask_family!r}")
     if config.mask_family in SIZED_FAMILIES:
-        low = 0 if config.mask_family == "prefix" else 1
+        low, high = size_range(config.mask_family, config.seq_len)
         if isinstance(config.mask_size, bool) or not isinstance(config.mask_size, int) \
-                or not low <= config.mask_size <= config.seq_len:
+                or not low <= config.mask_size <= high:
             raise ValueError(f"The {SIZED_FAMILIES[config.mask_family]} must be from {low} to the sequence length. "
                              f"Received: mask_size={config.mask_size!r}, seq_len={config.seq_len}")
 

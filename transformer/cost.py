@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.attention import MultiHeadAttention
-from transformer.blockwise import QUERY_BLOCK, BlockHook, LayerView, pool_factor
+from transformer.attention import MultiHeadAttention, check_heads
+from transformer.blockwise import QUERY_BLOCK, BlockHook, LayerView, power_of_two_block
 from transformer.engine_thread import on_engine_thread
 from transformer.masks import family_mask
 
@@ -66,7 +66,7 @@ def _one_layer(d_model: int, heads: int, kv_heads: int, n: int, family: str, siz
         x = tf.random.stateless_normal((1, n, d_model), seed=(1, n))  # (1, N, d_model)
         mask = family_mask(family, n, min(size, n))  # (N, N) or None
         layer(x[:, :2], x[:, :2], x[:, :2])  # built
-    hook = BlockHook({None: LayerView(pool_factor(n), (), None)})  # pooled as the engine pools a view; no checks
+    hook = BlockHook({None: LayerView(power_of_two_block(n), (), None)})  # pooled as the engine pools a view; no checks
     mask4 = None if mask is None else mask[None, None]  # (1, 1, N, N)
 
     def run():
@@ -90,8 +90,7 @@ SERIES = (  # (label, family, size, kv heads: "all" / "few" / "one")
 def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", lengths=COST_LENGTHS,
                    repeats: int = 3) -> list[Series]:
     """Every `SERIES` measured at ``lengths``; ValueError naming a bad size."""
-    if heads < 1 or d_model % heads:
-        raise ValueError(f"heads must divide d_model. Received: d_model={d_model}, heads={heads}")
+    check_heads(d_model, heads)
     kv_counts = {"all": heads, "few": 2 if heads % 2 == 0 and heads > 2 else 1, "one": 1}
     measured = []
     for label, family, size, kv in SERIES:

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer import tokens
+from transformer import decoding, tokens
 from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
-from transformer import decoding
 from transformer.device import resolve_device
 from transformer.masks import family_mask, padding_mask, subsequent_mask
 from transformer.positional import positional_encoding

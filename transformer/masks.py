@@ -83,14 +83,21 @@ def _positions(n):
     return position[:, None], position[None, :]
 
 
-def _check_size(name, value, n, low=1):
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= n:
+def size_range(family, n) -> tuple[int, int]:
+    """``(smallest, largest)`` size of a sized family at length ``n``: a prefix may be empty, a window, stride
+    or block holds at least one position; none is longer than the sequence."""
+    return (0 if family == "prefix" else 1), n
+
+
+def _check_size(name, value, n, family):
+    low, high = size_range(family, n)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name} must be an integer from {low} to n={n}. Received: {name}={value!r}")
 
 
 def sliding_window_mask(n, window):
     """Each query sees its last ``window`` keys, itself included: ``j <= i < j + window``. ``(n, n)`` bool."""
-    _check_size("window", window, n)
+    _check_size("window", window, n, "window")
     i, j = _positions(n)
     return tf.logical_and(j <= i, i - j < window)  # (N, N)
 
@@ -98,7 +105,7 @@ def sliding_window_mask(n, window):
 def prefix_mask(n, prefix):
     """Prefix LM: keys of the first ``prefix`` positions are seen by every query (bidirectional inside the
     prefix), later keys causally: ``j < prefix or j <= i``. ``(n, n)`` bool; ``prefix = 0`` is causal."""
-    _check_size("prefix", prefix, n, low=0)
+    _check_size("prefix", prefix, n, "prefix")
     i, j = _positions(n)
     return tf.logical_or(j < prefix, j <= i)  # (N, N)
 
@@ -106,7 +113,7 @@ def prefix_mask(n, prefix):
 def strided_mask(n, stride):
     """The Sparse Transformer's strided pattern (Child et al. 2019): the last ``stride`` keys and every key a
     multiple of ``stride`` back, causally: ``j <= i and (i - j < stride or (i - j) % stride == 0)``."""
-    _check_size("stride", stride, n)
+    _check_size("stride", stride, n, "strided")
     i, j = _positions(n)
     back = i - j  # (N, N) how far back the key is
     return tf.logical_and(back >= 0, tf.logical_or(back < stride, back % stride == 0))  # (N, N)
@@ -115,7 +122,7 @@ def strided_mask(n, stride):
 def block_mask(n, block):
     """Block-local attention: queries see the keys of their own block of ``block`` positions,
     ``i // block == j // block`` (both ways). ``(n, n)`` bool."""
-    _check_size("block", block, n)
+    _check_size("block", block, n, "block")
     i, j = _positions(n)
     return tf.equal(i // block, j // block)  # (N, N)
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from transformer.device import resolve_device
-from transformer.saved_model import PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, load_folder as read_folder, read_spec
+from transformer.saved_model import PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_spec
+from transformer.saved_model import load_folder as read_folder
 from transformer.tasks import Task, get_task
 from transformer.tokens import Vocabulary
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from transformer.attention import check_heads
 from transformer.layers import NORMS
 from transformer.model import Transformer
 from transformer.tasks import get_task, task_vocabulary
@@ -53,9 +54,7 @@ class TrainSpec:
         task = get_task(self.task)
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}. Received: norm={self.norm!r}")
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model must be divisible by num_heads. Received: d_model={self.d_model}, "
-                             f"num_heads={self.num_heads}")
+        check_heads(self.d_model, self.num_heads)
         if not 1 <= self.min_len <= self.max_len <= 32:
             raise ValueError(f"Need 1 <= min_len <= max_len <= 32. Received: min_len={self.min_len}, "
                              f"max_len={self.max_len}")
@@ -100,8 +99,9 @@ def load_folder(folder: Path, device: str = "/CPU:0"):
     return spec, model, vocab, float(meta["exact_accuracy"])
 
 
-def save(result: TrainResult, folder: Path) -> Path:
-    """Weights (Keras .weights.h5, no pickle) and a JSON of architecture, vocabulary and metrics."""
+def save(result, folder: Path) -> Path:
+    """A `transformer.train.TrainResult`'s weights (Keras .weights.h5, no pickle) and a JSON of its spec,
+    vocabulary and metrics, in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     result.model.save_weights(folder / WEIGHTS_FILE)
     meta = {

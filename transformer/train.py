@@ -29,6 +29,7 @@ from transformer.saved_model import PRETRAINED_DIR, TrainSpec, build_model, save
 from transformer.tasks import PAD_ID, TASKS, get_task, make_batch
 from transformer.tokens import Vocabulary
 
+
 @dataclass
 class TrainResult:
     spec: TrainSpec

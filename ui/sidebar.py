@@ -9,10 +9,8 @@ from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.device import resolve_device
 from transformer.model_cache import model_bytes
 from ui import state
+from ui.controls import PERSIST
 from ui.text import count
-
-PERSIST = dict(persist_state="session")
-
 
 POSITION_LABELS = {"sinusoidal": "Sinusoidal (the paper)", "learned": "Learned table", "rope": "Rotary (RoPE)",
                    "alibi": "Linear biases (ALiBi)", "none": "None"}
@@ -26,7 +24,7 @@ READS = {  # which text box each architecture reads
 def _fix_heads() -> None:
     """After d_model changes: keep heads a divisor of d_model, and say so when it moves."""
     d_model, heads = st.session_state["d_model"], st.session_state["heads"]
-    if d_model % heads:
+    if heads not in state.head_choices(d_model):
         fixed = state.nearest_heads(d_model, heads)
         st.session_state["heads"] = fixed
         state.notify(f"{heads} heads do not divide d_model={d_model}; heads is now {fixed}, the nearest divisor.")

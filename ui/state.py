@@ -14,10 +14,14 @@ from typing import Any
 import streamlit as st
 
 from transformer.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.device import DEVICE_CHOICES
 from transformer.layers import NORMS
 from transformer.masks import MASK_FAMILIES
 from transformer.model import ARCHITECTURES, STACKS
 from transformer.positional import POSITIONS
+from transformer.pretrained import SESSION_PREFIX, SHIPPED, task_of
+from transformer.saved_model import TrainSpec
+from transformer.tasks import get_task
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-forward sublayer (attention only)
@@ -26,7 +30,6 @@ D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-fo
 # each of 512 lengths made 0.4 px, and a drag could not land on a short length such as 8.
 SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
                    *range(288, 513, 32), 640, 768, 1024, 1536, 2048, 3072, MAX_SEQ_LEN)
-DEVICE_CHOICES = ("auto", "cpu")
 STACK_CHOICES = STACKS
 # The Attention page's views under the head grid; only the chosen one runs
 ATTENTION_VIEWS = ("Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view")
@@ -101,8 +104,6 @@ def _text(limit: int) -> Callable[[str], str]:
 
 
 def _weights(raw: str) -> str:
-    from transformer.pretrained import SESSION_PREFIX, SHIPPED  # noqa: PLC0415
-
     if raw == "random" or raw in SHIPPED or (raw.startswith(SESSION_PREFIX) and raw[len(SESSION_PREFIX):].isalnum()):
         return raw
     raise ValueError(f"must be random, {', '.join(SHIPPED)} or a session model")
@@ -196,10 +197,6 @@ def default_of(key: str, weights: str):
     and its sequence length the longest source it was trained on where that is longer than the default."""
     if weights == "random" or key not in ("src", "seq_len"):
         return FIELDS[key].default
-    from transformer.pretrained import task_of  # noqa: PLC0415
-    from transformer.tasks import get_task  # noqa: PLC0415
-    from transformer.train import TrainSpec  # noqa: PLC0415
-
     task = task_of(weights)
     if task is None:
         return TRAINED_EXAMPLE if key == "src" else FIELDS[key].default

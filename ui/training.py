@@ -7,7 +7,8 @@ import uuid
 
 from transformer import pretrained
 from transformer.device import resolve_device
-from transformer.train import TrainSpec, train
+from transformer.saved_model import TrainSpec
+from transformer.train import train
 from ui.text import count
 
 _slots = threading.BoundedSemaphore(2)

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from viz.labels import pooled_labels, position_labels
 from viz.panels import panels_figure, weight_rows
-from viz.pooling import CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, max_pool, pool_factor, pooled_note
+from viz.pooling import CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, block_to_fit, max_pool, pooled_note
 from viz.style import left_title, title_lines, weight_coloraxis, wrap_title
 
 
@@ -24,7 +24,7 @@ def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOL
     query_labels, key_labels, factor)``, the factor counted from the whole sequence.
     """
     weights = np.asarray(weights, dtype=np.float32)
-    factor = max(pool_factor(weights.shape[-2], limit), pool_factor(weights.shape[-1], limit))
+    factor = max(block_to_fit(weights.shape[-2], limit), block_to_fit(weights.shape[-1], limit))
     total = factor * pooled
     mask = np.broadcast_to(np.asarray(mask, dtype=bool), (len(query_labels), len(key_labels)))
     if total == 1:

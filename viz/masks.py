@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from viz.labels import pooled_labels, position_labels
 from viz.panels import axis_ids, label_px, panel_layout, panels_figure
-from viz.pooling import FULL_RESOLUTION, max_pool, pool_factor, pooled_note
+from viz.pooling import FULL_RESOLUTION, block_to_fit, max_pool, pooled_note
 from viz.style import ALLOWED_COLOR, BLOCKED_COLOR, left_title, title_lines, wrap_title
 
 MASK_COLORSCALE = [[0.0, BLOCKED_COLOR], [0.5, BLOCKED_COLOR], [0.5, ALLOWED_COLOR], [1.0, ALLOWED_COLOR]]
@@ -36,7 +36,7 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3, fit_px:
     panel's title, it made the titles of four panels run into each other.)
     """
     masks = np.asarray(masks, dtype=bool)
-    factor = max(pool_factor(masks.shape[-2], FULL_RESOLUTION), pool_factor(masks.shape[-1], FULL_RESOLUTION))
+    factor = max(block_to_fit(masks.shape[-2], FULL_RESOLUTION), block_to_fit(masks.shape[-1], FULL_RESOLUTION))
     note = pooled_note(factor, masks.shape)
     if factor > 1:  # a block counts as allowed when any cell in it is
         note = wrap_title(note + ": a block is blue when any of its cells is", fit_px)

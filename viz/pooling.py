@@ -11,7 +11,7 @@ FULL_RESOLUTION_WINDOW = 256  # one head unpooled: at most this many positions a
 CELL_BUDGET = 80_000  # cells per multi-panel figure (~0.9 MB as float32 weights + mask layers)
 
 
-def pool_factor(length: int, limit: int = FULL_RESOLUTION) -> int:
+def block_to_fit(length: int, limit: int = FULL_RESOLUTION) -> int:
     """Block size that brings ``length`` to at most ``limit`` cells."""
     return max(1, math.ceil(length / limit))
 

@@ -12,7 +12,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from viz.panels import axis_ids, panel_layout, panels_figure
-from viz.pooling import CELL_BUDGET, max_pool, pool_factor
+from viz.pooling import CELL_BUDGET, block_to_fit, max_pool
 from viz.style import DIVERGING_COLORSCALE, figure, fixed_margins, left_title
 
 ALIBI_COLORSCALE = plotly.colors.get_colorscale("Purples_r")  # written out: these figures are not validated
@@ -116,7 +116,7 @@ def similarity_figure(encoding) -> go.Figure:
     Matrices longer than 128 positions are max-pooled (and titled so).
     """
     matrix = similarity(encoding)
-    factor = pool_factor(matrix.shape[0])
+    factor = block_to_fit(matrix.shape[0])
     shown = max_pool(matrix, factor, factor, fill=-np.inf) if factor > 1 else matrix
     limit = float(np.abs(matrix).max()) or 1.0
     title = f"max-pooled {factor}×{factor} view" if factor > 1 else ""
