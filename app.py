@@ -41,3 +41,4 @@ try:
     page.run()
 finally:  # a page's own changes to the state (a clamped step, Play off at the end) reach the link on this run
     state.write_url()
+    sidebar.draw_status()  # what the page's engine calls recorded

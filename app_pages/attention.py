@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from transformer import run_live, stack_sides
+from transformer import stack_sides
 from transformer.analysis import attention_checks, head_statistics, measured_checks
 from transformer.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
@@ -160,7 +160,7 @@ else:  # "Model view"
 
 downloads(
     Download("Download this stack's weights, every line (NPZ)", lambda: arrays_npz(
-        weights=run_live(config, stacks=(stack,)).attention[stack], mask=result.applied_masks[stack],
+        weights=data.every_line(config, stack), mask=result.applied_masks[stack],
         query_tokens=np.array(query_lines), key_tokens=np.array(key_lines),  # (B, N_q), (B, N_k)
     ), f"attention_{stack}.npz"),
     Download("Download the head average (CSV)", lambda: matrix_csv(with_mean[-1], view_of_line.query_tokens,

@@ -15,10 +15,11 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.blockwise import FULL_ATTENTION_MAX, blockwise_attention
-from transformer.config import STACKS, LiveConfig, check_budget, validate
+from transformer.config import LiveConfig, check_budget, validate
 from transformer.device import device_label, resolve_device
 from transformer.engine_thread import on_engine_thread
 from transformer.inputs import encoding_array, prepared_inputs
+from transformer.model import STACKS
 from transformer.model_cache import MODELS, ModelCache
 from transformer.tasks import SPECIALS
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from transformer.device import resolve_device
-from transformer.saved_model import PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_spec
+from transformer.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_spec
 from transformer.saved_model import load_folder as read_folder
 from transformer.tasks import Task, get_task
 from transformer.tokens import Vocabulary
@@ -130,6 +131,20 @@ def spec_of(name: str) -> TrainSpec | None:
         return _shipped_spec(name)
     with _lock:
         return _session[name].spec if name in _session else None
+
+
+def accuracy_of(name: str) -> float | None:
+    """The exact-sequence accuracy measured after training, read without loading the weights; None for an unknown
+    name."""
+    if name in SHIPPED:
+        return _shipped_accuracy(name)
+    with _lock:
+        return _session[name].accuracy if name in _session else None
+
+
+@functools.cache
+def _shipped_accuracy(name: str) -> float:
+    return float(json.loads((PRETRAINED_DIR / name / CONFIG_FILE).read_text())["exact_accuracy"])
 
 
 @functools.cache

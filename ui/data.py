@@ -112,7 +112,7 @@ def memory_text(device: str) -> str:
 
 
 def _status(**parts) -> None:
-    """Update the sidebar's status line (device, tensorflow, timing); parts not given keep their last value."""
+    """Record the sidebar's status line (device, tensorflow, timing); parts not given keep their last value."""
     status = {**st.session_state.get("_status_parts", {}), **parts}
     st.session_state["_status_parts"] = status
     text = " · ".join(filter(None, [
@@ -121,10 +121,7 @@ def _status(**parts) -> None:
         status.get("memory", ""),
         status.get("timing", ""),
     ]))
-    st.session_state["_last_status"] = text
-    slot = st.session_state.get("_status_slot")
-    if slot is not None:
-        slot.caption(text)
+    st.session_state["_last_status"] = text  # the sidebar draws it once the page has run (sidebar.draw_status)
 
 
 def live(config, stacks=(), lines=None, notices=True, windows=()):
@@ -143,6 +140,12 @@ def live(config, stacks=(), lines=None, notices=True, windows=()):
     if result.predictions:
         show_predictions(result.predictions)
     return result
+
+
+def every_line(config, stack: str):
+    """``stack``'s weights ``(L, B, H, N_q, N_k)`` for every line of ``config`` (a download): `run_live`, cached,
+    with no message drawn (the page has drawn them for its own run)."""
+    return _or_stop(_live, config, (stack,), None, ()).attention[stack]
 
 
 def show_notices(slot, notices) -> None:

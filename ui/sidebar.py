@@ -8,6 +8,7 @@ from transformer import pretrained
 from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.device import resolve_device
 from transformer.model_cache import model_bytes
+from transformer.tasks import get_task
 from ui import state
 from ui.controls import PERSIST
 from ui.text import count
@@ -110,38 +111,39 @@ def _after_weights_change() -> None:
     name = st.session_state["weights"]
     if name == "random":
         return
-    model = pretrained.load_pretrained(name, session_device())
-    if not _reads(model, st.session_state.get("src", "")):
-        st.session_state["src"] = model.rules.example
-        state.notify(f"The {model.task} model reads other tokens: the source text now holds its example.")
+    task, spec = get_task(pretrained.task_of(name)), pretrained.spec_of(name)  # read, not loaded: no TensorFlow here
+    if not _reads(task, st.session_state.get("src", "")):
+        st.session_state["src"] = task.example
+        state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
     st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), state.default_of("seq_len", name))
-    own = dict(positions="sinusoidal", kv_heads=0, arch="encoder-decoder", norm=model.spec.norm)
+    own = dict(positions="sinusoidal", kv_heads=0, arch="encoder-decoder", norm=spec.norm)
     if any(st.session_state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
         st.session_state.update(own)
-        state.notify(f"The {model.task} model is an encoder-decoder with {model.spec.norm}-norm, sinusoidal positions "
+        state.notify(f"The {spec.task} model is an encoder-decoder with {spec.norm}-norm, sinusoidal positions "
                      "and a key/value head per head: the Architecture, Norm, Positions and KV heads controls are "
                      "back at its own.")
 
 
-def _reads(model, text: str) -> bool:
-    """Whether every line of ``text`` is made of ``model``'s tokens."""
+def _reads(task, text: str) -> bool:
+    """Whether every line of ``text`` is made of ``task``'s tokens."""
+    vocabulary = task.vocabulary()
     try:
-        return all(model.source_tokens(line) for line in text.splitlines() if line.strip()) and bool(text.strip())
+        return all(vocabulary.encode(task.source_tokens(line)) for line in text.splitlines() if line.strip()) \
+            and bool(text.strip())
     except ValueError:
         return False
 
 
 def _locked_caption(bar, name: str) -> None:
-    model = pretrained.load_pretrained(name, session_device())
-    spec = model.spec
+    spec = pretrained.spec_of(name)  # read, not loaded
     bar.caption(
         f"**Locked by the trained model:** an encoder-decoder, {spec.norm}-norm, d_model={spec.d_model}, "
         f"{count(spec.num_heads, 'head')}, d_ff={spec.d_ff}, "
         f"{count(spec.num_layers, 'layer')}, sinusoidal positions, a key/value head per head, trained on lengths "
         f"{spec.min_len}–{spec.max_len} "
-        f"(exact-sequence accuracy {model.accuracy:.1%}). The greyed controls show its own sizes, which cannot "
-        "change; seeded random weights bring back yours. Pads are `<pad>`, and the decoder reads `<s>` + the "
-        "model's own prediction, so the target text is not used."
+        f"(exact-sequence accuracy {pretrained.accuracy_of(name):.1%}). The greyed controls show its own sizes, "
+        "which cannot change; seeded random weights bring back yours. Pads are `<pad>`, and the decoder reads "
+        "`<s>` + the model's own prediction, so the target text is not used."
     )
 
 
@@ -250,6 +252,12 @@ def render() -> None:
                     "only; the other box keeps its lines for the other architectures.")
     bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
-    st.session_state["_status_slot"] = bar.empty()
-    if "_last_status" in st.session_state:
-        st.session_state["_status_slot"].caption(st.session_state["_last_status"])
+    st.session_state["_status_slot"] = bar.empty()  # draw_status fills it once the page has run
+
+
+def draw_status() -> None:
+    """The status line (device, TensorFlow, timings) the page's engine calls recorded (`ui.data`), in the slot
+    `render` left for it; the last one where this run recorded none."""
+    slot = st.session_state.get("_status_slot")
+    if slot is not None and "_last_status" in st.session_state:
+        slot.caption(st.session_state["_last_status"])
