@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ui.chart import CHART_CLASS, COMPONENT_NAME, read_payload
+import json
+
+from ui.chart import CHART_CLASS, COMPONENT_NAME
 
 # One of this app's charts in the browser, once Plotly has drawn it.
 PLOT = f".{CHART_CLASS}.js-plotly-plot"
@@ -21,4 +23,4 @@ def chart_payloads(at) -> list[bytes]:
 
 def figure_specs(at) -> list[dict]:
     """Each chart's Plotly figure as a dict ({"data": [...], "layout": {...}})."""
-    return [read_payload(payload)["figure"] for payload in chart_payloads(at)]
+    return [json.loads(payload)["figure"] for payload in chart_payloads(at)]

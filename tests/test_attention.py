@@ -5,10 +5,11 @@ import numpy as np
 import numpy_reference as ref
 import pytest
 import tensorflow as tf
+from keras_reference import compare_with_keras
 
 from transformer import MultiHeadAttention, attention_stages, masked_softmax, scaled_dot_product_attention
 from transformer.attention import batch_and_length
-from transformer.reference import compare_with_keras, copy_to_keras, keras_twin
+from transformer.reference import copy_to_keras, keras_twin
 
 RNG = np.random.default_rng(0)
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.app
 
 def test_the_payload_carries_plotlys_own_json_of_the_figure_and_the_config():
     figure = go.Figure(go.Heatmap(z=np.eye(3, dtype=np.float32), x=["<b>a</b>", "b", "b"]))
-    sent = chart.read_payload(chart.chart_payload(figure))
+    sent = json.loads(chart.chart_payload(figure))
     assert sent["figure"] == json.loads(pio.to_json(figure, validate=False))
     assert sent["config"]["displaylogo"] is False and sent["config"]["toImageButtonOptions"]["scale"] == 3
     assert sent["plotly_url"] == "/app/static/plotly.min.js"

@@ -568,5 +568,8 @@ def test_runs_on_cpu_when_no_gpu_is_visible():
     assert out.stdout.split() == ["/CPU:0", "CPU", "/CPU:0"]
 
 
-def test_seed_batch_constant_is_the_seed_example():
-    assert SEED_BATCH.splitlines()[1] == "1 2 0 0 0 0 0"
+def test_the_seed_batch_pads_its_short_lines_and_the_default_masks_block_those_keys():
+    result = run_live(LiveConfig(), stacks=())
+    assert result.source_tokens == tuple(tuple(line.split()) for line in SEED_BATCH.splitlines())
+    np.testing.assert_array_equal(result.source_padding_mask[:, 0, 0], [
+        [True] * 5 + [False] * 2, [True] * 2 + [False] * 5, [True] * 7])

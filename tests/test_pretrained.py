@@ -10,7 +10,7 @@ import pytest
 from transformer import pretrained
 from transformer.decoding import translate
 from transformer.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec
-from transformer.tasks import SYMBOLS, random_sources
+from transformer.tasks import SYMBOLS, dates, random_sources
 from transformer.train import exact_accuracy, train
 
 
@@ -41,14 +41,20 @@ def test_shipped_model_is_right_on_fresh_inputs(name):
     assert accuracy >= REQUIRED_ACCURACY[name], accuracy
 
 
+def field_spans(text: str) -> list:
+    """For each character of the ISO date of ``text``, the source positions of the field it comes from (the
+    year's, the month's number or name, the day's); None for the hyphens."""
+    _, match = dates.parse(text)
+    year, month, day = (range(*match.span(name)) for name in ("year", "month", "day"))
+    return [year] * 4 + [None] + [month] * 2 + [None] + [day] * 2
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["dates", "translate"])
 def test_the_best_heads_cross_attention_follows_the_alignment(name):
     """As the independent checks do: fresh examples of the task, and for each layer and head the share of
     target tokens (with a source token they come from) whose cross-attention peaks on that token (for dates,
     on the source field it comes from: the year's, the month's, the day's)."""
-    from transformer.tasks.dates import field_spans
-
     model = pretrained.load_pretrained(name, "/CPU:0")
     hits, total = np.zeros((model.spec.num_layers, model.spec.num_heads)), 0
     for source, target, alignment in model.rules.examples(60, seed=11):

@@ -7,12 +7,12 @@ import numpy as np
 import numpy_reference as ref
 import pytest
 import tensorflow as tf
+from keras_reference import compare_with_keras
 
 from transformer import masks
 from transformer.attention import MultiHeadAttention
 from transformer.model import Transformer
 from transformer.positional import alibi_bias, alibi_slopes, rotary
-from transformer.reference import compare_with_keras
 
 RNG = np.random.default_rng(3)
 

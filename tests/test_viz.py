@@ -453,11 +453,13 @@ def test_exports():
     assert data["mask"].all()
 
 
-@pytest.mark.parametrize("builder", [masks.mask_figure, attention.single_head])
+@pytest.mark.parametrize("builder", ["mask_grid", "single_head"])
 def test_builders_accept_html_tokens_as_plain_labels(builder):
     tokens = ["<img src=x onerror=alert(1)>", "b"]
-    args = (np.ones((2, 2), bool),) if builder is masks.mask_figure else (np.eye(2), np.ones((2, 2), bool))
-    fig = builder(*args, tokens, tokens, "t")
+    if builder == "mask_grid":
+        fig = masks.mask_grid(np.ones((1, 2, 2), bool), [tokens], [tokens], ["t"], columns=1)
+    else:
+        fig = attention.single_head(np.eye(2), np.ones((2, 2), bool), tokens, tokens, "t")
     assert fig.data[0].x[0].startswith("0·&lt;img")  # Plotly shows the entity as "<img", never a tag
 
 

@@ -11,6 +11,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from transformer.tf_patches import keras_dense_sublayers
+
 _TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # our layer -> (its Keras twin, weights version)
 
 
@@ -52,9 +54,7 @@ def keras_twin(layer, version=None) -> keras.layers.MultiHeadAttention:
 
 def _copy_weights(layer, reference):
     heads, kv_heads, depth, width = layer.num_heads, layer.num_kv_heads, layer.depth, layer.d_model
-    grouped = isinstance(reference, keras.layers.GroupQueryAttention)
-    dense = [getattr(reference, ("_" if grouped else "") + name)
-             for name in ("query_dense", "key_dense", "value_dense", "output_dense")]
+    dense = keras_dense_sublayers(reference)
     pairs = [(dense[0], layer.transform_query, heads), (dense[1], layer.transform_key, kv_heads),
              (dense[2], layer.transform_value, kv_heads)]
     for theirs, ours, count in pairs:
@@ -63,23 +63,6 @@ def _copy_weights(layer, reference):
     kernel, bias = (w.numpy() for w in layer.transform_out.weights)
     dense[3].set_weights([kernel.reshape(heads, depth, width), bias])
     return reference
-
-
-def compare_with_keras(layer, query, key, value, mask) -> dict:
-    """Max absolute differences between ``layer`` and Keras's layer with the same weights.
-
-    Args:
-      layer: our `MultiHeadAttention`.
-      query, key, value: ``(B, N_q, d_model)``, ``(B, N_k, d_model)``, ``(B, N_k, d_model)``.
-      mask: ``(B, N_q, N_k)`` bool, True = may attend. Rows with no allowed key are
-        left out: Keras spreads them uniformly, this engine gives them zero weight.
-
-    Returns:
-      ``{"output": float, "weights": float}``.
-    """
-    mask = tf.convert_to_tensor(np.asarray(mask, bool))  # (B, N_q, N_k)
-    gaps = keras_gaps(layer, keras_twin(layer), query, key, value, mask)
-    return {name: float(gap) for name, gap in gaps.items()}
 
 
 def keras_gaps(layer, twin, query, key, value, mask) -> dict:

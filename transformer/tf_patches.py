@@ -1,20 +1,30 @@
-"""Every use of TensorFlow's private internals in the engine, in one place.
+"""Every use of TensorFlow's and Keras's private internals in the engine, in one place.
 
 | patch | what it touches | why (measured) | if TensorFlow changes it | guarded by |
 | --- | --- | --- | --- | --- |
 | `quiet_retracing_warning` | ``tf.function``'s ``_omit_frequent_tracing_warning`` | six architectures traced once each read as "retracing" in the server's log (the warning keys on the shared traced code) | the warning comes back in the log; nothing else | tests/test_live.py::test_model_functions_that_each_trace_once_raise_no_retracing_warning |
 | `clear_kernel_cache` | ``tensorflow.python.eager.context.context().clear_kernel_cache()`` | every architecture a user tried kept ~7 MB of kernels for good (BENCHMARKS.md, churn test) | the server's memory grows with each architecture tried | tests/test_live.py::test_tensorflow_still_has_the_private_calls_the_engine_uses |
+| `keras_dense_sublayers` | ``keras.layers.GroupQueryAttention``'s ``_query_dense`` … ``_output_dense`` | the reference check copies this engine's weights into Keras's grouped-query layer, which has no public accessor for its projections (``MultiHeadAttention`` has public ones) | the Keras check of fewer key/value heads fails with an AttributeError (the pages say so; the engine runs) | tests/test_variants.py::test_grouped_query_attention_agrees_with_keras_group_query_attention |
 
-Nothing else in ``transformer/`` reaches below TensorFlow's public API.
+Nothing else in ``transformer/`` reaches below TensorFlow's and Keras's public APIs.
 """
 
 from __future__ import annotations
+
+import keras
 
 
 def quiet_retracing_warning(function) -> None:
     """Keep TensorFlow's "N of the last N calls triggered retracing" warning off one ``tf.function``: each
     `ModelFunction` traces once and counts its traces itself."""
     function._omit_frequent_tracing_warning = True
+
+
+def keras_dense_sublayers(layer) -> list:
+    """The query, key, value and output projections (``EinsumDense``) of a Keras ``MultiHeadAttention`` (public
+    attributes) or ``GroupQueryAttention`` (private ones)."""
+    prefix = "_" if isinstance(layer, keras.layers.GroupQueryAttention) else ""
+    return [getattr(layer, prefix + name) for name in ("query_dense", "key_dense", "value_dense", "output_dense")]
 
 
 def clear_kernel_cache() -> None:

@@ -107,11 +107,6 @@ def chart_payload(fig) -> bytes:
     return f'{head}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
 
 
-def read_payload(payload: bytes) -> dict:
-    """The inverse of :func:`chart_payload` (used by the tests and the benchmark)."""
-    return json.loads(payload)
-
-
 def chart(fig, key: str, on_click=None) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place.
 

@@ -54,11 +54,6 @@ def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3, fit_px:
     return panels_figure(traces, layout, title=left_title(note, layout["height"]))
 
 
-def mask_figure(mask, query_tokens, key_tokens, title: str) -> go.Figure:
-    """A single ``(N_q, N_k)`` mask, e.g. the look-ahead mask."""
-    return mask_grid(np.asarray(mask, bool)[None], [query_tokens], [key_tokens], [title], columns=1)
-
-
 def broadcast_rows(batch: int, heads: int, length: int) -> list[dict]:
     """How each mask's real shape broadcasts against the attention logits ``(B, H, N_q, N_k)``."""
     logits = (batch, heads, length, length)

@@ -69,14 +69,6 @@ def alignment(text: str) -> list[int | None]:
     return [*year, None, *month, None, *day]
 
 
-def field_spans(text: str) -> list[range | None]:
-    """For each character of the ISO date of ``text``, the source positions of the field it comes from (the
-    year's, the month's number or name, the day's); None for the hyphens."""
-    _, match = parse(text)
-    year, month, day = (range(*match.span(name)) for name in ("year", "month", "day"))
-    return [year] * 4 + [None] + [month] * 2 + [None] + [day] * 2
-
-
 class DatesTask(Task):
     name = "dates"
     description = ("Write a date as ISO 2026-11-24, character by character: the year's digits should read the "
