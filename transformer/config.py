@@ -12,7 +12,6 @@ from transformer.layers import NORMS
 from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from transformer.model import ARCHITECTURE_STACKS, ARCHITECTURES
 from transformer.positional import POSITIONS
-from transformer.pretrained import check_name, spec_of
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
 MAX_SEQ_LEN = 4096  # above transformer.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
@@ -90,16 +89,7 @@ def validate(config: LiveConfig) -> None:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={config.architecture!r}")
     if config.norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}. Received: norm={config.norm!r}")
-    if config.trained:
-        check_name(config.weights)  # ValueError for an unknown name; no weights are loaded
-        spec = spec_of(config.weights)
-        if config.positions != "sinusoidal" or config.num_kv_heads not in (None, config.num_heads) \
-                or config.architecture != "encoder-decoder" or config.norm != spec.norm:
-            raise ValueError(
-                f"The trained model {config.weights!r} is an encoder-decoder with {spec.norm}-norm, sinusoidal "
-                "positions and one key/value head per query head; pick random weights for others. Received: "
-                f"architecture={config.architecture!r}, norm={config.norm!r}, positions={config.positions!r}, "
-                f"num_kv_heads={config.num_kv_heads!r}")
+    if config.trained:  # its name and options: transformer.pretrained.check_config, where it is run
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
     _check_range("num_heads", config.num_heads, 1, MAX_HEADS)

@@ -21,7 +21,7 @@ from transformer.device import device_label, resolve_device
 from transformer.engine_thread import on_engine_thread
 from transformer.masks import padding_mask, subsequent_mask, target_mask
 from transformer.model_cache import MODELS
-from transformer.pretrained import PREDICTIONS_KEPT, Pretrained, load_pretrained
+from transformer.pretrained import PREDICTIONS_KEPT, Pretrained, check_config, load_pretrained
 from transformer.tasks import END, END_ID, PAD_ID, START_ID
 
 MAX_TOP_K = 50
@@ -275,6 +275,7 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     random decoder-only model's continuation of the prompt (`PROMPT_STEPS` tokens). ValueError naming bad settings,
     tokens outside the model's vocabulary, or a model that does not decode."""
     validate(config)
+    check_config(config)
     if config.trained:
         pretrained = load_pretrained(config.weights, resolve_device(config.device))
         line, vocabulary = _source_line(pretrained, text.strip()), pretrained.vocab
@@ -310,6 +311,7 @@ def cache_gap(config: LiveConfig, steps: int = 8) -> float:
     decodes ``config``'s first source line (encoder-decoder, from its first target token) or continues its first
     target line (decoder-only). ValueError for an encoder-only model (it does not decode)."""
     validate(config)
+    check_config(config)
     if config.architecture == "encoder-only" and not config.trained:
         raise ValueError("An encoder-only model does not decode: it has no cache. "
                          f"Received: architecture={config.architecture!r}")

@@ -13,8 +13,6 @@ import functools
 import threading
 import time
 
-from transformer.model_cache import MODELS
-
 TRACE_AFTER_IDLE_SECONDS = 1.0  # the engine traces new functions after this long without a request
 
 _ENGINE_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
@@ -34,8 +32,15 @@ def on_engine_thread(function):
     return wrapper
 
 
+def when_idle(work) -> None:
+    """Have the engine call ``work()`` once no request has come for a while, again while it returns a true value
+    (the model cache registers tracing one pending function)."""
+    _IDLE_TRACER.work = work
+
+
 class _IdleTracer:
-    """Traces `MODELS`' new functions on the engine thread once no request came for a while, one at a time.
+    """Runs its ``work`` (tracing the cached models' new functions) on the engine thread once no request came for
+    a while, one piece at a time.
 
     A request that arrives during a trace waits for that one trace (at most ~0.6 s at the sizes
     the app allows on 2 cores), not for every pending one; one that arrives before runs eagerly.
@@ -45,6 +50,7 @@ class _IdleTracer:
         self._last_use = time.monotonic()
         self._timer = None
         self._lock = threading.Lock()
+        self.work = lambda: 0  # nothing to do until the model cache registers its tracing (when_idle)
 
     def busy(self) -> None:
         with self._lock:
@@ -71,7 +77,7 @@ class _IdleTracer:
 
     def _trace_one(self) -> None:
         """Trace one function; if it was one of several, look again right away (still idle?)."""
-        if MODELS.trace_pending(limit=1):
+        if self.work():
             with self._lock:
                 if self._timer is None:
                     self._arm(0.0)

@@ -17,7 +17,7 @@ from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.device import resolve_device
 from transformer.masks import family_mask, padding_mask, subsequent_mask
 from transformer.positional import positional_encoding
-from transformer.pretrained import load_pretrained
+from transformer.pretrained import check_config, load_pretrained
 from transformer.tasks import PAD, PAD_ID, START
 
 
@@ -82,6 +82,7 @@ def encode_batches(config: LiveConfig) -> Batches:
 def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     """Source text in the trained model's own tokens (words, symbols or characters); the target is ``<s>`` +
     its greedy prediction. ValueError naming tokens outside the model's vocabulary."""
+    check_config(config)  # its name and the options it was trained with, before anything loads
     model = load_pretrained(config.weights, resolve_device(config.device))
     texts = tokens.text_lines(config.source_text, "source")
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]

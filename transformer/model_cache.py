@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
+from transformer.engine_thread import when_idle
 from transformer.linear import zero_kernels
 from transformer.model import Transformer
 from transformer.model_function import ModelFunction
@@ -190,3 +191,4 @@ class ModelCache:
 
 
 MODELS = ModelCache()
+when_idle(lambda: MODELS.trace_pending(limit=1))  # the engine traces one pending function at a time when idle

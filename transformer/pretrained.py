@@ -108,6 +108,22 @@ def check_name(name: str) -> None:
         raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.train --task {name}`.")
 
 
+def check_config(config) -> None:
+    """ValueError naming the values, unless a `LiveConfig` with trained weights names a kept model and asks for the
+    options it was trained with (read from its model.json: nothing is loaded). Random weights pass."""
+    if not config.trained:
+        return
+    check_name(config.weights)
+    spec = spec_of(config.weights)
+    if config.positions != "sinusoidal" or config.num_kv_heads not in (None, config.num_heads) \
+            or config.architecture != "encoder-decoder" or config.norm != spec.norm:
+        raise ValueError(
+            f"The trained model {config.weights!r} is an encoder-decoder with {spec.norm}-norm, sinusoidal "
+            "positions and one key/value head per query head; pick random weights for others. Received: "
+            f"architecture={config.architecture!r}, norm={config.norm!r}, positions={config.positions!r}, "
+            f"num_kv_heads={config.num_kv_heads!r}")
+
+
 def load_pretrained(name: str, device: str | None = None) -> Pretrained:
     """A shipped model (``"copy"``, ``"reverse"``, ``"sort"``), loaded once per device (None: the GPU when there
     is one), or one registered by `register` (it stays on the device it was trained on)."""
