@@ -4,8 +4,8 @@ import numpy as np
 import streamlit as st
 
 from transformer import stack_sides
-from transformer.analysis import attention_checks, head_statistics, measured_checks
-from transformer.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
+from transformer.analysis.measures import attention_checks, head_statistics, measured_checks
+from transformer.live.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
 from ui.controls import (
     PERSIST,

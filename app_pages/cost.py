@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from transformer.blockwise import QUERY_BLOCK
-from transformer.cost import fit_range, quadratic_share
+from transformer.analysis.cost import fit_range, quadratic_share
+from transformer.live.blockwise import QUERY_BLOCK
 from ui import data, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device

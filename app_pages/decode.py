@@ -5,9 +5,9 @@ import datetime
 
 import streamlit as st
 
-from transformer.pretrained import task_of
 from transformer.tasks import get_task
 from transformer.tasks.dates import date_text
+from transformer.training.pretrained import task_of
 from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, plot
 from ui.sidebar import use_weights, weight_choices, weights_label

@@ -6,9 +6,9 @@ import numpy as np
 import streamlit as st
 
 from transformer import LiveConfig
-from transformer.pretrained import available, spec_of
 from transformer.tasks import get_task
 from transformer.tasks.dates import date_text
+from transformer.training.pretrained import available, spec_of
 from ui import data, state
 from ui.controls import fit_px, plot
 from ui.pages import PAGES

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
+from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from ui import data, state
 from ui.controls import PERSIST, Download, downloads, fit_px, padding_notice, plot
 from viz.export import arrays_npz, matrix_csv

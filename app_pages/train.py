@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from transformer.saved_model import TrainSpec
 from transformer.tasks import TASKS
+from transformer.training.saved_model import TrainSpec
 from ui.controls import plot
 from ui.training import TrainJob
 from viz.training import progress_figure

@@ -10,7 +10,7 @@ then the rounds: every round starts new sessions on the same random walks. Print
 moves, p50 / p90 of key press → the run's end and the p90's ratio to the reference, errors, moves
 that showed another session's tokens, and the server's RSS before and after: the figure to watch is
 whether RSS stops growing after the first round (before the kernel release in
-transformer.model_cache.ModelCache it grew ~500 MB a round).
+transformer.live.model_cache.ModelCache it grew ~500 MB a round).
 """
 
 from __future__ import annotations

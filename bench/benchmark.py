@@ -259,9 +259,9 @@ def compute(quick: bool):
     import tensorflow as tf
 
     from transformer import LiveConfig, MultiHeadAttention, run_live
-    from transformer.engine_thread import on_engine_thread
-    from transformer.model_cache import MODELS
-    from transformer.reference import copy_to_keras
+    from transformer.analysis.reference import copy_to_keras
+    from transformer.live.engine_thread import on_engine_thread
+    from transformer.live.model_cache import MODELS
 
     repeats = 5 if quick else 20
     size = 2048
@@ -301,7 +301,7 @@ def compute(quick: bool):
 
 def token_views(repeats: int):
     """The token-level views' own work on the server: rollout's products and the head view's figure."""
-    from transformer.analysis import attention_rollout
+    from transformer.analysis.measures import attention_rollout
     from ui.chart import chart_payload
     from viz.head_view import head_view
 
@@ -356,9 +356,9 @@ def new_seed_on_the_largest_model(repeats: int = 3):
 
     Run after the memory part: this process's RSS stays ~900 MB higher once the model has been built (even
     after a full garbage collection), which would be in the memory part's baseline."""
-    from transformer.config import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS
-    from transformer.model_cache import ModelCache
-    from transformer.weight_init import seed_weights
+    from transformer.core.weight_init import seed_weights
+    from transformer.live.config import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS
+    from transformer.live.model_cache import ModelCache
 
     cache = ModelCache(size=1)
     model = cache.get((MAX_D_MODEL, 8, MAX_D_FF, MAX_LAYERS, "sinusoidal", 8, "/CPU:0")).model
@@ -402,7 +402,7 @@ def payload():
 
 def retraces():
     from transformer import LiveConfig, ModelCache, keras_difference, run_live
-    from transformer.engine_thread import on_engine_thread
+    from transformer.live.engine_thread import on_engine_thread
 
     cache, rng = ModelCache(), random.Random(1)
     base = LiveConfig()
@@ -488,8 +488,8 @@ def gpu(quick: bool):
     import tensorflow as tf
 
     from transformer import LiveConfig, ModelCache, MultiHeadAttention, device_label, run_live
-    from transformer.device import driver_gpus, visible_gpus
-    from transformer.engine_thread import on_engine_thread
+    from transformer.live.device import driver_gpus, visible_gpus
+    from transformer.live.engine_thread import on_engine_thread
 
     if not visible_gpus():
         why = ("the NVIDIA driver lists a GPU that TensorFlow does not see (make run GPU=1)" if driver_gpus()
@@ -527,9 +527,9 @@ def long_sequences(quick: bool):
     where both fit, and the engine's encoder run at N = 4096."""
     import tensorflow as tf
 
-    from transformer.blockwise import blockwise_attention, power_of_two_block
-    from transformer.masks import padding_mask
-    from transformer.model import Transformer
+    from transformer.core.masks import padding_mask
+    from transformer.core.model import Transformer
+    from transformer.live.blockwise import blockwise_attention, power_of_two_block
     from viz.pooling import max_pool
 
     peaks = {}

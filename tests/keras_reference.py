@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from transformer.reference import keras_gaps, keras_twin
+from transformer.analysis.reference import keras_gaps, keras_twin
 
 
 def compare_with_keras(layer, query, key, value, mask) -> dict:

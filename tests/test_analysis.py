@@ -7,7 +7,7 @@ import numpy_reference as ref
 import pytest
 
 from transformer import LiveConfig, ModelCache, attention_walkthrough, run_live
-from transformer.analysis import attention_rollout, neuron_terms, without_keys
+from transformer.analysis.measures import attention_rollout, neuron_terms, without_keys
 
 RNG = np.random.default_rng(7)
 

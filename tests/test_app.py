@@ -475,7 +475,7 @@ def test_trained_weights_lock_the_architecture_and_show_predictions():
 
 
 def pretrained_heads(name):
-    from transformer.pretrained import load_pretrained
+    from transformer.training.pretrained import load_pretrained
 
     return load_pretrained(name).spec.num_heads
 
@@ -670,7 +670,7 @@ def test_hiding_specials_drops_pad_columns_and_renormalises_the_rows():
 
 def test_rollout_is_drawn_beside_the_last_layers_raw_mean_from_the_live_weights():
     from transformer import LiveConfig, run_live
-    from transformer.analysis import attention_rollout
+    from transformer.analysis.measures import attention_rollout
 
     at = open_page("attention", {"view": "Rollout", "stack": "decoder", "layers": "3"})
     no_errors(at)

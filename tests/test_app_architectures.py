@@ -6,6 +6,8 @@ from chart_support import chart_elements
 
 from ui.controls import STACK_NAMES
 
+pytestmark = pytest.mark.app
+
 PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "cost", "decode", "train"]
 OPTIONS = [
     {"arch": "decoder-only", "norm": "pre"},

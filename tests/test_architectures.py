@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from tests.numpy_reference import subsequent_mask, transformer_forward
-from transformer.config import LiveConfig
+from transformer.core.model import ARCHITECTURES, Transformer
+from transformer.core.positional import POSITIONS
 from transformer.decoding import cache_gap, decode, next_token_distribution
-from transformer.model import ARCHITECTURES, Transformer
-from transformer.positional import POSITIONS
+from transformer.live.config import LiveConfig
 
 VOCAB = 13
 SRC = np.array([[3, 5, 7, 2, 9]], np.int32)  # (1, N_s)

@@ -8,8 +8,8 @@ import tensorflow as tf
 from keras_reference import compare_with_keras
 
 from transformer import MultiHeadAttention, attention_stages, masked_softmax, scaled_dot_product_attention
-from transformer.attention import batch_and_length
-from transformer.reference import copy_to_keras, keras_twin
+from transformer.analysis.reference import copy_to_keras, keras_twin
+from transformer.core.attention import batch_and_length
 
 RNG = np.random.default_rng(0)
 
@@ -211,7 +211,7 @@ def test_masked_softmax_accepts_numpy_and_empties_blocked_rows():
 
 
 def test_keras_gaps_see_a_twin_that_differs_and_leave_out_rows_with_no_key():
-    from transformer.reference import keras_gaps
+    from transformer.analysis.reference import keras_gaps
 
     ours, theirs = build_pair(d_model=16, heads=2)
     x = random(2, 5, 16)

@@ -4,10 +4,10 @@ each step's attention as the whole model gives it, and a key/value cache that ch
 import numpy as np
 import pytest
 
-from transformer.config import LiveConfig
 from transformer.decoding import decode as decode_config
 from transformer.decoding import next_token_distribution, predictions
-from transformer.pretrained import load_pretrained
+from transformer.live.config import LiveConfig
+from transformer.training.pretrained import load_pretrained
 
 
 def decode(name, text, device, **settings):
@@ -47,7 +47,7 @@ def test_greedy_steps_give_the_engines_greedy_answer_and_the_cache_changes_nothi
 
 
 def test_each_step_shows_the_newest_positions_row_of_the_whole_models_attention():
-    from transformer.masks import padding_mask, target_mask
+    from transformer.core.masks import padding_mask, target_mask
 
     model = load_pretrained("reverse", "/CPU:0")
     run = decode("reverse", "a b c d", "cpu")

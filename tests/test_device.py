@@ -31,8 +31,8 @@ def test_auto_picks_the_gpu_and_names_it_cpu_forces_the_cpu_and_models_are_cache
     out = run_with_fake_gpu(
         "from dataclasses import replace\n"
         "from transformer import LiveConfig, ModelCache, device_label, resolve_device, run_live\n"
-        "from transformer.device import memory_in_use\n"
-        "from transformer.pretrained import load_pretrained\n"
+        "from transformer.live.device import memory_in_use\n"
+        "from transformer.training.pretrained import load_pretrained\n"
         "cache = ModelCache()\n"
         "config = LiveConfig(d_model=16, num_heads=2, d_ff=32)\n"
         "gpu, cpu = run_live(config, cache), run_live(replace(config, device='cpu'), cache)\n"
@@ -48,10 +48,10 @@ def test_auto_picks_the_gpu_and_names_it_cpu_forces_the_cpu_and_models_are_cache
 ENTRY_POINTS = (
     "from dataclasses import replace\n"
     "from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, run_live\n"
-    "from transformer.inputs import encoding_array\n"
+    "from transformer.live.inputs import encoding_array\n"
     "from transformer.decoding import decode, translate\n"
-    "from transformer.pretrained import load_pretrained\n"
-    "from transformer.saved_model import TrainSpec\nfrom transformer.train import train\n"
+    "from transformer.training.pretrained import load_pretrained\n"
+    "from transformer.training.saved_model import TrainSpec\nfrom transformer.training.train import train\n"
     "from ui.training import TrainJob\n"
     "fake_gpu.record_scopes()\n"
     "choice = {choice!r}\n"
@@ -87,13 +87,13 @@ def test_every_computation_a_session_starts_runs_under_its_device(choice, device
 FIRST_REQUESTS = {
     "a live run": "from transformer import LiveConfig, run_live\nrun_live(LiveConfig(d_model=8, num_heads=2))",
     "a trained model": ("from transformer.decoding import translate\n"
-                        "from transformer.pretrained import load_pretrained\n"
+                        "from transformer.training.pretrained import load_pretrained\n"
                         "translate(load_pretrained('copy'), 'a b')"),
-    "training": "from transformer.saved_model import TrainSpec\nfrom transformer.train import train\n"
+    "training": "from transformer.training.saved_model import TrainSpec\nfrom transformer.training.train import train\n"
                 "train(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, max_len=3))",
     "an encoding": "from transformer import positional_encoding\npositional_encoding(4, 8)",
-    "a mask": "from transformer.masks import subsequent_mask\nsubsequent_mask(3)",
-    "a training job": "from transformer.saved_model import TrainSpec\nfrom ui.training import TrainJob\n"
+    "a mask": "from transformer.core.masks import subsequent_mask\nsubsequent_mask(3)",
+    "a training job": "from transformer.training.saved_model import TrainSpec\nfrom ui.training import TrainJob\n"
                       "job = TrainJob(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, "
                       "max_len=3)).start()\njob._thread.join()\nassert job.status == 'done', job.error",
 }
@@ -158,7 +158,7 @@ def test_the_gpu_pins_satisfy_tensorflows_own_and_cuda_ranges():
 def test_a_driver_without_a_gpu_in_tensorflow_gets_a_notice_with_the_fix(tmp_path, monkeypatch):
     from app_support import open_page
 
-    from transformer import device
+    from transformer.live import device
 
     (tmp_path / "nvidia-smi").write_text(FAKE_SMI)
     (tmp_path / "nvidia-smi").chmod(0o755)

@@ -13,21 +13,20 @@ from transformer import (
     LiveConfig,
     ModelCache,
     attention_walkthrough,
-    engine_thread,
     keras_difference,
     line_count,
-    model_cache,
     run_live,
     sequence_lengths,
     stack_sides,
 )
-from transformer import config as limits
-from transformer.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
-from transformer.engine_thread import on_engine_thread
-from transformer.inputs import encoding_array
-from transformer.model import Transformer
-from transformer.positional import positional_encoding
-from transformer.weight_init import seed_weights
+from transformer.core.model import Transformer
+from transformer.core.positional import positional_encoding
+from transformer.core.weight_init import seed_weights
+from transformer.live import config as limits
+from transformer.live import engine_thread, model_cache
+from transformer.live.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
+from transformer.live.engine_thread import on_engine_thread
+from transformer.live.inputs import encoding_array
 
 BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
 
@@ -111,7 +110,7 @@ def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
     """TensorFlow's 'N out of the last N calls … triggered tf.function retracing' keys on the traced Python code,
     which every ModelFunction shares: six architectures traced once each read, in the server's log, as retracing.
     (A fresh process: TensorFlow gives that warning twice per process at most.)"""
-    code = ("from transformer.model_function import ModelFunction\n"
+    code = ("from transformer.live.model_function import ModelFunction\n"
             "functions = [ModelFunction(lambda src, tgt, src_mask, tgt_mask: src + 1, '/CPU:0') for _ in range(7)]\n"
             "for function in functions: function.trace()\n"
             "print(sum(function.traces for function in functions))")
@@ -122,10 +121,10 @@ def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
 
 
 def test_tensorflow_still_has_the_private_calls_the_engine_uses():
-    """transformer/tf_patches.py: each patch must still reach what it patches in this TensorFlow."""
+    """transformer/live/tf_patches.py: each patch must still reach what it patches in this TensorFlow."""
     import tensorflow as tf
 
-    from transformer import tf_patches
+    from transformer.live import tf_patches
 
     function = tf.function(lambda x: x + 1)
     assert hasattr(function, "_omit_frequent_tracing_warning")
@@ -528,7 +527,7 @@ def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
 
 
 def test_the_keras_check_of_one_line_runs_that_line_alone(cache, monkeypatch):
-    from transformer import walkthrough
+    from transformer.live import walkthrough
 
     config = replace(BASE, seq_len=6, source_text="1 2 0\n3 4 5 6\n7", target_text="1\n2 3\n4 5 6")
     batches = []

@@ -183,7 +183,7 @@ def test_layers_override_call_not_dunder_call():
 
 
 def test_linear_computes_what_dense_computes_with_the_same_weights_and_order():
-    from transformer.linear import Linear
+    from transformer.core.linear import Linear
 
     x = np.random.default_rng(3).standard_normal((2, 5, 6)).astype(np.float32)  # (B, N, d_in)
     ours, dense = Linear(4, activation="relu"), keras.layers.Dense(4, activation="relu")
@@ -203,7 +203,7 @@ def test_zero_kernels_starts_kernels_at_zero_on_its_own_thread_only():
     model on another thread at the same time keeps Keras's Glorot draws."""
     import threading
 
-    from transformer.linear import Linear, zero_kernels
+    from transformer.core.linear import Linear, zero_kernels
 
     def kernel_built():
         layer = Linear(8)

@@ -7,11 +7,11 @@ import sys
 import numpy as np
 import pytest
 
-from transformer import pretrained
 from transformer.decoding import translate
-from transformer.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec
 from transformer.tasks import SYMBOLS, dates, random_sources
-from transformer.train import exact_accuracy, train
+from transformer.training import pretrained
+from transformer.training.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec
+from transformer.training.train import exact_accuracy, train
 
 
 @pytest.mark.parametrize("name", pretrained.SHIPPED)
@@ -148,7 +148,7 @@ def test_a_shipped_models_spec_is_read_without_loading_it():
 @pytest.mark.slow
 def test_command_line_trains_and_writes_weights(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "transformer.train", "--task", "shift", "--steps", "30", "--d-model", "16",
+        [sys.executable, "-m", "transformer.training.train", "--task", "shift", "--steps", "30", "--d-model", "16",
          "--num-heads", "2", "--d-ff", "32", "--num-layers", "1", "--batch", "16", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )

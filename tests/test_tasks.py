@@ -74,7 +74,7 @@ def test_translation_is_subject_object_verb_with_adjectives_after_their_noun():
 
 
 def test_words_or_characters_outside_a_tasks_vocabulary_are_named():
-    from transformer.tokens import Vocabulary
+    from transformer.core.tokens import Vocabulary
 
     characters = get_task("dates").vocabulary()
     with pytest.raises(ValueError, match=re.escape("outside this model's vocabulary: '!', x")):

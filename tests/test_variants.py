@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 from keras_reference import compare_with_keras
 
-from transformer import masks
-from transformer.attention import MultiHeadAttention
-from transformer.model import Transformer
-from transformer.positional import alibi_bias, alibi_slopes, rotary
+from transformer.core import masks
+from transformer.core.attention import MultiHeadAttention
+from transformer.core.model import Transformer
+from transformer.core.positional import alibi_bias, alibi_slopes, rotary
 
 RNG = np.random.default_rng(3)
 
@@ -262,7 +262,7 @@ def test_a_trained_model_runs_under_a_mask_family(cache):
 
 
 def test_the_cost_measurement_gives_every_series_and_fits_exponents():
-    from transformer.cost import SERIES, attention_cost, counted_bytes, fitted_exponent
+    from transformer.analysis.cost import SERIES, attention_cost, counted_bytes, fitted_exponent
 
     series = attention_cost(16, 4, "/CPU:0", lengths=(64, 128), repeats=1)
     assert [one.label for one in series][:3] == [label for label, *_ in SERIES][:3] and len(series) == 5
@@ -276,7 +276,7 @@ def test_the_cost_measurement_gives_every_series_and_fits_exponents():
 
 
 def test_the_exponent_is_fitted_over_the_upper_range_and_the_quadratic_share_is_the_flop_count():
-    from transformer.cost import fit_range, fitted_exponent, quadratic_share
+    from transformer.analysis.cost import fit_range, fitted_exponent, quadratic_share
 
     lengths = (64, 128, 256, 512, 1024, 2048, 4096)
     seconds = [n / 1000 if n <= 512 else (n / 1000) ** 2 for n in lengths]  # linear, then quadratic

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from transformer.analysis import (
+from transformer.analysis.measures import (
     attention_checks,
     head_statistics,
     logsumexp_softmax,

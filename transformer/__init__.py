@@ -4,23 +4,23 @@ Masks are boolean with True = may attend; attention is scaled by 1/sqrt(d_k).
 No Streamlit and no Plotly here: `run_live` turns a `LiveConfig` into NumPy arrays.
 """
 
-from transformer.attention import (
+from transformer.core.attention import (
     AttentionStages,
     MultiHeadAttention,
     attention_stages,
     masked_softmax,
     scaled_dot_product_attention,
 )
-from transformer.config import LiveConfig
-from transformer.device import device_label, resolve_device, visible_gpus
-from transformer.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
-from transformer.live import LiveResult, line_count, run_live, sequence_lengths, stack_sides
-from transformer.masks import padding_mask, subsequent_mask, target_mask
-from transformer.model import Transformer
-from transformer.model_cache import ModelCache
-from transformer.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
-from transformer.pretrained import Pretrained, load_pretrained
-from transformer.walkthrough import Walkthrough, attention_walkthrough, keras_difference
+from transformer.core.layers import Decoder, DecoderBlock, Encoder, EncoderBlock, FeedForward, ResidualBlock
+from transformer.core.masks import padding_mask, subsequent_mask, target_mask
+from transformer.core.model import Transformer
+from transformer.core.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
+from transformer.live.config import LiveConfig
+from transformer.live.device import device_label, resolve_device, visible_gpus
+from transformer.live.model_cache import ModelCache
+from transformer.live.run import LiveResult, line_count, run_live, sequence_lengths, stack_sides
+from transformer.live.walkthrough import Walkthrough, attention_walkthrough, keras_difference
+from transformer.training.pretrained import Pretrained, load_pretrained
 
 __all__ = [
     "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward", "LiveConfig",

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.masks import SIZED_FAMILIES
-from transformer.model import ARCHITECTURE_STACKS
+from transformer.core.masks import SIZED_FAMILIES
+from transformer.core.model import ARCHITECTURE_STACKS
 from ui import state
 from ui.chart import chart, column_px
 from ui.text import count
@@ -122,7 +122,7 @@ def variant_note(config, kv_heads: int, heads: int) -> str:
 
 
 def check_lines(checks) -> list[str]:
-    """Each `transformer.analysis.Check` as a Markdown line: its mark, name, what is measured and the value."""
+    """Each `transformer.analysis.measures.Check` as a Markdown line: its mark, name, what is measured and the value."""
     return [f"{PASSED if check.passed else FAILED} **{check.name}** — {check.detail}: `{check.value:.3g}`"
             for check in checks]
 

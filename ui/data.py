@@ -10,11 +10,11 @@ import streamlit as st
 
 import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
-from transformer.analysis import scaling_experiment
-from transformer.cost import COST_LENGTHS, attention_cost
+from transformer.analysis.cost import COST_LENGTHS, attention_cost
+from transformer.analysis.measures import scaling_experiment
+from transformer.analysis.position_views import position_views as _position_views_of
 from transformer.decoding import decode
-from transformer.device import memory_in_use as device_memory
-from transformer.position_views import position_views as _position_views_of
+from transformer.live.device import memory_in_use as device_memory
 
 COMPUTING = "Computing…"
 
@@ -53,7 +53,7 @@ def _position_views(length: int, d_k: int, heads: int):
 
 
 def position_views(length: int, d_k: int, heads: int):
-    """RoPE's angles and rotated dot products, ALiBi's biases (`transformer.position_views`), cached; on bad
+    """RoPE's angles and rotated dot products, ALiBi's biases (`transformer.analysis.position_views`), cached; on bad
     input a message and the page stops (outside the cache, as the other calls here)."""
     return _or_stop(_position_views, length, d_k, heads)
 
@@ -67,7 +67,7 @@ _MEASURED: set = set()  # the cost measurements made in this process (any sessio
 
 
 def cost(d_model: int, heads: int, device: str, longest: int):
-    """`transformer.cost.attention_cost` (cached per model size, device and longest N)."""
+    """`transformer.analysis.cost.attention_cost` (cached per model size, device and longest N)."""
     series = _or_stop(_cost, d_model, heads, device, longest)
     _MEASURED.add((d_model, heads, device, longest))
     return series

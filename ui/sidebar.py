@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer import pretrained
-from transformer.config import MAX_LAYERS, MAX_SEQ_LEN
-from transformer.device import resolve_device
-from transformer.model_cache import model_bytes
+from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN
+from transformer.live.device import resolve_device
+from transformer.live.model_cache import model_bytes
 from transformer.tasks import get_task
+from transformer.training import pretrained
 from ui import state
 from ui.controls import PERSIST
 from ui.text import count

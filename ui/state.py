@@ -13,15 +13,15 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
-from transformer.device import DEVICE_CHOICES
-from transformer.layers import NORMS
-from transformer.masks import MASK_FAMILIES
-from transformer.model import ARCHITECTURES, STACKS
-from transformer.positional import POSITIONS
-from transformer.pretrained import SESSION_PREFIX, SHIPPED, task_of
-from transformer.saved_model import TrainSpec
+from transformer.core.layers import NORMS
+from transformer.core.masks import MASK_FAMILIES
+from transformer.core.model import ARCHITECTURES, STACKS
+from transformer.core.positional import POSITIONS
+from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.live.device import DEVICE_CHOICES
 from transformer.tasks import get_task
+from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, task_of
+from transformer.training.saved_model import TrainSpec
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-forward sublayer (attention only)

@@ -13,8 +13,8 @@ import numpy as np
 import streamlit as st
 
 from transformer import stack_sides
-from transformer.analysis import attention_rollout, neuron_terms, without_keys
-from transformer.blockwise import FULL_ATTENTION_MAX
+from transformer.analysis.measures import attention_rollout, neuron_terms, without_keys
+from transformer.live.blockwise import FULL_ATTENTION_MAX
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, plot
 from ui.text import count

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import uuid
 
-from transformer import pretrained
-from transformer.device import resolve_device
-from transformer.saved_model import TrainSpec
-from transformer.train import train
+from transformer.live.device import resolve_device
+from transformer.training import pretrained
+from transformer.training.saved_model import TrainSpec
+from transformer.training.train import train
 from ui.text import count
 
 _slots = threading.BoundedSemaphore(2)

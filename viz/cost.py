@@ -30,7 +30,7 @@ def _quadratic_from(n: int) -> tuple[list[dict], list[dict]]:
 
 
 def cost_figure(series, device_label: str = "", quadratic_from: int | None = None) -> go.Figure:
-    """``series``: `transformer.cost.Series` list. Left: seconds; right: bytes; both against N.
+    """``series``: `transformer.analysis.cost.Series` list. Left: seconds; right: bytes; both against N.
     ``quadratic_from``: the N where the N² terms become half the layer's FLOPs (2·d_model), marked on both."""
     traces = []
     for index, one in enumerate(series):

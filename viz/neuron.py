@@ -20,7 +20,7 @@ VALUES_SHOWN_UP_TO = 16  # dimensions; more and the numbers on the cells no long
 
 
 def neuron_view(terms, query_tokens, key_tokens, head: int, query: int, key: int) -> go.Figure:
-    """Args: terms: a `transformer.analysis.NeuronTerms`; query_tokens, key_tokens: the line's N_q and N_k
+    """Args: terms: a `transformer.analysis.measures.NeuronTerms`; query_tokens, key_tokens: the line's N_q and N_k
     tokens; head, query, key: the pair the terms are of."""
     q_label, k_labels = position_labels(query_tokens)[query], position_labels(key_tokens)
     d_k = len(terms.query)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer.tokens import Vocabulary
+from transformer.core.tokens import Vocabulary
 
 PAD, START, END = "<pad>", "<s>", "</s>"
 SPECIALS = (PAD, START, END)

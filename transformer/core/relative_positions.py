@@ -1,6 +1,6 @@
 """Positions inside attention: rotary embeddings (RoFormer) and ALiBi's linear biases.
 
-Imported by `transformer.attention` (its layers apply them) and handed on by `transformer.positional`.
+Imported by `transformer.core.attention` (its layers apply them) and handed on by `transformer.core.positional`.
 """
 
 from __future__ import annotations

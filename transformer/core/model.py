@@ -1,6 +1,6 @@
 """The Transformer: the paper's encoder-decoder (Figure 1), a decoder-only (GPT) or an encoder-only (BERT) model.
 
-The one forward pass: embeddings -> positions -> blocks -> logits are wired here and in `transformer.layers`;
+The one forward pass: embeddings -> positions -> blocks -> logits are wired here and in `transformer.core.layers`;
 everything else runs a model through its public methods (``call``, `encode`, `decode` with a cache,
 `attention_inputs`, `attention_layers`) and `AttentionHook`.
 """
@@ -11,10 +11,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.attention import AttentionCache, AttentionHook, check_heads
-from transformer.layers import Decoder, Encoder, check_norm
-from transformer.masks import cached_causal_mask
-from transformer.positional import ScaledEmbedding, in_attention, position_layer
+from transformer.core.attention import AttentionCache, AttentionHook, check_heads
+from transformer.core.layers import Decoder, Encoder, check_norm
+from transformer.core.masks import cached_causal_mask
+from transformer.core.positional import ScaledEmbedding, in_attention, position_layer
 
 STACKS = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, cross-attention
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")

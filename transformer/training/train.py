@@ -1,7 +1,7 @@
 """Train a small Transformer on a synthetic task, as the paper trains (at this size).
 
-    python -m transformer.train --task reverse [--steps 3000] [--seed 0] [--d-model 64] ...
-    python -m transformer.train --task dates       # or translate: each task has its own defaults
+    python -m transformer.training.train --task reverse [--steps 3000] [--seed 0] [--d-model 64] ...
+    python -m transformer.training.train --task dates       # or translate: each task has its own defaults
 
 Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule
 lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), label smoothing 0.1,
@@ -21,13 +21,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.decoding import greedy_decode, strip
-from transformer.device import resolve_device
-from transformer.masks import padding_mask, target_mask
-from transformer.model import Transformer
-from transformer.saved_model import PRETRAINED_DIR, TrainSpec, build_model, save
+from transformer.core.masks import padding_mask, target_mask
+from transformer.core.model import Transformer
+from transformer.core.tokens import Vocabulary
+from transformer.decoding.search import greedy_decode, strip
+from transformer.live.device import resolve_device
 from transformer.tasks import PAD_ID, TASKS, get_task, make_batch
-from transformer.tokens import Vocabulary
+from transformer.training.saved_model import PRETRAINED_DIR, TrainSpec, build_model, save
 
 
 @dataclass

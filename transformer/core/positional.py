@@ -8,9 +8,9 @@ import math
 import keras
 import tensorflow as tf
 
-from transformer.attention import batch_and_length
-from transformer.dropout import apply_dropout, dropout_layer
-from transformer.relative_positions import alibi_bias, alibi_slopes, rotary, rotary_frequencies
+from transformer.core.attention import batch_and_length
+from transformer.core.dropout import apply_dropout, dropout_layer
+from transformer.core.relative_positions import alibi_bias, alibi_slopes, rotary, rotary_frequencies
 
 __all__ = ["POSITIONS", "LearnedPositions", "NoPositions", "PositionalEncoding", "ScaledEmbedding", "alibi_bias",
            "alibi_slopes", "in_attention", "position_layer", "positional_encoding", "rotary", "rotary_frequencies"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import keras
 
-from transformer.attention import MaskConsumer, MultiHeadAttention
-from transformer.dropout import apply_dropout, dropout_layer
-from transformer.linear import Linear
+from transformer.core.attention import MaskConsumer, MultiHeadAttention
+from transformer.core.dropout import apply_dropout, dropout_layer
+from transformer.core.linear import Linear
 
 
 def _register(cls):

@@ -14,14 +14,14 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
-from transformer.engine_thread import when_idle
-from transformer.linear import zero_kernels
-from transformer.model import Transformer
-from transformer.model_function import ModelFunction
-from transformer.pretrained import load_pretrained
-from transformer.tf_patches import clear_kernel_cache
-from transformer.weight_init import seed_weights
+from transformer.core.linear import zero_kernels
+from transformer.core.model import Transformer
+from transformer.core.weight_init import seed_weights
+from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
+from transformer.live.engine_thread import when_idle
+from transformer.live.model_function import ModelFunction
+from transformer.live.tf_patches import clear_kernel_cache
+from transformer.training.pretrained import load_pretrained
 
 MODEL_CACHE_SIZE = 4
 MODEL_CACHE_BYTES = 1536 * 2**20  # the cached models' weights: two of the largest (d_model 1024, d_ff 4096, 6 layers)

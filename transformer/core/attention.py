@@ -13,9 +13,9 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
-from transformer.dropout import apply_dropout, dropout_layer
-from transformer.linear import Linear
-from transformer.relative_positions import alibi_bias, rotary
+from transformer.core.dropout import apply_dropout, dropout_layer
+from transformer.core.linear import Linear
+from transformer.core.relative_positions import alibi_bias, rotary
 
 
 class AttentionStages(NamedTuple):

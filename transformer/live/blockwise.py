@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from transformer.attention import AttentionHook, attention_stages
+from transformer.core.attention import AttentionHook, attention_stages
 
 FULL_ATTENTION_MAX = 512  # longer sequences run block-wise
 QUERY_BLOCK = 128  # queries a block (a multiple of every pool factor up to 128)
@@ -30,7 +30,7 @@ def power_of_two_block(length: int, cells: int = VIEW_CELLS) -> int:
 
 @dataclass
 class CheckTotals:
-    """What `transformer.analysis.attention_checks` measures, gathered block by block over one stack."""
+    """What `transformer.analysis.measures.attention_checks` measures, gathered block by block over one stack."""
 
     non_finite: int = 0
     row_gap: float = 0.0  # max |row sum − 1| over rows with an allowed key

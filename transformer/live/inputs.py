@@ -1,6 +1,6 @@
 """What every live computation starts from: the text as padded id batches, their masks, the encodings.
 
-Masks are boolean NumPy arrays, True = may attend, made by `transformer.masks` and cached
+Masks are boolean NumPy arrays, True = may attend, made by `transformer.core.masks` and cached
 read-only per configuration: a page's forward pass and its Keras check share them.
 """
 
@@ -12,13 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer import decoding, tokens
-from transformer.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
-from transformer.device import resolve_device
-from transformer.masks import family_mask, padding_mask, subsequent_mask
-from transformer.positional import positional_encoding
-from transformer.pretrained import check_config, load_pretrained
+from transformer.core import tokens
+from transformer.core.masks import family_mask, padding_mask, subsequent_mask
+from transformer.core.positional import positional_encoding
+from transformer.decoding import search
+from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
+from transformer.live.device import resolve_device
 from transformer.tasks import PAD, PAD_ID, START
+from transformer.training.pretrained import check_config, load_pretrained
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     model = load_pretrained(config.weights, resolve_device(config.device))
     texts = tokens.text_lines(config.source_text, "source")
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
-    predicted = [model.vocab.decode(ids) for ids in decoding.predictions(model, lines)]
+    predicted = [model.vocab.decode(ids) for ids in search.predictions(model, lines)]
     source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
     target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
                                  model.rules.target_length(config.seq_len) + 1)
@@ -186,3 +187,24 @@ def encoding_array(length: int, d_model: int, device: str = "/CPU:0") -> np.ndar
     if length > MAX_SEQ_LEN:
         return _encoding(length, d_model, device)  # (N, D)
     return _longest_encoding(d_model, device)[:length]  # (N, D)
+
+
+def checked_lines(lines, batch: int) -> tuple:
+    """``lines`` as a tuple of row indices into a batch of ``batch`` lines (None: all); ValueError naming
+    any line that does not exist."""
+    if lines is None:
+        return tuple(range(batch))
+    lines = tuple(lines)
+    missing = [line for line in lines if not isinstance(line, (int, np.integer)) or not 0 <= line < batch]
+    if missing or not lines:
+        raise ValueError(f"lines must name lines 0 to {batch - 1} (there are {batch}). Received: lines={lines!r}")
+    return tuple(int(line) for line in lines)
+
+
+def batch_rows(rows: tuple, *batched) -> list:
+    """Each of ``batched`` (NumPy, batch first: ids (B, N), masks (B, 1, N_q, N_k)) cut to ``rows``, as
+    tensors. Used by `run_live` and by the walkthrough's Keras check. NumPy indexing, not ``tf.gather``:
+    four eager gathers cost ~1 ms a call (the default forward pass itself takes ~7 ms)."""
+    if rows == tuple(range(batched[0].shape[0])):
+        return [tf.convert_to_tensor(values) for values in batched]
+    return [tf.convert_to_tensor(values[list(rows)]) for values in batched]  # (B', ...)

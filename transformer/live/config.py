@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer import tokens
-from transformer.attention import check_heads, check_kv_heads
-from transformer.blockwise import FULL_ATTENTION_MAX
-from transformer.device import resolve_device
-from transformer.layers import NORMS
-from transformer.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
-from transformer.model import ARCHITECTURE_STACKS, ARCHITECTURES
-from transformer.positional import POSITIONS
+from transformer.core import tokens
+from transformer.core.attention import check_heads, check_kv_heads
+from transformer.core.layers import NORMS
+from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
+from transformer.core.model import ARCHITECTURE_STACKS, ARCHITECTURES
+from transformer.core.positional import POSITIONS
+from transformer.live.blockwise import FULL_ATTENTION_MAX
+from transformer.live.device import resolve_device
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
-MAX_SEQ_LEN = 4096  # above transformer.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
+MAX_SEQ_LEN = 4096  # above transformer.live.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
 MAX_D_MODEL = 1024
 MAX_D_FF = 4096
 MAX_LAYERS = 6
@@ -41,12 +41,12 @@ class LiveConfig:
     padding_masks: bool = True  # False: draw what attention does without padding masks
     look_ahead_mask: bool = True  # False: the decoder may look ahead
     weights: str = "random"  # "random" (seeded), a shipped model ("copy", ...) or "session:<key>"
-    positions: str = "sinusoidal"  # transformer.positional.POSITIONS: how the model knows where a token is
+    positions: str = "sinusoidal"  # transformer.core.positional.POSITIONS: how the model knows where a token is
     num_kv_heads: int | None = None  # key/value heads, a divisor of num_heads (None: num_heads, the paper)
-    mask_family: str = "paper"  # transformer.masks.MASK_FAMILIES: the self-attention pattern
+    mask_family: str = "paper"  # transformer.core.masks.MASK_FAMILIES: the self-attention pattern
     mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
-    norm: str = "post"  # transformer.layers.NORMS: LayerNorm after each residual sum (the paper) or before
-    architecture: str = "encoder-decoder"  # transformer.model.ARCHITECTURES: the stacks the model has
+    norm: str = "post"  # transformer.core.layers.NORMS: LayerNorm after each residual sum (the paper) or before
+    architecture: str = "encoder-decoder"  # transformer.core.model.ARCHITECTURES: the stacks the model has
 
     @property
     def trained(self) -> bool:
@@ -66,7 +66,7 @@ class LiveConfig:
 
     @property
     def stacks(self) -> tuple:
-        """The attention stacks the model has (`transformer.model.ARCHITECTURE_STACKS`)."""
+        """The attention stacks the model has (`transformer.core.model.ARCHITECTURE_STACKS`)."""
         return ARCHITECTURE_STACKS[self.architecture]
 
     @property
@@ -89,7 +89,7 @@ def validate(config: LiveConfig) -> None:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={config.architecture!r}")
     if config.norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}. Received: norm={config.norm!r}")
-    if config.trained:  # its name and options: transformer.pretrained.check_config, where it is run
+    if config.trained:  # its name and options: transformer.training.pretrained.check_config, where it is run
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
     _check_range("num_heads", config.num_heads, 1, MAX_HEADS)

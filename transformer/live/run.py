@@ -1,6 +1,6 @@
 """The one plain-data entry point: a frozen `LiveConfig` in, a `LiveResult` of NumPy arrays out.
 
-The app calls `run_live` (and `transformer.walkthrough` for one layer's intermediates); it never
+The app calls `run_live` (and `transformer.live.walkthrough` for one layer's intermediates); it never
 touches a tensor. The way of a configuration: `validate` (config) -> `prepared_inputs` (inputs:
 ids and masks) -> `MODELS.for_config` (model_cache: built once per architecture, seeded) -> its
 attention `ModelFunction` on the engine thread -> NumPy.
@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from transformer.blockwise import FULL_ATTENTION_MAX, blockwise_attention
-from transformer.config import LiveConfig, check_budget, validate
-from transformer.device import device_label, resolve_device
-from transformer.engine_thread import on_engine_thread
-from transformer.inputs import encoding_array, prepared_inputs
-from transformer.model import STACKS
-from transformer.model_cache import MODELS, ModelCache
+from transformer.core.model import STACKS
+from transformer.live.blockwise import FULL_ATTENTION_MAX, blockwise_attention
+from transformer.live.config import LiveConfig, check_budget, validate
+from transformer.live.device import device_label, resolve_device
+from transformer.live.engine_thread import on_engine_thread
+from transformer.live.inputs import batch_rows, checked_lines, encoding_array, prepared_inputs
+from transformer.live.model_cache import MODELS, ModelCache
 from transformer.tasks import SPECIALS
 
 
@@ -68,7 +68,7 @@ class LiveResult:
     compute_seconds: float
     traces: int
     builds: int
-    attention_factor: int = 1  # > 1: a block-wise run; ``attention`` is max-pooled f × f (transformer.blockwise)
+    attention_factor: int = 1  # > 1: a block-wise run; ``attention`` is max-pooled f × f (transformer.live.blockwise)
     windows: tuple = ()  # ((first query, first key, size), …) of ``window_weights``
     window_weights: dict = field(default_factory=dict)  # {stack: ((L, B', H, rows, cols), …)} exact, a window each
     block_checks: dict = field(default_factory=dict)  # {stack: blockwise.CheckTotals} of a block-wise run
@@ -111,18 +111,6 @@ def _windows(windows) -> tuple:
         raise ValueError("Each window is (first query, first key, size): positions from 0, a size from 1. "
                          f"Received: windows={windows!r}")
     return tuple(tuple(int(value) for value in window) for window in windows)
-
-
-def checked_lines(lines, batch: int) -> tuple:
-    """``lines`` as a tuple of row indices into a batch of ``batch`` lines (None: all); ValueError naming
-    any line that does not exist."""
-    if lines is None:
-        return tuple(range(batch))
-    lines = tuple(lines)
-    missing = [line for line in lines if not isinstance(line, (int, np.integer)) or not 0 <= line < batch]
-    if missing or not lines:
-        raise ValueError(f"lines must name lines 0 to {batch - 1} (there are {batch}). Received: lines={lines!r}")
-    return tuple(int(line) for line in lines)
 
 
 @on_engine_thread  # its masks are made (and cached) by TensorFlow, where run_live makes them
@@ -208,12 +196,3 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
         **(dict(attention_factor=blockwise.factor, windows=blockwise.windows, window_weights=blockwise.window_weights,
                 block_checks=blockwise.checks) if blockwise else {}),
     )
-
-
-def batch_rows(rows: tuple, *batched) -> list:
-    """Each of ``batched`` (NumPy, batch first: ids (B, N), masks (B, 1, N_q, N_k)) cut to ``rows``, as
-    tensors. Used by `run_live` and by the walkthrough's Keras check. NumPy indexing, not ``tf.gather``:
-    four eager gathers cost ~1 ms a call (the default forward pass itself takes ~7 ms)."""
-    if rows == tuple(range(batched[0].shape[0])):
-        return [tf.convert_to_tensor(values) for values in batched]
-    return [tf.convert_to_tensor(values[list(rows)]) for values in batched]  # (B', ...)

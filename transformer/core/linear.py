@@ -15,7 +15,7 @@ _ZEROED = threading.local()  # .on: this thread builds `Linear` kernels as zeros
 def zero_kernels():
     """On this thread, within the block, new `Linear` kernels start as zeros, not Glorot-uniform draws.
 
-    For a caller that assigns every weight itself right after building (`transformer.model_cache`
+    For a caller that assigns every weight itself right after building (`transformer.live.model_cache`
     draws a random model's weights from its seed): the ~35 eager random draws were half the time of building
     a default model. Other threads (a training run building its model) are not affected.
     """

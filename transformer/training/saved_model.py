@@ -10,12 +10,12 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from transformer.attention import check_heads
-from transformer.layers import NORMS
-from transformer.model import Transformer
+from transformer.core.attention import check_heads
+from transformer.core.layers import NORMS
+from transformer.core.model import Transformer
 from transformer.tasks import get_task, task_vocabulary
 
-PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"  # transformer/pretrained/<task>/
 WEIGHTS_FILE = "weights.weights.h5"
 CONFIG_FILE = "model.json"
 
@@ -37,7 +37,7 @@ class TrainSpec:
     min_len: int = 3
     max_len: int = 10
     seed: int = 0
-    norm: str = "post"  # transformer.layers.NORMS: the paper's post-norm or GPT-2's pre-norm
+    norm: str = "post"  # transformer.core.layers.NORMS: the paper's post-norm or GPT-2's pre-norm
 
     @property
     def options(self) -> str:
@@ -100,7 +100,7 @@ def load_folder(folder: Path, device: str = "/CPU:0"):
 
 
 def save(result, folder: Path) -> Path:
-    """A `transformer.train.TrainResult`'s weights (Keras .weights.h5, no pickle) and a JSON of its spec,
+    """A `transformer.training.train.TrainResult`'s weights (Keras .weights.h5, no pickle) and a JSON of its spec,
     vocabulary and metrics, in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     result.model.save_weights(folder / WEIGHTS_FILE)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.engine_thread import on_engine_thread
-from transformer.positional import alibi_bias, alibi_slopes, rotary, rotary_frequencies
+from transformer.core.positional import alibi_bias, alibi_slopes, rotary, rotary_frequencies
+from transformer.live.engine_thread import on_engine_thread
 
 
 @dataclass(frozen=True)

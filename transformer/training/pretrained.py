@@ -13,11 +13,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformer.device import resolve_device
-from transformer.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_spec
-from transformer.saved_model import load_folder as read_folder
+from transformer.core.tokens import Vocabulary
+from transformer.live.device import resolve_device
 from transformer.tasks import Task, get_task
-from transformer.tokens import Vocabulary
+from transformer.training.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_spec
+from transformer.training.saved_model import load_folder as read_folder
 
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate")
 SESSION_PREFIX = "session:"
@@ -71,12 +71,12 @@ class Pretrained:
 
 
 def from_result(name: str, result) -> Pretrained:
-    """A `transformer.train.TrainResult` as a `Pretrained` called ``name``."""
+    """A `transformer.training.train.TrainResult` as a `Pretrained` called ``name``."""
     return Pretrained(name, result.spec, result.model, result.vocab, result.accuracy, result.device)
 
 
 def load_folder(folder: Path, name: str, device: str = "/CPU:0") -> Pretrained:
-    """The saved model in ``folder`` (`transformer.saved_model`), its weights on ``device``."""
+    """The saved model in ``folder`` (`transformer.training.saved_model`), its weights on ``device``."""
     return Pretrained(name, *read_folder(folder, device), device)
 
 
@@ -105,7 +105,8 @@ def check_name(name: str) -> None:
     if name not in SHIPPED:
         raise ValueError(f"Unknown trained model. Choose one of {list(SHIPPED)}. Received: {name!r}")
     if not (PRETRAINED_DIR / name / WEIGHTS_FILE).exists():
-        raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.train --task {name}`.")
+        raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.training.train --task "
+                         f"{name}`.")
 
 
 def check_config(config) -> None:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.attention import MultiHeadAttention, check_heads
-from transformer.blockwise import QUERY_BLOCK, BlockHook, LayerView, power_of_two_block
-from transformer.engine_thread import on_engine_thread
-from transformer.masks import family_mask
+from transformer.core.attention import MultiHeadAttention, check_heads
+from transformer.core.masks import family_mask
+from transformer.live.blockwise import QUERY_BLOCK, BlockHook, LayerView, power_of_two_block
+from transformer.live.engine_thread import on_engine_thread
 
 COST_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096)
 FIT_FROM = 256  # the exponent is fitted from here up: below, fixed per-op costs dominate

@@ -12,15 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.attention import batch_and_length
-from transformer.blockwise import FULL_ATTENTION_MAX
-from transformer.config import LiveConfig, validate
-from transformer.device import device_label
-from transformer.engine_thread import on_engine_thread
-from transformer.inputs import prepared_inputs
-from transformer.live import batch_rows, checked_lines
-from transformer.model_cache import MODELS, ModelCache
-from transformer.reference import keras_gaps, keras_twin
+from transformer.analysis.reference import keras_gaps, keras_twin
+from transformer.core.attention import batch_and_length
+from transformer.live.blockwise import FULL_ATTENTION_MAX
+from transformer.live.config import LiveConfig, validate
+from transformer.live.device import device_label
+from transformer.live.engine_thread import on_engine_thread
+from transformer.live.inputs import batch_rows, checked_lines, prepared_inputs
+from transformer.live.model_cache import MODELS, ModelCache
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Measures of attention maps, the cost of attention, position views and the Keras reference."""

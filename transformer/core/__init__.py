@@ -1,0 +1,1 @@
+"""The model itself: attention, its layers, positions, masks, the Transformer, tokens."""

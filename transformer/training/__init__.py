@@ -1,0 +1,1 @@
+"""Training on the tasks, the saved-model format and the trained models."""
