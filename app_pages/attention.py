@@ -41,76 +41,89 @@ config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
 batch = data.line_count(config)  # lines of text; a bad configuration's message goes full width, under the controls
 with controls[1]:
     element = element_picker(batch)
-windows = token_views.exact_windows(config, stack)  # {name: window} a block-wise run (N > 512) keeps exact
-result = data.live(config, stacks=(stack,), lines=(element,), windows=tuple(windows.values()))  # the stack and line
-exact_maps = {name: maps[:, 0] for name, maps in zip(windows, result.window_weights.get(stack, ()))}  # (L, H, r, c)
-line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k), max-pooled by result.attention_factor above 512
-layers, heads = line_maps.shape[:2]
-n_q, n_k = (len(tokens) for tokens in result.tokens_of(stack, element))
-blockwise = result.attention_factor > 1
+text = data.text_of(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet
+layers, heads = text.layers, text.heads
+n_q, n_k = (len(tokens) for tokens in text.tokens_of(stack, element))
+blockwise = config.seq_len > FULL_ATTENTION_MAX
 with controls[1]:
     layer = layer_picker(layers)
 
-query_lines, key_lines = stack_sides(stack, result.source_tokens, result.target_tokens)  # every line's tokens
-mask = result.applied_masks[stack][element]  # (N_q, N_k)
+# Every control that decides what is computed comes first (the focus, the full-resolution window, the view);
+# the charts fill the places kept for them once the model has run with those values.
+query_lines, key_lines = stack_sides(stack, text.source_tokens, text.target_tokens)  # every line's tokens
 focus_row = st.columns([3, 2, 3])
 hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key="specials", help="Takes those keys' columns "
                                     "out and renormalises each row over the rest (attention sinks hide the rest "
                                     "of a row). Up to N = 512.", disabled=blockwise, **PERSIST) and not blockwise
-view_of_line = token_views.line_view(result, stack, element, hide_specials)
-focus = token_views.focus_controls(view_of_line, focus_row)
-drawn_focus = token_views.drawn_focus(view_of_line, focus)
-on_click = token_views.on_chart_click(view_of_line)
-weights = view_of_line.weights[layer]  # (H, N_q, N_k'), specials' columns out when hidden
+line_tokens = token_views.line_tokens(text, stack, element, hide_specials)
+focus = token_views.focus_controls(line_tokens, focus_row)
 switched_off = st.container()  # always drawn: the note coming or going must not rebuild the charts (ui.data)
 if not (padding_on and future_on):
     switched_off.info("A mask is switched off: the weights below are what attention does without it.",
                       icon=":material/lock_open:")
-
-st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
-padding_notice(result)
-with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
-d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own d_model)
-title = "<br>".join(filter(None, (f"{count(heads, 'head')} (d_k = {d_k}) and {'its' if heads == 1 else 'their'} mean",
-                                  view_of_line.note)))
-kv_heads = config.kv_heads if not config.trained else heads
-group = heads // kv_heads  # query heads that share one key/value head
-names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
-columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
-plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
-               names=[*names, "mean of heads"], columns=columns, focus=drawn_focus, pooled=result.attention_factor,
-               key_positions=view_of_line.key_positions, fit_px=fit_px("heads")),
-     "heads", on_click=on_click)
-if blockwise:
-    st.caption(f"N = {n_q} > {FULL_ATTENTION_MAX}: attention ran block-wise, {QUERY_BLOCK} queries at a time; each "
-               f"block's weights were max-pooled {result.attention_factor}×{result.attention_factor} as they were "
-               "made, so no layer's H·N² weights were ever held whole. The full-resolution window below is exact.")
-note = variant_note(config, kv_heads, heads)
-if note:
-    st.caption(note)
+heads_part = st.container()  # the line's notices, the head grid and its captions
+full_resolution, start = None, (0, 0)
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
     full_resolution = st.expander(f"Head {head} at full resolution ({n_q}×{n_k})", key="full_res",
                                   on_change="rerun")
-    if full_resolution.open:  # computed and sent only while open (at N = 512, ~15 ms here and a hidden redraw)
+    shown_k = n_k if blockwise else len(line_tokens.key_positions)
+    if full_resolution.open and max(n_q, shown_k) > FULL_RESOLUTION_WINDOW:
         with full_resolution:
-            start = (0, 0)
-            shown_k = n_k if blockwise else weights.shape[-1]
-            if max(n_q, shown_k) > FULL_RESOLUTION_WINDOW:
-                st.caption(f"Every cell exact, in a window of at most {FULL_RESOLUTION_WINDOW} × "
-                           f"{FULL_RESOLUTION_WINDOW} positions (to keep the page fast): move it here.")
-                left, right = st.columns(2)
-                start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
-                         window_start_picker("crop_k", window_starts(shown_k), "First key", right))
-            exact = exact_maps["full_res"][layer, head] if blockwise else weights[head]  # the window, or the head
-            plot(single_head(exact, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
-                             title=f"head {head}", start=start, focus=drawn_focus, window=blockwise),
-                 "single_head", on_click=on_click)
-
+            st.caption(f"Every cell exact, in a window of at most {FULL_RESOLUTION_WINDOW} × "
+                       f"{FULL_RESOLUTION_WINDOW} positions (to keep the page fast): move it here.")
+            left, right = st.columns(2)
+            start = (window_start_picker("crop_q", window_starts(n_q), "First query", left),
+                     window_start_picker("crop_k", window_starts(shown_k), "First key", right))
 MODEL_VIEW_HEADS = 16
 # One view at a time, picked with a segmented control: only the chosen view is computed and sent. (Lazy tabs did
 # the same, but the browser re-renders Streamlit's tabs on every update of the page: ~30 ms of a slider move.)
 view = view_picker()
+windows = token_views.exact_windows(  # {name: window} a block-wise run (N > 512) keeps exact
+    config.seq_len, n_q, n_k, full_res=start if full_resolution is not None and full_resolution.open else None,
+    head_view=view == "Head view", focus=focus)
+
+with heads_part:
+    result = data.live(config, stacks=(stack,), lines=(element,), windows=tuple(windows.values()))  # stack, line
+exact_maps = {name: maps[:, 0] for name, maps in zip(windows, result.window_weights.get(stack, ()))}  # (L, H, r, c)
+line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k), max-pooled by result.attention_factor above 512
+mask = result.applied_masks[stack][element]  # (N_q, N_k)
+view_of_line = token_views.line_view(result, stack, element, hide_specials)
+drawn_focus = token_views.drawn_focus(view_of_line, focus)
+on_click = token_views.on_chart_click(view_of_line)
+weights = view_of_line.weights[layer]  # (H, N_q, N_k'), specials' columns out when hidden
+with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
+
+with heads_part:
+    st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
+    padding_notice(result)
+    d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own)
+    title = "<br>".join(filter(None, (f"{count(heads, 'head')} (d_k = {d_k}) and "
+                                      f"{'its' if heads == 1 else 'their'} mean", view_of_line.note)))
+    kv_heads = config.kv_heads if not config.trained else heads
+    group = heads // kv_heads  # query heads that share one key/value head
+    names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
+    columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
+    plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
+                   names=[*names, "mean of heads"], columns=columns, focus=drawn_focus,
+                   pooled=result.attention_factor, key_positions=view_of_line.key_positions,
+                   fit_px=fit_px("heads")),
+         "heads", on_click=on_click)
+    if blockwise:
+        st.caption(f"N = {n_q} > {FULL_ATTENTION_MAX}: attention ran block-wise, {QUERY_BLOCK} queries at a time; "
+                   f"each block's weights were max-pooled {result.attention_factor}×{result.attention_factor} as "
+                   "they were made, so no layer's H·N² weights were ever held whole. The full-resolution window "
+                   "below is exact.")
+    note = variant_note(config, kv_heads, heads)
+    if note:
+        st.caption(note)
+if full_resolution is not None and full_resolution.open:  # computed and sent only while open
+    with full_resolution:
+        exact = exact_maps["full_res"][layer, head] if blockwise else weights[head]  # the window, or the head
+        plot(single_head(exact, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
+                         title=f"head {head}", start=start, focus=drawn_focus, window=blockwise),
+             "single_head", on_click=on_click)
+
 if blockwise and view in token_views.WHOLE_MAP_VIEWS:
     st.info(f"The {view.lower()} needs every weight of a layer at once: up to N = {FULL_ATTENTION_MAX} (N = {n_q} "
             "runs block-wise). The heads above, the head view, the model view and the checks work at every length.",

@@ -142,6 +142,12 @@ def live(config, stacks=(), lines=None, notices=True, windows=()):
     return result
 
 
+def text_of(config):
+    """``config``'s lines as the model reads them (tokens, ids, masks, the model's sizes) without any attention
+    computed: `run_live` with no stacks, cached; nothing drawn (the page's `live` call draws the notices)."""
+    return _or_stop(_live, config, (), None, ())
+
+
 def every_line(config, stack: str):
     """``stack``'s weights ``(L, B, H, N_q, N_k)`` for every line of ``config`` (a download): `run_live`, cached,
     with no message drawn (the page has drawn them for its own run)."""

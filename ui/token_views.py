@@ -12,13 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer import stack_sides
 from transformer.analysis.measures import attention_rollout, neuron_terms, without_keys
 from transformer.live.blockwise import FULL_ATTENTION_MAX
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, plot
 from ui.text import count
-from viz.attention import head_grid, window_starts
+from viz.attention import head_grid
 from viz.head_view import MAX_POSITIONS, head_view, window
 from viz.labels import escape, position_labels
 from viz.neuron import neuron_view
@@ -66,15 +65,33 @@ def widget_labels(tokens, positions=None) -> list[str]:
     return [html.unescape(label) for label in position_labels(tokens, positions)]
 
 
-def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
-    """``result``'s maps of ``stack`` for ``line`` (its index in the batch), specials' keys hidden if asked."""
-    weights = result.attention[stack][:, result.lines.index(line) if result.lines else line]  # (L, H, N_q, N_k)
-    mask = result.applied_masks[stack][line]  # (N_q, N_k)
+@dataclass(frozen=True)
+class LineTokens:
+    """One line's tokens as a stack's view draws them: ``key_positions`` ``(N_k',)`` the keys kept (all but the
+    specials' when they are hidden)."""
+
+    query_tokens: tuple
+    key_tokens: tuple
+    key_positions: np.ndarray
+
+
+def line_tokens(result, stack: str, line: int, hide_specials: bool) -> LineTokens:
+    """``line``'s tokens in ``stack`` and the keys kept, from any `LiveResult` (no attention needed)."""
     query_tokens, key_tokens = result.tokens_of(stack, line)
     hidden = result.special_keys(stack, line) if hide_specials else np.zeros(len(key_tokens), bool)  # (N_k,)
     if hidden.all():  # nothing would be left to draw
         hidden = np.zeros_like(hidden)
-    kept = np.flatnonzero(~hidden)
+    return LineTokens(query_tokens, key_tokens, np.flatnonzero(~hidden))
+
+
+def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
+    """``result``'s maps of ``stack`` for ``line`` (its index in the batch), specials' keys hidden if asked."""
+    weights = result.attention[stack][:, result.lines.index(line) if result.lines else line]  # (L, H, N_q, N_k)
+    mask = result.applied_masks[stack][line]  # (N_q, N_k)
+    tokens = line_tokens(result, stack, line, hide_specials)
+    query_tokens, key_tokens, kept = tokens.query_tokens, tokens.key_tokens, tokens.key_positions
+    hidden = np.ones(len(key_tokens), bool)  # (N_k,)
+    hidden[kept] = False
     shown = without_keys(weights, hidden) if hidden.any() else weights  # (L, H, N_q, N_k')
     # np.take keeps rows contiguous (mask[:, kept] is laid out by columns: pooling it at N = 4096 took ~120 ms)
     shown_mask = np.take(mask, kept, axis=1) if hidden.any() else mask  # (N_q, N_k')
@@ -82,27 +99,22 @@ def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
                     int(hidden.sum()))
 
 
-def exact_windows(config, stack: str) -> dict:
+def exact_windows(seq_len: int, n_q: int, n_k: int, full_res: tuple | None, head_view: bool, focus) -> dict:
     """The windows a block-wise run (N > 512) keeps exact, ``{"full_res" | "head_view": (first query, first key,
-    size)}``: the full-resolution head's while it is open (snapped as its pickers snap) and the head view's
-    positions around the focus while it is on view; empty at N ≤ 512."""
-    if config.seq_len <= FULL_ATTENTION_MAX:
+    size)}``: the full-resolution head's (``full_res``: its pickers' first query and key, None while it is
+    closed) and the head view's positions around ``focus`` while that view is on; empty at N ≤ 512."""
+    if seq_len <= FULL_ATTENTION_MAX:
         return {}
     windows = {}
-    if st.session_state.get("full_res"):
-        starts = window_starts(config.seq_len)
-        snap = [min(starts, key=lambda start: abs(start - st.session_state.get(key, 0))) for key in ("crop_q",
-                                                                                                   "crop_k")]
-        windows["full_res"] = (*snap, FULL_RESOLUTION_WINDOW)
-    if st.session_state.get("view") == "Head view":
-        n_q, n_k = stack_sides(stack, *data.sequence_lengths(config))
-        focus = st.session_state.get("focus", NO_FOCUS)
-        around = None if focus == NO_FOCUS else focus
+    if full_res is not None:
+        windows["full_res"] = (*full_res, FULL_RESOLUTION_WINDOW)
+    if head_view:
+        around = None if focus is None else focus[1]
         windows["head_view"] = (window(n_q, around)[0], window(n_k, around)[0], MAX_POSITIONS)
     return windows
 
 
-def focus_controls(view: LineView, columns) -> tuple[str, int] | None:
+def focus_controls(view, columns) -> tuple[str, int] | None:
     """The focus picker, its "attended by" switch and the specials switch's neighbour; returns the focus as
     ``("query" | "key", position)`` or None."""
     by_key = columns[1].toggle("Attended by", key="focus_key", help="Focus a key (a column: who attends to it) "
