@@ -1,0 +1,101 @@
+"""What a head does: role scores over its attention (TransformerLens's head detector, as NumPy), its mean distance
+and entropy. No TensorFlow: weights ``(L, H, N_q, N_k)`` in, ``(L, H)`` scores out.
+
+Roles (`detection_pattern`): ``previous_token`` (query i attends i − 1), ``duplicate_token`` (keys j < i with
+token i's token), ``induction`` (keys 1 ≤ j ≤ i whose *previous* token is token i's), ``first_token`` (key 0) and
+``self`` (the diagonal). A head's score for a role is the share of its attention on the pattern, averaged over the
+query rows whose pattern has a cell and which attend somewhere (fully masked rows are left out).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+ROLES = ("previous_token", "duplicate_token", "induction", "first_token", "self")
+
+
+def detection_pattern(role: str, token_ids) -> np.ndarray:
+    """The ``(N, N)`` bool pattern of ``role`` on a line of ``token_ids`` ``(N,)``; ValueError for another role."""
+    ids = np.asarray(token_ids)
+    n = len(ids)
+    query, key = np.arange(n)[:, None], np.arange(n)[None, :]  # (N, 1), (1, N)
+    same = ids[:, None] == ids[None, :]  # (N, N): token i == token j
+    if role == "previous_token":
+        return key == query - 1
+    if role == "duplicate_token":
+        return same & (key < query)
+    if role == "induction":
+        after_same = np.zeros((n, n), bool)  # [i, j]: token j − 1 == token i (j ≥ 1)
+        after_same[:, 1:] = same[:, :-1]
+        return after_same & (key <= query)
+    if role == "first_token":
+        return np.broadcast_to(key == 0, (n, n)).copy()
+    if role == "self":
+        return key == query
+    raise ValueError(f"role must be one of {ROLES}. Received: role={role!r}")
+
+
+def _attending_rows(weights) -> np.ndarray:
+    """``(L, H, N_q)`` bool: the rows that attend somewhere (a fully masked row's weights are all 0)."""
+    return weights.sum(-1) > 0.5
+
+
+def role_scores(weights, token_ids) -> dict:
+    """``{role: (L, H)}``: each head's share of attention on ``role``'s pattern, averaged over the query rows whose
+    pattern has a cell and that attend somewhere (NaN where no row qualifies). ``weights``: ``(L, H, N, N)`` self-
+    attention of one line of ``token_ids`` ``(N,)``."""
+    weights = np.asarray(weights, np.float64)  # (L, H, N, N)
+    attending = _attending_rows(weights)  # (L, H, N)
+    scores = {}
+    for role in ROLES:
+        pattern = detection_pattern(role, token_ids)  # (N, N)
+        on_pattern = (weights * pattern).sum(-1)  # (L, H, N)
+        rows = attending & pattern.any(-1)  # (L, H, N)
+        counted = rows.sum(-1)  # (L, H)
+        with np.errstate(invalid="ignore"):
+            scores[role] = np.where(counted > 0, (on_pattern * rows).sum(-1) / np.maximum(counted, 1), np.nan)
+    return scores
+
+
+def mean_distance(weights) -> np.ndarray:
+    """``(L, H)``: Σ_j w_ij·|i − j| averaged over the rows that attend somewhere (self-attention)."""
+    weights = np.asarray(weights, np.float64)  # (L, H, N_q, N_k)
+    n_q, n_k = weights.shape[-2:]
+    distance = np.abs(np.arange(n_q)[:, None] - np.arange(n_k)[None, :])  # (N_q, N_k)
+    return _row_mean((weights * distance).sum(-1), _attending_rows(weights))
+
+
+def entropy_bits(weights) -> np.ndarray:
+    """``(L, H)``: −Σ_j w_ij·log2 w_ij averaged over the rows that attend somewhere."""
+    weights = np.asarray(weights, np.float64)  # (L, H, N_q, N_k)
+    logs = np.log2(np.where(weights > 0, weights, 1.0))  # 0·log 0 = 0
+    return _row_mean(-(weights * logs).sum(-1), _attending_rows(weights))
+
+
+def _row_mean(values, rows) -> np.ndarray:
+    """``values`` ``(L, H, N)`` averaged over ``rows`` ``(L, H, N)``; NaN where there is none."""
+    counted = rows.sum(-1)  # (L, H)
+    with np.errstate(invalid="ignore"):
+        return np.where(counted > 0, (values * rows).sum(-1) / np.maximum(counted, 1), np.nan)
+
+
+def batch_role_scores(weights, token_ids) -> dict:
+    """Role scores, distance and entropy averaged over lines, so that a role is the head's, not one sentence's:
+    ``weights`` ``(L, B, H, N, N)`` and ``token_ids`` ``(B, N)`` -> ``{role | "distance" | "entropy": (L, H)}``
+    (a role's mean leaves out the lines where no row qualified)."""
+    weights = np.asarray(weights)
+    lines = [role_scores(weights[:, b], token_ids[b]) | {"distance": mean_distance(weights[:, b]),
+                                                          "entropy": entropy_bits(weights[:, b])}
+             for b in range(weights.shape[1])]
+    with warnings.catch_warnings():  # a role no line shows: NumPy warns on the mean of NaNs, and NaN is the answer
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {name: np.nanmean(np.stack([line[name] for line in lines]), axis=0) for name in lines[0]}
+
+
+def repeated_random_tokens(rng: np.random.Generator, count: int, length: int, vocabulary: int) -> np.ndarray:
+    """``(count, 2·length)`` ids: a random segment of ``length`` tokens written twice (the inputs on which
+    induction heads show, as TransformerLens draws them)."""
+    segment = rng.integers(0, vocabulary, size=(count, length))
+    return np.concatenate([segment, segment], axis=1)
