@@ -175,3 +175,27 @@ def test_top_p_keeps_the_fewest_most_probable_tokens_that_reach_p(temperature, t
     logits = np.random.default_rng(11).normal(0, 2, 30)
     np.testing.assert_allclose(next_token_distribution(logits, temperature, 0, top_p),
                                numpy_top_p(logits, temperature, top_p), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["zero", "mean"])
+def test_ablating_a_head_replaces_exactly_that_heads_context(kind):
+    from transformer.core.attention import HeadAblation
+
+    model = small_model("encoder-decoder", "pre")
+    causal = tf.constant(subsequent_mask(TGT.shape[1])[None, None])
+    sublayer, (query, key, value, mask) = model.attention_inputs("decoder", 1, SRC, TGT, tgt_mask=causal)
+    parts = sublayer.intermediates(query, key, value, mask)
+    context = parts["context"].numpy()  # (B, H, N_q, d_v)
+    context[:, 2] = 0.0 if kind == "zero" else context[:, 2].mean(axis=(0, 1))
+    merged = np.transpose(context, (0, 2, 1, 3)).reshape(query.shape)  # (B, N_q, d_model)
+    expected = sublayer.transform_out(merged)
+    output, weights = sublayer(query, key, value, mask=mask, hook=HeadAblation({("decoder", 1): (2,)}, kind))
+    np.testing.assert_allclose(output, expected, atol=1e-5)
+    np.testing.assert_allclose(weights, parts["weights"], atol=1e-6)  # its pattern is still drawn
+    untouched, _ = sublayer(query, key, value, mask=mask, hook=HeadAblation({("decoder", 0): (2,)}, kind))
+    np.testing.assert_allclose(untouched, parts["output"], atol=1e-6)  # another layer's ablation: not this one
+    logits, _ = model(SRC, TGT, tgt_mask=causal)
+    ablated, attention = model(SRC, TGT, tgt_mask=causal, hook=HeadAblation({("decoder", 1): (2,)}, kind))
+    assert np.abs(np.asarray(logits) - np.asarray(ablated)).max() > 1e-4
+    with pytest.raises(ValueError, match="kind='half'"):
+        HeadAblation({}, "half")
