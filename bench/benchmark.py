@@ -297,6 +297,7 @@ def compute(quick: bool):
     token_views(repeats)
     new_architectures(8 if quick else 24)
     decoding(3 if quick else 10)
+    head_roles(3 if quick else 10)
 
 
 def token_views(repeats: int):
@@ -320,17 +321,36 @@ def token_views(repeats: int):
 
 def decoding(repeats: int):
     """What the Decode page's engine call costs: every step of a line, by the whole model and by the cache."""
+    from transformer import LiveConfig
     from transformer.decoding import decode
 
-    for name, source in (("dates", "Wednesday, 30 September 2026"), ("translate",
-                         "every sad cat sees this young child often under the tall river")):
-        decode(name, source)  # loads the model and traces its functions
+    gpt = LiveConfig(architecture="decoder-only", norm="pre")
+    for name, config, source in (
+            ("dates", LiveConfig(weights="dates"), "Wednesday, 30 September 2026"),
+            ("translate", LiveConfig(weights="translate"),
+             "every sad cat sees this young child often under the tall river"),
+            ("decoder-only prompt (random, pre-norm)", gpt, "1 2 3 4 5")):
+        decode(config, source)  # loads the model and traces its functions
         seconds = [time.perf_counter()]
         for _ in range(repeats):
-            run = decode(name, source)
+            run = decode(config, source)
             seconds.append(time.perf_counter())
         row("compute", f"Decode page: every step of a {name} line ({len(run.steps)} steps, whole model and cache)",
             f"{np.median(np.diff(seconds)) * 1e3:.0f} ms (cache gap {run.cache_gap:.0e})")
+
+
+def head_roles(repeats: int):
+    """Scoring every head's roles, distance and entropy (NumPy) over a batch of repeated random lines."""
+    from transformer.analysis.heads import batch_role_scores, repeated_random_tokens
+
+    rng = np.random.default_rng(0)
+    ids = repeated_random_tokens(rng, 16, 32, 500)  # (16, 64)
+    logits = rng.normal(0, 1, (2, 16, 4, 64, 64))
+    weights = np.exp(np.where(np.tril(np.ones((64, 64), bool)), logits, -np.inf))
+    weights /= weights.sum(-1, keepdims=True)  # (L=2, B=16, H=4, 64, 64), causal
+    (seconds,) = _timed(lambda: batch_role_scores(weights, ids), repeats=repeats)
+    row("compute", "head roles: 5 roles, distance and entropy of 2 layers × 4 heads over 16 lines of N=64",
+        f"{seconds * 1e3:.0f} ms")
 
 
 def new_architectures(count: int):

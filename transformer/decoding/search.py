@@ -215,16 +215,19 @@ def run_steps(model, line: Line, max_steps: int, choose) -> tuple[list, object, 
     cache, prefix, steps, gap, fed = model.new_cache(), list(line.prompt), [], 0.0, 0
     for _ in range(max_steps):
         ids = tf.constant([prefix], tf.int32)  # (1, t)
-        logits, attention = model(src, ids, src_mask=src_mask, tgt_mask=subsequent_mask(len(prefix))[None, None])
-        whole = logits[0, -1].numpy()  # (V,): the whole model on the prefix
+        # the whole model on the prefix: its decoder over every position (the encoder's memory does not depend on
+        # the prefix: computed once, above)
+        causal = subsequent_mask(len(prefix))[None, None]  # (1, 1, t, t)
+        hidden, self_weights, cross_weights = model.decode(ids, memory, src_mask, causal)  # (1, t, D), L × …
+        whole = model.project_logits(hidden[:, -1])[0].numpy()  # (V,)
         hidden, _, _ = model.decode(ids[:, fed:], memory, src_mask, cache=cache)  # the new positions alone
         fed = len(prefix)
         cached = model.project_logits(hidden[:, -1])[0].numpy()  # (V,)
         gap = max(gap, float(np.abs(cached - whole).max()))
         probabilities, chosen = choose(whole[: line.choices])
-        cross = np.stack([w[0, :, -1].numpy() for w in attention["cross"]]) if "cross" in attention else None
-        steps.append((tuple(prefix), np.stack([w[0, :, -1].numpy() for w in attention["decoder"]]), cross,
-                      probabilities, chosen))  # (L, H, t), (L, H, N_s)
+        cross = np.stack([w[0, :, -1].numpy() for w in cross_weights]) if cross_weights else None  # (L, H, N_s)
+        steps.append((tuple(prefix), np.stack([w[0, :, -1].numpy() for w in self_weights]), cross,
+                      probabilities, chosen))  # (L, H, t)
         prefix.append(chosen)
         if chosen == line.end_id:
             break
