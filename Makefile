@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
+# Two test processes, a file each at a time (a module's Streamlit server and browser start once): most tests wait
+# on a server or a browser, so two share CI's two cores well (WORKERS=0 runs them in this process).
+WORKERS ?= 2
+PYTEST_WORKERS = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
+
 .PHONY: run test test-fast lint bench bench-quick load-test load-test-browser churn-test gpu-check clean
 
 # The engine's packages: TensorFlow with its CUDA libraries (requirements-gpu.txt) when `nvidia-smi -L` lists a
@@ -48,7 +53,7 @@ run: $(RUNTIME)
 
 test: $(VENV)/.test
 	@echo "Engine packages: the $(MODE) set ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_WORKERS)
 
 # TensorFlow's devices, then one forward pass of the default model and of d_model 512 / N 512 on each, timed.
 gpu-check: $(RUNTIME)
@@ -56,7 +61,7 @@ gpu-check: $(RUNTIME)
 
 # The inner loop, under a minute: no browser, no AppTest, nothing marked slow.
 test-fast: $(VENV)/.test
-	$(BIN)/python -m pytest -m "not browser and not app and not slow"
+	$(BIN)/python -m pytest $(PYTEST_WORKERS) -m "not browser and not app and not slow"
 
 # ruff: lint and import order (settings in pyproject.toml).
 lint: $(VENV)/.test
