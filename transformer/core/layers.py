@@ -99,6 +99,22 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
         return cls(**config)
 
 
+_SIZES = ("d_model", "num_heads", "d_ff", "dropout", "num_kv_heads", "positions", "norm")
+
+
+def _keep_sizes(layer, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm) -> None:
+    """Check and keep on ``layer`` the hyper-parameters every block and stack shares (`_SIZES`)."""
+    if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 0:
+        raise ValueError(f"d_ff must be 0 (no feed-forward) or a positive integer. Received: d_ff={d_ff!r}")
+    check_norm(norm)
+    for name, value in zip(_SIZES, (d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm)):
+        setattr(layer, name, value)
+
+
+def _sizes_config(layer) -> dict:
+    return {name: getattr(layer, name) for name in _SIZES}
+
+
 class _BlockConfig(keras.layers.Layer):
     """Stores the hyper-parameters every encoder/decoder layer shares. ``num_kv_heads``: key/value heads of
     every attention (None: H); ``positions``: ``"rope"`` or ``"alibi"`` in self-attention, else None;
@@ -107,16 +123,7 @@ class _BlockConfig(keras.layers.Layer):
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None, norm="post",
                  **kwargs):
         super().__init__(**kwargs)
-        if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 0:
-            raise ValueError(f"d_ff must be 0 (no feed-forward) or a positive integer. Received: d_ff={d_ff!r}")
-        check_norm(norm)
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_ff = d_ff
-        self.dropout = dropout
-        self.num_kv_heads = num_kv_heads
-        self.positions = positions
-        self.norm = norm
+        _keep_sizes(self, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm)
 
     def attention_block(self, name, positions=None):
         attention = MultiHeadAttention(self.d_model, self.num_heads, num_kv_heads=self.num_kv_heads,
@@ -135,10 +142,7 @@ class _BlockConfig(keras.layers.Layer):
         return x if self.feed_forward_block is None else self.feed_forward_block(x, training=training)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff, dropout=self.dropout,
-                      num_kv_heads=self.num_kv_heads, positions=self.positions, norm=self.norm)
-        return config
+        return {**super().get_config(), **_sizes_config(self)}
 
 
 @_register
@@ -246,13 +250,7 @@ class _Stack(keras.layers.Layer):
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"num_layers must be a positive integer. Received: num_layers={num_layers!r}")
         self.num_layers = num_layers
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.d_ff = d_ff
-        self.dropout = dropout
-        self.num_kv_heads = num_kv_heads
-        self.positions = positions
-        self.norm = norm
+        _keep_sizes(self, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm)
         self.blocks = [
             self.block_class(d_model, num_heads, d_ff, dropout, num_kv_heads=num_kv_heads, positions=positions,
                              norm=norm, name=f"block_{index}", **self.block_options())
@@ -279,13 +277,7 @@ class _Stack(keras.layers.Layer):
         return x if self.final_norm is None else self.final_norm(x)  # (B, N, d_model)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            num_layers=self.num_layers, d_model=self.d_model, num_heads=self.num_heads,
-            d_ff=self.d_ff, dropout=self.dropout, num_kv_heads=self.num_kv_heads, positions=self.positions,
-            norm=self.norm,
-        )
-        return config
+        return {**super().get_config(), "num_layers": self.num_layers, **_sizes_config(self)}
 
 
 @_register
