@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8501
 
-# Two test processes, a file each at a time (a module's Streamlit server and browser start once): most tests wait
-# on a server or a browser, so two share CI's two cores well (WORKERS=0 runs them in this process).
+# Two test processes, a file each at a time (a module's Streamlit server and browser start once; handing tests out
+# one at a time was slower): `make test-fast` 127 s -> 61 s here. The whole run stays bounded by its largest file,
+# tests/test_browser.py (~10 min); WORKERS=0 runs everything in one process.
 WORKERS ?= 2
 PYTEST_WORKERS = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
