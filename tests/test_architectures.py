@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.numpy_reference import subsequent_mask, transformer_forward
+from transformer.analysis.ablation import HeadAblation
 from transformer.core.model import ARCHITECTURES, Transformer
 from transformer.core.positional import POSITIONS
 from transformer.decoding import cache_gap, decode, next_token_distribution
@@ -179,8 +180,6 @@ def test_top_p_keeps_the_fewest_most_probable_tokens_that_reach_p(temperature, t
 
 @pytest.mark.parametrize("kind", ["zero", "mean"])
 def test_ablating_a_head_replaces_exactly_that_heads_context(kind):
-    from transformer.core.attention import HeadAblation
-
     model = small_model("encoder-decoder", "pre")
     causal = tf.constant(subsequent_mask(TGT.shape[1])[None, None])
     sublayer, (query, key, value, mask) = model.attention_inputs("decoder", 1, SRC, TGT, tgt_mask=causal)

@@ -52,10 +52,7 @@ def role_scores(weights, token_ids) -> dict:
     for role in ROLES:
         pattern = detection_pattern(role, token_ids)  # (N, N)
         on_pattern = (weights * pattern).sum(-1)  # (L, H, N)
-        rows = attending & pattern.any(-1)  # (L, H, N)
-        counted = rows.sum(-1)  # (L, H)
-        with np.errstate(invalid="ignore"):
-            scores[role] = np.where(counted > 0, (on_pattern * rows).sum(-1) / np.maximum(counted, 1), np.nan)
+        scores[role] = _row_mean(on_pattern, attending & pattern.any(-1))  # rows (L, H, N) with a pattern cell
     return scores
 
 

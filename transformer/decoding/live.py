@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import tensorflow as tf
 
@@ -84,17 +86,13 @@ def cache_gap(config: LiveConfig, steps: int = 8) -> float:
     entry = MODELS.for_config(config)
     if config.trained:
         pretrained = load_pretrained(config.weights, entry.device)
-        line = _line_free(_source_line(pretrained, pretrained.rules.example.splitlines()[0]))
+        example = _source_line(pretrained, pretrained.rules.example.splitlines()[0])
+        line = dataclasses.replace(example, end_id=None)  # no end: the gap is measured over every step asked for
     else:
         line = _random_line(config)
     with tf.device(entry.device):
         _, _, gap = run_steps(entry.model, line, steps, chooser(False, 1.0, 0, 1.0, 0))
     return gap
-
-
-def _line_free(line: Line) -> Line:
-    """``line`` without its end: the gap is measured over every step asked for."""
-    return Line(line.src, line.prompt, line.choices, None)
 
 
 def _random_line(config: LiveConfig) -> Line:

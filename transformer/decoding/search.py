@@ -18,7 +18,6 @@ from transformer.tasks import END_ID, PAD_ID, START_ID
 from transformer.training.pretrained import PREDICTIONS_KEPT, Pretrained
 
 MAX_TOP_K = 50
-PROMPT_STEPS = 8  # tokens a decoder-only model with random weights adds to its prompt
 
 
 # --- a batch at once: greedy, the whole model per step -------------------------------------------------------------
