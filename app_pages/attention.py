@@ -38,10 +38,10 @@ with controls[0]:
 with controls[2]:
     padding_on, future_on = mask_toggles(stack)
 config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
-batch = data.line_count(config)  # lines of text; a bad configuration's message goes full width, under the controls
+text = data.text_of(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet; a bad
+batch = len(text.source_tokens)  # configuration's message goes full width, under the controls
 with controls[1]:
     element = element_picker(batch)
-text = data.text_of(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet
 layers, heads = text.layers, text.heads
 n_q, n_k = (len(tokens) for tokens in text.tokens_of(stack, element))
 blockwise = config.seq_len > FULL_ATTENTION_MAX

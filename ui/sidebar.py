@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from transformer.core.model import ARCHITECTURE_STACKS
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.live.device import resolve_device
 from transformer.live.model_cache import model_bytes
@@ -18,8 +19,6 @@ POSITION_LABELS = {"sinusoidal": "Sinusoidal (the paper)", "learned": "Learned t
 ARCHITECTURE_LABELS = {"encoder-decoder": "Encoder-decoder (the paper)", "decoder-only": "Decoder-only (GPT)",
                        "encoder-only": "Encoder-only (BERT)"}
 NORM_LABELS = {"post": "Post-norm (the paper)", "pre": "Pre-norm (GPT-2)"}
-READS = {  # which text box each architecture reads
-    "encoder-decoder": (True, True), "decoder-only": (False, True), "encoder-only": (True, False)}
 
 
 def _fix_heads() -> None:
@@ -239,7 +238,8 @@ def render() -> None:
     bar.subheader("Input")
     shown.control(bar.text_input, "Pad symbols", "pads", lambda s: "<pad>", max_chars=200,
                   help="One or several, separated by spaces. The first one pads short lines.")
-    reads_source, reads_target = READS[st.session_state["arch"]] if not trained else (True, True)
+    stacks = ARCHITECTURE_STACKS["encoder-decoder" if trained else st.session_state["arch"]]
+    reads_source, reads_target = "encoder" in stacks, "decoder" in stacks  # which text boxes the model reads
     bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One sequence per line, tokens separated by spaces (the encoder's input)." if reads_source
                   else "A decoder-only model has no encoder: it reads the target lines alone.", **PERSIST)

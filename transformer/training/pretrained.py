@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 from transformer.core.tokens import Vocabulary
 from transformer.live.device import resolve_device
 from transformer.tasks import Task, get_task
-from transformer.training.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_spec
+from transformer.training.saved_model import PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_meta, spec_from
 from transformer.training.saved_model import load_folder as read_folder
 
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate")
@@ -145,7 +144,7 @@ def spec_of(name: str) -> TrainSpec | None:
     """The architecture and training of a shipped or kept model, read without loading its weights; None for an
     unknown name."""
     if name in SHIPPED:
-        return _shipped_spec(name)
+        return spec_from(_shipped_meta(name))
     with _lock:
         return _session[name].spec if name in _session else None
 
@@ -154,19 +153,15 @@ def accuracy_of(name: str) -> float | None:
     """The exact-sequence accuracy measured after training, read without loading the weights; None for an unknown
     name."""
     if name in SHIPPED:
-        return _shipped_accuracy(name)
+        return float(_shipped_meta(name)["exact_accuracy"])
     with _lock:
         return _session[name].accuracy if name in _session else None
 
 
 @functools.cache
-def _shipped_accuracy(name: str) -> float:
-    return float(json.loads((PRETRAINED_DIR / name / CONFIG_FILE).read_text())["exact_accuracy"])
-
-
-@functools.cache
-def _shipped_spec(name: str) -> TrainSpec:
-    return read_spec(PRETRAINED_DIR / name)
+def _shipped_meta(name: str) -> dict:
+    """A shipped model's model.json, read once (the sidebar asks for its spec and accuracy on every rerun)."""
+    return read_meta(PRETRAINED_DIR / name)
 
 
 def task_of(name: str) -> str | None:

@@ -81,17 +81,21 @@ def build_model(spec: TrainSpec, vocab_size: int) -> Transformer:
     return model
 
 
-def read_spec(folder: Path) -> TrainSpec:
-    """The `TrainSpec` of a saved model, without its weights (fields a newer version added keep their defaults)."""
-    saved = json.loads((folder / CONFIG_FILE).read_text())["spec"]
+def read_meta(folder: Path) -> dict:
+    """A saved model's ``model.json``: its spec, vocabulary and metrics, without its weights."""
+    return json.loads((folder / CONFIG_FILE).read_text())
+
+
+def spec_from(meta: dict) -> TrainSpec:
+    """The `TrainSpec` in a saved model's ``model.json`` (fields a newer version added keep their defaults)."""
     known = {field.name for field in fields(TrainSpec)}
-    return TrainSpec(**{name: value for name, value in saved.items() if name in known})
+    return TrainSpec(**{name: value for name, value in meta["spec"].items() if name in known})
 
 
 def load_folder(folder: Path, device: str = "/CPU:0"):
     """``(spec, model, vocabulary, exact accuracy)`` of the saved model in ``folder``, its weights on ``device``."""
-    meta = json.loads((folder / CONFIG_FILE).read_text())
-    spec = read_spec(folder)
+    meta = read_meta(folder)
+    spec = spec_from(meta)
     vocab = task_vocabulary(meta["vocabulary"])
     with tf.device(device):
         model = build_model(spec, len(vocab))
