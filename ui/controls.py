@@ -47,8 +47,7 @@ ABSENT = {  # what a single-stack architecture lacks, said where the stacks are 
 
 def stack_picker(column=st) -> str:
     """The attention stack to draw, among those the sidebar's architecture has (the picked one kept if it can)."""
-    architecture = state.current_values()["arch"] if state.current_values()["weights"] == "random" \
-        else "encoder-decoder"
+    architecture = state.architecture()
     available = ARCHITECTURE_STACKS[architecture]
     if st.session_state.get("stack") not in available:
         st.session_state["stack"] = available[0]

@@ -238,7 +238,7 @@ def render() -> None:
     bar.subheader("Input")
     shown.control(bar.text_input, "Pad symbols", "pads", lambda s: "<pad>", max_chars=200,
                   help="One or several, separated by spaces. The first one pads short lines.")
-    stacks = ARCHITECTURE_STACKS["encoder-decoder" if trained else st.session_state["arch"]]
+    stacks = ARCHITECTURE_STACKS[state.architecture()]
     reads_source, reads_target = "encoder" in stacks, "decoder" in stacks  # which text boxes the model reads
     bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One sequence per line, tokens separated by spaces (the encoder's input)." if reads_source

@@ -292,6 +292,12 @@ def filled_text(text: str, length: int, pads, limit: int = MAX_TEXT_CHARS) -> st
     return "\n".join(lines) or text
 
 
+def architecture() -> str:
+    """The architecture the pages draw: the sidebar's, or a trained model's own (every one is an encoder-decoder)."""
+    values = current_values()
+    return values["arch"] if values["weights"] == "random" else "encoder-decoder"
+
+
 def pad_symbols(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
