@@ -108,14 +108,16 @@ def test_tokens_outside_the_vocabulary_are_named():
 
 @pytest.mark.slow
 def test_a_short_training_run_lowers_the_loss_and_is_deterministic():
+    """Bit for bit on the CPU. A GPU's kernels sum in an order that varies between runs: on an H100 the same spec's
+    two runs were 3.6 % apart by step 80 (docs/gpu.md), so this claim is the CPU's."""
     spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=80, batch=32,
                      warmup=20, max_len=5, seed=3)
-    first = train(spec, log_every=10)
-    again = train(spec, log_every=10)
+    first = train(spec, log_every=10, device="/CPU:0")
+    again = train(spec, log_every=10, device="/CPU:0")
     losses = [loss for _, loss, _ in first.history]
     assert losses[-1] < losses[0] * 0.9
     np.testing.assert_allclose(losses, [loss for _, loss, _ in again.history], rtol=1e-4)
-    other = train(TrainSpec(**{**spec.__dict__, "seed": 4}), log_every=10)
+    other = train(TrainSpec(**{**spec.__dict__, "seed": 4}), log_every=10, device="/CPU:0")
     assert not np.allclose(losses, [loss for _, loss, _ in other.history])
 
 
