@@ -78,10 +78,14 @@ class _Stop(Exception):
 
 
 class _Capture(AttentionHook):
-    """Keeps the inputs of the attention layer at ``site`` and stops the run there."""
+    """Keeps the inputs of the attention layer at ``site`` and stops the run there; the layers before it run with
+    ``inner``'s kernels (an ablation, say)."""
 
-    def __init__(self, site):
-        self.site, self.found = site, None
+    def __init__(self, site, inner=None):
+        self.site, self.found, self.inner = site, None, inner
+
+    def kernel(self, layer):
+        return None if self.inner is None else self.inner.kernel(layer)
 
     def observe(self, layer, query, key, value, mask):
         if layer.site == self.site:
@@ -256,11 +260,12 @@ class Transformer(keras.Model):
         self._check_stack(stack)
         return (self.encoder if stack == "encoder" else self.decoder).attention_layers(stack)
 
-    def attention_inputs(self, stack, layer, src, tgt, src_mask=None, tgt_mask=None):
+    def attention_inputs(self, stack, layer, src, tgt, src_mask=None, tgt_mask=None, hook=None):
         """The attention layer ``(stack, layer)`` and its inputs in a run on these ids: ``(attention, (query
-        (B, N_q, d_model), key, value (B, N_k, d_model), mask))``. The run stops there."""
+        (B, N_q, d_model), key, value (B, N_k, d_model), mask))``. The run stops there; the layers before it use
+        ``hook``'s kernels (an `AttentionHook`)."""
         self._check_stack(stack)
-        capture = _Capture((stack, layer))
+        capture = _Capture((stack, layer), hook)
         try:
             self.call(src, tgt, src_mask, tgt_mask, hook=capture)
         except _Stop:

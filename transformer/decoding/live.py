@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from transformer.analysis.ablation import HeadAblation, check_ablation, kept_array
 from transformer.core import tokens
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
 from transformer.live.config import VOCAB_SIZE, LiveConfig, validate
@@ -56,8 +57,10 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     max_steps = default_steps if max_steps is None else max_steps
     check_settings(temperature, top_k, top_p, max_steps)
     entry = MODELS.for_config(config)
+    hook = _ablation_hook(config, entry.model)
     with tf.device(entry.device):
-        raw, cache, gap = run_steps(entry.model, line, max_steps, chooser(sample, temperature, top_k, top_p, seed))
+        raw, cache, gap = run_steps(entry.model, line, max_steps, chooser(sample, temperature, top_k, top_p, seed),
+                                    hook)
     steps = tuple(Step(tuple(vocabulary.decode(prefix)), self_weights, cross, probabilities,
                        vocabulary.decode([chosen])[0]) for prefix, self_weights, cross, probabilities, chosen in raw)
     chosen = [step.chosen for step in steps if step.chosen != END]
@@ -70,6 +73,19 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     return Decoding(config.weights, source, steps, prediction, expected, tuple(cache.arrays()), cache.bytes(), gap,
                     vocabulary, model.num_layers, model.num_heads, device_label(entry.device),
                     prompt=tuple(vocabulary.decode(line.prompt)), kv_heads=model.num_kv_heads or model.num_heads)
+
+
+def _ablation_hook(config: LiveConfig, model):
+    """``config``'s ablated heads as a `HeadAblation` of ``model`` (None: none). Zero-ablation only: a mean over the
+    batch's positions does not exist while the positions come one at a time (ValueError saying so)."""
+    ablate = check_ablation(config.ablate, config.ablation, model.stacks, model.num_layers, model.num_heads)
+    if not ablate:
+        return None
+    if config.ablation == "mean":
+        raise ValueError("Mean-ablation replaces a head's output by its mean over every position, and step-by-step "
+                         "decoding sees one position at a time: choose zero-ablation to decode with heads ablated. "
+                         f"Received: ablation='mean', {len(ablate)} heads ablated")
+    return HeadAblation.of_kept(kept_array(ablate, model.num_layers, model.num_heads), "zero")
 
 
 @on_engine_thread

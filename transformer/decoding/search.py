@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from transformer.analysis.ablation import HeadAblation, kept_array
 from transformer.core.masks import padding_mask, subsequent_mask, target_mask
+from transformer.core.model import STACKS
 from transformer.tasks import END_ID, PAD_ID, START_ID
 from transformer.training.pretrained import PREDICTIONS_KEPT, Pretrained
 
@@ -22,35 +24,47 @@ MAX_TOP_K = 50
 
 # --- a batch at once: greedy, the whole model per step -------------------------------------------------------------
 
-def _decoder_functions(model):
-    """Traced encode and next-token steps of an encoder-decoder ``model`` (once per model; batch and lengths free)."""
-    if not hasattr(model, "_greedy_functions"):
+def _decoder_functions(model, kind=None):
+    """Traced encode and next-token steps of an encoder-decoder ``model`` (once per model and ablation kind; batch
+    and lengths free). With an ablation ``kind`` ("zero" or "mean") both take a last argument, the kept heads
+    ``(stacks, L, H)`` (`transformer.analysis.ablation.kept_array`): one graph for every set of ablated heads."""
+    name = f"_greedy_functions_{kind or 'plain'}"
+    if not hasattr(model, name):
         ids, mask = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, 1, 1, None), tf.bool)
+        hidden = tf.TensorSpec((None, None, model.d_model), tf.float32)
+        kept = [tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)] if kind else []
 
-        @tf.function(input_signature=[ids, mask])
-        def encode(src, memory_mask):
-            return model.encode(src, memory_mask)[0]  # (B, N_s, D)
+        @tf.function(input_signature=[ids, mask, *kept])
+        def encode(src, memory_mask, *heads):
+            return model.encode(src, memory_mask, hook=_ablation(heads, kind))[0]  # (B, N_s, D)
 
-        @tf.function(input_signature=[ids, tf.TensorSpec((None, None, model.d_model), tf.float32), mask])
-        def next_token(decoder_input, memory, memory_mask):
-            hidden, _, _ = model.decode(decoder_input, memory, memory_mask, target_mask(decoder_input, PAD_ID))
+        @tf.function(input_signature=[ids, hidden, mask, *kept])
+        def next_token(decoder_input, memory, memory_mask, *heads):
+            hidden, _, _ = model.decode(decoder_input, memory, memory_mask, target_mask(decoder_input, PAD_ID),
+                                        hook=_ablation(heads, kind))
             return tf.argmax(model.project_logits(hidden[:, -1]), -1, output_type=tf.int32)  # (B,)
 
-        model._greedy_functions = (encode, next_token)
-    return model._greedy_functions
+        setattr(model, name, (encode, next_token))
+    return getattr(model, name)
 
 
-def greedy_decode(model, src, max_steps: int):
+def _ablation(heads: tuple, kind):
+    """The `HeadAblation` of a traced function's kept-heads argument (``heads``: () or ``(kept,)``), or None."""
+    return HeadAblation.of_kept(heads[0], kind) if heads else None
+
+
+def greedy_decode(model, src, max_steps: int, ablation=None):
     """Greedy decoding by an encoder-decoder: ``src (B, N_s)`` -> predicted ids ``(B, <= max_steps)``, stopping at
-    </s>."""
-    encode, next_token = _decoder_functions(model)
+    </s>. ``ablation``: None, or ``(kept (stacks, L, H), kind)``: those heads ablated (`HeadAblation.of_kept`)."""
+    encode, next_token = _decoder_functions(model, ablation[1] if ablation else None)
+    heads = [tf.constant(ablation[0], tf.float32)] if ablation else []  # (S, L, H)
     src = np.asarray(src, np.int32)
     decoder_input = np.full((src.shape[0], 1), START_ID, np.int32)  # (B, 1)
     finished = np.zeros(src.shape[0], bool)
     memory_mask = padding_mask(src, PAD_ID)  # (B, 1, 1, N_s)
-    memory = encode(src, memory_mask)  # (B, N_s, D)
+    memory = encode(src, memory_mask, *heads)  # (B, N_s, D)
     for _ in range(max_steps):
-        next_ids = next_token(decoder_input, memory, memory_mask).numpy()  # (B,)
+        next_ids = next_token(decoder_input, memory, memory_mask, *heads).numpy()  # (B,)
         next_ids = np.where(finished, PAD_ID, next_ids)
         decoder_input = np.concatenate([decoder_input, next_ids[:, None]], axis=1)  # (B, t + 1)
         finished |= next_ids == END_ID
@@ -69,10 +83,12 @@ def strip(ids) -> list[int]:
     return out
 
 
-def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: int = 1) -> list[list[int]]:
+def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: int = 1, ablate: tuple = (),
+                kind: str = "zero") -> list[list[int]]:
     """A trained model's greedy predictions (ids, without </s>) for several token lists at once, remembered per
-    batch of lines so that the pages and the walkthrough of one configuration decode once."""
-    key = (tuple(map(tuple, sources)), extra_steps)
+    batch of lines so that the pages and the walkthrough of one configuration decode once. ``ablate``: the
+    ``(stack, layer, head)`` triples ablated (``kind``: "zero" or "mean")."""
+    key = (tuple(map(tuple, sources)), extra_steps, tuple(ablate), kind if ablate else None)
     remembered = pretrained.predictions
     if key in remembered:
         remembered.move_to_end(key)
@@ -82,7 +98,9 @@ def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: i
     for row, line in enumerate(sources):
         src[row, : len(line)] = pretrained.vocab.encode(line)
     with tf.device(pretrained.device):
-        predicted = greedy_decode(pretrained.model, src, pretrained.rules.target_length(longest) + extra_steps)
+        model = pretrained.model
+        ablation = (kept_array(ablate, model.num_layers, model.num_heads), kind) if ablate else None
+        predicted = greedy_decode(model, src, pretrained.rules.target_length(longest) + extra_steps, ablation)
     remembered[key] = [strip(row) for row in predicted]
     while len(remembered) > PREDICTIONS_KEPT:
         remembered.popitem(last=False)
@@ -203,23 +221,24 @@ class Line:
     end_id: int | None
 
 
-def run_steps(model, line: Line, max_steps: int, choose) -> tuple[list, object, float]:
-    """Decode ``line`` with ``model``, each step twice: the whole model on the prefix and the cache.
+def run_steps(model, line: Line, max_steps: int, choose, hook=None) -> tuple[list, object, float]:
+    """Decode ``line`` with ``model``, each step twice: the whole model on the prefix and the cache (``hook``, an
+    `AttentionHook` such as a zero `HeadAblation`, in both).
 
     ``choose(logits (choices,)) -> (probabilities, chosen id)``. Returns ``(steps, cache, gap)``: per step
     ``(prefix ids, self weights (L, H, t), cross weights (L, H, N_s) or None, probabilities, chosen id)``."""
     src = None if line.src is None else tf.constant(line.src)  # (1, N_s)
     src_mask = None if src is None else padding_mask(src, PAD_ID)  # (1, 1, 1, N_s)
-    memory = None if src is None else model.encode(src, src_mask)[0]  # (1, N_s, D)
+    memory = None if src is None else model.encode(src, src_mask, hook=hook)[0]  # (1, N_s, D)
     cache, prefix, steps, gap, fed = model.new_cache(), list(line.prompt), [], 0.0, 0
     for _ in range(max_steps):
         ids = tf.constant([prefix], tf.int32)  # (1, t)
         # the whole model on the prefix: its decoder over every position (the encoder's memory does not depend on
         # the prefix: computed once, above)
         causal = subsequent_mask(len(prefix))[None, None]  # (1, 1, t, t)
-        hidden, self_weights, cross_weights = model.decode(ids, memory, src_mask, causal)  # (1, t, D), L × …
+        hidden, self_weights, cross_weights = model.decode(ids, memory, src_mask, causal, hook=hook)  # (1, t, D), …
         whole = model.project_logits(hidden[:, -1])[0].numpy()  # (V,)
-        hidden, _, _ = model.decode(ids[:, fed:], memory, src_mask, cache=cache)  # the new positions alone
+        hidden, _, _ = model.decode(ids[:, fed:], memory, src_mask, cache=cache, hook=hook)  # the new positions
         fed = len(prefix)
         cached = model.project_logits(hidden[:, -1])[0].numpy()  # (V,)
         gap = max(gap, float(np.abs(cached - whole).max()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from transformer.analysis.ablation import check_ablation
 from transformer.core import tokens
 from transformer.core.attention import check_heads, check_kv_heads
 from transformer.core.layers import NORMS
@@ -47,6 +48,8 @@ class LiveConfig:
     mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
     norm: str = "post"  # transformer.core.layers.NORMS: LayerNorm after each residual sum (the paper) or before
     architecture: str = "encoder-decoder"  # transformer.core.model.ARCHITECTURES: the stacks the model has
+    ablate: tuple = ()  # ((stack, layer, head), …): heads whose output is replaced (transformer.analysis.ablation)
+    ablation: str = "zero"  # … by zeros, or by its mean over the batch's positions ("mean")
 
     @property
     def trained(self) -> bool:
@@ -89,6 +92,9 @@ def validate(config: LiveConfig) -> None:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={config.architecture!r}")
     if config.norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}. Received: norm={config.norm!r}")
+    if config.ablate and config.seq_len > FULL_ATTENTION_MAX:
+        raise ValueError(f"Heads are ablated in full attention, up to N = {FULL_ATTENTION_MAX}; longer lines run "
+                         f"block-wise. Received: seq_len={config.seq_len} with {len(config.ablate)} heads ablated")
     if config.trained:  # its name and options: transformer.training.pretrained.check_config, where it is run
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
@@ -106,6 +112,7 @@ def validate(config: LiveConfig) -> None:
     _check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
     _check_range("seed", config.seed, 0, 2**31 - 1)
     tokens.check_pad_symbols(config.pad_symbols)
+    check_ablation(config.ablate, config.ablation, config.stacks, config.num_layers, config.num_heads)
 
 
 def _check_mask_family(config: LiveConfig) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from transformer.analysis.ablation import check_ablation
 from transformer.core import tokens
 from transformer.core.masks import family_mask, padding_mask, subsequent_mask
 from transformer.core.positional import positional_encoding
@@ -82,12 +83,15 @@ def encode_batches(config: LiveConfig) -> Batches:
 
 def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     """Source text in the trained model's own tokens (words, symbols or characters); the target is ``<s>`` +
-    its greedy prediction. ValueError naming tokens outside the model's vocabulary."""
+    its greedy prediction (with ``config``'s heads ablated). ValueError naming tokens outside the model's
+    vocabulary or heads it lacks."""
     check_config(config)  # its name and the options it was trained with, before anything loads
     model = load_pretrained(config.weights, resolve_device(config.device))
+    ablate = check_ablation(config.ablate, config.ablation, config.stacks, model.model.num_layers,
+                            model.model.num_heads)
     texts = tokens.text_lines(config.source_text, "source")
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
-    predicted = [model.vocab.decode(ids) for ids in search.predictions(model, lines)]
+    predicted = [model.vocab.decode(ids) for ids in search.predictions(model, lines, 1, ablate, config.ablation)]
     source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
     target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
                                  model.rules.target_length(config.seq_len) + 1)

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 import tensorflow as tf
 
+from transformer.analysis.ablation import HeadAblation, kept_array
 from transformer.core.linear import zero_kernels
 from transformer.core.model import Transformer
 from transformer.core.weight_init import seed_weights
@@ -37,13 +38,18 @@ class CachedModel:
         self.device = device
         self.seed = seed  # the seed the random weights were last drawn from (None: trained weights)
         self.functions = {}
+        self._kept = None  # `_kept_heads`, made on first use
         self.weight_bytes = sum(int(np.prod(weight.shape)) * np.dtype(weight.dtype).itemsize
                                 for weight in model.weights)
 
-    def attention_function(self, stacks: tuple) -> ModelFunction:
+    def attention_function(self, stacks: tuple, ablate: tuple = (), kind: str = "zero") -> ModelFunction:
         """``f(src, tgt, src_mask, tgt_mask) -> {stack: (L, B, H, N_q, N_k)}`` for ``stacks`` (in `STACKS`
-        order) only: the decoder does not run for the encoder alone."""
-        return self.function(("attention", stacks), lambda: self._attention(stacks))
+        order) only: the decoder does not run for the encoder alone. With ``ablate`` (checked ``(stack, layer,
+        head)`` triples) those heads are ablated (``kind``): one function per kind, the heads set before each call."""
+        if not ablate:
+            return self.function(("attention", stacks), lambda: self._attention(stacks))
+        self._kept_heads().assign(kept_array(ablate, self.model.num_layers, self.model.num_heads))
+        return self.function(("attention", stacks, kind), lambda: self._attention(stacks, kind))
 
     def function(self, key, make_function) -> ModelFunction:
         """The `ModelFunction` of ``make_function()`` stored under ``key`` (made on first use)."""
@@ -55,9 +61,28 @@ class CachedModel:
         """Functions still running eagerly."""
         return [function for function in self.functions.values() if not function.traced]
 
-    def _attention(self, stacks: tuple):
+    def _kept_heads(self) -> tf.Variable:
+        """The heads an ablated function keeps, ``(stacks, L, H)``: set before each call (on the engine thread)."""
+        if self._kept is None:
+            with tf.device(self.device):
+                self._kept = tf.Variable(kept_array((), self.model.num_layers, self.model.num_heads),
+                                         trainable=False)
+        return self._kept
+
+    def ablation_hook(self, ablate: tuple, kind: str):
+        """None without ablated heads; else a `HeadAblation` reading the kept heads, set to ``ablate`` now: a
+        function made with it serves every set of heads of ``kind``."""
+        if not ablate:
+            return None
+        self._kept_heads().assign(kept_array(ablate, self.model.num_layers, self.model.num_heads))
+        return HeadAblation.of_kept(self._kept, kind)
+
+    def _attention(self, stacks: tuple, kind: str | None = None):
+        kept = self._kept_heads() if kind else None
+
         def attention(src, tgt, src_mask, tgt_mask):
-            weights = self.model.attention_maps(stacks, src, tgt, src_mask, tgt_mask)
+            hook = HeadAblation.of_kept(kept, kind) if kind else None
+            weights = self.model.attention_maps(stacks, src, tgt, src_mask, tgt_mask, hook=hook)
             return {name: tf.stack(weights[name]) for name in stacks}  # (L, B, H, N_q, N_k)
         return attention
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
+from transformer.analysis.ablation import check_ablation
 from transformer.core.model import STACKS
 from transformer.live.blockwise import FULL_ATTENTION_MAX, blockwise_attention
 from transformer.live.config import LiveConfig, check_budget, validate
@@ -158,7 +159,9 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
-    function = entry.attention_function(stacks) if stacks and config.seq_len <= FULL_ATTENTION_MAX else None
+    ablate = check_ablation(config.ablate, config.ablation, config.stacks, layers, heads)
+    function = (entry.attention_function(stacks, ablate, config.ablation)
+                if stacks and config.seq_len <= FULL_ATTENTION_MAX else None)
     masks = inputs.masks
     blockwise = None
     with tf.device(device):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from transformer.analysis.ablation import check_ablation
 from transformer.analysis.reference import keras_gaps, keras_twin
 from transformer.core.attention import batch_and_length
 from transformer.live.blockwise import FULL_ATTENTION_MAX
@@ -59,20 +60,23 @@ def _full_mask(mask, query, key):
     return tf.broadcast_to(mask, (batch, 1, n_q, n_k))[:, 0]  # (B, N_q, N_k)
 
 
-def _walk_function(model, stack, layer, twin):
-    """``walk(src, tgt, src_mask, tgt_mask)`` -> (the layer's intermediates, its full mask, Keras gaps)."""
+def _walk_function(model, stack, layer, twin, hook=None):
+    """``walk(src, tgt, src_mask, tgt_mask)`` -> (the layer's intermediates, its full mask, Keras gaps); the
+    layers before it run with ``hook`` (an ablation)."""
     def walk(src, tgt, src_mask, tgt_mask):
-        attention, (query, key, value, mask) = model.attention_inputs(stack, layer, src, tgt, src_mask, tgt_mask)
+        attention, (query, key, value, mask) = model.attention_inputs(stack, layer, src, tgt, src_mask, tgt_mask,
+                                                                      hook)
         full_mask = _full_mask(mask, query, key)  # (B, N_q, N_k)
         gaps = keras_gaps(attention, twin, query, key, value, full_mask)
         return attention.intermediates(query, key, value, mask), full_mask, gaps
     return walk
 
 
-def _check_function(model, stack, layer, twin):
+def _check_function(model, stack, layer, twin, hook=None):
     """``check(src, tgt, src_mask, tgt_mask)`` -> Keras gaps only (no intermediates leave the graph)."""
     def check(src, tgt, src_mask, tgt_mask):
-        attention, (query, key, value, mask) = model.attention_inputs(stack, layer, src, tgt, src_mask, tgt_mask)
+        attention, (query, key, value, mask) = model.attention_inputs(stack, layer, src, tgt, src_mask, tgt_mask,
+                                                                      hook)
         return keras_gaps(attention, twin, query, key, value, _full_mask(mask, query, key))
     return check
 
@@ -95,10 +99,14 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
     masks = inputs.masks
     lines = checked_lines(None if line is None else (line,), inputs.batches.source.ids.shape[0])
     entry = cache.for_config(config)
+    model = entry.model
+    ablate = check_ablation(config.ablate, config.ablation, config.stacks, model.num_layers, model.num_heads)
     with tf.device(entry.device):
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
-        twin = keras_twin(entry.model.attention_layers(stack)[layer], version=version)
-        function = entry.function((kind, stack, layer), lambda: make_function(entry.model, stack, layer, twin))
+        twin = keras_twin(model.attention_layers(stack)[layer], version=version)
+        hook = entry.ablation_hook(ablate, config.ablation)  # the layers before this one: ablated as the model is
+        function = entry.function((kind, stack, layer, hook and config.ablation),
+                                  lambda: make_function(model, stack, layer, twin, hook))
         started = time.perf_counter()
         ids = inputs.batches.source.ids, inputs.batches.target.ids  # (B, N_s), (B, N_t)
         outputs = function(*batch_rows(lines, *ids, masks.run_source, masks.run_target))  # B' = len(lines)
