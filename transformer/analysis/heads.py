@@ -37,38 +37,42 @@ def detection_pattern(role: str, token_ids) -> np.ndarray:
     raise ValueError(f"role must be one of {ROLES}. Received: role={role!r}")
 
 
-def _attending_rows(weights) -> np.ndarray:
-    """``(L, H, N_q)`` bool: the rows that attend somewhere (a fully masked row's weights are all 0)."""
-    return weights.sum(-1) > 0.5
+def _attending_rows(weights, valid=None) -> np.ndarray:
+    """``(L, H, N_q)`` bool: the rows that attend somewhere (a fully masked row's weights are all 0) and are
+    ``valid`` ``(N_q,)`` (None: every row; a page leaves padding's rows out)."""
+    rows = weights.sum(-1) > 0.5
+    return rows if valid is None else rows & np.asarray(valid, bool)
 
 
-def role_scores(weights, token_ids) -> dict:
+def pattern_score(weights, pattern, valid=None) -> np.ndarray:
+    """``(L, H)``: each head's share of attention on ``pattern`` ``(N_q, N_k)`` bool, averaged over the query rows
+    whose pattern has a cell, that attend somewhere and are ``valid`` (NaN where no row qualifies)."""
+    weights = np.asarray(weights, np.float64)  # (L, H, N_q, N_k)
+    pattern = np.asarray(pattern, bool)  # (N_q, N_k)
+    on_pattern = (weights * pattern).sum(-1)  # (L, H, N_q)
+    return _row_mean(on_pattern, _attending_rows(weights, valid) & pattern.any(-1))
+
+
+def role_scores(weights, token_ids, valid=None) -> dict:
     """``{role: (L, H)}``: each head's share of attention on ``role``'s pattern, averaged over the query rows whose
-    pattern has a cell and that attend somewhere (NaN where no row qualifies). ``weights``: ``(L, H, N, N)`` self-
-    attention of one line of ``token_ids`` ``(N,)``."""
-    weights = np.asarray(weights, np.float64)  # (L, H, N, N)
-    attending = _attending_rows(weights)  # (L, H, N)
-    scores = {}
-    for role in ROLES:
-        pattern = detection_pattern(role, token_ids)  # (N, N)
-        on_pattern = (weights * pattern).sum(-1)  # (L, H, N)
-        scores[role] = _row_mean(on_pattern, attending & pattern.any(-1))  # rows (L, H, N) with a pattern cell
-    return scores
+    pattern has a cell, that attend somewhere and are ``valid`` ``(N,)`` (NaN where no row qualifies).
+    ``weights``: ``(L, H, N, N)`` self-attention of one line of ``token_ids`` ``(N,)``."""
+    return {role: pattern_score(weights, detection_pattern(role, token_ids), valid) for role in ROLES}
 
 
-def mean_distance(weights) -> np.ndarray:
-    """``(L, H)``: Σ_j w_ij·|i − j| averaged over the rows that attend somewhere (self-attention)."""
+def mean_distance(weights, valid=None) -> np.ndarray:
+    """``(L, H)``: Σ_j w_ij·|i − j| averaged over the rows that attend somewhere (and are ``valid``)."""
     weights = np.asarray(weights, np.float64)  # (L, H, N_q, N_k)
     n_q, n_k = weights.shape[-2:]
     distance = np.abs(np.arange(n_q)[:, None] - np.arange(n_k)[None, :])  # (N_q, N_k)
-    return _row_mean((weights * distance).sum(-1), _attending_rows(weights))
+    return _row_mean((weights * distance).sum(-1), _attending_rows(weights, valid))
 
 
-def entropy_bits(weights) -> np.ndarray:
-    """``(L, H)``: −Σ_j w_ij·log2 w_ij averaged over the rows that attend somewhere."""
+def entropy_bits(weights, valid=None) -> np.ndarray:
+    """``(L, H)``: −Σ_j w_ij·log2 w_ij averaged over the rows that attend somewhere (and are ``valid``)."""
     weights = np.asarray(weights, np.float64)  # (L, H, N_q, N_k)
     logs = np.log2(np.where(weights > 0, weights, 1.0))  # 0·log 0 = 0
-    return _row_mean(-(weights * logs).sum(-1), _attending_rows(weights))
+    return _row_mean(-(weights * logs).sum(-1), _attending_rows(weights, valid))
 
 
 def _row_mean(values, rows) -> np.ndarray:
@@ -78,17 +82,55 @@ def _row_mean(values, rows) -> np.ndarray:
         return np.where(counted > 0, (values * rows).sum(-1) / np.maximum(counted, 1), np.nan)
 
 
-def batch_role_scores(weights, token_ids) -> dict:
+def batch_role_scores(weights, token_ids, valid=None, pattern=None) -> dict:
     """Role scores, distance and entropy averaged over lines, so that a role is the head's, not one sentence's:
     ``weights`` ``(L, B, H, N, N)`` and ``token_ids`` ``(B, N)`` -> ``{role | "distance" | "entropy": (L, H)}``
-    (a role's mean leaves out the lines where no row qualified)."""
+    (a role's mean leaves out the lines where no row qualified). ``valid`` ``(B, N)``: the query rows that count
+    (None: all); ``pattern`` ``(N, N)``: a custom detection pattern, scored as ``"pattern"``."""
     weights = np.asarray(weights)
-    lines = [role_scores(weights[:, b], token_ids[b]) | {"distance": mean_distance(weights[:, b]),
-                                                          "entropy": entropy_bits(weights[:, b])}
+    valid = np.ones(np.shape(token_ids), bool) if valid is None else np.asarray(valid, bool)  # (B, N)
+    lines = [role_scores(weights[:, b], token_ids[b], valid[b])
+             | {"distance": mean_distance(weights[:, b], valid[b]), "entropy": entropy_bits(weights[:, b], valid[b])}
+             | ({} if pattern is None else {"pattern": pattern_score(weights[:, b], pattern, valid[b])})
              for b in range(weights.shape[1])]
     with warnings.catch_warnings():  # a role no line shows: NumPy warns on the mean of NaNs, and NaN is the answer
         warnings.simplefilter("ignore", RuntimeWarning)
         return {name: np.nanmean(np.stack([line[name] for line in lines]), axis=0) for name in lines[0]}
+
+
+def cross_measures(weights, valid=None) -> dict:
+    """Cross-attention has no token roles (queries and keys are different lines): ``{"distance", "entropy":
+    (L, H)}`` averaged over lines, ``weights`` ``(L, B, H, N_q, N_k)``, ``valid`` ``(B, N_q)``."""
+    weights = np.asarray(weights)
+    valid = np.ones(weights.shape[1:2] + weights.shape[3:4], bool) if valid is None else np.asarray(valid, bool)
+    lines = [{"distance": mean_distance(weights[:, b], valid[b]), "entropy": entropy_bits(weights[:, b], valid[b])}
+             for b in range(weights.shape[1])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {name: np.nanmean(np.stack([line[name] for line in lines]), axis=0) for name in lines[0]}
+
+
+def top_roles(scores: dict) -> np.ndarray:
+    """``(L, H)`` str: each head's highest-scoring role of `ROLES` ("" where it has no score)."""
+    stacked = np.stack([scores[role] for role in ROLES])  # (roles, L, H)
+    filled = np.where(np.isnan(stacked), -1.0, stacked)
+    names = np.array(ROLES, dtype=object)[filled.argmax(0)]  # (L, H)
+    return np.where(filled.max(0) < 0, "", names)
+
+
+def line_top_roles(weights, token_ids, valid=None) -> tuple[np.ndarray, np.ndarray]:
+    """Each head's highest-scoring role on one line and its score: ``(names (L, H) str, scores (L, H))`` ("" and
+    NaN where no role has a score). ``weights``: ``(L, H, N, N)`` self-attention of ``token_ids`` ``(N,)``."""
+    scores = role_scores(weights, token_ids, valid)
+    names = top_roles(scores)  # (L, H)
+    stacked = np.stack([scores[role] for role in ROLES])  # (roles, L, H)
+    best = np.nanmax(np.where(np.isnan(stacked), -np.inf, stacked), axis=0)  # (L, H)
+    return names, np.where(np.isfinite(best), best, np.nan)
+
+
+def role_text(name: str, score: float) -> str:
+    """``"previous token 0.84"``; "—" without a role."""
+    return "—" if not name else f"{name.replace('_', ' ')} {score:.2f}"
 
 
 def repeated_random_tokens(rng: np.random.Generator, count: int, length: int, vocabulary: int) -> np.ndarray:
