@@ -130,12 +130,14 @@ def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
     return [f"head {h}" if heads <= spelled_out or h == 0 else str(h) for h in range(heads)]
 
 
-def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, pooled: int = 1) -> go.Figure:
+def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, pooled: int = 1,
+               roles=None) -> go.Figure:
     """All layers × heads as small multiples, each pooled to at most ``limit`` cells.
 
     Args:
       weights: ``(L, H, N_q, N_k)``.  mask: ``(N_q, N_k)`` bool, True = may attend.
       focus: as `head_grid`'s, outlined in every panel.  pooled: as `head_grid`'s.
+      roles: optional ``(L, H)`` text, each head's role (`transformer.analysis.heads.role_text`), in its hover.
     """
     weights = np.asarray(weights, dtype=np.float32)
     layers, heads = weights.shape[:2]
@@ -143,7 +145,8 @@ def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, poole
     shown, shown_mask, q_labels, k_labels, factor = reduce_view(
         weights, mask, [str(i) for i in range(n_q)], [str(j) for j in range(n_k)], limit, pooled
     )
-    names = [f"layer {layer} head {h}" for layer in range(layers) for h in range(heads)]
+    names = [f"layer {layer} head {h}" + (f" · {roles[layer][h]}" if roles is not None else "")
+             for layer in range(layers) for h in range(heads)]
     titles = _head_titles(heads) + [""] * (heads * (layers - 1))  # head names on the top row
     traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
                                  names, heads, titles=titles, row_titles=[f"layer {layer}" for layer in range(layers)],
