@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 from transformer import stack_sides
+from transformer.analysis.heads import line_top_roles, role_text
 from transformer.analysis.measures import attention_checks, head_statistics, measured_checks
 from transformer.live.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
@@ -79,6 +80,15 @@ MODEL_VIEW_HEADS = 16
 # One view at a time, picked with a segmented control: only the chosen view is computed and sent. (Lazy tabs did
 # the same, but the browser re-renders Streamlit's tabs on every update of the page: ~30 ms of a slider move.)
 view = view_picker()
+
+
+def line_roles():
+    """Each head's strongest role on this line: ``(names (L, H), scores (L, H))`` (self-attention, full maps)."""
+    query_ids = stack_sides(stack, result.source_ids, result.target_ids)[0][element]  # (N_q,)
+    return line_top_roles(line_maps, query_ids, ~np.isin(query_ids, result.pad_ids))
+
+
+
 windows = token_views.exact_windows(  # {name: window} a block-wise run (N > 512) keeps exact
     config.seq_len, n_q, n_k, full_res=start if full_resolution is not None and full_resolution.open else None,
     head_view=view == "Head view", focus=focus)
@@ -148,6 +158,8 @@ elif view == "Statistics":
     stats = head_statistics(line_maps[layer], mask, pads)
     if stack == "cross":  # a decoder position and an encoder position are not on one axis
         del stats["mean_distance"]
+    else:  # its strongest role on this line (the Heads page scores roles over many lines)
+        stats["role"] = [role_text(*pair) for pair in zip(*(part[layer] for part in line_roles()))]
     st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
     st.caption("Per head of layer " + str(layer) + ": entropy" + (", distance" if stack != "cross" else "")
                + " and weight on padding are means over the query rows that have an allowed key; the largest "
@@ -168,8 +180,12 @@ else:  # "Model view"
                "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
                                           else "."))
     all_layers = view_of_line.weights[:, :shown_heads]  # (L, H', N_q, N_k')
+    names, scores = line_roles() if stack != "cross" and not blockwise else (None, None)
+    roles = None if names is None else [[role_text(n, s) for n, s in zip(*row)] for row in zip(names, scores)]
     plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack], focus=drawn_focus,
-                    pooled=result.attention_factor), "model_view", on_click=on_click)
+                    pooled=result.attention_factor, roles=roles), "model_view", on_click=on_click)
+    if roles is not None:
+        st.caption("Hover a head for its strongest role on this line; the Heads page scores them over many lines.")
 
 downloads(
     Download("Download this stack's weights, every line (NPZ)", lambda: arrays_npz(

@@ -9,11 +9,13 @@ from app_support import decode, heatmaps, no_errors, open_page, specs, weight_pa
 from chart_support import chart_elements
 from hypothesis import given, settings, strategies
 
+from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from ui import state
 from ui.controls import FAILED, PASSED
 
 pytestmark = pytest.mark.app
-PAGES = ["home", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "cost", "decode", "train"]
+PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "dot_product_lab", "shapes", "cost", "decode",
+         "train"]
 CHARTLESS = ("train", "cost", "decode")  # Cost draws once Measure is pressed, Decode once a trained model is chosen
 
 
@@ -366,6 +368,15 @@ def _field_values():
         "nv_other": strategies.integers(0, state.MAX_SEQ_LEN - 1),
         "nv_head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
         "cost_max": strategies.sampled_from(state.COST_MAXIMA),
+        "ablate": strategies.lists(strategies.tuples(strategies.sampled_from(list(state.STACK_CODES)),
+                                                     strategies.integers(0, state.MAX_LAYERS - 1),
+                                                     strategies.integers(0, state.MAX_HEADS_SHOWN - 1)),
+                                   unique=True).map(lambda triples: [state.head_code(*t) for t in sorted(triples)]),
+        "ablation": strategies.sampled_from(state.ABLATION_CHOICES),
+        "roles_lines": strategies.sampled_from(LINE_SOURCES), "roles_count": strategies.sampled_from(
+            state.ROLE_LINE_COUNTS), "roles_pattern": strategies.sampled_from(("", *PATTERN_FAMILIES)),
+        "imp_kind": strategies.sampled_from(state.ABLATION_CHOICES),
+        "imp_count": strategies.sampled_from(state.IMPORTANCE_COUNTS),
     }))
 
 

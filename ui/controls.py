@@ -199,6 +199,9 @@ def stat_columns(n_keys: int) -> dict:
                              help="Σ weight·|query − key| in positions, averaged over queries"),
         "padding_share": bar("mean weight on padding", 1.0,
                              help="Of each query's weights, averaged over queries: 0 with the padding mask on"),
+        "role": st.column_config.TextColumn("strongest role (this line)",
+                                            help="The role the head scores highest on, on this line, and its score "
+                                            "(the Heads page scores roles over many lines)"),
     }
 
 

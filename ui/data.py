@@ -10,11 +10,13 @@ import streamlit as st
 
 import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
+from transformer.analysis import importance
 from transformer.analysis.cost import COST_LENGTHS, attention_cost
 from transformer.analysis.measures import scaling_experiment
 from transformer.analysis.position_views import position_views as _position_views_of
 from transformer.decoding import decode
 from transformer.live.device import memory_in_use as device_memory
+from transformer.live.head_roles import head_roles as _head_roles_of
 
 COMPUTING = "Computing…"
 
@@ -45,6 +47,27 @@ def decoding(config, text, sample, temperature, top_k, top_p, seed):
     run = _or_stop(_decoding, config, text, sample, temperature, top_k, top_p, seed)
     _status(device=run.device_label, timing="")
     return run
+
+
+@st.cache_resource(max_entries=8, show_spinner=COMPUTING)
+def _head_roles(config, stack, pattern, pattern_size):
+    return _head_roles_of(config, stack, pattern, pattern_size)
+
+
+def head_roles(config, stack: str, pattern: str | None, pattern_size: int):
+    """`transformer.live.head_roles.head_roles` (cached); on bad input a message and the page stops."""
+    return _or_stop(_head_roles, config, stack, pattern, pattern_size)
+
+
+def ablation_measure(name: str, ablate: tuple, count: int, kind: str, device: str) -> tuple[float, float]:
+    """``(loss, exact accuracy)`` of a trained model with ``ablate`` ablated (`importance.measure`, remembered by
+    the engine); on bad input a message and the page stops."""
+    return _or_stop(importance.measure, name, ablate, count, kind, 0, device)
+
+
+def head_importance(name: str, count: int, kind: str, device: str):
+    """`importance.head_importance` once every head is measured (`ablation_measure`); on bad input a message."""
+    return _or_stop(importance.head_importance, name, count, kind, 0, device)
 
 
 @st.cache_resource(max_entries=8, show_spinner=COMPUTING)

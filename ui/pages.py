@@ -5,6 +5,7 @@ PAGES = (
     ("masks", "Masks", "grid_on", "padding, look-ahead and target masks, and how they broadcast"),
     ("positional_encoding", "Positional encoding", "waves", "sinusoids, wavelengths, similarity"),
     ("attention", "Attention", "visibility", "every head of every layer, with statistics and checks"),
+    ("heads", "Heads", "psychology", "what each head does (its role) and which heads matter (ablation)"),
     ("dot_product_lab", "Dot-product lab", "science", "one head step by step, why scale, mask fills"),
     ("shapes", "Shapes", "straighten", "the tensor shapes of multi-head attention, step by step"),
     ("cost", "Cost", "speed", "time and memory of one attention layer against N, by mask and key/value heads"),

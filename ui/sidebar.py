@@ -166,6 +166,44 @@ class _ModelControls:
                       **{value_argument: model_value(self.spec)}, **options)
 
 
+def head_codes(spec) -> list[str]:
+    """Every head of the sidebar's model as a head code (`state.head_code`), stack by stack, layer by layer."""
+    layers = spec.num_layers if spec else st.session_state["layers"]
+    heads = spec.num_heads if spec else st.session_state["heads"]
+    return [state.head_code(stack, layer, head) for stack in ARCHITECTURE_STACKS[state.architecture()]
+            for layer in range(layers) for head in range(heads)]
+
+
+def head_code_label(code: str) -> str:
+    stack, layer, head = state.head_triple(code)
+    return f"{stack} L{layer} H{head}"
+
+
+def _ablation_controls(bar, spec) -> None:
+    """Heads to ablate (every page runs the model without them) and how: zeros or their mean. Heads the model no
+    longer has (fewer layers or heads, another architecture) leave the list, said in a notice."""
+    options = head_codes(spec)
+    chosen = st.session_state.get("ablate", [])
+    gone = [code for code in chosen if code not in options]
+    if gone:
+        st.session_state["ablate"] = [code for code in chosen if code in options]
+        state.notify(f"This model has no {', '.join(map(head_code_label, gone))}: "
+                     f"{'it is' if len(gone) == 1 else 'they are'} no longer ablated.")
+    if len(st.session_state["ablate"]) == len(options):  # every head: nothing would attend
+        st.session_state["ablate"] = st.session_state["ablate"][:-1]
+        state.notify("Ablating every head leaves nothing to attend: the last one is kept.")
+    bar.multiselect("Ablate heads", options, key="ablate", format_func=head_code_label,
+                    placeholder="None: every head works", max_selections=len(options) - 1 or None,
+                    help="Replace these heads' output (before the heads are merged) and watch every page: the "
+                    "attention of the layers after them, a trained model's predictions, its decoding. The Heads page "
+                    "finds the heads that matter.", **PERSIST)
+    if st.session_state["ablate"]:
+        bar.radio("Ablation", state.ABLATION_CHOICES, key="ablation", horizontal=True,
+                  format_func=state.ABLATION_LABELS.get, help="Zeros: the head's output is 0. Mean: its output is "
+                  "its mean over the batch's positions (the head still says something, but nothing about this "
+                  "token).", **PERSIST)
+
+
 def render() -> None:
     """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
     bar = st.sidebar
@@ -227,6 +265,7 @@ def render() -> None:
                   "attention-only model, as in the interpretability papers).")
     shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
                   help="Layers of each stack (encoder layers = decoder layers).")
+    _ablation_controls(bar, spec)
     bar.select_slider("Sequence length", options=state.seq_len_choices(st.session_state["seq_len"]), key="seq_len",
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
                       f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "

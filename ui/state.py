@@ -13,12 +13,14 @@ from typing import Any
 
 import streamlit as st
 
+from transformer.analysis.ablation import ABLATIONS
 from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES
 from transformer.core.model import ARCHITECTURES, STACKS
 from transformer.core.positional import POSITIONS
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 from transformer.live.device import DEVICE_CHOICES
+from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.tasks import get_task
 from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, task_of
 from transformer.training.saved_model import TrainSpec
@@ -38,6 +40,8 @@ DECODE_MODES = ("greedy", "sampled")
 TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 TOP_KS = (0, 1, 2, 3, 5, 10, 20)  # 0: every token
 TOP_PS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)  # 1: every token
+ROLE_LINE_COUNTS = (4, 8, 16, 32, 64)  # lines the Heads page scores over (task examples, repeated tokens)
+IMPORTANCE_COUNTS = (50, 100, 200, 500)  # examples each head's ablation is measured on
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
 MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
@@ -117,6 +121,34 @@ def _heads(raw: str) -> list[int]:
     return values
 
 
+ABLATION_CHOICES = ABLATIONS
+ABLATION_LABELS = {"zero": "Zeros", "mean": "Mean over positions"}
+STACK_CODES = {"encoder": "e", "decoder": "d", "cross": "c"}  # an ablated head in a link: "e0.1" = encoder L0 H1
+
+
+def head_code(stack: str, layer: int, head: int) -> str:
+    """``("encoder", 0, 1)`` -> ``"e0.1"``: how a link names an ablated head."""
+    return f"{STACK_CODES[stack]}{layer}.{head}"
+
+
+def head_triple(code: str) -> tuple[str, int, int]:
+    """``"e0.1"`` -> ``("encoder", 0, 1)``; ValueError for another form."""
+    stacks = {letter: stack for stack, letter in STACK_CODES.items()}
+    layer, dot, head = code[1:].partition(".")
+    if code[:1] not in stacks or not dot or not layer.isdigit() or not head.isdigit():
+        raise ValueError(f"{code[:20]!r} is not a head such as e0.1 (encoder layer 0 head 1; d decoder, c cross)")
+    return stacks[code[0]], int(layer), int(head)
+
+
+def _ablate(raw: str) -> list[str]:
+    """``"c0.1 e1.0"`` -> the codes of heads that could exist (`head_triple`), sorted; whether this model has
+    them is the engine's to say."""
+    triples = sorted({head_triple(code) for code in raw.split()})
+    if any(layer >= MAX_LAYERS or head >= MAX_HEADS_SHOWN for _, layer, head in triples):
+        raise ValueError(f"layers go from 0 to {MAX_LAYERS - 1} and heads from 0 to {MAX_HEADS_SHOWN - 1}")
+    return [head_code(*triple) for triple in triples]
+
+
 def _flag(raw: str) -> bool:
     if raw not in ("0", "1"):
         raise ValueError("must be 0 or 1")
@@ -148,6 +180,8 @@ FIELDS: dict[str, Field] = {
     "norm": Field("post", _choice(NORMS)),
     "mask_family": Field("paper", _choice(MASK_FAMILIES)),
     "mask_size": Field(4, _integer(0, MAX_SEQ_LEN)),
+    "ablate": Field([], _ablate),  # heads ablated, as head codes ("e0.1"); every page runs the ablated model
+    "ablation": Field("zero", _choice(ABLATIONS)),
     # page controls
     "stack": Field("encoder", _choice(STACK_CHOICES)),
     "layer": Field(0, _integer(0, MAX_LAYERS - 1)),
@@ -171,6 +205,12 @@ FIELDS: dict[str, Field] = {
     "row": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
     "block_row": Field(False, _flag),  # … with every key of that row blocked
     "logit_size": Field(100, _choice(LOGIT_SIZES, int)),
+    # the Heads page
+    "roles_lines": Field("lines", _choice(LINE_SOURCES)),
+    "roles_count": Field(16, _choice(ROLE_LINE_COUNTS, int)),
+    "roles_pattern": Field("", _choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
+    "imp_kind": Field("zero", _choice(ABLATIONS)),
+    "imp_count": Field(200, _choice(IMPORTANCE_COUNTS, int)),
     # the Cost page
     "cost_max": Field(1024, _choice(COST_MAXIMA, int)),
     # the Decode page
@@ -311,5 +351,6 @@ def live_config(**overrides) -> LiveConfig:
         target_text=state["tgt"], seed=state["seed"], device=state["device"], weights=state["weights"],
         positions=state["positions"], num_kv_heads=state["kv_heads"] or None, mask_family=state["mask_family"],
         mask_size=state["mask_size"], norm=state["norm"], architecture=state["arch"],
+        ablate=tuple(head_triple(code) for code in state["ablate"]), ablation=state["ablation"],
     )
     return LiveConfig(**{**config.__dict__, **overrides})

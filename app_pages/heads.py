@@ -1,0 +1,145 @@
+"""Heads: what each head does (role scores over many lines) and, for a trained model, which heads matter (each
+ablated in turn)."""
+
+import streamlit as st
+
+from transformer.analysis.ablation import head_label
+from transformer.analysis.heads import ROLES
+from transformer.analysis.importance import heads_of, measured
+from transformer.core.masks import SIZED_FAMILIES
+from transformer.core.model import STACKS
+from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES, example_lines, repeated_lines
+from transformer.training import pretrained
+from ui import data, sidebar, state
+from ui.controls import PERSIST, plot, stack_picker
+from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
+
+SEGMENT = 10  # a repeated line: a random segment of 10 tokens written twice
+LINE_LABELS = {"lines": "The sidebar's lines", "repeated": "Repeated random tokens", "examples": "The task's examples"}
+ROLE_NOTES = {
+    "previous_token": "query i attends to i − 1",
+    "duplicate_token": "to earlier copies of its own token",
+    "induction": "to the token after an earlier copy of its own (what comes next last time)",
+    "first_token": "to position 0 (often a resting place)",
+    "self": "to itself",
+}
+
+st.title("Heads")
+st.caption("What each head does, scored over many lines: the share of its attention on a role's pattern "
+           "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
+           "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
+weights = st.session_state["weights"]
+trained = weights != "random"
+controls = st.columns([3, 2, 2, 2])
+with controls[0]:
+    stack = stack_picker()
+sources = [source for source in LINE_SOURCES if (source == "examples") == trained or source == "lines"]
+if st.session_state.get("roles_lines") not in sources:
+    st.session_state["roles_lines"] = sources[0]
+lines_from = controls[1].radio("Lines", sources, key="roles_lines", format_func=LINE_LABELS.get, **PERSIST,
+                               help="Scores over one sentence say little: a role is the head's when it shows on "
+                               "many lines. Repeated random tokens (a segment written twice) are where induction "
+                               "heads show.")
+line_count = controls[2].select_slider("How many lines", state.ROLE_LINE_COUNTS, key="roles_count",
+                                       disabled=lines_from == "lines", **PERSIST)
+pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key="roles_pattern",
+                                format_func=lambda family: family or "none",
+                                help="A mask family of the Masks page, scored as a role: the share of each head's "
+                                "attention inside it (the Masks page's size).", disabled=stack == "cross",
+                                **PERSIST) or None
+overrides = {}
+if lines_from == "repeated":
+    text = repeated_lines(line_count, SEGMENT, st.session_state["seed"])
+    overrides = dict(source_text=text, target_text=text, seq_len=2 * SEGMENT)
+elif lines_from == "examples":
+    task = pretrained.task_of(weights)
+    overrides = dict(source_text=example_lines(task, line_count), seq_len=max(
+        st.session_state["seq_len"], pretrained.spec_of(weights).max_len))
+config = state.live_config(**overrides)
+size = st.session_state["mask_size"] if pattern in SIZED_FAMILIES else 1
+roles = data.head_roles(config, stack, pattern, size)
+layers, heads = roles.distance.shape
+where = f"{roles.lines} lines of {roles.length} positions ({LINE_LABELS[lines_from].lower()})"
+if config.ablate:
+    st.info(f"Heads ablated in the sidebar: {', '.join(map(head_label, config.ablate))} "
+            f"({config.ablation}). The scores are the ablated model's.", icon=":material/block:")
+
+
+def _open(stack_name: str, layer: int, head: int) -> None:
+    """Open ``stack``/``layer`` on the Attention page with the lines this page scored (``head`` at full resolution
+    where a grid cannot show it whole); the focus stays."""
+    state_values = {"stack": stack_name, "layer": layer, "head": head, "nv_head": head}
+    if overrides:
+        state_values |= {"src": overrides["source_text"], "seq_len": overrides["seq_len"]}
+        if "target_text" in overrides:
+            state_values["tgt"] = overrides["target_text"]
+    st.session_state.update(state_values)
+    st.session_state["_open_page"] = "app_pages/attention.py"
+
+
+if roles.scores:
+    shown = {role: roles.scores[role] for role in (*ROLES, *(["pattern"] if pattern else []))}
+    plot(role_grid(shown, roles.lines, f"{stack}: role scores over {where}", pattern=pattern or ""), "roles")
+    st.subheader("The strongest heads of each role")
+    for role in shown:
+        best = roles.strongest(role, 3)
+        row = st.columns([2, 5])
+        note = ROLE_NOTES.get(role, f"inside the {pattern} pattern")
+        row[0].markdown(f"**{ROLE_TITLES[role]}** — {note}")
+        buttons = row[1].columns(3)
+        for column, (layer, head, score) in zip(buttons, best):
+            column.button(f"L{layer} H{head}: {score:.2f}", key=f"open_{role}_{layer}_{head}", on_click=_open,
+                          args=(stack, layer, head), help=f"Open layer {layer} on the Attention page, on these "
+                          "lines.")
+else:
+    st.info("Cross-attention's queries and keys are different lines (target and source), so it has no token roles: "
+            "its distance (target position i to source position j; near 0 on a monotone alignment) and "
+            "entropy are below.", icon=":material/info:")
+plot(measure_grid(roles.distance, roles.entropy, roles.lines, f"{stack}: how far and how spread, over {where}"),
+     "measures")
+if st.session_state.get("_open_page"):
+    st.switch_page(st.session_state.pop("_open_page"))
+
+st.subheader("Which heads matter")
+if not trained:
+    st.markdown("Pick a trained model under **Weights** to measure what each head is worth: each head is ablated in "
+                "turn and the model's loss and exact accuracy on fresh examples of its task are measured again. "
+                "With random weights, ablate heads in the sidebar and watch the other pages change.")
+    st.stop()
+columns = st.columns(3)
+kind = columns[0].radio("Ablate with", state.ABLATION_CHOICES, key="imp_kind", horizontal=True,
+                        format_func=state.ABLATION_LABELS.get, **PERSIST)
+count = columns[1].select_slider("Examples", state.IMPORTANCE_COUNTS, key="imp_count", **PERSIST)
+device = sidebar.session_device()
+triples = heads_of(weights)
+if not measured(weights, count, kind, 0, device):
+    asked = columns[2].button(f"Measure all {len(triples)} heads", type="primary",
+                              help="Each head ablated in turn: the loss (teacher forced) and exact accuracy (greedy "
+                              "decoding) on fresh examples. Kept for this server's sessions.")
+    if not asked:
+        st.caption(f"{len(triples) + 1} runs of the model on {count} examples each (about 10 s for 200 on two cores).")
+        st.stop()
+    bar = st.progress(0.0, text="Measuring the model as it is")
+    data.ablation_measure(weights, (), count, kind, device)
+    for done, triple in enumerate(triples, start=1):
+        bar.progress(done / len(triples), text=f"Ablating {head_label(triple)} ({done} of {len(triples)})")
+        data.ablation_measure(weights, (triple,), count, kind, device)
+    bar.empty()
+importance = data.head_importance(weights, count, kind, device)
+st.markdown(f"The model as it is: loss **{importance.loss:.3f}**, exact accuracy **{importance.accuracy:.1%}** on "
+            f"{count} fresh examples. Ablating one head at a time ({kind}):")
+ranked = importance.ranked(5)
+st.dataframe([{"head": head_label(triple), "accuracy change (points)": round(accuracy * 100, 1),
+               "loss change": round(loss, 3)} for triple, accuracy, loss in ranked], hide_index=True)
+plot(importance_grid(importance.accuracy_change, importance.loss_change, STACKS, count,
+                     f"{weights}: what ablating each head costs ({kind}, {count} examples)"), "importance")
+ablate_codes = [state.head_code(*triple) for triple, accuracy, _ in ranked if accuracy < 0]
+
+
+def _ablate_costliest() -> None:
+    st.session_state.update(ablate=ablate_codes, ablation=kind)
+
+
+if ablate_codes:
+    st.button(f"Ablate the {len(ablate_codes)} costliest heads in the sidebar", on_click=_ablate_costliest,
+              help="Every page then runs the model without them.")

@@ -1,0 +1,61 @@
+"""The Heads page and the ablation controls in Chromium: the role grids drawn and labelled, a strongest head opening
+its layer on the Attention page, the sidebar's ablation reaching the link and the charts, the importance map."""
+
+import re
+
+import pytest
+from browser_support import wait_idle
+from chart_support import PLOT
+from test_browser import CHART_TEXT_PROBLEMS, browser, open_page, page, server, wait_for_charts  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+
+def _plots(page) -> list[dict]:
+    """Each drawn chart's title and heatmap count."""
+    return page.evaluate(f"""() => [...document.querySelectorAll("{PLOT}")].map(plot => ({{
+        title: plot.layout.title?.text || "", heatmaps: plot.data.filter(t => t.type === "heatmap").length}}))""")
+
+
+def test_the_heads_page_draws_each_role_and_a_strongest_head_opens_the_attention_page(page, server):
+    open_page(page, server, "heads?roles_lines=repeated&roles_count=8")
+    wait_for_charts(page)
+    page.get_by_text("Which heads matter").scroll_into_view_if_needed()  # charts are drawn as they come into view
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
+    plots = _plots(page)
+    assert any("role scores over 8 lines of 20 positions" in plot["title"] and plot["heatmaps"] == 5
+               for plot in plots), plots
+    assert any("how far and how spread" in plot["title"] for plot in plots)
+    assert not page.evaluate(CHART_TEXT_PROBLEMS)
+    page.get_by_role("button", name=re.compile(r"^L\d+ H\d+: ")).first.click()
+    page.wait_for_url("**/attention**", timeout=60_000)
+    wait_idle(page)
+    wait_for_charts(page)
+    assert "seq_len=20" in page.url and "src=" in page.url
+    assert page.get_by_text("Encoder self-attention — layer").count() >= 1
+
+
+def test_ablating_a_head_in_the_sidebar_reaches_the_link_and_the_charts(page, server):
+    open_page(page, server, "attention?layer=1")
+    wait_for_charts(page)
+    weights = f"() => JSON.stringify(document.querySelector('{PLOT}').data.map(trace => trace.z))"
+    before = page.evaluate(weights)
+    page.get_by_test_id("stSidebar").get_by_test_id("stMultiSelect").filter(has_text="Ablate heads").click()
+    page.keyboard.type("encoder L0 H1")
+    page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    page.wait_for_function("() => location.search.includes('ablate=e0.1')", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"b => ({weights})() !== b", arg=before, timeout=60_000)
+    assert page.get_by_text("Mean over positions").count() == 1  # the ablation's kind, once a head is chosen
+
+
+def test_a_trained_models_importance_map_is_measured_with_a_progress_bar(page, server):
+    open_page(page, server, "heads?weights=reverse&imp_count=50")
+    wait_for_charts(page)
+    page.get_by_role("button", name="Measure all 24 heads").click()
+    page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(
+        plot => (plot.layout.title?.text || "").includes("what ablating each head costs"))""", timeout=120_000)
+    wait_idle(page)
+    assert page.get_by_text("The model as it is: loss").count() == 1
+    assert page.get_by_role("button", name="Ablate the").count() == 1
