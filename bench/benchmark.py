@@ -351,6 +351,41 @@ def head_roles(repeats: int):
     (seconds,) = _timed(lambda: batch_role_scores(weights, ids), repeats=repeats)
     row("compute", "head roles: 5 roles, distance and entropy of 2 layers × 4 heads over 16 lines of N=64",
         f"{seconds * 1e3:.0f} ms")
+    head_page(repeats)
+    importance_map()
+
+
+def head_page(repeats: int):
+    """The Heads page's engine call at its defaults: the model over 16 lines of repeated tokens, every head scored
+    (a new seed each time, so nothing is remembered; the model is built and traced first)."""
+    from transformer import LiveConfig
+    from transformer.live.engine_thread import on_engine_thread
+    from transformer.live.head_roles import head_roles, repeated_lines
+    from transformer.live.model_cache import MODELS
+
+    def config(seed):
+        text = repeated_lines(16, 10, seed)
+        return LiveConfig(source_text=text, target_text=text, seq_len=20, seed=seed)
+
+    head_roles(config(0), "encoder")
+    on_engine_thread(MODELS.trace_pending)()
+    seeds = iter(range(1, 10 * repeats + 2))
+    (seconds,) = _timed(lambda: head_roles(config(next(seeds)), "encoder", pattern="window"), repeats=repeats)
+    row("compute", "Heads page: encoder roles + a window pattern, default model, 16 repeated lines of N=20",
+        f"{seconds * 1e3:.0f} ms")
+
+
+def importance_map():
+    """The Heads page's importance map at its default size: every head of reverse and of dates ablated in turn on 200
+    examples (loss and greedy decoding), cold (each head measured once; the traced functions made on the way)."""
+    from transformer.analysis.importance import head_importance
+
+    for name in ("reverse", "dates"):
+        started = time.perf_counter()
+        importance = head_importance(name, 200, seed=int(time.time()))  # a fresh draw: nothing remembered
+        row("compute", f"importance map: every head of {name} ablated in turn, 200 examples (24 heads + the "
+            f"model)", f"{(time.perf_counter() - started):.1f} s", "a progress bar while it runs")
+        del importance
 
 
 def new_architectures(count: int):
