@@ -22,11 +22,6 @@ from viz.labels import PANEL_MARK
 from viz.sizes import TICK_PX
 
 pytestmark = pytest.mark.browser
-PAGES = ["", "masks", "positional_encoding", "attention", "dot_product_lab", "shapes", "cost", "decode?weights=dates",
-         "train",
-         "attention?weights=reverse&stack=cross", "attention?weights=dates&stack=cross&seq_len=28",
-         "decode?dec_model=translate&dec_step=5"]
-
 
 @pytest.fixture(scope="module")
 def server():
@@ -118,73 +113,6 @@ def wait_for_every_chart(page):
     wait_for_charts(page)
     page.wait_for_function(f"() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) => node._fullData)",
                            timeout=60_000)
-
-
-@pytest.mark.parametrize("path", PAGES)
-def test_every_page_opens_without_exception_and_is_screenshotted(page, server, path):
-    page.set_viewport_size({"width": 1400, "height": TALL_PX})
-    open_page(page, server, path)
-    assert page.locator("[data-testid='stException']").count() == 0
-    if path not in ("train", "cost"):  # Home too: the dates model reading today's date
-        wait_for_every_chart(page)
-        assert page.locator(PLOT).count() >= 1
-        assert page.evaluate(CHART_TEXT_PROBLEMS) == []
-    name = (path or "home").replace("?", "-").replace("&", "-").replace("=", "-")
-    page.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
-    title = TAB_TITLES[(path or "home").split("?")[0]]
-    page.wait_for_function("(title) => document.title === title", arg=f"{title} · Attention Lab", timeout=10_000)
-
-
-TAB_TITLES = {"home": "Home", "masks": "Masks", "positional_encoding": "Positional encoding",
-              "attention": "Attention", "dot_product_lab": "Dot-product lab", "shapes": "Shapes", "decode": "Decode",
-              "train": "Train", "cost": "Cost"}
-
-
-@pytest.mark.parametrize("path", ["dot_product_lab", "attention?seq_len=30&stack=cross", "masks?seq_len=200",
-                                  "attention?seq_len=300&full_res=1",  # long titles: pooled, cropped
-                                  "attention?seq_len=200&view=Head+view&focus=150&specials=1",
-                                  "attention?view=Rollout&specials=1&element=1", "attention?view=Neuron+view"])
-def test_in_a_narrow_window_no_chart_text_is_cut_off(page, server, path):
-    page.set_viewport_size({"width": 1000, "height": TALL_PX})
-    open_page(page, server, path)
-    wait_for_every_chart(page)
-    assert page.evaluate(CHART_TEXT_PROBLEMS) == []
-
-
-@pytest.mark.parametrize("path", ["masks", "masks?seq_len=200", "positional_encoding", "attention",
-                                  "dot_product_lab", "shapes", "attention?view=Head+view",
-                                  "attention?view=Rollout", "attention?view=Neuron+view&d_model=256&heads=1"])
-def test_in_a_1000_px_window_with_the_sidebar_open_no_chart_scrolls_sideways(page, server, path):
-    """The column is 540 px wide there: the four target-mask panels' titles fit it (they took 563 px before)."""
-    page.set_viewport_size({"width": 1000, "height": TALL_PX})
-    open_page(page, server, path)
-    wait_for_every_chart(page)
-    assert page.get_by_test_id("stSidebar").bounding_box()["width"] > 200  # open
-    overflow = page.evaluate(f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) =>
-        node.parentElement.scrollWidth - node.parentElement.clientWidth)""")
-    assert overflow and not any(overflow), overflow
-
-
-@pytest.mark.parametrize("path", ["masks", "attention", "attention?heads=16&d_model=128&view=Model+view",
-                                  "dot_product_lab?seq_len=3", "masks?seq_len=200"])  # 200: a long pooled title
-def test_on_a_phone_a_grid_of_panels_keeps_its_titles_apart_and_fits_its_column(page, server, path):
-    """A grid too wide for the column is laid out again for its width (fewer panels to a row); one that cannot fit
-    (the model view's 16 heads to a row) keeps the width its titles need and its wrapper scrolls, the page does not."""
-    page.set_viewport_size({"width": 400, "height": 2 * TALL_PX})  # the lab's charts stack in one column: 6,600 px
-    page.goto(f"{server}/{path}")  # not open_page: on a phone the sidebar starts closed
-    wait_idle(page)
-    wait_for_every_chart(page)
-    scrolling = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) =>
-        node.parentElement.scrollWidth > node.parentElement.clientWidth)"""
-    model_view = "Model+view" in path
-    page.wait_for_function(f"() => ({scrolling})().filter(Boolean).length === {1 if model_view else 0}",
-                           timeout=20_000)
-    wait_idle(page)
-    assert page.evaluate(CHART_TEXT_PROBLEMS) == []
-    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
-    page.set_viewport_size({"width": 1400, "height": TALL_PX})  # a wide window: every chart fits its column again
-    page.wait_for_function(f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) =>
-        node.parentElement.scrollWidth <= node.parentElement.clientWidth)""", timeout=10_000)
 
 
 def slider_thumb(page, label):

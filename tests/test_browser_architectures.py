@@ -16,7 +16,7 @@ from test_browser import (  # noqa: F401  (fixtures)
 )
 
 pytestmark = pytest.mark.browser
-PAGES_WITH_MODELS = ["attention", "dot_product_lab", "shapes", "masks", "positional_encoding", "decode"]
+PAGES_WITH_MODELS = ["attention", "heads", "dot_product_lab", "shapes", "masks", "positional_encoding", "decode"]
 
 
 @pytest.mark.parametrize("query", ["arch=decoder-only&norm=pre", "arch=encoder-only&d_ff=0"])
