@@ -4,12 +4,15 @@
 | --- | --- | --- | --- | --- |
 | `quiet_retracing_warning` | ``tf.function``'s ``_omit_frequent_tracing_warning`` | six architectures traced once each read as "retracing" in the server's log (the warning keys on the shared traced code) | the warning comes back in the log; nothing else | tests/test_live.py::test_model_functions_that_each_trace_once_raise_no_retracing_warning |
 | `clear_kernel_cache` | ``tensorflow.python.eager.context.context().clear_kernel_cache()`` | every architecture a user tried kept ~7 MB of kernels for good (BENCHMARKS.md, churn test) | the server's memory grows with each architecture tried | tests/test_live.py::test_tensorflow_still_has_the_private_calls_the_engine_uses |
+| `recording_attention` | an instance's ``keras.layers.MultiHeadAttention._compute_attention`` (the override point Keras's docstring offers subclasses) and ``Layer._flatten_layers`` | a model loaded from outside (keras-hub, a ``.keras`` file) computes its attention inside its own layers, which return no weights unless their caller asks: the wrapper asks (``return_attention_scores=True``) and keeps them, for one run | the weights of a model from outside are not read (a test fails; the lab's own model is untouched) | tests/test_external.py |
 | `keras_dense_sublayers` | ``keras.layers.GroupQueryAttention``'s ``_query_dense`` … ``_output_dense`` | the reference check copies this engine's weights into Keras's grouped-query layer, which has no public accessor for its projections (``MultiHeadAttention`` has public ones) | the Keras check of fewer key/value heads fails with an AttributeError (the pages say so; the engine runs) | tests/test_variants.py::test_grouped_query_attention_agrees_with_keras_group_query_attention |
 
 Nothing else in ``transformer/`` reaches below TensorFlow's and Keras's public APIs.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import keras
 
@@ -25,6 +28,40 @@ def keras_dense_sublayers(layer) -> list:
     attributes) or ``GroupQueryAttention`` (private ones)."""
     prefix = "_" if isinstance(layer, keras.layers.GroupQueryAttention) else ""
     return [getattr(layer, prefix + name) for name in ("query_dense", "key_dense", "value_dense", "output_dense")]
+
+
+def all_sublayers(model) -> list:
+    """Every layer inside ``model``, nested ones included, in the order they were made (Keras's own
+    ``_flatten_layers``: a layer's sublayers have no public list)."""
+    return list(model._flatten_layers(include_self=False))
+
+
+def attention_sublayers(model) -> list:
+    """Every ``keras.layers.MultiHeadAttention`` (subclasses included) inside ``model``, in the order made."""
+    return [layer for layer in all_sublayers(model) if isinstance(layer, keras.layers.MultiHeadAttention)]
+
+
+@contextlib.contextmanager
+def recording_attention(layers):
+    """While in the block, each of ``layers`` (``MultiHeadAttention``) computes its weights explicitly and appends
+    ``(its index, weights (B, H, N_q, N_k))`` to the yielded list each time it runs."""
+    recorded = []
+
+    def recorder(index, original):
+        def compute(query, key, value, attention_mask=None, training=None, return_attention_scores=False, **kwargs):
+            output, weights = original(query, key, value, attention_mask=attention_mask, training=training,
+                                       return_attention_scores=True, **kwargs)
+            recorded.append((index, weights))
+            return output, weights
+        return compute
+
+    for index, layer in enumerate(layers):
+        object.__setattr__(layer, "_compute_attention", recorder(index, layer._compute_attention))
+    try:
+        yield recorded
+    finally:
+        for layer in layers:
+            layer.__dict__.pop("_compute_attention", None)
 
 
 def clear_kernel_cache() -> None:

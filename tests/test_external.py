@@ -1,0 +1,153 @@
+"""Models from outside the lab, built here tiny and with random weights (nothing downloads): a functional Keras
+model saved as .keras, and keras-hub BERT and GPT-2 backbones saved as presets with tiny tokenizers, read through
+the same path a downloaded preset takes. Their weights against the layers' own `return_attention_scores` and a
+NumPy recomputation from the weights; untrusted files refused with a message."""
+
+import keras
+import numpy as np
+import pytest
+
+from transformer.external import UPLOAD_LIMIT_ENV, load
+
+keras_hub = pytest.importorskip("keras_hub")
+
+
+def _softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+
+
+def _numpy_attention(layer, x, causal=False):
+    """A Keras MultiHeadAttention's weights recomputed in NumPy from its kernels: ``x`` (N, D) -> (H, N, N)."""
+    q_kernel, q_bias = (np.asarray(w) for w in layer.query_dense.weights)  # (D, H, d), (H, d)
+    k_kernel, k_bias = (np.asarray(w) for w in layer.key_dense.weights)
+    q = np.einsum("nd,dhk->hnk", x, q_kernel) + q_bias[:, None]  # (H, N, d)
+    k = np.einsum("nd,dhk->hnk", x, k_kernel) + k_bias[:, None]
+    logits = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])  # (H, N, N)
+    if causal:
+        logits = np.where(np.tril(np.ones(logits.shape[-2:], bool)), logits, -np.inf)
+    return _softmax(logits)
+
+
+def _functional_model():
+    keras.utils.set_random_seed(0)
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(20, 16)(ids)
+    first = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="first")
+    x = first(x, x)
+    second = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="second")
+    out = keras.layers.Dense(20)(second(x, x))
+    return keras.Model(ids, out)
+
+
+def test_a_keras_file_is_read_and_its_weights_are_what_each_layer_returns(tmp_path):
+    path = tmp_path / "mine.keras"
+    _functional_model().save(path)
+    model = load(path)
+    tokens, weights = model.attention("3 1 4 1 5")
+    assert tokens == ["3", "1", "4", "1", "5"] and weights.shape == (2, 2, 5, 5)
+    ids = np.array([[3, 1, 4, 1, 5]])
+    x = model.model.layers[1](ids)  # the embedding: (1, 5, 16)
+    first, second = (model.model.get_layer(name) for name in ("first", "second"))
+    y, expected_first = first(x, x, return_attention_scores=True)
+    _, expected_second = second(y, y, return_attention_scores=True)
+    np.testing.assert_allclose(weights[0], expected_first[0], atol=1e-6)
+    np.testing.assert_allclose(weights[1], expected_second[0], atol=1e-6)
+    np.testing.assert_allclose(weights[0], _numpy_attention(first, np.asarray(x[0])), atol=1e-5)
+    assert not model.causal
+
+
+def _bert_preset(folder):
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a"]
+    keras.utils.set_random_seed(1)
+    keras_hub.models.BertBackbone(vocabulary_size=len(vocabulary), num_layers=2, num_heads=2, hidden_dim=8,
+                                  intermediate_dim=16, max_sequence_length=16).save_to_preset(folder)
+    keras_hub.models.BertTokenizer(vocabulary=vocabulary, lowercase=True).save_to_preset(folder)
+    return folder
+
+
+def _gpt2_preset(folder):
+    vocabulary = {"<|endoftext|>": 0, "a": 1, "b": 2, "c": 3, "Ġ": 4, "Ġa": 5, "Ġb": 6, "Ġc": 7}
+    keras.utils.set_random_seed(2)
+    keras_hub.models.GPT2Backbone(vocabulary_size=len(vocabulary), num_layers=2, num_heads=2, hidden_dim=8,
+                                  intermediate_dim=16, max_sequence_length=16).save_to_preset(folder)
+    keras_hub.models.GPT2Tokenizer(vocabulary=vocabulary, merges=["Ġ a", "Ġ b", "Ġ c"]).save_to_preset(folder)
+    return folder
+
+
+def test_a_bert_preset_reads_with_its_tokenizer_and_its_first_layer_matches_numpy(tmp_path):
+    model = load(_bert_preset(tmp_path / "tiny_bert"))
+    tokens, weights = model.attention("The cat sat on the mat")
+    assert tokens == ["the", "cat", "sat", "on", "the", "mat"] and weights.shape == (2, 2, 6, 6)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    ids = model.token_ids("The cat sat on the mat")[None]
+    embedded = model.model.get_layer("embeddings_layer_norm")(  # what the first encoder layer reads
+        model.model.get_layer("token_embedding")(ids) + model.model.get_layer("position_embedding")(
+            model.model.get_layer("token_embedding")(ids)) + model.model.get_layer("segment_embedding")(0 * ids))
+    np.testing.assert_allclose(weights[0], _numpy_attention(model.layers[0], np.asarray(embedded[0])), atol=1e-5)
+    assert not model.causal
+    with pytest.raises(ValueError, match="not a causal language model"):
+        model.next_token_probabilities("the cat")
+
+
+def test_a_gpt2_preset_is_causal_and_gives_next_token_probabilities(tmp_path):
+    model = load(_gpt2_preset(tmp_path / "tiny_gpt2"))
+    tokens, weights = model.attention("a b c a b")
+    assert tokens == ["a", "Ġb", "Ġc", "Ġa", "Ġb"] and weights.shape == (2, 2, 5, 5)
+    assert np.abs(np.triu(weights, 1)).max() == 0  # no position attends to a later one
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    probabilities = model.next_token_probabilities("a b c a b")
+    assert probabilities.shape == (5, 8)
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+
+
+def test_a_model_with_no_attention_or_bad_text_gets_a_message(tmp_path):
+    ids = keras.Input((None,), dtype="int32")
+    plain = keras.Model(ids, keras.layers.Dense(3)(keras.layers.Embedding(5, 4)(ids)))
+    with pytest.raises(ValueError, match="no keras.layers.MultiHeadAttention"):
+        load(plain)
+    model = load(_functional_model())
+    with pytest.raises(ValueError, match="token ids separated by spaces"):
+        model.attention("hello there")
+    with pytest.raises(ValueError, match="below the model's vocabulary of 20. Received: 99"):
+        model.attention("3 99")
+    with pytest.raises(ValueError, match="at most 512"):
+        model.attention(" ".join(["1"] * 600))
+
+
+@pytest.mark.parametrize("content, says", [(b"not a zip at all", "is not a .keras file"),
+                                           (b"PK\x03\x04" + b"\0" * 40, "is not a .keras file|could not be read")])
+def test_a_corrupt_or_truncated_file_is_refused_with_a_message(tmp_path, content, says):
+    path = tmp_path / "broken.keras"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=says):
+        load(path)
+
+
+def test_a_truncated_keras_file_and_an_oversize_one_are_refused(tmp_path, monkeypatch):
+    path = tmp_path / "whole.keras"
+    _functional_model().save(path)
+    cut = tmp_path / "cut.keras"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError, match="cut.keras"):
+        load(cut)
+    monkeypatch.setenv(UPLOAD_LIMIT_ENV, "0.001")
+    with pytest.raises(ValueError, match=f"the limit is 0 MB \\({UPLOAD_LIMIT_ENV}\\)"):
+        load(path)
+
+
+def test_a_keras_file_with_python_code_is_refused_by_safe_mode(tmp_path):
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(5, 4)(ids)
+    x = keras.layers.Lambda(lambda t: t * 2.0)(x)  # code inside the file
+    model = keras.Model(ids, keras.layers.MultiHeadAttention(num_heads=1, key_dim=4)(x, x))
+    path = tmp_path / "code.keras"
+    model.save(path)
+    with pytest.raises(ValueError, match="could not be read as a Keras model"):
+        load(path)
+
+
+@pytest.mark.parametrize("name", ["../etc/passwd", "https://example.com/x", "Bad Name", ""])
+def test_a_preset_name_is_a_name_never_a_path_or_an_address(name):
+    with pytest.raises(ValueError, match="preset name"):
+        load(name)

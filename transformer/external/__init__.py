@@ -1,0 +1,215 @@
+"""Models from outside the lab: a keras-hub preset (by name, or a local preset folder), a ``.keras`` file or a
+``keras.Model``, read through the attention layers Keras itself provides.
+
+    from transformer.external import load
+    model = load("path/to/preset")            # or "bert_tiny_en_uncased", "model.keras", a keras.Model
+    tokens, weights = model.attention("The cat sat on the mat")   # weights (L, H, N, N) float32
+    model.next_token_probabilities("The cat")                     # (N, V), causal language models only
+
+Read today: models whose attention layers are ``keras.layers.MultiHeadAttention`` or its subclasses (any
+functional Keras model; keras-hub's BERT, RoBERTa, DistilBERT, GPT-2 and the other families built on its
+TransformerEncoder and TransformerDecoder). Any other model gets a ValueError naming what was found.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from transformer.live.tf_patches import all_sublayers, attention_sublayers, recording_attention
+
+UPLOAD_LIMIT_ENV = "ATTENTION_LAB_UPLOAD_MB"  # the largest .keras file read, in MB (default 500)
+PRESET_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,99}$")  # keras-hub's preset names; no path, no URL
+MAX_TOKENS = 512
+
+
+def upload_limit_bytes() -> int:
+    """The largest model file read: ``ATTENTION_LAB_UPLOAD_MB`` MB (500 by default)."""
+    raw = os.environ.get(UPLOAD_LIMIT_ENV, "500")
+    try:
+        return int(float(raw) * 2**20)
+    except ValueError:
+        raise ValueError(f"{UPLOAD_LIMIT_ENV} must be a number of MB. Received: {raw!r}") from None
+
+
+@dataclass
+class ExternalModel:
+    """A model from outside, its tokenizer (None: the text is token ids separated by spaces) and its attention
+    layers. ``causal``: a language model whose next-token probabilities can be read."""
+
+    name: str
+    model: keras.Model
+    tokenizer: object | None
+    layers: list
+    causal: bool
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def num_heads(self) -> int:
+        return int(self.layers[0].num_heads)
+
+    def token_ids(self, text: str) -> np.ndarray:
+        """``text`` as the model's ids ``(N,)``; ValueError for an empty text, ids the model lacks or more than
+        `MAX_TOKENS` tokens."""
+        if self.tokenizer is None:
+            parts = text.split()
+            if not parts or not all(part.isdigit() for part in parts):
+                raise ValueError("This model has no tokenizer: give its input as token ids separated by spaces. "
+                                 f"Received: {text[:60]!r}")
+            ids = np.array([int(part) for part in parts], np.int32)
+        else:
+            ids = np.asarray(self.tokenizer.tokenize(text), np.int32).reshape(-1)
+            if not len(ids):
+                raise ValueError(f"The text has no tokens. Received: {text[:60]!r}")
+        if len(ids) > min(MAX_TOKENS, self._context()):
+            raise ValueError(f"The text has {len(ids)} tokens; this model reads at most "
+                             f"{min(MAX_TOKENS, self._context())}. Received: {text[:60]!r}…")
+        vocabulary = self._vocabulary_size()
+        if vocabulary and ids.max() >= vocabulary:
+            raise ValueError(f"Token ids must be below the model's vocabulary of {vocabulary}. Received: "
+                             f"{int(ids.max())}")
+        return ids
+
+    def tokens(self, text: str) -> list[str]:
+        """The pieces the charts label: the tokenizer's own, or the ids as text."""
+        ids = self.token_ids(text)
+        if self.tokenizer is None:
+            return [str(i) for i in ids]
+        return [self.tokenizer.id_to_token(int(i)) for i in ids]
+
+    def attention(self, text: str) -> tuple[list[str], np.ndarray]:
+        """``(tokens, weights (L, H, N, N) float32)``: every attention layer's weights on ``text``, in the order the
+        model runs them."""
+        weights, _ = self._run(text)
+        return self.tokens(text), weights
+
+    def next_token_probabilities(self, text: str) -> np.ndarray:
+        """``(N, V)``: after each position, the probability of every next token (causal language models)."""
+        if not self.causal:
+            raise ValueError(f"{self.name} is not a causal language model: it gives no next-token probabilities.")
+        _, hidden = self._run(text)
+        logits = self.model.token_embedding(hidden, reverse=True)[0]  # (N, V)
+        return np.asarray(tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1))
+
+    def _run(self, text: str):
+        ids = self.token_ids(text)[None]  # (1, N)
+        with recording_attention(self.layers) as recorded:
+            output = self.model(self._inputs(ids), training=False)
+        if len(recorded) != len(self.layers):
+            raise ValueError(f"{self.name}'s attention layers ran {len(recorded)} times for {len(self.layers)} "
+                             "layers: a layer used twice or not at all is not read yet.")
+        weights = np.stack([np.asarray(w, np.float32)[0] for _, w in sorted(recorded, key=lambda r: r[0])])
+        hidden = output["sequence_output"] if isinstance(output, dict) else output
+        return weights, hidden  # (L, H, N, N)
+
+    def _inputs(self, ids: np.ndarray):
+        names = [tensor.name for tensor in keras.tree.flatten(self.model.input)] if self._dict_input() else []
+        if not names:
+            return ids
+        inputs = {"token_ids": ids, "padding_mask": np.ones_like(ids)}
+        if "segment_ids" in names:
+            inputs["segment_ids"] = np.zeros_like(ids)
+        unknown = sorted(set(names) - set(inputs))
+        if unknown:
+            raise ValueError(f"{self.name} asks for inputs this lab does not make: {unknown}")
+        return {name: inputs[name] for name in names}
+
+    def _dict_input(self) -> bool:
+        return isinstance(self.model.input, dict)
+
+    def _context(self) -> int:
+        length = getattr(self.model, "max_sequence_length", None)
+        return int(length) if length else MAX_TOKENS
+
+    def _vocabulary_size(self) -> int | None:
+        """keras-hub's ``vocabulary_size``, else the first Embedding's rows; None when neither says."""
+        size = getattr(self.model, "vocabulary_size", None)
+        if size:
+            return int(size)
+        embeddings = [layer for layer in all_sublayers(self.model) if isinstance(layer, keras.layers.Embedding)]
+        return int(embeddings[0].input_dim) if embeddings else None
+
+
+def load(source, name: str | None = None) -> ExternalModel:
+    """A model from ``source``: a ``keras.Model``, a path to a ``.keras`` file, a local keras-hub preset folder or
+    a keras-hub preset name (downloaded to keras-hub's cache the first time, on a machine online). ValueError
+    naming the problem for anything that cannot be read."""
+    if isinstance(source, keras.Model):
+        return _wrap(source, None, name or source.name)
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"A model is a keras.Model, a .keras file or a keras-hub preset. Received: {type(source)}")
+    if not str(source).strip():
+        raise ValueError("Give a keras-hub preset name, a local preset folder or a .keras file. Received: ''")
+    path = Path(source)
+    if path.suffix == ".keras":
+        return _wrap(load_keras_file(path), None, name or path.stem)
+    if path.is_dir():
+        return _from_preset(str(path), name or path.name)
+    text = str(source)
+    if not PRESET_NAME.match(text):
+        raise ValueError("A keras-hub preset name has lowercase letters, digits, '_', '.' and '-' only (a local "
+                         f"preset is a folder that exists). Received: {text[:80]!r}")
+    return _from_preset(text, name or text)
+
+
+def load_keras_file(path: Path) -> keras.Model:
+    """A ``.keras`` file read as untrusted: its size under `upload_limit_bytes`, a zip archive, Keras's safe mode
+    (no Python code in the file). ValueError naming the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"No such file: {path.name}")
+    size, limit = path.stat().st_size, upload_limit_bytes()
+    if size > limit:
+        raise ValueError(f"{path.name} is {size / 2**20:,.1f} MB; the limit is {limit / 2**20:,.0f} MB "
+                         f"({UPLOAD_LIMIT_ENV}).")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path.name} is not a .keras file (a .keras file is a zip archive saved by "
+                         "model.save('name.keras')): it may be truncated or of another format.")
+    try:
+        return keras.saving.load_model(path, compile=False, safe_mode=True)
+    except Exception as error:  # a corrupt archive, a layer Keras does not know, code refused by safe mode
+        raise ValueError(f"{path.name} could not be read as a Keras model ({type(error).__name__}: "
+                         f"{str(error)[:300]})") from None
+
+
+def _from_preset(preset: str, name: str) -> ExternalModel:
+    import keras_hub  # noqa: PLC0415  (heavy: imported only when a preset is read)
+
+    try:
+        backbone = keras_hub.models.Backbone.from_preset(preset)
+    except Exception as error:
+        raise ValueError(f"The preset {name!r} could not be read as a keras-hub backbone ({type(error).__name__}: "
+                         f"{str(error)[:300]})") from None
+    try:
+        tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset)
+    except Exception:  # a backbone without a tokenizer: ids typed by hand
+        tokenizer = None
+    return _wrap(backbone, tokenizer, name)
+
+
+def _wrap(model: keras.Model, tokenizer, name: str) -> ExternalModel:
+    layers = attention_sublayers(model)
+    if not layers:
+        found = sorted({type(layer).__name__ for layer in all_sublayers(model)
+                        if "attention" in type(layer).__name__.lower()})
+        raise ValueError(f"{name} has no keras.layers.MultiHeadAttention: "
+                         + (f"its attention layers ({', '.join(found)}) are not read yet." if found
+                            else "no attention layer was found."))
+    if len({int(layer.num_heads) for layer in layers}) > 1:
+        raise ValueError(f"{name}'s attention layers have different head counts: not read yet.")
+    causal = hasattr(model, "token_embedding") and any("Decoder" in type(layer).__name__
+                                                       for layer in all_sublayers(model))
+    return ExternalModel(name, model, tokenizer, layers, causal)
+
+
+__all__ = ["MAX_TOKENS", "UPLOAD_LIMIT_ENV", "ExternalModel", "load", "load_keras_file", "upload_limit_bytes"]
