@@ -120,3 +120,13 @@ def test_statistics_and_the_model_view_name_each_heads_strongest_role():
     model_view = specs(at)[-1]
     assert any(" · " in str(trace.get("name", "")) or " · " in str(trace.get("hovertemplate", ""))
                for trace in model_view["data"])
+
+
+def test_the_dot_product_lab_reads_the_ablated_models_inputs():
+    plain = open_page("dot_product_lab", {"stack": "encoder", "layer": "1"})
+    ablated = open_page("dot_product_lab", {"stack": "encoder", "layer": "1", "ablate": "e0.0 e0.1"})
+    no_errors(ablated)
+    assert not np.allclose(heatmaps(specs(plain)[0])[0], heatmaps(specs(ablated)[0])[0])
+    first_layer = open_page("dot_product_lab", {"stack": "encoder", "layer": "0", "ablate": "e0.0 e0.1"})
+    same = open_page("dot_product_lab", {"stack": "encoder", "layer": "0"})
+    np.testing.assert_allclose(heatmaps(specs(first_layer)[0])[0], heatmaps(specs(same)[0])[0])

@@ -105,8 +105,8 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
         twin = keras_twin(model.attention_layers(stack)[layer], version=version)
         hook = entry.ablation_hook(ablate, config.ablation)  # the layers before this one: ablated as the model is
-        function = entry.function((kind, stack, layer, hook and config.ablation),
-                                  lambda: make_function(model, stack, layer, twin, hook))
+        key = (kind, stack, layer) + ((config.ablation,) if hook else ())  # one function per ablation kind
+        function = entry.function(key, lambda: make_function(model, stack, layer, twin, hook))
         started = time.perf_counter()
         ids = inputs.batches.source.ids, inputs.batches.target.ids  # (B, N_s), (B, N_t)
         outputs = function(*batch_rows(lines, *ids, masks.run_source, masks.run_target))  # B' = len(lines)
