@@ -104,8 +104,16 @@ def test_a_gpt2_preset_is_causal_and_gives_next_token_probabilities(tmp_path):
 def test_a_model_with_no_attention_or_bad_text_gets_a_message(tmp_path):
     ids = keras.Input((None,), dtype="int32")
     plain = keras.Model(ids, keras.layers.Dense(3)(keras.layers.Embedding(5, 4)(ids)))
-    with pytest.raises(ValueError, match="no keras.layers.MultiHeadAttention"):
+    with pytest.raises(ValueError, match="no attention layer this lab reads .*no attention layer was found"):
         load(plain)
+
+    class MyAttention(keras.layers.Layer):  # attention of its own, no Softmax layer to read
+        def call(self, x):
+            return x
+
+    odd = keras.Model(ids, MyAttention()(keras.layers.Embedding(5, 4)(ids)))
+    with pytest.raises(ValueError, match=r"its attention layers \(MyAttention\) are not read yet"):
+        load(odd)
     model = load(_functional_model())
     with pytest.raises(ValueError, match="token ids separated by spaces"):
         model.attention("hello there")
@@ -151,3 +159,57 @@ def test_a_keras_file_with_python_code_is_refused_by_safe_mode(tmp_path):
 def test_a_preset_name_is_a_name_never_a_path_or_an_address(name):
     with pytest.raises(ValueError, match="preset name"):
         load(name)
+
+
+FAMILIES = {  # keras-hub's families with attention layers of their own: rotary positions, grouped-query heads
+    "llama": lambda: keras_hub.models.LlamaBackbone(vocabulary_size=20, num_layers=2, num_query_heads=4,
+                                                    num_key_value_heads=2, hidden_dim=16, intermediate_dim=32),
+    "mistral": lambda: keras_hub.models.MistralBackbone(vocabulary_size=20, num_layers=2, num_query_heads=4,
+                                                        num_key_value_heads=2, hidden_dim=16, intermediate_dim=32),
+    "gemma": lambda: keras_hub.models.GemmaBackbone(vocabulary_size=20, num_layers=2, num_query_heads=4,
+                                                    num_key_value_heads=2, hidden_dim=16, intermediate_dim=32,
+                                                    head_dim=4),
+    "qwen": lambda: keras_hub.models.QwenBackbone(vocabulary_size=20, num_layers=2, num_query_heads=4,
+                                                  num_key_value_heads=2, hidden_dim=16, intermediate_dim=32),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_families_with_their_own_attention_are_read_causal_with_every_query_head(tmp_path, family):
+    keras.utils.set_random_seed(3)
+    FAMILIES[family]().save_to_preset(tmp_path / family)  # no tokenizer: the input is typed as ids
+    model = load(tmp_path / family)
+    tokens, weights = model.attention("3 1 4 1 5 9")
+    assert tokens == ["3", "1", "4", "1", "5", "9"] and model.causal and model.num_heads == 4
+    assert weights.shape == (2, 4, 6, 6) and np.abs(np.triu(weights, 1)).max() == 0
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(model.next_token_probabilities("3 1 4").sum(-1), 1.0, atol=1e-5)
+
+
+def _rotary(x, base=10000.0):
+    """RoFormer's rotation as Llama writes it (rotate half): ``x`` (N, H, d) at positions 0 … N − 1."""
+    n, _, d = x.shape
+    inverse = base ** -(np.arange(0, d, 2) / d)  # (d/2,)
+    angles = np.arange(n)[:, None] * inverse[None]  # (N, d/2)
+    cos, sin = np.cos(np.concatenate([angles, angles], -1)), np.sin(np.concatenate([angles, angles], -1))
+    rotated = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], -1)
+    return x * cos[:, None] + rotated * sin[:, None]
+
+
+def test_llamas_first_layer_matches_a_numpy_reading_of_its_weights():
+    """Queries and keys projected, rotated (RoPE), key/value heads shared by groups of query heads (query head h
+    reads key/value head h // 2), scaled by 1/√d and softmaxed under the causal mask."""
+    keras.utils.set_random_seed(4)
+    backbone = FAMILIES["llama"]()
+    model = load(backbone)
+    _, weights = model.attention("3 1 4 1 5 9")
+    ids = np.array([[3, 1, 4, 1, 5, 9]])
+    block = backbone.transformer_layers[0]
+    normed = np.asarray(block._self_attention_layernorm(backbone.token_embedding(ids)))[0]  # (N, D)
+    attention = block._self_attention_layer
+    q = _rotary(np.einsum("nd,dhk->nhk", normed, np.asarray(attention._query_dense.kernel)))  # (N, 4, 4)
+    k = _rotary(np.einsum("nd,dhk->nhk", normed, np.asarray(attention._key_dense.kernel)))  # (N, 2, 4)
+    k = np.repeat(k, 2, axis=1)  # (N, 4, 4): head h reads key/value head h // 2
+    logits = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(4)  # (H, N, N)
+    logits = np.where(np.tril(np.ones((6, 6), bool)), logits, -np.inf)
+    np.testing.assert_allclose(weights[0], _softmax(logits), atol=1e-5)

@@ -6,9 +6,11 @@
     tokens, weights = model.attention("The cat sat on the mat")   # weights (L, H, N, N) float32
     model.next_token_probabilities("The cat")                     # (N, V), causal language models only
 
-Read today: models whose attention layers are ``keras.layers.MultiHeadAttention`` or its subclasses (any
-functional Keras model; keras-hub's BERT, RoBERTa, DistilBERT, GPT-2 and the other families built on its
-TransformerEncoder and TransformerDecoder). Any other model gets a ValueError naming what was found.
+Read: models whose attention layers are ``keras.layers.MultiHeadAttention`` or its subclasses (any functional
+Keras model; keras-hub's BERT, RoBERTa, DistilBERT, GPT-2 and the other families built on its TransformerEncoder
+and TransformerDecoder), and keras-hub's families with attention layers of their own that hold a Softmax (Llama,
+Mistral, Gemma, Qwen: rotary positions, grouped-query heads expanded to the query heads). Any other model gets a
+ValueError naming what was found.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.live.tf_patches import all_sublayers, attention_sublayers, recording_attention
+from transformer.live.tf_patches import all_sublayers, attention_sublayers, own_attention_layers, recording_attention
 
 UPLOAD_LIMIT_ENV = "ATTENTION_LAB_UPLOAD_MB"  # the largest .keras file read, in MB (default 500)
 PRESET_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,99}$")  # keras-hub's preset names; no path, no URL
@@ -56,7 +58,8 @@ class ExternalModel:
 
     @property
     def num_heads(self) -> int:
-        return int(self.layers[0].num_heads)
+        """Query heads (a grouped-query layer's key/value heads are shared among them)."""
+        return _heads_of(self.layers[0])
 
     def token_ids(self, text: str) -> np.ndarray:
         """``text`` as the model's ids ``(N,)``; ValueError for an empty text, ids the model lacks or more than
@@ -197,16 +200,32 @@ def _from_preset(preset: str, name: str) -> ExternalModel:
     return _wrap(backbone, tokenizer, name)
 
 
+def _heads_of(layer) -> int | None:
+    """An attention layer's query heads: its configuration's ``num_heads`` (or keras-hub's ``num_query_heads``),
+    else the attribute of that name (some keras-hub layers' ``get_config`` fails before they are called)."""
+    try:
+        config = layer.get_config()
+    except Exception:  # keras-hub's own: some fail before the layer is called, or cannot serialise
+        config = {}
+    for name in ("num_heads", "num_query_heads"):
+        heads = config.get(name) or getattr(layer, name, None) or getattr(layer, f"_{name}", None)
+        if heads:
+            return int(heads)
+    return None
+
+
 def _wrap(model: keras.Model, tokenizer, name: str) -> ExternalModel:
-    layers = attention_sublayers(model)
+    layers = attention_sublayers(model) or own_attention_layers(model)
     if not layers:
         found = sorted({type(layer).__name__ for layer in all_sublayers(model)
                         if "attention" in type(layer).__name__.lower()})
-        raise ValueError(f"{name} has no keras.layers.MultiHeadAttention: "
+        raise ValueError(f"{name} has no attention layer this lab reads (keras.layers.MultiHeadAttention, or one "
+                         "with a Softmax of its own): "
                          + (f"its attention layers ({', '.join(found)}) are not read yet." if found
                             else "no attention layer was found."))
-    if len({int(layer.num_heads) for layer in layers}) > 1:
-        raise ValueError(f"{name}'s attention layers have different head counts: not read yet.")
+    heads = {_heads_of(layer) for layer in layers}
+    if len(heads) > 1 or None in heads:
+        raise ValueError(f"{name}'s attention layers have different or unknown head counts: not read yet.")
     causal = hasattr(model, "token_embedding") and any("Decoder" in type(layer).__name__
                                                        for layer in all_sublayers(model))
     return ExternalModel(name, model, tokenizer, layers, causal)

@@ -4,7 +4,7 @@
 | --- | --- | --- | --- | --- |
 | `quiet_retracing_warning` | ``tf.function``'s ``_omit_frequent_tracing_warning`` | six architectures traced once each read as "retracing" in the server's log (the warning keys on the shared traced code) | the warning comes back in the log; nothing else | tests/test_live.py::test_model_functions_that_each_trace_once_raise_no_retracing_warning |
 | `clear_kernel_cache` | ``tensorflow.python.eager.context.context().clear_kernel_cache()`` | every architecture a user tried kept ~7 MB of kernels for good (BENCHMARKS.md, churn test) | the server's memory grows with each architecture tried | tests/test_live.py::test_tensorflow_still_has_the_private_calls_the_engine_uses |
-| `recording_attention` | an instance's ``keras.layers.MultiHeadAttention._compute_attention`` (the override point Keras's docstring offers subclasses) and ``Layer._flatten_layers`` | a model loaded from outside (keras-hub, a ``.keras`` file) computes its attention inside its own layers, which return no weights unless their caller asks: the wrapper asks (``return_attention_scores=True``) and keeps them, for one run | the weights of a model from outside are not read (a test fails; the lab's own model is untouched) | tests/test_external.py |
+| `recording_attention` | an instance's ``keras.layers.MultiHeadAttention._compute_attention`` (the override point Keras's docstring offers subclasses), ``Layer._flatten_layers``, and for keras-hub's own attention layers (Llama, Mistral, Gemma, Qwen) their ``keras.layers.Softmax`` sublayer's ``call`` | a model loaded from outside (keras-hub, a ``.keras`` file) computes its attention inside its own layers, which return no weights unless their caller asks: the wrapper asks (``return_attention_scores=True``) and keeps them, for one run | the weights of a model from outside are not read (a test fails; the lab's own model is untouched) | tests/test_external.py |
 | `keras_dense_sublayers` | ``keras.layers.GroupQueryAttention``'s ``_query_dense`` … ``_output_dense`` | the reference check copies this engine's weights into Keras's grouped-query layer, which has no public accessor for its projections (``MultiHeadAttention`` has public ones) | the Keras check of fewer key/value heads fails with an AttributeError (the pages say so; the engine runs) | tests/test_variants.py::test_grouped_query_attention_agrees_with_keras_group_query_attention |
 
 Nothing else in ``transformer/`` reaches below TensorFlow's and Keras's public APIs.
@@ -41,10 +41,27 @@ def attention_sublayers(model) -> list:
     return [layer for layer in all_sublayers(model) if isinstance(layer, keras.layers.MultiHeadAttention)]
 
 
+def own_attention_layers(model) -> list:
+    """Attention layers of a model's own (keras-hub's Llama, Mistral, Gemma, Qwen …): the outermost layers whose
+    class name ends in "Attention" and that hold one ``keras.layers.Softmax``, in the order made."""
+    found = []
+    for layer in all_sublayers(model):
+        if type(layer).__name__.endswith("Attention") and len(_softmaxes(layer)) == 1 \
+                and not any(layer in all_sublayers(outer) for outer in found):
+            found.append(layer)
+    return found
+
+
+def _softmaxes(layer) -> list:
+    return [sub for sub in all_sublayers(layer) if isinstance(sub, keras.layers.Softmax)]
+
+
 @contextlib.contextmanager
 def recording_attention(layers):
-    """While in the block, each of ``layers`` (``MultiHeadAttention``) computes its weights explicitly and appends
-    ``(its index, weights (B, H, N_q, N_k))`` to the yielded list each time it runs."""
+    """While in the block, each of ``layers`` computes its weights explicitly and appends ``(its index, weights
+    (B, H, N_q, N_k))`` to the yielded list each time it runs: a ``MultiHeadAttention`` through its
+    ``_compute_attention``, another attention layer through its Softmax's output (grouped heads ``(B, K, G, …)``
+    flattened to the query heads, ``k·G + g``)."""
     recorded = []
 
     def recorder(index, original):
@@ -55,13 +72,28 @@ def recording_attention(layers):
             return output, weights
         return compute
 
+    def softmax_recorder(index, original):
+        def call(*args, **kwargs):
+            weights = original(*args, **kwargs)
+            shape = keras.ops.shape(weights)
+            recorded.append((index, keras.ops.reshape(weights, (shape[0], -1, shape[-2], shape[-1]))))
+            return weights
+        return call
+
+    patched = []
     for index, layer in enumerate(layers):
-        object.__setattr__(layer, "_compute_attention", recorder(index, layer._compute_attention))
+        if isinstance(layer, keras.layers.MultiHeadAttention):
+            target, name, wrapper = layer, "_compute_attention", recorder(index, layer._compute_attention)
+        else:
+            (target,), name = _softmaxes(layer), "call"
+            wrapper = softmax_recorder(index, target.call)
+        object.__setattr__(target, name, wrapper)
+        patched.append((target, name))
     try:
         yield recorded
     finally:
-        for layer in layers:
-            layer.__dict__.pop("_compute_attention", None)
+        for target, name in patched:
+            target.__dict__.pop(name, None)
 
 
 def clear_kernel_cache() -> None:
