@@ -104,8 +104,24 @@ class ExternalModel:
         logits = self.model.token_embedding(hidden, reverse=True)[0]  # (N, V)
         return np.asarray(tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1))
 
+    @property
+    def hidden_size(self) -> int:
+        """The model's width: keras-hub's ``hidden_dim``, else its first Embedding's (0 when neither says)."""
+        width = getattr(self.model, "hidden_dim", None)
+        if width:
+            return int(width)
+        embeddings = [layer for layer in all_sublayers(self.model) if isinstance(layer, keras.layers.Embedding)]
+        return int(embeddings[0].output_dim) if embeddings else 0
+
+    def weights_of_ids(self, ids) -> np.ndarray:
+        """``(L, H, N, N)``: every attention layer's weights on ``ids`` ``(N,)`` (ids the tokenizer made)."""
+        return self._run_ids(np.asarray(ids, np.int32).reshape(-1))[0]
+
     def _run(self, text: str):
-        ids = self.token_ids(text)[None]  # (1, N)
+        return self._run_ids(self.token_ids(text))
+
+    def _run_ids(self, ids: np.ndarray):
+        ids = ids[None]  # (1, N)
         with recording_attention(self.layers) as recorded:
             output = self.model(self._inputs(ids), training=False)
         if len(recorded) != len(self.layers):

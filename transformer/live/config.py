@@ -11,6 +11,8 @@ from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from transformer.core.model import ARCHITECTURE_STACKS, ARCHITECTURES
 from transformer.core.positional import POSITIONS
+from transformer.external import MAX_TOKENS
+from transformer.external.registry import check_key, is_external
 from transformer.live.blockwise import FULL_ATTENTION_MAX
 from transformer.live.device import resolve_device
 
@@ -53,7 +55,13 @@ class LiveConfig:
 
     @property
     def trained(self) -> bool:
-        return self.weights != "random"
+        """A model trained by the lab (shipped, or trained on this server)."""
+        return self.weights != "random" and not self.external
+
+    @property
+    def external(self) -> bool:
+        """A model from outside (``hub:<preset>`` or ``upload:<hash>``: transformer.external.registry)."""
+        return is_external(self.weights)
 
     @property
     def model_key(self) -> tuple:
@@ -62,8 +70,8 @@ class LiveConfig:
         Random weights: ``(d_model, heads, d_ff, layers, positions, kv_heads, norm, architecture, device)``; a
         trained model: ``("trained", name, device)``.
         """
-        if self.trained:
-            return ("trained", self.weights, resolve_device(self.device))
+        if self.trained or self.external:
+            return ("trained" if self.trained else "external", self.weights, resolve_device(self.device))
         return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.positions, self.kv_heads, self.norm,
                 self.architecture, resolve_device(self.device))
 
@@ -95,6 +103,9 @@ def validate(config: LiveConfig) -> None:
     if config.ablate and config.seq_len > FULL_ATTENTION_MAX:
         raise ValueError(f"Heads are ablated in full attention, up to N = {FULL_ATTENTION_MAX}; longer lines run "
                          f"block-wise. Received: seq_len={config.seq_len} with {len(config.ablate)} heads ablated")
+    if config.external:
+        _check_external(config)
+        return
     if config.trained:  # its name and options: transformer.training.pretrained.check_config, where it is run
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
@@ -113,6 +124,16 @@ def validate(config: LiveConfig) -> None:
     _check_range("seed", config.seed, 0, 2**31 - 1)
     tokens.check_pad_symbols(config.pad_symbols)
     check_ablation(config.ablate, config.ablation, config.stacks, config.num_layers, config.num_heads)
+
+
+def _check_external(config: LiveConfig) -> None:
+    check_key(config.weights)
+    if config.seq_len > MAX_TOKENS:
+        raise ValueError(f"A model from outside reads up to {MAX_TOKENS} tokens a line here. Received: "
+                         f"seq_len={config.seq_len}")
+    if config.ablate:
+        raise ValueError(f"Heads are ablated in the lab's own models; a model from outside is read as it is. "
+                         f"Received: {len(config.ablate)} heads ablated with weights={config.weights!r}")
 
 
 def _check_mask_family(config: LiveConfig) -> None:

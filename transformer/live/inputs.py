@@ -17,6 +17,7 @@ from transformer.core import tokens
 from transformer.core.masks import family_mask, padding_mask, subsequent_mask
 from transformer.core.positional import positional_encoding
 from transformer.decoding import search
+from transformer.external.registry import EXTERNAL
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.live.device import resolve_device
 from transformer.tasks import PAD, PAD_ID, START
@@ -160,10 +161,43 @@ def _pattern(config: LiveConfig, length: int) -> np.ndarray:
     return family_mask(config.mask_family, length, min(config.mask_size, length)).numpy()  # (N, N)
 
 
+EXTERNAL_PAD = "<pad>"  # a model from outside runs each line at its own length: its padding is only drawn
+EXTERNAL_PAD_ID = -1  # never one of its ids
+
+
+def encode_external(config: LiveConfig) -> Inputs:
+    """A model from outside: each source line in its tokenizer's pieces (cut to ``seq_len``), the same lines on
+    the target side (a causal model's one stack reads them there); padding is drawn, never run. Its masks are its
+    own: padding, and the look-ahead mask for a causal model (the lab's switches and families do not apply)."""
+    model = EXTERNAL.get(config.weights)
+    texts = tokens.text_lines(config.source_text, "source")
+    ids = [model.token_ids(text) for text in texts]
+    pieces = [model.tokens(text) for text in texts]
+    n = config.seq_len
+    padded = np.full((len(texts), n), EXTERNAL_PAD_ID, np.int32)  # (B, N)
+    for row, line in enumerate(ids):
+        padded[row, : min(len(line), n)] = line[:n]
+    labels = tuple(tuple(line[:n]) + (EXTERNAL_PAD,) * max(0, n - len(line)) for line in pieces)
+    batch = tokens.EncodedBatch(padded, labels, tuple(len(line) for line in ids), tuple(len(line) > n for line in ids))
+    notices = _notices(batch, batch, (EXTERNAL_PAD_ID,), n)
+    batches = Batches(batch, batch, (EXTERNAL_PAD_ID,), notices)
+    padding = padded != EXTERNAL_PAD_ID  # (B, N)
+    source_padding = padding[:, None, None, :]  # (B, 1, 1, N)
+    future = np.tril(np.ones((n, n), bool))  # (N, N)
+    target = source_padding & future  # (B, 1, N, N)
+    run_target = target if model.causal else np.broadcast_to(source_padding, target.shape)
+    masks = Masks(source_padding, source_padding, future, target, source_padding, run_target)
+    for mask in vars(masks).values():
+        mask.flags.writeable = False
+    return Inputs(batches, (), masks)
+
+
 @functools.lru_cache(maxsize=4)
 def prepared_inputs(config: LiveConfig) -> Inputs:
     """Batches and masks of ``config``, cached: a page's forward pass and its Keras check (one rerun)
     share them. ValueError on bad text or pads (not cached)."""
+    if config.external:
+        return encode_external(config)
     batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
     with tf.device(resolve_device(config.device)):  # "cpu" means every op, the masks' too
         return Inputs(batches, predictions, make_masks(config, batches))

@@ -15,12 +15,13 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.analysis.ablation import check_ablation
-from transformer.core.model import STACKS
+from transformer.core.model import ARCHITECTURE_STACKS, STACKS
+from transformer.external.registry import EXTERNAL
 from transformer.live.blockwise import FULL_ATTENTION_MAX, blockwise_attention
 from transformer.live.config import LiveConfig, check_budget, validate
 from transformer.live.device import device_label, resolve_device
 from transformer.live.engine_thread import on_engine_thread
-from transformer.live.inputs import batch_rows, checked_lines, encoding_array, prepared_inputs
+from transformer.live.inputs import EXTERNAL_PAD_ID, batch_rows, checked_lines, encoding_array, prepared_inputs
 from transformer.live.model_cache import MODELS, ModelCache
 from transformer.tasks import SPECIALS
 
@@ -137,6 +138,48 @@ def _dimensions(model, config: LiveConfig) -> tuple:
     return model.d_model, model.num_layers, model.num_heads
 
 
+def _external_stack(config: LiveConfig, model) -> str:
+    """A model from outside has one stack: "decoder" (causal) or "encoder"; ValueError when ``config``'s
+    architecture says otherwise."""
+    architecture = "decoder-only" if model.causal else "encoder-only"
+    if config.architecture != architecture:
+        raise ValueError(f"{model.name} is {'a causal language model' if model.causal else 'a bidirectional encoder'}:"
+                         f" architecture={architecture!r}. Received: architecture={config.architecture!r}")
+    return ARCHITECTURE_STACKS[architecture][0]
+
+
+def _external_result(config: LiveConfig, stacks: tuple, rows: tuple, inputs) -> LiveResult:
+    """`run_live` for a model from outside: each line run at its own length, its weights placed in the padded
+    ``(L, B', H, N, N)`` (zeros where padding is)."""
+    model = EXTERNAL.get(config.weights)
+    stack = _external_stack(config, model)
+    batches, masks = inputs.batches, inputs.masks
+    device = resolve_device(config.device)
+    n = config.seq_len
+    attention, started = {}, time.perf_counter()
+    if stack in stacks:
+        weights = np.zeros((model.num_layers, len(rows), model.num_heads, n, n), np.float32)  # (L, B', H, N, N)
+        with tf.device(device):
+            for index, row in enumerate(rows):
+                kept = int((batches.source.ids[row] != EXTERNAL_PAD_ID).sum())
+                weights[:, index, :, :kept, :kept] = model.weights_of_ids(batches.source.ids[row, :kept])
+        attention[stack] = weights
+    seconds = time.perf_counter() - started
+    batch = batches.source.ids.shape[0]
+    applied = {stack: np.broadcast_to(masks.run_target[:, 0], (batch, n, n))}
+    hidden = model.hidden_size
+    return LiveResult(
+        config=config, source_tokens=batches.source.tokens, target_tokens=batches.target.tokens,
+        source_ids=batches.source.ids, target_ids=batches.target.ids,
+        source_truncated=batches.source.truncated, target_truncated=batches.target.truncated,
+        pad_ids=batches.pad_ids, source_padding_mask=masks.source_padding, target_padding_mask=masks.target_padding,
+        subsequent_mask=masks.future, target_mask=masks.target,
+        positional_encoding=np.zeros((0, hidden), np.float32), attention=attention, applied_masks=applied,
+        device=device, device_label=device_label(device), tf_version=tf.__version__,
+        layers=model.num_layers, heads=model.num_heads, compute_seconds=seconds, traces=0, builds=0,
+        notices=batches.notices, predictions=(), lines=rows)
+
+
 @on_engine_thread
 def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, windows=()) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
@@ -156,6 +199,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     batches, predictions = inputs.batches, inputs.predictions
     check_budget(config, batches.source.ids.shape[0])
     rows = checked_lines(lines, batches.source.ids.shape[0])
+    if config.external:
+        return _external_result(config, stacks, rows, inputs)
     entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)

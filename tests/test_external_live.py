@@ -1,0 +1,101 @@
+"""Models from outside as the app runs them: the shared registry (presets by name, uploads by hash, a memory
+budget) and `run_live` on a model from outside, against the model's own weights."""
+
+from dataclasses import replace
+
+import keras
+import numpy as np
+import pytest
+from test_external import _bert_preset, _functional_model, _gpt2_preset
+
+from transformer import LiveConfig, run_live
+from transformer.external import UPLOAD_LIMIT_ENV
+from transformer.external.registry import EXTERNAL, PRESETS_DIR_ENV, ExternalRegistry, check_key
+
+pytest.importorskip("keras_hub")
+
+
+@pytest.fixture
+def presets(tmp_path, monkeypatch):
+    """A folder of tiny presets served by name (the path a preset name takes on a server offline)."""
+    _gpt2_preset(tmp_path / "tiny_gpt2")
+    _bert_preset(tmp_path / "tiny_bert")
+    monkeypatch.setenv(PRESETS_DIR_ENV, str(tmp_path))
+    EXTERNAL._models.clear()
+    yield tmp_path
+    EXTERNAL._models.clear()
+
+
+def _keras_bytes(tmp_path) -> bytes:
+    path = tmp_path / "mine.keras"
+    _functional_model().save(path)
+    return path.read_bytes()
+
+
+def test_an_upload_is_kept_by_its_hash_and_another_session_opens_it_by_that_hash(tmp_path):
+    registry = ExternalRegistry(upload_dir=tmp_path / "uploads")
+    data = _keras_bytes(tmp_path)
+    key = registry.add_upload(data, "mine.keras")
+    assert key.startswith("upload:") and len(key) == 7 + 64 and check_key(key) == key
+    assert registry.add_upload(data, "again.keras") == key  # the same bytes: the same model, loaded once
+    another = ExternalRegistry(upload_dir=tmp_path / "uploads")  # a restart keeping the folder, or a replica
+    _, weights = another.get(key).attention("3 1 4")
+    np.testing.assert_allclose(weights, registry.get(key).attention("3 1 4")[1])
+    with pytest.raises(ValueError, match="not on this server"):
+        ExternalRegistry(upload_dir=tmp_path / "elsewhere").get(key)
+
+
+def test_bad_uploads_are_refused_with_a_message_and_nothing_is_kept(tmp_path, monkeypatch):
+    registry = ExternalRegistry(upload_dir=tmp_path / "uploads")
+    with pytest.raises(ValueError, match="broken.keras is not a .keras file"):
+        registry.add_upload(b"\x00" * 100, "broken.keras")
+    assert not list((tmp_path / "uploads").glob("*.keras"))
+    monkeypatch.setenv(UPLOAD_LIMIT_ENV, "0.0001")
+    with pytest.raises(ValueError, match="big.keras is .* MB; the limit is 0 MB"):
+        registry.add_upload(b"\x00" * 1000, "big.keras")
+
+
+def test_models_are_held_under_a_budget_least_recently_used_out_first(presets, tmp_path):
+    registry = ExternalRegistry(budget_bytes=1, upload_dir=tmp_path / "uploads")  # room for one model only
+    registry.get("hub:tiny_gpt2")
+    registry.get("hub:tiny_bert")
+    assert "hub:tiny_gpt2" not in registry and "hub:tiny_gpt2" in registry.evicted
+    registry.get("hub:tiny_gpt2")  # asked for again: loaded again
+    assert "hub:tiny_gpt2" in registry and "hub:tiny_gpt2" not in registry.evicted
+
+
+@pytest.mark.parametrize("weights", ["hub:../etc", "hub:https://x", "upload:abc", "upload:" + "g" * 64])
+def test_a_key_names_a_preset_or_a_hash_never_a_path(weights):
+    with pytest.raises(ValueError, match="hub:<keras-hub preset name>"):
+        check_key(weights)
+
+
+def test_run_live_draws_a_causal_model_from_outside_line_by_line(presets):
+    config = LiveConfig(weights="hub:tiny_gpt2", architecture="decoder-only", source_text="a b c a b\na b",
+                        seq_len=6)
+    result = run_live(config, stacks=("decoder",))
+    weights = result.attention["decoder"]  # (L, B, H, N, N)
+    assert weights.shape == (2, 2, 2, 6, 6) and (result.layers, result.heads) == (2, 2)
+    assert result.target_tokens[1] == ("a", "Ġb", "<pad>", "<pad>", "<pad>", "<pad>")
+    model = EXTERNAL.get("hub:tiny_gpt2")
+    np.testing.assert_allclose(weights[:, 0, :, :5, :5], model.attention("a b c a b")[1], atol=1e-6)
+    np.testing.assert_allclose(weights[:, 1, :, :2, :2], model.attention("a b")[1], atol=1e-6)
+    assert np.abs(weights[:, 1, :, 2:]).max() == 0 and np.abs(weights[:, 1, :, :, 2:]).max() == 0  # padding
+    assert result.applied_masks["decoder"][0].tolist() == np.tril(np.ones((6, 6), bool))[:, :].__and__(
+        np.array([True] * 5 + [False])[None]).tolist()
+
+
+def test_run_live_draws_a_bidirectional_model_and_refuses_what_it_cannot_do(presets):
+    config = LiveConfig(weights="hub:tiny_bert", architecture="encoder-only", source_text="the cat sat", seq_len=4)
+    result = run_live(config, stacks=("encoder",))
+    assert result.attention["encoder"].shape == (2, 1, 2, 4, 4) and result.source_tokens[0][:3] == ("the", "cat",
+                                                                                                     "sat")
+    with pytest.raises(ValueError, match="a bidirectional encoder: architecture='encoder-only'"):
+        run_live(replace(config, architecture="decoder-only"), stacks=("decoder",))
+    with pytest.raises(ValueError, match="read as it is"):
+        run_live(replace(config, ablate=(("encoder", 0, 0),)))
+    with pytest.raises(ValueError, match="up to 512 tokens"):
+        run_live(replace(config, seq_len=600))
+    with pytest.raises(ValueError, match="weights='hub:/etc'"):
+        run_live(replace(config, weights="hub:/etc"))
+    keras.utils.clear_session()

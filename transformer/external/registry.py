@@ -1,0 +1,130 @@
+"""Models from outside, shared by every session of a server: a keras-hub preset by name (``hub:<name>``) or an
+uploaded ``.keras`` file by the SHA-256 of its bytes (``upload:<hash>``), loaded once, kept under a memory budget
+(least recently used out first, loaded again when asked for).
+
+A preset name is looked for first in ``ATTENTION_LAB_PRESETS_DIR`` (a folder of preset folders, for a server
+offline), then asked of keras-hub. A link names a preset or a hash, never a path: an upload is kept in the
+server's own folder under its hash, and a session sees another's upload only through a link that names that hash.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from transformer.external import PRESET_NAME, ExternalModel, load, upload_limit_bytes
+
+BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
+UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: a folder in the system's temp)
+PRESETS_DIR_ENV = "ATTENTION_LAB_PRESETS_DIR"  # a folder of preset folders served by name first (offline classes)
+HASH = re.compile(r"^[0-9a-f]{64}$")
+
+
+def is_external(weights: str) -> bool:
+    """Whether ``weights`` names a model from outside (``hub:…`` or ``upload:…``)."""
+    return weights.startswith(("hub:", "upload:"))
+
+
+def check_key(weights: str) -> str:
+    """``weights`` when it is ``hub:<preset name>`` or ``upload:<64 hex>``; ValueError naming it else."""
+    kind, _, rest = weights.partition(":")
+    if (kind == "hub" and PRESET_NAME.match(rest)) or (kind == "upload" and HASH.match(rest)):
+        return weights
+    raise ValueError("A model from outside is hub:<keras-hub preset name> (letters, digits, _ . -) or "
+                     f"upload:<the SHA-256 of its file>. Received: weights={weights[:80]!r}")
+
+
+def model_bytes(model: ExternalModel) -> int:
+    return int(sum(np.prod(weight.shape) * np.dtype(weight.dtype).itemsize for weight in model.model.weights))
+
+
+class ExternalRegistry:
+    """The loaded models, by key, under ``budget_bytes`` of weights (the newest kept whatever its size);
+    thread-safe. ``evicted``: the keys unloaded to make room (a page can say so when one is asked for again)."""
+
+    def __init__(self, budget_bytes: int | None = None, upload_dir: Path | None = None):
+        self.budget_bytes = budget_bytes if budget_bytes is not None else int(
+            float(os.environ.get(BUDGET_ENV, "2048")) * 2**20)
+        self.upload_dir = Path(upload_dir or os.environ.get(UPLOAD_DIR_ENV)
+                               or Path(tempfile.gettempdir()) / "attention-lab-uploads")
+        self.evicted: set[str] = set()
+        self._models: collections.OrderedDict = collections.OrderedDict()  # key -> (model, bytes)
+        self._lock = threading.Lock()
+
+    def add_upload(self, data: bytes, filename: str = "upload.keras") -> str:
+        """Keep an uploaded ``.keras`` file under its hash and load it (ValueError naming the problem: too large,
+        not a Keras file, no attention layer it reads); its key, ``upload:<hash>``."""
+        limit = upload_limit_bytes()
+        if len(data) > limit:
+            raise ValueError(f"{filename} is {len(data) / 2**20:,.1f} MB; the limit is {limit / 2**20:,.0f} MB.")
+        digest = hashlib.sha256(data).hexdigest()
+        key = f"upload:{digest}"
+        if key in self._models:
+            return key
+        path = self._upload_path(digest)
+        self.upload_dir.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".part")
+        partial.write_bytes(data)
+        partial.replace(path)  # Keras reads a file by its .keras suffix
+        try:
+            model = load(path, filename)
+        except ValueError as error:
+            path.unlink(missing_ok=True)
+            raise ValueError(str(error).replace(path.name, filename)) from None
+        with self._lock:
+            self._keep(key, model)
+        return key
+
+    def get(self, key: str) -> ExternalModel:
+        """The model of ``key``, loaded on first use (a preset name downloads to keras-hub's cache once, on a
+        machine online); ValueError naming the problem, or an upload this server no longer has."""
+        check_key(key)
+        with self._lock:
+            if key in self._models:
+                self._models.move_to_end(key)
+                return self._models[key][0]
+            model = self._load(key)
+            self._keep(key, model)
+            return model
+
+    def _keep(self, key: str, model: ExternalModel) -> None:
+        """Hold ``model`` under ``key``, the least recently used unloaded first to stay under the budget."""
+        size = model_bytes(model)
+        while self._models and self.bytes() + size > self.budget_bytes:
+            old, _ = self._models.popitem(last=False)
+            self.evicted.add(old)
+        self._models[key] = (model, size)
+        self.evicted.discard(key)
+
+    def bytes(self) -> int:
+        return sum(size for _, size in self._models.values())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._models
+
+    def _load(self, key: str) -> ExternalModel:
+        kind, _, rest = key.partition(":")
+        if kind == "hub":
+            local = Path(os.environ.get(PRESETS_DIR_ENV, "")) / rest if os.environ.get(PRESETS_DIR_ENV) else None
+            return load(local if local is not None and local.is_dir() else rest, rest)
+        path = self._upload_path(rest)
+        if not path.exists():
+            raise ValueError("This link's uploaded model is not on this server (it keeps uploads until it restarts "
+                             "or its folder is cleared): upload the file again.")
+        return load(path, f"upload {rest[:12]}")
+
+    def _upload_path(self, digest: str) -> Path:
+        return self.upload_dir / f"{digest}.keras"
+
+
+EXTERNAL = ExternalRegistry()
+
+__all__ = ["BUDGET_ENV", "EXTERNAL", "PRESETS_DIR_ENV", "UPLOAD_DIR_ENV", "ExternalRegistry", "check_key",
+           "is_external", "model_bytes"]
