@@ -6,6 +6,8 @@ Two Streamlit patches keep a cold start's first chart early: the direct-executio
 answered before the import starts, and Plotly.js is served without gzip (ui/streamlit_patches.py).
 """
 
+import math
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +22,17 @@ def main(options: list[str]) -> None:
     streamlit_patches.skip_the_direct_execution_check()
     preload.start()
     streamlit_patches.serve_app_static_uncompressed()
-    cli.main(args=["run", str(APP), *options], prog_name="streamlit")
+    cli.main(args=["run", str(APP), *upload_limit_options(), *options], prog_name="streamlit")
+
+
+def upload_limit_options() -> list[str]:
+    """Streamlit's own upload limit (MB, a whole number) at ATTENTION_LAB_UPLOAD_MB when it is set (the engine
+    checks the exact limit again: transformer.external.upload_limit_bytes)."""
+    raw = os.environ.get("ATTENTION_LAB_UPLOAD_MB")
+    try:
+        return ["--server.maxUploadSize", str(max(1, math.ceil(float(raw))))] if raw else []
+    except ValueError:
+        return []
 
 
 if __name__ == "__main__":

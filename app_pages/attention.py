@@ -146,13 +146,16 @@ elif view == "Checks" and blockwise:
         *check_lines(checks),
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":
-    gaps = data.keras_check(config, stack, layer, element)  # {} with RoPE or ALiBi: Keras has neither
+    gaps = {} if config.external else data.keras_check(config, stack, layer, element)  # {}: RoPE, ALiBi (no Keras)
     checks = attention_checks(line_maps, mask, gaps)
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
         f"Every layer and head of line {element + 1}:",
         *check_lines(checks),
-        *([] if gaps else ["No Keras layer has rotary or ALiBi positions: this engine's are checked against "
-                           "their papers' definitions in NumPy in the tests (tests/test_variants.py)."])]))
+        *([] if gaps or config.external else [
+            "No Keras layer has rotary or ALiBi positions: this engine's are checked against their papers' "
+            "definitions in NumPy in the tests (tests/test_variants.py)."]),
+        *(["Your model's weights are its own layers' (read with Keras's `return_attention_scores`): the "
+           "comparison with Keras is for the lab's own model."] if config.external else [])]))
 elif view == "Statistics":
     pads = np.isin(stack_sides(stack, result.source_ids, result.target_ids)[1][element], result.pad_ids)
     stats = head_statistics(line_maps[layer], mask, pads)
@@ -172,6 +175,9 @@ elif view == "Head view":
                                   exact=(windows["head_view"][:2], exact_maps["head_view"]) if blockwise else None)
 elif view == "Rollout":
     token_views.rollout_section(view_of_line, stack, focus)
+elif view == "Neuron view" and config.external:
+    st.info("The neuron view reads the queries and keys inside the lab's own model; a model from outside is read "
+            "through its weights.", icon=":material/info:")
 elif view == "Neuron view":
     token_views.neuron_section(result, config, stack, layer, element, focus)
 else:  # "Model view"

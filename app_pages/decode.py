@@ -9,12 +9,13 @@ from transformer.tasks import get_task
 from transformer.tasks.dates import date_text
 from transformer.training.pretrained import task_of
 from ui import data, state
-from ui.controls import PERSIST, clamp, fit_px, plot
+from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
+not_for_your_model("Decoding a model from outside step by step is not here yet.")
 name = st.session_state["weights"]  # the sidebar's model, as on every page
 config = state.live_config()
 prompting = name == "random" and config.architecture == "decoder-only"  # random weights continue a prompt

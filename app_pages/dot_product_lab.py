@@ -14,6 +14,7 @@ from ui.controls import (
     fit_px,
     head_picker,
     layer_picker,
+    not_for_your_model,
     plot,
     stack_picker,
 )
@@ -21,6 +22,7 @@ from viz.lab import bars_figure, dimension_labels, scaling_figure, stage_figure
 from viz.labels import position_labels
 
 st.title("Dot-product lab")
+not_for_your_model("This page opens one attention layer of the lab's own model step by step.")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
 config = state.live_config()
 result = data.live(config)

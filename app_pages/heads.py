@@ -29,7 +29,7 @@ st.caption("What each head does, scored over many lines: the share of its attent
            "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
            "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
 weights = st.session_state["weights"]
-trained = weights != "random"
+trained = weights != "random" and not state.external()
 controls = st.columns([3, 2, 2, 2])
 with controls[0]:
     stack = stack_picker()
@@ -101,6 +101,10 @@ if st.session_state.get("_open_page"):
     st.switch_page(st.session_state.pop("_open_page"))
 
 st.subheader("Which heads matter")
+if state.external():
+    st.markdown("Ablating a model from outside's heads is not here yet: its roles above are scored as for any "
+                "model.")
+    st.stop()
 if not trained:
     st.markdown("Pick a trained model under **Weights** to measure what each head is worth: each head is ablated in "
                 "turn and the model's loss and exact accuracy on fresh examples of its task are measured again. "

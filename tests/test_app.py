@@ -204,7 +204,7 @@ def test_one_head_at_full_resolution_is_a_movable_window_above_256_positions():
     query = {"seq_len": "300", "src": source, "tgt": "1 2", "head": "1"}
     closed = open_page("attention", query)
     no_errors(closed)
-    assert [expander.label for expander in closed.expander] == ["Head 1 at full resolution (300×300)"]
+    assert [expander.label for expander in closed.main.expander] == ["Head 1 at full resolution (300×300)"]
     assert not [spec for spec in specs(closed) if "full resolution" in spec["layout"]["title"]["text"]]
     at = open_page("attention", {**query, "full_res": "1"})  # open: computed and sent
     no_errors(at)
@@ -424,7 +424,8 @@ def test_every_control_of_a_view_is_a_url_field(page, query):
     """So that a copied link reproduces the view (the lab's query row, mask fill and logit size once were not)."""
     at = open_page(page, query)
     keys = {widget.key for kind in WIDGET_KINDS for widget in at.get(kind)
-            if not widget.key.startswith("_shown_")}  # a trained model's greyed sizes: its weights field says them
+            if not widget.key.startswith(("_shown_", "_preset_name"))}  # a trained model's greyed sizes (its weights
+    # field says them) and the preset field of Your model (what it opens is the weights field)
     assert keys and keys <= set(state.FIELDS), keys - set(state.FIELDS)
 
 

@@ -83,7 +83,7 @@ def test_a_trained_models_predictions_follow_its_ablated_heads():
     plain = open_page("attention", {"weights": "reverse"})
     ablated = open_page("attention", {"weights": "reverse", "ablate": "c0.0 c0.1 e1.0"})
     no_errors(ablated)
-    assert plain.expander[0].label != ablated.expander[0].label  # "Predictions …: k of n right"
+    assert plain.main.expander[0].label != ablated.main.expander[0].label  # "Predictions …: k of n right"
 
 
 def test_decode_with_mean_ablation_says_why_it_cannot():

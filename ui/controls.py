@@ -90,6 +90,10 @@ def view_picker(column=st) -> str:
 def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
     """The two mask switches; the look-ahead one is greyed out on the encoder's view, which it cannot change (it
     changes cross-attention through the decoder's queries)."""
+    if state.external():  # its masks are its own: switches that changed nothing would say something untrue
+        column.caption("Your model's masks are its own: padding (never run: each line runs at its own length) and, "
+                       "for a causal model, the look-ahead mask.")
+        return True, True
     padding = column.toggle("Padding mask", key="pad_mask", help="Off: padded keys may be attended to.", **PERSIST)
     future = column.toggle("Look-ahead mask", key="future_mask", disabled=stack == "encoder",
                            help="Only the decoder's self-attention has one: the encoder sees every position."
@@ -159,6 +163,15 @@ def _fill_length(length: int) -> None:
     pads = state.pad_symbols(st.session_state.get("pads", ""))
     for key in ("src", "tgt"):
         st.session_state[key] = state.filled_text(st.session_state.get(key, ""), length, pads)
+
+
+def not_for_your_model(what: str) -> None:
+    """On a page that draws the lab's own model only: with a model from outside, say why and stop the page."""
+    if state.external():
+        st.info(f"{what} A model from outside is read through its attention weights: the Attention and Heads pages "
+                "draw it. Pick seeded random or trained weights in the sidebar to see this page.",
+                icon=":material/info:")
+        st.stop()
 
 
 def plot(fig, key: str, on_click=None) -> None:

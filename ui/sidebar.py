@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.core.model import ARCHITECTURE_STACKS
+from transformer.external import MAX_TOKENS, upload_limit_bytes
+from transformer.external.registry import check_key, describe, upload
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.live.device import resolve_device
 from transformer.live.model_cache import model_bytes
@@ -71,7 +73,10 @@ def session_device() -> str:
 
 
 def weight_choices() -> list[str]:
-    return ["random"] + pretrained.available() + list(st.session_state.get("_my_models", []))
+    current = st.session_state.get("weights", "random")
+    yours = list(st.session_state.get(YOURS, {})) + ([current] if state.is_external(current) else [])
+    return ["random"] + pretrained.available() + list(st.session_state.get("_my_models", [])) + list(dict.fromkeys(
+        yours))
 
 
 def _open_linked_model() -> None:
@@ -90,9 +95,14 @@ def _open_linked_model() -> None:
     st.session_state["weights"] = "random"
 
 
+YOURS = "_your_models"  # {weights key: label} of the models from outside this session loaded
+
+
 def weights_label(name: str) -> str:
     if name == "random":
         return "Seeded random weights"
+    if state.is_external(name):
+        return f"Your model: {st.session_state.get(YOURS, {}).get(name, name.partition(':')[2][:24])}"
     if name.startswith(pretrained.SESSION_PREFIX):
         return f"Trained here: {st.session_state.get('_my_models', {}).get(name, name)}"
     return f"Trained: {name}"
@@ -108,6 +118,14 @@ def _after_weights_change() -> None:
     """A trained model reads its own tokens: swap in its task's example if the source text has others, and
     make the sequence length the model's own where the current one would cut its sources."""
     name = st.session_state["weights"]
+    if state.is_external(name):
+        if name in st.session_state.get(state.EXTERNAL_ARCHITECTURES, {}):
+            st.session_state["arch"] = st.session_state[state.EXTERNAL_ARCHITECTURES][name]
+        st.session_state.update(src=state.EXTERNAL_EXAMPLE, seq_len=state.EXTERNAL_LENGTH, ablate=[])
+        return
+    if st.session_state.get("arch") in ("decoder-only", "encoder-only") and \
+            state.is_external(st.session_state.get("_last_weights", "")):
+        st.session_state["arch"] = "encoder-decoder"  # back from a model from outside's one stack
     if name == "random":
         return
     task, spec = get_task(pretrained.task_of(name)), pretrained.spec_of(name)  # read, not loaded: no TensorFlow here
@@ -204,18 +222,102 @@ def _ablation_controls(bar, spec) -> None:
                   "token).", **PERSIST)
 
 
+def _use_external(info) -> None:
+    """Make the model from outside described by ``info`` the sidebar's model."""
+    st.session_state.setdefault(YOURS, {})[info.key] = info.name
+    st.session_state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[info.key] = info.architecture
+    st.session_state.update(weights=info.key, arch=info.architecture, ablate=[])
+    if not state.is_external(st.session_state.get("_last_weights", "")) or not info.tokenizer:
+        st.session_state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
+                                seq_len=state.EXTERNAL_LENGTH)
+
+
+def _load_preset() -> None:
+    name = st.session_state.get("_preset_name", "").strip()
+    try:
+        _use_external(describe(check_key(f"hub:{name}")))
+    except ValueError as error:
+        state.notify(f"The preset {name[:60]!r} could not be opened: {error}")
+
+
+def _load_upload() -> None:
+    uploaded = st.session_state.get("_upload")
+    if uploaded is None:
+        return
+    try:
+        _use_external(upload(uploaded.getvalue(), uploaded.name))
+    except ValueError as error:
+        state.notify(f"The file {uploaded.name[:60]!r} could not be opened: {error}")
+
+
+def _your_model_controls(bar) -> None:
+    """A keras-hub preset by name, or a .keras file: loaded on the engine, shared by the server's sessions."""
+    with bar.expander("Your model", expanded=state.external()):
+        st.text_input("keras-hub preset", key="_preset_name", placeholder="bert_tiny_en_uncased",
+                      help="A keras-hub preset name (downloaded to keras-hub's cache the first time, on a server "
+                      "online; a server's ATTENTION_LAB_PRESETS_DIR is looked in first). Read: BERT, RoBERTa, "
+                      "DistilBERT, GPT-2, Llama, Mistral, Gemma, Qwen and any model built on Keras's "
+                      "MultiHeadAttention.")
+        st.button("Open the preset", on_click=_load_preset, key="_open_preset")
+        st.file_uploader("… or a .keras file", type=["keras"], key="_upload", on_change=_load_upload,
+                         help=f"Read as untrusted: at most {upload_limit_bytes() / 2**20:,.0f} MB, Keras's safe "
+                         "mode (no Python code in the file). The link names its hash: only a link shares it.")
+
+
+def _opened_external():
+    """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
+    (the weights go back to random, with a notice). Before the Weights box is drawn."""
+    key = st.session_state.get("weights", "random")
+    if not state.is_external(key):
+        return None
+    try:
+        return describe(key)
+    except ValueError as error:
+        state.notify(f"The model {key[:80]!r} could not be opened: {error} Using random weights.")
+        st.session_state.update(weights="random", arch="encoder-decoder", src=state.FIELDS["src"].default,
+                                seq_len=state.FIELDS["seq_len"].default)
+        return None
+
+
+def _external_sidebar(bar, info) -> None:
+    """A model from outside: its description, and the controls that apply (the lab's sizes do not)."""
+    key = info.key
+    st.session_state.setdefault(YOURS, {})[key] = info.name
+    st.session_state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[key] = info.architecture
+    st.session_state["arch"] = info.architecture  # its one stack, whatever the link said
+    kind = "causal (decoder-only)" if info.architecture == "decoder-only" else "bidirectional (encoder-only)"
+    bar.caption(f"**Your model:** {info.name}, {kind}, "
+                f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
+                "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
+                + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
+    bar.select_slider("Sequence length", options=[n for n in state.seq_len_choices(st.session_state["seq_len"])
+                                                  if n <= MAX_TOKENS], key="seq_len", **PERSIST)
+    bar.text_area("Sentences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
+                  help="One per line, in the model's own words: its tokenizer splits them.", **PERSIST)
+
+
 def render() -> None:
     """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
     bar = st.sidebar
     bar.subheader("Model")
     _open_linked_model()
+    info = _opened_external()
     choices = weight_choices()
     if st.session_state.get("weights") not in choices:
         state.notify(f"The model {st.session_state.get('weights')!r} is not available here; using random weights.")
         st.session_state["weights"] = "random"
     bar.selectbox("Weights", choices, key="weights", format_func=weights_label, on_change=_after_weights_change,
-                  help="Seeded random weights show the mechanism; trained models show learned attention.",
-                  **PERSIST)
+                  help="Seeded random weights show the mechanism; trained models show learned attention; your model "
+                  "(below) a model from outside.", **PERSIST)
+    _your_model_controls(bar)
+    if info is not None and state.external():
+        _external_sidebar(bar, info)
+        st.session_state["_last_weights"] = st.session_state["weights"]
+        bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
+                  format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
+        st.session_state["_status_slot"] = bar.empty()
+        return
+    st.session_state["_last_weights"] = st.session_state["weights"]
     trained = st.session_state["weights"] != "random"
     spec = pretrained.spec_of(st.session_state["weights"]) if trained else None
     if trained:

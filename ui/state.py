@@ -18,6 +18,7 @@ from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES
 from transformer.core.model import ARCHITECTURES, STACKS
 from transformer.core.positional import POSITIONS
+from transformer.external.registry import check_key, is_external
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 from transformer.live.device import DEVICE_CHOICES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
@@ -48,6 +49,9 @@ MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
 NOTICES = "_notices"
 TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"
+EXTERNAL_EXAMPLE = "The cat sat on the mat because the mat was warm.\nThe teacher told the student that she was right."
+EXTERNAL_IDS_EXAMPLE = "3 1 4 1 5 9 2 6\n2 7 1 8 2 8"  # a model with no tokenizer reads ids
+EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces: longer than the lab's toy lines
 
 
 def head_choices(d_model: int) -> list[int]:
@@ -110,7 +114,9 @@ def _text(limit: int) -> Callable[[str], str]:
 def _weights(raw: str) -> str:
     if raw == "random" or raw in SHIPPED or (raw.startswith(SESSION_PREFIX) and raw[len(SESSION_PREFIX):].isalnum()):
         return raw
-    raise ValueError(f"must be random, {', '.join(SHIPPED)} or a session model")
+    if is_external(raw):
+        return check_key(raw)
+    raise ValueError(f"must be random, {', '.join(SHIPPED)}, a session model, hub:<preset> or upload:<hash>")
 
 
 def _heads(raw: str) -> list[int]:
@@ -234,9 +240,12 @@ def dump(value) -> str:
 
 def default_of(key: str, weights: str):
     """The value a link leaves out for ``key``: a trained model's source is its task's example, not the seed's,
-    and its sequence length the longest source it was trained on where that is longer than the default."""
+    and its sequence length the longest source it was trained on where that is longer than the default; a model
+    from outside reads `EXTERNAL_EXAMPLE`."""
     if weights == "random" or key not in ("src", "seq_len"):
         return FIELDS[key].default
+    if is_external(weights):
+        return EXTERNAL_EXAMPLE if key == "src" else EXTERNAL_LENGTH
     task = task_of(weights)
     if task is None:
         return TRAINED_EXAMPLE if key == "src" else FIELDS[key].default
@@ -332,9 +341,20 @@ def filled_text(text: str, length: int, pads, limit: int = MAX_TEXT_CHARS) -> st
     return "\n".join(lines) or text
 
 
+EXTERNAL_ARCHITECTURES = "_external_architectures"  # {weights: architecture} of the models from outside seen
+
+
+def external() -> bool:
+    """Whether the sidebar's model is from outside (a keras-hub preset or an upload)."""
+    return is_external(current_values()["weights"])
+
+
 def architecture() -> str:
-    """The architecture the pages draw: the sidebar's, or a trained model's own (every one is an encoder-decoder)."""
+    """The architecture the pages draw: the sidebar's, a trained model's own (every one is an encoder-decoder), or a
+    model from outside's (its one stack: the sidebar reads it when the model is chosen)."""
     values = current_values()
+    if is_external(values["weights"]):
+        return st.session_state.get(EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
     return values["arch"] if values["weights"] == "random" else "encoder-decoder"
 
 
@@ -350,7 +370,8 @@ def live_config(**overrides) -> LiveConfig:
         seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],
         target_text=state["tgt"], seed=state["seed"], device=state["device"], weights=state["weights"],
         positions=state["positions"], num_kv_heads=state["kv_heads"] or None, mask_family=state["mask_family"],
-        mask_size=state["mask_size"], norm=state["norm"], architecture=state["arch"],
+        mask_size=state["mask_size"], norm=state["norm"],
+        architecture=architecture() if is_external(state["weights"]) else state["arch"],
         ablate=tuple(head_triple(code) for code in state["ablate"]), ablation=state["ablation"],
     )
     return LiveConfig(**{**config.__dict__, **overrides})

@@ -15,11 +15,13 @@ import os
 import re
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from transformer.external import PRESET_NAME, ExternalModel, load, upload_limit_bytes
+from transformer.live.engine_thread import on_engine_thread
 
 BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
 UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: a folder in the system's temp)
@@ -126,5 +128,32 @@ class ExternalRegistry:
 
 EXTERNAL = ExternalRegistry()
 
-__all__ = ["BUDGET_ENV", "EXTERNAL", "PRESETS_DIR_ENV", "UPLOAD_DIR_ENV", "ExternalRegistry", "check_key",
-           "is_external", "model_bytes"]
+
+@dataclass(frozen=True)
+class ExternalInfo:
+    """What the sidebar says of a model from outside (plain data)."""
+
+    key: str
+    name: str
+    architecture: str  # "decoder-only" (causal) or "encoder-only"
+    layers: int
+    heads: int
+    width: int
+    tokenizer: bool
+
+
+@on_engine_thread
+def describe(key: str) -> ExternalInfo:
+    """The model of ``key`` (loaded into `EXTERNAL` if it is not), described; ValueError naming the problem."""
+    model = EXTERNAL.get(key)
+    return ExternalInfo(key, model.name, "decoder-only" if model.causal else "encoder-only", model.num_layers,
+                        model.num_heads, model.hidden_size, model.tokenizer is not None)
+
+
+@on_engine_thread
+def upload(data: bytes, filename: str) -> ExternalInfo:
+    """An uploaded ``.keras`` file kept and loaded (`ExternalRegistry.add_upload`), described."""
+    return describe(EXTERNAL.add_upload(data, filename))
+
+__all__ = ["BUDGET_ENV", "EXTERNAL", "PRESETS_DIR_ENV", "UPLOAD_DIR_ENV", "ExternalInfo", "ExternalRegistry",
+           "check_key", "describe", "is_external", "model_bytes", "upload"]

@@ -93,6 +93,9 @@ def build_cached_model(key, seed: int = 0) -> CachedModel:
     if key[0] == "trained":
         _, name, device = key
         return CachedModel(load_pretrained(name, device).model, device)
+    if key[0] == "external":
+        raise ValueError(f"A model from outside ({key[1]}) is read through its attention weights, not run as the "
+                         "lab's own model: one layer's intermediates and the Keras check are not available for it.")
     d_model, num_heads, d_ff, num_layers, positions, kv_heads, norm, architecture, device = key
     with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
         model = Transformer(
@@ -108,7 +111,7 @@ def build_cached_model(key, seed: int = 0) -> CachedModel:
 def model_bytes(key) -> int:
     """Bytes of the float32 weights `build_cached_model` makes for a random-weights `LiveConfig.model_key`; 0 for
     a trained model (small). Known before building, so that the cache makes room first."""
-    if key[0] == "trained":
+    if key[0] in ("trained", "external"):
         return 0
     d_model, heads, d_ff, layers, positions, kv_heads, norm_kind, architecture, _ = key
     kv_width = d_model // heads * kv_heads  # the key and value projections' outputs

@@ -1,0 +1,81 @@
+"""A model from outside in the app (AppTest): a preset named in the link opens on every page (the pages that draw
+the lab's own model say why not), its views, the sidebar's preset field, and bad names in a link."""
+
+import numpy as np
+import pytest
+from app_support import heatmaps, no_errors, open_page, specs, weight_panels
+from test_external import _bert_preset, _gpt2_preset
+
+from transformer.external.registry import EXTERNAL, PRESETS_DIR_ENV
+
+pytestmark = pytest.mark.app
+pytest.importorskip("keras_hub")
+VIEWS = ["Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view"]
+
+
+@pytest.fixture(autouse=True)
+def presets(tmp_path_factory, monkeypatch):
+    folder = tmp_path_factory.getbasetemp() / "presets"
+    if not (folder / "tiny_gpt2").exists():
+        _gpt2_preset(folder / "tiny_gpt2")
+        _bert_preset(folder / "tiny_bert")
+    monkeypatch.setenv(PRESETS_DIR_ENV, str(folder))
+    yield folder
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_causal_model_from_outside_is_drawn_on_the_attention_page_in_every_view(view):
+    at = open_page("attention", {"weights": "hub:tiny_gpt2", "view": view, "src": "a b c a b"})
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    panels = weight_panels(specs(at)[0])
+    assert len(panels) == 2 and panels[0].shape[0] == 16  # two heads, at the sidebar's length
+    first = np.nan_to_num(panels[0])
+    assert np.abs(np.triu(first[:5, :5], 1)).max() == 0  # causal
+    model = EXTERNAL.get("hub:tiny_gpt2")
+    np.testing.assert_allclose(first[:5, :5], model.attention("a b c a b")[1][0, 0], atol=1e-6)  # layer 0, head 0
+    assert at.session_state["arch"] == "decoder-only" and at.session_state["stack"] == "decoder"
+
+
+def test_a_bidirectional_model_from_outside_opens_on_its_encoder():
+    at = open_page("attention", {"weights": "hub:tiny_bert", "src": "the cat sat on the mat"})
+    no_errors(at)
+    assert at.session_state["stack"] == "encoder" and at.session_state["arch"] == "encoder-only"
+    assert any("Your model" in caption.value for caption in at.sidebar.caption)
+
+
+@pytest.mark.parametrize("page, says", [("masks", "uses its own masks"), ("positional_encoding", "positions of"),
+                                        ("dot_product_lab", "step by step"), ("shapes", "reads the tensors"),
+                                        ("decode", "not here yet")])
+def test_pages_that_draw_the_lab_s_own_model_say_why_not(page, says):
+    at = open_page(page, {"weights": "hub:tiny_gpt2"})
+    no_errors(at)
+    assert any(says in info.value for info in at.info), [info.value for info in at.info]
+
+
+def test_the_heads_page_scores_a_model_from_outside():
+    at = open_page("heads", {"weights": "hub:tiny_gpt2", "src": "a b c a b c\nb c a b c a"})
+    no_errors(at)
+    assert len(heatmaps(specs(at)[0])) == 5 and any("not here yet" in m.value for m in at.markdown)
+
+
+def test_the_sidebar_opens_a_preset_by_name_and_the_link_names_it():
+    at = open_page("attention")
+    at.sidebar.text_input(key="_preset_name").input("tiny_bert").run()
+    at = at.sidebar.button(key="_open_preset").click().run()
+    no_errors(at)
+    assert at.session_state["weights"] == "hub:tiny_bert" and at.query_params["weights"] == "hub:tiny_bert"
+    assert at.session_state["arch"] == "encoder-only" and specs(at)
+
+
+@pytest.mark.parametrize("query, says", [
+    ({"weights": "hub:no_such_preset_here"}, "could not be opened"),
+    ({"weights": "hub:../../etc"}, "Ignored the link's weights"),
+    ({"weights": "upload:" + "0" * 64}, "not on this server"),
+])
+def test_a_link_to_a_model_that_cannot_be_opened_says_so_and_the_app_goes_on(query, says, monkeypatch):
+    monkeypatch.setenv("KAGGLE_USERNAME", "")  # a preset keras-hub cannot find: no download happens offline
+    at = open_page("attention", query)
+    no_errors(at)
+    assert any(says in warning.value for warning in at.warning), [w.value for w in at.warning]
+    assert at.session_state["weights"] == "random" and specs(at)
