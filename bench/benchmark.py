@@ -353,6 +353,7 @@ def head_roles(repeats: int):
         f"{seconds * 1e3:.0f} ms")
     head_page(repeats)
     importance_map()
+    your_model(repeats)
 
 
 def head_page(repeats: int):
@@ -373,6 +374,36 @@ def head_page(repeats: int):
     (seconds,) = _timed(lambda: head_roles(config(next(seeds)), "encoder", pattern="window"), repeats=repeats)
     row("compute", "Heads page: encoder roles + a window pattern, default model, 16 repeated lines of N=20",
         f"{seconds * 1e3:.0f} ms")
+
+
+def your_model(repeats: int):
+    """A text move on the Attention page with a small keras-hub model loaded (a GPT-2 of 2 layers × 4 heads,
+    d 64, built here: nothing downloads): the engine's run of two new lines, against the lab's default model."""
+    import tempfile
+
+    import keras_hub
+
+    from transformer import LiveConfig, run_live
+    from transformer.external.registry import PRESETS_DIR_ENV
+
+    folder = Path(tempfile.mkdtemp())
+    vocabulary = {"<|endoftext|>": 0, **{chr(97 + i): i + 1 for i in range(26)}, "Ġ": 27,
+                  **{f"Ġ{chr(97 + i)}": 28 + i for i in range(26)}}
+    keras_hub.models.GPT2Backbone(vocabulary_size=len(vocabulary), num_layers=2, num_heads=4, hidden_dim=64,
+                                  intermediate_dim=256, max_sequence_length=64).save_to_preset(folder / "small_gpt2")
+    merges = [f"Ġ {chr(97 + i)}" for i in range(26)]
+    keras_hub.models.GPT2Tokenizer(vocabulary=vocabulary, merges=merges).save_to_preset(folder / "small_gpt2")
+    os.environ[PRESETS_DIR_ENV] = str(folder)
+    texts = iter([f"{' '.join(chr(97 + (i + j) % 26) for j in range(12))}\n{chr(97 + i % 26)} b c d"
+                  for i in range(10 * repeats + 4)])
+    ours = iter([f"{i} 2 3 4 5 6 7\n{i} 2 3" for i in range(10 * repeats + 4)])
+    external = lambda: run_live(LiveConfig(weights="hub:small_gpt2", architecture="decoder-only",  # noqa: E731
+                                           source_text=next(texts), seq_len=16), stacks=("decoder",), lines=(0,))
+    lab = lambda: run_live(LiveConfig(source_text=next(ours), target_text=next(ours), seq_len=16),  # noqa: E731
+                           stacks=("decoder",), lines=(0,))
+    t_external, t_lab = _timed(external, lab, repeats=repeats)
+    row("compute", "Your model: a text move on the Attention page, a small GPT-2 preset (2 layers × 4 heads, d 64) / "
+        "the lab's default model", f"{t_external * 1e3:.0f} / {t_lab * 1e3:.0f} ms ({t_external / t_lab:.1f}×)")
 
 
 def importance_map():

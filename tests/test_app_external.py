@@ -79,3 +79,11 @@ def test_a_link_to_a_model_that_cannot_be_opened_says_so_and_the_app_goes_on(que
     no_errors(at)
     assert any(says in warning.value for warning in at.warning), [w.value for w in at.warning]
     assert at.session_state["weights"] == "random" and specs(at)
+
+
+def test_a_model_unloaded_to_make_room_is_loaded_again_and_said(monkeypatch):
+    EXTERNAL.evicted.add("hub:tiny_bert")
+    at = open_page("attention", {"weights": "hub:tiny_bert", "src": "the cat sat"})
+    no_errors(at)
+    assert any("was unloaded to make room" in warning.value for warning in at.warning)
+    assert "hub:tiny_bert" not in EXTERNAL.evicted and specs(at)

@@ -6,7 +6,7 @@ import streamlit as st
 
 from transformer.core.model import ARCHITECTURE_STACKS
 from transformer.external import MAX_TOKENS, upload_limit_bytes
-from transformer.external.registry import check_key, describe, upload
+from transformer.external.registry import EXTERNAL, check_key, describe, upload
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.live.device import resolve_device
 from transformer.live.model_cache import model_bytes
@@ -270,6 +270,9 @@ def _opened_external():
     key = st.session_state.get("weights", "random")
     if not state.is_external(key):
         return None
+    if key in EXTERNAL.evicted:
+        state.notify(f"{weights_label(key)} was unloaded to make room for other models on this server (it holds "
+                     f"{EXTERNAL.budget_bytes / 2**20:,.0f} MB of them): it is loaded again.")
     try:
         return describe(key)
     except ValueError as error:
