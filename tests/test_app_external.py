@@ -82,6 +82,7 @@ def test_a_link_to_a_model_that_cannot_be_opened_says_so_and_the_app_goes_on(que
 
 
 def test_a_model_unloaded_to_make_room_is_loaded_again_and_said(monkeypatch):
+    EXTERNAL._models.pop("hub:tiny_bert", None)  # unloaded, as the budget does
     EXTERNAL.evicted.add("hub:tiny_bert")
     at = open_page("attention", {"weights": "hub:tiny_bert", "src": "the cat sat"})
     no_errors(at)

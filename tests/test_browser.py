@@ -290,7 +290,7 @@ def test_a_slow_rerun_still_fades_the_stale_elements(page, server):
     wait_for_charts(page)
     state = page.evaluate("""async (marker) => {
         const app = document.querySelector('[data-testid="stApp"]');
-        const element = document.querySelectorAll('[data-testid="stElementContainer"]')[3];
+        const element = document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]')[3];
         const pause = (ms) => new Promise(done => setTimeout(done, ms));
         const seen = () => ({marked: document.documentElement.hasAttribute(marker),
                              opacity: Number(getComputedStyle(element).opacity)});

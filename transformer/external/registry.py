@@ -91,6 +91,7 @@ class ExternalRegistry:
         with self._lock:
             if key in self._models:
                 self._models.move_to_end(key)
+                self.evicted.discard(key)
                 return self._models[key][0]
             model = self._load(key)
             self._keep(key, model)
