@@ -443,11 +443,12 @@ def new_seed_on_the_largest_model(repeats: int = 3):
     Run after the memory part: this process's RSS stays ~900 MB higher once the model has been built (even
     after a full garbage collection), which would be in the memory part's baseline."""
     from transformer.core.weight_init import seed_weights
-    from transformer.live.config import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS
+    from transformer.live.config import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS, LiveConfig
     from transformer.live.model_cache import ModelCache
 
     cache = ModelCache(size=1)
-    model = cache.get((MAX_D_MODEL, 8, MAX_D_FF, MAX_LAYERS, "sinusoidal", 8, "/CPU:0")).model
+    largest = LiveConfig(d_model=MAX_D_MODEL, num_heads=8, d_ff=MAX_D_FF, num_layers=MAX_LAYERS, device="cpu")
+    model = cache.get(largest.model_key).model  # the key as the engine makes it (it grew norm and architecture)
     seconds = []
     for seed in range(1, repeats + 1):
         started = time.perf_counter()
