@@ -15,11 +15,19 @@ from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
-not_for_your_model("Decoding a model from outside step by step is not here yet.")
 name = st.session_state["weights"]  # the sidebar's model, as on every page
 config = state.live_config()
-prompting = name == "random" and config.architecture == "decoder-only"  # random weights continue a prompt
-if prompting:
+outside = config.external
+if outside and config.architecture != "decoder-only":
+    not_for_your_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to decode.")
+# random weights (decoder-only) and a causal model from outside continue a prompt
+prompting = (name == "random" or outside) and config.architecture == "decoder-only"
+if outside:
+    st.markdown("Your model continues a prompt one token at a time: at each step it reads the prompt and what it "
+                "has written so far (its look-ahead mask lets the newest position see only those) and chooses the "
+                "next token from its distribution. It runs whole on the prefix at each step (no key/value cache "
+                "here).")
+elif prompting:
     st.markdown("A decoder-only model continues a prompt one token at a time: at each step it reads the prompt and "
                 "what it has written so far (the look-ahead mask lets the newest position see only those) and "
                 "chooses the next token. Its weights are random, so the words are noise; the mechanism is the one "
@@ -45,7 +53,9 @@ if name == "random" and not prompting:
     st.stop()
 st.caption(f"The sidebar's model: **{weights_label(name)}**" + (f", {config.architecture}, {config.norm}-norm"
                                                               if prompting else "") + " (change it in the sidebar).")
-if prompting:
+if outside:
+    example = " ".join(config.source_text.splitlines()[0].split()[:4]) or "1 2 3"
+elif prompting:
     example = " ".join(config.target_text.splitlines()[0].split()[:4]) or "1 2 3"
 else:
     task = task_of(name)
@@ -121,6 +131,9 @@ with columns[1]:
     title = f"next token<br>temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "") \
         + (f", top-p {top_p}" if mode == "sampled" and top_p < 1 else "")
     plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")
+if outside:
+    st.caption("Your model ran whole on the prefix at each step: this page keeps no key/value cache for it.")
+    st.stop()
 st.subheader("Key/value cache")
 st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer')} at the last step. Decoding with the "
             "cache (each step runs the decoder for the newest position only) gives logits that differ from "

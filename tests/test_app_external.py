@@ -44,11 +44,12 @@ def test_a_bidirectional_model_from_outside_opens_on_its_encoder():
     assert any("Your model" in caption.value for caption in at.sidebar.caption)
 
 
-@pytest.mark.parametrize("page, says", [("masks", "uses its own masks"), ("positional_encoding", "positions of"),
-                                        ("dot_product_lab", "step by step"), ("shapes", "reads the tensors"),
-                                        ("decode", "not here yet")])
-def test_pages_that_draw_the_lab_s_own_model_say_why_not(page, says):
-    at = open_page(page, {"weights": "hub:tiny_gpt2"})
+@pytest.mark.parametrize("page, weights, says", [
+    ("masks", "hub:tiny_gpt2", "uses its own masks"), ("positional_encoding", "hub:tiny_gpt2", "positions of"),
+    ("dot_product_lab", "hub:tiny_gpt2", "step by step"), ("shapes", "hub:tiny_gpt2", "reads the tensors"),
+    ("decode", "hub:tiny_bert", "does not write text")])
+def test_pages_that_draw_the_lab_s_own_model_say_why_not(page, weights, says):
+    at = open_page(page, {"weights": weights})
     no_errors(at)
     assert any(says in info.value for info in at.info), [info.value for info in at.info]
 
@@ -88,3 +89,14 @@ def test_a_model_unloaded_to_make_room_is_loaded_again_and_said(monkeypatch):
     no_errors(at)
     assert any("was unloaded to make room" in warning.value for warning in at.warning)
     assert "hub:tiny_bert" not in EXTERNAL.evicted and specs(at)
+
+
+def test_the_decode_page_continues_a_prompt_with_a_causal_model_from_outside():
+    at = open_page("decode", {"weights": "hub:tiny_gpt2", "dec_src": "a b c", "dec_step": "2"})
+    no_errors(at)
+    assert not at.error, [e.value for e in at.error]
+    run_text = " ".join(m.value for m in at.markdown)
+    assert "Step 2" in run_text and "continuation:" in run_text
+    step = heatmaps(specs(at)[1])[0]  # the newest position's self-attention: (L·H rows, prefix)
+    assert step.shape[-1] == 5 and np.allclose(np.nansum(step, -1), 1.0, atol=1e-5)  # prompt 3 + 2 chosen
+    assert any("no key/value cache" in caption.value for caption in at.main.caption)

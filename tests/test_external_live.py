@@ -99,3 +99,22 @@ def test_run_live_draws_a_bidirectional_model_and_refuses_what_it_cannot_do(pres
     with pytest.raises(ValueError, match="weights='hub:/etc'"):
         run_live(replace(config, weights="hub:/etc"))
     keras.utils.clear_session()
+
+
+def test_a_causal_model_from_outside_decodes_greedily_from_its_own_logits(presets):
+    from transformer.decoding import decode  # noqa: PLC0415
+
+    config = LiveConfig(weights="hub:tiny_gpt2", architecture="decoder-only")
+    run = decode(config, "a b c", max_steps=4)
+    model = EXTERNAL.get("hub:tiny_gpt2")
+    ids = list(model.token_ids("a b c"))
+    for step in run.steps:
+        logits, weights = model.logits_and_weights(ids)
+        np.testing.assert_allclose(step.probabilities, np.exp(logits[-1] - logits[-1].max()) / np.exp(
+            logits[-1] - logits[-1].max()).sum(), atol=1e-5)
+        np.testing.assert_allclose(step.self_attention, weights[:, :, -1], atol=1e-6)
+        ids.append(int(np.argmax(logits[-1])))
+        assert step.chosen == model.tokenizer.id_to_token(ids[-1])
+    assert len(run.steps) == 4 and run.prompt == ("a", "Ġb", "Ġc")
+    with pytest.raises(ValueError, match="does not write text"):
+        decode(LiveConfig(weights="hub:tiny_bert", architecture="encoder-only"), "the cat")

@@ -10,6 +10,7 @@ import tensorflow as tf
 from transformer.analysis.ablation import HeadAblation, check_ablation, kept_array
 from transformer.core import tokens
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
+from transformer.external.registry import EXTERNAL
 from transformer.live.config import VOCAB_SIZE, LiveConfig, validate
 from transformer.live.device import device_label, resolve_device
 from transformer.live.engine_thread import on_engine_thread
@@ -37,6 +38,42 @@ def _source_line(pretrained: Pretrained, text: str) -> Line:
     return Line(src, [START_ID], len(pretrained.vocab), END_ID)
 
 
+class _TokenizerVocabulary:
+    """A model from outside's tokenizer as the Decode page reads a vocabulary (``decode(ids) -> tokens``)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def decode(self, ids) -> list[str]:
+        tokenizer = self.model.tokenizer
+        return [str(i) if tokenizer is None else tokenizer.id_to_token(int(i)) for i in ids]
+
+
+def decode_external(config: LiveConfig, text: str, sample: bool, temperature: float, top_k: int, top_p: float,
+                    seed: int, max_steps: int) -> Decoding:
+    """A causal model from outside continues ``text`` for ``max_steps`` tokens, the whole model run on the prefix at
+    each step (no key/value cache: ``cache`` is empty and ``cache_gap`` NaN)."""
+    model = EXTERNAL.get(config.weights)
+    if not model.causal:
+        raise ValueError(f"{model.name} is a bidirectional encoder: it does not write text. Received: "
+                         f"weights={config.weights!r}")
+    check_settings(temperature, top_k, top_p, max_steps)
+    prompt = [int(i) for i in model.token_ids(text)]
+    choose, prefix, steps = chooser(sample, temperature, top_k, top_p, seed), list(prompt), []
+    vocabulary = _TokenizerVocabulary(model)
+    with tf.device(resolve_device(config.device)):
+        for _ in range(max_steps):
+            logits, weights = model.logits_and_weights(prefix)  # (t, V), (L, H, t, t)
+            probabilities, chosen = choose(logits[-1])
+            steps.append(Step(tuple(vocabulary.decode(prefix)), weights[:, :, -1], None, probabilities,
+                              vocabulary.decode([chosen])[0]))
+            prefix.append(chosen)
+    continuation = vocabulary.decode(prefix[len(prompt):])
+    return Decoding(config.weights, (), tuple(steps), " ".join(continuation), None, (), 0, float("nan"), vocabulary,
+                    model.num_layers, model.num_heads, device_label(resolve_device(config.device)),
+                    prompt=tuple(vocabulary.decode(prompt)), kv_heads=model.num_heads)
+
+
 @on_engine_thread
 def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: float = 1.0, top_k: int = 0,
            top_p: float = 1.0, seed: int = 0, max_steps: int | None = None) -> Decoding:
@@ -45,6 +82,9 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     tokens outside the model's vocabulary, or a model that does not decode."""
     validate(config)
     check_config(config)
+    if config.external:
+        return decode_external(config, text.strip(), sample, temperature, top_k, top_p, seed,
+                               PROMPT_STEPS if max_steps is None else max_steps)
     if config.trained:
         pretrained = load_pretrained(config.weights, resolve_device(config.device))
         line, vocabulary = _source_line(pretrained, text.strip()), pretrained.vocab

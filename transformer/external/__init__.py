@@ -96,6 +96,14 @@ class ExternalModel:
         weights, _ = self._run(text)
         return self.tokens(text), weights
 
+    def logits_and_weights(self, ids) -> tuple[np.ndarray, np.ndarray]:
+        """A causal language model's ``(logits (N, V), weights (L, H, N, N))`` on ``ids`` ``(N,)``, one run."""
+        if not self.causal:
+            raise ValueError(f"{self.name} is not a causal language model: it gives no next-token probabilities.")
+        weights, hidden = self._run_ids(np.asarray(ids, np.int32).reshape(-1))
+        logits = self.model.token_embedding(hidden, reverse=True)[0]  # (N, V)
+        return np.asarray(tf.cast(logits, tf.float32)), weights
+
     def next_token_probabilities(self, text: str) -> np.ndarray:
         """``(N, V)``: after each position, the probability of every next token (causal language models)."""
         if not self.causal:
