@@ -93,6 +93,11 @@ def batch_role_scores(weights, token_ids, valid=None, pattern=None) -> dict:
              | {"distance": mean_distance(weights[:, b], valid[b]), "entropy": entropy_bits(weights[:, b], valid[b])}
              | ({} if pattern is None else {"pattern": pattern_score(weights[:, b], pattern, valid[b])})
              for b in range(weights.shape[1])]
+    return _mean_over_lines(lines)
+
+
+def _mean_over_lines(lines: list[dict]) -> dict:
+    """Each measure ``(L, H)`` averaged over the lines, a line's NaN (nothing qualified) left out."""
     with warnings.catch_warnings():  # a role no line shows: NumPy warns on the mean of NaNs, and NaN is the answer
         warnings.simplefilter("ignore", RuntimeWarning)
         return {name: np.nanmean(np.stack([line[name] for line in lines]), axis=0) for name in lines[0]}
@@ -103,29 +108,23 @@ def cross_measures(weights, valid=None) -> dict:
     (L, H)}`` averaged over lines, ``weights`` ``(L, B, H, N_q, N_k)``, ``valid`` ``(B, N_q)``."""
     weights = np.asarray(weights)
     valid = np.ones(weights.shape[1:2] + weights.shape[3:4], bool) if valid is None else np.asarray(valid, bool)
-    lines = [{"distance": mean_distance(weights[:, b], valid[b]), "entropy": entropy_bits(weights[:, b], valid[b])}
-             for b in range(weights.shape[1])]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return {name: np.nanmean(np.stack([line[name] for line in lines]), axis=0) for name in lines[0]}
+    return _mean_over_lines([{"distance": mean_distance(weights[:, b], valid[b]),
+                              "entropy": entropy_bits(weights[:, b], valid[b])} for b in range(weights.shape[1])])
 
 
-def top_roles(scores: dict) -> np.ndarray:
-    """``(L, H)`` str: each head's highest-scoring role of `ROLES` ("" where it has no score)."""
+def best_roles(scores: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Each head's highest-scoring role of `ROLES` and its score: ``(names (L, H) str, scores (L, H))`` ("" and NaN
+    where it has no score)."""
     stacked = np.stack([scores[role] for role in ROLES])  # (roles, L, H)
-    filled = np.where(np.isnan(stacked), -1.0, stacked)
+    filled = np.where(np.isnan(stacked), -1.0, stacked)  # scores are shares in [0, 1]
+    best = filled.max(0)  # (L, H)
     names = np.array(ROLES, dtype=object)[filled.argmax(0)]  # (L, H)
-    return np.where(filled.max(0) < 0, "", names)
+    return np.where(best < 0, "", names), np.where(best < 0, np.nan, best)
 
 
 def line_top_roles(weights, token_ids, valid=None) -> tuple[np.ndarray, np.ndarray]:
-    """Each head's highest-scoring role on one line and its score: ``(names (L, H) str, scores (L, H))`` ("" and
-    NaN where no role has a score). ``weights``: ``(L, H, N, N)`` self-attention of ``token_ids`` ``(N,)``."""
-    scores = role_scores(weights, token_ids, valid)
-    names = top_roles(scores)  # (L, H)
-    stacked = np.stack([scores[role] for role in ROLES])  # (roles, L, H)
-    best = np.nanmax(np.where(np.isnan(stacked), -np.inf, stacked), axis=0)  # (L, H)
-    return names, np.where(np.isfinite(best), best, np.nan)
+    """`best_roles` on one line: ``weights`` ``(L, H, N, N)`` self-attention of ``token_ids`` ``(N,)``."""
+    return best_roles(role_scores(weights, token_ids, valid))
 
 
 def role_text(name: str, score: float) -> str:

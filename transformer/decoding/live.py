@@ -39,14 +39,10 @@ def _source_line(pretrained: Pretrained, text: str) -> Line:
 
 
 class _TokenizerVocabulary:
-    """A model from outside's tokenizer as the Decode page reads a vocabulary (``decode(ids) -> tokens``)."""
+    """A model from outside's pieces as the Decode page reads a vocabulary (``decode(ids) -> tokens``)."""
 
     def __init__(self, model):
-        self.model = model
-
-    def decode(self, ids) -> list[str]:
-        tokenizer = self.model.tokenizer
-        return [str(i) if tokenizer is None else tokenizer.id_to_token(int(i)) for i in ids]
+        self.decode = model.pieces
 
 
 def decode_external(config: LiveConfig, text: str, sample: bool, temperature: float, top_k: int, top_p: float,

@@ -83,18 +83,21 @@ class ExternalModel:
                              f"{int(ids.max())}")
         return ids
 
-    def tokens(self, text: str) -> list[str]:
-        """The pieces the charts label: the tokenizer's own, or the ids as text."""
-        ids = self.token_ids(text)
+    def pieces(self, ids) -> list[str]:
+        """Ids as the pieces the charts label: the tokenizer's own, or the ids as text."""
         if self.tokenizer is None:
-            return [str(i) for i in ids]
+            return [str(int(i)) for i in ids]
         return [self.tokenizer.id_to_token(int(i)) for i in ids]
+
+    def tokens(self, text: str) -> list[str]:
+        """``text``'s pieces (`pieces` of `token_ids`)."""
+        return self.pieces(self.token_ids(text))
 
     def attention(self, text: str) -> tuple[list[str], np.ndarray]:
         """``(tokens, weights (L, H, N, N) float32)``: every attention layer's weights on ``text``, in the order the
         model runs them."""
-        weights, _ = self._run(text)
-        return self.tokens(text), weights
+        ids = self.token_ids(text)
+        return self.pieces(ids), self.weights_of_ids(ids)
 
     def logits_and_weights(self, ids) -> tuple[np.ndarray, np.ndarray]:
         """A causal language model's ``(logits (N, V), weights (L, H, N, N))`` on ``ids`` ``(N,)``, one run."""
@@ -106,11 +109,8 @@ class ExternalModel:
 
     def next_token_probabilities(self, text: str) -> np.ndarray:
         """``(N, V)``: after each position, the probability of every next token (causal language models)."""
-        if not self.causal:
-            raise ValueError(f"{self.name} is not a causal language model: it gives no next-token probabilities.")
-        _, hidden = self._run(text)
-        logits = self.model.token_embedding(hidden, reverse=True)[0]  # (N, V)
-        return np.asarray(tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1))
+        logits, _ = self.logits_and_weights(self.token_ids(text))  # (N, V)
+        return np.asarray(tf.nn.softmax(logits, axis=-1))
 
     @property
     def hidden_size(self) -> int:
@@ -124,9 +124,6 @@ class ExternalModel:
     def weights_of_ids(self, ids) -> np.ndarray:
         """``(L, H, N, N)``: every attention layer's weights on ``ids`` ``(N,)`` (ids the tokenizer made)."""
         return self._run_ids(np.asarray(ids, np.int32).reshape(-1))[0]
-
-    def _run(self, text: str):
-        return self._run_ids(self.token_ids(text))
 
     def _run_ids(self, ids: np.ndarray):
         ids = ids[None]  # (1, N)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from transformer.analysis.heads import ROLES, batch_role_scores, cross_measures, repeated_random_tokens, top_roles
+from transformer.analysis.heads import ROLES, batch_role_scores, best_roles, cross_measures, repeated_random_tokens
 from transformer.core import tokens
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, family_mask, size_range
 from transformer.live.config import LiveConfig
@@ -42,7 +42,7 @@ class HeadRoles:
         """``(L, H)``: each head's highest-scoring role ("" for cross-attention)."""
         if not self.scores:
             return np.full(self.distance.shape, "", dtype=object)
-        return top_roles(self.scores)
+        return best_roles(self.scores)[0]
 
     def strongest(self, role: str, limit: int = 3) -> list[tuple[int, int, float]]:
         """The ``limit`` heads scoring highest on ``role``: ``(layer, head, score)``, best first."""

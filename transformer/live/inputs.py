@@ -172,7 +172,7 @@ def encode_external(config: LiveConfig) -> Inputs:
     model = EXTERNAL.get(config.weights)
     texts = tokens.text_lines(config.source_text, "source")
     ids = [model.token_ids(text) for text in texts]
-    pieces = [model.tokens(text) for text in texts]
+    pieces = [model.pieces(line) for line in ids]
     n = config.seq_len
     padded = np.full((len(texts), n), EXTERNAL_PAD_ID, np.int32)  # (B, N)
     for row, line in enumerate(ids):

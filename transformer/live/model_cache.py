@@ -48,7 +48,7 @@ class CachedModel:
         head)`` triples) those heads are ablated (``kind``): one function per kind, the heads set before each call."""
         if not ablate:
             return self.function(("attention", stacks), lambda: self._attention(stacks))
-        self._kept_heads().assign(kept_array(ablate, self.model.num_layers, self.model.num_heads))
+        self._set_kept(ablate)
         return self.function(("attention", stacks, kind), lambda: self._attention(stacks, kind))
 
     def function(self, key, make_function) -> ModelFunction:
@@ -74,8 +74,13 @@ class CachedModel:
         function made with it serves every set of heads of ``kind``."""
         if not ablate:
             return None
-        self._kept_heads().assign(kept_array(ablate, self.model.num_layers, self.model.num_heads))
-        return HeadAblation.of_kept(self._kept, kind)
+        return HeadAblation.of_kept(self._set_kept(ablate), kind)
+
+    def _set_kept(self, ablate: tuple) -> tf.Variable:
+        """The kept-heads variable, set to keep every head but ``ablate``'s."""
+        kept = self._kept_heads()
+        kept.assign(kept_array(ablate, self.model.num_layers, self.model.num_heads))
+        return kept
 
     def _attention(self, stacks: tuple, kind: str | None = None):
         kept = self._kept_heads() if kind else None
