@@ -5,14 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.core.model import ARCHITECTURE_STACKS
-from transformer.external import MAX_TOKENS, upload_limit_bytes
-from transformer.external.registry import EXTERNAL, check_key, describe, upload
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN
 from transformer.live.device import resolve_device
 from transformer.live.model_cache import model_bytes
 from transformer.tasks import get_task
 from transformer.training import pretrained
-from ui import state
+from ui import state, your_model
 from ui.controls import PERSIST
 from ui.text import count
 
@@ -74,7 +72,7 @@ def session_device() -> str:
 
 def weight_choices() -> list[str]:
     current = st.session_state.get("weights", "random")
-    yours = list(st.session_state.get(YOURS, {})) + ([current] if state.is_external(current) else [])
+    yours = list(st.session_state.get(your_model.YOURS, {})) + ([current] if state.is_external(current) else [])
     return ["random"] + pretrained.available() + list(st.session_state.get("_my_models", [])) + list(dict.fromkeys(
         yours))
 
@@ -95,14 +93,11 @@ def _open_linked_model() -> None:
     st.session_state["weights"] = "random"
 
 
-YOURS = "_your_models"  # {weights key: label} of the models from outside this session loaded
-
-
 def weights_label(name: str) -> str:
     if name == "random":
         return "Seeded random weights"
     if state.is_external(name):
-        return f"Your model: {st.session_state.get(YOURS, {}).get(name, name.partition(':')[2][:24])}"
+        return your_model.label(name)
     if name.startswith(pretrained.SESSION_PREFIX):
         return f"Trained here: {st.session_state.get('_my_models', {}).get(name, name)}"
     return f"Trained: {name}"
@@ -222,89 +217,12 @@ def _ablation_controls(bar, spec) -> None:
                   "token).", **PERSIST)
 
 
-def _use_external(info) -> None:
-    """Make the model from outside described by ``info`` the sidebar's model."""
-    st.session_state.setdefault(YOURS, {})[info.key] = info.name
-    st.session_state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[info.key] = info.architecture
-    st.session_state.update(weights=info.key, arch=info.architecture, ablate=[])
-    if not state.is_external(st.session_state.get("_last_weights", "")) or not info.tokenizer:
-        st.session_state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
-                                seq_len=state.EXTERNAL_LENGTH)
-
-
-def _load_preset() -> None:
-    name = st.session_state.get("_preset_name", "").strip()
-    try:
-        _use_external(describe(check_key(f"hub:{name}")))
-    except ValueError as error:
-        state.notify(f"The preset {name[:60]!r} could not be opened: {error}")
-
-
-def _load_upload() -> None:
-    uploaded = st.session_state.get("_upload")
-    if uploaded is None:
-        return
-    try:
-        _use_external(upload(uploaded.getvalue(), uploaded.name))
-    except ValueError as error:
-        state.notify(f"The file {uploaded.name[:60]!r} could not be opened: {error}")
-
-
-def _your_model_controls(bar) -> None:
-    """A keras-hub preset by name, or a .keras file: loaded on the engine, shared by the server's sessions."""
-    with bar.expander("Your model", expanded=state.external()):
-        st.text_input("keras-hub preset", key="_preset_name", placeholder="bert_tiny_en_uncased",
-                      help="A keras-hub preset name (downloaded to keras-hub's cache the first time, on a server "
-                      "online; a server's ATTENTION_LAB_PRESETS_DIR is looked in first). Read: BERT, RoBERTa, "
-                      "DistilBERT, GPT-2, Llama, Mistral, Gemma, Qwen and any model built on Keras's "
-                      "MultiHeadAttention.")
-        st.button("Open the preset", on_click=_load_preset, key="_open_preset")
-        st.file_uploader("… or a .keras file", type=["keras"], key="_upload", on_change=_load_upload,
-                         help=f"Read as untrusted: at most {upload_limit_bytes() / 2**20:,.0f} MB, Keras's safe "
-                         "mode (no Python code in the file). The link names its hash: only a link shares it.")
-
-
-def _opened_external():
-    """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
-    (the weights go back to random, with a notice). Before the Weights box is drawn."""
-    key = st.session_state.get("weights", "random")
-    if not state.is_external(key):
-        return None
-    if key in EXTERNAL.evicted:
-        state.notify(f"{weights_label(key)} was unloaded to make room for other models on this server (it holds "
-                     f"{EXTERNAL.budget_bytes / 2**20:,.0f} MB of them): it is loaded again.")
-    try:
-        return describe(key)
-    except ValueError as error:
-        state.notify(f"The model {key[:80]!r} could not be opened: {error} Using random weights.")
-        st.session_state.update(weights="random", arch="encoder-decoder", src=state.FIELDS["src"].default,
-                                seq_len=state.FIELDS["seq_len"].default)
-        return None
-
-
-def _external_sidebar(bar, info) -> None:
-    """A model from outside: its description, and the controls that apply (the lab's sizes do not)."""
-    key = info.key
-    st.session_state.setdefault(YOURS, {})[key] = info.name
-    st.session_state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[key] = info.architecture
-    st.session_state["arch"] = info.architecture  # its one stack, whatever the link said
-    kind = "causal (decoder-only)" if info.architecture == "decoder-only" else "bidirectional (encoder-only)"
-    bar.caption(f"**Your model:** {info.name}, {kind}, "
-                f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
-                "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
-                + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
-    bar.select_slider("Sequence length", options=[n for n in state.seq_len_choices(st.session_state["seq_len"])
-                                                  if n <= MAX_TOKENS], key="seq_len", **PERSIST)
-    bar.text_area("Sentences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
-                  help="One per line, in the model's own words: its tokenizer splits them.", **PERSIST)
-
-
 def render() -> None:
     """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
     bar = st.sidebar
     bar.subheader("Model")
     _open_linked_model()
-    info = _opened_external()
+    info = your_model.opened()
     choices = weight_choices()
     if st.session_state.get("weights") not in choices:
         state.notify(f"The model {st.session_state.get('weights')!r} is not available here; using random weights.")
@@ -312,13 +230,11 @@ def render() -> None:
     bar.selectbox("Weights", choices, key="weights", format_func=weights_label, on_change=_after_weights_change,
                   help="Seeded random weights show the mechanism; trained models show learned attention; your model "
                   "(below) a model from outside.", **PERSIST)
-    _your_model_controls(bar)
+    your_model.controls(bar)
     if info is not None and state.external():
-        _external_sidebar(bar, info)
+        your_model.sidebar(bar, info)
         st.session_state["_last_weights"] = st.session_state["weights"]
-        bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
-                  format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
-        st.session_state["_status_slot"] = bar.empty()
+        _device_and_status(bar)
         return
     st.session_state["_last_weights"] = st.session_state["weights"]
     trained = st.session_state["weights"] != "random"
@@ -394,9 +310,14 @@ def render() -> None:
     if not (reads_source and reads_target):
         bar.caption(f"A {st.session_state['arch']} model reads the **{'target' if reads_target else 'source'}** lines "
                     "only; the other box keeps its lines for the other architectures.")
+    _device_and_status(bar)
+
+
+def _device_and_status(bar) -> None:
+    """The Device control, and the slot the status line fills once the page has run (`draw_status`)."""
     bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
-    st.session_state["_status_slot"] = bar.empty()  # draw_status fills it once the page has run
+    st.session_state["_status_slot"] = bar.empty()
 
 
 def draw_status() -> None:

@@ -1,0 +1,99 @@
+"""Your model in the sidebar: a keras-hub preset by name or an uploaded .keras file, opened on the engine (shared by
+the server's sessions, transformer.external.registry), and the few controls that apply to it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer.external import MAX_TOKENS, upload_limit_bytes
+from transformer.external.registry import EXTERNAL, check_key, describe, upload
+from ui import state
+from ui.controls import PERSIST
+from ui.text import count
+
+YOURS = "_your_models"  # {weights key: label} of the models from outside this session opened
+
+
+def label(name: str) -> str:
+    """How the Weights box names a model from outside."""
+    return f"Your model: {st.session_state.get(YOURS, {}).get(name, name.partition(':')[2][:24])}"
+
+
+def _remember(info) -> None:
+    """This session knows the model of ``info``: its label and its one stack's architecture."""
+    st.session_state.setdefault(YOURS, {})[info.key] = info.name
+    st.session_state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[info.key] = info.architecture
+
+
+def _use(info) -> None:
+    """Make the model from outside described by ``info`` the sidebar's model."""
+    _remember(info)
+    st.session_state.update(weights=info.key, arch=info.architecture, ablate=[])
+    if not state.is_external(st.session_state.get("_last_weights", "")) or not info.tokenizer:
+        st.session_state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
+                                seq_len=state.EXTERNAL_LENGTH)
+
+
+def _load_preset() -> None:
+    name = st.session_state.get("_preset_name", "").strip()
+    try:
+        _use(describe(check_key(f"hub:{name}")))
+    except ValueError as error:
+        state.notify(f"The preset {name[:60]!r} could not be opened: {error}")
+
+
+def _load_upload() -> None:
+    uploaded = st.session_state.get("_upload")
+    if uploaded is None:
+        return
+    try:
+        _use(upload(uploaded.getvalue(), uploaded.name))
+    except ValueError as error:
+        state.notify(f"The file {uploaded.name[:60]!r} could not be opened: {error}")
+
+
+def controls(bar) -> None:
+    """A keras-hub preset by name, or a .keras file: loaded on the engine, shared by the server's sessions."""
+    with bar.expander("Your model", expanded=state.external()):
+        st.text_input("keras-hub preset", key="_preset_name", placeholder="bert_tiny_en_uncased",
+                      help="A keras-hub preset name (downloaded to keras-hub's cache the first time, on a server "
+                      "online; a server's ATTENTION_LAB_PRESETS_DIR is looked in first). Read: BERT, RoBERTa, "
+                      "DistilBERT, GPT-2, Llama, Mistral, Gemma, Qwen and any model built on Keras's "
+                      "MultiHeadAttention.")
+        st.button("Open the preset", on_click=_load_preset, key="_open_preset")
+        st.file_uploader("… or a .keras file", type=["keras"], key="_upload", on_change=_load_upload,
+                         help=f"Read as untrusted: at most {upload_limit_bytes() / 2**20:,.0f} MB, Keras's safe "
+                         "mode (no Python code in the file). The link names its hash: only a link shares it.")
+
+
+def opened():
+    """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
+    (the weights go back to random, with a notice). Before the Weights box is drawn."""
+    key = st.session_state.get("weights", "random")
+    if not state.is_external(key):
+        return None
+    if key in EXTERNAL.evicted:
+        state.notify(f"{label(key)} was unloaded to make room for other models on this server (it holds "
+                     f"{EXTERNAL.budget_bytes / 2**20:,.0f} MB of them): it is loaded again.")
+    try:
+        return describe(key)
+    except ValueError as error:
+        state.notify(f"The model {key[:80]!r} could not be opened: {error} Using random weights.")
+        st.session_state.update(weights="random", arch="encoder-decoder", src=state.FIELDS["src"].default,
+                                seq_len=state.FIELDS["seq_len"].default)
+        return None
+
+
+def sidebar(bar, info) -> None:
+    """A model from outside: its description, and the controls that apply (the lab's sizes do not)."""
+    _remember(info)
+    st.session_state["arch"] = info.architecture  # its one stack, whatever the link said
+    kind = "causal (decoder-only)" if info.architecture == "decoder-only" else "bidirectional (encoder-only)"
+    bar.caption(f"**Your model:** {info.name}, {kind}, "
+                f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
+                "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
+                + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
+    bar.select_slider("Sequence length", options=[n for n in state.seq_len_choices(st.session_state["seq_len"])
+                                                  if n <= MAX_TOKENS], key="seq_len", **PERSIST)
+    bar.text_area("Sentences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
+                  help="One per line, in the model's own words: its tokenizer splits them.", **PERSIST)
