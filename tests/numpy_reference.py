@@ -112,13 +112,15 @@ def _feed_forward(w, prefix):
 
 
 def transformer_forward(w, ids, *, stack, layers, heads, d_ff, norm, self_mask, memory=None, memory_mask=None,
-                        cross_prefix=None):
-    """One stack of the model on one line of ``ids`` with sinusoidal positions: ``(output (N, D), self weights
-    [(H, N, N)], cross weights [(H, N, N_s)])``. ``w``: weight path (after the model's name) -> array."""
+                        cross_prefix=None, learned=False):
+    """One stack of the model on one line of ``ids`` with sinusoidal positions (``learned``: its table's rows):
+    ``(output (N, D), self weights [(H, N, N)], cross weights [(H, N, N_s)])``. ``w``: weight path (after the
+    model's name) -> array."""
     side = "source" if stack == "encoder" else "target"
     embeddings = w[f"{side}_embedding/embed/embeddings"]
     d_model = embeddings.shape[1]
-    x = embeddings[ids] * np.sqrt(d_model) + positional_encoding(len(ids), d_model)
+    positions = w[f"{side}_positions/table"][: len(ids)] if learned else positional_encoding(len(ids), d_model)
+    x = embeddings[ids] * np.sqrt(d_model) + positions
     self_weights, cross_weights = [], []
     for layer in range(layers):
         block = f"{stack}/block_{layer}"

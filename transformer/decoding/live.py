@@ -34,8 +34,11 @@ def _prompt_line(config: LiveConfig, text: str):
 
 
 def _source_line(pretrained: Pretrained, text: str) -> Line:
-    src = np.array([pretrained.vocab.encode(pretrained.source_tokens(text))], np.int32)  # (1, N_s)
-    return Line(src, [START_ID], len(pretrained.vocab), END_ID)
+    """A trained model's source line (decoded from ``<s>``), or a decoder-only one's prompt (continued)."""
+    ids = pretrained.vocab.encode(pretrained.source_tokens(text))
+    if pretrained.decoder_only:
+        return Line(None, ids, len(pretrained.vocab), None)
+    return Line(np.array([ids], np.int32), [START_ID], len(pretrained.vocab), END_ID)  # src (1, N_s)
 
 
 class _TokenizerVocabulary:
@@ -84,7 +87,8 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     if config.trained:
         pretrained = load_pretrained(config.weights, resolve_device(config.device))
         line, vocabulary = _source_line(pretrained, text.strip()), pretrained.vocab
-        default_steps = pretrained.rules.target_length(line.src.shape[1]) + 1
+        default_steps = PROMPT_STEPS if pretrained.decoder_only else \
+            pretrained.rules.target_length(line.src.shape[1]) + 1
     elif config.architecture == "decoder-only":
         (line, vocabulary), default_steps = _prompt_line(config, text), PROMPT_STEPS
     else:
@@ -92,6 +96,10 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                          f"Received: weights={config.weights!r}, architecture={config.architecture!r}")
     max_steps = default_steps if max_steps is None else max_steps
     check_settings(temperature, top_k, top_p, max_steps)
+    if config.trained and pretrained.decoder_only and len(line.prompt) + max_steps > pretrained.longest:
+        raise ValueError(f"The {config.weights} model reads up to {pretrained.longest} tokens: a prompt of "
+                         f"{len(line.prompt)} and {max_steps} steps would go past. Received: a prompt of "
+                         f"{len(line.prompt)} tokens")
     entry = MODELS.for_config(config)
     hook = _ablation_hook(config, entry.model)
     with tf.device(entry.device):
@@ -100,7 +108,7 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     steps = tuple(Step(tuple(vocabulary.decode(prefix)), self_weights, cross, probabilities,
                        vocabulary.decode([chosen])[0]) for prefix, self_weights, cross, probabilities, chosen in raw)
     chosen = [step.chosen for step in steps if step.chosen != END]
-    if config.trained:
+    if config.trained and not pretrained.decoder_only:
         prediction, expected = pretrained.rules.target_text(chosen), pretrained.expected(text)
         source = tuple(vocabulary.decode(line.src[0]))
     else:

@@ -21,6 +21,7 @@ from transformer.external.registry import EXTERNAL
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.live.device import resolve_device
 from transformer.tasks import PAD, PAD_ID, START
+from transformer.tasks.induction import NO_RULE
 from transformer.training.pretrained import check_config, load_pretrained
 
 
@@ -92,6 +93,8 @@ def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
                             model.model.num_heads)
     texts = tokens.text_lines(config.source_text, "source")
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
+    if model.decoder_only:
+        return _encode_lines(model, config, texts, lines, ablate)
     predicted = [model.vocab.decode(ids) for ids in search.predictions(model, lines, 1, ablate, config.ablation)]
     source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
     target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
@@ -99,6 +102,20 @@ def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     predictions = tuple(_prediction(model, text, p) for text, p in zip(texts, predicted))
     notices = _notices(source, target, (PAD_ID,), config.seq_len)
     return Batches(source, target, (PAD_ID,), notices), predictions
+
+
+def _encode_lines(model, config: LiveConfig, texts, lines, ablate) -> tuple[Batches, tuple]:
+    """A decoder-only trained model reads each line on its one (target) side; its prediction is the most probable
+    next token after each position, checked against the task's rule where the rule has an answer."""
+    batch = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
+    guesses = model.next_tokens(lines, ablate, config.ablation)
+    predictions = []
+    for text, line, guess in zip(texts, lines, guesses):
+        rule = model.rules.solve(line)
+        predictions.append(dict(source=text, prediction=" ".join(guess), expected=" ".join(rule),
+                                correct=all(r == g for r, g in zip(rule, guess) if r != NO_RULE), next_token=True))
+    notices = _notices(batch, batch, (PAD_ID,), config.seq_len)
+    return Batches(batch, batch, (PAD_ID,), notices), tuple(predictions)
 
 
 def _prediction(model, text: str, predicted: list[str]) -> dict:

@@ -20,6 +20,7 @@ from transformer.tasks.base import (
     task_vocabulary,
 )
 from transformer.tasks.dates import DatesTask
+from transformer.tasks.induction import InductionTask
 from transformer.tasks.symbols import SYMBOLS, SymbolTask, random_sources
 from transformer.tasks.translate import TranslateTask
 
@@ -31,6 +32,7 @@ TASKS: dict[str, Task] = {
                         "diagonal"),
     "dates": DatesTask(),
     "translate": TranslateTask(),
+    "induction": InductionTask(),
 }
 
 

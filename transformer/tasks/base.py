@@ -26,6 +26,8 @@ class Task:
     ``lengths``: ``(min, max)`` source tokens a model of this task is trained on by default.
     ``own_lengths``: the task draws sources of its own lengths (a training run's max_len must hold them);
     False: it draws them between a training run's min_len and max_len.
+    ``decoder_only``: the source is one line whose next tokens a decoder-only model predicts; ``solve`` gives the
+    rule's next token at each position.
     """
 
     name = ""
@@ -36,10 +38,16 @@ class Task:
     lengths = (3, 10)
     own_lengths = True
     vocabulary_hint = ""  # what a source may use, said after a message naming tokens outside the vocabulary
+    decoder_only = False  # True: a next-token task on one line (no target side), for a decoder-only model
 
     def vocabulary(self) -> Vocabulary:
         """Specials, then the task's tokens (`task_vocabulary`)."""
         return task_vocabulary(SPECIALS + tuple(self.tokens))
+
+    @property
+    def prompt(self) -> str:
+        """What the Decode page starts from: the example's first line."""
+        return self.example.splitlines()[0]
 
     def source_tokens(self, text: str) -> list[str]:
         """The tokens of one typed source line."""

@@ -12,13 +12,27 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import tensorflow as tf
+
+from transformer.analysis.ablation import HeadAblation, check_ablation, kept_array
+from transformer.core.masks import target_mask
 from transformer.core.tokens import Vocabulary
 from transformer.live.device import resolve_device
-from transformer.tasks import Task, get_task
-from transformer.training.saved_model import PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec, read_meta, spec_from
+from transformer.tasks import PAD_ID, Task, get_task
+from transformer.tasks.induction import line_ids
+from transformer.training import next_token
+from transformer.training.saved_model import (
+    MAX_TRAIN_LEN,
+    PRETRAINED_DIR,
+    WEIGHTS_FILE,
+    TrainSpec,
+    read_meta,
+    spec_from,
+)
 from transformer.training.saved_model import load_folder as read_folder
 
-SHIPPED = ("copy", "reverse", "sort", "dates", "translate")
+SHIPPED = ("copy", "reverse", "sort", "dates", "translate", "induction")
 SESSION_PREFIX = "session:"
 SESSION_MODELS_KEPT = 8
 PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are remembered per model
@@ -56,6 +70,46 @@ class Pretrained:
     def expected(self, source_text: str) -> str | None:
         """The right answer to ``source_text``, as text; None when it is not of the task's form."""
         return self.rules.expected(source_text)
+
+    @property
+    def decoder_only(self) -> bool:
+        """A next-token model (one causal stack over a line) rather than an encoder-decoder."""
+        return self.spec.architecture == "decoder-only"
+
+    @property
+    def longest(self) -> int:
+        """The most tokens a line may have: its learned position table's rows, else any length."""
+        return MAX_TRAIN_LEN if self.spec.positions == "learned" else 4096
+
+    def read(self, text: str, ablate=()) -> tuple[np.ndarray, dict]:
+        """A decoder-only model reads one line of its tokens (space-separated) with the ``(layer, head)`` pairs of
+        ``ablate`` zero-ablated: ``(probabilities (N, V) of the next token after each position, {"decoder":
+        (L, H, N, N)})``. ValueError naming tokens it does not know, heads it lacks, or a line too long."""
+        if not self.decoder_only:
+            raise ValueError(f"read() is for a decoder-only model; {self.name!r} is an encoder-decoder: use the "
+                             "Attention page or transformer.decoding.search.translate.")
+        line = self.source_tokens(text)
+        if len(line) > self.longest:
+            raise ValueError(f"The {self.name} model reads up to {self.longest} tokens. Received: {len(line)} tokens")
+        triples = check_ablation([("decoder", *pair) for pair in ablate], "zero", ("decoder",),
+                                 self.model.num_layers, self.model.num_heads)
+        ids = np.array([self.vocab.encode(line)], np.int32)  # (1, N)
+        with tf.device(self.device):
+            logits, attention = next_token.read_ids(self.model, ids, [triple[1:] for triple in triples])
+        shifted = np.exp(logits[0] - logits[0].max(-1, keepdims=True))  # (N, V)
+        return shifted / shifted.sum(-1, keepdims=True), {"decoder": attention[:, 0]}
+
+    def next_tokens(self, lines: list[list[str]], ablate: tuple = (), kind: str = "zero") -> list[list[str]]:
+        """A decoder-only model's most probable next token after each position of each line (``ablate``: ``(stack,
+        layer, head)`` triples, ``kind`` "zero" or "mean")."""
+        length = max(len(line) for line in lines)
+        ids = line_ids(self.vocab, lines, length)  # (B, N)
+        kept = kept_array(ablate, self.model.num_layers, self.model.num_heads)
+        hook = HeadAblation.of_kept(kept, kind) if ablate else None
+        with tf.device(self.device):
+            logits, _ = self.model(None, ids, None, target_mask(ids, PAD_ID), hook=hook)  # (B, N, V)
+        best = np.asarray(logits).argmax(-1)  # (B, N)
+        return [self.vocab.decode(best[row, : len(line)]) for row, line in enumerate(lines)]
 
     def source_tokens(self, text: str) -> list[str]:
         """The tokens of a typed source line; ValueError naming those outside the vocabulary."""
@@ -115,13 +169,16 @@ def check_config(config) -> None:
         return
     check_name(config.weights)
     spec = spec_of(config.weights)
-    if config.positions != "sinusoidal" or config.num_kv_heads not in (None, config.num_heads) \
-            or config.architecture != "encoder-decoder" or config.norm != spec.norm:
+    if config.positions != spec.positions or config.num_kv_heads not in (None, config.num_heads) \
+            or config.architecture != spec.architecture or config.norm != spec.norm:
         raise ValueError(
-            f"The trained model {config.weights!r} is an encoder-decoder with {spec.norm}-norm, sinusoidal "
+            f"The trained model {config.weights!r} is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
             "positions and one key/value head per query head; pick random weights for others. Received: "
             f"architecture={config.architecture!r}, norm={config.norm!r}, positions={config.positions!r}, "
             f"num_kv_heads={config.num_kv_heads!r}")
+    if spec.positions == "learned" and config.seq_len > MAX_TRAIN_LEN:
+        raise ValueError(f"The trained model {config.weights!r} learned {MAX_TRAIN_LEN} positions. Received: "
+                         f"seq_len={config.seq_len}")
 
 
 def load_pretrained(name: str, device: str | None = None) -> Pretrained:

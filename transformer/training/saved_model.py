@@ -12,7 +12,8 @@ import tensorflow as tf
 
 from transformer.core.attention import check_heads
 from transformer.core.layers import NORMS
-from transformer.core.model import Transformer
+from transformer.core.model import ARCHITECTURE_STACKS, Transformer
+from transformer.core.positional import POSITIONS
 from transformer.tasks import get_task, task_vocabulary
 
 PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"  # transformer/pretrained/<task>/
@@ -38,12 +39,20 @@ class TrainSpec:
     max_len: int = 10
     seed: int = 0
     norm: str = "post"  # transformer.core.layers.NORMS: the paper's post-norm or GPT-2's pre-norm
+    architecture: str = "encoder-decoder"  # or "decoder-only" (a task whose decoder_only is True)
+    positions: str = "sinusoidal"  # transformer.core.positional.POSITIONS ("learned": a table of max_len rows)
+    learning_rate: float = 0.0  # 0: the paper's warm-up schedule; above 0: Adam at this constant rate
 
     @property
     def options(self) -> str:
         """The architecture options it was trained with, as the sidebar names them."""
-        return (f"encoder-decoder · {self.norm}-norm · sinusoidal positions · {self.num_heads} KV heads (one per "
-                f"query head) · d_ff {self.d_ff}")
+        return (f"{self.architecture} · {self.norm}-norm · {self.positions} positions · {self.num_heads} KV heads "
+                f"(one per query head) · d_ff {self.d_ff}")
+
+    @property
+    def stacks(self) -> tuple:
+        """The attention stacks of the model it trains."""
+        return ARCHITECTURE_STACKS[self.architecture]
 
     @classmethod
     def for_task(cls, task: str, **overrides) -> TrainSpec:
@@ -55,8 +64,13 @@ class TrainSpec:
         if self.norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}. Received: norm={self.norm!r}")
         check_heads(self.d_model, self.num_heads)
-        if not 1 <= self.min_len <= self.max_len <= 32:
-            raise ValueError(f"Need 1 <= min_len <= max_len <= 32. Received: min_len={self.min_len}, "
+        wanted = "decoder-only" if task.decoder_only else "encoder-decoder"
+        if self.architecture != wanted or self.positions not in POSITIONS or self.learning_rate < 0:
+            raise ValueError(f"The {self.task} task trains a {wanted} model, positions one of {POSITIONS}, a learning "
+                             f"rate of 0 (the warm-up schedule) or more. Received: architecture="
+                             f"{self.architecture!r}, positions={self.positions!r}, learning_rate={self.learning_rate}")
+        if not 1 <= self.min_len <= self.max_len <= MAX_TRAIN_LEN:
+            raise ValueError(f"Need 1 <= min_len <= max_len <= {MAX_TRAIN_LEN}. Received: min_len={self.min_len}, "
                              f"max_len={self.max_len}")
         if task.own_lengths and self.max_len < task.lengths[1]:
             raise ValueError(f"The {self.task} task's sources have up to {task.lengths[1]} tokens: max_len must be "
@@ -65,18 +79,28 @@ class TrainSpec:
             raise ValueError(f"steps and batch must be positive. Received: steps={self.steps}, batch={self.batch}")
 
 
+MAX_TRAIN_LEN = 64
+
 # How the shipped models of the tasks with sources of their own were trained (the symbol tasks: the defaults).
 TASK_DEFAULTS = {
     "dates": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=2500, min_len=8, max_len=28),
     "translate": dict(d_model=64, num_heads=4, d_ff=256, num_layers=2, steps=1500, min_len=5, max_len=12),
+    # attention-only, as in Olsson et al. 2022: two layers, learned positions, no feed-forward, no dropout
+    "induction": dict(d_model=64, num_heads=4, d_ff=0, num_layers=2, dropout=0.0, steps=3000, min_len=48,
+                      max_len=64, label_smoothing=0.0, norm="pre", architecture="decoder-only",
+                      positions="learned", learning_rate=3e-3),
 }
 
 
 def build_model(spec: TrainSpec, vocab_size: int) -> Transformer:
-    """The paper's weight sharing: one embedding matrix, reused by the output projection."""
+    """The paper's weight sharing: one embedding matrix (both sides of an encoder-decoder), reused by the output
+    projection."""
+    paired = spec.architecture == "encoder-decoder"
     model = Transformer(vocab_size, vocab_size, d_model=spec.d_model, num_heads=spec.num_heads, d_ff=spec.d_ff,
                         num_encoder_layers=spec.num_layers, num_decoder_layers=spec.num_layers,
-                        dropout=spec.dropout, share_embeddings=True, share_output_weights=True, norm=spec.norm)
+                        dropout=spec.dropout, share_embeddings=paired, share_output_weights=True, norm=spec.norm,
+                        positions=spec.positions, max_len=MAX_TRAIN_LEN if spec.positions == "learned" else 512,
+                        architecture=spec.architecture)
     model.build((None, None), (None, None))
     return model
 

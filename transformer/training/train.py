@@ -27,6 +27,7 @@ from transformer.core.tokens import Vocabulary
 from transformer.decoding.search import greedy_decode, strip
 from transformer.live.device import resolve_device
 from transformer.tasks import PAD_ID, TASKS, get_task, make_batch
+from transformer.training import next_token, timeline
 from transformer.training.saved_model import PRETRAINED_DIR, TrainSpec, build_model, save
 
 
@@ -36,6 +37,7 @@ class TrainResult:
     model: Transformer
     vocab: Vocabulary
     history: list = field(default_factory=list)  # (step, loss, token accuracy)
+    timeline: list = field(default_factory=list)  # transformer.training.timeline.Snapshot every timeline_every steps
     accuracy: float = float("nan")  # exact-sequence accuracy of greedy decoding on fresh inputs
     seconds: float = 0.0
     device: str = "/CPU:0"  # where it was trained (and its weights live)
@@ -93,32 +95,59 @@ def exact_accuracy(model, task_name: str, vocab: Vocabulary, lengths, count: int
     return float(np.mean(right))
 
 
+def _optimizer(spec: TrainSpec):
+    """Adam with the paper's settings and warm-up schedule, or (``learning_rate`` above 0) at a constant rate."""
+    if spec.learning_rate > 0:
+        return keras.optimizers.Adam(spec.learning_rate)
+    return keras.optimizers.Adam(WarmupSchedule(spec.d_model, spec.warmup), beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+
+
+def _batches(spec: TrainSpec, task, vocab, rng):
+    """The step function's arguments for one batch: (src, decoder input, labels), or (ids,) for a decoder-only
+    task."""
+    lengths = (spec.min_len, spec.max_len)
+    if task.decoder_only:
+        return (next_token.line_batch(task, vocab, rng, spec.batch, lengths),)
+    return make_batch(task, vocab, sources_of(task, rng, spec.batch, lengths), spec.max_len)
+
+
+def final_accuracy(model, spec: TrainSpec, vocab) -> float:
+    """Exact-sequence accuracy on fresh sources; a decoder-only task: next-token accuracy on the repeated
+    segment's second occurrence (its 2nd token on)."""
+    if get_task(spec.task).decoder_only:
+        return next_token.induction_accuracy(model, vocab)["second"]
+    return exact_accuracy(model, spec.task, vocab, (spec.min_len, spec.max_len))
+
+
 def train(spec: TrainSpec, on_progress=None, should_stop=None, log_every: int = 100,
-          device: str | None = None) -> TrainResult:
+          device: str | None = None, timeline_every: int = 0, on_snapshot=None) -> TrainResult:
     """Train from scratch on ``device`` (None: the GPU when there is one). ``on_progress(step, loss, accuracy)``
-    is called every ``log_every`` steps; ``should_stop()`` returning True ends training early."""
+    is called every ``log_every`` steps; ``should_stop()`` returning True ends training early. With
+    ``timeline_every`` K > 0, a `timeline.Snapshot` of a fixed probe batch is taken at step 0 and every K steps
+    (``result.timeline``; ``on_snapshot(snapshot)`` as each is taken)."""
     spec.validate()
     device = device or resolve_device("auto")
     with tf.device(device):
-        result = _train(spec, on_progress, should_stop, log_every)
+        result = _train(spec, on_progress, should_stop, log_every, (timeline_every, on_snapshot))
     result.device = device
     return result
 
 
-def _train(spec: TrainSpec, on_progress, should_stop, log_every: int) -> TrainResult:
+def _train(spec: TrainSpec, on_progress, should_stop, log_every: int, recording) -> TrainResult:
     keras.utils.set_random_seed(spec.seed)
     task = get_task(spec.task)
     vocab = task.vocabulary()
     model = build_model(spec, len(vocab))
-    optimizer = keras.optimizers.Adam(WarmupSchedule(spec.d_model, spec.warmup), beta_1=0.9, beta_2=0.98,
-                                      epsilon=1e-9)
-    step_fn = _train_step_fn(model, optimizer, len(vocab), spec.label_smoothing)
+    optimizer = _optimizer(spec)
+    make_step = next_token.next_token_step_fn if task.decoder_only else _train_step_fn
+    step_fn = make_step(model, optimizer, len(vocab), spec.label_smoothing)
     rng = np.random.default_rng(spec.seed)
     result, started = TrainResult(spec, model, vocab), time.perf_counter()
+    record = _recorder(result, *recording)
+    record(0, float("nan"))
     for step in range(1, spec.steps + 1):
-        sources = sources_of(task, rng, spec.batch, (spec.min_len, spec.max_len))
-        batch = make_batch(task, vocab, sources, spec.max_len)
-        loss, accuracy = step_fn(*batch)
+        loss, accuracy = step_fn(*_batches(spec, task, vocab, rng))
+        record(step, loss)
         if step % log_every == 0 or step == spec.steps:
             result.history.append((step, float(loss), float(accuracy)))
             if on_progress:
@@ -126,8 +155,24 @@ def _train(spec: TrainSpec, on_progress, should_stop, log_every: int) -> TrainRe
         if should_stop and should_stop():
             break
     result.seconds = time.perf_counter() - started
-    result.accuracy = exact_accuracy(model, spec.task, vocab, (spec.min_len, spec.max_len))
+    result.accuracy = final_accuracy(model, spec, vocab)
     return result
+
+
+def _recorder(result: TrainResult, every: int, on_snapshot):
+    """``record(step, loss)``: a `timeline.Snapshot` into ``result.timeline`` at step 0, every ``every`` steps and
+    the last (nothing when ``every`` is 0)."""
+    probe = timeline.make_probe(result.spec.task, result.vocab) if every > 0 else None
+
+    def record(step: int, loss) -> None:
+        if probe is None or (step % every and step != result.spec.steps):
+            return
+        shot = timeline.snapshot(result.model, probe, result.vocab, step, float(loss))
+        result.timeline.append(shot)
+        if on_snapshot:
+            on_snapshot(shot)
+
+    return record
 
 
 def main(argv=None) -> None:
@@ -147,7 +192,9 @@ def main(argv=None) -> None:
 
     result = train(spec, on_progress=report)
     folder = save(result, out / spec.task)
-    print(f"exact-sequence accuracy {result.accuracy:.4f} on fresh inputs; {result.seconds:.0f} s; wrote {folder}")
+    measure = "next-token accuracy on repeated segments" if spec.architecture == "decoder-only" else \
+        "exact-sequence accuracy"
+    print(f"{measure} {result.accuracy:.4f} on fresh inputs; {result.seconds:.0f} s; wrote {folder}")
 
 
 if __name__ == "__main__":

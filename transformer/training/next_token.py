@@ -1,0 +1,82 @@
+"""Decoder-only training and reading: next-token loss on lines, and the induction task's measure.
+
+A line of ids ``(B, N)`` is read by the decoder alone under the look-ahead mask (padding keys hidden too); the
+logits at position i predict token i + 1.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from transformer.analysis.ablation import HeadAblation, kept_array
+from transformer.core.masks import target_mask
+from transformer.tasks import PAD_ID
+from transformer.tasks.induction import LINE_LENGTHS, PROBE_SEGMENTS, line_ids, repeated_line
+
+
+def line_batch(task, vocab, rng: np.random.Generator, count: int, lengths) -> np.ndarray:
+    """``count`` random lines of ``task`` as ``(B, lengths[1])`` ids padded with 0."""
+    return line_ids(vocab, [task.sample(rng, lengths) for _ in range(count)], lengths[1])
+
+
+def next_token_step_fn(model, optimizer, vocab_size: int, smoothing: float):
+    """One traced training step on ``ids (B, N)``: returns (loss, token accuracy) over the real next tokens."""
+    loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing, reduction=None)
+
+    @tf.function(reduce_retracing=True)
+    def step(ids):
+        inputs, labels = ids[:, :-1], ids[:, 1:]  # (B, N - 1) each: position i predicts token i + 1
+        real = tf.cast(labels != PAD_ID, tf.float32)  # (B, N - 1)
+        with tf.GradientTape() as tape:
+            logits, _ = model(None, inputs, None, target_mask(inputs, PAD_ID), training=True)  # (B, N - 1, V)
+            per_token = loss_fn(tf.one_hot(labels, vocab_size), logits)  # (B, N - 1)
+            loss = tf.reduce_sum(per_token * real) / tf.reduce_sum(real)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        hits = tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == labels, tf.float32)
+        return loss, tf.reduce_sum(hits * real) / tf.reduce_sum(real)
+
+    return step
+
+
+def decoder_ablation(model, ablate) -> HeadAblation | None:
+    """``ablate`` (``(layer, head)`` pairs of the decoder) as a zero-ablation hook, or None."""
+    if not ablate:
+        return None
+    return HeadAblation.of_kept(kept_array([("decoder", layer, head) for layer, head in ablate], model.num_layers,
+                                           model.num_heads), "zero")
+
+
+def read_ids(model, ids, ablate=()) -> tuple[np.ndarray, np.ndarray]:
+    """``ids (B, N)`` read by a decoder-only model, ``ablate``'s decoder heads zeroed: ``(logits (B, N, V),
+    attention (L, B, H, N, N))`` as NumPy."""
+    ids = tf.convert_to_tensor(ids, tf.int32)
+    logits, attention = model(None, ids, None, target_mask(ids, PAD_ID), hook=decoder_ablation(model, ablate))
+    return logits.numpy(), np.stack([weights.numpy() for weights in attention["decoder"]])
+
+
+def probe_lines(count: int, seed: int, segments=PROBE_SEGMENTS) -> list:
+    """``count`` `RepeatedLine`s of the measured distribution (lines of 48–64, segments of 8–20)."""
+    rng = np.random.default_rng(seed)
+    return [repeated_line(rng, LINE_LENGTHS, segments) for _ in range(count)]
+
+
+def occurrence_accuracy(predicted: np.ndarray, lines, vocab) -> dict:
+    """Share of the next tokens predicted right on each occurrence's 2nd token on: ``{"second", "first"}``.
+    ``predicted (B, N)``: the argmax id at each position."""
+    found = {}
+    for occurrence in ("second", "first"):
+        hits = [predicted[row, position] == vocab.encode([line.tokens[position + 1]])[0]
+                for row, line in enumerate(lines) for position in line.predicted_positions(occurrence)]
+        found[occurrence] = float(np.mean(hits))
+    return found
+
+
+def induction_accuracy(model, vocab, count: int = 200, seed: int = 12345, ablate=()) -> dict:
+    """`occurrence_accuracy` of ``model`` on ``count`` fresh probe lines, ``ablate``'s decoder heads zeroed."""
+    lines = probe_lines(count, seed)
+    ids = line_ids(vocab, [line.tokens for line in lines], LINE_LENGTHS[1])
+    logits, _ = read_ids(model, ids, ablate)
+    return occurrence_accuracy(logits.argmax(-1), lines, vocab)
