@@ -20,13 +20,19 @@ config = state.live_config()
 outside = config.external
 if outside and config.architecture != "decoder-only":
     not_for_your_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to decode.")
-# random weights (decoder-only) and a causal model from outside continue a prompt
-prompting = (name == "random" or outside) and config.architecture == "decoder-only"
+# random weights (decoder-only), a trained decoder-only model and a causal model from outside continue a prompt
+prompting = config.architecture == "decoder-only"
 if outside:
     st.markdown("Your model continues a prompt one token at a time: at each step it reads the prompt and what it "
                 "has written so far (its look-ahead mask lets the newest position see only those) and chooses the "
                 "next token from its distribution. It runs whole on the prefix at each step (no key/value cache "
                 "here).")
+elif prompting and config.trained:
+    st.markdown("A decoder-only model continues a prompt one token at a time: at each step it reads the prompt and "
+                "what it has written so far (the look-ahead mask lets the newest position see only those) and "
+                "chooses the next token. The induction model learned one thing: to continue a segment it has seen "
+                "earlier in the line. Start a repeat in the prompt and watch it copy; its layer-1 heads look at the "
+                "token after the earlier occurrence.")
 elif prompting:
     st.markdown("A decoder-only model continues a prompt one token at a time: at each step it reads the prompt and "
                 "what it has written so far (the look-ahead mask lets the newest position see only those) and "
@@ -55,13 +61,12 @@ st.caption(f"The sidebar's model: **{weights_label(name)}**" + (f", {config.arch
                                                               if prompting else "") + " (change it in the sidebar).")
 if outside:
     example = " ".join(config.source_text.splitlines()[0].split()[:4]) or "1 2 3"
-elif prompting:
+elif prompting and not config.trained:
     example = " ".join(config.target_text.splitlines()[0].split()[:4]) or "1 2 3"
 else:
     task = task_of(name)
     # read off the task (no model loads on this thread); the dates model reads today's date, as on Home
-    example = date_text(datetime.date.today(), "weekday") if task == "dates" else \
-        get_task(task).example.splitlines()[0]
+    example = date_text(datetime.date.today(), "weekday") if task == "dates" else get_task(task).prompt
 
 
 def _from_the_start() -> None:

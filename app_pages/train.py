@@ -6,12 +6,15 @@ from transformer.tasks import TASKS
 from transformer.training.saved_model import TrainSpec
 from ui.controls import plot
 from ui.training import TrainJob
+from ui.training_timeline import timeline_view
 from viz.training import progress_figure
 
 st.title("Train a model")
 st.markdown("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule, "
             "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "
-            "predictions are greedy. It runs in the background: the app stays usable meanwhile.")
+            "predictions are greedy. The induction task trains a decoder-only, attention-only model on next tokens "
+            "instead (Adam at 3e-3). It runs in the background: the app stays usable meanwhile, and the timeline "
+            "below shows every head's role forming.")
 
 # What the form starts from: the symbol tasks learn in seconds at this size; dates and translate start from their
 # shipped models' sizes (TrainSpec.for_task), with fewer steps so that a class can watch one train.
@@ -37,7 +40,9 @@ with st.form(f"train_form_{task}"):
     d_model = cols[0].select_slider("d_model", [16, 32, 64, 128], value=own["d_model"], key=f"train_d_model_{task}")
     heads = cols[1].select_slider("Heads", [1, 2, 4, 8], value=own["heads"], key=f"train_heads_{task}")
     layers = cols[2].select_slider("Layers", [1, 2, 3], value=own["layers"], key=f"train_layers_{task}")
-    d_ff = cols[3].select_slider("d_ff", [32, 64, 128, 256, 512], value=own["d_ff"], key=f"train_d_ff_{task}")
+    d_ff = cols[3].select_slider("d_ff", sorted({0, 32, 64, 128, 256, 512}), value=own["d_ff"],
+                                 format_func=lambda width: "0 (none)" if width == 0 else str(width),
+                                 key=f"train_d_ff_{task}")
     cols = st.columns(4)
     steps = cols[0].number_input("Steps", min_value=10, max_value=6000, value=own["steps"], step=100,
                                  key=f"train_steps_{task}")
@@ -55,8 +60,8 @@ if submitted:
     if previous is not None and not previous.finished:
         st.warning("A model is still training in this session: stop it or wait for it first.")
     else:
-        spec = TrainSpec(task=task, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers,
-                         steps=int(steps), min_len=min_len, max_len=max_len, seed=int(seed), warmup=100)
+        spec = TrainSpec.for_task(task, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers,
+                                  steps=int(steps), min_len=min_len, max_len=max_len, seed=int(seed), warmup=100)
         try:
             st.session_state["_train_job"] = TrainJob(spec, st.session_state.get("device", "auto")).start()
         except ValueError as error:
@@ -69,8 +74,9 @@ def _use_model(job: TrainJob) -> None:
     st.session_state["weights"] = name
     st.session_state["src"] = TASKS[job.spec.task].example
     st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), job.spec.max_len)
-    # the picture the task's description promises ("cross-attention should be diagonal"): its last layer
-    st.session_state.update(stack="cross", layer=job.spec.num_layers - 1, element=0, focus=-1)
+    # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer
+    stack = "decoder" if job.spec.architecture == "decoder-only" else "cross"
+    st.session_state.update(stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
 
 
 @st.fragment(run_every=1.0)
@@ -88,10 +94,12 @@ def progress() -> None:
     if job.status == "failed":
         st.error(f"Training failed: {job.error}")
         return
-    st.success(f"Exact-sequence accuracy on fresh inputs: {job.result.accuracy:.1%} "
-               f"({job.result.seconds:.0f} s of training).")
+    measure = "Next-token accuracy on a repeated segment" if job.spec.architecture == "decoder-only" else \
+        "Exact-sequence accuracy"
+    st.success(f"{measure} on fresh inputs: {job.result.accuracy:.1%} ({job.result.seconds:.0f} s of training).")
     if st.button("Explore this model's attention", type="primary", on_click=_use_model, args=(job,)):
         st.switch_page("app_pages/attention.py")
 
 
 progress()
+timeline_view(st.session_state.get("_train_job"))

@@ -192,7 +192,13 @@ def show_notices(slot, notices) -> None:
 def show_predictions(predictions) -> None:
     """The trained model's answer for each source line next to the expected one."""
     right = sum(p["correct"] for p in predictions)
-    with st.expander(f"Predictions of the trained model: {right} of {len(predictions)} right", expanded=True):
+    next_token = predictions[0].get("next_token", False)
+    what = "Next-token predictions" if next_token else "Predictions"
+    with st.expander(f"{what} of the trained model: {right} of {len(predictions)} right", expanded=True):
+        if next_token:
+            st.caption("After each token, the model's most probable next token; expected: the in-context rule (what "
+                       "followed that token's latest earlier occurrence, · where it did not occur before). Right: the "
+                       "two agree wherever the rule has an answer.")
         st.dataframe(
             [{"line": i + 1, "source": p["source"], "prediction": p["prediction"], "expected": p["expected"],
               "right": bool(p["correct"])} for i, p in enumerate(predictions)],

@@ -128,12 +128,12 @@ def _after_weights_change() -> None:
         st.session_state["src"] = task.example
         state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
     st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), state.default_of("seq_len", name))
-    own = dict(positions="sinusoidal", kv_heads=0, arch="encoder-decoder", norm=spec.norm)
+    own = dict(kv_heads=0, **state.trained_options(name))
     if any(st.session_state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
         st.session_state.update(own)
-        state.notify(f"The {spec.task} model is an encoder-decoder with {spec.norm}-norm, sinusoidal positions "
-                     "and a key/value head per head: the Architecture, Norm, Positions and KV heads controls are "
-                     "back at its own.")
+        state.notify(f"The {spec.task} model is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
+                     "positions and a key/value head per head: the Architecture, Norm, Positions and KV heads "
+                     "controls are back at its own.")
 
 
 def _reads(task, text: str) -> bool:
@@ -149,13 +149,18 @@ def _reads(task, text: str) -> bool:
 def _locked_caption(bar, name: str) -> None:
     spec = pretrained.spec_of(name)  # read, not loaded
     bar.caption(
-        f"**Locked by the trained model:** an encoder-decoder, {spec.norm}-norm, d_model={spec.d_model}, "
+        f"**Locked by the trained model:** an {spec.architecture}, {spec.norm}-norm, d_model={spec.d_model}, "
         f"{count(spec.num_heads, 'head')}, d_ff={spec.d_ff}, "
-        f"{count(spec.num_layers, 'layer')}, sinusoidal positions, a key/value head per head, trained on lengths "
-        f"{spec.min_len}–{spec.max_len} "
-        f"(exact-sequence accuracy {pretrained.accuracy_of(name):.1%}). The greyed controls show its own sizes, "
-        "which cannot change; seeded random weights bring back yours. Pads are `<pad>`, and the decoder reads "
-        "`<s>` + the model's own prediction, so the target text is not used."
+        f"{count(spec.num_layers, 'layer')}, {spec.positions} positions, a key/value head per head, trained on "
+        f"lengths {spec.min_len}–{spec.max_len} ("
+        + (f"next-token accuracy on a repeated segment {pretrained.accuracy_of(name):.1%}). " if
+           spec.architecture == "decoder-only" else
+           f"exact-sequence accuracy {pretrained.accuracy_of(name):.1%}). ")
+        + "The greyed controls show its own sizes, which cannot change; seeded random weights bring back yours. "
+        "Pads are `<pad>`, and " + ("it reads the source lines, predicting each next token." if
+                                    spec.architecture == "decoder-only" else
+                                    "the decoder reads `<s>` + the model's own prediction, so the target text is "
+                                    "not used.")
     )
 
 
@@ -242,7 +247,8 @@ def render() -> None:
     if trained:
         _locked_caption(bar, st.session_state["weights"])
     shown = _ModelControls(spec, st.session_state["weights"])
-    shown.control(bar.selectbox, "Architecture", "arch", lambda s: 0, options=list(ARCHITECTURE_LABELS),
+    shown.control(bar.selectbox, "Architecture", "arch", lambda s: list(ARCHITECTURE_LABELS).index(s.architecture),
+                  options=list(ARCHITECTURE_LABELS),
                   format_func=ARCHITECTURE_LABELS.get, value_argument="index",
                   help="Encoder-decoder: the paper's two stacks and cross-attention. Decoder-only: one causal stack "
                   "over the target lines, next-token logits (GPT, Llama). Encoder-only: one bidirectional stack over "
@@ -272,7 +278,8 @@ def render() -> None:
                       format_func=lambda k: kv_label(heads, k),
                       help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
                       "heads. Fewer means a smaller key/value cache when decoding.")
-    shown.control(bar.selectbox, "Positions", "positions", lambda s: 0, options=list(POSITION_LABELS),
+    shown.control(bar.selectbox, "Positions", "positions", lambda s: list(POSITION_LABELS).index(s.positions),
+                  options=list(POSITION_LABELS),
                   format_func=POSITION_LABELS.get, value_argument="index",
                   help="How the model knows where a token is: added to the embeddings (sinusoidal, learned) or "
                   "inside self-attention (RoPE rotates queries and keys; ALiBi adds −slope·|i − j| to the "
@@ -299,7 +306,8 @@ def render() -> None:
     shown.control(bar.text_input, "Pad symbols", "pads", lambda s: "<pad>", max_chars=200,
                   help="One or several, separated by spaces. The first one pads short lines.")
     stacks = ARCHITECTURE_STACKS[state.architecture()]
-    reads_source, reads_target = "encoder" in stacks, "decoder" in stacks  # which text boxes the model reads
+    # which text boxes the model reads (a trained model reads the source lines, whatever its stacks)
+    reads_source, reads_target = "encoder" in stacks or trained, "decoder" in stacks
     bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One sequence per line, tokens separated by spaces (the encoder's input)." if reads_source
                   else "A decoder-only model has no encoder: it reads the target lines alone.", **PERSIST)
@@ -307,7 +315,7 @@ def render() -> None:
                   placeholder="A trained model's decoder reads <s> and its own prediction.",
                   help="One line per source line (the decoder's input)." if reads_target
                   else "An encoder-only model has no decoder: it reads the source lines alone.")
-    if not (reads_source and reads_target):
+    if not (reads_source and reads_target) and not trained:
         bar.caption(f"A {st.session_state['arch']} model reads the **{'target' if reads_target else 'source'}** lines "
                     "only; the other box keeps its lines for the other architectures.")
     _device_and_status(bar)

@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from transformer.analysis.ablation import ABLATIONS
+from transformer.analysis.heads import ROLES
 from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES
 from transformer.core.model import ARCHITECTURES, STACKS
@@ -23,7 +24,7 @@ from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveCon
 from transformer.live.device import DEVICE_CHOICES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.tasks import get_task
-from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, task_of
+from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, spec_of, task_of
 from transformer.training.saved_model import TrainSpec
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
@@ -217,6 +218,10 @@ FIELDS: dict[str, Field] = {
     "roles_pattern": Field("", _choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
     "imp_kind": Field("zero", _choice(ABLATIONS)),
     "imp_count": Field(200, _choice(IMPORTANCE_COUNTS, int)),
+    # the Train page's timeline
+    "tl_stack": Field("decoder", _choice(("encoder", "decoder"))),
+    "tl_role": Field("induction", _choice(ROLES)),
+    "tl_step": Field(-1, _integer(-1, 100_000)),  # -1: the latest snapshot
     # the Cost page
     "cost_max": Field(1024, _choice(COST_MAXIMA, int)),
     # the Decode page
@@ -349,13 +354,20 @@ def external() -> bool:
     return is_external(current_values()["weights"])
 
 
+def trained_options(weights: str) -> dict:
+    """The options a trained model fixes, under their field names (``arch``, ``norm``, ``positions``); {} for
+    random weights, a model from outside or an unknown name. Read from its spec: nothing loads."""
+    spec = None if weights == "random" or is_external(weights) else spec_of(weights)
+    return {} if spec is None else dict(arch=spec.architecture, norm=spec.norm, positions=spec.positions)
+
+
 def architecture() -> str:
-    """The architecture the pages draw: the sidebar's, a trained model's own (every one is an encoder-decoder), or a
-    model from outside's (its one stack: the sidebar reads it when the model is chosen)."""
+    """The architecture the pages draw: the sidebar's, a trained model's own, or a model from outside's (its one
+    stack: the sidebar reads it when the model is chosen)."""
     values = current_values()
     if is_external(values["weights"]):
         return st.session_state.get(EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
-    return values["arch"] if values["weights"] == "random" else "encoder-decoder"
+    return trained_options(values["weights"]).get("arch", values["arch"])
 
 
 def pad_symbols(text: str) -> tuple[str, ...]:
@@ -364,7 +376,7 @@ def pad_symbols(text: str) -> tuple[str, ...]:
 
 def live_config(**overrides) -> LiveConfig:
     """The engine configuration the sidebar describes (pages may override mask toggles)."""
-    state = current_values()
+    state = {**current_values(), **trained_options(current_values()["weights"])}  # a trained model's own options
     config = LiveConfig(
         d_model=state["d_model"], num_heads=state["heads"], d_ff=state["d_ff"], num_layers=state["layers"],
         seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],

@@ -12,6 +12,7 @@ from transformer.training.train import train
 from ui.text import count
 
 _slots = threading.BoundedSemaphore(2)
+TIMELINE_POINTS = 30  # snapshots of the probe batch a run records (transformer.training.timeline)
 
 
 class TrainJob:
@@ -23,6 +24,7 @@ class TrainJob:
         self.device = resolve_device(device)  # the session's device: the model is trained and kept there
         self.key = uuid.uuid4().hex[:10]
         self.history: list = []
+        self.timeline: list = []  # transformer.training.timeline.Snapshot, about TIMELINE_POINTS of them
         self.status = "waiting"  # waiting → training → done | failed | stopped
         self.error = ""
         self.result = None
@@ -50,7 +52,8 @@ class TrainJob:
             try:
                 self.result = train(self.spec, on_progress=lambda *row: self.history.append(row),
                                     should_stop=self._stop.is_set, log_every=max(1, self.spec.steps // 50),
-                                    device=self.device)
+                                    device=self.device, timeline_every=max(1, self.spec.steps // TIMELINE_POINTS),
+                                    on_snapshot=self.timeline.append)
                 self.status = "stopped" if self._stop.is_set() else "done"
             except Exception as error:  # reported on the page; the app keeps running
                 self.status, self.error = "failed", f"{type(error).__name__}: {error}"

@@ -1,0 +1,61 @@
+"""The Train page's attention over training: loss, accuracy and every head's role score against the step, and a step
+slider that scrubs the probe line's head grid through training (`transformer.training.timeline`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer.analysis.heads import ROLES
+from ui.controls import PERSIST, plot
+from viz.attention import model_view
+from viz.heads import ROLE_TITLES
+from viz.training import timeline_figure
+
+
+def formed_at(steps, scores, threshold: float = 0.5) -> int | None:
+    """The first step at which some head's score ``(T, L, H)`` reaches ``threshold``; None when none does."""
+    reached = np.flatnonzero(np.nanmax(np.asarray(scores, np.float64).reshape(len(steps), -1), axis=1) >= threshold)
+    return int(steps[reached[0]]) if reached.size else None
+
+
+def _nearest(value: int, steps: list[int]) -> int:
+    return min(steps, key=lambda step: abs(step - value))
+
+
+@st.fragment(run_every=2.0)
+def timeline_view(job) -> None:
+    """The timeline of ``job`` (a `ui.training.TrainJob`), redrawn every 2 s while it trains."""
+    if job is None or not job.timeline:
+        return
+    shots = list(job.timeline)  # the job's thread appends: one consistent copy per draw
+    st.subheader("Attention over training")
+    stacks = list(shots[0].scores)
+    steps = [shot.step for shot in shots]
+    columns = st.columns([1, 1, 3])
+    if st.session_state.get("tl_stack") not in stacks:
+        st.session_state["tl_stack"] = stacks[-1]
+    stack = columns[0].selectbox("Stack", stacks, key="tl_stack", help="The self-attention stack whose heads are "
+                                 "scored (cross-attention has no token roles).", **PERSIST)
+    role = columns[1].selectbox("Role", list(ROLES), key="tl_role", format_func=ROLE_TITLES.get, **PERSIST,
+                                help="TransformerLens's detection patterns, scored on the same probe lines at "
+                                "every snapshot.")
+    chosen = st.session_state.get("tl_step", -1)
+    following = chosen < 0 or chosen == st.session_state.get("_tl_latest")  # at the latest: stay there as it grows
+    st.session_state["tl_step"] = steps[-1] if following else _nearest(chosen, steps)
+    st.session_state["_tl_latest"] = steps[-1]
+    step = columns[2].select_slider("Step", steps, key="tl_step", disabled=len(steps) < 2, **PERSIST,
+                                    help="Scrub the head grid below through training.") if len(steps) > 1 else steps[0]
+    scores = np.stack([shot.scores[stack][role] for shot in shots])  # (T, L, H)
+    plot(timeline_figure(steps, [shot.loss for shot in shots], [shot.accuracy for shot in shots], scores, role, step),
+         "train_timeline")
+    formed = formed_at(steps[1:], scores[1:])
+    st.caption(f"{len(shots)} snapshots of {job.spec.steps} steps. " + (
+        f"A head's {ROLE_TITLES[role]} score first reached 0.5 at step {formed}." if formed is not None else
+        f"No head's {ROLE_TITLES[role]} score has reached 0.5 yet."))
+    shot = shots[steps.index(step)]
+    patterns = shot.patterns[stack]  # (L, H, N, N)
+    n = patterns.shape[-1]
+    mask = np.tril(np.ones((n, n), bool)) if stack == "decoder" else np.ones((n, n), bool)  # (N, N)
+    plot(model_view(patterns, mask, f"{stack} self-attention of the probe's first line at step {step}", limit=64),
+         "train_timeline_grid")
