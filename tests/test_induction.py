@@ -113,3 +113,22 @@ def test_ablating_the_induction_heads_or_the_previous_token_heads_breaks_copying
     for head in range(4):
         assert base - induction_accuracy(induction.model, induction.vocab, 200, 2026,
                                          ablate=[(1, head)])["second"] < 0.10
+
+
+def test_the_study_measures_each_group_and_one_lines_loss_as_numpy_would(induction):
+    from transformer.live.induction import induction_study
+
+    study = induction_study(seed=5, count=60, ablated="induction", device="cpu")
+    again = induction_accuracy(induction.model, induction.vocab, count=60, seed=5)
+    assert study.accuracy["none"] == again
+    assert study.groups["induction"] == tuple((1, head) for head in range(4))
+    assert set(study.groups["others"]).isdisjoint(study.groups["induction"] + study.groups["previous_token"])
+    probabilities, _ = induction.read(study.line.text, ablate=study.groups["induction"])
+    ids = induction.vocab.encode(list(study.line.tokens))
+    expected = -np.log(probabilities[np.arange(len(ids) - 1), ids[1:]])
+    np.testing.assert_allclose(study.loss, expected, rtol=1e-4, atol=1e-4)
+    for name, value in (("seed", -1), ("count", 0), ("ablated", "all")):
+        with pytest.raises(ValueError, match=name):
+            induction_study(**{name: value})
+    with pytest.raises(ValueError, match="induction task"):
+        induction_study(weights="reverse")

@@ -17,6 +17,7 @@ from transformer.analysis.position_views import position_views as _position_view
 from transformer.decoding import decode
 from transformer.live.device import memory_in_use as device_memory
 from transformer.live.head_roles import head_roles as _head_roles_of
+from transformer.live.induction import induction_study
 
 COMPUTING = "Computing…"
 
@@ -57,6 +58,16 @@ def _head_roles(config, stack, pattern, pattern_size):
 def head_roles(config, stack: str, pattern: str | None, pattern_size: int):
     """`transformer.live.head_roles.head_roles` (cached); on bad input a message and the page stops."""
     return _or_stop(_head_roles, config, stack, pattern, pattern_size)
+
+
+@st.cache_resource(max_entries=8, show_spinner=COMPUTING)
+def _induction(seed, count, ablated, device):
+    return induction_study(seed, count, ablated, "induction", device)
+
+
+def induction(seed: int, count: int, ablated: str, device: str):
+    """`transformer.live.induction.induction_study` of the shipped model (cached); on bad input a message."""
+    return _or_stop(_induction, seed, count, ablated, device)
 
 
 def ablation_measure(name: str, ablate: tuple, count: int, kind: str, device: str) -> tuple[float, float]:

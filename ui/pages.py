@@ -6,6 +6,8 @@ PAGES = (
     ("positional_encoding", "Positional encoding", "waves", "sinusoids, wavelengths, similarity"),
     ("attention", "Attention", "visibility", "every head of every layer, with statistics and checks"),
     ("heads", "Heads", "psychology", "what each head does (its role) and which heads matter (ablation)"),
+    ("induction", "Induction heads", "content_copy", "a model that copies in context: which heads do it, and how they "
+     "form"),
     ("dot_product_lab", "Dot-product lab", "science", "one head step by step, why scale, mask fills"),
     ("shapes", "Shapes", "straighten", "the tensor shapes of multi-head attention, step by step"),
     ("cost", "Cost", "speed", "time and memory of one attention layer against N, by mask and key/value heads"),

@@ -23,6 +23,7 @@ from transformer.external.registry import check_key, is_external
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 from transformer.live.device import DEVICE_CHOICES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
+from transformer.live.induction import GROUPS as INDUCTION_GROUPS
 from transformer.tasks import get_task
 from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, spec_of, task_of
 from transformer.training.saved_model import TrainSpec
@@ -44,6 +45,7 @@ TOP_KS = (0, 1, 2, 3, 5, 10, 20)  # 0: every token
 TOP_PS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)  # 1: every token
 ROLE_LINE_COUNTS = (4, 8, 16, 32, 64)  # lines the Heads page scores over (task examples, repeated tokens)
 IMPORTANCE_COUNTS = (50, 100, 200, 500)  # examples each head's ablation is measured on
+INDUCTION_COUNTS = (50, 100, 200, 500)  # fresh lines the Induction page measures on
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
 MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
@@ -218,6 +220,10 @@ FIELDS: dict[str, Field] = {
     "roles_pattern": Field("", _choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
     "imp_kind": Field("zero", _choice(ABLATIONS)),
     "imp_count": Field(200, _choice(IMPORTANCE_COUNTS, int)),
+    # the Induction page
+    "ind_seed": Field(0, _integer(0, 2**31 - 1)),
+    "ind_count": Field(200, _choice(INDUCTION_COUNTS, int)),
+    "ind_ablate": Field("none", _choice(INDUCTION_GROUPS)),
     # the Train page's timeline
     "tl_stack": Field("decoder", _choice(("encoder", "decoder"))),
     "tl_role": Field("induction", _choice(ROLES)),
@@ -246,7 +252,9 @@ def dump(value) -> str:
 def default_of(key: str, weights: str):
     """The value a link leaves out for ``key``: a trained model's source is its task's example, not the seed's,
     and its sequence length the longest source it was trained on where that is longer than the default; a model
-    from outside reads `EXTERNAL_EXAMPLE`."""
+    from outside reads `EXTERNAL_EXAMPLE`. A trained model's architecture, norm and positions are its own."""
+    if key in ("arch", "norm", "positions") and key in trained_options(weights):
+        return trained_options(weights)[key]
     if weights == "random" or key not in ("src", "seq_len"):
         return FIELDS[key].default
     if is_external(weights):
@@ -376,7 +384,7 @@ def pad_symbols(text: str) -> tuple[str, ...]:
 
 def live_config(**overrides) -> LiveConfig:
     """The engine configuration the sidebar describes (pages may override mask toggles)."""
-    state = {**current_values(), **trained_options(current_values()["weights"])}  # a trained model's own options
+    state = current_values()
     config = LiveConfig(
         d_model=state["d_model"], num_heads=state["heads"], d_ff=state["d_ff"], num_layers=state["layers"],
         seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],

@@ -34,8 +34,8 @@ def timeline_figure(steps, loss, accuracy, scores, role: str, marked_step: int) 
                                         f"{role.replace('_', ' ')} score of each head (probe)"))
     fig.add_trace(go.Scatter(x=steps, y=loss, mode="lines+markers", name="loss",
                              hovertemplate="step %{x}<br>loss %{y:.3f}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=steps, y=accuracy, mode="lines+markers", name="accuracy", yaxis="y3",
-                             hovertemplate="step %{x}<br>accuracy %{y:.3f}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=steps, y=accuracy, mode="lines+markers", name="accuracy", xaxis="x", yaxis="y3",
+                             hovertemplate="step %{x}<br>accuracy %{y:.3f}<extra></extra>"))  # its own right axis
     for layer in range(scores.shape[1]):
         for head in range(scores.shape[2]):
             fig.add_trace(go.Scatter(
@@ -44,7 +44,8 @@ def timeline_figure(steps, loss, accuracy, scores, role: str, marked_step: int) 
                 hovertemplate=f"layer {layer} head {head}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>"),
                 row=2, col=1)
     fig.add_vline(x=marked_step, line=dict(color="grey", dash="dash"))
-    fig.update_layout(yaxis3=dict(overlaying="y", side="right", range=[0, 1.02], title="accuracy", showgrid=False),
+    fig.update_layout(yaxis3=dict(overlaying="y", anchor="x", side="right", range=[0, 1.02], title="accuracy",
+                                  showgrid=False),
                       height=560, legend=dict(title=dict(text="head")))
     fig.update_yaxes(title="loss", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], title="score", row=2, col=1)

@@ -1,0 +1,76 @@
+"""Induction heads: the shipped two-layer attention-only model continues a segment it has seen earlier in the line;
+which heads do it, what ablating them costs, and one line's loss at every position."""
+
+import streamlit as st
+
+from transformer.live.induction import GROUP_LABELS, GROUPS
+from transformer.training.pretrained import available
+from ui import data, state
+from ui.controls import PERSIST, plot
+from ui.sidebar import use_weights
+from viz.heads import role_grid
+from viz.induction import ablation_figure, position_loss_figure
+
+st.title("Induction heads")
+st.markdown("A model that has seen `A B` earlier in a line and now reads `A` again can predict `B` only from the "
+            "line itself. Olsson et al. (2022) found the circuit that does it in a two-layer attention-only model: a "
+            "**previous-token head** in layer 0 writes into each position which token came before it, and an "
+            "**induction head** in layer 1 looks for the position whose previous token is the current one and "
+            "copies what is there. The **induction** model shipped here was trained on lines of 300 random "
+            "syllables in which a segment appears twice, at random offsets (`python -m transformer.training.train "
+            "--task induction`, 105 s on 2 cores). Below: fresh lines of 48–64 tokens with a segment of 8–20.")
+if "induction" not in available():
+    st.info("The induction model's weights are missing: run `python -m transformer.training.train --task "
+            "induction`, or train one on the Train page.", icon=":material/info:")
+    st.stop()
+controls = st.columns([2, 2, 3])
+seed = controls[0].number_input("Lines (seed)", min_value=0, max_value=2**31 - 1, key="ind_seed", **PERSIST,
+                                help="The fresh lines are drawn from this seed; the chart below shows the first.")
+count = controls[1].select_slider("How many lines", state.INDUCTION_COUNTS, key="ind_count", **PERSIST)
+ablated = controls[2].radio("Ablate (zero) in the loss chart", GROUPS, key="ind_ablate", format_func=GROUP_LABELS.get,
+                            horizontal=True, **PERSIST)
+study = data.induction(int(seed), int(count), ablated, st.session_state.get("device", "auto"))
+base = study.accuracy["none"]
+metrics = st.columns(4)
+metrics[0].metric("Second occurrence, next token right", f"{base['second']:.1%}")
+metrics[1].metric("First occurrence (chance 0.3 %)", f"{base['first']:.1%}")
+for column, group in zip(metrics[2:], ("induction", "previous_token")):
+    column.metric(f"…with {GROUP_LABELS[group]} ablated", f"{study.accuracy[group]['second']:.1%}",
+                  delta=f"{(study.accuracy[group]['second'] - base['second']) * 100:+.1f} points")
+line = study.line
+plot(position_loss_figure(line.tokens, study.loss, line.first, line.second, line.size, 303,
+                          f"next-token loss along the first line ({GROUP_LABELS[ablated]} ablated)"), "ind_loss")
+st.caption("High on the first occurrence (nothing in the line says what comes next), low on the second from its "
+           "2nd token on: the model copies. Ablate the induction heads and the second occurrence is as hard as the "
+           "first.")
+columns = st.columns([3, 2])
+with columns[0]:
+    plot(ablation_figure(study.accuracy, study.groups, GROUP_LABELS, study.lines), "ind_ablation")
+with columns[1]:
+    plot(role_grid(study.scores, study.lines, f"role scores over {study.lines} lines", columns=2), "ind_roles")
+named = {group: ", ".join(f"L{layer} H{head}" for layer, head in heads) or "none"
+         for group, heads in study.groups.items()}
+st.markdown(f"**Induction heads** (score ≥ 0.5): {named['induction']} · **previous-token heads**: "
+            f"{named['previous_token']} · **others**: {named['others']}.")
+if not study.groups["others"] or all(layer == 0 for layer, _ in study.groups["others"]):
+    st.caption("Every layer-1 head became an induction head: in this task copying is all layer 1 can do, so there "
+               "is no layer-1 head left to ablate as a control; the other heads are in layer 0.")
+
+
+def _open(page: str) -> None:
+    use_weights("induction")
+    text = line.text
+    st.session_state.update(src=text, seq_len=len(line.tokens), stack="decoder", layer=1, element=0,
+                            focus=line.second + 2, dec_src=" ".join(line.tokens[: line.second + 2]), dec_step=0)
+    st.session_state["_open_page"] = page
+
+
+links = st.columns(3)
+links[0].button("This line on the Attention page", on_click=_open, args=("app_pages/attention.py",),
+                key="ind_attention", help="Layer 1, the query two tokens into the second occurrence focused.")
+links[1].button("Continue it on the Decode page", on_click=_open, args=("app_pages/decode.py",), key="ind_decode",
+                help="The line cut two tokens into its second occurrence: the model writes the rest.")
+links[2].button("Train one and watch it form", on_click=lambda: st.session_state.update(
+    train_task="induction", _open_page="app_pages/train.py"), key="ind_train")
+if st.session_state.get("_open_page"):
+    st.switch_page(st.session_state.pop("_open_page"))

@@ -1,0 +1,53 @@
+"""The induction result: one line's next-token loss at every position with its two occurrences shaded, and the
+accuracy on each occurrence with groups of heads ablated."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.labels import escape, position_labels
+from viz.style import category_axes, figure, fixed_margins
+
+OCCURRENCE_COLOURS = {"first": "rgba(99, 110, 250, 0.15)", "second": "rgba(0, 204, 150, 0.2)"}
+
+
+def position_loss_figure(tokens, loss, first: int, second: int, size: int, vocabulary: int,
+                         title: str = "") -> go.Figure:
+    """Bars of ``loss`` ``(N - 1,)``: the cross-entropy (nats) of predicting token i + 1 at position i, drawn at the
+    predicted token; the segment's occurrences (``first``, ``second``, ``size`` tokens) shaded; log V dashed."""
+    labels = position_labels(tokens)
+    loss = np.asarray(loss, dtype=np.float64)
+    hover = [f"after {escape(tokens[i])} (position {i}) the next token is {escape(tokens[i + 1])}"
+             for i in range(len(loss))]
+    fig = figure()
+    fig.add_trace(go.Bar(x=labels[1: len(loss) + 1], y=loss, customdata=hover, marker_color="#636efa",
+                         hovertemplate="%{customdata}<br>loss %{y:.2f} nats<extra></extra>", name="loss"))
+    for name, start in (("first", first), ("second", second)):
+        # the bars start at position 1: bar p - 1 is position p
+        fig.add_vrect(x0=start - 1.5, x1=start + size - 1.5, fillcolor=OCCURRENCE_COLOURS[name], line_width=0,
+                      layer="below", annotation_text=f"{name} occurrence", annotation_position="top left")
+    fig.add_hline(y=float(np.log(vocabulary)), line=dict(dash="dash", color="grey"),
+                  annotation_text=f"chance: log {vocabulary}", annotation_position="top right")
+    category_axes(fig, reverse_y=False)
+    fig.update_xaxes(title="the token predicted (its position)", tickangle=-60, tickfont=dict(size=9))
+    fig.update_yaxes(title="loss (nats)", type="linear", rangemode="tozero")
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left"), height=380, showlegend=False, bargap=0.1)
+    return fixed_margins(fig, top=60, bottom=110)
+
+
+def ablation_figure(accuracy: dict, groups: dict, labels: dict, lines: int) -> go.Figure:
+    """Grouped bars: next-token accuracy on the segment's second and first occurrence (2nd token on) with each group
+    of heads ablated. ``accuracy``: ``{group: {"second", "first"}}``; ``groups``: ``{group: ((layer, head), …)}``."""
+    names = [labels[group] for group in accuracy]
+    heads = [", ".join(f"L{layer} H{head}" for layer, head in groups[group]) or "none" for group in accuracy]
+    fig = figure()
+    for occurrence, colour in (("second", "#00cc96"), ("first", "#636efa")):
+        fig.add_trace(go.Bar(x=names, y=[accuracy[group][occurrence] for group in accuracy], name=f"{occurrence} "
+                             "occurrence", marker_color=colour, customdata=heads,
+                             hovertemplate=f"ablated: %{{x}} (%{{customdata}})<br>{occurrence} occurrence: "
+                                           f"%{{y:.1%}} of next tokens right over {lines} lines<extra></extra>"))
+    fig.update_layout(barmode="group", height=320, legend=dict(orientation="h", y=1.12, x=0),
+                      yaxis=dict(range=[0, 1.02], tickformat=".0%", title="next tokens right"),
+                      xaxis=dict(title="heads ablated (zeroed)"))
+    return fixed_margins(fig, top=50, bottom=60)
