@@ -35,10 +35,11 @@ metrics = st.columns(4)
 metrics[0].metric("Second occurrence, next token right", f"{base['second']:.1%}")
 metrics[1].metric("First occurrence (chance 0.3 %)", f"{base['first']:.1%}")
 for column, group in zip(metrics[2:], ("induction", "previous_token")):
-    column.metric(f"…with {GROUP_LABELS[group]} ablated", f"{study.accuracy[group]['second']:.1%}",
-                  delta=f"{(study.accuracy[group]['second'] - base['second']) * 100:+.1f} points")
+    ablated_second = study.accuracy[group]["second"]
+    column.metric(f"{GROUP_LABELS[group].removeprefix('the ').capitalize()} ablated", f"{ablated_second:.1%}",
+                  delta=f"{(ablated_second - base['second']) * 100:+.1f} points")
 line = study.line
-plot(position_loss_figure(line.tokens, study.loss, line.first, line.second, line.size, 303,
+plot(position_loss_figure(line.tokens, study.loss, line.first, line.second, line.size, study.vocabulary,
                           f"next-token loss along the first line ({GROUP_LABELS[ablated]} ablated)"), "ind_loss")
 st.caption("High on the first occurrence (nothing in the line says what comes next), low on the second from its "
            "2nd token on: the model copies. Ablate the induction heads and the second occurrence is as hard as the "

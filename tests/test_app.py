@@ -9,13 +9,15 @@ from app_support import decode, heatmaps, no_errors, open_page, specs, weight_pa
 from chart_support import chart_elements
 from hypothesis import given, settings, strategies
 
+from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
+from transformer.live.induction import GROUPS as INDUCTION_GROUPS
 from ui import state
 from ui.controls import FAILED, PASSED
 
 pytestmark = pytest.mark.app
-PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "dot_product_lab", "shapes", "cost", "decode",
-         "train"]
+PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "induction", "dot_product_lab", "shapes", "cost",
+         "decode", "train"]
 CHARTLESS = ("train", "cost", "decode")  # Cost draws once Measure is pressed, Decode once a trained model is chosen
 
 
@@ -336,7 +338,7 @@ def _field_values():
             lambda heads: strategies.tuples(strategies.just(d_model), strategies.just(heads),
                                             strategies.sampled_from(state.kv_head_choices(heads)))))
     return heads_and_kv.flatmap(lambda sizes: strategies.fixed_dictionaries({
-        "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "dates", "translate",
+        "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "dates", "translate", "induction",
                                             "session:abc123"]),
         "d_model": strategies.just(sizes[0]), "heads": strategies.just(sizes[1]), "kv_heads": strategies.just(sizes[2]),
         "positions": strategies.sampled_from(state.POSITIONS),
@@ -377,6 +379,10 @@ def _field_values():
             state.ROLE_LINE_COUNTS), "roles_pattern": strategies.sampled_from(("", *PATTERN_FAMILIES)),
         "imp_kind": strategies.sampled_from(state.ABLATION_CHOICES),
         "imp_count": strategies.sampled_from(state.IMPORTANCE_COUNTS),
+        "ind_seed": strategies.integers(0, 2**31 - 1), "ind_count": strategies.sampled_from(state.INDUCTION_COUNTS),
+        "ind_ablate": strategies.sampled_from(INDUCTION_GROUPS),
+        "tl_stack": strategies.sampled_from(("encoder", "decoder")), "tl_role": strategies.sampled_from(ROLES),
+        "tl_step": strategies.integers(-1, 100_000),
     }))
 
 

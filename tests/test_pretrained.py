@@ -34,7 +34,7 @@ REQUIRED_ACCURACY = {"copy": 0.99, "reverse": 0.99, "sort": 0.99, "dates": 0.97,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", pretrained.SHIPPED)
+@pytest.mark.parametrize("name", [name for name in pretrained.SHIPPED if name != "induction"])  # tests/test_induction
 def test_shipped_model_is_right_on_fresh_inputs(name):
     model = pretrained.load_pretrained(name)
     accuracy = exact_accuracy(model.model, model.task, model.vocab, model.lengths, count=400, seed=2026)

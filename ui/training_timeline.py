@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.analysis.heads import ROLES
+from ui import state
 from ui.controls import PERSIST, plot
 from viz.attention import model_view
 from viz.heads import ROLE_TITLES
@@ -59,3 +60,4 @@ def timeline_view(job) -> None:
     mask = np.tril(np.ones((n, n), bool)) if stack == "decoder" else np.ones((n, n), bool)  # (N, N)
     plot(model_view(patterns, mask, f"{stack} self-attention of the probe's first line at step {step}", limit=64),
          "train_timeline_grid")
+    state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run

@@ -47,7 +47,7 @@ def ablation_figure(accuracy: dict, groups: dict, labels: dict, lines: int) -> g
                              "occurrence", marker_color=colour, customdata=heads,
                              hovertemplate=f"ablated: %{{x}} (%{{customdata}})<br>{occurrence} occurrence: "
                                            f"%{{y:.1%}} of next tokens right over {lines} lines<extra></extra>"))
-    fig.update_layout(barmode="group", height=320, legend=dict(orientation="h", y=1.12, x=0),
+    fig.update_layout(barmode="group", height=340, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
                       yaxis=dict(range=[0, 1.02], tickformat=".0%", title="next tokens right"),
                       xaxis=dict(title="heads ablated (zeroed)"))
-    return fixed_margins(fig, top=50, bottom=60)
+    return fixed_margins(fig, top=70, bottom=60)

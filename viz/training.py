@@ -46,8 +46,9 @@ def timeline_figure(steps, loss, accuracy, scores, role: str, marked_step: int) 
     fig.add_vline(x=marked_step, line=dict(color="grey", dash="dash"))
     fig.update_layout(yaxis3=dict(overlaying="y", anchor="x", side="right", range=[0, 1.02], title="accuracy",
                                   showgrid=False),
-                      height=560, legend=dict(title=dict(text="head")))
+                      height=600, legend=dict(orientation="h", x=0, y=-0.12,
+                                              yanchor="top"))
     fig.update_yaxes(title="loss", row=1, col=1)
     fig.update_yaxes(range=[0, 1.02], title="score", row=2, col=1)
     fig.update_xaxes(title="step", row=2, col=1)
-    return fixed_margins(fig, top=50, right=60)
+    return fixed_margins(fig, top=50, right=60, bottom=110)

@@ -37,6 +37,7 @@ class InductionStudy:
     line: RepeatedLine
     loss: np.ndarray
     ablated: str
+    vocabulary: int  # V: the loss of a uniform guess is log V
 
 
 def _check(seed, count, ablated) -> None:
@@ -81,7 +82,8 @@ def induction_study(seed: int = 0, count: int = 200, ablated: str = "none", weig
         accuracy[group] = occurrence_accuracy(group_logits.argmax(-1), lines, model.vocab)
         if group == ablated:
             chosen_logits = group_logits
-    return InductionStudy(scores, groups, accuracy, count, lines[0], _line_loss(chosen_logits[0], ids[0]), ablated)
+    return InductionStudy(scores, groups, accuracy, count, lines[0], _line_loss(chosen_logits[0], ids[0]), ablated,
+                          len(model.vocab))
 
 
 def _line_loss(logits: np.ndarray, ids: np.ndarray) -> np.ndarray:

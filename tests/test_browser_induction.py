@@ -1,0 +1,73 @@
+"""The induction model and the training timeline in Chromium: the Induction page's charts drawn and readable, its
+ablation reaching the link and the loss chart, its button opening the Attention page, and the Train page's
+timeline scrubbed by its step slider."""
+
+import pytest
+from browser_support import OUTPUT, wait_idle
+from chart_support import PLOT
+from test_browser import CHART_TEXT_PROBLEMS, browser, open_page, page, server, wait_for_charts  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+TITLES = f"""() => [...document.querySelectorAll("{PLOT}")].map(plot => plot.layout.title?.text || "")"""
+
+
+def _loss_sum(page) -> float:
+    """The sum of the loss chart's bars, as Plotly drew them (its full data holds the decoded arrays)."""
+    return page.evaluate(f"""() => {{
+        const plot = [...document.querySelectorAll("{PLOT}")].find(p => (p.layout.title?.text || "").includes("loss"));
+        return Array.from(plot._fullData[0].y).reduce((a, b) => a + b, 0); }}""")
+
+
+def test_the_induction_page_draws_the_result_and_its_ablation_reaches_the_link(page, server):
+    open_page(page, server, "induction?ind_count=50")
+    wait_for_charts(page)
+    page.get_by_text("Induction heads", exact=False).first.wait_for()
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 3", timeout=60_000)
+    titles = page.evaluate(TITLES)
+    assert any("next-token loss along the first line" in title for title in titles), titles
+    assert not page.evaluate(CHART_TEXT_PROBLEMS)
+    page.screenshot(path=str(OUTPUT / "induction.png"), full_page=True)
+    before = _loss_sum(page)
+    assert before > 0
+    page.get_by_role("radiogroup", name="Ablate (zero) in the loss").get_by_text("the induction heads").click()
+    page.wait_for_function("() => location.search.includes('ind_ablate=induction')", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(
+        p => (p.layout.title?.text || "").includes("induction heads ablated"))""", timeout=60_000)
+    assert _loss_sum(page) > before
+
+
+def test_the_induction_pages_button_opens_the_line_on_the_attention_page(page, server):
+    open_page(page, server, "induction?ind_count=50")
+    wait_for_charts(page)
+    page.get_by_role("button", name="This line on the Attention page").click()
+    page.wait_for_url("**/attention**", timeout=60_000)
+    wait_idle(page)
+    wait_for_charts(page)
+    assert "weights=induction" in page.url and "stack=decoder" in page.url
+    assert page.get_by_text("Decoder self-attention — layer 1").count() >= 1
+
+
+@pytest.mark.slow
+def test_the_train_pages_timeline_is_drawn_while_training_and_scrubbed_by_its_slider(page, server):
+    open_page(page, server, "train")
+    page.get_by_test_id("stSelectbox").filter(has_text="Task").click()
+    page.get_by_role("option", name="induction", exact=False).click()
+    wait_idle(page)
+    steps = page.get_by_label("Steps")
+    steps.fill("80")  # no Enter: in a form it would submit the form with the old value
+    page.get_by_role("button", name="Train", exact=True).click()
+    page.get_by_text("snapshots of 80 steps").wait_for(timeout=240_000)
+    page.get_by_text("snapshots of 80 steps").scroll_into_view_if_needed()  # charts are drawn as they come into view
+    page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(
+        p => (p.layout.title?.text || "").includes("at step 80"))""", timeout=60_000)
+    wait_idle(page)
+    assert not page.evaluate(CHART_TEXT_PROBLEMS)
+    page.screenshot(path=str(OUTPUT / "train_timeline.png"), full_page=True)
+    thumb = page.get_by_test_id("stSlider").filter(has_text="Step").get_by_role("slider")
+    thumb.focus()
+    thumb.press("Home")
+    page.wait_for_function("() => location.search.includes('tl_step=0')", timeout=60_000)
+    page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(
+        p => (p.layout.title?.text || "").includes("at step 0"))""", timeout=60_000)
