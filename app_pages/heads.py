@@ -12,6 +12,7 @@ from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES, example_
 from transformer.training import pretrained
 from ui import data, sidebar, state
 from ui.controls import PERSIST, plot, stack_picker
+from ui.query_key_view import query_key_section
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
 
 SEGMENT = 10  # a repeated line: a random segment of 10 tokens written twice
@@ -99,11 +100,23 @@ plot(measure_grid(roles.distance, roles.entropy, roles.lines, f"{stack}: how far
      "measures")
 if st.session_state.get("_open_page"):
     st.switch_page(st.session_state.pop("_open_page"))
+if state.external():
+    st.caption("The query–key space reads the lab's own models (their queries and keys).")
+else:
+    lines_state = {"src": overrides["source_text"], "seq_len": overrides["seq_len"]} if overrides else {}
+    if "target_text" in overrides:
+        lines_state["tgt"] = overrides["target_text"]
+    query_key_section(config, stack, layers, heads, lines_state)
 
 st.subheader("Which heads matter")
 if state.external():
     st.markdown("Ablating a model from outside's heads is not here yet: its roles above are scored as for any "
                 "model.")
+    st.stop()
+if trained and pretrained.spec_of(weights).architecture == "decoder-only":
+    st.markdown("A decoder-only model's heads are measured on the **Induction heads** page: next-token accuracy on "
+                "a repeated segment with the induction heads, the previous-token heads or the others ablated.")
+    st.page_link("app_pages/induction.py", label="Induction heads", icon=":material/content_copy:")
     st.stop()
 if not trained:
     st.markdown("Pick a trained model under **Weights** to measure what each head is worth: each head is ablated in "

@@ -130,3 +130,28 @@ def test_the_dot_product_lab_reads_the_ablated_models_inputs():
     first_layer = open_page("dot_product_lab", {"stack": "encoder", "layer": "0", "ablate": "e0.0 e0.1"})
     same = open_page("dot_product_lab", {"stack": "encoder", "layer": "0"})
     np.testing.assert_allclose(heatmaps(specs(first_layer)[0])[0], heatmaps(specs(same)[0])[0])
+
+
+def test_the_query_key_space_of_the_chosen_head_is_drawn_and_its_controls_are_in_the_link():
+    at = open_page("heads", {"roles_lines": "repeated", "roles_count": "8", "qk_layer": "1", "qk_head": "2"})
+    no_errors(at)
+    space = _spec(at, "queries and")
+    assert space["layout"]["title"]["text"].startswith("encoder layer 1 head 2: 160 queries and 160 keys")
+    assert [trace["type"] for trace in space["data"]] == ["scattergl", "scattergl"]
+    at.radio(key="qk_colour").set_value("side").run()
+    no_errors(at)
+    assert at.query_params["qk_colour"] in (["side"], "side")
+    at.selectbox(key="qk_head").set_value(3).run()
+    assert "head 3:" in _spec(at, "queries and")["layout"]["title"]["text"]
+    bad = open_page("heads", {"qk_colour": "rainbow", "qk_head": "9"})
+    no_errors(bad)
+    assert "qk_colour='rainbow'" in " ".join(w.value for w in bad.warning)
+    assert "head 3:" in _spec(bad, "queries and")["layout"]["title"]["text"]  # clamped to the model's last head
+
+
+def test_a_decoder_only_trained_model_is_measured_on_the_induction_page():
+    at = open_page("heads", {"weights": "induction"})
+    no_errors(at)
+    assert "app_pages/induction.py" in str([link.proto.page for link in at.get("page_link")]) or \
+        "induction" in [link.proto.page for link in at.get("page_link")]
+    assert _spec(at, "decoder layer 0 head 0")

@@ -59,3 +59,26 @@ def test_a_trained_models_importance_map_is_measured_with_a_progress_bar(page, s
     wait_idle(page)
     assert page.get_by_text("The model as it is: loss").count() == 1
     assert page.get_by_role("button", name="Ablate the").count() == 1
+
+
+def test_a_click_on_a_query_in_the_query_key_space_opens_it_focused_on_the_attention_page(page, server):
+    open_page(page, server, "heads?roles_lines=repeated&roles_count=4&qk_layer=1")
+    wait_for_charts(page)
+    page.get_by_text("Query–key space of one head").scroll_into_view_if_needed()
+    page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(
+        p => (p.layout.title?.text || "").includes("queries and"))""", timeout=60_000)
+    wait_idle(page)
+    target = page.evaluate(f"""() => {{
+        const plot = [...document.querySelectorAll("{PLOT}")].find(
+            p => (p.layout.title?.text || "").includes("queries and"));
+        plot.scrollIntoView({{block: "center"}});
+        const full = plot._fullLayout, trace = plot._fullData[0], box = plot.getBoundingClientRect();
+        const i = 5;
+        return {{x: box.left + full._size.l + full.xaxis.l2p(trace.x[i]),
+                 y: box.top + full._size.t + full.yaxis.l2p(trace.y[i]),
+                 line: Number(trace.customdata[i][1]) - 1, position: Number(trace.customdata[i][2])}}; }}""")
+    page.mouse.move(target["x"], target["y"])
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_url("**/attention**", timeout=60_000)
+    wait_idle(page)
+    assert f"focus={target['position']}" in page.url and "layer=1" in page.url

@@ -18,6 +18,7 @@ from transformer.decoding import decode
 from transformer.live.device import memory_in_use as device_memory
 from transformer.live.head_roles import head_roles as _head_roles_of
 from transformer.live.induction import induction_study
+from transformer.live.query_key import query_key_space
 
 COMPUTING = "Computing…"
 
@@ -58,6 +59,16 @@ def _head_roles(config, stack, pattern, pattern_size):
 def head_roles(config, stack: str, pattern: str | None, pattern_size: int):
     """`transformer.live.head_roles.head_roles` (cached); on bad input a message and the page stops."""
     return _or_stop(_head_roles, config, stack, pattern, pattern_size)
+
+
+@st.cache_resource(max_entries=8, show_spinner=COMPUTING)
+def _query_key(config, stack, layer, head):
+    return query_key_space(config, stack, layer, head)
+
+
+def query_key(config, stack: str, layer: int, head: int):
+    """`transformer.live.query_key.query_key_space` (cached); on bad input a message and the page stops."""
+    return _or_stop(_query_key, config, stack, layer, head)
 
 
 @st.cache_resource(max_entries=8, show_spinner=COMPUTING)

@@ -27,6 +27,7 @@ from transformer.live.induction import GROUPS as INDUCTION_GROUPS
 from transformer.tasks import get_task
 from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, spec_of, task_of
 from transformer.training.saved_model import TrainSpec
+from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-forward sublayer (attention only)
@@ -220,6 +221,9 @@ FIELDS: dict[str, Field] = {
     "roles_pattern": Field("", _choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
     "imp_kind": Field("zero", _choice(ABLATIONS)),
     "imp_count": Field(200, _choice(IMPORTANCE_COUNTS, int)),
+    "qk_layer": Field(0, _integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
+    "qk_head": Field(0, _integer(0, MAX_HEADS_SHOWN - 1)),
+    "qk_colour": Field("position", _choice(QK_COLOURINGS)),
     # the Induction page
     "ind_seed": Field(0, _integer(0, 2**31 - 1)),
     "ind_count": Field(200, _choice(INDUCTION_COUNTS, int)),

@@ -1,0 +1,82 @@
+"""The query–key space: the joint projection against NumPy written from AttentionViz's description, the live space
+against the walkthrough's queries and keys, and the scatter's builder."""
+
+import numpy as np
+import pytest
+
+from transformer.analysis.query_key import distance_correlation, joint_projection, pearson
+from transformer.live.config import LiveConfig
+from transformer.live.query_key import query_key_space
+from transformer.live.walkthrough import attention_walkthrough
+from viz.query_key import query_key_figure
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_the_projection_keeps_every_querys_preference_and_equalises_the_norms():
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(1.0, 1.0, (30, 8)), rng.normal(-2.0, 3.0, (40, 8))
+    projection = joint_projection(q, k)
+    sq, sk = projection.scaled_queries, projection.scaled_keys
+    np.testing.assert_allclose(_softmax(sq @ sk.T), _softmax(q @ k.T), atol=1e-12)  # translation and c, 1/c
+    np.testing.assert_allclose(np.linalg.norm(sq, axis=1).mean(), np.linalg.norm(sk, axis=1).mean())
+    np.testing.assert_allclose((sk * projection.scale).mean(0), q.mean(0), atol=1e-12)  # translated, then scaled
+    both = np.concatenate([sq, sk])
+    values, vectors = np.linalg.eigh(np.cov(both.T))  # PCA as the covariance's top eigenvectors
+    top = vectors[:, ::-1][:, :2]
+    expected = (both - both.mean(0)) @ top
+    points = np.concatenate([projection.queries, projection.keys])
+    np.testing.assert_allclose(np.abs(points), np.abs(expected), atol=1e-9)  # up to each axis's sign
+    np.testing.assert_allclose(projection.explained, values[::-1][:2] / values.sum(), atol=1e-12)
+
+
+def test_distance_correlation_is_one_when_nearness_is_the_dot_product():
+    keys = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]])
+    queries = np.array([[3.0, 0.0]])
+    dots = -np.linalg.norm(queries[:, None] - keys[None], axis=-1)  # (1, 3): the dot product is −distance
+    assert distance_correlation(queries, keys, dots, np.ones((1, 3), bool)) == pytest.approx(1.0)
+    assert np.isnan(pearson([1.0], [2.0])) and np.isnan(pearson([1.0, 1.0], [2.0, 3.0]))
+
+
+def test_the_live_space_projects_the_walkthroughs_real_queries_and_keys():
+    config = LiveConfig(source_text="1 2 3 4 0 0 0\n5 6 7 0 0 0 0", target_text="1 2 0 0 0 0 0\n3 4 5 6 0 0 0")
+    space = query_key_space(config, "cross", 1, 2)
+    walk = attention_walkthrough(config, "cross", 1)
+    queries = walk.tensors["query_heads"][:, 2][[0, 0, 1, 1, 1, 1], [0, 1, 0, 1, 2, 3]]  # the target's real tokens
+    keys = walk.tensors["key_heads"][:, 2][[0, 0, 0, 0, 1, 1, 1], [0, 1, 2, 3, 0, 1, 2]]  # the source's
+    projection = joint_projection(queries, keys)
+    np.testing.assert_allclose(space.points, np.concatenate([projection.queries, projection.keys]), atol=1e-5)
+    assert space.is_query.sum() == 6 and len(space.tokens) == 13 and space.tokens[:2] == ("1", "2")
+    assert list(space.lines[:6]) == [0, 0, 1, 1, 1, 1] and list(space.positions[6:10]) == [0, 1, 2, 3]
+    near, dots = [], []
+    for q_rows, k_rows in (((0, 2), (0, 4)), ((2, 6), (4, 7))):  # each line's real queries and keys
+        qs, ks = projection.queries[slice(*q_rows)], projection.keys[slice(*k_rows)]
+        near.append(-np.linalg.norm(qs[:, None] - ks[None], axis=-1).ravel())
+        dots.append((queries[slice(*q_rows)] @ keys[slice(*k_rows)].T / np.sqrt(queries.shape[1])).ravel())
+    assert space.correlation == pytest.approx(np.corrcoef(np.concatenate(near), np.concatenate(dots))[0, 1], abs=1e-6)
+
+
+def test_bad_heads_and_models_from_outside_are_named():
+    with pytest.raises(ValueError, match="head must be from 0 to 3"):
+        query_key_space(LiveConfig(), "encoder", 0, 4)
+    with pytest.raises(ValueError, match="layer must be from 0 to 1"):
+        query_key_space(LiveConfig(), "encoder", 5, 0)
+    with pytest.raises(ValueError, match="lab's own models"):
+        query_key_space(LiveConfig(weights="hub:gpt2_base_en", architecture="decoder-only"), "decoder", 0, 0)
+
+
+def test_the_scatter_is_webgl_with_queries_clickable_and_hover_naming_the_token():
+    points = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]])
+    fig = query_key_figure(points, np.array([True, True, False]), np.array([0, 1, 1]), np.array([0, 3, 1]),
+                           ("the", "<s>", "cat"), "token", "head")
+    queries, keys = fig.data
+    assert queries.type == "scattergl" and queries.meta == {"scatter": "query"} and keys.meta is None
+    assert list(queries.customdata[1]) == ["&lt;s&gt;", "2", "3"] and "line %{customdata[1]}" in queries.hovertemplate
+    assert fig.layout.meta == {"click": True} and keys.marker.symbol == "x"
+    assert query_key_figure(points, np.array([True, True, False]), np.array([0, 1, 1]), np.array([0, 3, 1]),
+                            ("a", "b", "c"), "position").data[0].marker.showscale
+    with pytest.raises(ValueError, match="colour_by"):
+        query_key_figure(points, np.ones(3, bool), np.zeros(3), np.zeros(3), ("a", "b", "c"), "size")

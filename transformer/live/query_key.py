@@ -1,0 +1,86 @@
+"""One head's query–key space over a configuration's lines (`transformer.analysis.query_key`): every real query and
+key of every line, projected together, with how well nearness in the plane tracks the dot product."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from transformer.analysis.query_key import joint_projection, pearson
+from transformer.live.config import LiveConfig
+from transformer.live.engine_thread import on_engine_thread
+from transformer.live.inputs import prepared_inputs
+from transformer.live.run import stack_sides
+from transformer.live.walkthrough import attention_walkthrough
+
+
+@dataclass(frozen=True)
+class QueryKeySpace:
+    """``points (n, 2)``: the queries first, then the keys; per point ``is_query``, ``lines``, ``positions`` ``(n,)``
+    and ``tokens``; ``correlation``: Pearson of −distance in the plane and q·k/√d_k over the pairs a query may attend
+    to (same line, mask allowing), ``full_correlation`` the same in d_k dimensions; ``explained (2,)``; ``scale`` c."""
+
+    stack: str
+    layer: int
+    head: int
+    points: np.ndarray
+    is_query: np.ndarray
+    lines: np.ndarray
+    positions: np.ndarray
+    tokens: tuple
+    correlation: float
+    full_correlation: float
+    explained: np.ndarray
+    scale: float
+
+
+def _real(ids, pad_ids) -> np.ndarray:
+    return ~np.isin(ids, pad_ids)  # (B, N)
+
+
+@on_engine_thread
+def query_key_space(config: LiveConfig, stack: str, layer: int, head: int) -> QueryKeySpace:
+    """Head ``head`` of ``stack``'s layer ``layer`` over ``config``'s lines; ValueError naming bad input (as
+    `attention_walkthrough`, and a head the model lacks). Padding's queries and keys are left out."""
+    if config.external:
+        raise ValueError("The query–key space reads the lab's own models (their queries and keys); a model from "
+                         f"outside is read through its attention weights only. Received: weights={config.weights!r}")
+    walk = attention_walkthrough(config, stack, layer)
+    heads = walk.tensors["query_heads"].shape[1]
+    if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < heads:
+        raise ValueError(f"head must be from 0 to {heads - 1}. Received: head={head!r}")
+    batches = prepared_inputs(config).batches
+    query_ids, key_ids = stack_sides(stack, batches.source.ids, batches.target.ids)  # (B, N_q), (B, N_k)
+    query_tokens, key_tokens = stack_sides(stack, batches.source.tokens, batches.target.tokens)
+    real_q, real_k = _real(query_ids, batches.pad_ids), _real(key_ids, batches.pad_ids)
+    q = walk.tensors["query_heads"][:, head]  # (B, N_q, d_k)
+    k = walk.tensors["key_heads"][:, head]  # (B, N_k, d_k)
+    projection = joint_projection(q[real_q], k[real_k])
+    n_q = int(real_q.sum())
+    correlation, full = _correlations(projection, q, k, walk.mask, real_q, real_k, n_q)
+    lines_q, positions_q = np.nonzero(real_q)
+    lines_k, positions_k = np.nonzero(real_k)
+    tokens = tuple(query_tokens[b][i] for b, i in zip(lines_q, positions_q)) + tuple(
+        key_tokens[b][j] for b, j in zip(lines_k, positions_k))
+    return QueryKeySpace(stack, layer, head, np.concatenate([projection.queries, projection.keys]),
+                         np.arange(n_q + len(lines_k)) < n_q, np.concatenate([lines_q, lines_k]),
+                         np.concatenate([positions_q, positions_k]), tokens, correlation, full,
+                         projection.explained, projection.scale)
+
+
+def _correlations(projection, q, k, mask, real_q, real_k, n_q) -> tuple[float, float]:
+    """`distance_correlation` in the plane and in d_k dimensions over each line's allowed pairs, pooled."""
+    near_2d, near_full, dots = [], [], []
+    q_start, k_start = np.cumsum([0, *real_q.sum(1)]), np.cumsum([0, *real_k.sum(1)])
+    d_k = q.shape[-1]
+    for line in range(q.shape[0]):
+        qs, ks = slice(q_start[line], q_start[line + 1]), slice(k_start[line], k_start[line + 1])
+        allowed = mask[line][np.ix_(real_q[line], real_k[line])]  # (n_q', n_k')
+        line_dots = q[line][real_q[line]] @ k[line][real_k[line]].T / np.sqrt(d_k)  # (n_q', n_k')
+        for found, queries, keys in ((near_2d, projection.queries[qs], projection.keys[ks]),
+                                     (near_full, projection.scaled_queries[qs], projection.scaled_keys[ks])):
+            found.append(-np.linalg.norm(queries[:, None] - keys[None], axis=-1)[allowed])
+        dots.append(line_dots[allowed])
+    dots = np.concatenate(dots)
+    return tuple(pearson(np.concatenate(near), dots) for near in (near_2d, near_full))

@@ -1,0 +1,50 @@
+"""The Heads page's query–key space of one head (`transformer.live.query_key`): its controls, the scatter, and a click
+on a query that opens it, focused, on the Attention page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import data, state
+from ui.controls import PERSIST, clamp, plot
+from viz.query_key import COLOURINGS, query_key_figure
+
+COLOUR_LABELS = {"position": "position", "token": "token", "side": "query / key"}
+
+
+def query_key_section(config, stack: str, layers: int, heads: int, lines_state: dict) -> None:
+    """The section for ``stack`` of ``config``'s model (``layers`` × ``heads``); ``lines_state``: the sidebar values
+    that put the page's lines on the Attention page (source text, length), set when a query is clicked."""
+    st.subheader("Query–key space of one head")
+    st.caption("Every real query (circles) and key (crosses) of the lines above, projected together (PCA) after the "
+               "keys are moved onto the queries' centroid and both are scaled to equal mean norms, as AttentionViz "
+               "does: neither changes which key a query prefers, and near means attended. Click a query to open it "
+               "on the Attention page.")
+    clamp("qk_layer", layers - 1)
+    clamp("qk_head", heads - 1)
+    columns = st.columns(3)
+    layer = columns[0].selectbox("Layer", list(range(layers)), key="qk_layer", **PERSIST)
+    head = columns[1].selectbox("Head", list(range(heads)), key="qk_head", **PERSIST)
+    colour = columns[2].radio("Colour by", COLOURINGS, key="qk_colour", format_func=COLOUR_LABELS.get,
+                              horizontal=True, **PERSIST)
+    space = data.query_key(config, stack, layer, head)
+
+    def focus(clicked: dict) -> None:
+        if "query" not in clicked:
+            return
+        st.session_state.update(lines_state)
+        st.session_state.update(stack=stack, layer=layer, head=head, element=int(clicked.get("line", 0)),
+                                focus=int(clicked["query"]), focus_key=False)
+        st.session_state["_open_page"] = "app_pages/attention.py"
+
+    title = (f"{stack} layer {layer} head {head}: {int(space.is_query.sum())} queries and "
+             f"{int((~space.is_query).sum())} keys · distance tracks q·k/√d_k: r = {space.correlation:.2f} in the "
+             f"plane, {space.full_correlation:.2f} in d_k dimensions")
+    plot(query_key_figure(space.points, space.is_query, space.lines, space.positions, space.tokens, colour, title),
+         "query_key", on_click=focus)
+    st.caption(f"The plane holds {space.explained.sum():.0%} of the spread (PC 1 {space.explained[0]:.0%}, PC 2 "
+               f"{space.explained[1]:.0%}); r: the correlation over every pair a query may attend to of −distance "
+               f"and the scaled dot product (1: nearness ranks attention exactly). Scale c = {space.scale:.2f}.")
+    if st.session_state.get("_open_page"):
+        st.switch_page(st.session_state.pop("_open_page"))
+    state.write_url()
