@@ -662,10 +662,15 @@ PARTS = {
     "long": long_sequences,
     "gpu": gpu,
     "largest": lambda quick: None if quick else new_seed_on_the_largest_model(),
+    "induction": lambda quick: (induction_bench.live_induction_training(quick),
+                                induction_bench.query_key_head_change(quick)),
 }
 
 
 def main():
+    global induction_bench
+    import induction_bench  # its rows use this module's helpers: imported once this module is whole
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer moves and repeats (a CI-sized run)")
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")

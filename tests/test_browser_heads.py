@@ -74,8 +74,8 @@ def test_a_click_on_a_query_in_the_query_key_space_opens_it_focused_on_the_atten
         plot.scrollIntoView({{block: "center"}});
         const full = plot._fullLayout, trace = plot._fullData[0], box = plot.getBoundingClientRect();
         const i = 5;
-        return {{x: box.left + full._size.l + full.xaxis.l2p(trace.x[i]),
-                 y: box.top + full._size.t + full.yaxis.l2p(trace.y[i]),
+        return {{x: box.left + full.xaxis._offset + full.xaxis.l2p(trace.x[i]),
+                 y: box.top + full.yaxis._offset + full.yaxis.l2p(trace.y[i]),
                  line: Number(trace.customdata[i][1]) - 1, position: Number(trace.customdata[i][2])}}; }}""")
     page.mouse.move(target["x"], target["y"])
     page.mouse.click(target["x"], target["y"])

@@ -8,7 +8,7 @@ from transformer.analysis.query_key import distance_correlation, joint_projectio
 from transformer.live.config import LiveConfig
 from transformer.live.query_key import query_key_space
 from transformer.live.walkthrough import attention_walkthrough
-from viz.query_key import query_key_figure
+from viz.query_key import WEBGL_FROM, query_key_figure
 
 
 def _softmax(x):
@@ -68,15 +68,20 @@ def test_bad_heads_and_models_from_outside_are_named():
         query_key_space(LiveConfig(weights="hub:gpt2_base_en", architecture="decoder-only"), "decoder", 0, 0)
 
 
-def test_the_scatter_is_webgl_with_queries_clickable_and_hover_naming_the_token():
+def test_the_scatter_has_queries_clickable_hover_naming_the_token_and_webgl_for_many_points():
     points = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]])
     fig = query_key_figure(points, np.array([True, True, False]), np.array([0, 1, 1]), np.array([0, 3, 1]),
                            ("the", "<s>", "cat"), "token", "head")
     queries, keys = fig.data
-    assert queries.type == "scattergl" and queries.meta == {"scatter": "query"} and keys.meta is None
+    assert queries.type == "scatter" and queries.meta == {"scatter": "query"} and keys.meta is None
     assert list(queries.customdata[1]) == ["&lt;s&gt;", "2", "3"] and "line %{customdata[1]}" in queries.hovertemplate
     assert fig.layout.meta == {"click": True} and keys.marker.symbol == "x"
     assert query_key_figure(points, np.array([True, True, False]), np.array([0, 1, 1]), np.array([0, 3, 1]),
                             ("a", "b", "c"), "position").data[0].marker.showscale
+    assert fig.layout.xaxis.range == fig.layout.yaxis.range and fig.layout.yaxis.scaleanchor == "x"
+    many = np.random.default_rng(0).normal(size=(WEBGL_FROM, 2))
+    webgl = query_key_figure(many, np.arange(WEBGL_FROM) % 2 == 0, np.zeros(WEBGL_FROM, int),
+                             np.arange(WEBGL_FROM), tuple("x" * WEBGL_FROM), "side")
+    assert {trace.type for trace in webgl.data} == {"scattergl"}
     with pytest.raises(ValueError, match="colour_by"):
         query_key_figure(points, np.ones(3, bool), np.zeros(3), np.zeros(3), ("a", "b", "c"), "size")

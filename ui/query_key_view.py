@@ -12,6 +12,7 @@ from viz.query_key import COLOURINGS, query_key_figure
 COLOUR_LABELS = {"position": "position", "token": "token", "side": "query / key"}
 
 
+@st.fragment  # a head or colour change reruns this section alone, not the role grids above it
 def query_key_section(config, stack: str, layers: int, heads: int, lines_state: dict) -> None:
     """The section for ``stack`` of ``config``'s model (``layers`` × ``heads``); ``lines_state``: the sidebar values
     that put the page's lines on the Attention page (source text, length), set when a query is clicked."""
@@ -23,8 +24,8 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
     clamp("qk_layer", layers - 1)
     clamp("qk_head", heads - 1)
     columns = st.columns(3)
-    layer = columns[0].selectbox("Layer", list(range(layers)), key="qk_layer", **PERSIST)
-    head = columns[1].selectbox("Head", list(range(heads)), key="qk_head", **PERSIST)
+    layer = columns[0].slider("Layer", 0, max(layers - 1, 1), key="qk_layer", disabled=layers < 2, **PERSIST)
+    head = columns[1].slider("Head", 0, max(heads - 1, 1), key="qk_head", disabled=heads < 2, **PERSIST)
     colour = columns[2].radio("Colour by", COLOURINGS, key="qk_colour", format_func=COLOUR_LABELS.get,
                               horizontal=True, **PERSIST)
     space = data.query_key(config, stack, layer, head)
@@ -47,4 +48,4 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
                f"and the scaled dot product (1: nearness ranks attention exactly). Scale c = {space.scale:.2f}.")
     if st.session_state.get("_open_page"):
         st.switch_page(st.session_state.pop("_open_page"))
-    state.write_url()
+    state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run

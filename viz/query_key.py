@@ -1,5 +1,6 @@
-"""A head's query–key space as a WebGL scatter: queries and keys of many lines in one plane, coloured by position,
-token or side; a click on a query names its line and position."""
+"""A head's query–key space as a scatter (WebGL from `WEBGL_FROM` points): queries and keys of many lines in one
+plane, coloured by position, token or side; a click on a query names its line and position. Both axes share one
+range and one unit length, so a distance reads the same in every direction."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from viz.style import figure, fixed_margins
 COLOURINGS = ("position", "token", "side")
 SIDE_COLOURS = {"query": "#636efa", "key": "#ef553b"}
 TOKEN_COLOURS = 10  # the most frequent tokens get a colour each; the rest share grey
+WEBGL_FROM = 2000  # points: below, SVG draws faster (a WebGL context costs ~250 ms in a software-rendered browser)
 
 
 def _token_colours(tokens) -> list[str]:
@@ -33,6 +35,9 @@ def query_key_figure(points, is_query, lines, positions, tokens, colour_by: str 
     points, is_query = np.asarray(points, np.float64), np.asarray(is_query, bool)
     lines, positions = np.asarray(lines), np.asarray(positions)
     token_colours = _token_colours(tokens) if colour_by == "token" else None
+    scatter = go.Scattergl if len(points) >= WEBGL_FROM else go.Scatter
+    reach = 1.05 * float(np.abs(points).max(initial=1e-9))
+    extent = [-reach, reach]  # one range on both axes, one unit as long on each: distance reads true
     fig = figure()
     for side, chosen in (("query", is_query), ("key", ~is_query)):
         index = np.flatnonzero(chosen)
@@ -44,7 +49,7 @@ def query_key_figure(points, is_query, lines, positions, tokens, colour_by: str 
             marker.update(colorscale="Viridis", cmin=0, cmax=max(int(positions.max(initial=0)), 1),
                           colorbar=dict(title=dict(text="position"), x=1.02) if side == "query" else None,
                           showscale=side == "query")
-        fig.add_trace(go.Scattergl(
+        fig.add_trace(scatter(
             x=points[index, 0], y=points[index, 1], mode="markers", name=f"{side}s", marker=marker,
             customdata=np.stack([[short(tokens[i]) for i in index], lines[index] + 1, positions[index]], axis=1)
             if len(index) else None,
@@ -53,6 +58,6 @@ def query_key_figure(points, is_query, lines, positions, tokens, colour_by: str 
                           "<extra></extra>"))
     fig.update_layout(title=dict(text=title, x=0, xanchor="left"), height=520, meta={"click": clickable},
                       legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left"),
-                      xaxis=dict(title="PC 1", zeroline=False), yaxis=dict(title="PC 2", zeroline=False,
-                                                                            scaleanchor="x"))
+                      xaxis=dict(title="PC 1", zeroline=False, range=extent, constrain="domain"),
+                      yaxis=dict(title="PC 2", zeroline=False, range=extent, scaleanchor="x", constrain="domain"))
     return fixed_margins(fig, top=80, right=90)
