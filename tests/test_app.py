@@ -14,6 +14,7 @@ from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
 from ui import state
 from ui.controls import FAILED, PASSED
+from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 pytestmark = pytest.mark.app
 PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "induction", "dot_product_lab", "shapes", "cost",
@@ -383,6 +384,9 @@ def _field_values():
         "ind_ablate": strategies.sampled_from(INDUCTION_GROUPS),
         "tl_stack": strategies.sampled_from(("encoder", "decoder")), "tl_role": strategies.sampled_from(ROLES),
         "tl_step": strategies.integers(-1, 100_000),
+        "qk_layer": strategies.integers(0, state.MAX_LAYERS - 1),
+        "qk_head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
+        "qk_colour": strategies.sampled_from(QK_COLOURINGS),
     }))
 
 
