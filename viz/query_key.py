@@ -57,7 +57,7 @@ def query_key_figure(points, is_query, lines, positions, tokens, colour_by: str 
             hovertemplate=f"{side} %{{customdata[0]}}<br>line %{{customdata[1]}}, position %{{customdata[2]}}"
                           "<extra></extra>"))
     fig.update_layout(title=dict(text=title, x=0, xanchor="left"), height=520, meta={"click": clickable},
-                      legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", xanchor="left"),
+                      showlegend=False,  # circles are queries, crosses keys (the hover says so): ~7 ms a redraw
                       xaxis=dict(title="PC 1", zeroline=False, range=extent, constrain="domain"),
                       yaxis=dict(title="PC 2", zeroline=False, range=extent, scaleanchor="x", constrain="domain"))
     return fixed_margins(fig, top=80, right=90)
