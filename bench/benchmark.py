@@ -320,23 +320,28 @@ def token_views(repeats: int):
 
 
 def decoding(repeats: int):
-    """What the Decode page's engine call costs: every step of a line, by the whole model and by the cache."""
+    """What the Decode page's engine call costs: every step of a line by the whole model (traced), then the line
+    through the cache once."""
     from transformer import LiveConfig
     from transformer.decoding import decode
+    from transformer.tasks import get_task
 
     gpt = LiveConfig(architecture="decoder-only", norm="pre")
     for name, config, source in (
             ("dates", LiveConfig(weights="dates"), "Wednesday, 30 September 2026"),
             ("translate", LiveConfig(weights="translate"),
              "every sad cat sees this young child often under the tall river"),
-            ("decoder-only prompt (random, pre-norm)", gpt, "1 2 3 4 5")):
+            ("decoder-only prompt (random, pre-norm)", gpt, "1 2 3 4 5"),
+            ("induction prompt", LiveConfig(weights="induction", architecture="decoder-only", norm="pre",
+                                            positions="learned"), get_task("induction").prompt)):
         decode(config, source)  # loads the model and traces its functions
         seconds = [time.perf_counter()]
         for _ in range(repeats):
             run = decode(config, source)
             seconds.append(time.perf_counter())
         row("compute", f"Decode page: every step of a {name} line ({len(run.steps)} steps, whole model and cache)",
-            f"{np.median(np.diff(seconds)) * 1e3:.0f} ms (cache gap {run.cache_gap:.0e})")
+            f"{np.median(np.diff(seconds)) * 1e3:.0f} ms (cache gap {run.cache_gap:.0e})",
+            "≤ 300 ms" if name == "dates" else "")
 
 
 def head_roles(repeats: int):

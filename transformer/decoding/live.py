@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import HeadAblation, check_ablation, kept_array
+from transformer.analysis.ablation import check_ablation, kept_array
 from transformer.core import tokens
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
 from transformer.external.registry import EXTERNAL
@@ -101,10 +101,10 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                          f"{len(line.prompt)} and {max_steps} steps would go past. Received: a prompt of "
                          f"{len(line.prompt)} tokens")
     entry = MODELS.for_config(config)
-    hook = _ablation_hook(config, entry.model)
+    kept = _kept_heads(config, entry.model)
     with tf.device(entry.device):
         raw, cache, gap = run_steps(entry.model, line, max_steps, chooser(sample, temperature, top_k, top_p, seed),
-                                    hook)
+                                    kept)
     steps = tuple(Step(tuple(vocabulary.decode(prefix)), self_weights, cross, probabilities,
                        vocabulary.decode([chosen])[0]) for prefix, self_weights, cross, probabilities, chosen in raw)
     chosen = [step.chosen for step in steps if step.chosen != END]
@@ -119,9 +119,9 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                     prompt=tuple(vocabulary.decode(line.prompt)), kv_heads=model.num_kv_heads or model.num_heads)
 
 
-def _ablation_hook(config: LiveConfig, model):
-    """``config``'s ablated heads as a `HeadAblation` of ``model`` (None: none). Zero-ablation only: a mean over the
-    batch's positions does not exist while the positions come one at a time (ValueError saying so)."""
+def _kept_heads(config: LiveConfig, model):
+    """``config``'s ablated heads as ``model``'s kept-heads array ``(stacks, L, H)`` (None: none ablated). Zero-ablation
+    only: a mean over the batch's positions does not exist while the positions come one at a time (ValueError)."""
     ablate = check_ablation(config.ablate, config.ablation, model.stacks, model.num_layers, model.num_heads)
     if not ablate:
         return None
@@ -129,7 +129,7 @@ def _ablation_hook(config: LiveConfig, model):
         raise ValueError("Mean-ablation replaces a head's output by its mean over every position, and step-by-step "
                          "decoding sees one position at a time: choose zero-ablation to decode with heads ablated. "
                          f"Received: ablation='mean', {len(ablate)} heads ablated")
-    return HeadAblation.of_kept(kept_array(ablate, model.num_layers, model.num_heads), "zero")
+    return kept_array(ablate, model.num_layers, model.num_heads)
 
 
 @on_engine_thread

@@ -2,8 +2,9 @@
 
 - `greedy_decode`: a batch of source lines at once, the whole model per step (traced): training's evaluation
   and a trained model's predictions (`predictions`, `translate`).
-- `run_steps`: one line step by step, each step computed by the whole model on the prefix (what the pictures
-  show) and by the key/value cache (`Transformer.decode` with `Transformer.new_cache`).
+- `run_steps`: one line step by step, each step computed by the whole model on the prefix (traced: what the
+  pictures show), then the line through the key/value cache (`Transformer.decode` with `Transformer.new_cache`) to
+  check it.
 """
 
 from __future__ import annotations
@@ -221,35 +222,74 @@ class Line:
     end_id: int | None
 
 
-def run_steps(model, line: Line, max_steps: int, choose, hook=None) -> tuple[list, object, float]:
-    """Decode ``line`` with ``model``, each step twice: the whole model on the prefix and the cache (``hook``, an
-    `AttentionHook` such as a zero `HeadAblation`, in both).
+def _step_function(model, with_memory: bool, ablated: bool):
+    """The whole model on a prefix, traced once per model (and per kind of call): ``step(prefix (1, t), [memory
+    (1, N_s, D), src_mask (1, 1, 1, N_s)], [kept (stacks, L, H)])`` -> ``(logits (V,) of the last position, its
+    self-attention (L, H, t), its cross-attention (L, H, N_s) or (0,))``; ``kept``: zero-ablated heads as
+    `HeadAblation.of_kept` reads them. One graph serves every prefix length and every set of ablated heads."""
+    name = f"_decode_step_{'memory' if with_memory else 'alone'}_{'ablated' if ablated else 'plain'}"
+    if not hasattr(model, name):
+        specs = [tf.TensorSpec((1, None), tf.int32)]
+        if with_memory:
+            specs += [tf.TensorSpec((1, None, model.d_model), tf.float32), tf.TensorSpec((1, 1, 1, None), tf.bool)]
+        if ablated:
+            specs.append(tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32))
+
+        @tf.function(input_signature=specs)
+        def step(prefix, *rest):
+            memory, src_mask = (rest[0], rest[1]) if with_memory else (None, None)
+            causal = subsequent_mask(tf.shape(prefix)[1])[None, None]  # (1, 1, t, t)
+            hook = _ablation(rest[2:] if with_memory else rest, "zero")
+            hidden, self_weights, cross_weights = model.decode(prefix, memory, src_mask, causal, hook=hook)
+            logits = model.project_logits(hidden[:, -1])[0]  # (V,)
+            self_rows = tf.stack([w[0, :, -1] for w in self_weights])  # (L, H, t)
+            cross_rows = tf.stack([w[0, :, -1] for w in cross_weights]) if cross_weights else tf.zeros((0,))
+            return logits, self_rows, cross_rows
+
+        setattr(model, name, step)
+    return getattr(model, name)
+
+
+def run_steps(model, line: Line, max_steps: int, choose, kept=None) -> tuple[list, object, float]:
+    """Decode ``line`` with ``model`` step by step, each step the whole model on the prefix (traced), then the same
+    line through the key/value cache once (the prompt, then every chosen token) to check it; ``kept``: a
+    ``(stacks, L, H)`` array of the heads kept (0: zero-ablated), or None.
 
     ``choose(logits (choices,)) -> (probabilities, chosen id)``. Returns ``(steps, cache, gap)``: per step
-    ``(prefix ids, self weights (L, H, t), cross weights (L, H, N_s) or None, probabilities, chosen id)``."""
+    ``(prefix ids, self weights (L, H, t), cross weights (L, H, N_s) or None, probabilities, chosen id)``; ``gap``:
+    max |logits with the cache − logits of the whole model| over every step."""
     src = None if line.src is None else tf.constant(line.src)  # (1, N_s)
     src_mask = None if src is None else padding_mask(src, PAD_ID)  # (1, 1, 1, N_s)
-    memory = None if src is None else model.encode(src, src_mask, hook=hook)[0]  # (1, N_s, D)
-    cache, prefix, steps, gap, fed = model.new_cache(), list(line.prompt), [], 0.0, 0
+    hook = None if kept is None else HeadAblation.of_kept(kept, "zero")
+    memory = None if src is None else model.encode(src, src_mask, hook=hook)[0]  # (1, N_s, D): once
+    step = _step_function(model, memory is not None, kept is not None)
+    extra = ([memory, src_mask] if memory is not None else []) + ([tf.constant(kept, tf.float32)] if kept is not None
+                                                                  else [])
+    prefix, steps, whole = list(line.prompt), [], []
     for _ in range(max_steps):
-        ids = tf.constant([prefix], tf.int32)  # (1, t)
-        # the whole model on the prefix: its decoder over every position (the encoder's memory does not depend on
-        # the prefix: computed once, above)
-        causal = subsequent_mask(len(prefix))[None, None]  # (1, 1, t, t)
-        hidden, self_weights, cross_weights = model.decode(ids, memory, src_mask, causal, hook=hook)  # (1, t, D), …
-        whole = model.project_logits(hidden[:, -1])[0].numpy()  # (V,)
-        hidden, _, _ = model.decode(ids[:, fed:], memory, src_mask, cache=cache, hook=hook)  # the new positions
-        fed = len(prefix)
-        cached = model.project_logits(hidden[:, -1])[0].numpy()  # (V,)
-        gap = max(gap, float(np.abs(cached - whole).max()))
-        probabilities, chosen = choose(whole[: line.choices])
-        cross = np.stack([w[0, :, -1].numpy() for w in cross_weights]) if cross_weights else None  # (L, H, N_s)
-        steps.append((tuple(prefix), np.stack([w[0, :, -1].numpy() for w in self_weights]), cross,
-                      probabilities, chosen))  # (L, H, t)
+        logits, self_rows, cross_rows = step(tf.constant([prefix], tf.int32), *extra)
+        whole.append(logits.numpy())  # (V,)
+        probabilities, chosen = choose(whole[-1][: line.choices])
+        cross = cross_rows.numpy() if memory is not None else None  # (L, H, N_s)
+        steps.append((tuple(prefix), self_rows.numpy(), cross, probabilities, chosen))  # (L, H, t)
         prefix.append(chosen)
         if chosen == line.end_id:
             break
+    cache, gap = _cached_run(model, prefix[:-1], len(line.prompt), memory, src_mask, hook, np.stack(whole))
     return steps, cache, gap
+
+
+def _cached_run(model, fed: list, prompt_length: int, memory, src_mask, hook, whole) -> tuple[object, float]:
+    """The decoded line through the key/value cache: the prompt in one call, then the chosen tokens in another (each
+    new position attends to the cached ones); ``whole (steps, V)``: the whole model's logits at each step. Returns
+    the cache and max |cached − whole| over the steps."""
+    cache, cached = model.new_cache(), []
+    for part in (fed[:prompt_length], fed[prompt_length:]):
+        if part:
+            hidden, _, _ = model.decode(tf.constant([part], tf.int32), memory, src_mask, cache=cache, hook=hook)
+            cached.append(model.project_logits(hidden)[0].numpy())  # (n, V)
+    cached = np.concatenate(cached)[prompt_length - 1:]  # (steps, V): the positions that chose
+    return cache, float(np.abs(cached - whole).max())
 
 
 def chooser(sample: bool, temperature: float, top_k: int, top_p: float, seed: int):
