@@ -141,8 +141,9 @@ if outside:
     st.stop()
 st.subheader("Key/value cache")
 st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer')} at the last step. Decoding with the "
-            "cache (each step runs the decoder for the newest position only) gives logits that differ from "
-            f"recomputing the whole prefix by at most **{run.cache_gap:.1e}**.")
+            "cache (the new positions run alone, attending to the keys and values kept for the earlier ones: here the "
+            "prompt, then the tokens chosen) gives logits that differ from recomputing the whole prefix at each step "
+            f"by at most **{run.cache_gap:.1e}**.")
 cache_columns = st.columns([1, 4])
 clamp("dec_cache_layer", run.layers - 1)
 layer = cache_columns[0].selectbox("Layer", list(range(run.layers)), key="dec_cache_layer", **PERSIST)
