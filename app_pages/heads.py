@@ -8,15 +8,13 @@ from transformer.analysis.heads import ROLES
 from transformer.analysis.importance import heads_of, measured
 from transformer.core.masks import SIZED_FAMILIES
 from transformer.core.model import STACKS
-from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES, example_lines, repeated_lines
+from transformer.live.head_roles import PATTERN_FAMILIES
 from transformer.training import pretrained
 from ui import data, sidebar, state
 from ui.controls import PERSIST, plot, stack_picker
-from ui.query_key_view import query_key_section
+from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
 
-SEGMENT = 10  # a repeated line: a random segment of 10 tokens written twice
-LINE_LABELS = {"lines": "The sidebar's lines", "repeated": "Repeated random tokens", "examples": "The task's examples"}
 ROLE_NOTES = {
     "previous_token": "query i attends to i − 1",
     "duplicate_token": "to earlier copies of its own token",
@@ -34,28 +32,12 @@ trained = weights != "random" and not state.external()
 controls = st.columns([3, 2, 2, 2])
 with controls[0]:
     stack = stack_picker()
-sources = [source for source in LINE_SOURCES if (source == "examples") == trained or source == "lines"]
-if st.session_state.get("roles_lines") not in sources:
-    st.session_state["roles_lines"] = sources[0]
-lines_from = controls[1].radio("Lines", sources, key="roles_lines", format_func=LINE_LABELS.get, **PERSIST,
-                               help="Scores over one sentence say little: a role is the head's when it shows on "
-                               "many lines. Repeated random tokens (a segment written twice) are where induction "
-                               "heads show.")
-line_count = controls[2].select_slider("How many lines", state.ROLE_LINE_COUNTS, key="roles_count",
-                                       disabled=lines_from == "lines", **PERSIST)
+lines_from, overrides = line_controls(controls[1], controls[2], trained)
 pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key="roles_pattern",
                                 format_func=lambda family: family or "none",
                                 help="A mask family of the Masks page, scored as a role: the share of each head's "
                                 "attention inside it (the Masks page's size).", disabled=stack == "cross",
                                 **PERSIST) or None
-overrides = {}
-if lines_from == "repeated":
-    text = repeated_lines(line_count, SEGMENT, st.session_state["seed"])
-    overrides = dict(source_text=text, target_text=text, seq_len=2 * SEGMENT)
-elif lines_from == "examples":
-    task = pretrained.task_of(weights)
-    overrides = dict(source_text=example_lines(task, line_count), seq_len=max(
-        st.session_state["seq_len"], pretrained.spec_of(weights).max_len))
 config = state.live_config(**overrides)
 size = st.session_state["mask_size"] if pattern in SIZED_FAMILIES else 1
 roles = data.head_roles(config, stack, pattern, size)
@@ -69,12 +51,7 @@ if config.ablate:
 def _open(stack_name: str, layer: int, head: int) -> None:
     """Open ``stack``/``layer`` on the Attention page with the lines this page scored (``head`` at full resolution
     where a grid cannot show it whole); the focus stays."""
-    state_values = {"stack": stack_name, "layer": layer, "head": head, "nv_head": head}
-    if overrides:
-        state_values |= {"src": overrides["source_text"], "seq_len": overrides["seq_len"]}
-        if "target_text" in overrides:
-            state_values["tgt"] = overrides["target_text"]
-    st.session_state.update(state_values)
+    st.session_state.update(stack=stack_name, layer=layer, head=head, nv_head=head, **sidebar_values(overrides))
     st.session_state["_open_page"] = "app_pages/attention.py"
 
 
@@ -100,13 +77,8 @@ plot(measure_grid(roles.distance, roles.entropy, roles.lines, f"{stack}: how far
      "measures")
 if st.session_state.get("_open_page"):
     st.switch_page(st.session_state.pop("_open_page"))
-if state.external():
-    st.caption("The query–key space reads the lab's own models (their queries and keys).")
-else:
-    lines_state = {"src": overrides["source_text"], "seq_len": overrides["seq_len"]} if overrides else {}
-    if "target_text" in overrides:
-        lines_state["tgt"] = overrides["target_text"]
-    query_key_section(config, stack, layers, heads, lines_state)
+st.page_link("app_pages/query_key.py", label="One head's queries and keys over these lines: the Query–key page",
+             icon=":material/scatter_plot:")
 
 st.subheader("Which heads matter")
 if state.external():

@@ -31,7 +31,7 @@ def live_induction_training(quick: bool) -> None:
 
 
 def query_key_head_change(quick: bool) -> None:
-    """The Heads page's query–key space at its defaults (the sidebar's three lines, encoder layer 0): the head slider
+    """The Query–key page at its defaults (the sidebar's three lines, encoder layer 0): the head slider
     moved between heads 0 and 1, each move timed to the redrawn scatter; the floor's slider in the same sitting,
     moves alternating."""
     from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
@@ -46,9 +46,8 @@ def query_key_head_change(quick: bool) -> None:
         floor.goto(f"{floor_url}/?chart=component")
         wait_idle(floor)
         heads = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        heads.goto(f"{url}/heads")
+        heads.goto(f"{url}/query_key")
         wait_idle(heads)
-        heads.get_by_text("Query–key space of one head").scroll_into_view_if_needed()
         heads.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some("
                                 "p => (p.layout.title?.text || '').includes('queries and'))", timeout=120_000)
         heads.wait_for_timeout(2_500)  # looked at first, as a person would (the engine traces meanwhile)
@@ -69,6 +68,6 @@ def query_key_head_change(quick: bool) -> None:
         browser.close()
     floor_p50 = percentile(floor_times, 50)
     p50, p90 = percentile(head_times, 50), percentile(head_times, 90)
-    row("slider", f"heads, query–key space: head changes ({count}), default lines p50 / p90 ms",
+    row("slider", f"query–key page: head changes ({count}), default lines p50 / p90 ms",
         f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} ({p50 / floor_p50:.1f}× the component's floor, "
         f"{floor_p50 * 1e3:.0f} ms)", "≤ 1.3× floor")

@@ -17,8 +17,8 @@ from ui.controls import FAILED, PASSED
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 pytestmark = pytest.mark.app
-PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "induction", "dot_product_lab", "shapes", "cost",
-         "decode", "train"]
+PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "query_key", "induction", "dot_product_lab",
+         "shapes", "cost", "decode", "train"]
 CHARTLESS = ("train", "cost", "decode")  # Cost draws once Measure is pressed, Decode once a trained model is chosen
 
 

@@ -43,7 +43,8 @@ def test_cross_attention_has_no_token_roles_but_distance_and_entropy():
     at = open_page("heads", {"stack": "cross"})
     no_errors(at)
     assert any("no token roles" in info.value for info in at.info)
-    assert len(specs(at)) == 2 and len(heatmaps(specs(at)[0])) == 2  # and the query–key space
+    assert len(specs(at)) == 1 and len(heatmaps(specs(at)[0])) == 2
+    assert "query_key" in [link.proto.page for link in at.get("page_link")]
 
 
 def test_the_importance_map_of_a_trained_model_measures_every_head_and_can_ablate_them():
@@ -133,7 +134,7 @@ def test_the_dot_product_lab_reads_the_ablated_models_inputs():
 
 
 def test_the_query_key_space_of_the_chosen_head_is_drawn_and_its_controls_are_in_the_link():
-    at = open_page("heads", {"roles_lines": "repeated", "roles_count": "8", "qk_layer": "1", "qk_head": "2"})
+    at = open_page("query_key", {"roles_lines": "repeated", "roles_count": "8", "qk_layer": "1", "qk_head": "2"})
     no_errors(at)
     space = _spec(at, "queries and")
     assert space["layout"]["title"]["text"].startswith("encoder layer 1 head 2: 160 queries and 160 keys")
@@ -143,7 +144,7 @@ def test_the_query_key_space_of_the_chosen_head_is_drawn_and_its_controls_are_in
     assert at.query_params["qk_colour"] in (["side"], "side")
     at.slider(key="qk_head").set_value(3).run()
     assert "head 3:" in _spec(at, "queries and")["layout"]["title"]["text"]
-    bad = open_page("heads", {"qk_colour": "rainbow", "qk_head": "9"})
+    bad = open_page("query_key", {"qk_colour": "rainbow", "qk_head": "9"})
     no_errors(bad)
     assert "qk_colour='rainbow'" in " ".join(w.value for w in bad.warning)
     assert "head 3:" in _spec(bad, "queries and")["layout"]["title"]["text"]  # clamped to the model's last head
@@ -154,4 +155,9 @@ def test_a_decoder_only_trained_model_is_measured_on_the_induction_page():
     no_errors(at)
     assert "app_pages/induction.py" in str([link.proto.page for link in at.get("page_link")]) or \
         "induction" in [link.proto.page for link in at.get("page_link")]
-    assert _spec(at, "decoder layer 0 head 0")
+    space = open_page("query_key", {"weights": "induction", "roles_lines": "examples", "roles_count": "4",
+                                    "qk_layer": "1"})
+    no_errors(space)
+    assert _spec(space, "decoder layer 1 head 0")
+    outside = open_page("query_key", {"weights": "hub:gpt2_base_en"})
+    assert not outside.exception

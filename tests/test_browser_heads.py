@@ -21,7 +21,7 @@ def test_the_heads_page_draws_each_role_and_a_strongest_head_opens_the_attention
     open_page(page, server, "heads?roles_lines=repeated&roles_count=8")
     wait_for_charts(page)
     page.get_by_text("Which heads matter").scroll_into_view_if_needed()  # charts are drawn as they come into view
-    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 3", timeout=60_000)  # + query–key
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
     plots = _plots(page)
     assert any("role scores over 8 lines of 20 positions" in plot["title"] and plot["heatmaps"] == 5
                for plot in plots), plots
@@ -62,9 +62,8 @@ def test_a_trained_models_importance_map_is_measured_with_a_progress_bar(page, s
 
 
 def test_a_click_on_a_query_in_the_query_key_space_opens_it_focused_on_the_attention_page(page, server):
-    open_page(page, server, "heads?roles_lines=repeated&roles_count=4&qk_layer=1")
+    open_page(page, server, "query_key?roles_lines=repeated&roles_count=4&qk_layer=1")
     wait_for_charts(page)
-    page.get_by_text("Query–key space of one head").scroll_into_view_if_needed()
     page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(
         p => (p.layout.title?.text || "").includes("queries and"))""", timeout=60_000)
     wait_idle(page)

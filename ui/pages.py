@@ -6,6 +6,7 @@ PAGES = (
     ("positional_encoding", "Positional encoding", "waves", "sinusoids, wavelengths, similarity"),
     ("attention", "Attention", "visibility", "every head of every layer, with statistics and checks"),
     ("heads", "Heads", "psychology", "what each head does (its role) and which heads matter (ablation)"),
+    ("query_key", "Query–key", "scatter_plot", "one head's queries and keys over many lines in one plane"),
     ("induction", "Induction heads", "content_copy", "a model that copies in context: which heads do it, and how they "
      "form"),
     ("dot_product_lab", "Dot-product lab", "science", "one head step by step, why scale, mask fills"),

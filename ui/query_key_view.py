@@ -1,4 +1,4 @@
-"""The Heads page's query–key space of one head (`transformer.live.query_key`): its controls, the scatter, and a click
+"""The Query–key page's view of one head (`transformer.live.query_key`): its controls, the scatter, and a click
 on a query that opens it, focused, on the Attention page."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ COLOUR_LABELS = {"position": "position", "token": "token", "side": "query / key"
 def query_key_section(config, stack: str, layers: int, heads: int, lines_state: dict) -> None:
     """The section for ``stack`` of ``config``'s model (``layers`` × ``heads``); ``lines_state``: the sidebar values
     that put the page's lines on the Attention page (source text, length), set when a query is clicked."""
-    st.subheader("Query–key space of one head")
-    st.caption("Every real query (circles) and key (crosses) of the lines above, projected together (PCA) after the "
+    st.caption("Every real query (circles) and key (crosses) of the lines, projected together (PCA) after the "
                "keys are moved onto the queries' centroid and both are scaled to equal mean norms, as AttentionViz "
                "does: neither changes which key a query prefers, and near means attended. Click a query to open it "
                "on the Attention page.")
