@@ -1,0 +1,98 @@
+"""The sweep: every page × its sidebar sliders and its main slider, each moved in Chromium, against the framework's
+floor measured in the same sitting (the floor moves between every page's moves).
+
+A lane is one page and one slider (found by its exact label). The sequence length moves one stop right each time
+(a new length: the engine computes it); every other slider goes back and forth between two stops (the second visit
+is what a person scrubbing sees). Pages are opened one at a time (the floor stays open), each looked at for 2.5 s
+first, as in the slider benchmark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from benchmark import _move_and_wait, row  # the slider benchmark's tools
+from report import percentile
+
+SIDEBAR = ("Sequence length", "Heads (h)", "d_model")
+TARGET = "≤ 1.3× floor"
+
+
+@dataclass
+class Lane:
+    """One page (``path``, with its query) and one slider (``label``, exact)."""
+
+    page: str
+    path: str
+    label: str
+    times: list = field(default_factory=list)
+
+
+def lanes() -> list[Lane]:
+    """Every page × its sliders (sidebar and page), at each page's defaults unless a page needs a model or lines."""
+    pages = {
+        "home": ("", ()), "masks": ("masks?mask_family=window", ("Window",)),
+        "positional encoding": ("positional_encoding", ()), "attention": ("attention", ("Layer",)),
+        "heads": ("heads?roles_lines=repeated&roles_count=8", ("How many lines",)),
+        "query–key": ("query_key", ("Head", "Layer")), "dot-product lab": ("dot_product_lab", ("Logit size",)),
+        "shapes": ("shapes", ("Step",)),
+    }
+    found = [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
+    found += [Lane("induction", "induction?ind_count=50", "How many lines"),
+              Lane("decode (dates)", "decode?weights=dates", "Step")]
+    return found
+
+
+def _thumb(page, label: str):
+    return page.locator(f'input[type="range"][aria-label="{label}"]').first
+
+
+def _move(page, lane: Lane, index: int) -> float:
+    thumb = _thumb(page, lane.label)
+    thumb.focus()
+    key = "ArrowRight" if lane.label == "Sequence length" or index % 2 == 0 else "ArrowLeft"
+    return _move_and_wait(page, lambda: thumb.press(key), what=f"{lane.page} · {lane.label} {key}")
+
+
+def _floor_move(page, index: int) -> float:
+    thumb = _thumb(page, "Sequence length")
+    thumb.focus()
+    return _move_and_wait(page, lambda: thumb.press("ArrowRight" if index % 2 == 0 else "ArrowLeft"), what="floor")
+
+
+def sweep(quick: bool) -> None:
+    """Every lane moved ``moves`` times, each move followed by one of the floor's; one row per lane."""
+    from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server, wait_idle
+    from playwright.sync_api import sync_playwright
+
+    moves = 4 if quick else 15
+    floor_times, all_lanes = [], lanes()
+    with (sync_playwright() as playwright, streamlit_server("bench/trivial_app.py") as floor_url,
+          streamlit_server() as url):
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        floor = context.new_page()
+        floor.goto(f"{floor_url}/?chart=component")
+        wait_idle(floor)
+        for lane in all_lanes:
+            page = context.new_page()
+            page.goto(f"{url}/{lane.path}")
+            wait_idle(page)
+            page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullData", timeout=120_000)
+            page.wait_for_timeout(2_500)
+            for index in range(moves):
+                page.bring_to_front()
+                lane.times.append(_move(page, lane, index))
+                wait_idle(page)
+                floor.bring_to_front()
+                floor_times.append(_floor_move(floor, len(floor_times)))
+                wait_idle(floor)
+            page.close()
+        browser.close()
+    floor_p50 = percentile(floor_times, 50)
+    row("sweep", f"trivial one-chart page, this app's chart component ({len(floor_times)} moves) p50 / p90 ms",
+        f"{floor_p50 * 1e3:.0f} / {percentile(floor_times, 90) * 1e3:.0f}")
+    for lane in all_lanes:
+        p50, p90 = percentile(lane.times, 50), percentile(lane.times, 90)
+        row("sweep", f"{lane.page} · {lane.label} ({len(lane.times)} moves) p50 / p90 ms",
+            f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} ({p50 / floor_p50:.1f}× floor)", TARGET)
