@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 from report import percentile, process_rss_mb, steal_note, stolen_seconds, write_section  # noqa: E402
 
 ROWS = []
+sys.modules.setdefault("benchmark", sys.modules[__name__])  # run as a script: bench/sweep.py's rows land here too
 
 
 def row(section, measure, value, target=""):
@@ -675,7 +676,7 @@ PARTS = {
 
 def main():
     global induction_bench, sweep
-    import induction_bench  # their rows use this module's helpers: imported once this module is whole
+    import induction_bench  # their rows use this module's helpers (and ROWS): imported once this module is whole
     import sweep
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
