@@ -6,7 +6,6 @@ logits at position i predict token i + 1.
 
 from __future__ import annotations
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -21,24 +20,14 @@ def line_batch(task, vocab, rng: np.random.Generator, count: int, lengths) -> np
     return line_ids(vocab, [task.sample(rng, lengths) for _ in range(count)], lengths[1])
 
 
-def next_token_step_fn(model, optimizer, vocab_size: int, smoothing: float):
-    """One traced training step on ``ids (B, N)``: returns (loss, token accuracy) over the real next tokens."""
-    loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing, reduction=None)
-
-    @tf.function(reduce_retracing=True)
-    def step(ids):
-        inputs, labels = ids[:, :-1], ids[:, 1:]  # (B, N - 1) each: position i predicts token i + 1
-        real = tf.cast(labels != PAD_ID, tf.float32)  # (B, N - 1)
-        with tf.GradientTape() as tape:
-            logits, _ = model(None, inputs, None, target_mask(inputs, PAD_ID), training=True)  # (B, N - 1, V)
-            per_token = loss_fn(tf.one_hot(labels, vocab_size), logits)  # (B, N - 1)
-            loss = tf.reduce_sum(per_token * real) / tf.reduce_sum(real)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        hits = tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == labels, tf.float32)
-        return loss, tf.reduce_sum(hits * real) / tf.reduce_sum(real)
-
-    return step
+def forward(model):
+    """``forward(ids (B, N))`` for a training step: the logits at every position but the last and the next tokens,
+    ``((B, N - 1, V), (B, N - 1))`` (position i predicts token i + 1)."""
+    def run(ids):
+        inputs = ids[:, :-1]  # (B, N - 1)
+        logits, _ = model(None, inputs, None, target_mask(inputs, PAD_ID), training=True)  # (B, N - 1, V)
+        return logits, ids[:, 1:]
+    return run
 
 
 def decoder_ablation(model, ablate) -> HeadAblation | None:

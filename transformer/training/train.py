@@ -61,16 +61,17 @@ def masks_for(src, decoder_input):
     return padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID)
 
 
-def _train_step_fn(model, optimizer, vocab_size, smoothing):
+def training_step(model, optimizer, vocab_size: int, smoothing: float, forward):
+    """One traced training step: ``forward(*batch) -> (logits (B, N, V), labels (B, N))`` under the tape; the
+    label-smoothed cross-entropy over the real labels (padding left out). Returns (loss, token accuracy)."""
     loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing, reduction=None)
 
     @tf.function(reduce_retracing=True)
-    def step(src, decoder_input, labels):
-        src_mask, tgt_mask = masks_for(src, decoder_input)
-        real = tf.cast(labels != PAD_ID, tf.float32)  # (B, N_t) padding left out of the loss
+    def step(*batch):
         with tf.GradientTape() as tape:
-            logits, _ = model(src, decoder_input, src_mask, tgt_mask, training=True)  # (B, N_t, V)
-            per_token = loss_fn(tf.one_hot(labels, vocab_size), logits)  # (B, N_t)
+            logits, labels = forward(*batch)  # (B, N, V), (B, N)
+            real = tf.cast(labels != PAD_ID, tf.float32)  # (B, N) padding left out of the loss
+            per_token = loss_fn(tf.one_hot(labels, vocab_size), logits)  # (B, N)
             loss = tf.reduce_sum(per_token * real) / tf.reduce_sum(real)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
@@ -78,6 +79,14 @@ def _train_step_fn(model, optimizer, vocab_size, smoothing):
         return loss, tf.reduce_sum(hits * real) / tf.reduce_sum(real)
 
     return step
+
+
+def teacher_forcing(model):
+    """``forward(src, decoder_input, labels)`` of an encoder-decoder: the decoder reads ``<s>`` + target."""
+    def forward(src, decoder_input, labels):
+        logits, _ = model(src, decoder_input, *masks_for(src, decoder_input), training=True)  # (B, N_t, V)
+        return logits, labels
+    return forward
 
 
 def sources_of(task, rng: np.random.Generator, count: int, lengths) -> list[list[str]]:
@@ -139,8 +148,8 @@ def _train(spec: TrainSpec, on_progress, should_stop, log_every: int, recording)
     vocab = task.vocabulary()
     model = build_model(spec, len(vocab))
     optimizer = _optimizer(spec)
-    make_step = next_token.next_token_step_fn if task.decoder_only else _train_step_fn
-    step_fn = make_step(model, optimizer, len(vocab), spec.label_smoothing)
+    forward = next_token.forward(model) if task.decoder_only else teacher_forcing(model)
+    step_fn = training_step(model, optimizer, len(vocab), spec.label_smoothing, forward)
     rng = np.random.default_rng(spec.seed)
     result, started = TrainResult(spec, model, vocab), time.perf_counter()
     record = _recorder(result, *recording)
