@@ -96,9 +96,17 @@ def alibi_section() -> None:
         if result.heads > 8 else "."))
 
 
-# What the sidebar chose comes first: the model's own positions, then the others.
+# What the sidebar chose comes first: the model's own positions, then the others (the paper's first when the model's
+# own are not drawn here: a learned table, or none).
 SECTIONS = {"rope": rope_section, "alibi": alibi_section, "sinusoidal": sinusoid_section}
-for position in sorted(SECTIONS, key=lambda name: name != chosen):
+if chosen not in SECTIONS:
+    st.info(("This model's positions are a learned table, one vector a position added to the embeddings (trained, or "
+             "random until then), not drawn here." if chosen == "learned" else
+             "This model has no positions: attention alone cannot tell where a token is.")
+            + " Below, for comparison: the paper's encoding, and the two kinds that act inside attention.",
+            icon=":material/info:")
+first = chosen if chosen in SECTIONS else "sinusoidal"
+for position in sorted(SECTIONS, key=lambda name: name != first):
     SECTIONS[position]()
 
 downloads(

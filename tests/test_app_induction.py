@@ -129,3 +129,10 @@ def test_the_train_page_draws_the_timeline_and_scrubs_the_head_grid():
     assert any("previous token score" in str(a.get("text")) for spec in specs(at)
                for a in spec["layout"].get("annotations", []))
     assert np.isfinite(job.timeline[-1].accuracy)
+
+
+def test_the_positional_encoding_page_says_a_learned_table_is_not_drawn_and_starts_with_the_papers():
+    at = open_page("positional_encoding", {"weights": "induction"})
+    no_errors(at)
+    assert "learned table" in at.info[0].value
+    assert [header.value for header in at.header][0].startswith("Sinusoidal")
