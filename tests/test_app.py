@@ -13,7 +13,7 @@ from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
 from ui import state
-from ui.controls import FAILED, PASSED
+from ui.controls import FAILED, PASSED, filled_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 pytestmark = pytest.mark.app
@@ -959,9 +959,9 @@ def test_at_n_4096_a_wall_of_padding_is_explained_and_filled_with_the_lines_own_
 
 
 def test_filled_text_keeps_within_the_text_limit():
-    text = state.filled_text("a b <pad>\nc d e\n<pad>", 10, ("<pad>",), limit=45)
+    text = filled_text("a b <pad>\nc d e\n<pad>", 10, ("<pad>",), limit=45)
     assert text.splitlines() == ["a b a b a b a b a b", "c d e c d e c d e c"]
-    assert state.filled_text("a\nb\nc", 4096, ("0",), limit=20_000).count("\n") == 1  # two lines of 8 kB fit
+    assert filled_text("a\nb\nc", 4096, ("0",), limit=20_000).count("\n") == 1  # two lines of 8 kB fit
 
 
 def test_decode_lists_the_words_the_translate_model_knows_and_opens_the_dates_model_on_today():

@@ -159,10 +159,25 @@ def padding_notice(result, container=st) -> None:
                "length (as many lines as fit in a text box).")
 
 
+def filled_text(text: str, length: int, pads, limit: int = state.MAX_TEXT_CHARS) -> str:
+    """Each line's own tokens (its pad symbols left out) repeated to ``length`` tokens, as many lines as fit in
+    ``limit`` characters (one at least): inputs that fill a long sequence instead of padding it."""
+    lines = []
+    for line in text.splitlines():
+        tokens = [token for token in line.split() if token not in set(pads)]
+        if not tokens:
+            continue
+        filled = " ".join(tokens[index % len(tokens)] for index in range(length))
+        if lines and sum(len(kept) + 1 for kept in lines) + len(filled) > limit:
+            break
+        lines.append(filled[:limit])
+    return "\n".join(lines) or text
+
+
 def _fill_length(length: int) -> None:
     pads = state.pad_symbols(st.session_state.get("pads", ""))
     for key in ("src", "tgt"):
-        st.session_state[key] = state.filled_text(st.session_state.get(key, ""), length, pads)
+        st.session_state[key] = filled_text(st.session_state.get(key, ""), length, pads)
 
 
 def not_for_your_model(what: str) -> None:

@@ -257,8 +257,9 @@ def default_of(key: str, weights: str):
     """The value a link leaves out for ``key``: a trained model's source is its task's example, not the seed's,
     and its sequence length the longest source it was trained on where that is longer than the default; a model
     from outside reads `EXTERNAL_EXAMPLE`. A trained model's architecture, norm and positions are its own."""
-    if key in ("arch", "norm", "positions") and key in trained_options(weights):
-        return trained_options(weights)[key]
+    own = trained_options(weights) if key in ("arch", "norm", "positions") else {}
+    if key in own:
+        return own[key]
     if weights == "random" or key not in ("src", "seq_len"):
         return FIELDS[key].default
     if is_external(weights):
@@ -341,21 +342,6 @@ def write_url() -> list[str]:
 def notify(message: str) -> None:
     """Queue a notice shown at the top of the next page drawn."""
     st.session_state.setdefault(NOTICES, []).append(message)
-
-
-def filled_text(text: str, length: int, pads, limit: int = MAX_TEXT_CHARS) -> str:
-    """Each line's own tokens (its pad symbols left out) repeated to ``length`` tokens, as many lines as fit in
-    ``limit`` characters (one at least): inputs that fill a long sequence instead of padding it."""
-    lines = []
-    for line in text.splitlines():
-        tokens = [token for token in line.split() if token not in set(pads)]
-        if not tokens:
-            continue
-        filled = " ".join(tokens[index % len(tokens)] for index in range(length))
-        if lines and sum(len(kept) + 1 for kept in lines) + len(filled) > limit:
-            break
-        lines.append(filled[:limit])
-    return "\n".join(lines) or text
 
 
 EXTERNAL_ARCHITECTURES = "_external_architectures"  # {weights: architecture} of the models from outside seen
