@@ -668,16 +668,14 @@ PARTS = {
     "long": long_sequences,
     "gpu": gpu,
     "largest": lambda quick: None if quick else new_seed_on_the_largest_model(),
-    "induction": lambda quick: (induction_bench.live_induction_training(quick),
-                                induction_bench.query_key_head_change(quick)),
-    "sweep": lambda quick: sweep.sweep(quick),
+    # their modules import this one's helpers (and ROWS, through the alias above): imported when they run
+    "induction": lambda quick: (__import__("induction_bench").live_induction_training(quick),
+                                __import__("induction_bench").query_key_head_change(quick)),
+    "sweep": lambda quick: __import__("sweep").sweep(quick),
 }
 
 
 def main():
-    global induction_bench, sweep
-    import induction_bench  # their rows use this module's helpers (and ROWS): imported once this module is whole
-    import sweep
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer moves and repeats (a CI-sized run)")

@@ -72,7 +72,7 @@ def test_a_link_with_only_the_induction_model_runs_it_on_its_example_with_its_ow
     assert "1 of 1 right" in " ".join(e.label for e in at.expander)
     asked = open_page("attention", {"weights": "induction", "arch": "encoder-decoder"})
     assert not asked.exception
-    assert "'induction' is an decoder-only" in asked.error[0].value or "decoder-only" in asked.error[0].value
+    assert "'induction' is a decoder-only with pre-norm, learned positions" in asked.error[0].value
 
 
 def test_the_decode_page_continues_the_induction_prompt_by_copying():
@@ -114,7 +114,7 @@ def test_the_train_page_draws_the_timeline_and_scrubs_the_head_grid():
     assert job.status == "done", job.error
     at.run()
     no_errors(at)
-    timeline = _titled(at, "") if False else next(spec for spec in specs(at) if any(
+    timeline = next(spec for spec in specs(at) if any(
         trace.get("name") == "L1 H0" for trace in spec["data"]))
     assert len([trace for trace in timeline["data"] if trace.get("name", "").startswith("L")]) == 8
     steps = [shot.step for shot in job.timeline]

@@ -5,6 +5,7 @@ range and one unit length, so a distance reads the same in every direction."""
 from __future__ import annotations
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from viz.labels import short
@@ -17,8 +18,6 @@ WEBGL_FROM = 2000  # points: below, SVG draws faster (a WebGL context costs ~250
 
 
 def _token_colours(tokens) -> list[str]:
-    import plotly.colors
-
     names, counts = np.unique(np.asarray(tokens, dtype=object), return_counts=True)
     palette = plotly.colors.qualitative.Plotly
     frequent = {name: palette[i] for i, name in enumerate(names[np.argsort(-counts, kind="stable")][:TOKEN_COLOURS])}

@@ -58,7 +58,8 @@ def query_key_space(config: LiveConfig, stack: str, layer: int, head: int) -> Qu
     k = walk.tensors["key_heads"][:, head]  # (B, N_k, d_k)
     projection = joint_projection(q[real_q], k[real_k])
     n_q = int(real_q.sum())
-    correlation, full = _correlations(projection, q, k, walk.mask, real_q, real_k, n_q)
+    scaled = walk.tensors["scores"][:, head] / np.sqrt(q.shape[-1])  # (B, N_q, N_k): q·k/√d_k, no position bias
+    correlation, full = _correlations(projection, scaled, walk.mask, real_q, real_k)
     lines_q, positions_q = np.nonzero(real_q)
     lines_k, positions_k = np.nonzero(real_k)
     tokens = tuple(query_tokens[b][i] for b, i in zip(lines_q, positions_q)) + tuple(
@@ -69,15 +70,15 @@ def query_key_space(config: LiveConfig, stack: str, layer: int, head: int) -> Qu
                          projection.explained, projection.scale)
 
 
-def _correlations(projection, q, k, mask, real_q, real_k, n_q) -> tuple[float, float]:
-    """`distance_correlation` in the plane and in d_k dimensions over each line's allowed pairs, pooled."""
+def _correlations(projection, scaled, mask, real_q, real_k) -> tuple[float, float]:
+    """Pearson of −distance (in the plane and in d_k dimensions) and ``scaled`` ``(B, N_q, N_k)`` over each line's
+    allowed pairs, pooled."""
     near_2d, near_full, dots = [], [], []
     q_start, k_start = np.cumsum([0, *real_q.sum(1)]), np.cumsum([0, *real_k.sum(1)])
-    d_k = q.shape[-1]
-    for line in range(q.shape[0]):
+    for line in range(scaled.shape[0]):
         qs, ks = slice(q_start[line], q_start[line + 1]), slice(k_start[line], k_start[line + 1])
-        allowed = mask[line][np.ix_(real_q[line], real_k[line])]  # (n_q', n_k')
-        line_dots = q[line][real_q[line]] @ k[line][real_k[line]].T / np.sqrt(d_k)  # (n_q', n_k')
+        real = np.ix_(real_q[line], real_k[line])
+        allowed, line_dots = mask[line][real], scaled[line][real]  # (n_q', n_k') each
         for found, queries, keys in ((near_2d, projection.queries[qs], projection.keys[ks]),
                                      (near_full, projection.scaled_queries[qs], projection.scaled_keys[ks])):
             found.append(-np.linalg.norm(queries[:, None] - keys[None], axis=-1)[allowed])

@@ -172,7 +172,8 @@ def check_config(config) -> None:
     if config.positions != spec.positions or config.num_kv_heads not in (None, config.num_heads) \
             or config.architecture != spec.architecture or config.norm != spec.norm:
         raise ValueError(
-            f"The trained model {config.weights!r} is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
+            f"The trained model {config.weights!r} is a{'n' * (spec.architecture[0] == 'e')} {spec.architecture} with "
+            f"{spec.norm}-norm, {spec.positions} "
             "positions and one key/value head per query head; pick random weights for others. Received: "
             f"architecture={config.architecture!r}, norm={config.norm!r}, positions={config.positions!r}, "
             f"num_kv_heads={config.num_kv_heads!r}")

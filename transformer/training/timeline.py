@@ -13,7 +13,7 @@ import numpy as np
 
 from transformer.analysis.heads import ROLES, batch_role_scores
 from transformer.core.masks import padding_mask, target_mask
-from transformer.tasks import PAD_ID, START_ID, get_task
+from transformer.tasks import PAD_ID, START, get_task, make_batch
 from transformer.tasks.induction import LINE_LENGTHS, line_ids
 from transformer.training import next_token
 
@@ -51,16 +51,9 @@ def make_probe(task_name: str, vocab, seed: int = 4242) -> Probe:
         lines = next_token.probe_lines(PROBE_LINES, seed)
         ids = line_ids(vocab, [line.tokens for line in lines], LINE_LENGTHS[1])  # (B, N)
         return Probe(None, ids, None, {"decoder": lines[0].tokens}, tuple(lines))
-    examples = task.examples(PROBE_LINES, seed)
-    sources = [task.source_tokens(source) for source, _, _ in examples]
-    targets = [task.solve(source) for source in sources]
-    n_s, n_t = max(map(len, sources)), max(map(len, targets)) + 1
-    src, tgt, labels = (np.zeros((len(sources), n), np.int32) for n in (n_s, n_t, n_t))
-    for row, (source, target) in enumerate(zip(sources, targets)):
-        src[row, : len(source)] = vocab.encode(source)
-        tgt[row, : len(target) + 1] = [START_ID] + vocab.encode(target)
-        labels[row, : len(target) + 1] = vocab.encode(target) + [2]  # </s>
-    tokens = {"encoder": tuple(sources[0]), "decoder": ("<s>", *targets[0])}
+    sources = [task.source_tokens(source) for source, _, _ in task.examples(PROBE_LINES, seed)]
+    src, tgt, labels = make_batch(task, vocab, sources, max(map(len, sources)))  # teacher forcing's batch
+    tokens = {"encoder": tuple(sources[0]), "decoder": (START, *task.solve(sources[0]))}
     return Probe(src, tgt, labels, tokens)
 
 
