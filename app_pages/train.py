@@ -4,8 +4,8 @@ import streamlit as st
 
 from transformer.tasks import TASKS
 from transformer.training.saved_model import TrainSpec
+from ui import training
 from ui.controls import plot
-from ui.training import TrainJob
 from ui.training_timeline import timeline_view
 from viz.training import progress_figure
 
@@ -13,8 +13,8 @@ st.title("Train a model")
 st.markdown("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule, "
             "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "
             "predictions are greedy. The induction task trains a decoder-only, attention-only model on next tokens "
-            "instead (Adam at 3e-3). It runs in the background: the app stays usable meanwhile, and the timeline "
-            "below shows every head's role forming.")
+            "instead (Adam at 3e-3). It runs in a training process of its own, in turn with the other sessions' jobs: "
+            "the app stays usable meanwhile, and the timeline below shows every head's role forming.")
 
 # What the form starts from: the symbol tasks learn in seconds at this size; dates and translate start from their
 # shipped models' sizes (TrainSpec.for_task), with fewer steps so that a class can watch one train.
@@ -56,21 +56,17 @@ with st.form(f"train_form_{task}"):
     submitted = st.form_submit_button("Train", type="primary")
 
 if submitted:
-    previous = st.session_state.get("_train_job")
-    if previous is not None and not previous.finished:
-        st.warning("A model is still training in this session: stop it or wait for it first.")
-    else:
-        spec = TrainSpec.for_task(task, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers,
-                                  steps=int(steps), min_len=min_len, max_len=max_len, seed=int(seed), warmup=100)
-        try:
-            st.session_state["_train_job"] = TrainJob(spec, st.session_state.get("device", "auto")).start()
-        except ValueError as error:
-            st.error(str(error))
+    spec = TrainSpec.for_task(task, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers,
+                              steps=int(steps), min_len=min_len, max_len=max_len, seed=int(seed), warmup=100)
+    try:
+        training.submit(spec)
+    except ValueError as error:  # a bad spec, a job of this session's still running, or a full queue
+        st.warning(str(error))
 
 
-def _use_model(job: TrainJob) -> None:
-    name = job.register()
-    st.session_state.setdefault("_my_models", {})[name] = job.label()
+def _use_model(job) -> None:
+    name = training.register(job)
+    st.session_state.setdefault("_my_models", {})[name] = training.label(job)
     st.session_state["weights"] = name
     st.session_state["src"] = TASKS[job.spec.task].example
     st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), job.spec.max_len)
@@ -81,25 +77,28 @@ def _use_model(job: TrainJob) -> None:
 
 @st.fragment(run_every=1.0)
 def progress() -> None:
-    job = st.session_state.get("_train_job")
+    job = st.session_state.get(training.JOB)
     if job is None:
         st.info("Choose a task and press Train.")
         return
-    st.progress(min(1.0, job.step / job.spec.steps), text=f"{job.status}: step {job.step} of {job.spec.steps}")
+    st.progress(min(1.0, job.step / job.spec.steps), text=training.status_line(job))
     if job.history:
         plot(progress_figure(job.history), "train_progress")
     if not job.finished:
-        st.button("Stop", on_click=job.stop)
+        st.button("Stop", on_click=training.stop, args=(job,))
         return
     if job.status == "failed":
         st.error(f"Training failed: {job.error}")
         return
+    if job.trained is None:
+        st.info("Stopped before it started: nothing was trained.")
+        return
     measure = "Next-token accuracy on a repeated segment" if job.spec.architecture == "decoder-only" else \
         "Exact-sequence accuracy"
-    st.success(f"{measure} on fresh inputs: {job.result.accuracy:.1%} ({job.result.seconds:.0f} s of training).")
+    st.success(f"{measure} on fresh inputs: {job.trained.accuracy:.1%} ({job.trained.seconds:.0f} s of training).")
     if st.button("Explore this model's attention", type="primary", on_click=_use_model, args=(job,)):
         st.switch_page("app_pages/attention.py")
 
 
 progress()
-timeline_view(st.session_state.get("_train_job"))
+timeline_view(st.session_state.get(training.JOB))

@@ -52,7 +52,7 @@ ENTRY_POINTS = (
     "from transformer.decoding import decode, translate\n"
     "from transformer.training.pretrained import load_pretrained\n"
     "from transformer.training.saved_model import TrainSpec\nfrom transformer.training.train import train\n"
-    "from ui.training import TrainJob\n"
+    "from transformer.training import worker\n"
     "fake_gpu.record_scopes()\n"
     "choice = {choice!r}\n"
     "device = '/CPU:0' if choice == 'cpu' else '/GPU:0'\n"
@@ -68,9 +68,8 @@ ENTRY_POINTS = (
     "encoding_array(9, 24, device)\n"
     "spec = TrainSpec(task='copy', d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=2, batch=4, max_len=4)\n"
     "train(spec, device=device)\n"
-    "job = TrainJob(spec, choice).start()\n"
-    "job._thread.join()\n"
-    "assert job.status == 'done' and job.result.device == device, job.error\n"
+    "trained = worker.run_job(spec, choice, lambda kind, payload: None, lambda: False)\n"
+    "worker.rebuild(spec, trained, device)\n"
     "print(sorted({{scope for _, scope in fake_gpu.OPS}}, key=str), len(fake_gpu.OPS))\n"
 )
 
@@ -93,9 +92,10 @@ FIRST_REQUESTS = {
                 "train(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, max_len=3))",
     "an encoding": "from transformer import positional_encoding\npositional_encoding(4, 8)",
     "a mask": "from transformer.core.masks import subsequent_mask\nsubsequent_mask(3)",
-    "a training job": "from transformer.training.saved_model import TrainSpec\nfrom ui.training import TrainJob\n"
-                      "job = TrainJob(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, "
-                      "max_len=3)).start()\njob._thread.join()\nassert job.status == 'done', job.error",
+    "a training job": "from transformer.training.saved_model import TrainSpec\n"
+                      "from transformer.training import worker\n"
+                      "worker.run_job(TrainSpec(d_model=8, num_heads=2, d_ff=8, num_layers=1, steps=1, batch=2, "
+                      "max_len=3), 'auto', lambda kind, payload: None, lambda: False)",
 }
 
 

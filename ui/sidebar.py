@@ -10,7 +10,7 @@ from transformer.live.device import resolve_device
 from transformer.live.model_cache import model_bytes
 from transformer.tasks import get_task
 from transformer.training import pretrained
-from ui import state, your_model
+from ui import state, training, your_model
 from ui.controls import PERSIST
 from ui.text import count
 
@@ -77,9 +77,13 @@ def weight_choices() -> list[str]:
         yours))
 
 
+RETRAIN = "_retrain"  # session_state: the spec of a dropped model a link named, offered to train again
+
+
 def _open_linked_model() -> None:
-    """A link to a model trained on this server (in any session) opens it while the server keeps it; one it no
-    longer keeps is said plainly, and the weights are the random ones."""
+    """A link to a model trained on this server (in any session) opens it while the server keeps it; one it has
+    dropped to make room is said plainly and offered to train again (`retrain_offer`); the weights are the random
+    ones."""
     name = st.session_state.get("weights", "random")
     if not name.startswith(pretrained.SESSION_PREFIX) or name in st.session_state.get("_my_models", {}):
         return
@@ -87,10 +91,34 @@ def _open_linked_model() -> None:
     if label is not None:
         st.session_state.setdefault("_my_models", {})[name] = label
         return
-    state.notify(f"The model of this link ({name}) is no longer kept by this server: it keeps the last "
-                 f"{pretrained.SESSION_MODELS_KEPT} models trained here, until it restarts. Using random weights; "
-                 "train it again on the Train page.")
     st.session_state["weights"] = "random"
+    dropped = pretrained.dropped(name)
+    if dropped is None:
+        state.notify(f"This server does not know the model of this link ({name}): it may have restarted since. "
+                     "Using random weights; train a model on the Train page.")
+        return
+    label, st.session_state[RETRAIN] = dropped
+    most, megabytes = pretrained.kept_limits()
+    state.notify(f"The model of this link ({label}) was dropped to make room: this server keeps the {most} models "
+                 f"trained here that were used last, {megabytes:,.0f} MB of weights at most. Using random weights; "
+                 "“Train it again” (in the sidebar) trains the same model again.")
+
+
+def _retrain_offer(bar) -> None:
+    """The button that trains a dropped model of a link again (same settings and seed), then opens the Train
+    page."""
+    spec = st.session_state.get(RETRAIN)
+    if spec is None or st.session_state.get("weights") != "random":
+        return
+    if not bar.button("Train it again", icon=":material/replay:", help=f"{spec.task}: {spec.options}"):
+        return
+    del st.session_state[RETRAIN]
+    try:
+        training.submit(spec)
+    except ValueError as error:  # this session's job is still running, or the queue is full
+        state.notify(str(error))
+        return
+    st.switch_page("app_pages/train.py")
 
 
 def weights_label(name: str) -> str:
@@ -235,6 +263,7 @@ def render() -> None:
     bar.selectbox("Weights", choices, key="weights", format_func=weights_label, on_change=_after_weights_change,
                   help="Seeded random weights show the mechanism; trained models show learned attention; your model "
                   "(below) a model from outside.", **PERSIST)
+    _retrain_offer(bar)
     your_model.controls(bar)
     if info is not None and state.external():
         your_model.sidebar(bar, info)

@@ -1,68 +1,77 @@
-"""Background training jobs for the Train page: one thread per job, at most two at once per server."""
+"""The Train page's jobs: queued on the server's training pool (worker processes, `transformer.training.pool`),
+one per session; a finished job's model rebuilt here, on the session's device, when it is explored."""
 
 from __future__ import annotations
 
 import threading
 import uuid
 
+import streamlit as st
+
 from transformer.live.device import resolve_device
-from transformer.training import pretrained
+from transformer.training import pretrained, worker
+from transformer.training.pool import Job, TrainingPool, describe_wait
 from transformer.training.saved_model import TrainSpec
-from transformer.training.train import train
+from transformer.training.train import TrainResult
 from ui.text import count
 
-_slots = threading.BoundedSemaphore(2)
-TIMELINE_POINTS = 30  # snapshots of the probe batch a run records (transformer.training.timeline)
+_pool: TrainingPool | None = None
+_pool_lock = threading.Lock()
+OWNER = "_train_owner"  # session_state: this session's name in the pool's queue
+JOB = "_train_job"
 
 
-class TrainJob:
-    """Trains in a daemon thread; the page reads ``status``, ``history`` and ``result``."""
+def pool() -> TrainingPool:
+    """The server's one training pool, made on the first job (settings: `PoolSettings.from_env`)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = TrainingPool()
+        return _pool
 
-    def __init__(self, spec: TrainSpec, device: str = "auto"):
-        spec.validate()
-        self.spec = spec
-        self.device = resolve_device(device)  # the session's device: the model is trained and kept there
-        self.key = uuid.uuid4().hex[:10]
-        self.history: list = []
-        self.timeline: list = []  # transformer.training.timeline.Snapshot, about TIMELINE_POINTS of them
-        self.status = "waiting"  # waiting → training → done | failed | stopped
-        self.error = ""
-        self.result = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"train-{self.key}", daemon=True)
 
-    def start(self) -> TrainJob:
-        self._thread.start()
-        return self
+def submit(spec: TrainSpec) -> Job:
+    """Queue ``spec`` for this session on its device choice; it becomes the session's job. ValueError (the
+    message to show) when the spec is bad, the session has a job already or the queue is full."""
+    owner = st.session_state.setdefault(OWNER, uuid.uuid4().hex)
+    job = pool().submit(spec, owner, st.session_state.get("device", "auto"))
+    st.session_state[JOB] = job
+    return job
 
-    def stop(self) -> None:
-        self._stop.set()
 
-    @property
-    def step(self) -> int:
-        return self.history[-1][0] if self.history else 0
+def stop(job: Job) -> None:
+    pool().stop(job)
 
-    @property
-    def finished(self) -> bool:
-        return self.status in ("done", "failed", "stopped")
 
-    def _run(self) -> None:
-        with _slots:
-            self.status = "training"
-            try:
-                self.result = train(self.spec, on_progress=lambda *row: self.history.append(row),
-                                    should_stop=self._stop.is_set, log_every=max(1, self.spec.steps // 50),
-                                    device=self.device, timeline_every=max(1, self.spec.steps // TIMELINE_POINTS),
-                                    on_snapshot=self.timeline.append)
-                self.status = "stopped" if self._stop.is_set() else "done"
-            except Exception as error:  # reported on the page; the app keeps running
-                self.status, self.error = "failed", f"{type(error).__name__}: {error}"
+def status_line(job: Job) -> str:
+    """What the progress bar says: the place in the queue while waiting, the step while training."""
+    if job.status == "waiting":
+        place = pool().place(job)
+        return f"waiting: {describe_wait(*place)}" if place else "waiting"
+    if job.status == "starting":
+        return "starting: the training process is getting ready"
+    return f"{job.status}: step {job.step} of {job.spec.steps}"
 
-    def register(self) -> str:
-        """Make the trained model selectable as weights; returns its name."""
-        return pretrained.register(self.result, self.key, self.label())
 
-    def label(self) -> str:
-        s = self.spec
-        return (f"{s.task}, d_model {s.d_model}, {count(s.num_heads, 'head')}, {count(s.num_layers, 'layer')}, "
-                f"{count(self.step, 'step')}")
+def result(job: Job) -> TrainResult:
+    """The finished job's model, rebuilt from its weights on this session's device (once per job)."""
+    if getattr(job, "_result", None) is None:
+        device = resolve_device(job.device)
+        model, vocab = worker.rebuild(job.spec, job.trained, device)
+        job._result = TrainResult(job.spec, model, vocab, job.trained.history, job.timeline, job.trained.accuracy,
+                                  job.trained.seconds, device)
+    return job._result
+
+
+def register(job: Job) -> str:
+    """Make the trained model selectable as weights (every session of the server); returns its name."""
+    name = f"{pretrained.SESSION_PREFIX}{job.key}"
+    if pretrained.kept_label(name) is not None:  # registered by an earlier click
+        return name
+    return pretrained.register(result(job), job.key, label(job))
+
+
+def label(job: Job) -> str:
+    s = job.spec
+    return (f"{s.task}, d_model {s.d_model}, {count(s.num_heads, 'head')}, {count(s.num_layers, 'layer')}, "
+            f"{count(job.trained.steps if job.trained else job.step, 'step')}")

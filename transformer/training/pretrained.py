@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,9 @@ from transformer.training.saved_model import load_folder as read_folder
 
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate", "induction")
 SESSION_PREFIX = "session:"
-SESSION_MODELS_KEPT = 8
+SESSION_MODELS_KEPT = 8  # default of ATTENTION_LAB_MODELS_KEPT
+SESSION_MODELS_MB = 256  # default of ATTENTION_LAB_MODELS_MB: the kept models' weights, together
+DROPPED_REMEMBERED = 256  # dropped models whose spec a link can still train again
 PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are remembered per model
 
 
@@ -137,6 +140,7 @@ _lock = threading.Lock()
 _shipped: dict[tuple, Pretrained] = {}  # (name, device) -> model
 _session: collections.OrderedDict = collections.OrderedDict()
 _labels: dict[str, str] = {}  # a kept session model's name -> its label
+_dropped: collections.OrderedDict = collections.OrderedDict()  # a dropped one's name -> (label, spec)
 
 
 def available() -> list[str]:
@@ -152,14 +156,21 @@ def check_name(name: str) -> None:
     if name.startswith(SESSION_PREFIX):
         with _lock:
             if name not in _session:
-                raise ValueError(f"No model trained in this session is called {name!r} (the server may have "
-                                 "restarted): train it again on the Train page.")
+                raise ValueError(_not_kept(name))
         return
     if name not in SHIPPED:
         raise ValueError(f"Unknown trained model. Choose one of {list(SHIPPED)}. Received: {name!r}")
     if not (PRETRAINED_DIR / name / WEIGHTS_FILE).exists():
         raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.training.train --task "
                          f"{name}`.")
+
+
+def _not_kept(name: str) -> str:
+    """Why a session model's name opens nothing (called under the lock)."""
+    if name in _dropped:
+        return (f"The model {name!r} ({_dropped[name][0]}) was dropped to make room for models trained since: "
+                "train it again on the Train page.")
+    return f"No model trained on this server is called {name!r} (it may have restarted): train it again."
 
 
 def check_config(config) -> None:
@@ -190,7 +201,7 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained:
     with _lock:
         if name.startswith(SESSION_PREFIX):
             if name not in _session:  # dropped since check_name
-                raise ValueError(f"No model trained in this session is called {name!r}: train it again.")
+                raise ValueError(_not_kept(name))
             _session.move_to_end(name)
             return _session[name]
         if (name, device) not in _shipped:
@@ -230,18 +241,58 @@ def task_of(name: str) -> str | None:
         return _session[name].task if name in _session else None
 
 
+def kept_limits() -> tuple[int, float]:
+    """(models, MB of weights) this server keeps of those trained in sessions: ATTENTION_LAB_MODELS_KEPT and
+    ATTENTION_LAB_MODELS_MB, else `SESSION_MODELS_KEPT` and `SESSION_MODELS_MB` (a bad value: the default)."""
+    def read(name: str, default, kind):
+        try:
+            value = kind(os.environ.get(name, default))
+        except ValueError:
+            return default
+        return value if value > 0 else default
+    return read("ATTENTION_LAB_MODELS_KEPT", SESSION_MODELS_KEPT, int), read("ATTENTION_LAB_MODELS_MB",
+                                                                               SESSION_MODELS_MB, float)
+
+
+def weight_bytes(model) -> int:
+    """What a model's weights take (float32)."""
+    return int(model.count_params()) * 4
+
+
 def register(result, key: str, label: str = "") -> str:
-    """Keep a model trained in a session (at most SESSION_MODELS_KEPT, for every session of this server: its
-    link opens it in another); returns its name. ``label``: what a picker calls it (default: its name)."""
+    """Keep a model trained in a session for every session of this server (its link opens it in another); returns
+    its name. The kept models stay under `kept_limits` (count and MB of weights): the least recently used go
+    first, and a link to one says what it was (`dropped`). ValueError when ``key`` names a kept model: one
+    session never replaces another's. ``label``: what a picker calls it (default: its name)."""
     name = f"{SESSION_PREFIX}{key}"
+    most, megabytes = kept_limits()
     with _lock:
+        if name in _session:
+            raise ValueError(f"A model called {name!r} is kept already; a new one needs a name of its own.")
         _session[name] = from_result(name, result)
         _labels[name] = label or name
-        _session.move_to_end(name)
-        while len(_session) > SESSION_MODELS_KEPT:
-            dropped, _ = _session.popitem(last=False)
-            _labels.pop(dropped, None)
+        _dropped.pop(name, None)
+        while len(_session) > 1 and (len(_session) > most or _kept_bytes() > megabytes * 1e6):
+            _drop(next(iter(_session)))
     return name
+
+
+def _kept_bytes() -> int:
+    return sum(weight_bytes(model.model) for model in _session.values())
+
+
+def _drop(name: str) -> None:
+    """Forget ``name``'s weights; remember what it was (its label and spec), for a link to it."""
+    model = _session.pop(name)
+    _dropped[name] = (_labels.pop(name, name), model.spec)
+    while len(_dropped) > DROPPED_REMEMBERED:
+        _dropped.popitem(last=False)
+
+
+def dropped(name: str) -> tuple[str, TrainSpec] | None:
+    """``(label, spec)`` of a model trained on this server and dropped since (to make room); None otherwise."""
+    with _lock:
+        return _dropped.get(name)
 
 
 def kept_label(name: str) -> str | None:

@@ -1,0 +1,168 @@
+"""Training off the serving path: worker processes, a fair bounded queue, a worker that dies, the models kept."""
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from transformer.training import pool as pool_module
+from transformer.training import pretrained, worker
+from transformer.training.pool import PoolSettings, QueueFull, TrainingPool, describe_wait
+from transformer.training.saved_model import TrainSpec
+from transformer.training.train import train
+
+SMALL = dict(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, warmup=50, max_len=6, batch=16)
+
+
+def small(steps: int, seed: int = 0) -> TrainSpec:
+    return TrainSpec(**SMALL, steps=steps, seed=seed)
+
+
+def until(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def training_pool():
+    made = TrainingPool(PoolSettings(workers=1, queue_limit=1, niceness=7))
+    yield made
+    made.close()
+
+
+def test_settings_come_from_the_environment_and_bad_values_are_named(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_WORKERS", "3")
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_QUEUE", "0")
+    monkeypatch.delenv("ATTENTION_LAB_TRAIN_NICE", raising=False)
+    assert PoolSettings.from_env() == PoolSettings(workers=3, queue_limit=0, niceness=10)
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_WORKERS", "0")
+    with pytest.raises(ValueError, match="ATTENTION_LAB_TRAIN_WORKERS='0'"):
+        PoolSettings.from_env()
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_WORKERS", "two")
+    with pytest.raises(ValueError, match="at least 1"):
+        PoolSettings.from_env()
+    monkeypatch.delenv("ATTENTION_LAB_TRAIN_WORKERS")
+    assert PoolSettings.from_env().workers == max(1, os.cpu_count() // 2)
+
+
+def test_a_wait_is_said_in_words():
+    assert describe_wait(1, 3) == "1st in the queue, starts in about 5 s"
+    assert describe_wait(2, 42) == "2nd in the queue, starts in about 40 s"
+    assert describe_wait(13, 200) == "13th in the queue, starts in about 3 min"
+
+
+def test_the_estimate_hands_the_jobs_ahead_to_whichever_worker_frees_first(monkeypatch):
+    """Two workers, each 10 s from free; three jobs of 100 steps at 0.1 s a step (and the overhead) ahead."""
+    made = TrainingPool.__new__(TrainingPool)  # the arithmetic alone: no dispatcher, no processes
+    made.settings, made._rates, made._waiting = PoolSettings(workers=2), {}, []
+    made._workers = []
+    monkeypatch.setattr(pool_module, "DEFAULT_SECONDS_PER_STEP", 0.1)
+    monkeypatch.setattr(pool_module, "WORKER_START_SECONDS", 10.0)
+    ahead = [pool_module.Job(small(100), f"o{i}", "cpu") for i in range(3)]
+    each = pool_module.JOB_OVERHEAD_SECONDS + 10.0
+    start, _ = made._estimates(ahead)
+    assert start == pytest.approx(10.0 + each)  # the third job ahead starts on the first worker to free again
+    assert made._estimates([])[0] == pytest.approx(10.0)
+
+
+def test_a_finished_runs_weights_rebuild_the_same_model():
+    spec = small(5)
+    result = train(spec, log_every=5)
+    sent = []
+    trained = worker.Trained([np.asarray(a) for a in result.model.get_weights()], result.accuracy, 1.0, 5,
+                             result.history)
+    model, vocab = worker.rebuild(spec, trained, "/CPU:0")
+    ids = np.array([[1, 5, 6, 7, 2]], np.int32)
+    np.testing.assert_allclose(np.asarray(model(ids, ids)[0]), np.asarray(
+        result.model(ids, ids)[0]), rtol=1e-6, atol=1e-6)
+    assert vocab.tokens == result.vocab.tokens
+    trained = worker.run_job(spec, "cpu", lambda kind, payload: sent.append(kind), lambda: False)
+    assert trained.steps == 5 and len(trained.weights) == len(result.model.get_weights())
+    assert {"progress", "snapshot"} <= set(sent)
+
+
+@pytest.mark.slow
+def test_jobs_train_in_a_lower_priority_process_in_turn_and_one_per_session(training_pool):
+    first, second = training_pool.submit(small(150), "ann"), training_pool.submit(small(40, seed=1), "bob")
+    with pytest.raises(ValueError, match="still training"):
+        training_pool.submit(small(40), "ann")  # one job per session
+    with pytest.raises(QueueFull, match="1 jobs are waiting to train, the most this server queues"):
+        training_pool.submit(small(40), "cy")  # the queue holds its limit
+    place, seconds = training_pool.place(second)
+    assert place == 1 and seconds > 0 and training_pool.place(first) is None
+    until(lambda: first.status == "training")
+    (pid,) = training_pool.worker_pids()
+    assert pid != os.getpid() and os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
+    until(lambda: second.finished)
+    assert (first.status, second.status) == ("done", "done"), (first.error, second.error)
+    assert first.step == 150 and first.trained.steps == 150 and len(first.timeline) >= 20
+    assert first.trained.accuracy >= 0 and second.history[-1][0] == 40
+    assert training_pool.submit(small(10), "ann") is not None  # a finished job frees its session's turn
+    until(lambda: not training_pool._active)
+
+
+@pytest.mark.slow
+def test_stop_works_while_waiting_and_while_training(training_pool):
+    running, waiting = training_pool.submit(small(5000), "ann"), training_pool.submit(small(40), "bob")
+    training_pool.stop(waiting)
+    assert waiting.status == "stopped" and waiting.trained is None and training_pool.place(waiting) is None
+    until(lambda: running.step >= 100)
+    training_pool.stop(running)
+    until(lambda: running.finished)
+    assert running.status == "stopped" and running.trained.steps < 5000 and running.trained.weights
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_job_fails_it_with_a_message_and_is_replaced(training_pool):
+    doomed, behind = training_pool.submit(small(5000), "ann"), training_pool.submit(small(30), "bob")
+    until(lambda: doomed.step >= 50)
+    (pid,) = training_pool.worker_pids()
+    os.kill(pid, signal.SIGKILL)
+    until(lambda: doomed.finished)
+    assert doomed.status == "failed"
+    assert "The training process stopped (it was killed, perhaps for lack of memory) at step" in doomed.error
+    until(lambda: behind.finished)
+    assert behind.status == "done", behind.error  # the new worker took the queue on
+    assert training_pool.replaced >= 1 and training_pool.worker_pids() != [pid]
+
+
+@pytest.fixture()
+def kept(monkeypatch):
+    """An empty registry of session models, limited to two."""
+    monkeypatch.setattr(pretrained, "_session", type(pretrained._session)())
+    monkeypatch.setattr(pretrained, "_labels", {})
+    monkeypatch.setattr(pretrained, "_dropped", type(pretrained._dropped)())
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "2")
+    return train(small(2), log_every=2)
+
+
+def test_kept_models_stay_under_a_count_least_recently_used_first_out(kept):
+    a, b = pretrained.register(kept, "a1", "model a"), pretrained.register(kept, "b1", "model b")
+    pretrained.load_pretrained(a)  # used: b is now the least recently used
+    c = pretrained.register(kept, "c1", "model c")
+    assert pretrained.kept_label(b) is None and pretrained.kept_label(a) == "model a" and pretrained.kept_label(c)
+    label, spec = pretrained.dropped(b)
+    assert label == "model b" and spec == kept.spec
+    with pytest.raises(ValueError, match=r"'session:b1' \(model b\) was dropped to make room"):
+        pretrained.load_pretrained(b)
+    with pytest.raises(ValueError, match="No model trained on this server is called 'session:zz'"):
+        pretrained.check_name("session:zz")
+
+
+def test_kept_models_stay_under_a_memory_budget(kept, monkeypatch):
+    one = pretrained.weight_bytes(kept.model)
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "50")
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_MB", str(2.5 * one / 1e6))
+    names = [pretrained.register(kept, f"m{i}") for i in range(4)]
+    assert [pretrained.kept_label(name) is not None for name in names] == [False, False, True, True]
+
+
+def test_a_name_kept_already_is_never_replaced(kept):
+    pretrained.register(kept, "a1", "theirs")
+    with pytest.raises(ValueError, match="kept already"):
+        pretrained.register(kept, "a1", "mine")
+    assert pretrained.kept_label("session:a1") == "theirs"
