@@ -44,3 +44,4 @@ def test_formed_at_is_the_first_step_a_head_reaches_the_threshold():
     scores = np.array([[[0.1, 0.2]], [[0.4, 0.55]], [[0.9, 0.9]]])  # (T, L=1, H=2)
     assert formed_at([100, 200, 300], scores) == 200
     assert formed_at([100, 200, 300], scores * 0.1) is None
+    assert formed_at([], scores[:0]) is None  # only step 0 has been taken (the Train page drew a traceback)

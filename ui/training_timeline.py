@@ -16,6 +16,8 @@ from viz.training import timeline_figure
 
 def formed_at(steps, scores, threshold: float = 0.5) -> int | None:
     """The first step at which some head's score ``(T, L, H)`` reaches ``threshold``; None when none does."""
+    if not len(steps):  # only step 0 so far
+        return None
     reached = np.flatnonzero(np.nanmax(np.asarray(scores, np.float64).reshape(len(steps), -1), axis=1) >= threshold)
     return int(steps[reached[0]]) if reached.size else None
 
@@ -26,10 +28,10 @@ def _nearest(value: int, steps: list[int]) -> int:
 
 @st.fragment(run_every=2.0)
 def timeline_view(job) -> None:
-    """The timeline of ``job`` (a `ui.training.TrainJob`), redrawn every 2 s while it trains."""
+    """The timeline of ``job`` (a `transformer.training.pool.Job`), redrawn every 2 s while it trains."""
     if job is None or not job.timeline:
         return
-    shots = list(job.timeline)  # the job's thread appends: one consistent copy per draw
+    shots = list(job.timeline)  # the pool's thread appends: one consistent copy per draw
     st.subheader("Attention over training")
     stacks = list(shots[0].scores)
     steps = [shot.step for shot in shots]

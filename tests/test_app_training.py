@@ -1,0 +1,87 @@
+"""The Train page on the server's training pool: the queue's place, a refusal, Stop while waiting, a link to a
+model the server dropped and its "Train it again"."""
+
+import time
+
+import pytest
+from app_support import no_errors, open_page
+
+from transformer.training import pretrained
+from transformer.training.pool import PoolSettings, TrainingPool
+from transformer.training.saved_model import TrainSpec
+from transformer.training.train import train
+from ui import training
+
+pytestmark = [pytest.mark.app, pytest.mark.slow]
+
+
+@pytest.fixture()
+def small_pool(monkeypatch):
+    """One worker, one job waiting at most, for this test alone."""
+    made = TrainingPool(PoolSettings(workers=1, queue_limit=1))
+    monkeypatch.setattr(training, "_pool", made)
+    yield made
+    made.close()
+
+
+def press_train(steps: int):
+    at = open_page("train")
+    at.number_input(key="train_steps_copy").set_value(steps)
+    at.select_slider(key="train_d_model_copy").set_value(16)
+    at.button[0].click().run()
+    no_errors(at)
+    return at
+
+
+def progress_text(at) -> str:
+    return at.get("progress")[0].proto.text
+
+
+def test_a_second_session_sees_its_place_a_third_is_refused_and_stop_works_while_waiting(small_pool):
+    first = press_train(6000)
+    second = press_train(100)
+    assert progress_text(second).startswith("waiting: 1st in the queue, starts in about")
+    third = press_train(100)
+    assert any("jobs are waiting to train, the most this server queues: try again in about" in w.value
+               for w in third.warning)
+    assert training.JOB not in third.session_state
+    again = [b for b in second.button if b.label == "Train"][0]
+    again.click().run()  # the same session again: one job each
+    assert any("still training (or waiting to) in this session" in w.value for w in second.warning)
+    [b for b in second.button if b.label == "Stop"][0].click().run()
+    no_errors(second)
+    assert second.session_state[training.JOB].status == "stopped"
+    assert any("Stopped before it started" in i.value for i in second.info)
+    [b for b in first.button if b.label == "Stop"][0].click().run()
+    deadline = time.monotonic() + 120
+    while not first.session_state[training.JOB].finished and time.monotonic() < deadline:
+        time.sleep(0.5)
+    first.run()
+    no_errors(first)
+    assert first.session_state[training.JOB].status == "stopped"
+    assert any("Exact-sequence accuracy" in s.value for s in first.success)  # it keeps what it learned
+
+
+def test_a_link_to_a_dropped_model_says_so_and_trains_it_again(small_pool, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "1")
+    spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=3, batch=8, max_len=5,
+                     seed=7)
+    result = train(spec, log_every=3)
+    dropped = pretrained.register(result, "dropme0001", "copy, d_model 16, 2 heads, 1 layer, 3 steps")
+    pretrained.register(result, "keepme0001", "a newer one")
+    at = open_page("attention", {"weights": dropped})
+    no_errors(at)
+    assert any("(copy, d_model 16, 2 heads, 1 layer, 3 steps) was dropped to make room" in w.value
+               for w in at.warning)
+    assert at.session_state["weights"] == "random"
+    [b for b in at.button if b.label == "Train it again"][0].click().run()
+    no_errors(at)
+    job = at.session_state[training.JOB]
+    assert job.spec == spec  # the same settings and seed
+    deadline = time.monotonic() + 120
+    while not job.finished and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert job.status == "done", job.error
+    open_page("attention", {"weights": "session:zz99"})  # never known here
+    unknown = open_page("attention", {"weights": "session:zz99"})
+    assert any("does not know the model of this link" in w.value for w in unknown.warning)
