@@ -52,11 +52,11 @@ def wait_healthy(base_url: str, process, timeout: float = 120.0) -> None:
 
 
 @contextlib.contextmanager
-def streamlit_server(script: str = "app.py", with_process: bool = False):
+def streamlit_server(script: str = "app.py", with_process: bool = False, env: dict | None = None):
     port = free_port()
     (ROOT / "test-output").mkdir(exist_ok=True)
     log = open(ROOT / "test-output" / f"streamlit-{port}.log", "w")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT), **(env or {}))
     # The app starts as `make run` starts it (serve.py); other scripts (the benchmark's floor) with streamlit run.
     command = ["serve.py"] if script == "app.py" else ["-m", "streamlit", "run", script]
     process = subprocess.Popen(

@@ -1,0 +1,83 @@
+"""A class that trains, in Chromium: a server that queues one job and keeps one model. A second session sees its
+place in the queue and stops while waiting; a third session's link to a model the server dropped says so, and
+"Train it again" trains it on the Train page."""
+
+import pytest
+from browser_support import CHROMIUM, CHROMIUM_ARGS, OUTPUT, chromium_missing, streamlit_server, wait_idle
+from test_browser import browser_required, open_page, wait_for_charts
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+PROGRESS = "[data-testid='stProgress']"
+
+
+@pytest.fixture(scope="module")
+def server():
+    problem = chromium_missing()
+    if problem:
+        if browser_required():
+            pytest.fail(f"browser tests are required here but {problem}")
+        pytest.skip(problem)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with streamlit_server(env={"ATTENTION_LAB_MODELS_KEPT": "1", "ATTENTION_LAB_TRAIN_QUEUE": "1",
+                               "ATTENTION_LAB_TRAIN_WORKERS": "1"}) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def session(browser):
+    return browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+
+
+def press_train(page, server, steps: int) -> None:
+    open_page(page, server, "train")
+    field = page.get_by_label("Steps")
+    field.fill(str(steps))
+    field.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Train", exact=True).click()
+
+
+def explore(page) -> str:
+    """Wait for the job to end, open its model on the Attention page; the link."""
+    button = page.get_by_role("button", name="Explore this model's attention")
+    button.wait_for(timeout=180_000)
+    button.click()
+    page.wait_for_url("**/attention?**", timeout=60_000)
+    wait_idle(page)
+    wait_for_charts(page)
+    return page.url
+
+
+def test_a_queued_session_sees_its_place_and_a_dropped_models_link_trains_it_again(browser, server):
+    first, second, third = session(browser), session(browser), session(browser)
+    try:
+        press_train(first, server, 4000)
+        first.get_by_text("step", exact=False).first.wait_for(timeout=60_000)
+        press_train(second, server, 20)
+        second.locator(PROGRESS).get_by_text("1st in the queue, starts in about").wait_for(timeout=30_000)
+        second.get_by_role("button", name="Stop").click()
+        second.get_by_text("Stopped before it started").wait_for(timeout=30_000)
+        first.get_by_role("button", name="Stop").click()
+        dropped = explore(first)  # stopped: it keeps what it learned
+        press_train(second, server, 20)
+        explore(second)  # the server keeps one model: the first is dropped
+        third.goto(dropped)
+        wait_idle(third)
+        third.get_by_text("was dropped to make room").wait_for(timeout=30_000)
+        third.get_by_role("button", name="Train it again").click()
+        third.wait_for_url("**/train**", timeout=60_000)
+        third.locator(PROGRESS).wait_for(timeout=30_000)
+        explore(third)
+        assert "weights=session" in third.url and third.url.split("weights=")[1] != dropped.split("weights=")[1]
+    finally:
+        for page in (first, second, third):
+            page.context.close()
