@@ -35,6 +35,8 @@ class Answer:
     exceptions: int
     chart_bytes: list = field(default_factory=list)
     widgets: dict = field(default_factory=dict)  # label -> (kind, id) of the widgets drawn
+    texts: list = field(default_factory=list)  # what the progress bars and messages say
+    auto_reruns: dict = field(default_factory=dict)  # fragment id -> seconds between its reruns (run_every)
 
 
 @dataclass
@@ -83,16 +85,58 @@ class Student:
         message = BackMsg()
         state = message.rerun_script.widget_states.widgets.add()
         state.id = widget_id
-        if kind in ("text_input", "text_area"):
-            state.string_value = value
-        elif kind == "number_input":
-            state.int_value = int(value)
-        elif kind == "slider":
-            state.double_array_value.data.extend([float(value)])
-        else:
-            raise ValueError(f"cannot move a {kind} ({label!r})")
+        _set_state(state, kind, value)
         message.rerun_script.page_name = self.page
         return await self._ask(message)
+
+    async def submit(self, button: str, **values) -> Answer:
+        """Press a form's submit ``button`` with its widgets set to ``values`` (labels -> values)."""
+        message = BackMsg()
+        for label, value in values.items():
+            kind, widget_id = self.widgets[label]
+            state = message.rerun_script.widget_states.widgets.add()
+            state.id = widget_id
+            _set_state(state, kind, value)
+        trigger = message.rerun_script.widget_states.widgets.add()
+        trigger.id, trigger.trigger_value = self.widgets[button][1], True
+        message.rerun_script.page_name = self.page
+        return await self._ask(message)
+
+    async def rerun_fragment(self, fragment_id: str) -> Answer:
+        """A fragment's own rerun, as the browser sends it every ``run_every`` seconds."""
+        message = BackMsg()
+        message.rerun_script.page_name = self.page
+        message.rerun_script.fragment_id = fragment_id
+        message.rerun_script.is_auto_rerun = True
+        return await self._ask(message)
+
+    async def train_once(self, steps: int, timeout: float = 900.0) -> str:
+        """Open the Train page, press Train (``steps`` steps, the form's other defaults) and follow the job as the
+        browser does (each fragment's reruns at its own pace) until it ends; then explore the model. Returns what
+        the page said last: ``done``, ``stopped``, ``refused: …`` or ``failed: …`` (``timeout`` otherwise)."""
+        opened = await self.open_page("train", "")
+        self.answers.append(("train", opened))
+        answer = await self.submit("Train", Steps=steps)
+        self.answers.append(("train", answer))
+        auto = dict(opened.auto_reruns, **answer.auto_reruns)
+        due = {fragment: time.monotonic() + interval for fragment, interval in auto.items()}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            refused = [text for text in answer.texts if "the most this server queues" in text]
+            if refused:
+                return f"refused: {refused[0]}"
+            failed = [text for text in answer.texts if text.startswith("Training failed")]
+            if failed:
+                return f"failed: {failed[0]}"
+            if "Explore this model's attention" in answer.widgets:
+                self.answers.append(("train", await self.submit("Explore this model's attention")))
+                return "done"
+            fragment = min(due, key=due.get)
+            await asyncio.sleep(max(0.0, due[fragment] - time.monotonic()))
+            due[fragment] = time.monotonic() + auto[fragment]
+            answer = await self.rerun_fragment(fragment)
+            self.answers.append(("train", answer))
+        return "timeout"
 
     async def _ask(self, message: BackMsg) -> Answer:
         started = time.perf_counter()
@@ -110,8 +154,11 @@ class Student:
             kind = reply.WhichOneof("type")
             if kind == "delta":
                 self._read_delta(reply.delta, answer)
+            elif kind == "auto_rerun":
+                answer.auto_reruns[reply.auto_rerun.fragment_id] = reply.auto_rerun.interval
             elif kind == "script_finished":
-                answer.finished = reply.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
+                answer.finished = reply.script_finished in (ForwardMsg.FINISHED_SUCCESSFULLY,
+                                                            ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
                 if reply.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                     break
         answer.seconds = time.perf_counter() - started
@@ -129,9 +176,13 @@ class Student:
         elif kind == "bidi_component" and element.bidi_component.component_name.endswith(CHART_COMPONENT):
             answer.charts += 1
             answer.chart_bytes.append(_component_bytes(element.bidi_component))
-        elif kind in ("text_input", "text_area", "number_input", "slider"):
+        elif kind in ("text_input", "text_area", "number_input", "slider", "button"):
             widget = getattr(element, kind)
             answer.widgets[widget.label] = (kind, widget.id)
+        elif kind == "progress":
+            answer.texts.append(element.progress.text)
+        elif kind == "alert":
+            answer.texts.append(element.alert.body)
 
     def _check(self, answer: Answer) -> None:
         """Errors and leaks: another student's tokens in a chart of this one's."""
@@ -143,15 +194,16 @@ class Student:
             others = {int(number) for number in re.findall(rb"s(\d+)[a-g]", payload)} - {self.number}
             self.leaks += bool(others)
 
-    async def session(self, seconds: float, pause=(2.0, 5.0)) -> None:
-        """Open the app, then move at a human pace for ``seconds``: pads and text on random pages, sometimes
-        a new architecture (the layers), sometimes a shared link (a page opened from its URL)."""
+    async def session(self, seconds: float, pause=(2.0, 5.0), until: asyncio.Event | None = None) -> None:
+        """Open the app, then move at a human pace for ``seconds`` (and on until ``until`` is set): pads and text
+        on random pages, sometimes a new architecture (the layers), sometimes a shared link (a page opened from
+        its URL)."""
         await self.connect()
         try:
             self.answers.append(("open", await self.open_page("masks", self.link())))
             deadline = time.monotonic() + seconds
             moves = 0
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline or (until is not None and not until.is_set()):
                 await asyncio.sleep(self.rng.uniform(*pause))
                 moves += 1
                 choice = self.rng.random()
@@ -169,6 +221,20 @@ class Student:
             self.errors.append(f"{type(error).__name__}: {error}")
         finally:
             await self.close()
+
+
+def _set_state(state, kind: str, value) -> None:
+    """A widget's new value in a rerun request, as the browser writes it."""
+    if kind in ("text_input", "text_area"):
+        state.string_value = value
+    elif kind == "number_input":
+        state.int_value = int(value)
+    elif kind == "slider":
+        state.double_array_value.data.extend([float(value)])
+    elif kind == "button":
+        state.trigger_value = bool(value)
+    else:
+        raise ValueError(f"cannot set a {kind}")
 
 
 def _component_bytes(component) -> bytes:
