@@ -7,9 +7,10 @@ One `make run` server (serve.py) on loopback, warmed up by 4 unmeasured students
 second, ``trainers`` of them instead open the Train page one after another over a minute, press Train once
 (``steps`` steps, the form's other defaults), follow the job as a browser does (the page's fragments rerun every 1
 and 2 s) until it ends, then explore the model; the others move until every trainer is done (and at least
-``seconds``). For the others, both runs: answer p50 / p90, errors; for the trainers: how each job ended and how
-long it took from the press; for the server: CPU per move, resident memory (the serving process, and with its
-training workers) at the end and at its highest (sampled every 2 s). --write puts the table into BENCHMARKS.md.
+``seconds``). For the others (the same students in both runs): answer p50 / p90, errors; for the trainers:
+how each job ended and how long it took from the press; for the server: CPU per move, resident memory (the
+serving process, and with its training workers) at the end and at its highest (sampled every 2 s). --write puts
+the table into BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -75,36 +76,41 @@ async def _trainer(student: Student, slot: float, steps: int, outcomes: list) ->
         await student.close()
 
 
-async def _class(url: str, pid: int, students: int, trainers: int, seconds: float, steps: int, first: int):
+async def _class(url: str, pid: int, students: int, trainers: int, training: bool, seconds: float, steps: int,
+                 first: int):
+    """``students`` at once; the first ``trainers`` of them press Train (``training``) or move like the others
+    (not ``training``: the same class, no one training). The others' answers are the ones measured."""
     crowd = [Student(first + index, url, random.Random(first + index)) for index in range(students)]
     learners, others = crowd[:trainers], crowd[trainers:]
     outcomes, peaks, done = [], {}, asyncio.Event()
 
-    async def other(student):
+    async def move(student):
         await asyncio.sleep(student.rng.uniform(0, 5))
-        await student.session(seconds, until=done if trainers else None)
+        await student.session(seconds, until=done if training else None)
 
-    async def trainers_then_done():
+    async def learn():
         spread = TRAIN_SPREAD_S / max(1, trainers)
         await asyncio.gather(*(_trainer(s, 5 + index * spread, steps, outcomes) for index, s in enumerate(learners)))
         done.set()
 
     watcher = asyncio.create_task(_watch_memory(pid, peaks, done))
-    if not trainers:
+    if not training:
         asyncio.get_running_loop().call_later(seconds, done.set)
-    await asyncio.gather(trainers_then_done(), *(other(student) for student in others))
+    await asyncio.gather(learn() if training else asyncio.gather(*(move(s) for s in learners)),
+                         *(move(student) for student in others))
     done.set()
     await watcher
     return others, outcomes, peaks
 
 
-def run(url: str, pid: int, students: int, trainers: int, seconds: float, steps: int, first: int) -> dict:
+def run(url: str, pid: int, students: int, trainers: int, training: bool, seconds: float, steps: int,
+        first: int) -> dict:
     cpu, stolen, started = process_cpu_seconds(pid), stolen_seconds(), time.monotonic()
-    others, outcomes, peaks = asyncio.run(_class(url, pid, students, trainers, seconds, steps, first))
+    others, outcomes, peaks = asyncio.run(_class(url, pid, students, trainers, training, seconds, steps, first))
     times = [answer.seconds for student in others for kind, answer in student.answers if kind != "open"]
     server, total = memory(pid)
-    return dict(trainers=trainers, moves=len(times), p50=percentile(times, 50), p90=percentile(times, 90),
-                errors=sum(len(student.errors) for student in others),
+    return dict(trainers=trainers if training else 0, moves=len(times), p50=percentile(times, 50),
+                p90=percentile(times, 90), errors=sum(len(student.errors) for student in others),
                 first_errors=[error for student in others for error in student.errors][:3],
                 leaks=sum(student.leaks for student in others), outcomes=outcomes,
                 cpu_per_move=(process_cpu_seconds(pid) - cpu) / max(1, len(times)), server=server, total=total,
@@ -121,7 +127,7 @@ def outcome_words(outcomes: list) -> str:
 
 def table_rows(runs: list[dict], steps: int) -> list[str]:
     calm = runs[0]
-    rows = ["| run | others' moves | others' p50 / p90 ms | p90 ÷ no training | errors | leaks | jobs | "
+    rows = ["| run | the others' moves | others' p50 / p90 ms | p90 ÷ no training | errors | leaks | jobs | "
             "press → end of job, median / longest | server CPU per move | RSS: server / with workers, end (peak) |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for entry in runs:
@@ -159,12 +165,14 @@ def main():
     runs = []
     with streamlit_server(with_process=True) as (url, process):
         warm_up(url, process.pid, 4, args.warm_up, first_number=1)
-        for index, trainers in enumerate((0, args.trainers)):
-            entry = run(url, process.pid, args.students, trainers, args.seconds, args.steps, 1000 * (index + 1))
+        for index, training in enumerate((False, True)):
+            entry = run(url, process.pid, args.students, args.trainers, training, args.seconds, args.steps,
+                        1000 * (index + 1))
             runs.append(entry)
-            print(f"{trainers} training: {entry['moves']} moves by the others, p50/p90 {entry['p50'] * 1e3:.0f}/"
-                  f"{entry['p90'] * 1e3:.0f} ms, errors {entry['errors']} {entry['first_errors']}, jobs "
-                  f"{entry['outcomes']}, RSS {entry['server']:,.0f}/{entry['total']:,.0f} MB", flush=True)
+            print(f"{entry['trainers']} training: {entry['moves']} moves by the others, p50/p90 "
+                  f"{entry['p50'] * 1e3:.0f}/{entry['p90'] * 1e3:.0f} ms, errors {entry['errors']} "
+                  f"{entry['first_errors']}, jobs {entry['outcomes']}, RSS {entry['server']:,.0f}/"
+                  f"{entry['total']:,.0f} MB", flush=True)
     rows = table_rows(runs, args.steps)
     print("\n".join(rows))
     note = verdict(runs)

@@ -38,7 +38,7 @@ def test_settings_come_from_the_environment_and_bad_values_are_named(monkeypatch
     monkeypatch.setenv("ATTENTION_LAB_TRAIN_WORKERS", "3")
     monkeypatch.setenv("ATTENTION_LAB_TRAIN_QUEUE", "0")
     monkeypatch.delenv("ATTENTION_LAB_TRAIN_NICE", raising=False)
-    assert PoolSettings.from_env() == PoolSettings(workers=3, queue_limit=0, niceness=10)
+    assert PoolSettings.from_env() == PoolSettings(workers=3, queue_limit=0, niceness=10, worker_mb=1200)
     monkeypatch.setenv("ATTENTION_LAB_TRAIN_WORKERS", "0")
     with pytest.raises(ValueError, match="ATTENTION_LAB_TRAIN_WORKERS='0'"):
         PoolSettings.from_env()
@@ -128,6 +128,20 @@ def test_a_worker_killed_mid_job_fails_it_with_a_message_and_is_replaced(trainin
     until(lambda: behind.finished)
     assert behind.status == "done", behind.error  # the new worker took the queue on
     assert training_pool.replaced >= 1 and training_pool.worker_pids() != [pid]
+
+
+@pytest.mark.slow
+def test_a_worker_past_its_memory_is_replaced_between_jobs_and_no_job_is_lost():
+    """TensorFlow keeps some of every job's graphs: a worker past ``worker_mb`` ends after its job and a fresh one
+    takes the next (200 MB: every worker is past it after one job)."""
+    lean = TrainingPool(PoolSettings(workers=1, queue_limit=5, worker_mb=200))
+    try:
+        jobs = [lean.submit(small(20, seed=index), f"s{index}") for index in range(3)]
+        until(lambda: all(job.finished for job in jobs), timeout=180)
+        assert [job.status for job in jobs] == ["done"] * 3, [job.error for job in jobs]
+        assert lean.retired >= 2 and lean.replaced == 0
+    finally:
+        lean.close()
 
 
 @pytest.fixture()

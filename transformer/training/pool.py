@@ -36,18 +36,22 @@ JOB_OVERHEAD_SECONDS = 5.0  # a job's tracing of its step and its accuracy measu
 @dataclass(frozen=True)
 class PoolSettings:
     """``workers`` processes at most, started as jobs need them; ``queue_limit`` jobs waiting at most; the workers'
-    ``niceness`` (added to the server's)."""
+    ``niceness`` (added to the server's); ``worker_mb``: a worker past this resident memory after a job is
+    replaced by a fresh one."""
 
     workers: int = 1
     queue_limit: int = 20
     niceness: int = 10
+    worker_mb: int = 1200
 
     @classmethod
     def from_env(cls) -> PoolSettings:
         """ATTENTION_LAB_TRAIN_WORKERS (default one per two cores), ATTENTION_LAB_TRAIN_QUEUE (20),
-        ATTENTION_LAB_TRAIN_NICE (10); ValueError naming a value that is not a whole number in range."""
+        ATTENTION_LAB_TRAIN_NICE (10), ATTENTION_LAB_TRAIN_WORKER_MB (1200); ValueError naming a value that is not
+        a whole number in range."""
         return cls(_whole("ATTENTION_LAB_TRAIN_WORKERS", max(1, (os.cpu_count() or 2) // 2), 1),
-                   _whole("ATTENTION_LAB_TRAIN_QUEUE", 20, 0), _whole("ATTENTION_LAB_TRAIN_NICE", 10, 0))
+                   _whole("ATTENTION_LAB_TRAIN_QUEUE", 20, 0), _whole("ATTENTION_LAB_TRAIN_NICE", 10, 0),
+                   _whole("ATTENTION_LAB_TRAIN_WORKER_MB", 1200, 200))
 
 
 def _whole(name: str, default: int, least: int) -> int:
@@ -94,6 +98,7 @@ class _Worker:
     connection: Connection
     job: Job | None = None
     ready: bool = False
+    retiring: bool = False  # it said it ends, its memory past worker_mb
 
     def stop_job(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -116,6 +121,7 @@ class TrainingPool:
         self._active: dict[str, Job] = {}  # owner -> its waiting or running job
         self._rates: dict[tuple, float] = {}  # a model size -> seconds per step, measured
         self.replaced = 0  # workers that died and were replaced
+        self.retired = 0  # workers that ended past their memory and were replaced
         self._start_failures = 0  # workers in a row that died before they were ready
         self._closed = False
         self._thread = threading.Thread(target=self._dispatch, name="training-pool", daemon=True)
@@ -177,14 +183,20 @@ class TrainingPool:
 
     # -- under the lock ------------------------------------------------------------------------------------------
 
+    def _serving(self) -> list[_Worker]:
+        """The workers that take jobs (not those ending past their memory)."""
+        return [runner for runner in self._workers if not runner.retiring]
+
     def _idle_capacity(self) -> bool:
-        return any(runner.job is None for runner in self._workers) or len(self._workers) < self.settings.workers
+        serving = self._serving()
+        return any(runner.job is None for runner in serving) or len(serving) < self.settings.workers
 
     def _assign(self) -> None:
         """Hand waiting jobs to idle workers, starting workers up to the pool's size."""
         while self._waiting and not self._closed:
-            runner = next((runner for runner in self._workers if runner.job is None), None)
-            if runner is None and len(self._workers) < self.settings.workers:
+            serving = self._serving()
+            runner = next((runner for runner in serving if runner.job is None), None)
+            if runner is None and len(serving) < self.settings.workers:
                 runner = self._start_worker()
             if runner is None:
                 return
@@ -196,9 +208,10 @@ class TrainingPool:
     def _start_worker(self) -> _Worker:
         ours, theirs = socket.socketpair()
         path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
-        process = subprocess.Popen([sys.executable, "-m", "transformer.training.worker", str(theirs.fileno()),
-                                    str(self.settings.niceness)], pass_fds=[theirs.fileno()], cwd=ROOT,
-                                   env=dict(os.environ, PYTHONPATH=path), stdin=subprocess.DEVNULL)
+        arguments = [str(theirs.fileno()), str(self.settings.niceness), str(self.settings.worker_mb)]
+        process = subprocess.Popen([sys.executable, "-m", "transformer.training.worker", *arguments],
+                                   pass_fds=[theirs.fileno()], cwd=ROOT, env=dict(os.environ, PYTHONPATH=path),
+                                   stdin=subprocess.DEVNULL)
         theirs.close()
         runner = _Worker(process, Connection(ours.detach()))
         self._workers.append(runner)
@@ -213,7 +226,7 @@ class TrainingPool:
         """Seconds until a job behind ``ahead`` starts, and until the whole queue has started: each worker's
         remaining time, then the jobs ahead handed to whichever frees first."""
         now = time.monotonic()
-        free = [self._remaining(runner, now) for runner in self._workers]
+        free = [self._remaining(runner, now) for runner in self._serving()]
         free += [WORKER_START_SECONDS] * (self.settings.workers - len(free))
         heapq.heapify(free)
         for job in ahead:
@@ -274,6 +287,9 @@ class TrainingPool:
         if kind == "ready":
             runner.ready, self._start_failures = True, 0
             return
+        if kind == "retiring":
+            runner.retiring = True
+            return
         if job is None or job.key != message[1]:
             return
         if kind == "started":
@@ -296,7 +312,7 @@ class TrainingPool:
             self._assign()
 
     def _died(self, runner: _Worker) -> None:
-        """A worker that ended (killed, out of memory): fail its job, start another in its place."""
+        """A worker that ended (killed, out of memory, or retiring): fail its job, start another in its place."""
         with contextlib.suppress(subprocess.TimeoutExpired):
             runner.process.wait(5)
         with self._lock:
@@ -304,7 +320,10 @@ class TrainingPool:
                 return
             self._workers.remove(runner)
             runner.connection.close()
-            self.replaced += 1
+            if runner.retiring:
+                self.retired += 1
+            else:
+                self.replaced += 1
             job, code = runner.job, runner.process.returncode
             if job is not None and not job.finished:
                 why = "it was killed, perhaps for lack of memory" if code is not None and code < 0 else \
@@ -316,7 +335,8 @@ class TrainingPool:
                 self._fail_waiting(f"Training processes fail to start (the last: exit code {code}); the server's "
                                    "log says why.")
             elif not self._closed:
-                self._workers.append(self._start_worker())
+                if len(self._serving()) < self.settings.workers:  # a retiring worker's may have started already
+                    self._start_worker()
                 self._assign()
 
     def _fail_waiting(self, message: str) -> None:

@@ -1,13 +1,15 @@
 """A training worker: a process of its own that trains one `TrainSpec` at a time and sends back what the Train
 page shows, so that training never shares the serving process's interpreter or cores at the same priority.
 
-    python -m transformer.training.worker FD NICENESS   (started by `transformer.training.pool`)
+    python -m transformer.training.worker FD NICENESS MEGABYTES   (started by `transformer.training.pool`)
 
 A fresh interpreter (not multiprocessing's spawn, which would run the server's ``__main__``, the Streamlit script,
 again). Messages, pickled, on the socket ``FD`` the server passes, server → worker: ``("train", key, spec, device
 choice)``. Worker → server: ``("ready", pid)`` once TensorFlow is imported, then per job ``("started", key)``,
 ``("progress", key, (step, loss, accuracy))``, ``("snapshot", key, timeline.Snapshot)`` and last ``("done", key,
 Trained)`` or ``("failed", key, message)``. SIGUSR1 stops the job in hand (the flag is cleared as each job starts).
+TensorFlow keeps ~10–120 MB of each job's graphs for good, so a worker whose resident memory has passed MEGABYTES
+after a job says ``("retiring", pid)`` and ends; the pool starts a fresh one.
 """
 
 from __future__ import annotations
@@ -66,8 +68,9 @@ def rebuild(spec, trained: Trained, device: str):
     return model, vocab
 
 
-def serve(connection, stop: threading.Event) -> None:
-    """The worker's loop: import TensorFlow, then train each job it is sent until the server goes."""
+def serve(connection, stop: threading.Event, megabytes: float = float("inf")) -> None:
+    """The worker's loop: import TensorFlow, then train each job it is sent until the server goes or its memory
+    passes ``megabytes``."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import transformer.training.train  # noqa: F401, PLC0415  (the import is the slow part: before "ready")
 
@@ -80,12 +83,39 @@ def serve(connection, stop: threading.Event) -> None:
         stop.clear()
         connection.send(("started", key))
         try:
-            trained = run_job(spec, device, _sender(connection, key), stop.is_set)
-            connection.send(("done", key, trained))
+            outcome = ("done", key, run_job(spec, device, _sender(connection, key), stop.is_set))
         except (BrokenPipeError, ConnectionResetError):  # the server has gone
             return
         except Exception as error:  # reported on the page; the worker goes on to the next job
-            connection.send(("failed", key, f"{type(error).__name__}: {error}"))
+            outcome = ("failed", key, f"{type(error).__name__}: {error}")
+        _forget()
+        retiring = resident_mb() > megabytes
+        if retiring:  # first: the server hands this worker no other job
+            connection.send(("retiring", os.getpid()))
+        connection.send(outcome)
+        if retiring:
+            return
+
+
+def resident_mb() -> float:
+    """This process's resident memory (Linux's /proc; 0 where there is none)."""
+    try:
+        with open("/proc/self/status") as status:
+            line = next(line for line in status if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0.0
+    return int(line.split()[1]) / 1024
+
+
+def _forget() -> None:
+    """Free what the job left that Python can: its model, optimizer and traced step (a Keras model is a web of
+    reference cycles)."""
+    import gc  # noqa: PLC0415
+
+    import keras  # noqa: PLC0415
+
+    keras.backend.clear_session()
+    gc.collect()
 
 
 def _sender(connection, key: str):
@@ -93,11 +123,11 @@ def _sender(connection, key: str):
 
 
 def main(argv: list[str]) -> None:
-    descriptor, niceness = int(argv[0]), int(argv[1])
+    descriptor, niceness, megabytes = int(argv[0]), int(argv[1]), float(argv[2])
     stop = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: stop.set())  # first: the server may stop a job as soon as it starts
     os.nice(niceness)
-    serve(Connection(descriptor), stop)
+    serve(Connection(descriptor), stop, megabytes)
 
 
 if __name__ == "__main__":  # run as the package's module, so that what it pickles names it (not __main__)
