@@ -82,3 +82,30 @@ def wait_idle(page, timeout: float = 90_000) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
     page.wait_for_timeout(300)
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
+
+
+@contextlib.contextmanager
+def app_server_for_browsers(env: dict | None = None):
+    """The app's server for a module of browser tests (``env``: more environment for it); the module is skipped
+    without Chromium, or fails where the browser tests are required."""
+    import pytest  # noqa: PLC0415
+
+    problem = chromium_missing()
+    if problem:
+        if browser_required():
+            pytest.fail(f"browser tests are required here but {problem}")
+        pytest.skip(problem)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    with streamlit_server(env=env) as base_url:
+        yield base_url
+
+
+@contextlib.contextmanager
+def headless_chromium():
+    """Debian's Chromium, headless, through Playwright."""
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -5,15 +5,7 @@ Skipped only when Chromium is missing on a developer's machine; in CI
 """
 
 import pytest
-from browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    OUTPUT,
-    browser_required,
-    chromium_missing,
-    streamlit_server,
-    wait_idle,
-)
+from browser_support import OUTPUT, app_server_for_browsers, headless_chromium, wait_idle
 from chart_support import FIRST_PLOT, PLOT
 
 from ui.chart import CHART_CLASS, STALE_FADE_ATTRIBUTE
@@ -25,24 +17,14 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def server():
-    problem = chromium_missing()
-    if problem:
-        if browser_required():
-            pytest.fail(f"browser tests are required here but {problem}")
-        pytest.skip(problem)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with streamlit_server() as base_url:
+    with app_server_for_browsers() as base_url:
         yield base_url
 
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with headless_chromium() as browser:
         yield browser
-        browser.close()
 
 
 @pytest.fixture()

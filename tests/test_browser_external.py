@@ -4,7 +4,7 @@ its hash; a corrupt file and one over the size limit get a message and the app k
 import os
 
 import pytest
-from browser_support import browser_required, chromium_missing, streamlit_server, wait_idle
+from browser_support import app_server_for_browsers, wait_idle
 from chart_support import PLOT
 from test_browser import browser, open_page, page, wait_for_charts  # noqa: F401  (fixtures)
 
@@ -15,19 +15,9 @@ LIMIT_MB = "0.05"  # this module's server refuses files over 50 KB
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The app as `make run` starts it, with a 50 KB upload limit and an upload folder of its own."""
-    problem = chromium_missing()
-    if problem:
-        if browser_required():
-            pytest.fail(f"browser tests are required here but {problem}")
-        pytest.skip(problem)
     settings = {"ATTENTION_LAB_UPLOAD_MB": LIMIT_MB, "ATTENTION_LAB_UPLOAD_DIR": str(tmp_path_factory.mktemp("up"))}
-    os.environ.update(settings)
-    try:
-        with streamlit_server() as base_url:
-            yield base_url
-    finally:
-        for name in settings:
-            del os.environ[name]
+    with app_server_for_browsers(settings) as base_url:
+        yield base_url
 
 
 def _small_keras_file(folder) -> str:

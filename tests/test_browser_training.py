@@ -3,8 +3,8 @@ place in the queue and stops while waiting; a third session's link to a model th
 "Train it again" trains it on the Train page."""
 
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_ARGS, OUTPUT, chromium_missing, streamlit_server, wait_idle
-from test_browser import browser_required, open_page, wait_for_charts
+from browser_support import app_server_for_browsers, headless_chromium, wait_idle
+from test_browser import open_page, wait_for_charts
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PROGRESS = "[data-testid='stProgress']"
@@ -12,25 +12,15 @@ PROGRESS = "[data-testid='stProgress']"
 
 @pytest.fixture(scope="module")
 def server():
-    problem = chromium_missing()
-    if problem:
-        if browser_required():
-            pytest.fail(f"browser tests are required here but {problem}")
-        pytest.skip(problem)
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    with streamlit_server(env={"ATTENTION_LAB_MODELS_KEPT": "1", "ATTENTION_LAB_TRAIN_QUEUE": "1",
-                               "ATTENTION_LAB_TRAIN_WORKERS": "1"}) as base_url:
+    with app_server_for_browsers({"ATTENTION_LAB_MODELS_KEPT": "1", "ATTENTION_LAB_TRAIN_QUEUE": "1",
+                                  "ATTENTION_LAB_TRAIN_WORKERS": "1"}) as base_url:
         yield base_url
 
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with headless_chromium() as browser:
         yield browser
-        browser.close()
 
 
 def session(browser):
