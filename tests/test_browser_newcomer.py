@@ -111,39 +111,11 @@ def test_home_opens_the_attention_page_on_the_picture_it_shows(page, server):
     assert page.get_by_text(f"Cross-attention (decoder → encoder) — layer {layer}").count() == 1
 
 
-@pytest.mark.slow
-def test_a_model_trained_here_opens_on_cross_attention_and_its_link_works_in_another_session(page, server,
-                                                                                          browser):  # noqa: F811
-    open_page(page, server, "train")
-    steps = page.get_by_label("Steps")
-    steps.fill("10")
-    steps.press("Enter")
-    wait_idle(page)
-    page.get_by_role("button", name="Train", exact=True).click()
-    explore = page.get_by_role("button", name="Explore this model's attention")
-    explore.wait_for(timeout=180_000)
-    explore.click()
-    page.wait_for_url("**/attention?**", timeout=60_000)
-    wait_idle(page)
-    wait_for_charts(page)
-    assert "stack=cross" in page.url and "weights=session" in page.url
-    link = page.url
-    other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()  # a new tab, a new session
-    try:
-        other.goto(link)
-        wait_idle(other)
-        wait_for_charts(other)
-        assert other.get_by_text("not available here").count() == 0
-        weights = other.get_by_test_id("stSidebar").get_by_role("combobox").first.input_value()
-        assert weights.startswith("Trained here: copy"), weights  # the sidebar names it
-        assert other.url.split("?")[1] == link.split("?")[1]
-    finally:
-        other.context.close()
-
-
-def test_a_link_to_a_model_the_server_no_longer_keeps_says_so(page, server):
+def test_a_link_to_a_model_the_server_never_trained_says_so(page, server):
+    """(A model trained here, its link in another session, and a link to one the server dropped:
+    tests/test_browser_training.py.)"""
     open_page(page, server, "attention?weights=session:0123456789")
-    assert page.get_by_text("no longer kept by this server").count() == 1
+    assert page.get_by_text("does not know the model of this link").count() == 1
     wait_for_charts(page)
 
 

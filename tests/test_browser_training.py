@@ -1,6 +1,6 @@
 """A class that trains, in Chromium: a server that queues one job and keeps one model. A second session sees its
-place in the queue and stops while waiting; a third session's link to a model the server dropped says so, and
-"Train it again" trains it on the Train page."""
+place in the queue and stops while waiting; a model trained here opens on cross-attention and its link works in
+another session; a link to a model the server dropped says so, and "Train it again" trains it on the Train page."""
 
 import pytest
 from browser_support import app_server_for_browsers, headless_chromium, wait_idle
@@ -59,15 +59,22 @@ def test_a_queued_session_sees_its_place_and_a_dropped_models_link_trains_it_aga
         first.get_by_role("button", name="Stop").click()
         dropped = explore(first)  # stopped: it keeps what it learned
         press_train(second, server, 20)
-        explore(second)  # the server keeps one model: the first is dropped
+        kept = explore(second)  # the server keeps one model: the first is dropped
+        assert "stack=cross" in kept and "weights=session" in kept  # the picture the copy task promises
+        third.goto(kept)  # a new tab, a new session
+        wait_idle(third)
+        wait_for_charts(third)
+        assert third.get_by_text("not available here").count() == 0
+        weights = third.get_by_test_id("stSidebar").get_by_role("combobox").first.input_value()
+        assert weights.startswith("Trained here: copy"), weights  # the sidebar names it
+        assert third.url.split("?")[1] == kept.split("?")[1]
         third.goto(dropped)
         wait_idle(third)
         third.get_by_text("was dropped to make room").wait_for(timeout=30_000)
         third.get_by_role("button", name="Train it again").click()
         third.wait_for_url("**/train**", timeout=60_000)
         third.locator(PROGRESS).wait_for(timeout=30_000)
-        explore(third)
-        assert "weights=session" in third.url and third.url.split("weights=")[1] != dropped.split("weights=")[1]
+        third.get_by_role("button", name="Explore this model's attention").wait_for(timeout=180_000)
     finally:
         for page in (first, second, third):
             page.context.close()
