@@ -18,7 +18,7 @@ from ui.controls import (
     plot,
     stack_picker,
 )
-from viz.lab import bars_figure, dimension_labels, scaling_figure, stage_figure
+from viz.lab import bars_figure, dimension_labels, scaling_figure, stages_figure
 from viz.labels import position_labels
 
 st.title("Dot-product lab")
@@ -45,25 +45,18 @@ d_k = t["query_heads"].shape[-1]
 dims = dimension_labels(d_k)
 
 st.subheader(f"{STACK_NAMES[stack]}, layer {layer}, head {head}: d_k = {d_k}")
-cols = st.columns(3)
-for col, name, title, rows in zip(cols, ("query_heads", "key_heads", "value_heads"), ("Q", "K", "V"),
-                                  (query_labels, key_labels, key_labels)):
-    with col:
-        plot(stage_figure(t[name][head], rows, dims, title), f"lab_{name}")
-cols = st.columns(3)
-with cols[0]:
-    plot(stage_figure(t["scores"][head], query_labels, key_labels, "Q·Kᵀ"), "lab_scores")
-with cols[1]:
-    plot(stage_figure(t["scaled"][head], query_labels, key_labels, f"÷ √d_k = ÷ {np.sqrt(d_k):.3g}"), "lab_scaled")
-with cols[2]:
-    plot(stage_figure(t["masked"][head], query_labels, key_labels, "+ mask: −∞ if blocked", mask=mask),
-         "lab_masked")
-cols = st.columns(2)
-with cols[0]:
-    plot(stage_figure(t["weights"][head], query_labels, key_labels, "softmax", mask=mask, weights=True),
-         "lab_weights")
-with cols[1]:
-    plot(stage_figure(t["context"][head], query_labels, dims, "· V"), "lab_context")
+stage = {name: t[name][head] for name in ("query_heads", "key_heads", "value_heads", "scores", "scaled", "masked",
+                                         "weights", "context")}
+plot(stages_figure([
+    dict(values=stage["query_heads"], rows=query_labels, columns=dims, title="Q"),
+    dict(values=stage["key_heads"], rows=key_labels, columns=dims, title="K"),
+    dict(values=stage["value_heads"], rows=key_labels, columns=dims, title="V"),
+    dict(values=stage["scores"], rows=query_labels, columns=key_labels, title="Q·Kᵀ"),
+    dict(values=stage["scaled"], rows=query_labels, columns=key_labels, title=f"÷ √d_k = ÷ {np.sqrt(d_k):.3g}"),
+    dict(values=stage["masked"], rows=query_labels, columns=key_labels, title="+ mask: −∞ if blocked", mask=mask),
+    dict(values=stage["weights"], rows=query_labels, columns=key_labels, title="softmax", mask=mask, weights=True),
+    dict(values=stage["context"], rows=query_labels, columns=dims, title="· V"),
+], fit_px=fit_px("lab_stages")), "lab_stages")
 
 st.subheader("Why divide by √d_k")
 st.markdown("For q, k with independent N(0, 1) entries, q·k has variance d_k: the softmax saturates (its entropy "

@@ -413,7 +413,7 @@ def test_html_tokens_are_plain_text_in_the_figures():
 def test_dot_product_lab_stages_and_fills():
     at = open_page("dot_product_lab", {"stack": "decoder"})
     no_errors(at)
-    titles = [spec["layout"]["title"]["text"] for spec in specs(at) if "title" in spec["layout"]]
+    titles = [note["text"] for spec in specs(at) for note in spec["layout"].get("annotations", [])]
     assert any(t.startswith("Q<br>") and "(7, 16)" in t for t in titles)
     assert any(t.startswith("softmax") for t in titles)
     at.toggle(key="block_row").set_value(True).run()

@@ -347,10 +347,12 @@ def test_positional_figures():
 
 
 def test_lab_figures_and_numerics():
-    fig = lab.stage_figure(np.array([[1.0, -np.inf]]), ["q"], ["a", "b"], "masked", mask=np.array([[True, False]]))
-    assert len(fig.data) == 2 and "(1, 2)" in fig.layout.title.text
-    weights = lab.stage_figure(np.array([[0.2, 0.8]]), ["q"], ["a", "b"], "softmax", weights=True)
-    assert weights.data[0].zmin == 0 and weights.data[0].zmax == 1
+    fig = lab.stages_figure([dict(values=np.array([[1.0, -np.inf]]), rows=["q"], columns=["a", "b"], title="masked",
+                                  mask=np.array([[True, False]]))])
+    assert len(fig.data) == 2 and "(1, 2)" in fig.layout.annotations[0].text
+    weights = lab.stages_figure([dict(values=np.array([[0.2, 0.8]]), rows=["q"], columns=["a", "b"], title="softmax",
+                                      weights=True)])
+    assert weights.data[0].zmin == 0 and weights.data[0].zmax == 1 and weights.data[0].showscale is not False
     experiment = scaling_experiment(d_ks=(4, 64, 256), samples=400)
     assert experiment["variance_raw"][2] > 100 and abs(experiment["variance_scaled"][2] - 1) < 0.3
     assert experiment["entropy_raw"][2] < experiment["entropy_scaled"][2]
@@ -371,12 +373,33 @@ def test_lab_stages_are_cropped_to_128_exact_cells_and_say_so():
     values = RNG.standard_normal((512, 300)).astype(np.float32)
     mask = np.ones((512, 300), bool)
     mask[:, 200:] = False
-    fig = lab.stage_figure(values, position_labels(["t"] * 512), position_labels(["k"] * 300), "Q·Kᵀ", mask=mask)
+    fig = lab.stages_figure([dict(values=values, rows=position_labels(["t"] * 512),
+                                  columns=position_labels(["k"] * 300), title="Q·Kᵀ", mask=mask)])
     np.testing.assert_array_equal(fig.data[0].z, values[:128, :128])
-    assert "(512, 300) — first 128×128 shown" in fig.layout.title.text
+    assert "(512, 300) — first 128×128 shown" in fig.layout.annotations[0].text
     assert fig.layout.xaxis.showticklabels is not False and fig.layout.yaxis.showticklabels is not False  # thinned
-    small = lab.stage_figure(values[:7, :16], ["a"] * 7, ["b"] * 16, "Q")
-    assert small.layout.title.text.startswith("Q<br>") and "(7, 16)</span>" in small.layout.title.text
+    small = lab.stages_figure([dict(values=values[:7, :16], rows=["a"] * 7, columns=["b"] * 16, title="Q")])
+    largest = np.abs(values[:7, :16]).max()
+    assert small.layout.annotations[0].text.startswith("Q<br>") and f"(7, 16) · ±{largest:.3g}</span>" in \
+        small.layout.annotations[0].text
+
+
+def test_the_labs_stages_are_one_figure_three_to_a_row_one_on_a_phone_with_one_weights_bar():
+    """A browser draws one chart of eight panels ~3× faster than eight charts (docs/performance.md)."""
+    rows, dims = ["a", "b", "c"], ["d0", "d1"]
+    causal = np.tril(np.ones((3, 3), bool))
+    stages = [dict(values=RNG.standard_normal((3, 2)), rows=rows, columns=dims, title=name) for name in "QKV"] + [
+        dict(values=RNG.standard_normal((3, 3)), rows=rows, columns=rows, title=name, mask=causal)
+        for name in ("scores", "scaled", "masked")] + [
+        dict(values=np.where(causal, 0.5, 0.0), rows=rows, columns=rows, title="softmax", mask=causal, weights=True),
+        dict(values=RNG.standard_normal((3, 2)), rows=rows, columns=dims, title="· V")]
+    fig = lab.stages_figure(stages)
+    assert [a.text.split("<br>")[0] for a in fig.layout.annotations] == [s["title"] for s in stages]
+    assert fig.layout.height == 3 * lab.STAGE_ROW_PX and len({trace.xaxis for trace in fig.data}) == 8
+    assert [trace for trace in fig.data if trace.showscale is not False] == [fig.data[-3]]  # the 0–1 bar: softmax's
+    assert fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]  # side by side
+    phone = lab.stages_figure(stages, fit_px=380)
+    assert phone.layout.height == 8 * lab.STAGE_ROW_PX and phone.layout.xaxis2.domain == phone.layout.xaxis.domain
 
 
 ENCODING = RNG.random((16, 8)).astype(np.float32)
@@ -387,7 +410,8 @@ OTHER_FIGURES = [  # every builder that is not a panel grid (those have test_pan
     lambda: positional.positions_offset(ENCODING, [0, 5]),
     lambda: positional.wavelength_figure(8),
     lambda: positional.similarity_figure(ENCODING),
-    lambda: lab.stage_figure(np.array([[1.0, -np.inf]]), ["q"], ["a", "b"], "masked", mask=np.array([[True, False]])),
+    lambda: lab.stages_figure([dict(values=np.array([[1.0, -np.inf]]), rows=["q"], columns=["a", "b"], title="masked",
+                                    mask=np.array([[True, False]]))]),
     lambda: lab.scaling_figure(scaling_experiment(d_ks=(4, 64), samples=50)),
     lambda: lab.bars_figure(["a", "b"], [0.25, 0.75], "select"),
     lambda: training.progress_figure([(0, 2.5, 0.1), (50, 1.0, 0.6)]),

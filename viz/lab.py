@@ -11,39 +11,72 @@ from viz.pooling import FULL_RESOLUTION
 from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, figure, fixed_margins
 
 
-def stage_figure(values, row_labels, column_labels, title: str, mask=None, weights=False,
-                 limit: int = FULL_RESOLUTION) -> go.Figure:
-    """One stage as a heatmap with its shape in the title.
+def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, limit: int = FULL_RESOLUTION):
+    """One stage's heatmap (and its blocked cells, grey) and the subtitle of its shape: ``(traces, subtitle)``.
 
-    ``values`` is ``(R, C)``; ``mask`` (same shape, True = may attend) draws blocked
-    cells grey, whatever their value (-inf included). Weights use the fixed 0–1
-    scale; other stages a diverging scale centred on 0. Only the first ``limit``
-    rows and columns are drawn (exact values; the title says so when it crops).
-    """
+    ``values`` is ``(R, C)``; ``mask`` (same shape, True = may attend) draws blocked cells grey, whatever their
+    value (-inf included). Weights use the fixed 0–1 scale; other stages a diverging scale centred on 0 (its
+    range in the subtitle). Only the first ``limit`` rows and columns are drawn (exact values; the subtitle says
+    so when it crops)."""
     full_shape = np.shape(values)
     values = np.asarray(values, dtype=np.float32)[:limit, :limit]
     row_labels, column_labels = list(row_labels)[:limit], list(column_labels)[:limit]
     blocked = np.zeros(values.shape, bool) if mask is None else ~np.asarray(mask, bool)[:limit, :limit]
     shown = np.where(blocked | ~np.isfinite(values), np.nan, values).astype(np.float32)
     if weights:
-        scale = dict(colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0)
+        scale, spread = dict(colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0), ""
     else:
-        limit = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
-        scale = dict(colorscale=DIVERGING_COLORSCALE, zmin=-limit or -1.0, zmax=limit or 1.0)
-    fig = figure(go.Heatmap(z=shown, x=column_labels, y=row_labels, **scale,
-                            hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>"))
+        largest = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
+        scale, spread = dict(colorscale=DIVERGING_COLORSCALE, zmin=-largest or -1.0, zmax=largest or 1.0), \
+            f" · ±{largest:.3g}"
+    traces = [go.Heatmap(z=shown, x=column_labels, y=row_labels, **scale,
+                         hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>")]
     if blocked.any():
-        fig.add_trace(go.Heatmap(
+        traces.append(go.Heatmap(
             z=np.where(blocked, 1.0, np.nan).astype(np.float32), x=column_labels, y=row_labels,
             colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False,
-            hovertemplate="row %{y}<br>column %{x}<br>masked (−∞ before softmax)<extra></extra>",
-        ))
-    category_axes(fig)  # Plotly thins the labels of a long axis itself
+            hovertemplate="row %{y}<br>column %{x}<br>masked (−∞ before softmax)<extra></extra>"))
     cropped = f" — first {values.shape[0]}×{values.shape[1]} shown" if values.shape != full_shape else ""
-    # Two short lines rather than one long one: a column is ~180 px wide in a 1000 px window.
-    fig.update_layout(title=dict(text=f"{title}<br><span style='font-size:11px'>{tuple(full_shape)}{cropped}</span>",
-                                 font=dict(size=14), x=0.5, xanchor="center"),
-                      height=320, margin=dict(t=50, l=10, r=10, b=10))
+    return traces, f"{tuple(full_shape)}{cropped}{spread}"
+
+
+STAGES_MIN_WIDTH_PX = 600  # three panels to a row; narrower (a phone), one
+STAGE_ROW_PX = 330
+
+
+def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
+    """A head's stages in one figure, three to a row (one in a column ``fit_px`` wide narrower than
+    `STAGES_MIN_WIDTH_PX`): each ``dict(values, rows, columns, title, mask=None, weights=False)`` as
+    `_stage_traces` draws it, its title and shape above its panel; the weights' 0–1 colour bar beside them. One
+    figure, because a browser draws one chart of eight panels ~3× faster than eight charts."""
+    across = 1 if fit_px and fit_px < STAGES_MIN_WIDTH_PX else min(3, len(stages))
+    down = -(-len(stages) // across)
+    drawn = [_stage_traces(stage["values"], stage["rows"], stage["columns"], stage.get("mask"),
+                           stage.get("weights", False)) for stage in stages]
+    titles = [f"{stage['title']}<br><span style='font-size:11px'>{subtitle}</span>"
+              for stage, (_, subtitle) in zip(stages, drawn)]
+    fig = make_subplots(rows=down, cols=across, subplot_titles=titles, horizontal_spacing=0.08,
+                        vertical_spacing=0.36 / down, figure=figure())
+    bar_drawn = False  # one 0–1 bar, beside the first weights panel
+    for index, (traces, _) in enumerate(drawn):
+        row, col = divmod(index, across)
+        heatmap = traces[0]
+        if stages[index].get("weights") and not bar_drawn:
+            panel = fig.get_subplot(row + 1, col + 1)
+            heatmap.colorbar = dict(x=panel.xaxis.domain[1] + 0.01, xanchor="left", y=sum(panel.yaxis.domain) / 2,
+                                    len=panel.yaxis.domain[1] - panel.yaxis.domain[0], thickness=12)
+            bar_drawn = True
+        else:
+            heatmap.showscale = False
+        for trace in traces:
+            fig.add_trace(trace, row=row + 1, col=col + 1)
+        category_axes(fig, row=row + 1, col=col + 1)
+    for index in range(len(stages), down * across):  # the grid's empty places
+        fig.update_xaxes(visible=False, row=index // across + 1, col=index % across + 1)
+        fig.update_yaxes(visible=False, row=index // across + 1, col=index % across + 1)
+    fig.update_annotations(font_size=13)
+    fig.update_layout(height=STAGE_ROW_PX * down, margin=dict(t=50, l=10, r=10, b=10),
+                      meta=dict(min_width_px=STAGES_MIN_WIDTH_PX) if across > 1 else None)
     return fig
 
 
