@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+import weakref
 
 import streamlit as st
 
@@ -19,6 +20,7 @@ _pool: TrainingPool | None = None
 _pool_lock = threading.Lock()
 OWNER = "_train_owner"  # session_state: this session's name in the pool's queue
 JOB = "_train_job"
+_results: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a finished job -> its rebuilt TrainResult
 
 
 def pool() -> TrainingPool:
@@ -55,12 +57,13 @@ def status_line(job: Job) -> str:
 
 def result(job: Job) -> TrainResult:
     """The finished job's model, rebuilt from its weights on this session's device (once per job)."""
-    if getattr(job, "_result", None) is None:
-        device = resolve_device(job.device)
-        model, vocab = worker.rebuild(job.spec, job.trained, device)
-        job._result = TrainResult(job.spec, model, vocab, job.trained.history, job.timeline, job.trained.accuracy,
-                                  job.trained.seconds, device)
-    return job._result
+    with _pool_lock:
+        if job not in _results:
+            device = resolve_device(job.device)
+            model, vocab = worker.rebuild(job.spec, job.trained, device)
+            _results[job] = TrainResult(job.spec, model, vocab, job.trained.history, job.timeline,
+                                        job.trained.accuracy, job.trained.seconds, device)
+        return _results[job]
 
 
 def register(job: Job) -> str:
