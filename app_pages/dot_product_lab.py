@@ -64,28 +64,46 @@ st.markdown("For q, k with independent N(0, 1) entries, q·k has variance d_k: t
             "vectors:")
 plot(scaling_figure(data.scaling(), fit_px=fit_px("lab_scaling")), "lab_scaling")
 
-st.subheader("Filling the mask: select, add −1e9, or −∞")
-last_row = len(query_labels) - 1
-clamp("row", last_row)
-scores_row_index = st.slider("Query row", 0, last_row, key="row", **PERSIST) if last_row else 0  # 0..0: no slider
-scores_row = t["scaled"][head][scores_row_index]
-row_mask = mask[scores_row_index].copy()
-if st.toggle("Block every key of this row", key="block_row", **PERSIST):
-    row_mask[:] = False
-fills = mask_fills(scores_row, row_mask)
-engine = np.asarray(masked_softmax(scores_row[None].astype(np.float32), row_mask[None]))[0]
-cols = st.columns(4)
-for col, (name, values) in zip(cols, list(fills.items()) + [("this engine", engine)]):
-    with col:
-        plot(bars_figure(key_labels, values, name), f"lab_fill_{name}")
-st.caption("With no allowed key, −∞ gives 0/0 = NaN and −1e9 spreads the weight evenly over blocked keys; "
-           "this engine gives every weight exactly 0.")
 
-st.subheader("A stable softmax")
-scale = st.select_slider("Logit size", options=list(state.LOGIT_SIZES), key="logit_size", **PERSIST)
-logits = np.linspace(-1.0, 1.0, 5) * scale
-cols = st.columns(3)
-for col, name, fn in zip(cols, ("naive exp(x)/Σexp(x)", "exp(x − max)", "exp(x − logsumexp)"),
-                         (naive_softmax, stable_softmax, logsumexp_softmax)):
-    with col:
-        plot(bars_figure([f"{v:g}" for v in logits], fn(logits), name), f"lab_softmax_{name}")
+
+# The two sections below are fragments: a move of their own controls reruns the section alone (three or four
+# bar charts), not the page's stages and the sidebar (docs/performance.md: the browser redraws what a rerun sends).
+@st.fragment
+def mask_fill_section(scaled, mask, key_labels) -> None:
+    """How each way of filling the mask treats one query row of ``scaled`` ``(N_q, N_k)`` (``mask``: True = may
+    attend), and this engine's masked softmax of it."""
+    st.subheader("Filling the mask: select, add −1e9, or −∞")
+    last_row = len(scaled) - 1
+    clamp("row", last_row)
+    scores_row_index = st.slider("Query row", 0, last_row, key="row", **PERSIST) if last_row else 0  # 0..0: none
+    scores_row = scaled[scores_row_index]
+    row_mask = mask[scores_row_index].copy()
+    if st.toggle("Block every key of this row", key="block_row", **PERSIST):
+        row_mask[:] = False
+    fills = mask_fills(scores_row, row_mask)
+    engine = np.asarray(masked_softmax(scores_row[None].astype(np.float32), row_mask[None]))[0]
+    cols = st.columns(4)
+    for col, (name, values) in zip(cols, list(fills.items()) + [("this engine", engine)]):
+        with col:
+            plot(bars_figure(key_labels, values, name), f"lab_fill_{name}")
+    st.caption("With no allowed key, −∞ gives 0/0 = NaN and −1e9 spreads the weight evenly over blocked keys; "
+               "this engine gives every weight exactly 0.")
+    state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run
+
+
+@st.fragment
+def stable_softmax_section() -> None:
+    """Three softmaxes of five logits of the chosen size: the naive one overflows."""
+    st.subheader("A stable softmax")
+    scale = st.select_slider("Logit size", options=list(state.LOGIT_SIZES), key="logit_size", **PERSIST)
+    logits = np.linspace(-1.0, 1.0, 5) * scale
+    cols = st.columns(3)
+    for col, name, fn in zip(cols, ("naive exp(x)/Σexp(x)", "exp(x − max)", "exp(x − logsumexp)"),
+                             (naive_softmax, stable_softmax, logsumexp_softmax)):
+        with col:
+            plot(bars_figure([f"{v:g}" for v in logits], fn(logits), name), f"lab_softmax_{name}")
+    state.write_url()
+
+
+mask_fill_section(t["scaled"][head], mask, key_labels)
+stable_softmax_section()
