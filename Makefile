@@ -55,7 +55,7 @@ run: $(RUNTIME)
 
 test: $(VENV)/.test
 	@echo "Engine packages: the $(MODE) set ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
-	$(BIN)/python -m pytest $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest $(PYTEST_WORKERS) --durations=15
 
 # TensorFlow's devices, then one forward pass of the default model and of d_model 512 / N 512 on each, timed.
 gpu-check: $(RUNTIME)

@@ -62,7 +62,7 @@ def test_a_second_session_sees_its_place_a_third_is_refused_and_stop_works_while
     assert any("Exact-sequence accuracy" in s.value for s in first.success)  # it keeps what it learned
 
 
-def test_a_link_to_a_dropped_model_says_so_and_trains_it_again(small_pool, monkeypatch):
+def test_a_link_to_a_dropped_model_says_so_and_queues_it_again(small_pool, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "1")
     spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=3, batch=8, max_len=5,
                      seed=7)
@@ -77,11 +77,7 @@ def test_a_link_to_a_dropped_model_says_so_and_trains_it_again(small_pool, monke
     [b for b in at.button if b.label == "Train it again"][0].click().run()
     no_errors(at)
     job = at.session_state[training.JOB]
-    assert job.spec == spec  # the same settings and seed
-    deadline = time.monotonic() + 120
-    while not job.finished and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert job.status == "done", job.error
-    open_page("attention", {"weights": "session:zz99"})  # never known here
-    unknown = open_page("attention", {"weights": "session:zz99"})
+    assert job.spec == spec and job.status in ("waiting", "starting", "training")  # the same settings and seed
+    small_pool.stop(job)
+    unknown = open_page("attention", {"weights": "session:zz99"})  # never known here
     assert any("does not know the model of this link" in w.value for w in unknown.warning)

