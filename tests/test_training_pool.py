@@ -64,9 +64,9 @@ def test_the_estimate_hands_the_jobs_ahead_to_whichever_worker_frees_first(monke
     monkeypatch.setattr(pool_module, "WORKER_START_SECONDS", 10.0)
     ahead = [pool_module.Job(small(100), f"o{i}", "cpu") for i in range(3)]
     each = pool_module.JOB_OVERHEAD_SECONDS + 10.0
-    start, _ = made._estimates(ahead)
-    assert start == pytest.approx(10.0 + each)  # the third job ahead starts on the first worker to free again
-    assert made._estimates([])[0] == pytest.approx(10.0)
+    assert made._start_after(ahead) == pytest.approx(10.0 + each)  # the third job ahead: the first worker to
+    # free again
+    assert made._start_after([]) == pytest.approx(10.0)
 
 
 def test_a_finished_runs_weights_rebuild_the_same_model():

@@ -70,7 +70,7 @@ def result(job: Job) -> TrainResult:
 
 def register(job: Job) -> str:
     """Make the trained model selectable as weights (every session of the server); returns its name."""
-    name = f"{pretrained.SESSION_PREFIX}{job.key}"
+    name = pretrained.session_name(job.key)
     if pretrained.kept_label(name) is not None:  # registered by an earlier click
         return name
     return pretrained.register(result(job), job.key, label(job))

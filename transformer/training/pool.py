@@ -136,7 +136,7 @@ class TrainingPool:
                 raise ValueError("A model is still training (or waiting to) in this session: stop it or wait for "
                                  "it first.")
             if len(self._waiting) >= self.settings.queue_limit and not self._idle_capacity():
-                wait_s = self._estimates([])[1] if self._workers else 0.0
+                wait_s = self._start_after(list(self._waiting)) if self._workers else 0.0
                 raise QueueFull(f"{len(self._waiting)} jobs are waiting to train, the most this server queues: try "
                                 f"again in {_duration(wait_s)}.")
             job = Job(spec, owner, device)
@@ -164,7 +164,7 @@ class TrainingPool:
             if job not in self._waiting:
                 return None
             ahead = list(self._waiting)[: self._waiting.index(job)]
-            return len(ahead) + 1, self._estimates(ahead)[0]
+            return len(ahead) + 1, self._start_after(ahead)
 
     def worker_pids(self) -> list[int]:
         with self._lock:
@@ -222,19 +222,16 @@ class TrainingPool:
         if self._active.get(job.owner) is job:
             del self._active[job.owner]
 
-    def _estimates(self, ahead: list[Job]) -> tuple[float, float]:
-        """Seconds until a job behind ``ahead`` starts, and until the whole queue has started: each worker's
-        remaining time, then the jobs ahead handed to whichever frees first."""
+    def _start_after(self, ahead: list[Job]) -> float:
+        """Seconds until a job behind ``ahead`` starts: each worker's remaining time, then the jobs ahead handed to
+        whichever frees first."""
         now = time.monotonic()
         free = [self._remaining(runner, now) for runner in self._serving()]
         free += [WORKER_START_SECONDS] * (self.settings.workers - len(free))
         heapq.heapify(free)
         for job in ahead:
             heapq.heappush(free, heapq.heappop(free) + self._duration(job.spec))
-        start = free[0]
-        for job in list(self._waiting)[len(ahead):]:
-            heapq.heappush(free, heapq.heappop(free) + self._duration(job.spec))
-        return start, free[0]
+        return free[0]
 
     def _duration(self, spec: TrainSpec) -> float:
         return JOB_OVERHEAD_SECONDS + spec.steps * self._rate(spec)

@@ -264,7 +264,7 @@ def register(result, key: str, label: str = "") -> str:
     its name. The kept models stay under `kept_limits` (count and MB of weights): the least recently used go
     first, and a link to one says what it was (`dropped`). ValueError when ``key`` names a kept model: one
     session never replaces another's. ``label``: what a picker calls it (default: its name)."""
-    name = f"{SESSION_PREFIX}{key}"
+    name = session_name(key)
     most, megabytes = kept_limits()
     with _lock:
         if name in _session:
@@ -275,6 +275,11 @@ def register(result, key: str, label: str = "") -> str:
         while len(_session) > 1 and (len(_session) > most or _kept_bytes() > megabytes * 1e6):
             _drop(next(iter(_session)))
     return name
+
+
+def session_name(key: str) -> str:
+    """The name a model trained in a session is kept under: ``session:<key>``."""
+    return f"{SESSION_PREFIX}{key}"
 
 
 def _kept_bytes() -> int:
