@@ -40,7 +40,8 @@ def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, l
     return traces, f"{tuple(full_shape)}{cropped}{spread}"
 
 
-STAGES_MIN_WIDTH_PX = 600  # three panels to a row; narrower (a phone), one
+STAGES_MIN_WIDTH_PX = 480  # three panels to a row (~160 px each, as the three columns were in a 1000 px window);
+# narrower (a phone), one. Below the 540 px column of a 1000 px window with the sidebar: no width fitting there
 STAGE_ROW_PX = 330
 
 
