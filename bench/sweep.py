@@ -7,6 +7,10 @@ is what a person scrubbing sees). Pages are opened one at a time (the floor stay
 first, as in the slider benchmark. Each row also splits a move: the browser's main-thread time (Chromium's own
 TaskDuration over the move, through the DevTools protocol: Streamlit's frontend, Plotly, layout and paint) and the
 rest (the server's run and the wire, while the browser waits).
+
+The first lane is a second reference: a page of the app's shape with no engine (bench/skeleton_app.py: the app's
+navigation, sidebar controls, captions and one chart), so a row beside it says how much of a move is the page's
+shape and how much the page's own work.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class Lane:
     page: str
     path: str
     label: str
+    server: str = "app"  # or "skeleton": bench/skeleton_app.py
     times: list = field(default_factory=list)
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
 
@@ -46,7 +51,8 @@ def lanes() -> list[Lane]:
         "query–key": ("query_key", ("Head", "Layer")), "dot-product lab": ("dot_product_lab", ("Logit size",)),
         "shapes": ("shapes", ("Step",)),
     }
-    found = [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
+    found = [Lane("page skeleton (no engine)", "", "Sequence length", server="skeleton")]
+    found += [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
               Lane("decode (dates)", "decode?weights=dates", "Step")]
     return found
@@ -77,7 +83,7 @@ def sweep(quick: bool) -> None:
     moves = 4 if quick else 15
     floor_times, all_lanes = [], lanes()
     with (sync_playwright() as playwright, streamlit_server("bench/trivial_app.py") as floor_url,
-          streamlit_server() as url):
+          streamlit_server("bench/skeleton_app.py") as skeleton_url, streamlit_server() as url):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         floor = context.new_page()
@@ -88,7 +94,7 @@ def sweep(quick: bool) -> None:
         floor_browser = []
         for lane in all_lanes:
             page = context.new_page()
-            page.goto(f"{url}/{lane.path}")
+            page.goto(f"{skeleton_url if lane.server == 'skeleton' else url}/{lane.path}")
             wait_idle(page)
             page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullData", timeout=120_000)
             page.wait_for_timeout(2_500)
