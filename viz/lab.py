@@ -7,6 +7,7 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.panels import label_px
 from viz.pooling import FULL_RESOLUTION
 from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, figure, fixed_margins
 
@@ -58,13 +59,14 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
               for stage, (_, subtitle) in zip(stages, drawn)]
     fig = make_subplots(rows=down, cols=across, subplot_titles=titles, horizontal_spacing=0.08,
                         vertical_spacing=0.36 / down, figure=figure())
-    bar_drawn = False  # one 0–1 bar, beside the first weights panel
+    bar_drawn = False  # one 0–1 bar, at the end of the first weights panel's row (clear of the next one's labels)
     for index, (traces, _) in enumerate(drawn):
         row, col = divmod(index, across)
         heatmap = traces[0]
         if stages[index].get("weights") and not bar_drawn:
             panel = fig.get_subplot(row + 1, col + 1)
-            heatmap.colorbar = dict(x=panel.xaxis.domain[1] + 0.01, xanchor="left", y=sum(panel.yaxis.domain) / 2,
+            row_end = fig.get_subplot(row + 1, min(across, len(stages) - row * across))  # its row's last panel
+            heatmap.colorbar = dict(x=row_end.xaxis.domain[1] + 0.01, xanchor="left", y=sum(panel.yaxis.domain) / 2,
                                     len=panel.yaxis.domain[1] - panel.yaxis.domain[0], thickness=12)
             bar_drawn = True
         else:
@@ -76,9 +78,20 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
         fig.update_xaxes(visible=False, row=index // across + 1, col=index % across + 1)
         fig.update_yaxes(visible=False, row=index // across + 1, col=index % across + 1)
     fig.update_annotations(font_size=13)
-    fig.update_layout(height=STAGE_ROW_PX * down, margin=dict(t=50, l=10, r=10, b=10),
+    fig.update_xaxes(automargin=False)  # the margins hold the outer panels' labels: no second layout in the browser
+    fig.update_yaxes(automargin=False)
+    fig.update_layout(height=STAGE_ROW_PX * down, margin=_stage_margins(stages, across, down),
                       meta=dict(min_width_px=STAGES_MIN_WIDTH_PX) if across > 1 else None)
     return fig
+
+
+def _stage_margins(stages: list[dict], across: int, down: int) -> dict:
+    """Margins wide enough for the first column's row labels and the bottom row's (rotated) column labels (40 px
+    at least, as every figure's labelled side)."""
+    left = max(40, *(label_px(stage["rows"][:FULL_RESOLUTION]) for stage in stages[::across]))
+    bottom = max(40, *(label_px(stage["columns"][:FULL_RESOLUTION], rotated=True)
+                       for index, stage in enumerate(stages) if index + across >= down * across))
+    return dict(t=50, l=left, r=10, b=bottom)
 
 
 def dimension_labels(count: int) -> list[str]:
