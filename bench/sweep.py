@@ -1,12 +1,13 @@
-"""The sweep: every page × its sidebar sliders and its main slider, each moved in Chromium, against the framework's
-floor measured in the same sitting (the floor moves between every page's moves).
+"""The sweep: every page × its sidebar sliders, its main slider and its main choices, each moved in Chromium,
+against the framework's floor measured in the same sitting (the floor moves between every page's moves).
 
-A lane is one page and one slider (found by its exact label). The sequence length moves one stop right each time
+A lane is one page and one control (found by its exact label). The sequence length moves one stop right each time
 (a new length: the engine computes it); every other slider goes back and forth between two stops (the second visit
-is what a person scrubbing sees). Pages are opened one at a time (the floor stays open), each looked at for 2.5 s
-first, as in the slider benchmark. Each row also splits a move: the browser's main-thread time (Chromium's own
-TaskDuration over the move, through the DevTools protocol: Streamlit's frontend, Plotly, layout and paint) and the
-rest (the server's run and the wire, while the browser waits).
+is what a person scrubbing sees); a choice (a radio or a segmented control) is clicked to one option and back.
+Pages are opened one at a time (the floor stays open), each looked at for 2.5 s first, as in the slider benchmark.
+Each row also splits a move: the browser's main-thread time (Chromium's own TaskDuration over the move, through the
+DevTools protocol: Streamlit's frontend, Plotly, layout and paint) and the rest (the server's run and the wire,
+while the browser waits).
 
 The first lane is a second reference: a page of the app's shape with no engine (bench/skeleton_app.py: the app's
 navigation, sidebar controls, captions and one chart), so a row beside it says how much of a move is the page's
@@ -32,6 +33,8 @@ class Lane:
     path: str
     label: str
     server: str = "app"  # or "skeleton": bench/skeleton_app.py
+    options: tuple[str, str] = ()  # a choice (radio, segmented control): the option moved to, then the one back
+    select: bool = False  # the choice is a select box (opened before the clock starts; the click on an option is timed)
     times: list = field(default_factory=list)
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
 
@@ -55,7 +58,25 @@ def lanes() -> list[Lane]:
     found += [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
               Lane("decode (dates)", "decode?weights=dates", "Step")]
-    return found
+    return found + choice_lanes()
+
+
+def choice_lanes() -> list[Lane]:
+    """Each page's main choices (and the sidebar's Norm), between two options: a move is a click."""
+    return [
+        Lane("attention", "attention", "Weights", options=("Trained: dates", "Seeded random weights"), select=True),
+        Lane("attention", "attention", "Norm", options=("Pre-norm (GPT-2)", "Post-norm (the paper)")),
+        Lane("attention", "attention", "View", options=("Model view", "Checks")),
+        Lane("attention", "attention", "Attention",
+             options=("Masked decoder self-attention", "Encoder self-attention")),
+        Lane("masks", "masks", "Self-attention mask", options=("causal", "paper")),
+        Lane("heads", "heads?roles_lines=repeated&roles_count=8", "Lines",
+             options=("The sidebar's lines", "Repeated random tokens")),
+        Lane("query–key", "query_key", "Colour by", options=("token", "position")),
+        Lane("induction", "induction?ind_count=50", "Ablate (zero) in the loss chart",
+             options=("the induction heads", "none")),
+        Lane("decode (dates)", "decode?weights=dates", "Choice", options=("sampled", "greedy")),
+    ]
 
 
 def _thumb(page, label: str):
@@ -63,6 +84,16 @@ def _thumb(page, label: str):
 
 
 def _move(page, lane: Lane, index: int) -> float:
+    if lane.select:
+        option = lane.options[index % 2]
+        box = page.get_by_test_id("stSelectbox").filter(has_text=lane.label).first
+        return _move_and_wait(page, lambda: page.get_by_role("option", name=option, exact=True).click(),
+                              prepare=box.click, what=f"{lane.page} · {lane.label} → {option}")
+    if lane.options:
+        option = lane.options[index % 2]
+        radio = page.get_by_role("radiogroup", name=lane.label).get_by_role("radio", name=option, exact=True)
+        # force: Streamlit's radio draws its own circle over the input, which a plain click waits on forever
+        return _move_and_wait(page, lambda: radio.click(force=True), what=f"{lane.page} · {lane.label} → {option}")
     thumb = _thumb(page, lane.label)
     thumb.focus()
     key = "ArrowRight" if lane.label == "Sequence length" or index % 2 == 0 else "ArrowLeft"
