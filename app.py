@@ -14,7 +14,7 @@ chart.publish_plotly_js()
 chart.load_plotly_early()  # the browser fetches and compiles Plotly.js while TensorFlow is still importing
 preload.wait()  # `make run` imports TensorFlow while the server starts: let that import finish first
 from transformer.live.device import missing_gpu_notice  # noqa: E402
-from ui import pages, runtime, sidebar, state, streamlit_patches  # noqa: E402  (after set_page_config)
+from ui import pages, runtime, sidebar, state, streamlit_patches, training  # noqa: E402  (after set_page_config)
 
 streamlit_patches.keep_tensorflow_warm()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
@@ -32,6 +32,8 @@ sidebar.render()
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
 for notice in st.session_state.pop(state.NOTICES, []):
     notices.warning(notice, icon=":material/warning:")
+for problem in training.settings_problems():  # the server's own settings: whoever runs it must see them
+    notices.warning(problem, icon=":material/settings:")
 if missing_gpu_notice():
     notices.warning(missing_gpu_notice(), icon=":material/memory:")
 left_out = state.write_url()

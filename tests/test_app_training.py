@@ -81,3 +81,21 @@ def test_a_link_to_a_dropped_model_says_so_and_queues_it_again(small_pool, monke
     small_pool.stop(job)
     unknown = open_page("attention", {"weights": "session:zz99"})  # never known here
     assert any("does not know the model of this link" in w.value for w in unknown.warning)
+
+
+def test_bad_training_settings_are_named_on_every_page_and_the_app_keeps_running(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "lots")
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_MB", "-5")
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_QUEUE", "twenty")
+    assert pretrained.kept_limits() == (pretrained.SESSION_MODELS_KEPT, pretrained.SESSION_MODELS_MB)
+    for page in ("home", "masks"):
+        at = open_page(page)
+        no_errors(at)
+        warnings = " ".join(w.value for w in at.warning)
+        assert "ATTENTION_LAB_MODELS_KEPT='lots'" in warnings and f"using {pretrained.SESSION_MODELS_KEPT}" in warnings
+        assert "ATTENTION_LAB_MODELS_MB='-5'" in warnings
+        assert "ATTENTION_LAB_TRAIN_QUEUE='twenty'" in warnings and "takes no job" in warnings
+    monkeypatch.delenv("ATTENTION_LAB_MODELS_KEPT")
+    monkeypatch.delenv("ATTENTION_LAB_MODELS_MB")
+    monkeypatch.delenv("ATTENTION_LAB_TRAIN_QUEUE")
+    assert not any("ATTENTION_LAB_" in w.value for w in open_page("home").warning)

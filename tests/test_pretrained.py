@@ -168,3 +168,13 @@ def test_a_trained_model_reports_its_own_layers_and_heads_whatever_the_sliders_s
     result = run_live(config, stacks=("cross",))
     assert (result.layers, result.heads) == (spec.num_layers, spec.num_heads)
     assert result.attention["cross"].shape[:3] == (spec.num_layers, 1, spec.num_heads)
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "many", "nan", "inf"])
+def test_a_bad_kept_models_limit_falls_back_to_the_default_and_is_named(monkeypatch, raw):
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_MB", raw)
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "3")
+    assert pretrained.kept_limits() == (3, pretrained.SESSION_MODELS_MB)
+    assert pretrained.limit_problems() == [
+        f"ATTENTION_LAB_MODELS_MB must be a number of megabytes above 0. Received: ATTENTION_LAB_MODELS_MB={raw!r}; "
+        f"using {pretrained.SESSION_MODELS_MB}."]

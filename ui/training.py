@@ -12,7 +12,7 @@ import streamlit as st
 from transformer.live.device import resolve_device
 from transformer.live.engine_thread import on_engine_thread
 from transformer.training import pretrained, worker
-from transformer.training.pool import Job, TrainingPool, describe_wait
+from transformer.training.pool import Job, PoolSettings, TrainingPool, describe_wait
 from transformer.training.saved_model import TrainSpec
 from transformer.training.train import TrainResult
 from ui.text import count
@@ -31,6 +31,17 @@ def pool() -> TrainingPool:
         if _pool is None:
             _pool = TrainingPool()
         return _pool
+
+
+def settings_problems() -> list[str]:
+    """What is wrong with this server's training settings (ATTENTION_LAB_TRAIN_*, ATTENTION_LAB_MODELS_*), each
+    naming the value: every page says so, so that whoever runs the server sees it."""
+    problems = pretrained.limit_problems()
+    try:
+        PoolSettings.from_env()
+    except ValueError as error:
+        problems.append(f"{error}. The Train page takes no job until it is fixed.")
+    return problems
 
 
 def submit(spec: TrainSpec) -> Job:
