@@ -1,0 +1,57 @@
+"""The sweep's lanes name controls that exist: a renamed slider or option fails here, not 20 minutes into
+`make bench`; and its page-shape reference runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+import pytest
+from app_support import no_errors, open_page
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import sweep  # noqa: E402
+
+pytestmark = pytest.mark.app
+
+
+def _controls(at) -> dict:
+    """{label: the options it offers, as shown (None for a slider)} of every control on the page."""
+    found = {}
+    for kind in ("radio", "segmented_control", "selectbox"):
+        for widget in getattr(at, kind):
+            found[widget.label] = list(widget.options)
+    for kind in ("slider", "select_slider"):
+        for widget in getattr(at, kind):
+            found.setdefault(widget.label, None)
+    return found
+
+
+PAGES = {}
+for lane in sweep.lanes():
+    if lane.server == "app":
+        PAGES.setdefault(lane.path, []).append(lane)
+
+
+@pytest.mark.parametrize("path", sorted(PAGES))
+def test_every_lane_names_a_control_of_its_page(path):
+    name, _, query = path.partition("?")
+    at = open_page(name or "home", dict(parse_qsl(query)))
+    no_errors(at)
+    controls = _controls(at)
+    for lane in PAGES[path]:
+        assert lane.label in controls, (lane.page, lane.label, sorted(controls))
+        for option in lane.options:
+            assert option in (controls[lane.label] or []), (lane.page, lane.label, option, controls[lane.label])
+
+
+def test_the_page_shape_reference_runs_and_its_slider_redraws_its_chart():
+    at = AppTest.from_file(str(ROOT / "bench" / "skeleton_app.py"), default_timeout=60).run()
+    no_errors(at)
+    assert [s.label for s in at.slider if s.label == "Sequence length"]
+    at.slider(key="seq_len").set_value(9).run()
+    no_errors(at)
+    assert at.query_params["seq_len"] == "9"
