@@ -35,6 +35,7 @@ class Lane:
     server: str = "app"  # or "skeleton": bench/skeleton_app.py
     options: tuple[str, str] = ()  # a choice (radio, segmented control): the option moved to, then the one back
     select: bool = False  # the choice is a select box (opened before the clock starts; the click on an option is timed)
+    chart: bool = True  # the page draws a chart once open (the Cost and Train pages draw theirs on a button)
     times: list = field(default_factory=list)
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
 
@@ -52,10 +53,11 @@ def lanes() -> list[Lane]:
         "positional encoding": ("positional_encoding", ()), "attention": ("attention", ("Layer",)),
         "heads": ("heads?roles_lines=repeated&roles_count=8", ("How many lines",)),
         "query–key": ("query_key", ("Head", "Layer")), "dot-product lab": ("dot_product_lab", ("Logit size",)),
-        "shapes": ("shapes", ("Step",)),
+        "shapes": ("shapes", ("Step",)), "cost": ("cost", ("Longest N",)), "train": ("train", ()),
     }
     found = [Lane("page skeleton (no engine)", "", "Sequence length", server="skeleton")]
-    found += [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
+    found += [Lane(name, path, label, chart=name not in ("cost", "train")) for name, (path, own) in pages.items()
+              for label in SIDEBAR + own]
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
               Lane("decode (dates)", "decode?weights=dates", "Step")]
     return found + choice_lanes()
@@ -76,6 +78,9 @@ def choice_lanes() -> list[Lane]:
         Lane("induction", "induction?ind_count=50", "Ablate (zero) in the loss chart",
              options=("the induction heads", "none")),
         Lane("decode (dates)", "decode?weights=dates", "Choice", options=("sampled", "greedy")),
+        Lane("train", "train", "Task", options=(
+            "reverse — Reverse the source: cross-attention should be anti-diagonal.",
+            "copy — Copy the source: cross-attention should be diagonal."), select=True, chart=False),
     ]
 
 
@@ -127,7 +132,8 @@ def sweep(quick: bool) -> None:
             page = context.new_page()
             page.goto(f"{skeleton_url if lane.server == 'skeleton' else url}/{lane.path}")
             wait_idle(page)
-            page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullData", timeout=120_000)
+            if lane.chart:
+                page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullData", timeout=120_000)
             page.wait_for_timeout(2_500)
             devtools = context.new_cdp_session(page)
             devtools.send("Performance.enable")

@@ -55,3 +55,10 @@ def test_the_page_shape_reference_runs_and_its_slider_redraws_its_chart():
     at.slider(key="seq_len").set_value(9).run()
     no_errors(at)
     assert at.query_params["seq_len"] == "9"
+
+
+def test_every_page_of_the_app_is_in_the_sweep():
+    from ui.pages import PAGES as APP_PAGES
+
+    swept = {lane.path.partition("?")[0] or "home" for lane in sweep.lanes() if lane.server == "app"}
+    assert swept == {name for name, *_ in APP_PAGES}
