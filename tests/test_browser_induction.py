@@ -69,5 +69,6 @@ def test_the_train_pages_timeline_is_drawn_while_training_and_scrubbed_by_its_sl
     thumb.focus()
     thumb.press("Home")
     page.wait_for_function("() => location.search.includes('tl_step=0')", timeout=60_000)
+    page.locator(PLOT).last.scroll_into_view_if_needed()  # the grid under the slider: drawn when in view
     page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(
         p => (p.layout.title?.text || "").includes("at step 0"))""", timeout=60_000)
