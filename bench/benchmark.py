@@ -31,119 +31,15 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
-from report import percentile, process_rss_mb, steal_note, stolen_seconds, write_section  # noqa: E402
-
-ROWS = []
-sys.modules.setdefault("benchmark", sys.modules[__name__])  # run as a script: bench/sweep.py's rows land here too
-
-
-def row(section, measure, value, target=""):
-    ROWS.append((section, measure, value, target))
-    print(f"{section:<10} {measure:<58} {value:<24} {target}", flush=True)
-
+from moves import CHART, move_control  # noqa: E402
+from report import ROWS, percentile, process_rss_mb, row, steal_note, stolen_seconds, write_section  # noqa: E402
 
 # ----------------------------------------------------------------- 1. slider → chart
-
-CHART = "document.querySelector('.js-plotly-plot')"  # the app's ui.chart and st.plotly_chart (the floor) both
-IDLE = "document.querySelector('[data-testid=\"stApp\"]').getAttribute('data-test-script-state') === 'notRunning'"
-
-
-# The move's rerun is over: it was seen running, or it changed the first chart, and the app is idle; or the
-# address changed and the app has been idle for three polls (animation frames) since, so a 'running' that
-# React has yet to commit would have shown.
-RERUN_OVER = f"""(() => {{
-    const idle = {IDLE};
-    window.__idleFrames = idle && location.href !== window.__address ? (window.__idleFrames || 0) + 1 : 0;
-    return idle && (window.__ran || ({CHART} && {CHART}._fullData !== window.__before) || window.__idleFrames >= 3);
-}})()"""
-
-
-def _move_and_wait(page, act, prepare=None, what="a move"):
-    """Press, then wait until the rerun it starts has finished and the browser has painted.
-
-    ``prepare`` runs before the clock starts (typing into a text box reruns nothing: the
-    key press that commits it, Enter, does).
-
-    A MutationObserver notes the app entering the running state, so a rerun that
-    leaves a chart unchanged (masks do not depend on heads) is still timed; so does a new
-    address (every move changes a control that the URL mirrors): a rerun can go running →
-    notRunning within one of React's commits, which no observer sees (a Masks d_model move
-    once waited out the 60 s that way).
-    """
-    page.evaluate("""() => {
-        const app = document.querySelector('[data-testid="stApp"]');
-        const chart = document.querySelector('.js-plotly-plot');
-        window.__before = chart && chart._fullData;
-        window.__address = location.href;
-        window.__idleFrames = 0;
-        window.__ran = false;
-        window.__observer && window.__observer.disconnect();
-        // A short rerun can go running → notRunning within one task: the records' old values still show it.
-        window.__observer = new MutationObserver((records) => {
-            if (app.getAttribute('data-test-script-state') === 'running' ||
-                records.some(record => record.oldValue === 'running')) window.__ran = true;
-        });
-        window.__observer.observe(app, {attributes: true, attributeFilter: ['data-test-script-state'],
-                                        attributeOldValue: true});
-    }""")
-    if prepare:
-        prepare()
-    started = time.perf_counter()
-    act()
-    try:
-        page.wait_for_function(f"() => {RERUN_OVER}", timeout=60_000)
-        page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
-    except Exception:  # counted as a 60 s move, never silently dropped
-        print(f"  {what} was not redrawn within 60 s ({page.url})", flush=True)
-    return time.perf_counter() - started
-
-
-def _slider(page, label):
-    return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
-
 
 MOVES_NOTE = ("Slider moves: sequence length and pad symbols take a new value every time (the engine "
               "computes each one); heads and d_model go back and forth between two built models; each page "
               "is looked at for 2.5 s after it loads, before the first move. The pages take turns (a few moves "
               "each, four rounds), so a slower spell of the machine falls on the floor and the app alike.")
-PAD_SETS = ["<pad>", "0", "<pad> 0", "0 9", "9", "9 <pad>", "<pad> 9 0"]  # none is the default, "0 <pad>"
-
-
-def pad_set(index: int) -> str:
-    """The pad symbols of a lane's pad move ``index``: new on every move (the default is "0 <pad>")."""
-    return PAD_SETS[index] if index < len(PAD_SETS) else f"<pad> p{index}"
-
-
-def _moves(page, kind, count, first=0):
-    """``count`` moves of one control, the lane's moves ``first``, ``first + 1`` … of that kind. Sequence length
-    (one stop right) and pad symbols take a new value on every move, so the engine computes each (nothing
-    cached); heads and d_model go back and forth between two architectures, both built (what the model
-    cache is for)."""
-    from browser_support import wait_idle
-
-    times = []
-    for index in range(count):
-        if kind == "focus":  # the Attention page's focused query: one step along its slider
-            thumb = _slider(page, "Focus a query")
-            thumb.focus()
-            times.append(_move_and_wait(page, lambda: thumb.press("ArrowRight"), what="focus"))
-        elif kind == "head_toggle":  # the head view's head 1: hidden, shown, hidden …
-            button = page.get_by_role("toolbar", name="Hide heads").get_by_role("button").nth(1)
-            times.append(_move_and_wait(page, button.click, what="head toggle"))
-        elif kind == "pads":
-            box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Pad symbols")
-            value = pad_set(first + index)
-            times.append(_move_and_wait(page, lambda: box.press("Enter"), prepare=lambda: box.fill(value),
-                                        what=f"pad symbols {value!r}"))
-        else:
-            label = {"seq_len": "Sequence length", "heads": "Heads (h)", "d_model": "d_model"}[kind]
-            thumb = _slider(page, label)
-            key = "ArrowRight" if kind == "seq_len" or index % 2 == 0 else "ArrowLeft"
-            thumb.focus()
-            times.append(_move_and_wait(page, lambda: thumb.press(key), what=f"{kind} {key}"))
-        wait_idle(page)
-    return times
-
 
 ROUNDS = 4  # the pages take turns this many times; a default page moves one of its four controls a round
 
@@ -225,7 +121,7 @@ def slider_latency(quick: bool):
             for lane in lanes:
                 kind, moves = _round_moves(lane, count, round_index)
                 lane.page.bring_to_front()
-                lane.times += _moves(lane.page, kind, moves, first=lane.made[kind])
+                lane.times += move_control(lane.page, kind, moves, first=lane.made[kind])
                 lane.made[kind] += moves
         browser.close()
     floor, own_floor = (percentile(lane.times, 50) for lane in lanes[:2])

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from benchmark import _moves, row  # the slider benchmark's tools
-from report import percentile
+from moves import move_control
+from report import percentile, row
 
 
 def live_induction_training(quick: bool) -> None:
@@ -53,7 +53,7 @@ def query_key_head_change(quick: bool) -> None:
         heads.wait_for_timeout(2_500)  # looked at first, as a person would (the engine traces meanwhile)
         for index in range(count):
             floor.bring_to_front()
-            floor_times += _moves(floor, "seq_len", 1, first=index)
+            floor_times += move_control(floor, "seq_len", 1, first=index)
             heads.bring_to_front()
             head = 1 if index % 2 == 0 else 0  # back and forth between heads 0 and 1
             thumb = heads.locator("input[aria-label=\"Head\"]")

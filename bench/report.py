@@ -1,4 +1,5 @@
-"""Shared by the benchmarks: percentiles, process memory, and the BENCHMARKS.md sections."""
+"""Shared by the benchmarks: the rows a run prints, percentiles, process memory, and the BENCHMARKS.md
+sections."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "BENCHMARKS.md"
+
+ROWS = []  # (section, measure, figure, target) of every row printed this run: what --write puts in the table
+
+
+def row(section, measure, value, target=""):
+    ROWS.append((section, measure, value, target))
+    print(f"{section:<10} {measure:<58} {value:<24} {target}", flush=True)
 
 
 def percentile(values, q) -> float:

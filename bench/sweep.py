@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from benchmark import _move_and_wait, row  # the slider benchmark's tools
-from report import percentile
+from moves import move_and_wait
+from report import percentile, row
 
 SIDEBAR = ("Sequence length", "Heads (h)", "d_model")
 TARGET = "≤ 1.3× floor"
@@ -92,23 +92,23 @@ def _move(page, lane: Lane, index: int) -> float:
     if lane.select:
         option = lane.options[index % 2]
         box = page.get_by_test_id("stSelectbox").filter(has_text=lane.label).first
-        return _move_and_wait(page, lambda: page.get_by_role("option", name=option, exact=True).click(),
-                              prepare=box.click, what=f"{lane.page} · {lane.label} → {option}")
+        return move_and_wait(page, lambda: page.get_by_role("option", name=option, exact=True).click(),
+                             prepare=box.click, what=f"{lane.page} · {lane.label} → {option}")
     if lane.options:
         option = lane.options[index % 2]
         radio = page.get_by_role("radiogroup", name=lane.label).get_by_role("radio", name=option, exact=True)
         # force: Streamlit's radio draws its own circle over the input, which a plain click waits on forever
-        return _move_and_wait(page, lambda: radio.click(force=True), what=f"{lane.page} · {lane.label} → {option}")
+        return move_and_wait(page, lambda: radio.click(force=True), what=f"{lane.page} · {lane.label} → {option}")
     thumb = _thumb(page, lane.label)
     thumb.focus()
     key = "ArrowRight" if lane.label == "Sequence length" or index % 2 == 0 else "ArrowLeft"
-    return _move_and_wait(page, lambda: thumb.press(key), what=f"{lane.page} · {lane.label} {key}")
+    return move_and_wait(page, lambda: thumb.press(key), what=f"{lane.page} · {lane.label} {key}")
 
 
 def _floor_move(page, index: int) -> float:
     thumb = _thumb(page, "Sequence length")
     thumb.focus()
-    return _move_and_wait(page, lambda: thumb.press("ArrowRight" if index % 2 == 0 else "ArrowLeft"), what="floor")
+    return move_and_wait(page, lambda: thumb.press("ArrowRight" if index % 2 == 0 else "ArrowLeft"), what="floor")
 
 
 def sweep(quick: bool) -> None:
