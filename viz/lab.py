@@ -78,20 +78,18 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
         fig.update_xaxes(visible=False, row=index // across + 1, col=index % across + 1)
         fig.update_yaxes(visible=False, row=index // across + 1, col=index % across + 1)
     fig.update_annotations(font_size=13)
-    fig.update_xaxes(automargin=False)  # the margins hold the outer panels' labels: no second layout in the browser
-    fig.update_yaxes(automargin=False)
-    fig.update_layout(height=STAGE_ROW_PX * down, margin=_stage_margins(stages, across, down),
-                      meta=dict(min_width_px=STAGES_MIN_WIDTH_PX) if across > 1 else None)
-    return fig
+    fig.update_layout(height=STAGE_ROW_PX * down, meta=dict(min_width_px=STAGES_MIN_WIDTH_PX) if across > 1 else None)
+    # margins that hold the outer panels' labels: no automargin, no second layout in the browser
+    return fixed_margins(fig, top=50, right=10, **_label_margins(stages, across, down))
 
 
-def _stage_margins(stages: list[dict], across: int, down: int) -> dict:
-    """Margins wide enough for the first column's row labels and the bottom row's (rotated) column labels (40 px
-    at least, as every figure's labelled side)."""
+def _label_margins(stages: list[dict], across: int, down: int) -> dict:
+    """``left`` and ``bottom`` (px) wide enough for the first column's row labels and the bottom row's (rotated)
+    column labels: 40 at least, as every figure's labelled side."""
     left = max(40, *(label_px(stage["rows"][:FULL_RESOLUTION]) for stage in stages[::across]))
     bottom = max(40, *(label_px(stage["columns"][:FULL_RESOLUTION], rotated=True)
                        for index, stage in enumerate(stages) if index + across >= down * across))
-    return dict(t=50, l=left, r=10, b=bottom)
+    return dict(left=left, bottom=bottom)
 
 
 def dimension_labels(count: int) -> list[str]:
