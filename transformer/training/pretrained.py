@@ -246,17 +246,17 @@ def kept_limits() -> tuple[int, float]:
     """(models, MB of weights) this server keeps of those trained in sessions: ATTENTION_LAB_MODELS_KEPT and
     ATTENTION_LAB_MODELS_MB, else `SESSION_MODELS_KEPT` and `SESSION_MODELS_MB` (a bad value: the default, and
     `limit_problems` says so)."""
-    return tuple(default if problem else value for value, default, problem in _read_limits())
+    return tuple(value for value, _ in _read_limits())
 
 
 def limit_problems() -> list[str]:
     """What is wrong with ATTENTION_LAB_MODELS_KEPT and ATTENTION_LAB_MODELS_MB (each naming the value and the
     default used instead); empty when both are unset or good."""
-    return [problem for _, _, problem in _read_limits() if problem]
+    return [problem for _, problem in _read_limits() if problem]
 
 
 def _read_limits() -> list[tuple]:
-    """(value, default, problem or "") of each kept-models limit."""
+    """(value, problem or "") of each kept-models limit; a bad value reads as its default."""
     return [_positive("ATTENTION_LAB_MODELS_KEPT", SESSION_MODELS_KEPT, int, "a whole number"),
             _positive("ATTENTION_LAB_MODELS_MB", SESSION_MODELS_MB, float, "a number of megabytes")]
 
@@ -264,14 +264,14 @@ def _read_limits() -> list[tuple]:
 def _positive(name: str, default, kind, what: str) -> tuple:
     raw = os.environ.get(name, "").strip()
     if not raw:
-        return default, default, ""
+        return default, ""
     try:
         value = kind(raw)
     except ValueError:
         value = 0
     if value > 0 and math.isfinite(value):
-        return value, default, ""
-    return default, default, f"{name} must be {what} above 0. Received: {name}={raw!r}; using {default}."
+        return value, ""
+    return default, f"{name} must be {what} above 0. Received: {name}={raw!r}; using {default}."
 
 
 def weight_bytes(model) -> int:
