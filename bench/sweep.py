@@ -22,6 +22,7 @@ from moves import move_and_wait
 from report import percentile, row
 
 SIDEBAR = ("Sequence length", "Heads (h)", "d_model")
+CHARTLESS = ("cost", "train")  # pages that draw no chart until a button is pressed: their lanes wait for none
 TARGET = "≤ 1.3× floor"
 
 
@@ -35,9 +36,12 @@ class Lane:
     server: str = "app"  # or "skeleton": bench/skeleton_app.py
     options: tuple[str, str] = ()  # a choice (radio, segmented control): the option moved to, then the one back
     select: bool = False  # the choice is a select box (opened before the clock starts; the click on an option is timed)
-    chart: bool = True  # the page draws a chart once open (the Cost and Train pages draw theirs on a button)
     times: list = field(default_factory=list)
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
+
+    @property
+    def chart(self) -> bool:
+        return self.page not in CHARTLESS
 
 
 def _busy_seconds(devtools) -> float:
@@ -56,8 +60,7 @@ def lanes() -> list[Lane]:
         "shapes": ("shapes", ("Step",)), "cost": ("cost", ("Longest N",)), "train": ("train", ()),
     }
     found = [Lane("page skeleton (no engine)", "", "Sequence length", server="skeleton")]
-    found += [Lane(name, path, label, chart=name not in ("cost", "train")) for name, (path, own) in pages.items()
-              for label in SIDEBAR + own]
+    found += [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
               Lane("decode (dates)", "decode?weights=dates", "Step")]
     return found + choice_lanes()
@@ -80,7 +83,7 @@ def choice_lanes() -> list[Lane]:
         Lane("decode (dates)", "decode?weights=dates", "Choice", options=("sampled", "greedy")),
         Lane("train", "train", "Task", options=(
             "reverse — Reverse the source: cross-attention should be anti-diagonal.",
-            "copy — Copy the source: cross-attention should be diagonal."), select=True, chart=False),
+            "copy — Copy the source: cross-attention should be diagonal."), select=True),
     ]
 
 
@@ -89,13 +92,12 @@ def _thumb(page, label: str):
 
 
 def _move(page, lane: Lane, index: int) -> float:
+    option = lane.options[index % 2] if lane.options else None
     if lane.select:
-        option = lane.options[index % 2]
         box = page.get_by_test_id("stSelectbox").filter(has_text=lane.label).first
         return move_and_wait(page, lambda: page.get_by_role("option", name=option, exact=True).click(),
                              prepare=box.click, what=f"{lane.page} · {lane.label} → {option}")
     if lane.options:
-        option = lane.options[index % 2]
         radio = page.get_by_role("radiogroup", name=lane.label).get_by_role("radio", name=option, exact=True)
         # force: Streamlit's radio draws its own circle over the input, which a plain click waits on forever
         return move_and_wait(page, lambda: radio.click(force=True), what=f"{lane.page} · {lane.label} → {option}")
