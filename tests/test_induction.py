@@ -132,3 +132,15 @@ def test_the_study_measures_each_group_and_one_lines_loss_as_numpy_would(inducti
             induction_study(**{name: value})
     with pytest.raises(ValueError, match="induction task"):
         induction_study(weights="reverse")
+
+
+def test_next_tokens_ablate_by_kind_as_read_does(induction):
+    lines = [list(line.tokens) for line in probe_lines(4, seed=8)]
+    heads = [("decoder", 1, head) for head in range(4)]
+    plain = induction.next_tokens(lines)
+    zeroed = induction.next_tokens(lines, heads, "zero")
+    averaged = induction.next_tokens(lines, heads, "mean")
+    probabilities, _ = induction.read(" ".join(lines[0]), ablate=[triple[1:] for triple in heads])
+    assert zeroed[0] == induction.vocab.decode(probabilities.argmax(-1))
+    assert plain != zeroed and zeroed != averaged
+    assert [len(row) for row in averaged] == [len(line) for line in lines]

@@ -30,19 +30,21 @@ def forward(model):
     return run
 
 
-def decoder_ablation(model, ablate) -> HeadAblation | None:
-    """``ablate`` (``(layer, head)`` pairs of the decoder) as a zero-ablation hook, or None."""
+def decoder_ablation(model, ablate, kind: str = "zero") -> HeadAblation | None:
+    """``ablate`` (``(layer, head)`` pairs of the decoder) as an ablation hook of ``kind`` ("zero" or "mean"), or
+    None."""
     if not ablate:
         return None
     return HeadAblation.of_kept(kept_array([("decoder", layer, head) for layer, head in ablate], model.num_layers,
-                                           model.num_heads), "zero")
+                                           model.num_heads), kind)
 
 
-def read_ids(model, ids, ablate=()) -> tuple[np.ndarray, np.ndarray]:
-    """``ids (B, N)`` read by a decoder-only model, ``ablate``'s decoder heads zeroed: ``(logits (B, N, V),
-    attention (L, B, H, N, N))`` as NumPy."""
+def read_ids(model, ids, ablate=(), kind: str = "zero") -> tuple[np.ndarray, np.ndarray]:
+    """``ids (B, N)`` read by a decoder-only model, ``ablate``'s decoder heads ablated (``kind``): ``(logits (B, N,
+    V), attention (L, B, H, N, N))`` as NumPy."""
     ids = tf.convert_to_tensor(ids, tf.int32)
-    logits, attention = model(None, ids, None, target_mask(ids, PAD_ID), hook=decoder_ablation(model, ablate))
+    hook = decoder_ablation(model, ablate, kind)
+    logits, attention = model(None, ids, None, target_mask(ids, PAD_ID), hook=hook)  # (B, N, V), L × (B, H, N, N)
     return logits.numpy(), np.stack([weights.numpy() for weights in attention["decoder"]])
 
 

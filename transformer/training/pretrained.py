@@ -17,11 +17,10 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import HeadAblation, check_ablation, kept_array
-from transformer.core.masks import target_mask
+from transformer.analysis.ablation import check_ablation
 from transformer.core.tokens import Vocabulary
 from transformer.live.device import resolve_device
-from transformer.tasks import PAD_ID, Task, get_task
+from transformer.tasks import Task, get_task
 from transformer.tasks.induction import line_ids
 from transformer.training import next_token
 from transformer.training.saved_model import (
@@ -108,11 +107,9 @@ class Pretrained:
         layer, head)`` triples, ``kind`` "zero" or "mean")."""
         length = max(len(line) for line in lines)
         ids = line_ids(self.vocab, lines, length)  # (B, N)
-        kept = kept_array(ablate, self.model.num_layers, self.model.num_heads)
-        hook = HeadAblation.of_kept(kept, kind) if ablate else None
         with tf.device(self.device):
-            logits, _ = self.model(None, ids, None, target_mask(ids, PAD_ID), hook=hook)  # (B, N, V)
-        best = np.asarray(logits).argmax(-1)  # (B, N)
+            logits, _ = next_token.read_ids(self.model, ids, [triple[1:] for triple in ablate], kind)  # (B, N, V)
+        best = logits.argmax(-1)  # (B, N)
         return [self.vocab.decode(best[row, : len(line)]) for row, line in enumerate(lines)]
 
     def source_tokens(self, text: str) -> list[str]:
