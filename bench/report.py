@@ -7,6 +7,7 @@ import datetime
 import os
 import platform
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -161,3 +162,18 @@ def write_section(title: str, intro: str, table: list[str]) -> None:
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.MULTILINE | re.DOTALL)
     text = pattern.sub(body + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + body
     BENCHMARKS.write_text(text)
+
+
+def timed(*fns, repeats):
+    """Median seconds of each of ``fns``, timed in turns (one call of each per round, the order
+    rotating), so that a burst of load on a noisy machine falls on all of them, not on one."""
+    for fn in fns:
+        fn()
+        fn()
+    times = [[] for _ in fns]
+    for round_ in range(repeats):
+        for index in np.roll(np.arange(len(fns)), round_):
+            started = time.perf_counter()
+            fns[index]()
+            times[index].append(time.perf_counter() - started)
+    return [float(np.median(each)) for each in times]

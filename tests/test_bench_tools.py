@@ -141,7 +141,7 @@ def test_the_slider_benchmark_interleaves_every_page_and_keeps_its_move_counts()
     """Each page takes a turn in each of the rounds: a default page moves one control a round (28 moves of 4
     kinds), a floor or N=512 page makes all its 30 moves across the rounds, and the floors come first. Every pad
     move of a lane is a new set of pads (a new computation)."""
-    from benchmark import ROUNDS, _lanes, _round_moves
+    from slider_bench import ROUNDS, _lanes, _round_moves
     from moves import pad_set
 
     lanes = _lanes("http://floor", "http://app", 30)
@@ -219,11 +219,12 @@ def test_chromiums_cpu_is_summed_over_its_processes_below_a_root_and_renderers_a
 def test_the_memory_part_moves_the_sequence_length_through_the_sliders_stops():
     """The part drives the app through AppTest (it once called a widget the sidebar no longer has, and make bench
     stopped there): a short run of it reruns the Attention page without an exception and reports one row."""
-    import benchmark
+    import system_bench
+    from report import ROWS
 
-    before = len(benchmark.ROWS)
-    benchmark.memory(True, warm_up=1, reruns=2)
-    (section, measure, value, target), = benchmark.ROWS[before:]
+    before = len(ROWS)
+    system_bench.memory(True, warm_up=1, reruns=2)
+    (section, measure, value, target), = ROWS[before:]
     assert section == "memory" and "after 1 warm-up reruns → after 2 more" in measure and value.endswith("%)")
 
 
