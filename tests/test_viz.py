@@ -261,6 +261,10 @@ PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
                                 focus=("query", 2)),
     lambda: neuron.neuron_view(neuron_terms(RNG.random((2, 4, 8)), RNG.random((2, 4, 8)),
                                             np.tril(np.ones((4, 4), bool)), 1, 2, 1), TOKENS, TOKENS, 1, 2, 1),
+    lambda: lab.stages_figure([dict(values=RNG.standard_normal((4, 3)), rows=TOKENS, columns=["d0", "d1", "d2"],
+                                    title="Q"),
+                               dict(values=np.tril(np.full((4, 4), 0.25)), rows=TOKENS, columns=TOKENS, title="softmax",
+                                    mask=np.tril(np.ones((4, 4), bool)), weights=True)]),
 ]
 
 

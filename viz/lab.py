@@ -7,13 +7,18 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.panels import label_px
+from viz.panels import axis_ids, label_px
 from viz.pooling import FULL_RESOLUTION
-from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, WEIGHT_COLORSCALE, category_axes, figure, fixed_margins
+from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, TEMPLATE_JSON, WEIGHT_COLORSCALE, figure, fixed_margins
+
+# The stages are sent unvalidated (~40 ms of Plotly's validation a move): a colour scale's name is Plotly.js's own
+# there ("RdBu" runs the other way, "_r" it does not know), so the list validation would write.
+_DIVERGING = [list(step) for step in go.Heatmap(colorscale=DIVERGING_COLORSCALE).colorscale]
 
 
 def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, limit: int = FULL_RESOLUTION):
-    """One stage's heatmap (and its blocked cells, grey) and the subtitle of its shape: ``(traces, subtitle)``.
+    """One stage's heatmap (and its blocked cells, grey), as trace dicts, and the subtitle of its shape:
+    ``(traces, subtitle)``.
 
     ``values`` is ``(R, C)``; ``mask`` (same shape, True = may attend) draws blocked cells grey, whatever their
     value (-inf included). Weights use the fixed 0–1 scale; other stages a diverging scale centred on 0 (its
@@ -28,13 +33,13 @@ def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, l
         scale, spread = dict(colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0), ""
     else:
         largest = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
-        scale, spread = dict(colorscale=DIVERGING_COLORSCALE, zmin=-largest or -1.0, zmax=largest or 1.0), \
+        scale, spread = dict(colorscale=_DIVERGING, zmin=-largest or -1.0, zmax=largest or 1.0), \
             f" · ±{largest:.3g}"
-    traces = [go.Heatmap(z=shown, x=column_labels, y=row_labels, **scale,
-                         hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>")]
+    traces = [dict(type="heatmap", z=shown, x=column_labels, y=row_labels, **scale,
+                   hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>")]
     if blocked.any():
-        traces.append(go.Heatmap(
-            z=np.where(blocked, 1.0, np.nan).astype(np.float32), x=column_labels, y=row_labels,
+        traces.append(dict(
+            type="heatmap", z=np.where(blocked, 1.0, np.nan).astype(np.float32), x=column_labels, y=row_labels,
             colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], showscale=False,
             hovertemplate="row %{y}<br>column %{x}<br>masked (−∞ before softmax)<extra></extra>"))
     cropped = f" — first {values.shape[0]}×{values.shape[1]} shown" if values.shape != full_shape else ""
@@ -50,37 +55,51 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
     """A head's stages in one figure, three to a row (one in a column ``fit_px`` wide narrower than
     `STAGES_MIN_WIDTH_PX`): each ``dict(values, rows, columns, title, mask=None, weights=False)`` as
     `_stage_traces` draws it, its title and shape above its panel; the weights' 0–1 colour bar beside them. One
-    figure, because a browser draws one chart of eight panels ~3× faster than eight charts."""
+    figure, because a browser draws one chart of eight panels ~3× faster than eight charts; laid out here and not
+    validated (make_subplots and validation cost ~40 ms a move; the tests validate it)."""
     across = 1 if fit_px and fit_px < STAGES_MIN_WIDTH_PX else min(3, len(stages))
     down = -(-len(stages) // across)
-    drawn = [_stage_traces(stage["values"], stage["rows"], stage["columns"], stage.get("mask"),
-                           stage.get("weights", False)) for stage in stages]
-    titles = [f"{stage['title']}<br><span style='font-size:11px'>{subtitle}</span>"
-              for stage, (_, subtitle) in zip(stages, drawn)]
-    fig = make_subplots(rows=down, cols=across, subplot_titles=titles, horizontal_spacing=0.08,
-                        vertical_spacing=0.36 / down, figure=figure())
-    bar_drawn = False  # one 0–1 bar, at the end of the first weights panel's row (clear of the next one's labels)
-    for index, (traces, _) in enumerate(drawn):
-        row, col = divmod(index, across)
-        heatmap = traces[0]
-        if stages[index].get("weights") and not bar_drawn:
-            panel = fig.get_subplot(row + 1, col + 1)
-            row_end = fig.get_subplot(row + 1, min(across, len(stages) - row * across))  # its row's last panel
-            heatmap.colorbar = dict(x=row_end.xaxis.domain[1] + 0.01, xanchor="left", y=sum(panel.yaxis.domain) / 2,
-                                    len=panel.yaxis.domain[1] - panel.yaxis.domain[0], thickness=12)
+    domains = _grid_domains(len(stages), across, down)
+    layout = dict(height=STAGE_ROW_PX * down, annotations=[], template=TEMPLATE_JSON,
+                  margin=dict(t=50, r=10, **{"l": (margins := _label_margins(stages, across, down))["left"],
+                                             "b": margins["bottom"]}),
+                  **(dict(meta=dict(min_width_px=STAGES_MIN_WIDTH_PX)) if across > 1 else {}))
+    data, bar_drawn = [], False  # one 0–1 bar, at the end of the first weights panel's row (clear of the next row)
+    for index, stage in enumerate(stages):
+        traces, subtitle = _stage_traces(stage["values"], stage["rows"], stage["columns"], stage.get("mask"),
+                                         stage.get("weights", False))
+        (x_domain, y_domain), (x_id, y_id) = domains[index], axis_ids(index)
+        if stage.get("weights") and not bar_drawn:
+            row_end = domains[min(index // across * across + across, len(stages)) - 1][0]  # its row's last panel
+            traces[0]["colorbar"] = dict(x=row_end[1] + 0.01, xanchor="left", y=sum(y_domain) / 2,
+                                         len=y_domain[1] - y_domain[0], thickness=12)
             bar_drawn = True
         else:
-            heatmap.showscale = False
-        for trace in traces:
-            fig.add_trace(trace, row=row + 1, col=col + 1)
-        category_axes(fig, row=row + 1, col=col + 1)
-    for index in range(len(stages), down * across):  # the grid's empty places
-        fig.update_xaxes(visible=False, row=index // across + 1, col=index % across + 1)
-        fig.update_yaxes(visible=False, row=index // across + 1, col=index % across + 1)
-    fig.update_annotations(font_size=13)
-    fig.update_layout(height=STAGE_ROW_PX * down, meta=dict(min_width_px=STAGES_MIN_WIDTH_PX) if across > 1 else None)
-    # margins that hold the outer panels' labels: no automargin, no second layout in the browser
-    return fixed_margins(fig, top=50, right=10, **_label_margins(stages, across, down))
+            traces[0]["showscale"] = False
+        data += [dict(trace, xaxis=x_id, yaxis=y_id) for trace in traces]
+        layout[x_id.replace("x", "xaxis")] = dict(type="category", tickangle=-45, automargin=False, domain=x_domain,
+                                                  anchor=y_id)
+        layout[y_id.replace("y", "yaxis")] = dict(type="category", autorange="reversed", automargin=False,
+                                                  domain=y_domain, anchor=x_id)
+        layout["annotations"].append(dict(
+            text=f"{stage['title']}<br><span style='font-size:11px'>{subtitle}</span>", x=sum(x_domain) / 2,
+            y=y_domain[1], xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+            font=dict(size=13)))
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def _grid_domains(count: int, across: int, down: int) -> list[tuple[list, list]]:
+    """``(x domain, y domain)`` of each of ``count`` panels, row by row from the top, as make_subplots spaces
+    them (0.08 of the width between columns, 0.36 of the height shared between the rows' gaps)."""
+    x_gap, y_gap = 0.08, 0.36 / down
+    width, height = (1 - x_gap * (across - 1)) / across, (1 - y_gap * (down - 1)) / down
+    domains = []
+    for index in range(count):
+        row, col = divmod(index, across)
+        top = 1 - row * (height + y_gap)
+        domains.append(([col * (width + x_gap), min(1.0, col * (width + x_gap) + width)],
+                        [max(0.0, top - height), min(1.0, top)]))  # no −1e-17 at the edges
+    return domains
 
 
 def _label_margins(stages: list[dict], across: int, down: int) -> dict:
