@@ -19,7 +19,7 @@ from transformer.analysis.measures import (
     scaling_experiment,
     stable_softmax,
 )
-from viz import attention, head_view, lab, masks, neuron, positional, shapes, training
+from viz import attention, head_view, heads, lab, masks, neuron, positional, shapes, training
 from viz.export import arrays_npz, matrix_csv
 from viz.labels import GAP_MARK, PANEL_MARK, pooled_labels, position_labels
 from viz.pooling import max_pool
@@ -265,6 +265,10 @@ PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
                                     title="Q"),
                                dict(values=np.tril(np.full((4, 4), 0.25)), rows=TOKENS, columns=TOKENS, title="softmax",
                                     mask=np.tril(np.ones((4, 4), bool)), weights=True)]),
+    lambda: heads.role_grid({"previous_token": RNG.random((2, 4)), "self": np.full((2, 4), np.nan)}, 8, "t"),
+    lambda: heads.measure_grid(RNG.random((2, 4)), RNG.random((2, 4)), 8, "t"),
+    lambda: heads.importance_grid(RNG.standard_normal((3, 2, 4)), RNG.standard_normal((3, 2, 4)),
+                                  ("encoder", "decoder", "cross"), 20, "t"),
 ]
 
 
@@ -279,7 +283,8 @@ def test_unvalidated_panel_figures_send_what_validation_would(make):
     if "coloraxis" in sent["layout"]:  # attention weights: 0 is white, 1 dark blue
         assert sent["layout"]["coloraxis"]["colorscale"][0] == [0.0, "rgb(247,251,255)"]
         assert sent["layout"]["coloraxis"]["colorscale"][-1] == [1.0, "rgb(8,48,107)"]
-        assert sent["layout"]["coloraxis"]["colorbar"]["title"] == {"text": "weight"}
+        # a role score is the share of a head's weight on its pattern: the same scale, its own name
+        assert sent["layout"]["coloraxis"]["colorbar"]["title"] in ({"text": "weight"}, {"text": "share"})
 
 
 @pytest.mark.parametrize("make", PANEL_FIGURES)

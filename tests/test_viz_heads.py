@@ -9,7 +9,11 @@ def test_role_grid_draws_a_role_a_panel_on_the_fixed_weight_scale_and_marks_miss
     scores = {"previous_token": np.array([[0.9, 0.1], [np.nan, 0.2]]), "self": np.zeros((2, 2)),
               "pattern": np.ones((2, 2))}
     fig = role_grid(scores, lines=16, title="encoder", pattern="window")
-    assert [trace.type for trace in fig.data] == ["heatmap"] * 3
+    assert [trace.type for trace in fig.data] == ["heatmap"] * 4  # three roles, and the NaN's grey "—" cell
+    grey = fig.data[1]
+    assert (grey.xaxis, grey.yaxis) == (fig.data[0].xaxis, fig.data[0].yaxis) and grey.showscale is False
+    assert np.isnan(grey.z[0][0]) and grey.z[1][0] == 1 and grey.text[1][0] == "—" and "no score" in grey.hovertemplate
+    assert all(np.isfinite(trace.z).all() for trace in fig.data[2:])  # the panels with every score: no grey cells
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
     assert fig.data[0].text[1][0] == "—" and fig.data[0].text[0][0] == "0.90"
     assert [a.text for a in fig.layout.annotations] == ["previous token", "self", "pattern (window)"]

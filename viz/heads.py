@@ -4,9 +4,10 @@ own scales), and what ablating each head costs (a diverging scale, 0 white)."""
 from __future__ import annotations
 
 import numpy as np
-from plotly.subplots import make_subplots
+import plotly.graph_objects as go
 
-from viz.style import DIVERGING_COLORSCALE, TEMPLATE, WEIGHT_COLORSCALE, left_title
+from viz.panels import axis_ids, grid_domains
+from viz.style import DIVERGING_COLORSCALE, TEMPLATE_JSON, WEIGHT_COLORSCALE, left_title
 
 ROLE_TITLES = {"previous_token": "previous token", "duplicate_token": "duplicate token", "induction": "induction",
                "first_token": "first token", "self": "self", "pattern": "pattern"}
@@ -16,13 +17,54 @@ def _cells(values: np.ndarray, fmt: str) -> list[list[str]]:
     return [["—" if np.isnan(value) else format(value, fmt) for value in row] for row in values]
 
 
-def _grid(panels, title: str, columns: int):
-    rows = -(-len(panels) // columns)
-    fig = make_subplots(rows=rows, cols=min(columns, len(panels)), subplot_titles=[name for name, _ in panels],
-                        horizontal_spacing=0.08, vertical_spacing=0.22 if rows > 1 else 0.1)
-    fig.update_layout(template=TEMPLATE, title=left_title(title), height=70 + rows * 230,
-                      margin=dict(t=80, l=60, r=20, b=40))
-    return fig
+def _scale(name: str) -> list:
+    """A named colour scale as the list validation writes (the grids are sent unvalidated: Plotly.js reads some
+    names another way)."""
+    return [list(step) for step in go.Heatmap(colorscale=name).colorscale]
+
+
+ORANGES, PURPLES, DIVERGING = _scale("Oranges"), _scale("Purples"), _scale(DIVERGING_COLORSCALE)
+
+
+NO_SCORE_COLOR = "#d9d9d9"  # a head with no score: light grey with a dash, never a shade of a scale
+
+
+def _no_score(values: np.ndarray, name: str, why: str) -> dict | None:
+    """A grey cell with "—" over each NaN of ``values`` (Plotly draws nothing for NaN, and a panel of NaN had no
+    axes at all), its hover saying ``why``; None when every cell has a score."""
+    missing = np.isnan(values)
+    if not missing.any():
+        return None
+    return dict(z=np.where(missing, 1.0, np.nan), colorscale=[[0, NO_SCORE_COLOR], [1, NO_SCORE_COLOR]],
+                showscale=False, text=[["—" if cell else "" for cell in row] for row in missing],
+                texttemplate="%{text}", hovertemplate=f"{name}<br>layer %{{y}}, head %{{x}}: no score ({why})"
+                                                      "<extra></extra>")
+
+
+def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "nothing to average",
+          **layout) -> go.Figure:
+    """``panels`` (name, values) in a grid ``columns`` across, one heatmap dict each (``heatmaps``: layers down,
+    heads across, category axes), the names above them, a NaN cell grey with "—" (``why`` in its hover); built
+    without Plotly's validation (make_subplots and validation cost ~10–20 ms a grid on every rerun of the Heads
+    page; the tests validate them)."""
+    across, down = min(columns, len(panels)), -(-len(panels) // columns)
+    domains = grid_domains(len(panels), across, down, x_gap=0.08, y_gap=0.22 if down > 1 else 0.1)
+    data, axes, names = [], {}, []
+    for index, ((name, values), heatmap, (x_domain, y_domain)) in enumerate(zip(panels, heatmaps, domains)):
+        layers, heads = values.shape
+        x_id, y_id = axis_ids(index)
+        cells = dict(type="heatmap", x=[f"H{h}" for h in range(heads)], y=[f"L{layer}" for layer in range(layers)],
+                     xaxis=x_id, yaxis=y_id)
+        data.append(dict(cells, z=values, **heatmap))
+        if (no_score := _no_score(values, name, why)) is not None:
+            data.append(dict(cells, **no_score))
+        axes[x_id.replace("x", "xaxis")] = dict(anchor=y_id, domain=x_domain, type="category")
+        axes[y_id.replace("y", "yaxis")] = dict(anchor=x_id, domain=y_domain, type="category", autorange="reversed")
+        names.append(dict(text=name, x=sum(x_domain) / 2, y=y_domain[1], xref="paper", yref="paper",
+                          xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=16)))
+    return go.Figure(data=data, layout=dict(template=TEMPLATE_JSON, title=left_title(title), annotations=names,
+                                            height=70 + down * 230, margin=dict(t=80, l=60, r=20, b=40), **axes,
+                                            **layout), _validate=False)
 
 
 def role_grid(scores: dict, lines: int, title: str = "", columns: int = 3, pattern: str = ""):
@@ -30,35 +72,25 @@ def role_grid(scores: dict, lines: int, title: str = "", columns: int = 3, patte
     (L, H)}`` (NaN: no row showed the pattern); ``lines``: how many lines each score averages over (hover)."""
     names = [ROLE_TITLES.get(role, role) + (f" ({pattern})" if role == "pattern" and pattern else "")
              for role in scores]
-    fig = _grid(list(zip(names, scores.values())), title, columns)
-    for index, values in enumerate(scores.values()):
-        layers, heads = values.shape
-        fig.add_heatmap(
-            z=values, x=[f"H{h}" for h in range(heads)], y=[f"L{layer}" for layer in range(layers)],
-            coloraxis="coloraxis", text=_cells(values, ".2f"), texttemplate="%{text}",
-            hovertemplate=f"{names[index]}<br>layer %{{y}}, head %{{x}}<br>score %{{text}} over {lines} lines"
-                          "<extra></extra>",
-            row=index // columns + 1, col=index % columns + 1)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category")
-    fig.update_layout(coloraxis=dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0,
-                                     colorbar=dict(title=dict(text="share"))))
-    return fig
+    heatmaps = [dict(coloraxis="coloraxis", text=_cells(values, ".2f"), texttemplate="%{text}",
+                     hovertemplate=f"{name}<br>layer %{{y}}, head %{{x}}<br>score %{{text}} over {lines} lines"
+                                   "<extra></extra>")
+                for name, values in zip(names, scores.values())]
+    return _grid(list(zip(names, scores.values())), title, columns, heatmaps,
+                 why="no query row of these lines has a cell of this pattern: no repeated token, say",
+                 coloraxis=dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0,
+                                colorbar=dict(title=dict(text="share"))))
 
 
 def measure_grid(distance: np.ndarray, entropy: np.ndarray, lines: int, title: str = ""):
     """Mean attention distance (positions) and entropy (bits) of every head, layers × heads, each on its own scale."""
-    fig = _grid([("mean distance (positions)", distance), ("entropy (bits)", entropy)], title, 2)
-    for col, (name, values, fmt, scale) in enumerate((("distance", distance, ".1f", "Oranges"),
-                                                      ("entropy", entropy, ".2f", "Purples")), start=1):
-        layers, heads = values.shape
-        fig.add_heatmap(z=values, x=[f"H{h}" for h in range(heads)], y=[f"L{layer}" for layer in range(layers)],
-                        colorscale=scale, showscale=False, text=_cells(values, fmt), texttemplate="%{text}",
-                        hovertemplate=f"{name}<br>layer %{{y}}, head %{{x}}<br>%{{text}} over {lines} lines"
-                                      "<extra></extra>", row=1, col=col)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category")
-    return fig
+    panels = [("mean distance (positions)", distance), ("entropy (bits)", entropy)]
+    heatmaps = [dict(colorscale=scale, showscale=False, text=_cells(values, fmt), texttemplate="%{text}",
+                     hovertemplate=f"{name}<br>layer %{{y}}, head %{{x}}<br>%{{text}} over {lines} lines"
+                                   "<extra></extra>")
+                for name, values, fmt, scale in (("distance", distance, ".1f", ORANGES),
+                                                  ("entropy", entropy, ".2f", PURPLES))]
+    return _grid(panels, title, 2, heatmaps)
 
 
 def importance_grid(accuracy_change: np.ndarray, loss_change: np.ndarray, stacks, count: int, title: str = ""):
@@ -68,20 +100,15 @@ def importance_grid(accuracy_change: np.ndarray, loss_change: np.ndarray, stacks
     for index, stack in enumerate(stacks):
         panels += [(f"{stack}: accuracy change (points)", accuracy_change[index] * 100),
                    (f"{stack}: loss change", loss_change[index])]
-    fig = _grid(panels, title, 2)
     largest = max(float(np.nanmax(np.abs(accuracy_change))) * 100, 1.0)
     largest_loss = max(float(np.nanmax(np.abs(loss_change))), 1e-3)
+    heatmaps = []
     for index, (name, values) in enumerate(panels):
-        layers, heads = values.shape
         accuracy = index % 2 == 0
-        fig.add_heatmap(
-            z=values, x=[f"H{h}" for h in range(heads)], y=[f"L{layer}" for layer in range(layers)],
-            colorscale=DIVERGING_COLORSCALE, reversescale=accuracy, zmid=0.0,
+        heatmaps.append(dict(
+            colorscale=DIVERGING, reversescale=accuracy, zmid=0.0,
             zmin=-(largest if accuracy else largest_loss), zmax=largest if accuracy else largest_loss,
             showscale=False, text=_cells(values, "+.1f" if accuracy else "+.3f"), texttemplate="%{text}",
             hovertemplate=f"{name} with this head ablated<br>layer %{{y}}, head %{{x}}: %{{text}} "
-                          f"on {count} examples<extra></extra>",
-            row=index // 2 + 1, col=index % 2 + 1)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category")
-    return fig
+                          f"on {count} examples<extra></extra>"))
+    return _grid(panels, title, 2, heatmaps)

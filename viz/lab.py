@@ -7,7 +7,7 @@ import plotly.colors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.panels import axis_ids, label_px
+from viz.panels import axis_ids, grid_domains, label_px
 from viz.pooling import FULL_RESOLUTION
 from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, TEMPLATE_JSON, WEIGHT_COLORSCALE, figure, fixed_margins
 
@@ -59,7 +59,7 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
     validated (make_subplots and validation cost ~40 ms a move; the tests validate it)."""
     across = 1 if fit_px and fit_px < STAGES_MIN_WIDTH_PX else min(3, len(stages))
     down = -(-len(stages) // across)
-    domains = _grid_domains(len(stages), across, down)
+    domains = grid_domains(len(stages), across, down, x_gap=0.08, y_gap=0.36 / down)
     layout = dict(height=STAGE_ROW_PX * down, annotations=[], template=TEMPLATE_JSON,
                   margin=dict(t=50, r=10, **{"l": (margins := _label_margins(stages, across, down))["left"],
                                              "b": margins["bottom"]}),
@@ -86,20 +86,6 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
             y=y_domain[1], xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
             font=dict(size=13)))
     return go.Figure(data=data, layout=layout, _validate=False)
-
-
-def _grid_domains(count: int, across: int, down: int) -> list[tuple[list, list]]:
-    """``(x domain, y domain)`` of each of ``count`` panels, row by row from the top, as make_subplots spaces
-    them (0.08 of the width between columns, 0.36 of the height shared between the rows' gaps)."""
-    x_gap, y_gap = 0.08, 0.36 / down
-    width, height = (1 - x_gap * (across - 1)) / across, (1 - y_gap * (down - 1)) / down
-    domains = []
-    for index in range(count):
-        row, col = divmod(index, across)
-        top = 1 - row * (height + y_gap)
-        domains.append(([col * (width + x_gap), min(1.0, col * (width + x_gap) + width)],
-                        [max(0.0, top - height), min(1.0, top)]))  # no −1e-17 at the edges
-    return domains
 
 
 def _label_margins(stages: list[dict], across: int, down: int) -> dict:

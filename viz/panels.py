@@ -57,6 +57,19 @@ def min_width_meta(titles, columns: int, *, left_px: float, right_px: float, gap
     return {"min_width_px": math.ceil(left_px + right_px + (columns - gap_share) * pitch)}
 
 
+def grid_domains(count: int, across: int, down: int, x_gap: float, y_gap: float) -> list[tuple[list, list]]:
+    """``(x domain, y domain)`` of each of ``count`` panels, row by row from the top, spaced as make_subplots's
+    ``horizontal_spacing`` ``x_gap`` and ``vertical_spacing`` ``y_gap`` space them."""
+    width, height = (1 - x_gap * (across - 1)) / across, (1 - y_gap * (down - 1)) / down
+    domains = []
+    for index in range(count):
+        row, col = divmod(index, across)
+        top = 1 - row * (height + y_gap)
+        domains.append(([col * (width + x_gap), min(1.0, col * (width + x_gap) + width)],
+                        [max(0.0, top - height), min(1.0, top)]))  # no −1e-17 at the edges
+    return domains
+
+
 def axis_ids(index: int) -> tuple[str, str]:
     """Plotly's trace references for panel ``index`` (0-based): ``("x", "y")``, ``("x2", "y2")`` …"""
     suffix = "" if index == 0 else str(index + 1)
