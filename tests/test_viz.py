@@ -265,6 +265,8 @@ PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
                                     title="Q"),
                                dict(values=np.tril(np.full((4, 4), 0.25)), rows=TOKENS, columns=TOKENS, title="softmax",
                                     mask=np.tril(np.ones((4, 4), bool)), weights=True)]),
+    lambda: lab.scaling_figure(scaling_experiment(d_ks=(4, 64), samples=50)),
+    lambda: lab.scaling_figure(scaling_experiment(d_ks=(4, 64), samples=50), fit_px=350),
     lambda: heads.role_grid({"previous_token": RNG.random((2, 4)), "self": np.full((2, 4), np.nan)}, 8, "t"),
     lambda: heads.measure_grid(RNG.random((2, 4)), RNG.random((2, 4)), 8, "t"),
     lambda: heads.importance_grid(RNG.standard_normal((3, 2, 4)), RNG.standard_normal((3, 2, 4)),

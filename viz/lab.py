@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz.panels import axis_ids, grid_domains, label_px
 from viz.pooling import FULL_RESOLUTION
@@ -106,31 +105,41 @@ SCALING_MIN_WIDTH_PX = 520  # two panels and a legend: narrower (a phone), the p
 
 def scaling_figure(experiment: dict, fit_px: int | None = None) -> go.Figure:
     """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k); side by side, or one above
-    the other in a column ``fit_px`` wide that is too narrow for two (a phone)."""
-    d_k = experiment["d_k"]
+    the other in a column ``fit_px`` wide that is too narrow for two (a phone). Laid out here, not validated (the
+    tests validate it): make_subplots and validation cost ~10 ms of every lab move."""
+    d_k = list(experiment["d_k"])
     stacked = bool(fit_px) and fit_px < SCALING_MIN_WIDTH_PX
-    second = dict(row=2, col=1) if stacked else dict(row=1, col=2)
-    fig = make_subplots(rows=2 if stacked else 1, cols=1 if stacked else 2, vertical_spacing=0.18,
-                        subplot_titles=("variance of q·k", "softmax entropy (nats)"), figure=figure())
+    domains = grid_domains(2, 1 if stacked else 2, 2 if stacked else 1, x_gap=0.1, y_gap=0.18)
     scaled_colour, raw_colour = plotly.colors.qualitative.Plotly[:2]
+    data = []
     for key, name, line in (("raw", "q·k", dict(dash="dot", color=raw_colour)),  # the same colours in both panels
                             ("scaled", "q·k / sqrt(d_k)", dict(dash="solid", color=scaled_colour))):
-        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"variance_{key}"], name=name, line=line,
-                                 hovertemplate="d_k %{x}<br>variance %{y:.3f}<extra>" + name + "</extra>"),
-                      row=1, col=1)
-        fig.add_trace(go.Scatter(x=d_k, y=experiment[f"entropy_{key}"], name=name, line=line,
-                                 showlegend=False,
-                                 hovertemplate="d_k %{x}<br>entropy %{y:.3f}<extra>" + name + "</extra>"),
-                      **second)
-    fig.add_trace(go.Scatter(x=d_k, y=[experiment["max_entropy"]] * len(d_k), name="uniform (log N)",
-                             line=dict(color="grey", dash="dash")), **second)
-    fig.update_xaxes(type="log", dtick=1, title="d_k")  # decades only: "2" and "5" between them crowd a narrow chart
-    fig.update_yaxes(type="log", dtick=1, row=1, col=1)
+        data.append(dict(type="scatter", x=d_k, y=experiment[f"variance_{key}"], name=name, line=line,
+                         xaxis="x", yaxis="y",
+                         hovertemplate="d_k %{x}<br>variance %{y:.3f}<extra>" + name + "</extra>"))
+        data.append(dict(type="scatter", x=d_k, y=experiment[f"entropy_{key}"], name=name, line=line,
+                         showlegend=False, xaxis="x2", yaxis="y2",
+                         hovertemplate="d_k %{x}<br>entropy %{y:.3f}<extra>" + name + "</extra>"))
+    data.append(dict(type="scatter", x=d_k, y=[experiment["max_entropy"]] * len(d_k), name="uniform (log N)",
+                     line=dict(color="grey", dash="dash"), xaxis="x2", yaxis="y2"))
+    log_d_k = dict(type="log", dtick=1, title=dict(text="d_k"), automargin=False)  # decades only: a narrow chart
+    layout = dict(template=TEMPLATE_JSON, annotations=[], **(dict(meta=dict(min_width_px=SCALING_MIN_WIDTH_PX))
+                                                            if not stacked else {}))
+    for index, (title, (x_domain, y_domain)) in enumerate(zip(("variance of q·k", "softmax entropy (nats)"),
+                                                              domains)):
+        x_id, y_id = axis_ids(index)
+        layout[x_id.replace("x", "xaxis")] = dict(log_d_k, domain=x_domain, anchor=y_id)
+        layout[y_id.replace("y", "yaxis")] = dict(domain=y_domain, anchor=x_id, automargin=False,
+                                                  **(dict(type="log", dtick=1) if index == 0 else {}))
+        layout["annotations"].append(dict(text=title, x=sum(x_domain) / 2, y=y_domain[1], xref="paper",
+                                          yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+                                          font=dict(size=16)))
     if stacked:  # the legend under the panels
-        fig.update_layout(height=700, legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"))
-        return fixed_margins(fig, top=50, bottom=140)
-    fig.update_layout(height=360, meta=dict(min_width_px=SCALING_MIN_WIDTH_PX))
-    return fixed_margins(fig, top=50)
+        layout.update(height=700, legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"),
+                      margin=dict(t=50, l=64, r=10, b=140))
+    else:
+        layout.update(height=360, margin=dict(t=50, l=64, r=10, b=50))
+    return go.Figure(data=data, layout=layout, _validate=False)
 
 
 def bars_figure(labels, values, title: str) -> go.Figure:
