@@ -267,6 +267,8 @@ PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
                                     mask=np.tril(np.ones((4, 4), bool)), weights=True)]),
     lambda: lab.scaling_figure(scaling_experiment(d_ks=(4, 64), samples=50)),
     lambda: lab.scaling_figure(scaling_experiment(d_ks=(4, 64), samples=50), fit_px=350),
+    lambda: training.timeline_figure(np.arange(4) * 50, RNG.random(4), RNG.random(4), RNG.random((4, 2, 3)),
+                                     "induction", 100),
     lambda: heads.role_grid({"previous_token": RNG.random((2, 4)), "self": np.full((2, 4), np.nan)}, 8, "t"),
     lambda: heads.measure_grid(RNG.random((2, 4)), RNG.random((2, 4)), 8, "t"),
     lambda: heads.importance_grid(RNG.standard_normal((3, 2, 4)), RNG.standard_normal((3, 2, 4)),

@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.style import figure, fixed_margins
+from viz.style import TEMPLATE_JSON, figure, fixed_margins
 
 
 def progress_figure(history) -> go.Figure:
@@ -27,28 +27,31 @@ def progress_figure(history) -> go.Figure:
 def timeline_figure(steps, loss, accuracy, scores, role: str, marked_step: int) -> go.Figure:
     """Training against the step, a snapshot a point: the loss and the task's accuracy on the probe (top), and every
     head's ``role`` score on the probe (bottom, a line a head, on the weights' 0–1 scale); ``marked_step``: a
-    vertical line where the head grid below is scrubbed to. ``scores``: ``(T, L, H)``."""
+    vertical line where the head grid below is scrubbed to. ``scores``: ``(T, L, H)``. Laid out here and not
+    validated (the step slider redraws it: make_subplots and validation cost ~17 ms; the tests validate it)."""
     steps, scores = np.asarray(steps), np.asarray(scores, dtype=np.float64)  # (T,), (T, L, H)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12, figure=figure(),
-                        subplot_titles=("loss (training batch) and accuracy (probe)",
-                                        f"{role.replace('_', ' ')} score of each head (probe)"))
-    fig.add_trace(go.Scatter(x=steps, y=loss, mode="lines+markers", name="loss",
-                             hovertemplate="step %{x}<br>loss %{y:.3f}<extra></extra>"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=steps, y=accuracy, mode="lines+markers", name="accuracy", xaxis="x", yaxis="y3",
-                             hovertemplate="step %{x}<br>accuracy %{y:.3f}<extra></extra>"))  # its own right axis
-    for layer in range(scores.shape[1]):
-        for head in range(scores.shape[2]):
-            fig.add_trace(go.Scatter(
-                x=steps, y=scores[:, layer, head], mode="lines", name=f"L{layer} H{head}",
-                line=dict(dash="solid" if layer == scores.shape[1] - 1 else "dot"),
-                hovertemplate=f"layer {layer} head {head}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>"),
-                row=2, col=1)
-    fig.add_vline(x=marked_step, line=dict(color="grey", dash="dash"))
-    fig.update_layout(yaxis3=dict(overlaying="y", anchor="x", side="right", range=[0, 1.02], title="accuracy",
-                                  showgrid=False),
-                      height=600, legend=dict(orientation="h", x=0, y=-0.12,
-                                              yanchor="top"))
-    fig.update_yaxes(title="loss", row=1, col=1)
-    fig.update_yaxes(range=[0, 1.02], title="score", row=2, col=1)
-    fig.update_xaxes(title="step", row=2, col=1)
-    return fixed_margins(fig, top=50, right=60, bottom=110)
+    layers, heads = scores.shape[1:]
+    data = [dict(type="scatter", x=steps, y=loss, mode="lines+markers", name="loss", xaxis="x", yaxis="y",
+                 hovertemplate="step %{x}<br>loss %{y:.3f}<extra></extra>"),
+            dict(type="scatter", x=steps, y=accuracy, mode="lines+markers", name="accuracy", xaxis="x", yaxis="y3",
+                 hovertemplate="step %{x}<br>accuracy %{y:.3f}<extra></extra>")]  # its own right axis
+    data += [dict(type="scatter", x=steps, y=scores[:, layer, head], mode="lines", name=f"L{layer} H{head}",
+                  line=dict(dash="solid" if layer == layers - 1 else "dot"), xaxis="x2", yaxis="y2",
+                  hovertemplate=f"layer {layer} head {head}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>")
+             for layer in range(layers) for head in range(heads)]
+    titles = (("loss (training batch) and accuracy (probe)", 1.0),
+              (f"{role.replace('_', ' ')} score of each head (probe)", 0.44))
+    marked = dict(type="line", x0=marked_step, x1=marked_step, y0=0, y1=1, line=dict(color="grey", dash="dash"))
+    return go.Figure(data=data, layout=dict(
+        template=TEMPLATE_JSON, height=600, legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"),
+        margin=dict(t=50, l=64, r=60, b=110),
+        xaxis=dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False, automargin=False),
+        yaxis=dict(anchor="x", domain=[0.56, 1.0], title=dict(text="loss"), automargin=False),
+        xaxis2=dict(anchor="y2", domain=[0.0, 1.0], title=dict(text="step"), automargin=False),
+        yaxis2=dict(anchor="x2", domain=[0.0, 0.44], range=[0, 1.02], title=dict(text="score"), automargin=False),
+        yaxis3=dict(overlaying="y", anchor="x", side="right", range=[0, 1.02], title=dict(text="accuracy"),
+                    showgrid=False, automargin=False),
+        annotations=[dict(text=text, x=0.5, y=y, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
+                          showarrow=False, font=dict(size=16)) for text, y in titles],
+        shapes=[dict(marked, xref="x", yref="y domain"), dict(marked, xref="x2", yref="y2 domain")]),
+        _validate=False)
