@@ -44,9 +44,8 @@ def _no_score(values: np.ndarray, name: str, why: str) -> dict | None:
 def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "nothing to average",
           **layout) -> go.Figure:
     """``panels`` (name, values) in a grid ``columns`` across, one heatmap dict each (``heatmaps``: layers down,
-    heads across, category axes), the names above them, a NaN cell grey with "—" (``why`` in its hover); built
-    without Plotly's validation (make_subplots and validation cost ~10–20 ms a grid on every rerun of the Heads
-    page; the tests validate them)."""
+    heads across, category axes), the names above them, a NaN cell grey with "—" (``why`` in its hover); laid out
+    here and not validated, as the panel grids (docs/performance.md); the tests validate them."""
     across, down = min(columns, len(panels)), -(-len(panels) // columns)
     domains = grid_domains(len(panels), across, down, x_gap=0.08, y_gap=0.22 if down > 1 else 0.1)
     data, axes, names = [], {}, []

@@ -10,8 +10,8 @@ from viz.panels import axis_ids, grid_domains, label_px
 from viz.pooling import FULL_RESOLUTION
 from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, TEMPLATE_JSON, WEIGHT_COLORSCALE, figure, fixed_margins
 
-# The stages are sent unvalidated (~40 ms of Plotly's validation a move): a colour scale's name is Plotly.js's own
-# there ("RdBu" runs the other way, "_r" it does not know), so the list validation would write.
+# The stages are sent unvalidated: a colour scale's name is Plotly.js's own there ("RdBu" runs the other way, "_r"
+# it does not know), so the list validation would write.
 _DIVERGING = [list(step) for step in go.Heatmap(colorscale=DIVERGING_COLORSCALE).colorscale]
 
 
@@ -55,7 +55,7 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
     `STAGES_MIN_WIDTH_PX`): each ``dict(values, rows, columns, title, mask=None, weights=False)`` as
     `_stage_traces` draws it, its title and shape above its panel; the weights' 0–1 colour bar beside them. One
     figure, because a browser draws one chart of eight panels ~3× faster than eight charts; laid out here and not
-    validated (make_subplots and validation cost ~40 ms a move; the tests validate it)."""
+    validated, as the panel grids (docs/performance.md); the tests validate it."""
     across = 1 if fit_px and fit_px < STAGES_MIN_WIDTH_PX else min(3, len(stages))
     down = -(-len(stages) // across)
     domains = grid_domains(len(stages), across, down, x_gap=0.08, y_gap=0.36 / down)
@@ -105,8 +105,8 @@ SCALING_MIN_WIDTH_PX = 520  # two panels and a legend: narrower (a phone), the p
 
 def scaling_figure(experiment: dict, fit_px: int | None = None) -> go.Figure:
     """Variance of q·k and softmax entropy against d_k, with and without 1/sqrt(d_k); side by side, or one above
-    the other in a column ``fit_px`` wide that is too narrow for two (a phone). Laid out here, not validated (the
-    tests validate it): make_subplots and validation cost ~10 ms of every lab move."""
+    the other in a column ``fit_px`` wide that is too narrow for two (a phone). Laid out here and not validated,
+    as the panel grids (docs/performance.md); the tests validate it."""
     d_k = list(experiment["d_k"])
     stacked = bool(fit_px) and fit_px < SCALING_MIN_WIDTH_PX
     domains = grid_domains(2, 1 if stacked else 2, 2 if stacked else 1, x_gap=0.1, y_gap=0.18)

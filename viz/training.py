@@ -28,7 +28,7 @@ def timeline_figure(steps, loss, accuracy, scores, role: str, marked_step: int) 
     """Training against the step, a snapshot a point: the loss and the task's accuracy on the probe (top), and every
     head's ``role`` score on the probe (bottom, a line a head, on the weights' 0–1 scale); ``marked_step``: a
     vertical line where the head grid below is scrubbed to. ``scores``: ``(T, L, H)``. Laid out here and not
-    validated (the step slider redraws it: make_subplots and validation cost ~17 ms; the tests validate it)."""
+    validated, as the panel grids (docs/performance.md); the tests validate it."""
     steps, scores = np.asarray(steps), np.asarray(scores, dtype=np.float64)  # (T,), (T, L, H)
     layers, heads = scores.shape[1:]
     data = [dict(type="scatter", x=steps, y=loss, mode="lines+markers", name="loss", xaxis="x", yaxis="y",
