@@ -141,8 +141,8 @@ def test_the_slider_benchmark_interleaves_every_page_and_keeps_its_move_counts()
     """Each page takes a turn in each of the rounds: a default page moves one control a round (28 moves of 4
     kinds), a floor or N=512 page makes all its 30 moves across the rounds, and the floors come first. Every pad
     move of a lane is a new set of pads (a new computation)."""
-    from slider_bench import ROUNDS, _lanes, _round_moves
     from moves import pad_set
+    from slider_bench import ROUNDS, _lanes, _round_moves
 
     lanes = _lanes("http://floor", "http://app", 30)
     assert [lane.url for lane in lanes[:2]] == ["http://floor/?chart=plotly_chart", "http://floor/?chart=component"]
