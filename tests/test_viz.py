@@ -19,7 +19,8 @@ from transformer.analysis.measures import (
     scaling_experiment,
     stable_softmax,
 )
-from viz import attention, head_view, heads, lab, masks, neuron, positional, shapes, training
+from viz import attention, head_view, lab, masks, neuron, positional, shapes, training
+from viz import heads as heads_figures
 from viz.export import arrays_npz, matrix_csv
 from viz.labels import GAP_MARK, PANEL_MARK, pooled_labels, position_labels
 from viz.pooling import max_pool
@@ -269,10 +270,10 @@ PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
     lambda: lab.scaling_figure(scaling_experiment(d_ks=(4, 64), samples=50), fit_px=350),
     lambda: training.timeline_figure(np.arange(4) * 50, RNG.random(4), RNG.random(4), RNG.random((4, 2, 3)),
                                      "induction", 100),
-    lambda: heads.role_grid({"previous_token": RNG.random((2, 4)), "self": np.full((2, 4), np.nan)}, 8, "t"),
-    lambda: heads.measure_grid(RNG.random((2, 4)), RNG.random((2, 4)), 8, "t"),
-    lambda: heads.importance_grid(RNG.standard_normal((3, 2, 4)), RNG.standard_normal((3, 2, 4)),
-                                  ("encoder", "decoder", "cross"), 20, "t"),
+    lambda: heads_figures.role_grid({"previous_token": RNG.random((2, 4)), "self": np.full((2, 4), np.nan)}, 8, "t"),
+    lambda: heads_figures.measure_grid(RNG.random((2, 4)), RNG.random((2, 4)), 8, "t"),
+    lambda: heads_figures.importance_grid(RNG.standard_normal((3, 2, 4)), RNG.standard_normal((3, 2, 4)),
+                                          ("encoder", "decoder", "cross"), 20, "t"),
 ]
 
 
