@@ -81,3 +81,21 @@ def test_a_click_on_a_query_in_the_query_key_space_opens_it_focused_on_the_atten
     page.wait_for_url("**/attention**", timeout=60_000)
     wait_idle(page)
     assert f"focus={target['position']}" in page.url and "layer=1" in page.url
+
+
+def test_a_role_no_line_shows_draws_grey_dashed_cells_not_an_empty_panel(page, server):
+    """The default sidebar lines repeat no token: the duplicate-token and induction panels have no score. They once
+    drew nothing, not even their axes."""
+    open_page(page, server, "heads")
+    wait_for_charts(page)
+    roles = f"""() => [...document.querySelectorAll("{PLOT}")].find(
+        plot => (plot.layout.title?.text || "").includes("role scores"))"""
+    page.wait_for_function(f"() => !!({roles})()", timeout=60_000)
+    drawn = page.evaluate(f"""() => {{
+        const plot = ({roles})();
+        const dashes = [...plot.querySelectorAll("text")].filter(t => t.textContent === "—").length;
+        const ticks = [...plot.querySelectorAll(".xaxislayer-above text")].map(t => t.textContent);
+        return {{dashes, ticks: ticks.length, heads: ticks.filter(t => /^H\\d+$/.test(t)).length}};
+    }}""")
+    assert drawn["dashes"] >= 2 * 2 * 4, drawn  # two roles without a score, 2 layers × 4 heads each
+    assert drawn["heads"] == 5 * 4, drawn  # every panel's x axis names its heads, the empty ones too
