@@ -2,9 +2,12 @@
 place in the queue and stops while waiting; a model trained here opens on cross-attention and its link works in
 another session; a link to a model the server dropped says so, and "Train it again" queues it on the Train page."""
 
+import contextlib
+
 import pytest
 from browser_support import app_server_for_browsers, headless_chromium, wait_idle
 from chart_support import PLOT
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser import open_page, wait_for_charts
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -48,6 +51,20 @@ def explore(page) -> str:
     return page.url
 
 
+def _stop(page, answer: str, tries: int = 3) -> None:
+    """Press Stop until ``answer`` shows, ``tries`` times at most: a press that lands while the progress fragment
+    reruns (every second) is sometimes lost — 1 run in 5 of the test below, alone, with one press — and a person
+    presses again. Fails when no press takes."""
+    for _ in range(tries):
+        if page.get_by_text(answer).count():
+            return
+        with contextlib.suppress(PlaywrightTimeout):  # the button may be gone: the last press took after all
+            page.get_by_role("button", name="Stop").click(timeout=10_000)
+        with contextlib.suppress(PlaywrightTimeout):
+            page.get_by_text(answer).wait_for(timeout=20_000)
+    page.get_by_text(answer).wait_for(timeout=20_000)
+
+
 def test_a_queued_session_sees_its_place_and_a_dropped_models_link_queues_it_again(browser, server):
     first, second, third = session(browser), session(browser), session(browser)
     try:
@@ -55,8 +72,7 @@ def test_a_queued_session_sees_its_place_and_a_dropped_models_link_queues_it_aga
         first.get_by_text("step", exact=False).first.wait_for(timeout=60_000)
         press_train(second, server, 20)
         second.locator(PROGRESS).get_by_text("1st in the queue, starts in about").wait_for(timeout=30_000)
-        second.get_by_role("button", name="Stop").click()
-        second.get_by_text("Stopped before it started").wait_for(timeout=60_000)  # 30 s ran out once in a busy full run
+        _stop(second, "Stopped before it started")
         first.get_by_role("button", name="Stop").click()
         dropped = explore(first)  # stopped: it keeps what it learned
         press_train(second, server, 20)
