@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.panels import axis_ids, grid_domains
-from viz.style import DIVERGING_COLORSCALE, TEMPLATE_JSON, WEIGHT_COLORSCALE, left_title
+from viz.panels import axis_ids, axis_pair, grid_domains, panel_title
+from viz.style import DIVERGING_SCALE, TEMPLATE_JSON, WEIGHT_COLORSCALE, left_title, scale_list
 
 ROLE_TITLES = {"previous_token": "previous token", "duplicate_token": "duplicate token", "induction": "induction",
                "first_token": "first token", "self": "self", "pattern": "pattern"}
@@ -17,13 +17,7 @@ def _cells(values: np.ndarray, fmt: str) -> list[list[str]]:
     return [["—" if np.isnan(value) else format(value, fmt) for value in row] for row in values]
 
 
-def _scale(name: str) -> list:
-    """A named colour scale as the list validation writes (the grids are sent unvalidated: Plotly.js reads some
-    names another way)."""
-    return [list(step) for step in go.Heatmap(colorscale=name).colorscale]
-
-
-ORANGES, PURPLES, DIVERGING = _scale("Oranges"), _scale("Purples"), _scale(DIVERGING_COLORSCALE)
+ORANGES, PURPLES = scale_list("Oranges"), scale_list("Purples")
 
 
 NO_SCORE_COLOR = "#d9d9d9"  # a head with no score: light grey with a dash, never a shade of a scale
@@ -57,10 +51,9 @@ def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "no
         data.append(dict(cells, z=values, **heatmap))
         if (no_score := _no_score(values, name, why)) is not None:
             data.append(dict(cells, **no_score))
-        axes[x_id.replace("x", "xaxis")] = dict(anchor=y_id, domain=x_domain, type="category")
-        axes[y_id.replace("y", "yaxis")] = dict(anchor=x_id, domain=y_domain, type="category", autorange="reversed")
-        names.append(dict(text=name, x=sum(x_domain) / 2, y=y_domain[1], xref="paper", yref="paper",
-                          xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=16)))
+        axes.update(axis_pair(index, dict(domain=x_domain, type="category"),
+                              dict(domain=y_domain, type="category", autorange="reversed")))
+        names.append(panel_title(name, x_domain, y_domain))
     return go.Figure(data=data, layout=dict(template=TEMPLATE_JSON, title=left_title(title), annotations=names,
                                             height=70 + down * 230, margin=dict(t=80, l=60, r=20, b=40), **axes,
                                             **layout), _validate=False)
@@ -105,7 +98,7 @@ def importance_grid(accuracy_change: np.ndarray, loss_change: np.ndarray, stacks
     for index, (name, values) in enumerate(panels):
         accuracy = index % 2 == 0
         heatmaps.append(dict(
-            colorscale=DIVERGING, reversescale=accuracy, zmid=0.0,
+            colorscale=DIVERGING_SCALE, reversescale=accuracy, zmid=0.0,
             zmin=-(largest if accuracy else largest_loss), zmax=largest if accuracy else largest_loss,
             showscale=False, text=_cells(values, "+.1f" if accuracy else "+.3f"), texttemplate="%{text}",
             hovertemplate=f"{name} with this head ablated<br>layer %{{y}}, head %{{x}}: %{{text}} "

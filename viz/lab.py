@@ -6,13 +6,9 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from viz.panels import axis_ids, grid_domains, label_px
+from viz.panels import axis_ids, axis_pair, grid_domains, label_px, panel_title
 from viz.pooling import FULL_RESOLUTION
-from viz.style import DIVERGING_COLORSCALE, MASKED_COLOR, TEMPLATE_JSON, WEIGHT_COLORSCALE, figure, fixed_margins
-
-# The stages are sent unvalidated: a colour scale's name is Plotly.js's own there ("RdBu" runs the other way, "_r"
-# it does not know), so the list validation would write.
-_DIVERGING = [list(step) for step in go.Heatmap(colorscale=DIVERGING_COLORSCALE).colorscale]
+from viz.style import DIVERGING_SCALE, MASKED_COLOR, TEMPLATE_JSON, WEIGHT_COLORSCALE, figure, fixed_margins
 
 
 def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, limit: int = FULL_RESOLUTION):
@@ -32,7 +28,7 @@ def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, l
         scale, spread = dict(colorscale=WEIGHT_COLORSCALE, zmin=0.0, zmax=1.0), ""
     else:
         largest = float(np.nanmax(np.abs(shown))) if np.isfinite(shown).any() else 1.0
-        scale, spread = dict(colorscale=_DIVERGING, zmin=-largest or -1.0, zmax=largest or 1.0), \
+        scale, spread = dict(colorscale=DIVERGING_SCALE, zmin=-largest or -1.0, zmax=largest or 1.0), \
             f" · ±{largest:.3g}"
     traces = [dict(type="heatmap", z=shown, x=column_labels, y=row_labels, **scale,
                    hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>")]
@@ -60,8 +56,7 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
     down = -(-len(stages) // across)
     domains = grid_domains(len(stages), across, down, x_gap=0.08, y_gap=0.36 / down)
     layout = dict(height=STAGE_ROW_PX * down, annotations=[], template=TEMPLATE_JSON,
-                  margin=dict(t=50, r=10, **{"l": (margins := _label_margins(stages, across, down))["left"],
-                                             "b": margins["bottom"]}),
+                  margin=dict(t=50, r=10, **_label_margins(stages, across, down)),
                   **(dict(meta=dict(min_width_px=STAGES_MIN_WIDTH_PX)) if across > 1 else {}))
     data, bar_drawn = [], False  # one 0–1 bar, at the end of the first weights panel's row (clear of the next row)
     for index, stage in enumerate(stages):
@@ -76,24 +71,20 @@ def stages_figure(stages: list[dict], fit_px: int | None = None) -> go.Figure:
         else:
             traces[0]["showscale"] = False
         data += [dict(trace, xaxis=x_id, yaxis=y_id) for trace in traces]
-        layout[x_id.replace("x", "xaxis")] = dict(type="category", tickangle=-45, automargin=False, domain=x_domain,
-                                                  anchor=y_id)
-        layout[y_id.replace("y", "yaxis")] = dict(type="category", autorange="reversed", automargin=False,
-                                                  domain=y_domain, anchor=x_id)
-        layout["annotations"].append(dict(
-            text=f"{stage['title']}<br><span style='font-size:11px'>{subtitle}</span>", x=sum(x_domain) / 2,
-            y=y_domain[1], xref="paper", yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-            font=dict(size=13)))
+        layout.update(axis_pair(index, dict(type="category", tickangle=-45, automargin=False, domain=x_domain),
+                                dict(type="category", autorange="reversed", automargin=False, domain=y_domain)))
+        layout["annotations"].append(panel_title(
+            f"{stage['title']}<br><span style='font-size:11px'>{subtitle}</span>", x_domain, y_domain, size=13))
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
 def _label_margins(stages: list[dict], across: int, down: int) -> dict:
-    """``left`` and ``bottom`` (px) wide enough for the first column's row labels and the bottom row's (rotated)
-    column labels: 40 at least, as every figure's labelled side."""
+    """Left and bottom margins (px, ``l`` and ``b``) wide enough for the first column's row labels and the bottom
+    row's (rotated) column labels: 40 at least, as every figure's labelled side."""
     left = max(40, *(label_px(stage["rows"][:FULL_RESOLUTION]) for stage in stages[::across]))
     bottom = max(40, *(label_px(stage["columns"][:FULL_RESOLUTION], rotated=True)
                        for index, stage in enumerate(stages) if index + across >= down * across))
-    return dict(left=left, bottom=bottom)
+    return dict(l=left, b=bottom)
 
 
 def dimension_labels(count: int) -> list[str]:
@@ -127,13 +118,10 @@ def scaling_figure(experiment: dict, fit_px: int | None = None) -> go.Figure:
                                                             if not stacked else {}))
     for index, (title, (x_domain, y_domain)) in enumerate(zip(("variance of q·k", "softmax entropy (nats)"),
                                                               domains)):
-        x_id, y_id = axis_ids(index)
-        layout[x_id.replace("x", "xaxis")] = dict(log_d_k, domain=x_domain, anchor=y_id)
-        layout[y_id.replace("y", "yaxis")] = dict(domain=y_domain, anchor=x_id, automargin=False,
-                                                  **(dict(type="log", dtick=1) if index == 0 else {}))
-        layout["annotations"].append(dict(text=title, x=sum(x_domain) / 2, y=y_domain[1], xref="paper",
-                                          yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-                                          font=dict(size=16)))
+        layout.update(axis_pair(index, dict(log_d_k, domain=x_domain),
+                                dict(domain=y_domain, automargin=False, **(dict(type="log", dtick=1) if index == 0
+                                                                           else {}))))
+        layout["annotations"].append(panel_title(title, x_domain, y_domain))
     if stacked:  # the legend under the panels
         layout.update(height=700, legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"),
                       margin=dict(t=50, l=64, r=10, b=140))

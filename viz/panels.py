@@ -70,6 +70,19 @@ def grid_domains(count: int, across: int, down: int, x_gap: float, y_gap: float)
     return domains
 
 
+def panel_title(text: str, x_domain, y_domain, size: int = 16) -> dict:
+    """A panel's title centred above it, as make_subplots writes one (``size`` px)."""
+    return dict(text=text, x=sum(x_domain) / 2, y=y_domain[1], xref="paper", yref="paper", xanchor="center",
+                yanchor="bottom", showarrow=False, font=dict(size=size))
+
+
+def axis_pair(index: int, x_axis: dict, y_axis: dict) -> dict:
+    """Layout entries ``{"xaxisN": …, "yaxisN": …}`` of panel ``index``, each anchored to the other."""
+    x_id, y_id = axis_ids(index)
+    return {x_id.replace("x", "xaxis"): dict(x_axis, anchor=y_id),
+            y_id.replace("y", "yaxis"): dict(y_axis, anchor=x_id)}
+
+
 def axis_ids(index: int) -> tuple[str, str]:
     """Plotly's trace references for panel ``index`` (0-based): ``("x", "y")``, ``("x2", "y2")`` …"""
     suffix = "" if index == 0 else str(index + 1)
@@ -140,18 +153,17 @@ def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None
     axis until the annotations on it fit). ``x_categories``: the categories, in order, named on the axis (else
     the traces name them: Plotly leaves out those of a heatmap with no finite cell).
     """
-    x_id, y_id = axis_ids(index)
     common = dict(type="category", automargin=False, showgrid=False, showticklabels=labelled,
                   **({} if labelled else dict(ticks="")))
-    x_axis = dict(common, domain=x_domain, anchor=y_id, tickangle=-45)
+    x_axis = dict(common, domain=x_domain, tickangle=-45)
     if labelled and x_tickvals is not None:
         x_axis.update(tickmode="array", tickvals=x_tickvals)
     if x_count is not None:
         x_axis.update(range=[-0.5, x_count - 0.5])
     if x_categories is not None:
         x_axis.update(categoryorder="array", categoryarray=x_categories)
-    y_axis = dict(common, domain=y_domain, anchor=x_id, autorange="reversed")
-    return {x_id.replace("x", "xaxis"): x_axis, y_id.replace("y", "yaxis"): y_axis}
+    y_axis = dict(common, domain=y_domain, autorange="reversed")
+    return axis_pair(index, x_axis, y_axis)
 
 
 def _note(text, x, y, xanchor, yanchor, xref="paper", **style) -> dict:

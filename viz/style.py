@@ -19,6 +19,15 @@ ALLOWED_COLOR = "#2b8cbe"
 BLOCKED_COLOR = MASKED_COLOR
 FOCUS_COLOR = "#f28e2b"  # the focused token's row or column: orange, apart from the blues and the grey
 DIVERGING_COLORSCALE = "RdBu_r"
+
+
+def scale_list(name: str) -> list:
+    """A named colour scale as the list validation writes: a figure built without validation must not send the name
+    (Plotly.js's "RdBu" runs the other way, and it knows no "_r")."""
+    return [list(step) for step in go.Heatmap(colorscale=name).colorscale]
+
+
+DIVERGING_SCALE = scale_list(DIVERGING_COLORSCALE)
 # Every figure carries this template (``figure``; panels_figure). Importing Streamlit makes its own template
 # Plotly's default, and its colours are placeholders ("#000001" …) that only st.plotly_chart's frontend
 # replaces: this app draws with Plotly.react, so every trace without a colour of its own came out black

@@ -6,6 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.panels import grid_domains, panel_title
 from viz.style import TEMPLATE_JSON, figure, fixed_margins
 
 
@@ -39,19 +40,18 @@ def timeline_figure(steps, loss, accuracy, scores, role: str, marked_step: int) 
                   line=dict(dash="solid" if layer == layers - 1 else "dot"), xaxis="x2", yaxis="y2",
                   hovertemplate=f"layer {layer} head {head}<br>step %{{x}}<br>score %{{y:.2f}}<extra></extra>")
              for layer in range(layers) for head in range(heads)]
-    titles = (("loss (training batch) and accuracy (probe)", 1.0),
-              (f"{role.replace('_', ' ')} score of each head (probe)", 0.44))
+    (x_domain, top), (_, bottom) = grid_domains(2, 1, 2, x_gap=0.0, y_gap=0.12)  # shared x, one above the other
+    titles = ("loss (training batch) and accuracy (probe)", f"{role.replace('_', ' ')} score of each head (probe)")
     marked = dict(type="line", x0=marked_step, x1=marked_step, y0=0, y1=1, line=dict(color="grey", dash="dash"))
     return go.Figure(data=data, layout=dict(
         template=TEMPLATE_JSON, height=600, legend=dict(orientation="h", x=0, y=-0.12, yanchor="top"),
         margin=dict(t=50, l=64, r=60, b=110),
-        xaxis=dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False, automargin=False),
-        yaxis=dict(anchor="x", domain=[0.56, 1.0], title=dict(text="loss"), automargin=False),
-        xaxis2=dict(anchor="y2", domain=[0.0, 1.0], title=dict(text="step"), automargin=False),
-        yaxis2=dict(anchor="x2", domain=[0.0, 0.44], range=[0, 1.02], title=dict(text="score"), automargin=False),
+        xaxis=dict(anchor="y", domain=x_domain, matches="x2", showticklabels=False, automargin=False),
+        yaxis=dict(anchor="x", domain=top, title=dict(text="loss"), automargin=False),
+        xaxis2=dict(anchor="y2", domain=x_domain, title=dict(text="step"), automargin=False),
+        yaxis2=dict(anchor="x2", domain=bottom, range=[0, 1.02], title=dict(text="score"), automargin=False),
         yaxis3=dict(overlaying="y", anchor="x", side="right", range=[0, 1.02], title=dict(text="accuracy"),
                     showgrid=False, automargin=False),
-        annotations=[dict(text=text, x=0.5, y=y, xref="paper", yref="paper", xanchor="center", yanchor="bottom",
-                          showarrow=False, font=dict(size=16)) for text, y in titles],
+        annotations=[panel_title(text, x_domain, domain) for text, domain in zip(titles, (top, bottom))],
         shapes=[dict(marked, xref="x", yref="y domain"), dict(marked, xref="x2", yref="y2 domain")]),
         _validate=False)
