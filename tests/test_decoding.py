@@ -87,3 +87,15 @@ def test_bad_settings_name_their_values(settings, message):
 def test_tokens_outside_the_vocabulary_are_named():
     with pytest.raises(ValueError, match="outside this model's vocabulary: z"):
         decode("reverse", "a z", "cpu")
+
+
+@pytest.mark.parametrize("top_k", [13, 20, 50])
+def test_top_k_at_or_above_the_vocabulary_keeps_every_token(top_k):
+    logits = np.random.default_rng(3).normal(0, 2, 13)
+    np.testing.assert_allclose(next_token_distribution(logits, 1.0, top_k), next_token_distribution(logits, 1.0, 0),
+                               atol=1e-7)
+
+
+def test_sampling_with_top_k_above_the_vocabulary_decodes():
+    run = decode("reverse", "a b c d", "cpu", sample=True, top_k=20)
+    assert run.steps[-1].chosen == "</s>" or len(run.steps) > 1
