@@ -92,6 +92,9 @@ seed = settings[4].number_input("Seed (sampling)", min_value=0, max_value=2**31 
 run = data.decoding(config, source, mode == "sampled", float(temperature), int(top_k), float(top_p), int(seed))
 last = len(run.steps) - 1
 clamp("dec_step", last)
+if mode == "sampled" and top_k >= len(run.vocabulary):
+    settings[2].caption(f"Top-k {top_k} is at least the vocabulary ({len(run.vocabulary)} tokens): it keeps every "
+                        "token.")
 
 
 def _move(by: int) -> None:

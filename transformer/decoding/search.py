@@ -180,10 +180,11 @@ class Decoding:
 
 def next_token_distribution(logits: np.ndarray, temperature: float, top_k: int = 0, top_p: float = 1.0) -> np.ndarray:
     """softmax(logits / temperature), kept to the ``top_k`` most probable tokens (0: all) and then to the fewest most
-    probable tokens whose probabilities reach ``top_p`` (nucleus sampling, Holtzman et al. 2020; 1: all),
+    probable tokens whose probabilities reach ``top_p`` (nucleus sampling, Holtzman et al. 2020; 1: all; a ``top_k``
+    at or above V keeps all),
     renormalised: ``(V,)`` float32."""
     scaled = np.asarray(logits, np.float64) / temperature
-    if top_k:
+    if 0 < top_k < scaled.size:  # top-k at or above the vocabulary keeps every token
         threshold = np.sort(scaled)[-top_k]
         scaled = np.where(scaled >= threshold, scaled, -np.inf)
     scaled -= scaled.max()
