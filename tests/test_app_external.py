@@ -4,7 +4,7 @@ the lab's own model say why not), its views, the sidebar's preset field, and bad
 import numpy as np
 import pytest
 from app_support import heatmaps, no_errors, open_page, specs, weight_panels
-from test_external import _bert_preset, _gpt2_preset
+from hub_support import bert_preset, gpt2_preset
 
 from transformer.external.registry import EXTERNAL, PRESETS_DIR_ENV
 
@@ -17,8 +17,8 @@ VIEWS = ["Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron v
 def presets(tmp_path_factory, monkeypatch):
     folder = tmp_path_factory.getbasetemp() / "presets"
     if not (folder / "tiny_gpt2").exists():
-        _gpt2_preset(folder / "tiny_gpt2")
-        _bert_preset(folder / "tiny_bert")
+        gpt2_preset(folder / "tiny_gpt2")
+        bert_preset(folder / "tiny_bert")
     monkeypatch.setenv(PRESETS_DIR_ENV, str(folder))
     yield folder
 

@@ -6,6 +6,7 @@ NumPy recomputation from the weights; untrusted files refused with a message."""
 import keras
 import numpy as np
 import pytest
+from hub_support import bert_preset, functional_model, gpt2_preset
 
 from transformer.external import UPLOAD_LIMIT_ENV, load
 
@@ -29,20 +30,9 @@ def _numpy_attention(layer, x, causal=False):
     return _softmax(logits)
 
 
-def _functional_model():
-    keras.utils.set_random_seed(0)
-    ids = keras.Input((None,), dtype="int32")
-    x = keras.layers.Embedding(20, 16)(ids)
-    first = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="first")
-    x = first(x, x)
-    second = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="second")
-    out = keras.layers.Dense(20)(second(x, x))
-    return keras.Model(ids, out)
-
-
 def test_a_keras_file_is_read_and_its_weights_are_what_each_layer_returns(tmp_path):
     path = tmp_path / "mine.keras"
-    _functional_model().save(path)
+    functional_model().save(path)
     model = load(path)
     tokens, weights = model.attention("3 1 4 1 5")
     assert tokens == ["3", "1", "4", "1", "5"] and weights.shape == (2, 2, 5, 5)
@@ -57,26 +47,8 @@ def test_a_keras_file_is_read_and_its_weights_are_what_each_layer_returns(tmp_pa
     assert not model.causal
 
 
-def _bert_preset(folder):
-    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a"]
-    keras.utils.set_random_seed(1)
-    keras_hub.models.BertBackbone(vocabulary_size=len(vocabulary), num_layers=2, num_heads=2, hidden_dim=8,
-                                  intermediate_dim=16, max_sequence_length=16).save_to_preset(folder)
-    keras_hub.models.BertTokenizer(vocabulary=vocabulary, lowercase=True).save_to_preset(folder)
-    return folder
-
-
-def _gpt2_preset(folder):
-    vocabulary = {"<|endoftext|>": 0, "a": 1, "b": 2, "c": 3, "Ġ": 4, "Ġa": 5, "Ġb": 6, "Ġc": 7}
-    keras.utils.set_random_seed(2)
-    keras_hub.models.GPT2Backbone(vocabulary_size=len(vocabulary), num_layers=2, num_heads=2, hidden_dim=8,
-                                  intermediate_dim=16, max_sequence_length=16).save_to_preset(folder)
-    keras_hub.models.GPT2Tokenizer(vocabulary=vocabulary, merges=["Ġ a", "Ġ b", "Ġ c"]).save_to_preset(folder)
-    return folder
-
-
 def test_a_bert_preset_reads_with_its_tokenizer_and_its_first_layer_matches_numpy(tmp_path):
-    model = load(_bert_preset(tmp_path / "tiny_bert"))
+    model = load(bert_preset(tmp_path / "tiny_bert"))
     tokens, weights = model.attention("The cat sat on the mat")
     assert tokens == ["the", "cat", "sat", "on", "the", "mat"] and weights.shape == (2, 2, 6, 6)
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
@@ -91,7 +63,7 @@ def test_a_bert_preset_reads_with_its_tokenizer_and_its_first_layer_matches_nump
 
 
 def test_a_gpt2_preset_is_causal_and_gives_next_token_probabilities(tmp_path):
-    model = load(_gpt2_preset(tmp_path / "tiny_gpt2"))
+    model = load(gpt2_preset(tmp_path / "tiny_gpt2"))
     tokens, weights = model.attention("a b c a b")
     assert tokens == ["a", "Ġb", "Ġc", "Ġa", "Ġb"] and weights.shape == (2, 2, 5, 5)
     assert np.abs(np.triu(weights, 1)).max() == 0  # no position attends to a later one
@@ -114,7 +86,7 @@ def test_a_model_with_no_attention_or_bad_text_gets_a_message(tmp_path):
     odd = keras.Model(ids, MyAttention()(keras.layers.Embedding(5, 4)(ids)))
     with pytest.raises(ValueError, match=r"its attention layers \(MyAttention\) are not read yet"):
         load(odd)
-    model = load(_functional_model())
+    model = load(functional_model())
     with pytest.raises(ValueError, match="token ids separated by spaces"):
         model.attention("hello there")
     with pytest.raises(ValueError, match="below the model's vocabulary of 20. Received: 99"):
@@ -134,7 +106,7 @@ def test_a_corrupt_or_truncated_file_is_refused_with_a_message(tmp_path, content
 
 def test_a_truncated_keras_file_and_an_oversize_one_are_refused(tmp_path, monkeypatch):
     path = tmp_path / "whole.keras"
-    _functional_model().save(path)
+    functional_model().save(path)
     cut = tmp_path / "cut.keras"
     cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(ValueError, match="cut.keras"):

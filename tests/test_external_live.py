@@ -6,7 +6,7 @@ from dataclasses import replace
 import keras
 import numpy as np
 import pytest
-from test_external import _bert_preset, _functional_model, _gpt2_preset
+from hub_support import bert_preset, functional_model, gpt2_preset
 
 from transformer import LiveConfig, run_live
 from transformer.external import UPLOAD_LIMIT_ENV
@@ -18,8 +18,8 @@ pytest.importorskip("keras_hub")
 @pytest.fixture
 def presets(tmp_path, monkeypatch):
     """A folder of tiny presets served by name (the path a preset name takes on a server offline)."""
-    _gpt2_preset(tmp_path / "tiny_gpt2")
-    _bert_preset(tmp_path / "tiny_bert")
+    gpt2_preset(tmp_path / "tiny_gpt2")
+    bert_preset(tmp_path / "tiny_bert")
     monkeypatch.setenv(PRESETS_DIR_ENV, str(tmp_path))
     EXTERNAL._models.clear()
     yield tmp_path
@@ -28,7 +28,7 @@ def presets(tmp_path, monkeypatch):
 
 def _keras_bytes(tmp_path) -> bytes:
     path = tmp_path / "mine.keras"
-    _functional_model().save(path)
+    functional_model().save(path)
     return path.read_bytes()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_external import _bert_preset, _gpt2_preset
+from hub_support import bert_preset, gpt2_preset
 
 from attention_lab import FIGURES, load
 
@@ -18,7 +18,7 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "your_model.ipynb"
 
 @pytest.mark.parametrize("kind", [kind for kind in FIGURES if kind != "next_token"])
 def test_every_figure_of_a_bert_preset_is_drawn_with_its_tokens(tmp_path, kind):
-    model = load(_bert_preset(tmp_path / "tiny_bert"))
+    model = load(bert_preset(tmp_path / "tiny_bert"))
     fig = model.figure(kind, "the cat sat on the mat")
     spec = fig.to_plotly_json()
     assert spec["data"], kind
@@ -27,7 +27,7 @@ def test_every_figure_of_a_bert_preset_is_drawn_with_its_tokens(tmp_path, kind):
 
 
 def test_the_heads_figure_holds_the_layers_weights_and_their_mean(tmp_path):
-    model = load(_bert_preset(tmp_path / "tiny_bert"))
+    model = load(bert_preset(tmp_path / "tiny_bert"))
     _, weights = model.attention("the cat sat on the mat")
     fig = model.figure("heads", "the cat sat on the mat", layer=0)
     shown = [np.asarray(trace.z, float) for trace in fig.data if trace.type == "heatmap" and trace.coloraxis]
@@ -36,7 +36,7 @@ def test_the_heads_figure_holds_the_layers_weights_and_their_mean(tmp_path):
 
 
 def test_a_standalone_page_carries_plotly_and_fetches_nothing(tmp_path):
-    model = load(_bert_preset(tmp_path / "tiny_bert"))
+    model = load(bert_preset(tmp_path / "tiny_bert"))
     page = tmp_path / "heads.html"
     model.figure("heads", "the cat sat").write_html(page)
     html = page.read_text()
@@ -45,7 +45,7 @@ def test_a_standalone_page_carries_plotly_and_fetches_nothing(tmp_path):
 
 
 def test_a_causal_model_draws_its_next_tokens_and_bad_requests_get_messages(tmp_path):
-    model = load(_gpt2_preset(tmp_path / "tiny_gpt2"))
+    model = load(gpt2_preset(tmp_path / "tiny_gpt2"))
     fig = model.figure("next_token", "a b c", top=3)
     assert len(fig.data[0].x) == 3 and abs(sum(fig.data[0].x)) <= 1 + 1e-6
     with pytest.raises(ValueError, match="kind must be one of"):
@@ -55,7 +55,7 @@ def test_a_causal_model_draws_its_next_tokens_and_bad_requests_get_messages(tmp_
 
 
 def test_the_example_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_LAB_EXAMPLE_MODEL", str(_gpt2_preset(tmp_path / "tiny_gpt2")))
+    monkeypatch.setenv("ATTENTION_LAB_EXAMPLE_MODEL", str(gpt2_preset(tmp_path / "tiny_gpt2")))
     monkeypatch.setenv("ATTENTION_LAB_EXAMPLE_TEXT", "a b c a b c")
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__main__"}
