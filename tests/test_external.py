@@ -185,3 +185,24 @@ def test_llamas_first_layer_matches_a_numpy_reading_of_its_weights():
     logits = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(4)  # (H, N, N)
     logits = np.where(np.tril(np.ones((6, 6), bool)), logits, -np.inf)
     np.testing.assert_allclose(weights[0], _softmax(logits), atol=1e-5)
+
+
+def test_a_preset_that_cannot_be_downloaded_says_so_and_how_to_serve_it_offline(tmp_path, monkeypatch):
+    """A real failed download (a proxy on a closed loopback port, an empty cache), online or off."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("ATTENTION_LAB_PRESETS_DIR", raising=False)
+    with pytest.raises(ValueError) as raised:
+        load("bert_tiny_en_uncased")
+    message = str(raised.value)
+    assert "could not be downloaded" in message and "ATTENTION_LAB_PRESETS_DIR" in message
+    assert "cache" in message
+    assert not any(word in message for word in ("Error", "HTTPS", "kaggle", "http"))
+
+
+def test_a_preset_name_is_served_from_the_presets_folder_first(tmp_path, monkeypatch):
+    bert_preset(tmp_path / "bert_tiny_en_uncased")
+    monkeypatch.setenv("ATTENTION_LAB_PRESETS_DIR", str(tmp_path))
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # nothing may download
+    tokens, weights = load("bert_tiny_en_uncased").attention("the cat sat")
+    assert tokens == ["the", "cat", "sat"] and weights.shape == (2, 2, 3, 3)
