@@ -19,15 +19,15 @@ def bert_preset(folder):
 
 
 def gpt2_preset(folder, letters: bool = False):
-    """A 2-layer GPT-2 reading ``a b c`` (``letters``: every ASCII letter, each a piece of its own)."""
+    """A 2-layer GPT-2 reading ``a b c`` (``letters``: 4 layers reading every ASCII letter, a piece each)."""
     vocabulary = {"<|endoftext|>": 0, "a": 1, "b": 2, "c": 3, "Ġ": 4, "Ġa": 5, "Ġb": 6, "Ġc": 7}
     if letters:
         for letter in string.ascii_letters:
             for piece in (letter, "Ġ" + letter):
                 vocabulary.setdefault(piece, len(vocabulary))
     keras.utils.set_random_seed(2)
-    keras_hub.models.GPT2Backbone(vocabulary_size=len(vocabulary), num_layers=2, num_heads=2, hidden_dim=8,
-                                  intermediate_dim=16, max_sequence_length=16).save_to_preset(folder)
+    keras_hub.models.GPT2Backbone(vocabulary_size=len(vocabulary), num_layers=4 if letters else 2, num_heads=2, hidden_dim=8,
+                                  intermediate_dim=16, max_sequence_length=64 if letters else 16).save_to_preset(folder)
     keras_hub.models.GPT2Tokenizer(vocabulary=vocabulary, merges=["Ġ a", "Ġ b", "Ġ c"]).save_to_preset(folder)
     return folder
 

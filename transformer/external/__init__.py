@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from transformer.live.tf_patches import all_sublayers, attention_sublayers, own_attention_layers, recording_attention
 
+PRESETS_DIR_ENV = "ATTENTION_LAB_PRESETS_DIR"  # a folder of preset folders served by name first (offline classes)
 UPLOAD_LIMIT_ENV = "ATTENTION_LAB_UPLOAD_MB"  # the largest .keras file read, in MB (default 500)
 PRESET_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,99}$")  # keras-hub's preset names; no path, no URL
 MAX_TOKENS = 512
@@ -183,6 +184,9 @@ def load(source, name: str | None = None) -> ExternalModel:
     if not PRESET_NAME.match(text):
         raise ValueError("A keras-hub preset name has lowercase letters, digits, '_', '.' and '-' only (a local "
                          f"preset is a folder that exists). Received: {text[:80]!r}")
+    served = os.environ.get(PRESETS_DIR_ENV)
+    if served and (Path(served) / text).is_dir():  # a class's server offline: the folder first, by name
+        return _from_preset(str(Path(served) / text), name or text)
     return _from_preset(text, name or text)
 
 
@@ -211,6 +215,10 @@ def _from_preset(preset: str, name: str) -> ExternalModel:
 
     try:
         backbone = keras_hub.models.Backbone.from_preset(preset)
+    except OSError as error:  # requests' ConnectionError and its kin: the download, not the preset
+        if not isinstance(error, (FileNotFoundError, PermissionError, IsADirectoryError)):
+            raise ValueError(_not_downloaded(name)) from None
+        raise ValueError(f"The preset {name!r} could not be read: {error.strerror or error}") from None
     except Exception as error:
         raise ValueError(f"The preset {name!r} could not be read as a keras-hub backbone ({type(error).__name__}: "
                          f"{str(error)[:300]})") from None
@@ -219,6 +227,12 @@ def _from_preset(preset: str, name: str) -> ExternalModel:
     except Exception:  # a backbone without a tokenizer: ids typed by hand
         tokenizer = None
     return _wrap(backbone, tokenizer, name)
+
+
+def _not_downloaded(name: str) -> str:
+    return (f"The preset {name!r} could not be downloaded: this machine cannot reach keras-hub's model hub. Open it "
+            "once on a machine online (it is kept in keras-hub's cache there), or serve it offline: save the preset "
+            f"folder as {name} inside a folder named by {PRESETS_DIR_ENV}.")
 
 
 def _heads_of(layer) -> int | None:
@@ -246,10 +260,13 @@ def _wrap(model: keras.Model, tokenizer, name: str) -> ExternalModel:
                             else "no attention layer was found."))
     heads = {_heads_of(layer) for layer in layers}
     if len(heads) > 1 or None in heads:
-        raise ValueError(f"{name}'s attention layers have different or unknown head counts: not read yet.")
+        counts = ", ".join("unknown" if count is None else str(count) for count in sorted(heads, key=str))
+        raise ValueError(f"{name}'s attention layers have different or unknown head counts ({counts}): the lab reads "
+                         "models whose attention layers all have the same number of heads.")
     causal = hasattr(model, "token_embedding") and any("Decoder" in type(layer).__name__
                                                        for layer in all_sublayers(model))
     return ExternalModel(name, model, tokenizer, layers, causal)
 
 
-__all__ = ["MAX_TOKENS", "UPLOAD_LIMIT_ENV", "ExternalModel", "load", "load_keras_file", "upload_limit_bytes"]
+__all__ = ["MAX_TOKENS", "PRESETS_DIR_ENV", "UPLOAD_LIMIT_ENV", "ExternalModel", "load", "load_keras_file",
+           "upload_limit_bytes"]

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from transformer.external import PRESET_NAME, ExternalModel, load, upload_limit_bytes
+from transformer.external import PRESET_NAME, PRESETS_DIR_ENV, ExternalModel, load, upload_limit_bytes
 from transformer.live.engine_thread import on_engine_thread
 
 BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
 UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: a folder in the system's temp)
-PRESETS_DIR_ENV = "ATTENTION_LAB_PRESETS_DIR"  # a folder of preset folders served by name first (offline classes)
+
 HASH = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -115,8 +115,7 @@ class ExternalRegistry:
     def _load(self, key: str) -> ExternalModel:
         kind, _, rest = key.partition(":")
         if kind == "hub":
-            local = Path(os.environ.get(PRESETS_DIR_ENV, "")) / rest if os.environ.get(PRESETS_DIR_ENV) else None
-            return load(local if local is not None and local.is_dir() else rest, rest)
+            return load(rest, rest)  # the presets folder first, by name (`load`)
         path = self._upload_path(rest)
         if not path.exists():
             raise ValueError("This link's uploaded model is not on this server (it keeps uploads until it restarts "
