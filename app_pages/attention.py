@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from transformer import stack_sides
-from transformer.analysis.heads import line_top_roles, role_text
+from transformer.analysis.heads import has_position_axis, line_top_roles, role_text
 from transformer.analysis.measures import attention_checks, head_statistics, measured_checks
 from transformer.live.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
@@ -159,17 +159,17 @@ elif view == "Checks":
 elif view == "Statistics":
     pads = np.isin(stack_sides(stack, result.source_ids, result.target_ids)[1][element], result.pad_ids)
     stats = head_statistics(line_maps[layer], mask, pads)
-    if stack == "cross":  # a decoder position and an encoder position are not on one axis
+    if not has_position_axis(stack):  # a decoder position and an encoder position are not on one axis
         del stats["mean_distance"]
     else:  # its strongest role on this line (the Heads page scores roles over many lines)
         stats["role"] = [role_text(*pair) for pair in zip(*(part[layer] for part in line_roles()))]
     st.dataframe({"head": list(range(heads)), **stats}, hide_index=True, column_config=stat_columns(n_k))
-    st.caption("Per head of layer " + str(layer) + ": entropy" + (", distance" if stack != "cross" else "")
+    st.caption("Per head of layer " + str(layer) + ": entropy" + (", distance" if has_position_axis(stack) else "")
                + " and weight on padding are means over the query rows that have an allowed key; the largest "
                "weight is the head's single largest cell. Bars run from 0 to the largest possible value: entropy "
-               "up to log N_k (uniform attention)" + (", distance up to N_k − 1 positions." if stack != "cross" else
-                                                      ". Cross-attention has no distance: its queries are decoder "
-                                                      "positions, its keys the encoder's."))
+               "up to log₂ N_k bits (uniform attention)"
+               + (", distance up to N_k − 1 positions." if has_position_axis(stack) else
+                  ". Cross-attention has no distance: its queries are decoder positions, its keys the encoder's."))
 elif view == "Head view":
     token_views.head_view_section(view_of_line, layer, focus,
                                   exact=(windows["head_view"][:2], exact_maps["head_view"]) if blockwise else None)

@@ -41,7 +41,7 @@ pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key="ro
 config = state.live_config(**overrides)
 size = st.session_state["mask_size"] if pattern in SIZED_FAMILIES else 1
 roles = data.head_roles(config, stack, pattern, size)
-layers, heads = roles.distance.shape
+layers, heads = roles.entropy.shape
 where = f"{roles.lines} lines of {roles.length} positions ({LINE_LABELS[lines_from].lower()})"
 if config.ablate:
     st.info(f"Heads ablated in the sidebar: {', '.join(map(head_label, config.ablate))} "
@@ -70,11 +70,12 @@ if roles.scores:
                           args=(stack, layer, head), help=f"Open layer {layer} on the Attention page, on these "
                           "lines.")
 else:
-    st.info("Cross-attention's queries and keys are different lines (target and source), so it has no token roles: "
-            "its distance (target position i to source position j; near 0 on a monotone alignment) and "
-            "entropy are below.", icon=":material/info:")
-plot(measure_grid(roles.distance, roles.entropy, roles.lines, f"{stack}: how far and how spread, over {where}"),
-     "measures")
+    st.info("Cross-attention's queries and keys are different lines (target and source), so it has no token roles "
+            "and no distance (a target position and a source position are not on one axis): its entropy is below.",
+            icon=":material/info:")
+plot(measure_grid(roles.distance, roles.entropy, roles.lines,
+                  f"{stack}: " + ("how far and how spread" if roles.distance is not None else "how spread")
+                  + f", over {where}", length=roles.keys), "measures")
 if st.session_state.get("_open_page"):
     st.switch_page(st.session_state.pop("_open_page"))
 st.page_link("app_pages/query_key.py", label="One head's queries and keys over these lines: the Query–key page",

@@ -26,8 +26,9 @@ def gpt2_preset(folder, letters: bool = False):
             for piece in (letter, "Ġ" + letter):
                 vocabulary.setdefault(piece, len(vocabulary))
     keras.utils.set_random_seed(2)
-    keras_hub.models.GPT2Backbone(vocabulary_size=len(vocabulary), num_layers=4 if letters else 2, num_heads=2, hidden_dim=8,
-                                  intermediate_dim=16, max_sequence_length=64 if letters else 16).save_to_preset(folder)
+    keras_hub.models.GPT2Backbone(vocabulary_size=len(vocabulary), num_layers=4 if letters else 2, num_heads=2,
+                                  hidden_dim=8, intermediate_dim=16,
+                                  max_sequence_length=64 if letters else 16).save_to_preset(folder)
     keras_hub.models.GPT2Tokenizer(vocabulary=vocabulary, merges=["Ġ a", "Ġ b", "Ġ c"]).save_to_preset(folder)
     return folder
 

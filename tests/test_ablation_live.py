@@ -148,7 +148,7 @@ def test_head_roles_leave_padding_rows_out_and_score_a_custom_pattern():
     np.testing.assert_allclose(roles.scores["previous_token"], expected_previous, atol=1e-6)
     assert roles.lines == 2 and roles.top_roles.shape == (2, 4)
     cross = head_roles(config, "cross")
-    assert cross.scores == {} and cross.distance.shape == (2, 4)
+    assert cross.scores == {} and cross.distance is None and cross.entropy.shape == (2, 4)
     with pytest.raises(ValueError, match="pattern='paper'"):
         head_roles(config, "encoder", pattern="paper")
 

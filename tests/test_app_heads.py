@@ -39,11 +39,11 @@ def test_a_strongest_head_opens_its_layer_on_the_attention_page_with_the_scored_
     assert at.session_state["src"].splitlines()[0].split()[:10] == at.session_state["src"].splitlines()[0].split()[10:]
 
 
-def test_cross_attention_has_no_token_roles_but_distance_and_entropy():
+def test_cross_attention_has_no_token_roles_and_no_distance_only_entropy():
     at = open_page("heads", {"stack": "cross"})
     no_errors(at)
-    assert any("no token roles" in info.value for info in at.info)
-    assert len(specs(at)) == 1 and len(heatmaps(specs(at)[0])) == 2
+    assert any("no token roles" in info.value and "no distance" in info.value for info in at.info)
+    assert len(specs(at)) == 1 and len(heatmaps(specs(at)[0])) == 1  # entropy, on 0 to log2 N_k bits
     assert "query_key" in [link.proto.page for link in at.get("page_link")]
 
 

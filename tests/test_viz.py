@@ -312,7 +312,7 @@ def test_head_statistics():
     weights[0] = np.eye(3)  # attends to itself: distance 0, entropy 0
     weights[1] = 1 / 3
     stats = head_statistics(weights, np.ones((3, 3), bool), np.array([False, False, True]))
-    np.testing.assert_allclose(stats["entropy"], [0, np.log(3)], atol=1e-9)
+    np.testing.assert_allclose(stats["entropy"], [0, np.log2(3)], atol=1e-9)  # bits
     np.testing.assert_allclose(stats["mean_distance"], [0, 8 / 9], atol=1e-9)
     np.testing.assert_allclose(stats["padding_share"], [1 / 3, 1 / 3], atol=1e-9)
     np.testing.assert_allclose(stats["max_weight"], [1, 1 / 3])

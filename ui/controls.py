@@ -220,8 +220,8 @@ def stat_columns(n_keys: int) -> dict:
         return st.column_config.ProgressColumn(label, min_value=0.0, max_value=max(float(high), 1e-9), format=fmt,
                                                help=help)
     return {
-        "entropy": bar("mean entropy (nats)", np.log(max(n_keys, 2)),
-                       help="Of each query's weights, averaged over queries: 0 = one key only; log N_k = uniform"),
+        "entropy": bar("mean entropy (bits)", np.log2(max(n_keys, 2)),
+                       help="Of each query's weights, averaged over queries: 0 = one key only; log₂ N_k = uniform"),
         "max_weight": bar("largest weight", 1.0, help="The head's single largest weight, over every query and key"),
         "mean_distance": bar("mean distance", max(n_keys - 1, 1), "%.2f",
                              help="Σ weight·|query − key| in positions, averaged over queries"),

@@ -74,15 +74,21 @@ def role_grid(scores: dict, lines: int, title: str = "", columns: int = 3, patte
                                 colorbar=dict(title=dict(text="share"))))
 
 
-def measure_grid(distance: np.ndarray, entropy: np.ndarray, lines: int, title: str = ""):
-    """Mean attention distance (positions) and entropy (bits) of every head, layers × heads, each on its own scale."""
-    panels = [("mean distance (positions)", distance), ("entropy (bits)", entropy)]
+def measure_grid(distance: np.ndarray | None, entropy: np.ndarray, lines: int, title: str = "", *,
+                 length: int | None = None):
+    """Mean attention distance (positions) and entropy (bits) of every head, layers × heads, each on its own fixed
+    scale when ``length`` (N_k) is given: 0 to N_k − 1 positions, 0 to log2 N_k bits (uniform attention).
+    ``distance`` None: no distance panel (cross-attention has no shared position axis)."""
+    measures = [("distance", "mean distance (positions)", distance, ".1f", ORANGES,
+                 max(length - 1, 1) if length else None),
+                ("entropy", "entropy (bits)", entropy, ".2f", PURPLES, np.log2(max(length, 2)) if length else None)]
+    measures = [measure for measure in measures if measure[2] is not None]
     heatmaps = [dict(colorscale=scale, showscale=False, text=_cells(values, fmt), texttemplate="%{text}",
                      hovertemplate=f"{name}<br>layer %{{y}}, head %{{x}}<br>%{{text}} over {lines} lines"
-                                   "<extra></extra>")
-                for name, values, fmt, scale in (("distance", distance, ".1f", ORANGES),
-                                                  ("entropy", entropy, ".2f", PURPLES))]
-    return _grid(panels, title, 2, heatmaps)
+                                   + (f" (0 to {high:.3g})" if high else "") + "<extra></extra>",
+                     **(dict(zmin=0.0, zmax=float(high)) if high else {}))
+                for name, _, values, fmt, scale, high in measures]
+    return _grid([(title_, values) for _, title_, values, *_ in measures], title, 2, heatmaps)
 
 
 def importance_grid(accuracy_change: np.ndarray, loss_change: np.ndarray, stacks, count: int, title: str = ""):

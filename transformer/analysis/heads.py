@@ -103,13 +103,18 @@ def _mean_over_lines(lines: list[dict]) -> dict:
         return {name: np.nanmean(np.stack([line[name] for line in lines]), axis=0) for name in lines[0]}
 
 
+def has_position_axis(stack: str) -> bool:
+    """Whether ``stack``'s queries and keys share one position axis (self-attention): only then is a distance
+    |query − key| defined. Cross-attention's queries are decoder positions, its keys the encoder's."""
+    return stack != "cross"
+
+
 def cross_measures(weights, valid=None) -> dict:
-    """Cross-attention has no token roles (queries and keys are different lines): ``{"distance", "entropy":
+    """Cross-attention has no token roles and no distance (queries and keys are different lines): ``{"entropy":
     (L, H)}`` averaged over lines, ``weights`` ``(L, B, H, N_q, N_k)``, ``valid`` ``(B, N_q)``."""
     weights = np.asarray(weights)
     valid = np.ones(weights.shape[1:2] + weights.shape[3:4], bool) if valid is None else np.asarray(valid, bool)
-    return _mean_over_lines([{"distance": mean_distance(weights[:, b], valid[b]),
-                              "entropy": entropy_bits(weights[:, b], valid[b])} for b in range(weights.shape[1])])
+    return _mean_over_lines([{"entropy": entropy_bits(weights[:, b], valid[b])} for b in range(weights.shape[1])])
 
 
 def best_roles(scores: dict) -> tuple[np.ndarray, np.ndarray]:

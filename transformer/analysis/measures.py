@@ -36,7 +36,7 @@ def head_statistics(weights, mask, key_is_padding) -> dict:
 
     Returns:
       ``{"entropy", "max_weight", "mean_distance", "padding_share"}`` -> ``(H,)`` arrays,
-      averaged over query rows that have at least one allowed key.
+      averaged over query rows that have at least one allowed key; entropy in bits.
     """
     weights = np.asarray(weights, dtype=np.float64)  # (H, N_q, N_k)
     rows = _allowed_rows(np.broadcast_to(mask, weights.shape[-2:]))  # (N_q,)
@@ -45,7 +45,7 @@ def head_statistics(weights, mask, key_is_padding) -> dict:
         zeros = np.zeros(weights.shape[0])
         return {"entropy": zeros, "max_weight": zeros, "mean_distance": zeros, "padding_share": zeros}
     with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(used > 0, used * np.log(used), 0.0)  # (H, R, N_k)
+        plogp = np.where(used > 0, used * np.log2(used), 0.0)  # (H, R, N_k): bits
     distance = np.abs(np.flatnonzero(rows)[:, None] - np.arange(weights.shape[-1])[None, :])  # (R, N_k)
     padding = np.asarray(key_is_padding, bool)[None, None, :]  # (1, 1, N_k)
     return {

@@ -27,21 +27,27 @@ MAX_LINES = 64
 @dataclass(frozen=True)
 class HeadRoles:
     """``scores``: ``{role: (L, H)}`` of `ROLES` (self-attention only) and ``"pattern"`` when a family was asked
-    for; ``distance`` and ``entropy`` ``(L, H)`` (bits); over ``lines`` lines of ``length`` positions."""
+    for; ``distance`` ``(L, H)`` positions (None for cross-attention: `has_position_axis`) and ``entropy`` ``(L, H)``
+    bits; over ``lines`` lines of ``length`` query positions and ``key_length`` keys."""
 
     stack: str
     scores: dict
-    distance: np.ndarray
+    distance: np.ndarray | None
     entropy: np.ndarray
     lines: int
     length: int
     pattern: str = ""  # the mask family scored as "pattern" ("": none)
+    key_length: int = 0  # N_k (0: as ``length``, self-attention)
+
+    @property
+    def keys(self) -> int:
+        return self.key_length or self.length
 
     @property
     def top_roles(self) -> np.ndarray:
         """``(L, H)``: each head's highest-scoring role ("" for cross-attention)."""
         if not self.scores:
-            return np.full(self.distance.shape, "", dtype=object)
+            return np.full(self.entropy.shape, "", dtype=object)
         return best_roles(self.scores)[0]
 
     def strongest(self, role: str, limit: int = 3) -> list[tuple[int, int, float]]:
@@ -71,7 +77,7 @@ def head_roles(config: LiveConfig, stack: str, pattern: str | None = None, patte
     n_q = weights.shape[-2]
     if stack == "cross":
         measures = cross_measures(weights, valid)
-        return HeadRoles(stack, {}, measures["distance"], measures["entropy"], weights.shape[1], n_q)
+        return HeadRoles(stack, {}, None, measures["entropy"], weights.shape[1], n_q, key_length=weights.shape[-1])
     _check_pattern(pattern, pattern_size, n_q)
     cells = None if pattern is None else family_mask(pattern, n_q, min(pattern_size, n_q)).numpy()  # (N, N)
     scores = batch_role_scores(weights, query_ids, valid, cells)
