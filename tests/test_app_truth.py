@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app_support import no_errors, open_page
+from app_support import no_errors, open_page, specs
 
 
 def _texts(at) -> str:
@@ -15,3 +15,11 @@ def test_decode_top_k_above_the_vocabulary_samples_and_says_it_keeps_every_token
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
     assert "keeps every token" in _texts(at)
+
+
+def test_the_neuron_view_with_alibi_adds_the_bias_as_its_own_term():
+    at = open_page("attention", {"view": "Neuron view", "positions": "alibi", "focus": "3"})
+    no_errors(at)
+    assert "ALiBi's bias" in _texts(at)
+    title = next(spec for spec in specs(at) if "softmax → weight" in str(spec["layout"].get("title")))
+    assert "+ ALiBi bias" in str(title["layout"]["title"])

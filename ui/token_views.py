@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.analysis.measures import attention_rollout, neuron_terms, without_keys
+from transformer.analysis.measures import attention_rollout, neuron_terms, score_bias, without_keys
 from transformer.live.blockwise import FULL_ATTENTION_MAX
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, plot
@@ -223,7 +223,9 @@ def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> 
     query, key = (other, fixed) if by_key else (fixed, other)
     if focus is None:
         st.caption("The query is the first token: focus another one above (or click a chart).")
-    terms = neuron_terms(q, k, mask, head, query, key)
+    bias = score_bias(walk.tensors["scores"][line], walk.tensors["scaled"][line], q.shape[-1])  # (H, N_q, N_k)
+    terms = neuron_terms(q, k, mask, head, query, key, bias=bias)
     plot(neuron_view(terms, query_tokens, key_tokens, head, query, key), "neuron_view")
     st.caption("Read off the live tensors of this layer (the specials switch does not apply: this is the softmax "
-               "the head computes).")
+               "the head computes" + (", ALiBi's bias −m·|i − j| added to each scaled logit as its own term)."
+                                      if terms.has_bias else ")."))

@@ -38,13 +38,17 @@ def neuron_view(terms, query_tokens, key_tokens, head: int, query: int, key: int
     scaled = np.where(masked, np.nan, terms.logits).astype(np.float32)  # (N_k,)
     bars = dict(type="bar", x=k_labels, y=terms.weights.astype(np.float32), marker=dict(color=colours),
                 customdata=scaled, xaxis="x2", yaxis="y2", name="weights",
-                hovertemplate=f"query {q_label}<br>key %{{x}}<br>q·k/√{d_k} = %{{customdata:.4f}}<br>"
+                hovertemplate=f"query {q_label}<br>key %{{x}}<br>q·k/√{d_k}" + (" + ALiBi bias" if terms.has_bias
+                                                                                  else "")
+                              + " = %{customdata:.4f}<br>"
                               "weight %{y:.4f}<extra>softmax</extra>")
     blocked = dict(type="scatter", mode="markers", x=[k_labels[i] for i in np.flatnonzero(masked)],
                    y=[0.0] * int(masked.sum()), marker=dict(symbol="x", size=9, color=MASKED_COLOR), xaxis="x2",
                    yaxis="y2", name="masked", hovertemplate="key %{x}<br>masked: weight 0<extra></extra>")
     title = (f"head {head}, query {q_label} · key {k_labels[key]}: Σ q∘k = {terms.logit:.4f}; "
-             f"÷ √{d_k} = {terms.scaled:.4f}; softmax → weight {terms.weights[key]:.4f}"
+             f"÷ √{d_k} = {terms.scaled:.4f}; "
+             + (f"+ ALiBi bias {terms.bias:+.4f} = {terms.scaled + terms.bias:.4f}; " if terms.has_bias else "")
+             + f"softmax → weight {terms.weights[key]:.4f}"
              if not masked[key] else f"head {head}, query {q_label} · key {k_labels[key]}: masked (weight 0)")
     layout = dict(
         title=left_title(title), height=520, margin=dict(t=60, l=110, r=20, b=90), showlegend=False,

@@ -221,7 +221,8 @@ class NeuronTerms:
     """How one head turns a query and a key into a weight, term by term (Vaswani et al. 2017, eq. 1).
 
     query, key, products: ``(d_k,)`` — q, k and q∘k; logit = Σ q∘k; scaled = logit / √d_k;
-    logits: ``(N_k,)`` every key's scaled logit for this query (NaN where masked);
+    bias: what the variant adds to this pair's scaled logit (ALiBi's −m·|i − j|; 0 for the others);
+    logits: ``(N_k,)`` every key's scaled logit + bias for this query (NaN where masked);
     weights: ``(N_k,)`` the softmax over the allowed keys (0 where masked; all 0 with none allowed).
     """
 
@@ -232,13 +233,22 @@ class NeuronTerms:
     scaled: float
     logits: np.ndarray
     weights: np.ndarray
+    bias: float = 0.0
+    has_bias: bool = False  # the head adds a bias to its scores (ALiBi)
 
 
-def neuron_terms(query_heads, key_heads, mask, head: int, query: int, key: int) -> NeuronTerms:
+def score_bias(scores, scaled, d_k: int) -> np.ndarray:
+    """What a variant adds to the scaled scores (ALiBi's bias; 0 for the others): ``scaled − scores / √d_k``,
+    from one layer's own ``scores`` and ``scaled`` ``(..., N_q, N_k)``."""
+    return np.asarray(scaled, np.float64) - np.asarray(scores, np.float64) / np.sqrt(d_k)
+
+
+def neuron_terms(query_heads, key_heads, mask, head: int, query: int, key: int, bias=None) -> NeuronTerms:
     """The terms of one query–key pair of one head, from the live projected heads of one line.
 
     Args:
       query_heads: ``(H, N_q, d_k)``; key_heads: ``(H, N_k, d_k)``; mask: ``(N_q, N_k)`` bool, True = may attend.
+      bias: ``(H, N_q, N_k)`` added to the scaled logits (`score_bias`: ALiBi's), or None.
     """
     query_heads, key_heads = np.asarray(query_heads, np.float64), np.asarray(key_heads, np.float64)
     heads, n_q, d_k = query_heads.shape
@@ -248,10 +258,12 @@ def neuron_terms(query_heads, key_heads, mask, head: int, query: int, key: int) 
                          f"query={query}, key={key}")
     q, keys = query_heads[head, query], key_heads[head]  # (d_k,), (N_k, d_k)
     allowed = np.broadcast_to(np.asarray(mask, bool), (n_q, n_k))[query]  # (N_k,)
-    logits = np.where(allowed, keys @ q / np.sqrt(d_k), np.nan)  # (N_k,)
+    added = np.zeros(n_k) if bias is None else np.asarray(bias, np.float64)[head, query]  # (N_k,)
+    logits = np.where(allowed, keys @ q / np.sqrt(d_k) + added, np.nan)  # (N_k,)
     weights = np.zeros(n_k)
     if allowed.any():
         weights[allowed] = stable_softmax(logits[allowed])
     products = q * keys[key]  # (d_k,)
+    has_bias = bias is not None and bool(np.abs(added).max(initial=0.0) > 1e-6)
     return NeuronTerms(q, keys[key], products, float(products.sum()), float(products.sum() / np.sqrt(d_k)),
-                       logits, weights)
+                       logits, weights, float(added[key]), has_bias)
