@@ -4,7 +4,7 @@ against the walkthrough's queries and keys, and the scatter's builder."""
 import numpy as np
 import pytest
 
-from transformer.analysis.query_key import distance_correlation, joint_projection, pearson
+from transformer.analysis.query_key import distance_correlation, joint_projection, pearson, query_correlation
 from transformer.live.config import LiveConfig
 from transformer.live.query_key import query_key_space
 from transformer.live.walkthrough import attention_walkthrough
@@ -23,7 +23,8 @@ def test_the_projection_keeps_every_querys_preference_and_equalises_the_norms():
     sq, sk = projection.scaled_queries, projection.scaled_keys
     np.testing.assert_allclose(_softmax(sq @ sk.T), _softmax(q @ k.T), atol=1e-12)  # translation and c, 1/c
     np.testing.assert_allclose(np.linalg.norm(sq, axis=1).mean(), np.linalg.norm(sk, axis=1).mean())
-    np.testing.assert_allclose((sk * projection.scale).mean(0), q.mean(0), atol=1e-12)  # translated, then scaled
+    np.testing.assert_allclose(sk.mean(0), sq.mean(0), atol=1e-12)  # scaled, then translated: one centroid
+    np.testing.assert_allclose(sq, q * projection.scale, atol=1e-12)
     both = np.concatenate([sq, sk])
     values, vectors = np.linalg.eigh(np.cov(both.T))  # PCA as the covariance's top eigenvectors
     top = vectors[:, ::-1][:, :2]
@@ -51,12 +52,35 @@ def test_the_live_space_projects_the_walkthroughs_real_queries_and_keys():
     np.testing.assert_allclose(space.points, np.concatenate([projection.queries, projection.keys]), atol=1e-5)
     assert space.is_query.sum() == 6 and len(space.tokens) == 13 and space.tokens[:2] == ("1", "2")
     assert list(space.lines[:6]) == [0, 0, 1, 1, 1, 1] and list(space.positions[6:10]) == [0, 1, 2, 3]
-    near, dots = [], []
+    per_query = []  # what distance tracks: each query's ranking of its keys (a query's softmax ignores offsets)
     for q_rows, k_rows in (((0, 2), (0, 4)), ((2, 6), (4, 7))):  # each line's real queries and keys
         qs, ks = projection.queries[slice(*q_rows)], projection.keys[slice(*k_rows)]
-        near.append(-np.linalg.norm(qs[:, None] - ks[None], axis=-1).ravel())
-        dots.append((queries[slice(*q_rows)] @ keys[slice(*k_rows)].T / np.sqrt(queries.shape[1])).ravel())
-    assert space.correlation == pytest.approx(np.corrcoef(np.concatenate(near), np.concatenate(dots))[0, 1], abs=1e-6)
+        near = -np.linalg.norm(qs[:, None] - ks[None], axis=-1)  # (n_q', n_k')
+        dots = queries[slice(*q_rows)] @ keys[slice(*k_rows)].T / np.sqrt(queries.shape[1])
+        per_query += [np.corrcoef(a, b)[0, 1] for a, b in zip(near, dots)]
+    assert space.correlation == pytest.approx(np.mean(per_query), abs=1e-6)
+
+
+def test_the_mean_per_query_correlation_ignores_each_querys_offset():
+    near = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    dots = np.array([[10.0, 11.0, 12.0], [0.0, 1.0, 2.0]])  # pooled, nearness and dot products disagree
+    assert query_correlation(near, dots, np.ones((2, 3), bool)) == pytest.approx(1.0)
+    assert pearson(near.ravel(), dots.ravel()) < 0.5
+
+
+def test_coinciding_points_are_counted():
+    config = LiveConfig(source_text="1 2 3\n1 2 3", target_text="1 2 3\n1 2 3", seq_len=3)
+    space = query_key_space(config, "encoder", 0, 0)
+    assert len(space.points) == 12 and space.distinct == 6
+
+
+def test_the_position_colours_read_on_light_and_dark_backgrounds():
+    from plotly.colors import hex_to_rgb
+    from viz.query_key import POSITION_SCALE
+
+    def luminance(colour):
+        return sum(w * c / 255 for w, c in zip((0.2126, 0.7152, 0.0722), hex_to_rgb(colour)))
+    assert all(0.2 <= luminance(colour) <= 0.7 for _, colour in POSITION_SCALE)
 
 
 def test_bad_heads_and_models_from_outside_are_named():
