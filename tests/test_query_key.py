@@ -22,7 +22,8 @@ def test_the_projection_keeps_every_querys_preference_and_equalises_the_norms():
     projection = joint_projection(q, k)
     sq, sk = projection.scaled_queries, projection.scaled_keys
     np.testing.assert_allclose(_softmax(sq @ sk.T), _softmax(q @ k.T), atol=1e-12)  # translation and c, 1/c
-    np.testing.assert_allclose(np.linalg.norm(sq, axis=1).mean(), np.linalg.norm(sk, axis=1).mean())
+    c = projection.scale  # equal mean norms before the translation
+    np.testing.assert_allclose(np.linalg.norm(q * c, axis=1).mean(), np.linalg.norm(k / c, axis=1).mean())
     np.testing.assert_allclose(sk.mean(0), sq.mean(0), atol=1e-12)  # scaled, then translated: one centroid
     np.testing.assert_allclose(sq, q * projection.scale, atol=1e-12)
     both = np.concatenate([sq, sk])
@@ -76,6 +77,7 @@ def test_coinciding_points_are_counted():
 
 def test_the_position_colours_read_on_light_and_dark_backgrounds():
     from plotly.colors import hex_to_rgb
+
     from viz.query_key import POSITION_SCALE
 
     def luminance(colour):

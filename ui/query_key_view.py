@@ -16,8 +16,8 @@ COLOUR_LABELS = {"position": "position", "token": "token", "side": "query / key"
 def query_key_section(config, stack: str, layers: int, heads: int, lines_state: dict) -> None:
     """The section for ``stack`` of ``config``'s model (``layers`` × ``heads``); ``lines_state``: the sidebar values
     that put the page's lines on the Attention page (source text, length), set when a query is clicked."""
-    st.caption("Every real query (circles) and key (crosses) of the lines, projected together (PCA) after the "
-               "keys are moved onto the queries' centroid and both are scaled to equal mean norms, as AttentionViz "
+    st.caption("Every real query (circles) and key (crosses) of the lines, projected together (PCA) after both are "
+               "scaled to equal mean norms and the keys are then moved onto the queries' centroid, as AttentionViz "
                "does: neither changes which key a query prefers, and near means attended. Click a query to open it "
                "on the Attention page.")
     clamp("qk_layer", layers - 1)
@@ -37,14 +37,19 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
                                 focus=int(clicked["query"]), focus_key=False)
         st.session_state["_open_page"] = "app_pages/attention.py"
 
+    coincide = f", {space.distinct} distinct" if space.distinct < len(space.points) else ""
     title = (f"{stack} layer {layer} head {head}: {int(space.is_query.sum())} queries and "
-             f"{int((~space.is_query).sum())} keys · distance tracks q·k/√d_k: r = {space.correlation:.2f} in the "
-             f"plane, {space.full_correlation:.2f} in d_k dimensions")
+             f"{int((~space.is_query).sum())} keys{coincide} · per query, distance tracks q·k/√d_k: r = "
+             f"{space.correlation:.2f} in the plane, {space.full_correlation:.2f} in d_k dimensions")
     plot(query_key_figure(space.points, space.is_query, space.lines, space.positions, space.tokens, colour, title),
          "query_key", on_click=focus)
     st.caption(f"The plane holds {space.explained.sum():.0%} of the spread (PC 1 {space.explained[0]:.0%}, PC 2 "
-               f"{space.explained[1]:.0%}); r: the correlation over every pair a query may attend to of −distance "
-               f"and the scaled dot product (1: nearness ranks attention exactly). Scale c = {space.scale:.2f}.")
+               f"{space.explained[1]:.0%}); r: for each query, the correlation of −distance and the scaled dot "
+               f"product over the keys it may attend to, averaged over the queries (1: nearness ranks every query's "
+               f"keys as attention does; a query's softmax ignores what it adds to all its keys alike). Scale c = "
+               f"{space.scale:.2f}." + (f" Points that coincide (equal tokens at equal positions of equal lines) "
+                                        f"are drawn once: {space.distinct} places for {len(space.points)} points."
+                                        if coincide else ""))
     if st.session_state.get("_open_page"):
         st.switch_page(st.session_state.pop("_open_page"))
     state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run

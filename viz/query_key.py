@@ -12,6 +12,8 @@ from viz.labels import short
 from viz.style import figure, fixed_margins
 
 COLOURINGS = ("position", "token", "side")
+# Mid-tones only, so that the first positions read on white and on the dark theme alike (Viridis starts near black)
+POSITION_SCALE = [[0.0, "#d9480f"], [0.33, "#2b8a3e"], [0.67, "#1c7ed6"], [1.0, "#ae3ec9"]]
 SIDE_COLOURS = {"query": "#636efa", "key": "#ef553b"}
 TOKEN_COLOURS = 10  # the most frequent tokens get a colour each; the rest share grey
 WEBGL_FROM = 2000  # points: below, SVG draws faster (a WebGL context costs ~250 ms in a software-rendered browser)
@@ -45,7 +47,7 @@ def query_key_figure(points, is_query, lines, positions, tokens, colour_by: str 
         marker = dict(size=7 if side == "query" else 8, symbol="circle" if side == "query" else "x",
                       color=colour, opacity=0.8)
         if colour_by == "position":
-            marker.update(colorscale="Viridis", cmin=0, cmax=max(int(positions.max(initial=0)), 1),
+            marker.update(colorscale=POSITION_SCALE, cmin=0, cmax=max(int(positions.max(initial=0)), 1),
                           colorbar=dict(title=dict(text="position"), x=1.02) if side == "query" else None,
                           showscale=side == "query")
         fig.add_trace(scatter(

@@ -18,8 +18,9 @@ from transformer.live.walkthrough import attention_walkthrough
 @dataclass(frozen=True)
 class QueryKeySpace:
     """``points (n, 2)``: the queries first, then the keys; per point ``is_query``, ``lines``, ``positions`` ``(n,)``
-    and ``tokens``; ``correlation``: Pearson of −distance in the plane and q·k/√d_k over the pairs a query may attend
-    to (same line, mask allowing), ``full_correlation`` the same in d_k dimensions; ``explained (2,)``; ``scale`` c."""
+    and ``tokens``; ``correlation``: the mean over queries of each query's Pearson correlation of −distance in the
+    plane and q·k/√d_k over the keys it may attend to (same line, mask allowing), ``full_correlation`` the same in
+    d_k dimensions; ``explained (2,)``; ``scale`` c; ``distinct``: how many points do not coincide."""
 
     stack: str
     layer: int
@@ -33,6 +34,11 @@ class QueryKeySpace:
     full_correlation: float
     explained: np.ndarray
     scale: float
+
+    @property
+    def distinct(self) -> int:
+        """How many different places the points take (equal tokens at equal positions of equal lines coincide)."""
+        return len(np.unique(np.round(self.points, 6), axis=0))
 
 
 def _real(ids, pad_ids) -> np.ndarray:
@@ -71,17 +77,21 @@ def query_key_space(config: LiveConfig, stack: str, layer: int, head: int) -> Qu
 
 
 def _correlations(projection, scaled, mask, real_q, real_k) -> tuple[float, float]:
-    """Pearson of −distance (in the plane and in d_k dimensions) and ``scaled`` ``(B, N_q, N_k)`` over each line's
-    allowed pairs, pooled."""
-    near_2d, near_full, dots = [], [], []
+    """The mean per-query correlation (`query_correlation`) of −distance (in the plane and in d_k dimensions) and
+    ``scaled`` ``(B, N_q, N_k)`` over each query's allowed keys of its own line."""
+    found = {"plane": [], "full": []}
     q_start, k_start = np.cumsum([0, *real_q.sum(1)]), np.cumsum([0, *real_k.sum(1)])
     for line in range(scaled.shape[0]):
         qs, ks = slice(q_start[line], q_start[line + 1]), slice(k_start[line], k_start[line + 1])
         real = np.ix_(real_q[line], real_k[line])
         allowed, line_dots = mask[line][real], scaled[line][real]  # (n_q', n_k') each
-        for found, queries, keys in ((near_2d, projection.queries[qs], projection.keys[ks]),
-                                     (near_full, projection.scaled_queries[qs], projection.scaled_keys[ks])):
-            found.append(-np.linalg.norm(queries[:, None] - keys[None], axis=-1)[allowed])
-        dots.append(line_dots[allowed])
-    dots = np.concatenate(dots)
-    return tuple(pearson(np.concatenate(near), dots) for near in (near_2d, near_full))
+        for name, queries, keys in (("plane", projection.queries[qs], projection.keys[ks]),
+                                    ("full", projection.scaled_queries[qs], projection.scaled_keys[ks])):
+            near = -np.linalg.norm(queries[:, None] - keys[None], axis=-1)  # (n_q', n_k')
+            found[name] += [pearson(a[ok], b[ok]) for a, b, ok in zip(near, line_dots, allowed)]
+    return tuple(_finite_mean(values) for values in found.values())
+
+
+def _finite_mean(values) -> float:
+    values = [value for value in values if np.isfinite(value)]
+    return float(np.mean(values)) if values else float("nan")
