@@ -185,16 +185,20 @@ def test_ablating_a_head_replaces_exactly_that_heads_context(kind):
     sublayer, (query, key, value, mask) = model.attention_inputs("decoder", 1, SRC, TGT, tgt_mask=causal)
     parts = sublayer.intermediates(query, key, value, mask)
     context = parts["context"].numpy()  # (B, H, N_q, d_v)
-    context[:, 2] = 0.0 if kind == "zero" else context[:, 2].mean(axis=(0, 1))
+    means = np.random.default_rng(5).normal(size=(3, model.num_layers, model.num_heads, context.shape[-1]))
+    context[:, 2] = 0.0 if kind == "zero" else means[1, 1, 2]  # the decoder's layer 1 head 2: its given mean
     merged = np.transpose(context, (0, 2, 1, 3)).reshape(query.shape)  # (B, N_q, d_model)
     expected = sublayer.transform_out(merged)
-    output, weights = sublayer(query, key, value, mask=mask, hook=HeadAblation({("decoder", 1): (2,)}, kind))
+    means = means if kind == "mean" else None
+    output, weights = sublayer(query, key, value, mask=mask, hook=HeadAblation({("decoder", 1): (2,)}, kind, means))
     np.testing.assert_allclose(output, expected, atol=1e-5)
     np.testing.assert_allclose(weights, parts["weights"], atol=1e-6)  # its pattern is still drawn
-    untouched, _ = sublayer(query, key, value, mask=mask, hook=HeadAblation({("decoder", 0): (2,)}, kind))
+    untouched, _ = sublayer(query, key, value, mask=mask, hook=HeadAblation({("decoder", 0): (2,)}, kind, means))
     np.testing.assert_allclose(untouched, parts["output"], atol=1e-6)  # another layer's ablation: not this one
     logits, _ = model(SRC, TGT, tgt_mask=causal)
-    ablated, attention = model(SRC, TGT, tgt_mask=causal, hook=HeadAblation({("decoder", 1): (2,)}, kind))
+    ablated, attention = model(SRC, TGT, tgt_mask=causal, hook=HeadAblation({("decoder", 1): (2,)}, kind, means))
     assert np.abs(np.asarray(logits) - np.asarray(ablated)).max() > 1e-4
     with pytest.raises(ValueError, match="kind='half'"):
         HeadAblation({}, "half")
+    with pytest.raises(ValueError, match="means=None"):
+        HeadAblation({}, "mean")

@@ -11,7 +11,7 @@ import numpy as np
 from transformer import LiveConfig, ModelCache, run_live
 from transformer.core.model import STACKS
 from transformer.decoding import decode
-from transformer.live.ablation_means import ablation_means
+from transformer.live.inputs import ablation_means
 from transformer.live.walkthrough import attention_walkthrough
 
 LINES = "a b c d e f\nj i h\nb b c c a"

@@ -246,8 +246,9 @@ def _ablation_controls(bar, spec) -> None:
     if st.session_state["ablate"]:
         bar.radio("Ablation", state.ABLATION_CHOICES, key="ablation", horizontal=True,
                   format_func=state.ABLATION_LABELS.get, help="Zeros: the head's output is 0. Mean: its output is "
-                  "its mean over the batch's positions (the head still says something, but nothing about this "
-                  "token).", **PERSIST)
+                  "its mean over the real positions of the sidebar's lines, in the model without ablation: one mean "
+                  "for every line and page (the head still says something, but nothing about this token).",
+                  **PERSIST)
 
 
 def render() -> None:

@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import ABLATIONS, HeadAblation, check_ablation, kept_array
+from transformer.analysis.ablation import ABLATIONS, HeadAblation, check_ablation, head_means, kept_array
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.model import STACKS
 from transformer.decoding.search import greedy_decode, strip
@@ -54,17 +54,20 @@ class Importance:
 
 
 def _loss_function(model, kind: str):
-    """Traced ``loss(src, decoder_input, labels, kept)``: mean cross-entropy over the labels that are not padding,
-    teacher forced, with the heads ``kept`` (``(stacks, L, H)``) lets through."""
+    """Traced ``loss(src, decoder_input, labels, kept, means)``: mean cross-entropy over the labels that are not
+    padding, teacher forced, with the heads ``kept`` (``(stacks, L, H)``) lets through and the others replaced by
+    zeros or by ``means`` ``(stacks, L, H, d_v)``."""
     name = f"_importance_loss_{kind}"
     if not hasattr(model, name):
         ids = tf.TensorSpec((None, None), tf.int32)
         kept = tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)
+        means = tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads, model.d_model // model.num_heads),
+                              tf.float32)
 
-        @tf.function(input_signature=[ids, ids, ids, kept], autograph=False)
-        def loss(src, decoder_input, labels, heads):
+        @tf.function(input_signature=[ids, ids, ids, kept, means], autograph=False)
+        def loss(src, decoder_input, labels, heads, head_means):
             logits, _ = model(src, decoder_input, padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID),
-                              hook=HeadAblation.of_kept(heads, kind))  # (B, N_t, V)
+                              hook=HeadAblation.of_kept(heads, kind, head_means))  # (B, N_t, V)
             per_token = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # (B, N_t)
             real = tf.cast(labels != PAD_ID, tf.float32)  # (B, N_t)
             return tf.reduce_sum(per_token * real) / tf.reduce_sum(real)
@@ -102,6 +105,16 @@ def _examples(name: str, count: int, seed: int, device: str) -> _Examples:
     return _Examples(src, decoder_input, labels, answers, task.target_length(pretrained.lengths[1]) + 1)
 
 
+@functools.lru_cache(maxsize=8)
+def _example_means(name: str, count: int, seed: int, device: str) -> np.ndarray:
+    """Mean-ablation's means for a study on these examples: each head's context over their real positions, the
+    model without ablation, teacher forced on the right answers (`head_means`), ``(stacks, L, H, d_v)``."""
+    model, examples = load_pretrained(name, device).model, _examples(name, count, seed, device)
+    with tf.device(device):
+        return head_means(model, examples.src, examples.decoder_input, padding_mask(examples.src, PAD_ID),
+                          target_mask(examples.decoder_input, PAD_ID), (PAD_ID,))
+
+
 _MEASURED: collections.OrderedDict = collections.OrderedDict()  # (name, ablate, count, kind, seed, device) -> ...
 MEASURES_KEPT = 2048
 
@@ -120,10 +133,11 @@ def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero",
     if key not in _MEASURED:
         examples = _examples(name, count, seed, device)
         kept = kept_array(ablate, model.num_layers, model.num_heads)  # (S, L, H)
+        means = _example_means(name, count, seed, device)  # (S, L, H, d_v)
         with tf.device(device):
             value = float(_loss_function(model, kind)(examples.src, examples.decoder_input, examples.labels,
-                                                      tf.constant(kept)))
-            predicted = greedy_decode(model, examples.src, examples.steps, (kept, kind))
+                                                      tf.constant(kept), tf.constant(means)))
+            predicted = greedy_decode(model, examples.src, examples.steps, (kept, kind, means))
         right = [strip(row) == answer for row, answer in zip(predicted, examples.answers)]
         _MEASURED[key] = (value, float(np.mean(right)))
         while len(_MEASURED) > MEASURES_KEPT:

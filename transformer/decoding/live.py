@@ -14,6 +14,7 @@ from transformer.external.registry import EXTERNAL
 from transformer.live.config import VOCAB_SIZE, LiveConfig, validate
 from transformer.live.device import device_label, resolve_device
 from transformer.live.engine_thread import on_engine_thread
+from transformer.live.inputs import ablation_means
 from transformer.live.model_cache import MODELS
 from transformer.tasks import END, END_ID, START_ID
 from transformer.training.pretrained import Pretrained, check_config, load_pretrained
@@ -101,10 +102,10 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                          f"{len(line.prompt)} and {max_steps} steps would go past. Received: a prompt of "
                          f"{len(line.prompt)} tokens")
     entry = MODELS.for_config(config)
-    kept = _kept_heads(config, entry.model)
+    ablation = _ablation(config, entry.model)
     with tf.device(entry.device):
         raw, cache, gap = run_steps(entry.model, line, max_steps, chooser(sample, temperature, top_k, top_p, seed),
-                                    kept)
+                                    ablation)
     steps = tuple(Step(tuple(vocabulary.decode(prefix)), self_weights, cross, probabilities,
                        vocabulary.decode([chosen])[0]) for prefix, self_weights, cross, probabilities, chosen in raw)
     chosen = [step.chosen for step in steps if step.chosen != END]
@@ -119,17 +120,15 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                     prompt=tuple(vocabulary.decode(line.prompt)), kv_heads=model.num_kv_heads or model.num_heads)
 
 
-def _kept_heads(config: LiveConfig, model):
-    """``config``'s ablated heads as ``model``'s kept-heads array ``(stacks, L, H)`` (None: none ablated). Zero-ablation
-    only: a mean over the batch's positions does not exist while the positions come one at a time (ValueError)."""
+def _ablation(config: LiveConfig, model):
+    """``config``'s ablated heads as `run_steps` takes them: ``(kept (stacks, L, H), kind[, means])``, or None. A
+    mean-ablated head's mean is the one every page uses: over the real positions of ``config``'s lines (the
+    sidebar's), in the model without ablation (`ablation_means`), so a step decodes as the pages predict."""
     ablate = check_ablation(config.ablate, config.ablation, model.stacks, model.num_layers, model.num_heads)
     if not ablate:
         return None
-    if config.ablation == "mean":
-        raise ValueError("Mean-ablation replaces a head's output by its mean over every position, and step-by-step "
-                         "decoding sees one position at a time: choose zero-ablation to decode with heads ablated. "
-                         f"Received: ablation='mean', {len(ablate)} heads ablated")
-    return kept_array(ablate, model.num_layers, model.num_heads)
+    kept = kept_array(ablate, model.num_layers, model.num_heads)
+    return (kept, "mean", ablation_means(config)) if config.ablation == "mean" else (kept, "zero")
 
 
 @on_engine_thread

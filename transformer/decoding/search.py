@@ -27,13 +27,14 @@ MAX_TOP_K = 50
 
 def _decoder_functions(model, kind=None):
     """Traced encode and next-token steps of an encoder-decoder ``model`` (once per model and ablation kind; batch
-    and lengths free). With an ablation ``kind`` ("zero" or "mean") both take a last argument, the kept heads
-    ``(stacks, L, H)`` (`transformer.analysis.ablation.kept_array`): one graph for every set of ablated heads."""
+    and lengths free). With an ablation ``kind`` ("zero" or "mean") both take last arguments, the kept heads
+    ``(stacks, L, H)`` (`transformer.analysis.ablation.kept_array`) and, for "mean", the heads' means ``(stacks, L,
+    H, d_v)`` (`head_means`): one graph for every set of ablated heads."""
     name = f"_greedy_functions_{kind or 'plain'}"
     if not hasattr(model, name):
         ids, mask = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, 1, 1, None), tf.bool)
         hidden = tf.TensorSpec((None, None, model.d_model), tf.float32)
-        kept = [tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)] if kind else []
+        kept = _ablation_specs(model, kind)
 
         @tf.function(input_signature=[ids, mask, *kept])
         def encode(src, memory_mask, *heads):
@@ -49,16 +50,37 @@ def _decoder_functions(model, kind=None):
     return getattr(model, name)
 
 
+def _ablation_specs(model, kind) -> list:
+    """The traced arguments of an ablation of ``kind``: none, the kept heads ``(S, L, H)``, and for "mean" the
+    heads' means ``(S, L, H, d_v)``."""
+    if not kind:
+        return []
+    kept = [tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)]
+    depth = model.d_model // model.num_heads
+    return kept + ([tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads, depth), tf.float32)]
+                   if kind == "mean" else [])
+
+
 def _ablation(heads: tuple, kind):
-    """The `HeadAblation` of a traced function's kept-heads argument (``heads``: () or ``(kept,)``), or None."""
-    return HeadAblation.of_kept(heads[0], kind) if heads else None
+    """The `HeadAblation` of a traced function's ablation arguments (``heads``: (), ``(kept,)`` or ``(kept,
+    means)``), or None."""
+    return HeadAblation.of_kept(heads[0], kind, heads[1] if len(heads) > 1 else None) if heads else None
+
+
+def ablation_arguments(ablation) -> list:
+    """``ablation`` (None, or ``(kept, kind[, means])``) as the traced functions' last arguments."""
+    if not ablation:
+        return []
+    kept, kind, *means = ablation
+    return [tf.constant(kept, tf.float32)] + ([tf.constant(means[0], tf.float32)] if kind == "mean" else [])
 
 
 def greedy_decode(model, src, max_steps: int, ablation=None):
     """Greedy decoding by an encoder-decoder: ``src (B, N_s)`` -> predicted ids ``(B, <= max_steps)``, stopping at
-    </s>. ``ablation``: None, or ``(kept (stacks, L, H), kind)``: those heads ablated (`HeadAblation.of_kept`)."""
+    </s>. ``ablation``: None, or ``(kept (stacks, L, H), kind[, means (stacks, L, H, d_v)])``: those heads ablated
+    (`HeadAblation.of_kept`; the means for "mean")."""
     encode, next_token = _decoder_functions(model, ablation[1] if ablation else None)
-    heads = [tf.constant(ablation[0], tf.float32)] if ablation else []  # (S, L, H)
+    heads = ablation_arguments(ablation)  # (S, L, H)[, (S, L, H, d_v)]
     src = np.asarray(src, np.int32)
     decoder_input = np.full((src.shape[0], 1), START_ID, np.int32)  # (B, 1)
     finished = np.zeros(src.shape[0], bool)
@@ -85,11 +107,12 @@ def strip(ids) -> list[int]:
 
 
 def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: int = 1, ablate: tuple = (),
-                kind: str = "zero") -> list[list[int]]:
+                kind: str = "zero", means=None) -> list[list[int]]:
     """A trained model's greedy predictions (ids, without </s>) for several token lists at once, remembered per
     batch of lines so that the pages and the walkthrough of one configuration decode once. ``ablate``: the
-    ``(stack, layer, head)`` triples ablated (``kind``: "zero" or "mean")."""
-    key = (tuple(map(tuple, sources)), extra_steps, tuple(ablate), kind if ablate else None)
+    ``(stack, layer, head)`` triples ablated (``kind``: "zero" or "mean", with the heads' ``means``)."""
+    means_key = None if means is None or not ablate or kind != "mean" else np.asarray(means).tobytes()
+    key = (tuple(map(tuple, sources)), extra_steps, tuple(ablate), kind if ablate else None, means_key)
     remembered = pretrained.predictions
     if key in remembered:
         remembered.move_to_end(key)
@@ -100,7 +123,7 @@ def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: i
         src[row, : len(line)] = pretrained.vocab.encode(line)
     with tf.device(pretrained.device):
         model = pretrained.model
-        ablation = (kept_array(ablate, model.num_layers, model.num_heads), kind) if ablate else None
+        ablation = (kept_array(ablate, model.num_layers, model.num_heads), kind, means) if ablate else None
         predicted = greedy_decode(model, src, pretrained.rules.target_length(longest) + extra_steps, ablation)
     remembered[key] = [strip(row) for row in predicted]
     while len(remembered) > PREDICTIONS_KEPT:
@@ -223,24 +246,24 @@ class Line:
     end_id: int | None
 
 
-def _step_function(model, with_memory: bool, ablated: bool):
+def _step_function(model, with_memory: bool, kind: str | None):
     """The whole model on a prefix, traced once per model (and per kind of call): ``step(prefix (1, t), [memory
-    (1, N_s, D), src_mask (1, 1, 1, N_s)], [kept (stacks, L, H)])`` -> ``(logits (V,) of the last position, its
-    self-attention (L, H, t), its cross-attention (L, H, N_s) or (0,))``; ``kept``: zero-ablated heads as
-    `HeadAblation.of_kept` reads them. One graph serves every prefix length and every set of ablated heads."""
-    name = f"_decode_step_{'memory' if with_memory else 'alone'}_{'ablated' if ablated else 'plain'}"
+    (1, N_s, D), src_mask (1, 1, 1, N_s)], [kept (stacks, L, H)[, means (stacks, L, H, d_v)]])`` -> ``(logits (V,)
+    of the last position, its self-attention (L, H, t), its cross-attention (L, H, N_s) or (0,))``; ``kept``: the
+    heads ablated by ``kind`` as `HeadAblation.of_kept` reads them. One graph serves every prefix length and every
+    set of ablated heads."""
+    name = f"_decode_step_{'memory' if with_memory else 'alone'}_{kind or 'plain'}"
     if not hasattr(model, name):
         specs = [tf.TensorSpec((1, None), tf.int32)]
         if with_memory:
             specs += [tf.TensorSpec((1, None, model.d_model), tf.float32), tf.TensorSpec((1, 1, 1, None), tf.bool)]
-        if ablated:
-            specs.append(tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32))
+        specs += _ablation_specs(model, kind)
 
         @tf.function(input_signature=specs)
         def step(prefix, *rest):
             memory, src_mask = (rest[0], rest[1]) if with_memory else (None, None)
             causal = subsequent_mask(tf.shape(prefix)[1])[None, None]  # (1, 1, t, t)
-            hook = _ablation(rest[2:] if with_memory else rest, "zero")
+            hook = _ablation(rest[2:] if with_memory else rest, kind)
             hidden, self_weights, cross_weights = model.decode(prefix, memory, src_mask, causal, hook=hook)
             logits = model.project_logits(hidden[:, -1])[0]  # (V,)
             self_rows = tf.stack([w[0, :, -1] for w in self_weights])  # (L, H, t)
@@ -251,21 +274,22 @@ def _step_function(model, with_memory: bool, ablated: bool):
     return getattr(model, name)
 
 
-def run_steps(model, line: Line, max_steps: int, choose, kept=None) -> tuple[list, object, float]:
+def run_steps(model, line: Line, max_steps: int, choose, ablation=None) -> tuple[list, object, float]:
     """Decode ``line`` with ``model`` step by step, each step the whole model on the prefix (traced), then the same
-    line through the key/value cache once (the prompt, then every chosen token) to check it; ``kept``: a
-    ``(stacks, L, H)`` array of the heads kept (0: zero-ablated), or None.
+    line through the key/value cache once (the prompt, then every chosen token) to check it; ``ablation``: None, or
+    ``(kept (stacks, L, H), kind[, means (stacks, L, H, d_v)])`` as `greedy_decode` takes it.
 
     ``choose(logits (choices,)) -> (probabilities, chosen id)``. Returns ``(steps, cache, gap)``: per step
     ``(prefix ids, self weights (L, H, t), cross weights (L, H, N_s) or None, probabilities, chosen id)``; ``gap``:
     max |logits with the cache − logits of the whole model| over every step."""
     src = None if line.src is None else tf.constant(line.src)  # (1, N_s)
     src_mask = None if src is None else padding_mask(src, PAD_ID)  # (1, 1, 1, N_s)
-    hook = None if kept is None else HeadAblation.of_kept(kept, "zero")
+    arguments = ablation_arguments(ablation)  # (S, L, H)[, (S, L, H, d_v)]
+    kind = ablation[1] if ablation else None
+    hook = _ablation(tuple(arguments), kind)
     memory = None if src is None else model.encode(src, src_mask, hook=hook)[0]  # (1, N_s, D): once
-    step = _step_function(model, memory is not None, kept is not None)
-    extra = ([memory, src_mask] if memory is not None else []) + ([tf.constant(kept, tf.float32)] if kept is not None
-                                                                  else [])
+    step = _step_function(model, memory is not None, kind)
+    extra = ([memory, src_mask] if memory is not None else []) + arguments
     prefix, steps, whole = list(line.prompt), [], []
     for _ in range(max_steps):
         logits, self_rows, cross_rows = step(tf.constant([prefix], tf.int32), *extra)

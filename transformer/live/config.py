@@ -51,7 +51,7 @@ class LiveConfig:
     norm: str = "post"  # transformer.core.layers.NORMS: LayerNorm after each residual sum (the paper) or before
     architecture: str = "encoder-decoder"  # transformer.core.model.ARCHITECTURES: the stacks the model has
     ablate: tuple = ()  # ((stack, layer, head), …): heads whose output is replaced (transformer.analysis.ablation)
-    ablation: str = "zero"  # … by zeros, or by its mean over the batch's positions ("mean")
+    ablation: str = "zero"  # … by zeros, or by its mean over the lines' real positions ("mean": ablation_means)
 
     @property
     def trained(self) -> bool:

@@ -99,7 +99,8 @@ def _every_line(config: LiveConfig, stack: str) -> tuple[np.ndarray, np.ndarray,
     parts = []
     for source, target in zip(_chunks(config.source_text), _chunks(config.target_text) if not config.trained
                               else _chunks(config.source_text)):
-        result = run_live(replace(config, source_text=source, target_text=target), stacks=(stack,))
+        result = run_live(replace(config, source_text=source, target_text=target), stacks=(stack,),
+                          means_of=config)  # a mean-ablated head's mean: over every line scored, not a part's
         query_ids, _ = stack_sides(stack, result.source_ids, result.target_ids)  # (B, N_q)
         parts.append((result.attention[stack], query_ids, ~np.isin(query_ids, result.pad_ids)))
     return (np.concatenate([part[0] for part in parts], axis=1), np.concatenate([part[1] for part in parts]),

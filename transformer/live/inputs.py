@@ -6,13 +6,14 @@ read-only per configuration: a page's forward pass and its Keras check share the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import check_ablation
+from transformer.analysis.ablation import check_ablation, head_means
 from transformer.core import tokens
 from transformer.core.masks import family_mask, padding_mask, subsequent_mask
 from transformer.core.positional import positional_encoding
@@ -20,6 +21,7 @@ from transformer.decoding import search
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.live.device import resolve_device
+from transformer.live.model_cache import MODELS
 from transformer.tasks import PAD, PAD_ID, START
 from transformer.tasks.induction import NO_RULE
 from transformer.training.pretrained import check_config, load_pretrained
@@ -54,12 +56,13 @@ class Masks:
 
 @dataclass(frozen=True)
 class Inputs:
-    """The id batches, a trained model's predictions (``{source, prediction, expected, correct}`` per line)
-    and the `Masks`."""
+    """The id batches, a trained model's predictions (``{source, prediction, expected, correct}`` per line),
+    the `Masks` and, when heads are mean-ablated, their means ``(stacks, L, H, d_v)`` (`ablation_means`)."""
 
     batches: Batches
     predictions: tuple
     masks: Masks
+    means: np.ndarray | None = None
 
 
 def _lines_text(count: int) -> str:
@@ -83,10 +86,10 @@ def encode_batches(config: LiveConfig) -> Batches:
     return Batches(source, target, pads, _notices(source, target, pads, config.seq_len))
 
 
-def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
+def encode_trained(config: LiveConfig, means=None) -> tuple[Batches, tuple]:
     """Source text in the trained model's own tokens (words, symbols or characters); the target is ``<s>`` +
-    its greedy prediction (with ``config``'s heads ablated). ValueError naming tokens outside the model's
-    vocabulary or heads it lacks."""
+    its greedy prediction (with ``config``'s heads ablated; ``means``: mean-ablation's). ValueError naming tokens
+    outside the model's vocabulary or heads it lacks."""
     check_config(config)  # its name and the options it was trained with, before anything loads
     model = load_pretrained(config.weights, resolve_device(config.device))
     ablate = check_ablation(config.ablate, config.ablation, config.stacks, model.model.num_layers,
@@ -94,8 +97,9 @@ def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     texts = tokens.text_lines(config.source_text, "source")
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
     if model.decoder_only:
-        return _encode_lines(model, config, texts, lines, ablate)
-    predicted = [model.vocab.decode(ids) for ids in search.predictions(model, lines, 1, ablate, config.ablation)]
+        return _encode_lines(model, config, texts, lines, ablate, means)
+    predicted = [model.vocab.decode(ids) for ids in search.predictions(model, lines, 1, ablate, config.ablation,
+                                                                        means)]
     source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
     target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
                                  model.rules.target_length(config.seq_len) + 1)
@@ -104,11 +108,11 @@ def encode_trained(config: LiveConfig) -> tuple[Batches, tuple]:
     return Batches(source, target, (PAD_ID,), notices), predictions
 
 
-def _encode_lines(model, config: LiveConfig, texts, lines, ablate) -> tuple[Batches, tuple]:
+def _encode_lines(model, config: LiveConfig, texts, lines, ablate, means=None) -> tuple[Batches, tuple]:
     """A decoder-only trained model reads each line on its one (target) side; its prediction is the most probable
     next token after each position, checked against the task's rule where the rule has an answer."""
     batch = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
-    guesses = model.next_tokens(lines, ablate, config.ablation)
+    guesses = model.next_tokens(lines, ablate, config.ablation, means)
     predictions = []
     for text, line, guess in zip(texts, lines, guesses):
         rule = model.rules.solve(line)
@@ -210,14 +214,36 @@ def encode_external(config: LiveConfig) -> Inputs:
 
 
 @functools.lru_cache(maxsize=4)
-def prepared_inputs(config: LiveConfig) -> Inputs:
+def prepared_inputs(config: LiveConfig, means_of: LiveConfig | None = None) -> Inputs:
     """Batches and masks of ``config``, cached: a page's forward pass and its Keras check (one rerun)
-    share them. ValueError on bad text or pads (not cached)."""
+    share them. With heads mean-ablated, their means over the lines of ``means_of`` (None: ``config``'s own;
+    `ablation_means`). ValueError on bad text or pads (not cached)."""
     if config.external:
         return encode_external(config)
-    batches, predictions = encode_trained(config) if config.trained else (encode_batches(config), ())
+    means = ablation_means(means_of or config) if config.ablate and config.ablation == "mean" else None
+    batches, predictions = encode_trained(config, means) if config.trained else (encode_batches(config), ())
     with tf.device(resolve_device(config.device)):  # "cpu" means every op, the masks' too
-        return Inputs(batches, predictions, make_masks(config, batches))
+        return Inputs(batches, predictions, make_masks(config, batches), means)
+
+
+def ablation_means(config: LiveConfig) -> np.ndarray:
+    """Mean-ablation's means for ``config``'s model: each head's context averaged over the real (not padding) query
+    positions of ``config``'s lines, in the model without ablation (a trained model's target: ``<s>`` + its own
+    prediction), ``(stacks, L, H, d_v)`` float32 (`transformer.analysis.ablation.head_means`). Computed once per
+    model and lines: which lines a page runs, or how much padding, changes nothing."""
+    return _clean_means(dataclasses.replace(config, ablate=(), ablation="zero"))
+
+
+@functools.lru_cache(maxsize=8)
+def _clean_means(clean: LiveConfig) -> np.ndarray:
+    inputs = prepared_inputs(clean)
+    batches, masks = inputs.batches, inputs.masks
+    entry = MODELS.for_config(clean)
+    with tf.device(entry.device):
+        means = head_means(entry.model, batches.source.ids, batches.target.ids, masks.run_source, masks.run_target,
+                           batches.pad_ids)
+    means.flags.writeable = False
+    return means
 
 
 def _encoding(length: int, d_model: int, device: str) -> np.ndarray:

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from transformer.analysis.ablation import HeadAblation, kept_array
 from transformer.core.linear import zero_kernels
-from transformer.core.model import Transformer
+from transformer.core.model import STACKS, Transformer
 from transformer.core.weight_init import seed_weights
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.live.engine_thread import when_idle
@@ -39,16 +39,19 @@ class CachedModel:
         self.seed = seed  # the seed the random weights were last drawn from (None: trained weights)
         self.functions = {}
         self._kept = None  # `_kept_heads`, made on first use
+        self._means = None  # `_head_means`, made on first use
         self.weight_bytes = sum(int(np.prod(weight.shape)) * np.dtype(weight.dtype).itemsize
                                 for weight in model.weights)
 
-    def attention_function(self, stacks: tuple, ablate: tuple = (), kind: str = "zero") -> ModelFunction:
+    def attention_function(self, stacks: tuple, ablate: tuple = (), kind: str = "zero",
+                           means=None) -> ModelFunction:
         """``f(src, tgt, src_mask, tgt_mask) -> {stack: (L, B, H, N_q, N_k)}`` for ``stacks`` (in `STACKS`
         order) only: the decoder does not run for the encoder alone. With ``ablate`` (checked ``(stack, layer,
-        head)`` triples) those heads are ablated (``kind``): one function per kind, the heads set before each call."""
+        head)`` triples) those heads are ablated (``kind``; "mean" replaces them by ``means`` ``(stacks, L, H,
+        d_v)``): one function per kind, the heads and means set before each call."""
         if not ablate:
             return self.function(("attention", stacks), lambda: self._attention(stacks))
-        self._set_kept(ablate)
+        self._set_kept(ablate, means)
         return self.function(("attention", stacks, kind), lambda: self._attention(stacks, kind))
 
     def function(self, key, make_function) -> ModelFunction:
@@ -69,24 +72,37 @@ class CachedModel:
                                          trainable=False)
         return self._kept
 
-    def ablation_hook(self, ablate: tuple, kind: str):
-        """None without ablated heads; else a `HeadAblation` reading the kept heads, set to ``ablate`` now: a
-        function made with it serves every set of heads of ``kind``."""
+    def _head_means(self) -> tf.Variable:
+        """Mean-ablation's means, ``(stacks, L, H, d_v)``: set before each call, as the kept heads."""
+        if self._means is None:
+            model = self.model
+            with tf.device(self.device):
+                self._means = tf.Variable(tf.zeros((len(STACKS), model.num_layers, model.num_heads,
+                                                    model.d_model // model.num_heads)), trainable=False)
+        return self._means
+
+    def ablation_hook(self, ablate: tuple, kind: str, means=None):
+        """None without ablated heads; else a `HeadAblation` reading the kept heads (and ``means`` for "mean"), set
+        to ``ablate`` now: a function made with it serves every set of heads of ``kind``."""
         if not ablate:
             return None
-        return HeadAblation.of_kept(self._set_kept(ablate), kind)
+        kept = self._set_kept(ablate, means)
+        return HeadAblation.of_kept(kept, kind, self._head_means() if kind == "mean" else None)
 
-    def _set_kept(self, ablate: tuple) -> tf.Variable:
-        """The kept-heads variable, set to keep every head but ``ablate``'s."""
+    def _set_kept(self, ablate: tuple, means=None) -> tf.Variable:
+        """The kept-heads variable, set to keep every head but ``ablate``'s; the means variable set to ``means``."""
         kept = self._kept_heads()
         kept.assign(kept_array(ablate, self.model.num_layers, self.model.num_heads))
+        if means is not None:
+            self._head_means().assign(means)
         return kept
 
     def _attention(self, stacks: tuple, kind: str | None = None):
         kept = self._kept_heads() if kind else None
+        means = self._head_means() if kind == "mean" else None
 
         def attention(src, tgt, src_mask, tgt_mask):
-            hook = HeadAblation.of_kept(kept, kind) if kind else None
+            hook = HeadAblation.of_kept(kept, kind, means) if kind else None
             weights = self.model.attention_maps(stacks, src, tgt, src_mask, tgt_mask, hook=hook)
             return {name: tf.stack(weights[name]) for name in stacks}  # (L, B, H, N_q, N_k)
         return attention

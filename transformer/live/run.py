@@ -181,7 +181,8 @@ def _external_result(config: LiveConfig, stacks: tuple, rows: tuple, inputs) -> 
 
 
 @on_engine_thread
-def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, windows=()) -> LiveResult:
+def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, windows=(),
+             means_of: LiveConfig | None = None) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
 
     ``stacks``: the attention maps to compute, of those the architecture has (``result.attention`` has these keys
@@ -191,11 +192,13 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     ``lines``: the lines (0-based batch rows) whose attention maps are computed, in that order; None:
     every line. A line's maps do not depend on the other lines, so one line's are the same either way.
     ``windows``: ``((first query, first key, size), …)``, the windows a block-wise run keeps exact (else ignored).
+    ``means_of``: the configuration whose lines define mean-ablation's means (None: ``config``'s own; a page that
+    runs its lines in parts passes the whole): `transformer.live.inputs.ablation_means`.
     """
     validate(config)
     windows = _windows(windows)
     stacks = _stacks(stacks, config)
-    inputs = prepared_inputs(config)
+    inputs = prepared_inputs(config, means_of)
     batches, predictions = inputs.batches, inputs.predictions
     check_budget(config, batches.source.ids.shape[0])
     rows = checked_lines(lines, batches.source.ids.shape[0])
@@ -205,7 +208,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
     ablate = check_ablation(config.ablate, config.ablation, config.stacks, layers, heads)
-    function = (entry.attention_function(stacks, ablate, config.ablation)
+    function = (entry.attention_function(stacks, ablate, config.ablation, inputs.means)
                 if stacks and config.seq_len <= FULL_ATTENTION_MAX else None)
     masks = inputs.masks
     blockwise = None

@@ -104,7 +104,7 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
     with tf.device(entry.device):
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
         twin = keras_twin(model.attention_layers(stack)[layer], version=version)
-        hook = entry.ablation_hook(ablate, config.ablation)  # the layers before this one: ablated as the model is
+        hook = entry.ablation_hook(ablate, config.ablation, inputs.means)  # the layers before: ablated as the model
         key = (kind, stack, layer) + ((config.ablation,) if hook else ())  # one function per ablation kind
         function = entry.function(key, lambda: make_function(model, stack, layer, twin, hook))
         started = time.perf_counter()

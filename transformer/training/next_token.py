@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import HeadAblation, kept_array
+from transformer.analysis.ablation import HeadAblation, head_means, kept_array
 from transformer.core.masks import target_mask
 from transformer.tasks import PAD_ID
 from transformer.tasks.induction import LINE_LENGTHS, PROBE_SEGMENTS, line_ids, repeated_line
@@ -30,20 +30,23 @@ def forward(model):
     return run
 
 
-def decoder_ablation(model, ablate, kind: str = "zero") -> HeadAblation | None:
-    """``ablate`` (``(layer, head)`` pairs of the decoder) as an ablation hook of ``kind`` ("zero" or "mean"), or
-    None."""
+def decoder_ablation(model, ablate, kind: str = "zero", means=None) -> HeadAblation | None:
+    """``ablate`` (``(layer, head)`` pairs of the decoder) as an ablation hook of ``kind`` ("zero" or "mean", with
+    the heads' ``means`` ``(stacks, L, H, d_v)``), or None."""
     if not ablate:
         return None
     return HeadAblation.of_kept(kept_array([("decoder", layer, head) for layer, head in ablate], model.num_layers,
-                                           model.num_heads), kind)
+                                           model.num_heads), kind, means)
 
 
-def read_ids(model, ids, ablate=(), kind: str = "zero") -> tuple[np.ndarray, np.ndarray]:
+def read_ids(model, ids, ablate=(), kind: str = "zero", means=None) -> tuple[np.ndarray, np.ndarray]:
     """``ids (B, N)`` read by a decoder-only model, ``ablate``'s decoder heads ablated (``kind``): ``(logits (B, N,
-    V), attention (L, B, H, N, N))`` as NumPy."""
+    V), attention (L, B, H, N, N))`` as NumPy. Mean-ablation uses ``means`` (`head_means`); None: the heads' means
+    over the real positions of these lines, in the model without ablation."""
     ids = tf.convert_to_tensor(ids, tf.int32)
-    hook = decoder_ablation(model, ablate, kind)
+    if ablate and kind == "mean" and means is None:
+        means = head_means(model, None, ids, None, target_mask(ids, PAD_ID), (PAD_ID,))  # (S, L, H, d_v)
+    hook = decoder_ablation(model, ablate, kind, means)
     logits, attention = model(None, ids, None, target_mask(ids, PAD_ID), hook=hook)  # (B, N, V), L × (B, H, N, N)
     return logits.numpy(), np.stack([weights.numpy() for weights in attention["decoder"]])
 

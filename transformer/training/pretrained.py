@@ -102,13 +102,15 @@ class Pretrained:
         shifted = np.exp(logits[0] - logits[0].max(-1, keepdims=True))  # (N, V)
         return shifted / shifted.sum(-1, keepdims=True), {"decoder": attention[:, 0]}
 
-    def next_tokens(self, lines: list[list[str]], ablate: tuple = (), kind: str = "zero") -> list[list[str]]:
+    def next_tokens(self, lines: list[list[str]], ablate: tuple = (), kind: str = "zero",
+                    means=None) -> list[list[str]]:
         """A decoder-only model's most probable next token after each position of each line (``ablate``: ``(stack,
-        layer, head)`` triples, ``kind`` "zero" or "mean")."""
+        layer, head)`` triples, ``kind`` "zero" or "mean" with the heads' ``means``, `next_token.read_ids`)."""
         length = max(len(line) for line in lines)
         ids = line_ids(self.vocab, lines, length)  # (B, N)
         with tf.device(self.device):
-            logits, _ = next_token.read_ids(self.model, ids, [triple[1:] for triple in ablate], kind)  # (B, N, V)
+            logits, _ = next_token.read_ids(self.model, ids, [triple[1:] for triple in ablate], kind,
+                                            means)  # (B, N, V)
         best = logits.argmax(-1)  # (B, N)
         return [self.vocab.decode(best[row, : len(line)]) for row, line in enumerate(lines)]
 
