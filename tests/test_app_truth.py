@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app_support import no_errors, open_page, specs
+import numpy as np
+from app_support import no_errors, open_page, specs, weight_panels
 
 
 def _texts(at) -> str:
@@ -23,3 +24,31 @@ def test_the_neuron_view_with_alibi_adds_the_bias_as_its_own_term():
     assert "ALiBi's bias" in _texts(at)
     title = next(spec for spec in specs(at) if "softmax → weight" in str(spec["layout"].get("title")))
     assert "+ ALiBi bias" in str(title["layout"]["title"])
+
+
+def test_a_trained_model_runs_with_its_own_masks_whatever_the_masks_page_chose():
+    """#52.1: the mask family is a property of the random-weights model; a trained model's maps and predictions
+    come from one run, with the masks it was trained with."""
+    query = {"weights": "dates", "stack": "cross", "layer": "1"}
+    own = open_page("attention", query)
+    chosen = open_page("attention", {**query, "mask_family": "causal"})
+    no_errors(chosen)
+    for drawn, expected in zip(weight_panels(specs(chosen)[0]), weight_panels(specs(own)[0])):
+        np.testing.assert_array_equal(drawn, expected)
+    assert "masks it was trained with" in _texts(chosen)
+
+
+def test_the_masks_page_shows_the_family_locked_for_a_trained_model():
+    at = open_page("masks", {"weights": "dates", "mask_family": "causal"})
+    no_errors(at)
+    locked = [control for control in at.get("button_group") if control.disabled]
+    assert locked, "the family control is not locked"
+    assert "Locked by the trained model" in _texts(at)
+
+
+def test_a_trained_models_mask_switches_are_locked_on():
+    at = open_page("attention", {"weights": "reverse", "stack": "decoder", "future_mask": "0"})
+    no_errors(at)
+    switches = {toggle.label: toggle for toggle in at.toggle}
+    assert switches["Look-ahead mask"].disabled and switches["Look-ahead mask"].value
+    assert switches["Padding mask"].disabled and switches["Padding mask"].value

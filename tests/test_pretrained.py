@@ -178,3 +178,12 @@ def test_a_bad_kept_models_limit_falls_back_to_the_default_and_is_named(monkeypa
     assert pretrained.limit_problems() == [
         f"ATTENTION_LAB_MODELS_MB must be a number of megabytes above 0. Received: ATTENTION_LAB_MODELS_MB={raw!r}; "
         f"using {pretrained.SESSION_MODELS_MB}."]
+
+
+@pytest.mark.parametrize("options", [dict(mask_family="causal"), dict(padding_masks=False),
+                                     dict(look_ahead_mask=False)])
+def test_a_trained_model_runs_only_with_the_masks_it_was_trained_with(options):
+    from transformer import LiveConfig, run_live
+
+    with pytest.raises(ValueError, match="masks it was trained with"):
+        run_live(LiveConfig(weights="dates", **options))
