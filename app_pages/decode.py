@@ -38,6 +38,9 @@ elif prompting:
                 "what it has written so far (the look-ahead mask lets the newest position see only those) and "
                 "chooses the next token. Its weights are random, so the words are noise; the mechanism is the one "
                 "GPT runs. It chooses among the tokens of the sidebar's target lines.")
+    if config.mask_family != "paper":
+        st.info(f"Decoding steps with the look-ahead mask alone: the Masks page's {config.mask_family} family, which "
+                "the other pages draw, is not applied here.", icon=":material/info:")
 else:
     st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
                 "written so far (the look-ahead mask lets the newest position see only that), looks at the source "

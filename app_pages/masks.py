@@ -23,10 +23,17 @@ FAMILY_NOTES = {
     "block": "Block-local: queries see the keys of their own block of b positions, both ways.",
 }
 family_columns = st.columns([3, 2])
-family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, key="mask_family", required=True,
-                                             help="Applied live to encoder and decoder self-attention (with "
-                                             "padding) on every page; cross-attention keeps the padding mask.",
-                                             **PERSIST)
+if state.trained():  # the family is the random-weights model's: a trained model runs with its own
+    family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, default="paper",
+                                                 key="_own_mask_family", disabled=True, required=True)
+    family_columns[1].caption("**Locked by the trained model:** it runs with the masks it was trained with (the "
+                              "paper's) on every page. Seeded random weights bring back your family "
+                              f"({st.session_state['mask_family']}).")
+else:
+    family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, key="mask_family",
+                                                 required=True, help="Applied live to encoder and decoder "
+                                                 "self-attention (with padding) on every page; cross-attention "
+                                                 "keeps the padding mask.", **PERSIST)
 if family in SIZED_FAMILIES:
     low, length = size_range(family, st.session_state["seq_len"])
     size = st.session_state.get("mask_size", state.FIELDS["mask_size"].default)

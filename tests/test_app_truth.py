@@ -52,3 +52,9 @@ def test_a_trained_models_mask_switches_are_locked_on():
     switches = {toggle.label: toggle for toggle in at.toggle}
     assert switches["Look-ahead mask"].disabled and switches["Look-ahead mask"].value
     assert switches["Padding mask"].disabled and switches["Padding mask"].value
+
+
+def test_decode_says_when_the_masks_pages_family_is_not_applied():
+    at = open_page("decode", {"arch": "decoder-only", "mask_family": "window"})
+    no_errors(at)
+    assert any("window family" in info.value for info in at.info)

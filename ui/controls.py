@@ -94,6 +94,13 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
         column.caption("Your model's masks are its own: padding (never run: each line runs at its own length) and, "
                        "for a causal model, the look-ahead mask.")
         return True, True
+    if state.trained():  # locked on, shown as it runs: the switches of the random-weights model keep their values
+        column.toggle("Padding mask", value=True, disabled=True, key="_own_pad_mask",
+                      help="The trained model runs with the masks it was trained with.")
+        column.toggle("Look-ahead mask", value=True, disabled=True, key="_own_future_mask",
+                      help="The trained model runs with the masks it was trained with.")
+        column.caption("Locked on: a trained model runs with the masks it was trained with.")
+        return True, True
     padding = column.toggle("Padding mask", key="pad_mask", help="Off: padded keys may be attended to.", **PERSIST)
     future = column.toggle("Look-ahead mask", key="future_mask", disabled=stack == "encoder",
                            help="Only the decoder's self-attention has one: the encoder sees every position."

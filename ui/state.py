@@ -372,8 +372,19 @@ def pad_symbols(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
 
+TRAINED_MASKS = dict(mask_family="paper", padding_masks=True, look_ahead_mask=True)  # a trained model's own masks
+
+
+def trained() -> bool:
+    """Whether the sidebar's model is one the lab trained (shipped or trained here): it runs with the masks it was
+    trained with (`TRAINED_MASKS`), so the mask family and the mask switches show them locked."""
+    weights = current_values()["weights"]
+    return weights != "random" and not is_external(weights)
+
+
 def live_config(**overrides) -> LiveConfig:
-    """The engine configuration the sidebar describes (pages may override mask toggles)."""
+    """The engine configuration the sidebar describes (pages may override mask toggles). A trained model runs with
+    the masks it was trained with, whatever the Masks page or a page's switches say (they show it locked)."""
     state = current_values()
     config = LiveConfig(
         d_model=state["d_model"], num_heads=state["heads"], d_ff=state["d_ff"], num_layers=state["layers"],
@@ -384,4 +395,5 @@ def live_config(**overrides) -> LiveConfig:
         architecture=architecture() if is_external(state["weights"]) else state["arch"],
         ablate=tuple(head_triple(code) for code in state["ablate"]), ablation=state["ablation"],
     )
-    return LiveConfig(**{**config.__dict__, **overrides})
+    own_masks = TRAINED_MASKS if config.trained else {}
+    return LiveConfig(**{**config.__dict__, **overrides, **own_masks})

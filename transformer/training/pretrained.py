@@ -188,6 +188,12 @@ def check_config(config) -> None:
             "positions and one key/value head per query head; pick random weights for others. Received: "
             f"architecture={config.architecture!r}, norm={config.norm!r}, positions={config.positions!r}, "
             f"num_kv_heads={config.num_kv_heads!r}")
+    if config.mask_family != "paper" or not config.padding_masks or not config.look_ahead_mask:
+        raise ValueError(
+            f"The trained model {config.weights!r} runs with the masks it was trained with (the paper's, padding and "
+            "look-ahead on): a mask family or a switched-off mask is for random weights. Received: "
+            f"mask_family={config.mask_family!r}, padding_masks={config.padding_masks}, "
+            f"look_ahead_mask={config.look_ahead_mask}")
     if spec.positions == "learned" and config.seq_len > MAX_TRAIN_LEN:
         raise ValueError(f"The trained model {config.weights!r} learned {MAX_TRAIN_LEN} positions. Received: "
                          f"seq_len={config.seq_len}")
