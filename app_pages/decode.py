@@ -9,7 +9,7 @@ from transformer.tasks import get_task
 from transformer.tasks.dates import date_text
 from transformer.training.pretrained import task_of
 from ui import data, state
-from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, plot
+from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
@@ -152,6 +152,7 @@ st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer'
             f"by at most **{run.cache_gap:.1e}**.")
 cache_columns = st.columns([1, 4])
 clamp("dec_cache_layer", run.layers - 1)
+options_follow("dec_cache_layer", range(run.layers))
 layer = cache_columns[0].selectbox("Layer", list(range(run.layers)), key="dec_cache_layer", **PERSIST)
 cache_columns[0].caption(f"Each step adds one position's keys and values per layer and key/value head "
                          f"({run.kv_heads} of {run.heads} heads × d_k × 2 × 4 bytes)"

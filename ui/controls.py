@@ -30,11 +30,24 @@ def clamp(key: str, high: int) -> None:
     st.session_state[key] = min(max(0, value), max(0, high))
 
 
+def options_follow(key: str, labels) -> None:
+    """Before a select slider, select box, radio or pills whose options depend on another control is drawn: when
+    its option labels changed since the last run, give it its value again. The browser keeps such a widget's place
+    among its options, not its value, so with new options it showed another value than the model ran (KV heads
+    showed "1 (multi-query)" after Heads 4 -> 8; Focus showed "none" while row 6 stayed focused) and sent that one
+    back on the next move."""
+    drawn, labels = f"_options_of_{key}", [str(label) for label in labels]
+    if drawn in st.session_state and st.session_state[drawn] != labels and key in st.session_state:
+        st.session_state[key] = st.session_state[key]
+    st.session_state[drawn] = labels
+
+
 def element_picker(batch: int, column=st) -> int:
     """Which batch element (source/target line) to draw."""
     clamp("element", batch - 1)
     if batch == 1:
         return 0
+    options_follow("element", range(batch))
     return column.selectbox("Sequence (batch element)", list(range(batch)), key="element",
                             format_func=lambda b: f"line {b + 1}", **PERSIST)
 
@@ -51,6 +64,7 @@ def stack_picker(column=st) -> str:
     available = ARCHITECTURE_STACKS[architecture]
     if st.session_state.get("stack") not in available:
         st.session_state["stack"] = available[0]
+    options_follow("stack", available)
     stack = column.radio("Attention", available, key="stack", format_func=STACK_NAMES.get, horizontal=True,
                          **PERSIST)
     if architecture in ABSENT:
@@ -78,6 +92,7 @@ def window_start_picker(key: str, starts: list[int], label: str, column=st) -> i
     st.session_state[key] = min(starts, key=lambda start: abs(start - value))
     if len(starts) == 1:
         return starts[0]
+    options_follow(key, starts)
     return column.select_slider(label, starts, key=key, **PERSIST)
 
 

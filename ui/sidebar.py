@@ -11,7 +11,7 @@ from transformer.live.model_cache import model_bytes
 from transformer.tasks import get_task
 from transformer.training import pretrained
 from ui import state, training, your_model
-from ui.controls import PERSIST
+from ui.controls import PERSIST, options_follow
 from ui.text import count
 
 POSITION_LABELS = {"sinusoidal": "Sinusoidal (the paper)", "learned": "Learned table", "rope": "Rotary (RoPE)",
@@ -38,17 +38,6 @@ def _fix_kv_heads() -> None:
         st.session_state["kv_heads"] = 0
         state.notify(f"{count(kv_heads, 'key/value head')} do not divide {count(heads, 'head')}; there is one per "
                      "head again.")
-
-
-def _options_follow(key: str, labels: list[str]) -> None:
-    """Before a select slider whose options depend on another control is drawn: when its option labels changed
-    since the last run, give it its value again. The browser keeps a select slider's place among its options, not
-    its value, so with new options it showed another value than the model ran (KV heads showed "1 (multi-query)"
-    after Heads 4 -> 8) and sent that one back on the next move."""
-    drawn = f"_options_of_{key}"
-    if drawn in st.session_state and st.session_state[drawn] != labels:
-        st.session_state[key] = st.session_state[key]
-    st.session_state[drawn] = labels
 
 
 def kv_label(heads: int, kv_heads: int) -> str:
@@ -261,6 +250,7 @@ def render() -> None:
     if st.session_state.get("weights") not in choices:
         state.notify(f"The model {st.session_state.get('weights')!r} is not available here; using random weights.")
         st.session_state["weights"] = "random"
+    options_follow("weights", choices)
     bar.selectbox("Weights", choices, key="weights", format_func=weights_label, on_change=_after_weights_change,
                   help="Seeded random weights show the mechanism; trained models show learned attention; your model "
                   "(below) a model from outside.", **PERSIST)
@@ -293,7 +283,7 @@ def render() -> None:
     d_model = spec.d_model if spec else st.session_state["d_model"]
     head_options = state.head_choices(d_model)
     if not spec:
-        _options_follow("heads", [str(h) for h in head_options])
+        options_follow("heads", [str(h) for h in head_options])
     shown.control(bar.select_slider, "Heads (h)", "heads", lambda s: s.num_heads, options=head_options,
                   on_change=_fix_kv_heads,
                   help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.")
@@ -303,7 +293,7 @@ def render() -> None:
     if heads > 1:
         kv_options = state.kv_head_choices(heads)
         if not spec:
-            _options_follow("kv_heads", [kv_label(heads, k) for k in kv_options])
+            options_follow("kv_heads", [kv_label(heads, k) for k in kv_options])
         shown.control(bar.select_slider, "KV heads", "kv_heads", lambda s: 0, options=kv_options,
                       format_func=lambda k: kv_label(heads, k),
                       help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
@@ -324,6 +314,7 @@ def render() -> None:
     shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
                   help="Layers of each stack (encoder layers = decoder layers).")
     _ablation_controls(bar, spec)
+    options_follow("seq_len", state.seq_len_choices(st.session_state["seq_len"]))
     bar.select_slider("Sequence length", options=state.seq_len_choices(st.session_state["seq_len"]), key="seq_len",
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
                       f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "

@@ -15,7 +15,7 @@ import streamlit as st
 from transformer.analysis.measures import attention_rollout, neuron_terms, score_bias, without_keys
 from transformer.live.blockwise import FULL_ATTENTION_MAX
 from ui import data
-from ui.controls import PERSIST, clamp, head_picker, plot
+from ui.controls import PERSIST, clamp, head_picker, options_follow, plot
 from ui.text import count
 from viz.attention import head_grid
 from viz.head_view import MAX_POSITIONS, head_view, window
@@ -125,6 +125,7 @@ def focus_controls(view, columns) -> tuple[str, int] | None:
     value = st.session_state.get("focus", NO_FOCUS)
     if value != NO_FOCUS and value not in labels:
         st.session_state["focus"] = NO_FOCUS
+    options_follow("focus", ["none", *labels.values()])
     focus = columns[0].select_slider(
         "Focus a key" if by_key else "Focus a query", [NO_FOCUS, *positions], key="focus",
         format_func=lambda p: "none" if p == NO_FOCUS else labels[p],
@@ -162,6 +163,7 @@ def head_view_section(view: LineView, layer: int, focus, exact=None) -> None:
     heads = view.weights.shape[1]
     hidden = [h for h in st.session_state.get("hidden_heads", []) if h < heads]
     st.session_state["hidden_heads"] = hidden
+    options_follow("hidden_heads", range(heads))
     picked = st.pills("Hide heads", list(range(heads)), key="hidden_heads", selection_mode="multi",
                       format_func=lambda h: f":material/circle: head {h}" if heads <= 16 else str(h), **PERSIST)
     shown = [h for h in range(heads) if h not in picked]
@@ -217,6 +219,7 @@ def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> 
     other_count = q.shape[1] if by_key else k.shape[1]
     clamp("nv_other", other_count - 1)
     other_labels = widget_labels(query_tokens if by_key else key_tokens)  # once, not once an option
+    options_follow("nv_other", other_labels)
     other = st.select_slider("Query" if by_key else "Key", list(range(other_count)), key="nv_other",
                              format_func=other_labels.__getitem__, **PERSIST)
     fixed = focus[1] if focus is not None else 0

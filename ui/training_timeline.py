@@ -8,7 +8,7 @@ import streamlit as st
 
 from transformer.analysis.heads import ROLES
 from ui import state
-from ui.controls import PERSIST, plot
+from ui.controls import PERSIST, options_follow, plot
 from viz.attention import model_view
 from viz.heads import ROLE_TITLES
 from viz.training import timeline_figure
@@ -38,6 +38,7 @@ def timeline_view(job) -> None:
     columns = st.columns([1, 1, 3])
     if st.session_state.get("tl_stack") not in stacks:
         st.session_state["tl_stack"] = stacks[-1]
+    options_follow("tl_stack", stacks)
     stack = columns[0].selectbox("Stack", stacks, key="tl_stack", help="The self-attention stack whose heads are "
                                  "scored (cross-attention has no token roles).", **PERSIST)
     role = columns[1].selectbox("Role", list(ROLES), key="tl_role", format_func=ROLE_TITLES.get, **PERSIST,
@@ -47,6 +48,7 @@ def timeline_view(job) -> None:
     following = chosen < 0 or chosen == st.session_state.get("_tl_latest")  # at the latest: stay there as it grows
     st.session_state["tl_step"] = steps[-1] if following else _nearest(chosen, steps)
     st.session_state["_tl_latest"] = steps[-1]
+    options_follow("tl_step", steps)
     step = columns[2].select_slider("Step", steps, key="tl_step", disabled=len(steps) < 2, **PERSIST,
                                     help="Scrub the head grid below through training.") if len(steps) > 1 else steps[0]
     scores = np.stack([shot.scores[stack][role] for shot in shots])  # (T, L, H)

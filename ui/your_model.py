@@ -8,7 +8,7 @@ import streamlit as st
 from transformer.external import MAX_TOKENS, upload_limit_bytes
 from transformer.external.registry import EXTERNAL, check_key, describe, upload
 from ui import state
-from ui.controls import PERSIST
+from ui.controls import PERSIST, options_follow
 from ui.text import count
 
 YOURS = "_your_models"  # {weights key: label} of the models from outside this session opened
@@ -93,7 +93,8 @@ def sidebar(bar, info) -> None:
                 f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
                 "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
                 + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
-    bar.select_slider("Sequence length", options=[n for n in state.seq_len_choices(st.session_state["seq_len"])
-                                                  if n <= MAX_TOKENS], key="seq_len", **PERSIST)
+    lengths = [n for n in state.seq_len_choices(st.session_state["seq_len"]) if n <= MAX_TOKENS]
+    options_follow("seq_len", lengths)
+    bar.select_slider("Sequence length", options=lengths, key="seq_len", **PERSIST)
     bar.text_area("Sentences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One per line, in the model's own words: its tokenizer splits them.", **PERSIST)
