@@ -118,3 +118,33 @@ def test_a_causal_model_from_outside_decodes_greedily_from_its_own_logits(preset
     assert len(run.steps) == 4 and run.prompt == ("a", "Ġb", "Ġc")
     with pytest.raises(ValueError, match="does not write text"):
         decode(LiveConfig(weights="hub:tiny_bert", architecture="encoder-only"), "the cat")
+
+
+def _mixed_model():
+    """Two 4-head MultiHeadAttention layers, the second with use_causal_mask=True."""
+    keras.utils.set_random_seed(3)
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(20, 16)(ids)
+    x = keras.layers.MultiHeadAttention(num_heads=4, key_dim=4, name="open")(x, x)
+    x = keras.layers.MultiHeadAttention(num_heads=4, key_dim=4, name="causal")(x, x, use_causal_mask=True)
+    return keras.Model(ids, keras.layers.Dense(20)(x))
+
+
+def test_an_uploaded_model_passes_the_checks_with_padding_and_a_causal_layer_drawn_masked(tmp_path):
+    """#52.3: padded query rows are left out of the checks, and each layer's own mask (the second is causal) is
+    the mask drawn and checked."""
+    from transformer.analysis.measures import attention_checks  # noqa: PLC0415
+
+    path = tmp_path / "mixed.keras"
+    _mixed_model().save(path)
+    key = EXTERNAL.add_upload(path.read_bytes(), "mixed.keras")
+    assert EXTERNAL.get(key).layer_causal == (False, True)
+    config = LiveConfig(weights=key, architecture="encoder-only", source_text="3 1 4 1 5\n2 7", seq_len=16)
+    result = run_live(config, stacks=("encoder",))
+    for line, length in ((0, 5), (1, 2)):
+        weights = result.attention["encoder"][:, line]  # (L, H, N, N)
+        assert all(check.passed for check in attention_checks(weights, result.masks_of("encoder", line))), line
+        open_mask, causal_mask = (result.mask_of("encoder", line, layer) for layer in (0, 1))
+        real = np.zeros((16, 16), bool)
+        real[:length, :length] = True
+        assert (open_mask == real).all() and (causal_mask == (real & np.tril(np.ones((16, 16), bool)))).all()
