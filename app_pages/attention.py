@@ -97,8 +97,8 @@ with heads_part:
     result = data.live(config, stacks=(stack,), lines=(element,), windows=tuple(windows.values()))  # stack, line
 exact_maps = {name: maps[:, 0] for name, maps in zip(windows, result.window_weights.get(stack, ()))}  # (L, H, r, c)
 line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k), max-pooled by result.attention_factor above 512
-mask = result.applied_masks[stack][element]  # (N_q, N_k)
-view_of_line = token_views.line_view(result, stack, element, hide_specials)
+mask = result.mask_of(stack, element, layer)  # (N_q, N_k): this layer's
+view_of_line = token_views.line_view(result, stack, element, hide_specials, layer)
 drawn_focus = token_views.drawn_focus(view_of_line, focus)
 on_click = token_views.on_chart_click(view_of_line)
 weights = view_of_line.weights[layer]  # (H, N_q, N_k'), specials' columns out when hidden
@@ -147,7 +147,7 @@ elif view == "Checks" and blockwise:
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":
     gaps = {} if config.external else data.keras_check(config, stack, layer, element)  # {}: RoPE, ALiBi (no Keras)
-    checks = attention_checks(line_maps, mask, gaps)
+    checks = attention_checks(line_maps, result.masks_of(stack, element), gaps)  # each layer with its own mask
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
         f"Every layer and head of line {element + 1}:",
         *check_lines(checks),

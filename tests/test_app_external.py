@@ -100,3 +100,24 @@ def test_the_decode_page_continues_a_prompt_with_a_causal_model_from_outside():
     step = heatmaps(specs(at)[1])[0]  # the newest position's self-attention: (L·H rows, prefix)
     assert step.shape[-1] == 5 and np.allclose(np.nansum(step, -1), 1.0, atol=1e-5)  # prompt 3 + 2 chosen
     assert any("no key/value cache" in caption.value for caption in at.main.caption)
+
+
+def test_an_uploaded_model_with_padding_and_a_causal_layer_passes_its_checks_and_says_so(tmp_path):
+    """#52.3: a 2-layer, 4-head upload at N = 16, its second layer causal (use_causal_mask=True)."""
+    import keras  # noqa: PLC0415
+
+    keras.utils.set_random_seed(3)
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(20, 16)(ids)
+    x = keras.layers.MultiHeadAttention(num_heads=4, key_dim=4, name="open")(x, x)
+    x = keras.layers.MultiHeadAttention(num_heads=4, key_dim=4, name="causal")(x, x, use_causal_mask=True)
+    path = tmp_path / "mixed.keras"
+    keras.Model(ids, keras.layers.Dense(20)(x)).save(path)
+    key = EXTERNAL.add_upload(path.read_bytes(), "mixed.keras")
+    at = open_page("attention", {"weights": key, "src": "3 1 4 1 5\n2 7", "seq_len": "16", "layer": "1"})
+    no_errors(at)
+    checks = " ".join(m.value for m in at.markdown if "rows sum to 1" in m.value)
+    assert checks and "cancel" not in checks, checks  # no check failed
+    assert any("layer 1 causal" in caption.value for caption in at.sidebar.caption)
+    causal_layer = np.asarray(weight_panels(specs(at)[0])[0], float)  # layer 1, head 0: masked cells are NaN
+    assert np.isnan(np.triu(causal_layer[:5, :5], 1)[np.triu_indices(5, 1)]).all()

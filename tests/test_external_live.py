@@ -81,8 +81,9 @@ def test_run_live_draws_a_causal_model_from_outside_line_by_line(presets):
     np.testing.assert_allclose(weights[:, 0, :, :5, :5], model.attention("a b c a b")[1], atol=1e-6)
     np.testing.assert_allclose(weights[:, 1, :, :2, :2], model.attention("a b")[1], atol=1e-6)
     assert np.abs(weights[:, 1, :, 2:]).max() == 0 and np.abs(weights[:, 1, :, :, 2:]).max() == 0  # padding
-    assert result.applied_masks["decoder"][0].tolist() == np.tril(np.ones((6, 6), bool))[:, :].__and__(
-        np.array([True] * 5 + [False])[None]).tolist()
+    real = np.array([True] * 5 + [False])  # padding's query row and key column are blocked: never run
+    assert result.applied_masks["decoder"][0].tolist() == (np.tril(np.ones((6, 6), bool)) & real[None]
+                                                           & real[:, None]).tolist()
 
 
 def test_run_live_draws_a_bidirectional_model_and_refuses_what_it_cannot_do(presets):

@@ -84,10 +84,11 @@ def line_tokens(result, stack: str, line: int, hide_specials: bool) -> LineToken
     return LineTokens(query_tokens, key_tokens, np.flatnonzero(~hidden))
 
 
-def line_view(result, stack: str, line: int, hide_specials: bool) -> LineView:
-    """``result``'s maps of ``stack`` for ``line`` (its index in the batch), specials' keys hidden if asked."""
+def line_view(result, stack: str, line: int, hide_specials: bool, layer: int = 0) -> LineView:
+    """``result``'s maps of ``stack`` for ``line`` (its index in the batch), specials' keys hidden if asked; the mask
+    is ``layer``'s (a model from outside's layers may differ)."""
     weights = result.attention[stack][:, result.lines.index(line) if result.lines else line]  # (L, H, N_q, N_k)
-    mask = result.applied_masks[stack][line]  # (N_q, N_k)
+    mask = result.mask_of(stack, line, layer)  # (N_q, N_k)
     tokens = line_tokens(result, stack, line, hide_specials)
     query_tokens, key_tokens, kept = tokens.query_tokens, tokens.key_tokens, tokens.key_positions
     hidden = np.ones(len(key_tokens), bool)  # (N_k,)

@@ -88,8 +88,7 @@ def sidebar(bar, info) -> None:
     """A model from outside: its description, and the controls that apply (the lab's sizes do not)."""
     _remember(info)
     st.session_state["arch"] = info.architecture  # its one stack, whatever the link said
-    kind = "causal (decoder-only)" if info.architecture == "decoder-only" else "bidirectional (encoder-only)"
-    bar.caption(f"**Your model:** {info.name}, {kind}, "
+    bar.caption(f"**Your model:** {info.name}, {info.masks_text}, "
                 f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
                 "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
                 + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")

@@ -15,6 +15,7 @@ ValueError naming what was found.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import zipfile
@@ -126,16 +127,39 @@ class ExternalModel:
         """``(L, H, N, N)``: every attention layer's weights on ``ids`` ``(N,)`` (ids the tokenizer made)."""
         return self._run_ids(np.asarray(ids, np.int32).reshape(-1))[0]
 
+    @functools.cached_property
+    def layer_causal(self) -> tuple:
+        """Per attention layer, whether it is causal (its query i sees keys j ≤ i only): read off the mask each
+        layer is given (``use_causal_mask``) or, for a layer with its own Softmax, off its weights above the
+        diagonal, on a probe of three tokens."""
+        ids = np.zeros(3, np.int32)  # (N,): id 0 is in every vocabulary
+        weights, _, masks = self._recorded(ids)
+        above = ~np.tril(np.ones((3, 3), bool))  # (N, N)
+        return tuple(bool(not mask[above].any()) if mask is not None else bool(np.abs(w[:, above]).max() == 0)
+                     for w, mask in zip(weights, masks))
+
+    def layer_masks(self, length: int) -> np.ndarray:
+        """``(L, N, N)`` bool, True = may attend: each layer's own mask over ``length`` real positions."""
+        causal = np.tril(np.ones((length, length), bool))  # (N, N)
+        return np.stack([causal if flag else np.ones_like(causal) for flag in self.layer_causal])
+
     def _run_ids(self, ids: np.ndarray):
+        weights, hidden, _ = self._recorded(ids)
+        return weights, hidden  # (L, H, N, N)
+
+    def _recorded(self, ids: np.ndarray):
+        """``(weights (L, H, N, N), hidden, masks: per layer (N, N) bool or None)`` of one run on ``ids (N,)``."""
         ids = ids[None]  # (1, N)
         with recording_attention(self.layers) as recorded:
             output = self.model(self._inputs(ids), training=False)
         if len(recorded) != len(self.layers):
             raise ValueError(f"{self.name}'s attention layers ran {len(recorded)} times for {len(self.layers)} "
                              "layers: a layer used twice or not at all is not read yet.")
-        weights = np.stack([np.asarray(w, np.float32)[0] for _, w in sorted(recorded, key=lambda r: r[0])])
+        recorded = sorted(recorded, key=lambda r: r[0])
+        weights = np.stack([np.asarray(w, np.float32)[0] for _, w, _ in recorded])  # (L, H, N, N)
+        masks = [None if mask is None else _square(mask, weights.shape[-1]) for _, _, mask in recorded]  # (N, N)
         hidden = output["sequence_output"] if isinstance(output, dict) else output
-        return weights, hidden  # (L, H, N, N)
+        return weights, hidden, masks
 
     def _inputs(self, ids: np.ndarray):
         names = [tensor.name for tensor in keras.tree.flatten(self.model.input)] if self._dict_input() else []
@@ -227,6 +251,12 @@ def _from_preset(preset: str, name: str) -> ExternalModel:
     except Exception:  # a backbone without a tokenizer: ids typed by hand
         tokenizer = None
     return _wrap(backbone, tokenizer, name)
+
+
+def _square(mask, length: int) -> np.ndarray:
+    """A layer's attention mask of the batch's first line, ``(B, [1,] N_q or 1, N_k)``, as ``(N, N)`` bool."""
+    mask = np.asarray(mask, bool)
+    return np.broadcast_to(mask.reshape(mask.shape[0], -1, mask.shape[-1])[0], (length, length))
 
 
 def _not_downloaded(name: str) -> str:

@@ -140,6 +140,18 @@ class ExternalInfo:
     heads: int
     width: int
     tokenizer: bool
+    causal_layers: tuple = ()  # per attention layer: causal (its own mask), as `ExternalModel.layer_causal`
+
+    @property
+    def masks_text(self) -> str:
+        """What the layers' masks are, in words: "causal (decoder-only)", "bidirectional (encoder-only)", or for a
+        model whose layers differ, which are causal."""
+        kind = "causal (decoder-only)" if self.architecture == "decoder-only" else "bidirectional (encoder-only)"
+        if len(set(self.causal_layers)) < 2:
+            return kind
+        causal = [str(index) for index, flag in enumerate(self.causal_layers) if flag]
+        return (f"{kind}; layer{'s' * (len(causal) > 1)} {', '.join(causal)} causal (its own look-ahead mask, "
+                "drawn grey), the others bidirectional")
 
 
 @on_engine_thread
@@ -147,7 +159,7 @@ def describe(key: str) -> ExternalInfo:
     """The model of ``key`` (loaded into `EXTERNAL` if it is not), described; ValueError naming the problem."""
     model = EXTERNAL.get(key)
     return ExternalInfo(key, model.name, "decoder-only" if model.causal else "encoder-only", model.num_layers,
-                        model.num_heads, model.hidden_size, model.tokenizer is not None)
+                        model.num_heads, model.hidden_size, model.tokenizer is not None, model.layer_causal)
 
 
 @on_engine_thread

@@ -42,7 +42,8 @@ class LiveResult:
     the checks.
     layers, heads: the model's L and H (a trained model's own, whatever the config says).
     applied_masks: ``{stack: (B, N_q, N_k) bool}``, the mask each stack really used
-      (all True where a toggle switched a mask off).
+      (all True where a toggle switched a mask off); a model from outside's per layer in ``layer_masks``
+      (`mask_of`), padding's query rows and key columns both blocked (padding is never run).
     With trained weights the target is ``<s>`` + the model's own prediction, so
     the decoder side has N_t = (the task's longest target for N source tokens) + 1 positions.
     """
@@ -77,6 +78,21 @@ class LiveResult:
     notices: tuple = field(default=())
     predictions: tuple = field(default=())  # trained weights: {source, prediction, expected, correct} per line
     lines: tuple = field(default=())
+    layer_masks: dict = field(default_factory=dict)  # {stack: (L, B, N_q, N_k)}: a model whose layers differ
+
+    def mask_of(self, stack: str, line: int, layer: int) -> np.ndarray:
+        """``(N_q, N_k)`` bool: the mask ``stack``'s layer ``layer`` ran with on batch line ``line`` (a model from
+        outside may have a causal layer beside bidirectional ones)."""
+        if stack in self.layer_masks:
+            return self.layer_masks[stack][layer, line]
+        return self.applied_masks[stack][line]
+
+    def masks_of(self, stack: str, line: int) -> np.ndarray:
+        """Every layer's mask of ``stack`` on ``line``, broadcastable to ``(L, H, N_q, N_k)``: ``(L, 1, N_q, N_k)``
+        where the layers differ, else ``(N_q, N_k)``."""
+        if stack in self.layer_masks:
+            return self.layer_masks[stack][:, line, None]
+        return self.applied_masks[stack][line]
 
     def tokens_of(self, stack: str, line: int) -> tuple[tuple, tuple]:
         """``(query tokens, key tokens)`` of ``stack``'s attention for batch line ``line`` (N_q and N_k texts)."""
@@ -165,8 +181,9 @@ def _external_result(config: LiveConfig, stacks: tuple, rows: tuple, inputs) -> 
                 weights[:, index, :, :kept, :kept] = model.weights_of_ids(batches.source.ids[row, :kept])
         attention[stack] = weights
     seconds = time.perf_counter() - started
-    batch = batches.source.ids.shape[0]
-    applied = {stack: np.broadcast_to(masks.run_target[:, 0], (batch, n, n))}
+    real = batches.source.ids != EXTERNAL_PAD_ID  # (B, N): padding is drawn, never run
+    layer_masks = model.layer_masks(n)[:, None] & real[None, :, :, None] & real[None, :, None, :]  # (L, B, N, N)
+    applied = {stack: layer_masks[0]}  # (B, N, N): the first layer's; `LiveResult.mask_of` gives each layer's
     hidden = model.hidden_size
     return LiveResult(
         config=config, source_tokens=batches.source.tokens, target_tokens=batches.target.tokens,
@@ -177,7 +194,7 @@ def _external_result(config: LiveConfig, stacks: tuple, rows: tuple, inputs) -> 
         positional_encoding=np.zeros((0, hidden), np.float32), attention=attention, applied_masks=applied,
         device=device, device_label=device_label(device), tf_version=tf.__version__,
         layers=model.num_layers, heads=model.num_heads, compute_seconds=seconds, traces=0, builds=0,
-        notices=batches.notices, predictions=(), lines=rows)
+        notices=batches.notices, predictions=(), lines=rows, layer_masks={stack: layer_masks})
 
 
 @on_engine_thread

@@ -59,16 +59,17 @@ def _softmaxes(layer) -> list:
 @contextlib.contextmanager
 def recording_attention(layers):
     """While in the block, each of ``layers`` computes its weights explicitly and appends ``(its index, weights
-    (B, H, N_q, N_k))`` to the yielded list each time it runs: a ``MultiHeadAttention`` through its
-    ``_compute_attention``, another attention layer through its Softmax's output (grouped heads ``(B, K, G, …)``
-    flattened to the query heads, ``k·G + g``)."""
+    (B, H, N_q, N_k), mask)`` to the yielded list each time it runs: a ``MultiHeadAttention`` through its
+    ``_compute_attention`` (``mask``: the ``(B, N_q, N_k)`` attention mask it was given, its causal mask included,
+    or None), another attention layer through its Softmax's output (grouped heads ``(B, K, G, …)`` flattened to
+    the query heads, ``k·G + g``; ``mask`` None)."""
     recorded = []
 
     def recorder(index, original):
         def compute(query, key, value, attention_mask=None, training=None, return_attention_scores=False, **kwargs):
             output, weights = original(query, key, value, attention_mask=attention_mask, training=training,
                                        return_attention_scores=True, **kwargs)
-            recorded.append((index, weights))
+            recorded.append((index, weights, attention_mask))
             return output, weights
         return compute
 
@@ -76,7 +77,7 @@ def recording_attention(layers):
         def call(*args, **kwargs):
             weights = original(*args, **kwargs)
             shape = keras.ops.shape(weights)
-            recorded.append((index, keras.ops.reshape(weights, (shape[0], -1, shape[-2], shape[-1]))))
+            recorded.append((index, keras.ops.reshape(weights, (shape[0], -1, shape[-2], shape[-1])), None))
             return weights
         return call
 
