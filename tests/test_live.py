@@ -471,8 +471,6 @@ BAD = [
     (dict(num_layers=0), "num_layers=0"),
     (dict(source_text="  \n "), "source text is empty"),
     (dict(target_text=""), "target text is empty"),
-    (dict(target_text="1 2"), "source has 3 lines but the target has 1"),
-    (dict(source_text="1 2"), "source has 1 line but the target has 3"),
     (dict(pad_symbols=()), "at least one pad symbol"),
     (dict(pad_symbols=("a b",)), "'a b'"),
     (dict(source_text="1 2 5000", target_text="1"), "5000"),
@@ -576,3 +574,23 @@ def test_the_seed_batch_pads_its_short_lines_and_the_default_masks_block_those_k
     assert result.source_tokens == tuple(tuple(line.split()) for line in SEED_BATCH.splitlines())
     np.testing.assert_array_equal(result.source_padding_mask[:, 0, 0], [
         [True] * 5 + [False] * 2, [True] * 2 + [False] * 5, [True] * 7])
+
+
+@pytest.mark.parametrize("change, says", [
+    (dict(source_text="1 2"), "The source has 1 line and the target 3: the target's lines 2–3 are left out"),
+    (dict(target_text="1 2"), "The source has 3 lines and the target 1: target lines 2–3 are their source lines"),
+])
+def test_line_counts_that_differ_run_the_sources_lines_and_say_what_was_filled(change, says, cache):
+    """#52.4: one source line no longer blanks every view; the encoder never reads the targets."""
+    result = run_live(replace(BASE, **change), cache)
+    assert any(notice.startswith(says) for notice in result.notices), result.notices
+    batch = len(result.config.source_text.splitlines())
+    assert result.attention["encoder"].shape[1] == batch == result.target_ids.shape[0]
+    alone = run_live(replace(BASE, source_text=result.config.source_text,
+                             target_text="\n".join([BASE.target_text.splitlines()[0]] * batch)), cache)
+    np.testing.assert_allclose(result.attention["encoder"], alone.attention["encoder"], atol=1e-6)
+
+
+def test_a_decoder_only_model_reads_its_target_lines_whatever_the_source_has(cache):
+    result = run_live(replace(BASE, architecture="decoder-only", source_text="1 2"), cache)
+    assert result.attention["decoder"].shape[1] == 3
