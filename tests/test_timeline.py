@@ -55,3 +55,31 @@ def test_training_the_induction_task_shows_the_induction_score_rise_where_the_lo
     assert np.nanmean(loss[max(1, index - 3): index - 1]) - loss[index + 1:].mean() > 0.3
     assert result.timeline[-1].accuracy > 0.5 > result.timeline[1].accuracy
     assert get_task("induction").decoder_only
+
+
+def test_the_probe_is_drawn_at_the_runs_lengths_and_says_what_its_accuracy_counts():
+    """#52.5: the probe used the task's default lengths (3–10 for reverse) while the run trained on 3–8, so a model
+    98.6 % right on fresh inputs of its lengths ended the timeline at 0.73–0.77."""
+    from transformer.training.pretrained import load_pretrained
+
+    model = load_pretrained("reverse", "/CPU:0")
+    probe = make_probe("reverse", model.vocab, lengths=(3, 8))
+    lengths = (probe.src != 0).sum(1)
+    assert lengths.min() >= 3 and lengths.max() <= 8
+    shot = snapshot(model.model, probe, model.vocab, step=600, loss=0.1)
+    assert shot.accuracy > 0.95 and shot.measure == "token accuracy (teacher forced)"
+
+
+def test_cross_attention_is_scored_on_the_tasks_alignment():
+    from transformer.analysis.heads import alignment_score
+    from transformer.training.pretrained import load_pretrained
+
+    model = load_pretrained("reverse", "/CPU:0")
+    probe = make_probe("reverse", model.vocab, lengths=(3, 8))
+    shot = snapshot(model.model, probe, model.vocab, step=600, loss=0.1)
+    assert set(shot.scores) == {"encoder", "decoder", "cross"} and set(shot.scores["cross"]) == {"alignment"}
+    assert shot.scores["cross"]["alignment"].max() > 0.5  # reverse's cross-attention follows its alignment
+    weights = np.zeros((1, 2, 1, 3, 4))  # (L, B, H, N_t, N_s)
+    weights[0, 0, 0, [0, 1, 2], [3, 2, 0]] = [1.0, 0.5, 0.25]
+    aligned = np.array([[3, 2, -1], [0, -1, -1]])  # (B, N_t): -1 where a target token has no source token
+    np.testing.assert_allclose(alignment_score(weights, aligned), [[(1.0 + 0.5 + 0.0) / 3]])

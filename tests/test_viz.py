@@ -717,3 +717,12 @@ def test_a_one_key_panel_is_placed_by_its_first_category_not_by_a_one_element_x(
     layers = [trace for trace in fig.data if trace.coloraxis]
     assert [(trace.x, trace.xtype, trace.dx) for trace in layers] == [(None, "scaled", 1)] * 2
     assert [trace.x0 for trace in layers] == [fig.layout.xaxis.categoryarray[0], fig.layout.xaxis.categoryarray[-1]]
+
+
+def test_the_training_timeline_says_what_its_accuracy_counts_on_round_ticks():
+    fig = training.timeline_figure(np.arange(4) * 50, RNG.random(4), RNG.random(4), RNG.random((4, 2, 3)),
+                                   "induction", 100, measure="token accuracy (teacher forced)")
+    layout = fig.layout
+    for axis in (layout.yaxis2, layout.yaxis3):
+        assert (axis.tick0, axis.dtick) == (0, 0.25)
+    assert "token accuracy" in layout.yaxis3.title.text
