@@ -94,7 +94,8 @@ def progress() -> None:
         st.info("Stopped before it started: nothing was trained.")
         return
     measure = "Next-token accuracy on a repeated segment" if job.spec.architecture == "decoder-only" else \
-        "Exact-sequence accuracy"
+        f"Exact-sequence accuracy (whole answer right, decoded greedily; lengths {job.spec.min_len}–" \
+        f"{job.spec.max_len})"
     st.success(f"{measure} on fresh inputs: {job.trained.accuracy:.1%} ({job.trained.seconds:.0f} s of training).")
     if st.button("Explore this model's attention", type="primary", on_click=_use_model, args=(job,)):
         st.switch_page("app_pages/attention.py")

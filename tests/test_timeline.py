@@ -19,7 +19,7 @@ def test_a_run_snapshots_step_0_every_k_steps_and_the_last():
                    timeline_every=10, on_snapshot=seen.append, device="/CPU:0")
     assert [shot.step for shot in result.timeline] == [0, 10, 20, 25] and seen == result.timeline
     shot = result.timeline[-1]
-    assert set(shot.scores) == {"encoder", "decoder"} and shot.scores["encoder"]["induction"].shape == (1, 2)
+    assert set(shot.scores) == {"encoder", "decoder", "cross"} and shot.scores["encoder"]["induction"].shape == (1, 2)
     probe = make_probe("reverse", result.vocab)
     assert probe.src.shape[0] == PROBE_LINES
     assert shot.patterns["encoder"].shape == (1, 2, len(probe.tokens["encoder"]), len(probe.tokens["encoder"]))

@@ -229,8 +229,8 @@ FIELDS: dict[str, Field] = {
     "ind_count": Field(200, _choice(INDUCTION_COUNTS, int)),
     "ind_ablate": Field("none", _choice(INDUCTION_GROUPS)),
     # the Train page's timeline
-    "tl_stack": Field("decoder", _choice(("encoder", "decoder"))),
-    "tl_role": Field("induction", _choice(ROLES)),
+    "tl_stack": Field("decoder", _choice(STACK_CHOICES)),
+    "tl_role": Field("induction", _choice((*ROLES, "alignment"))),  # cross-attention's role: its alignment
     "tl_step": Field(-1, _integer(-1, 100_000)),  # -1: the latest snapshot
     # the Cost page
     "cost_max": Field(1024, _choice(COST_MAXIMA, int)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer.analysis.heads import ROLES
+from transformer.training.timeline import PROBE_LINES
 from ui import state
 from ui.controls import PERSIST, options_follow, plot
 from viz.attention import model_view
@@ -20,6 +20,12 @@ def formed_at(steps, scores, threshold: float = 0.5) -> int | None:
         return None
     reached = np.flatnonzero(np.nanmax(np.asarray(scores, np.float64).reshape(len(steps), -1), axis=1) >= threshold)
     return int(steps[reached[0]]) if reached.size else None
+
+
+def task_role(stacks: list) -> tuple[str, str]:
+    """The stack and role a run's task is about: a sequence-to-sequence task's cross-attention alignment, else the
+    decoder's induction heads."""
+    return ("cross", "alignment") if "cross" in stacks else ("decoder", "induction")
 
 
 def _nearest(value: int, steps: list[int]) -> int:
@@ -36,13 +42,20 @@ def timeline_view(job) -> None:
     stacks = list(shots[0].scores)
     steps = [shot.step for shot in shots]
     columns = st.columns([1, 1, 3])
+    if st.session_state.get("_tl_job") != job.key:  # a new run opens on the heads its task is about
+        st.session_state.update(_tl_job=job.key, **dict(zip(("tl_stack", "tl_role"), task_role(stacks))))
     if st.session_state.get("tl_stack") not in stacks:
         st.session_state["tl_stack"] = stacks[-1]
     options_follow("tl_stack", stacks)
-    stack = columns[0].selectbox("Stack", stacks, key="tl_stack", help="The self-attention stack whose heads are "
-                                 "scored (cross-attention has no token roles).", **PERSIST)
-    role = columns[1].selectbox("Role", list(ROLES), key="tl_role", format_func=ROLE_TITLES.get, **PERSIST,
-                                help="TransformerLens's detection patterns, scored on the same probe lines at "
+    stack = columns[0].selectbox("Stack", stacks, key="tl_stack", help="The stack whose heads are scored: "
+                                 "self-attention on token roles, cross-attention on the task's alignment.", **PERSIST)
+    roles = list(shots[0].scores[stack])
+    if st.session_state.get("tl_role") not in roles:
+        st.session_state["tl_role"] = roles[0]
+    options_follow("tl_role", roles)
+    role = columns[1].selectbox("Role", roles, key="tl_role", format_func=ROLE_TITLES.get, **PERSIST,
+                                help="TransformerLens's detection patterns (self-attention), or the weight on the "
+                                "source token each output comes from (cross-attention), on the same probe lines at "
                                 "every snapshot.")
     chosen = st.session_state.get("tl_step", -1)
     following = chosen < 0 or chosen == st.session_state.get("_tl_latest")  # at the latest: stay there as it grows
@@ -52,16 +65,20 @@ def timeline_view(job) -> None:
     step = columns[2].select_slider("Step", steps, key="tl_step", disabled=len(steps) < 2, **PERSIST,
                                     help="Scrub the head grid below through training.") if len(steps) > 1 else steps[0]
     scores = np.stack([shot.scores[stack][role] for shot in shots])  # (T, L, H)
-    plot(timeline_figure(steps, [shot.loss for shot in shots], [shot.accuracy for shot in shots], scores, role, step),
-         "train_timeline")
+    plot(timeline_figure(steps, [shot.loss for shot in shots], [shot.accuracy for shot in shots], scores, role, step,
+                         shots[-1].measure), "train_timeline")
     formed = formed_at(steps[1:], scores[1:])
-    st.caption(f"{len(shots)} snapshots of {job.spec.steps} steps. " + (
+    spec = job.spec
+    st.caption(f"{len(shots)} snapshots of {spec.steps} steps on {PROBE_LINES} fixed probe lines of lengths "
+               f"{spec.min_len}–{spec.max_len} (the run's own); its {shots[-1].measure} counts each token, so it "
+               "is not the exact-sequence accuracy above, which counts whole answers decoded greedily. " + (
         f"A head's {ROLE_TITLES[role]} score first reached 0.5 at step {formed}." if formed is not None else
         f"No head's {ROLE_TITLES[role]} score has reached 0.5 yet."))
     shot = shots[steps.index(step)]
-    patterns = shot.patterns[stack]  # (L, H, N, N)
-    n = patterns.shape[-1]
-    mask = np.tril(np.ones((n, n), bool)) if stack == "decoder" else np.ones((n, n), bool)  # (N, N)
-    plot(model_view(patterns, mask, f"{stack} self-attention of the probe's first line at step {step}", limit=64),
+    patterns = shot.patterns[stack]  # (L, H, N_q, N_k)
+    n_q, n_k = patterns.shape[-2:]
+    mask = np.tril(np.ones((n_q, n_k), bool)) if stack == "decoder" else np.ones((n_q, n_k), bool)  # (N_q, N_k)
+    name = "cross-attention" if stack == "cross" else f"{stack} self-attention"
+    plot(model_view(patterns, mask, f"{name} of the probe's first line at step {step}", limit=64),
          "train_timeline_grid")
     state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run

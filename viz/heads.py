@@ -10,7 +10,8 @@ from viz.panels import axis_ids, axis_pair, grid_domains, panel_title
 from viz.style import DIVERGING_SCALE, TEMPLATE_JSON, WEIGHT_COLORSCALE, left_title, scale_list
 
 ROLE_TITLES = {"previous_token": "previous token", "duplicate_token": "duplicate token", "induction": "induction",
-               "first_token": "first token", "self": "self", "pattern": "pattern"}
+               "first_token": "first token", "self": "self", "pattern": "pattern",
+               "alignment": "alignment (on the source token each output comes from)"}
 
 
 def _cells(values: np.ndarray, fmt: str) -> list[list[str]]:

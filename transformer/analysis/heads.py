@@ -103,6 +103,18 @@ def _mean_over_lines(lines: list[dict]) -> dict:
         return {name: np.nanmean(np.stack([line[name] for line in lines]), axis=0) for name in lines[0]}
 
 
+def alignment_score(weights, aligned) -> np.ndarray:
+    """Cross-attention's role: each head's weight on the source token each target token comes from, averaged over
+    the target tokens that have one. ``weights`` ``(L, B, H, N_t, N_s)``; ``aligned`` ``(B, N_t)`` int, the source
+    index of target position j's token, -1 for none (padding, a hyphen). ``(L, H)``; NaN when no token has one."""
+    weights, aligned = np.asarray(weights, np.float64), np.asarray(aligned)
+    lines, rows = np.nonzero(aligned >= 0)  # (K,) each
+    if not len(lines):
+        return np.full((weights.shape[0], weights.shape[2]), np.nan)
+    picked = weights[:, lines, :, rows, aligned[lines, rows]]  # (K, L, H): advanced indices first
+    return picked.mean(0)
+
+
 def has_position_axis(stack: str) -> bool:
     """Whether ``stack``'s queries and keys share one position axis (self-attention): only then is a distance
     |query − key| defined. Cross-attention's queries are decoder positions, its keys the encoder's."""

@@ -69,6 +69,11 @@ class Task:
         """One random source (tokens); ``lengths`` bounds a free-length task's sources."""
         raise NotImplementedError
 
+    def align(self, tokens) -> list[int | None]:
+        """For each right target token of source ``tokens``, the index of the source token it comes from, or None
+        (what cross-attention should look at)."""
+        raise NotImplementedError
+
     def examples(self, count: int, seed: int = 0) -> list[tuple]:
         """``count`` fresh ``(source_text, target_text, alignment)`` triples: ``alignment[j]`` is the index of
         the source token that target token ``j`` comes from, or None."""

@@ -96,6 +96,9 @@ class DatesTask(Task):
     def sample(self, rng, lengths=None):
         return list(date_text(self.random_date(rng), FORMS[int(rng.integers(len(FORMS)))]))
 
+    def align(self, tokens) -> list[int | None]:
+        return alignment("".join(tokens))
+
     def examples(self, count, seed=0):
         rng = np.random.default_rng(seed)
         triples = []

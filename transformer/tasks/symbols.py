@@ -42,13 +42,12 @@ class SymbolTask(Task):
     def sample(self, rng, lengths):
         return random_sources(rng, 1, lengths)[0]
 
+    def align(self, tokens) -> list[int]:
+        positions = list(range(len(tokens)))
+        return {"reverse": positions[::-1], "sort": sorted(positions, key=lambda i: tokens[i])}.get(self.name,
+                                                                                                  positions)
+
     def examples(self, count, seed=0):
         rng = np.random.default_rng(seed)
-        triples = []
-        for source in random_sources(rng, count, self.lengths):
-            target = self.solve(source)
-            positions = list(range(len(source)))
-            alignment = {"reverse": positions[::-1], "sort": sorted(positions, key=lambda i: source[i])}.get(
-                self.name, positions)
-            triples.append((" ".join(source), " ".join(target), alignment))
-        return triples
+        return [(" ".join(source), " ".join(self.solve(source)), self.align(source))
+                for source in random_sources(rng, count, self.lengths)]

@@ -98,10 +98,13 @@ class TranslateTask(Task):
             sentence += [pick("P"), *noun_phrase("L")]
         return sentence
 
+    def align(self, tokens) -> list[int]:
+        return target_order(list(tokens))
+
     def examples(self, count, seed=0):
         rng = np.random.default_rng(seed)
         triples = []
         for _ in range(count):
             words = self.sample(rng)
-            triples.append((" ".join(words), " ".join(self.solve(words)), target_order(words)))
+            triples.append((" ".join(words), " ".join(self.solve(words)), self.align(words)))
         return triples

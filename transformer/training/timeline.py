@@ -1,8 +1,11 @@
-"""Attention over training: every K steps, the loss, the task's accuracy on a fixed probe batch, every self-attention
-head's role scores on it and the probe's first line's attention patterns.
+"""Attention over training: every K steps, the loss, the task's accuracy on a fixed probe batch, every head's role
+scores on it and the probe's first line's attention patterns.
 
 The probe is the same lines at every snapshot, so a change in a score is the model's, not the data's: a
-sequence-to-sequence task's examples (teacher-forced), the induction task's probe lines (segments of 8–20).
+sequence-to-sequence task's sources drawn at the run's own lengths (teacher-forced; its accuracy counts tokens), the
+induction task's probe lines (segments of 8–20; next-token accuracy on the repeats). Self-attention heads get the
+token roles; cross-attention heads their alignment score (the weight on the source token each target token comes
+from, `transformer.analysis.heads.alignment_score`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer.analysis.heads import ROLES, batch_role_scores
+from transformer.analysis.heads import ROLES, alignment_score, batch_role_scores
 from transformer.core.masks import padding_mask, target_mask
 from transformer.tasks import PAD_ID, START, get_task, make_batch
 from transformer.tasks.induction import LINE_LENGTHS, line_ids
@@ -30,6 +33,12 @@ class Probe:
     labels: np.ndarray | None  # teacher forcing's next tokens (B, N_t); None for the induction task
     tokens: dict
     lines: tuple = ()
+    aligned: np.ndarray | None = None  # (B, N_t): the source index of each label, -1 for none (`alignment_score`)
+
+    @property
+    def measure(self) -> str:
+        """What `Snapshot.accuracy` counts on this probe."""
+        return "next-token accuracy on the repeats" if self.lines else "token accuracy (teacher forced)"
 
 
 @dataclass(frozen=True)
@@ -42,19 +51,26 @@ class Snapshot:
     accuracy: float
     scores: dict
     patterns: dict
+    measure: str = "token accuracy (teacher forced)"  # what ``accuracy`` counts (`Probe.measure`)
 
 
-def make_probe(task_name: str, vocab, seed: int = 4242) -> Probe:
-    """`PROBE_LINES` fixed lines of ``task_name`` (its examples; the induction task's probe lines)."""
+def make_probe(task_name: str, vocab, seed: int = 4242, lengths: tuple | None = None) -> Probe:
+    """`PROBE_LINES` fixed lines of ``task_name``: sources drawn as the run draws them (``lengths``: its ``(min_len,
+    max_len)``; None: the task's own), or the induction task's probe lines."""
     task = get_task(task_name)
     if task.decoder_only:
         lines = next_token.probe_lines(PROBE_LINES, seed)
         ids = line_ids(vocab, [line.tokens for line in lines], LINE_LENGTHS[1])  # (B, N)
         return Probe(None, ids, None, {"decoder": lines[0].tokens}, tuple(lines))
-    sources = [task.source_tokens(source) for source, _, _ in task.examples(PROBE_LINES, seed)]
+    rng = np.random.default_rng(seed)
+    sources = [task.sample(rng, lengths or task.lengths) for _ in range(PROBE_LINES)]
     src, tgt, labels = make_batch(task, vocab, sources, max(map(len, sources)))  # teacher forcing's batch
+    aligned = np.full(labels.shape, -1)  # (B, N_t)
+    for row, source in enumerate(sources):
+        indices = [-1 if index is None else index for index in task.align(source)]
+        aligned[row, : len(indices)] = indices
     tokens = {"encoder": tuple(sources[0]), "decoder": (START, *task.solve(sources[0]))}
-    return Probe(src, tgt, labels, tokens)
+    return Probe(src, tgt, labels, tokens, aligned=aligned)
 
 
 def _attention(model, probe: Probe) -> tuple[np.ndarray, dict]:
@@ -63,7 +79,7 @@ def _attention(model, probe: Probe) -> tuple[np.ndarray, dict]:
         logits, attention = next_token.read_ids(model, probe.tgt)
         return logits.argmax(-1), {"decoder": attention}
     logits, weights = model(probe.src, probe.tgt, padding_mask(probe.src, PAD_ID), target_mask(probe.tgt, PAD_ID))
-    attention = {stack: np.stack([layer.numpy() for layer in weights[stack]]) for stack in ("encoder", "decoder")}
+    attention = {stack: np.stack([layer.numpy() for layer in weights[stack]]) for stack in weights}
     return np.asarray(logits).argmax(-1), attention
 
 
@@ -76,10 +92,15 @@ def snapshot(model, probe: Probe, vocab, step: int, loss: float) -> Snapshot:
         real = probe.labels != PAD_ID  # (B, N_t)
         accuracy = float((predicted == probe.labels)[real].mean())
     scores, patterns = {}, {}
-    for stack, weights in attention.items():  # (L, B, H, N, N)
+    for stack, weights in attention.items():  # (L, B, H, N_q, N_k)
+        if stack == "cross":
+            scores[stack] = {"alignment": alignment_score(weights, probe.aligned)}
+            queries, keys = len(probe.tokens["decoder"]), len(probe.tokens["encoder"])
+            patterns[stack] = weights[:, 0, :, :queries, :keys].astype(np.float32)  # (L, H, N_t, N_s)
+            continue
         ids = probe.src if stack == "encoder" else probe.tgt
         measured = batch_role_scores(weights, ids, ids != PAD_ID)
         scores[stack] = {role: measured[role] for role in ROLES}
         kept = len(probe.tokens[stack])
         patterns[stack] = weights[:, 0, :, :kept, :kept].astype(np.float32)  # (L, H, N, N), line 0's own length
-    return Snapshot(step, float(loss), accuracy, scores, patterns)
+    return Snapshot(step, float(loss), accuracy, scores, patterns, probe.measure)

@@ -171,7 +171,8 @@ def _train(spec: TrainSpec, on_progress, should_stop, log_every: int, recording)
 def _recorder(result: TrainResult, every: int, on_snapshot):
     """``record(step, loss)``: a `timeline.Snapshot` into ``result.timeline`` at step 0, every ``every`` steps and
     the last (nothing when ``every`` is 0)."""
-    probe = timeline.make_probe(result.spec.task, result.vocab) if every > 0 else None
+    spec = result.spec
+    probe = timeline.make_probe(spec.task, result.vocab, lengths=(spec.min_len, spec.max_len)) if every > 0 else None
 
     def record(step: int, loss) -> None:
         if probe is None or (step % every and step != result.spec.steps):
