@@ -58,3 +58,18 @@ def test_decode_says_when_the_masks_pages_family_is_not_applied():
     at = open_page("decode", {"arch": "decoder-only", "mask_family": "window"})
     no_errors(at)
     assert any("window family" in info.value for info in at.info)
+
+
+def test_every_accuracy_names_its_unit_and_the_induction_link_keeps_the_token_count():
+    """#52.7: the Induction page's headline counts next tokens; the Attention page it links to counted whole lines
+    only ("0 of 1 right" beside 95 %)."""
+    induction = open_page("induction")
+    no_errors(induction)
+    assert any("next tokens" in metric.label for metric in induction.metric)
+    induction.button(key="ind_attention").click().run()
+    attention = open_page("attention", {key: str(value) for key, value in induction.query_params.to_dict().items()}
+                          if induction.query_params else {"weights": "induction"})
+    label = attention.main.expander[0].label
+    assert "next tokens right" in label and "lines" in label, label
+    reverse = open_page("attention", {"weights": "reverse"})
+    assert "whole answer" in reverse.main.expander[0].label
