@@ -32,8 +32,9 @@ ablated = controls[2].radio("Ablate (zero) in the loss chart", GROUPS, key="ind_
 study = data.induction(int(seed), int(count), ablated, st.session_state.get("device", "auto"))
 base = study.accuracy["none"]
 metrics = st.columns(4)
-metrics[0].metric("Second occurrence, next token right", f"{base['second']:.1%}")
-metrics[1].metric("First occurrence (chance 0.3 %)", f"{base['first']:.1%}")
+metrics[0].metric("Second occurrence: next tokens right", f"{base['second']:.1%}",
+                  help="A share of next tokens (from the repeat's 2nd token on), over every line: not of whole lines.")
+metrics[1].metric("First occurrence: next tokens right (chance 0.3 %)", f"{base['first']:.1%}")
 for column, group in zip(metrics[2:], ("induction", "previous_token")):
     ablated_second = study.accuracy[group]["second"]
     column.metric(f"{GROUP_LABELS[group].removeprefix('the ').capitalize()} ablated", f"{ablated_second:.1%}",

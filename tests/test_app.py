@@ -629,7 +629,7 @@ def test_every_page_works_with_the_new_trained_models(page, weights):
     if page == "attention":  # the live checks pass (rows, masks, Keras) and every prediction is right
         assert "cancel" not in " ".join(m.value for m in at.markdown)
         lines = len(state.default_of("src", weights).splitlines())
-        assert f"{lines} of {lines} right" in " ".join(e.label for e in at.expander)
+        assert f"{lines} of {lines} line" in " ".join(e.label for e in at.expander)
 
 
 # ----------------------------------------------------------------- token-level exploration (issue: head view, focus)

@@ -21,8 +21,8 @@ def test_the_induction_page_shows_the_result_on_fresh_lines():
     at = open_page("induction", {"ind_count": "100"})
     no_errors(at)
     metrics = {metric.label: float(metric.value.rstrip("%")) for metric in at.metric}
-    assert metrics["Second occurrence, next token right"] >= 85
-    assert metrics["First occurrence (chance 0.3 %)"] <= 2
+    assert metrics["Second occurrence: next tokens right"] >= 85
+    assert metrics["First occurrence: next tokens right (chance 0.3 %)"] <= 2
     assert metrics["Induction heads ablated"] <= 30
     loss = _titled(at, "next-token loss along the first line")
     bars = decode(loss["data"][0]["y"])
@@ -69,7 +69,7 @@ def test_a_link_with_only_the_induction_model_runs_it_on_its_example_with_its_ow
     assert not at.error
     assert at.session_state["src"] == get_task("induction").example
     assert (state.default_of("arch", "induction"), state.default_of("norm", "induction")) == ("decoder-only", "pre")
-    assert "1 of 1 right" in " ".join(e.label for e in at.expander)
+    assert "1 of 1 line right" in " ".join(e.label for e in at.expander)
     asked = open_page("attention", {"weights": "induction", "arch": "encoder-decoder"})
     assert not asked.exception
     assert "'induction' is a decoder-only with pre-norm, learned positions" in asked.error[0].value

@@ -211,18 +211,31 @@ def show_notices(slot, notices) -> None:
         slot.info("  \n".join(notices), icon=":material/info:")
 
 
+def predictions_label(predictions) -> str:
+    """What the predictions count, with its unit: whole answers for a sequence-to-sequence model; next tokens (as the
+    Induction page counts them) and whole lines for a next-token model."""
+    right, lines = sum(p["correct"] for p in predictions), len(predictions)
+    line_text = f"{right} of {lines} line{'s' * (lines != 1)}"
+    if not predictions[0].get("next_token", False):
+        return f"Predictions of the trained model: {line_text} right (the whole answer)"
+    tokens = sum(p["tokens_right"] for p in predictions)
+    counted = sum(p["tokens_counted"] for p in predictions)
+    share = f" ({tokens / counted:.0%})" if counted else ""
+    return (f"Next-token predictions of the trained model: {tokens} of {counted} next tokens right{share} where the "
+            f"rule has an answer · {line_text} right at every such token")
+
+
 def show_predictions(predictions) -> None:
     """The trained model's answer for each source line next to the expected one."""
-    right = sum(p["correct"] for p in predictions)
     next_token = predictions[0].get("next_token", False)
-    what = "Next-token predictions" if next_token else "Predictions"
-    with st.expander(f"{what} of the trained model: {right} of {len(predictions)} right", expanded=True):
+    with st.expander(predictions_label(predictions), expanded=True):
         if next_token:
             st.caption("After each token, the model's most probable next token; expected: the in-context rule (what "
                        "followed that token's latest earlier occurrence, · where it did not occur before). Right: the "
                        "two agree wherever the rule has an answer.")
         st.dataframe(
             [{"line": i + 1, "source": p["source"], "prediction": p["prediction"], "expected": p["expected"],
+              **({"next tokens right": f"{p['tokens_right']} of {p['tokens_counted']}"} if next_token else {}),
               "right": bool(p["correct"])} for i, p in enumerate(predictions)],
             hide_index=True, column_config={"right": st.column_config.CheckboxColumn("right")},
         )

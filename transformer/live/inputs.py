@@ -133,8 +133,10 @@ def _encode_lines(model, config: LiveConfig, texts, lines, ablate, means=None) -
     predictions = []
     for text, line, guess in zip(texts, lines, guesses):
         rule = model.rules.solve(line)
+        counted = [r == g for r, g in zip(rule, guess) if r != NO_RULE]  # where the rule has an answer
         predictions.append(dict(source=text, prediction=" ".join(guess), expected=" ".join(rule),
-                                correct=all(r == g for r, g in zip(rule, guess) if r != NO_RULE), next_token=True))
+                                correct=all(counted), next_token=True, tokens_right=sum(counted),
+                                tokens_counted=len(counted)))
     notices = _notices(batch, batch, (PAD_ID,), config.seq_len)
     return Batches(batch, batch, (PAD_ID,), notices), tuple(predictions)
 
