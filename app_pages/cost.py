@@ -7,6 +7,7 @@ from transformer.live.blockwise import QUERY_BLOCK
 from ui import data, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device
+from ui.text import percent
 from viz.cost import cost_figure
 
 st.title("Cost")
@@ -32,7 +33,7 @@ if right.button("Measure", type="primary", help="Takes a few seconds (longer at 
     fitted = f" from N = {span[0]} to {span[1]}" if span else ""
     st.markdown("\n".join(f"- **{one.label}**: time ∝ N^{one.exponent:.2f}{fitted}" if span
                           else f"- **{one.label}**: too few lengths from 256 up to fit an exponent" for one in series))
-    shares = ", ".join(f"{quadratic_share(n, d_model):.0%} at N = {n}" for n in (lengths[0], lengths[-1]))
+    shares = ", ".join(f"{percent(quadratic_share(n, d_model))} at N = {n}" for n in (lengths[0], lengths[-1]))
     marked = " (the red line)" if lengths[0] <= half <= lengths[-1] else ""
     st.markdown(f"The N² terms (Q·Kᵀ and weights · V, 4·N²·d_model FLOPs) are {shares} of the layer's FLOPs, half "
                 f"from N = 2·d_model = {half}{marked}. The time grows more slowly than N² "

@@ -6,6 +6,7 @@ import streamlit as st
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from ui import data, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, padding_notice, plot
+from ui.text import percent
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
@@ -54,11 +55,11 @@ if family != "paper":
     encoder, decoder = result.applied_masks["encoder"], result.applied_masks["decoder"]
     plot(mask_grid(np.concatenate([encoder[:1], decoder[:1]]), [result.source_tokens[0], result.target_tokens[0]],
                    [result.source_tokens[0], result.target_tokens[0]],
-                   [f"encoder, line 1: {encoder[0].mean():.0%} allowed",
-                    f"decoder, line 1: {decoder[0].mean():.0%} allowed"], columns=2, fit_px=fit_px("family")),
+                   [f"encoder, line 1: {percent(encoder[0].mean())} allowed",
+                    f"decoder, line 1: {percent(decoder[0].mean())} allowed"], columns=2, fit_px=fit_px("family")),
          "family")
     st.caption("Density (allowed share of the N² cells) of the encoder's self-attention, line by line: " + ", ".join(
-        f"line {b + 1} {mask.mean():.0%}" for b, mask in enumerate(encoder)) + ". The look-ahead switch of the "
+        f"line {b + 1} {percent(mask.mean())}" for b, mask in enumerate(encoder)) + ". The look-ahead switch of the "
         "Attention page does nothing under a family: the family is the decoder's pattern.")
 
 st.subheader("Padding mask (source)")

@@ -72,3 +72,10 @@ def test_every_accuracy_names_its_unit_and_the_induction_link_keeps_the_token_co
     assert "next tokens right" in label and "line" in label, label
     reverse = open_page("attention", {"weights": "reverse"})
     assert "whole answer" in reverse.main.expander[0].label
+
+
+def test_a_long_length_never_says_every_position_is_padding():
+    at = open_page("masks", {"seq_len": "4096"})
+    no_errors(at)
+    said = _texts(at)
+    assert "99.9% of every source line is padding" in said and "100% of every" not in said

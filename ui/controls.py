@@ -12,7 +12,7 @@ from transformer.core.masks import SIZED_FAMILIES
 from transformer.core.model import ARCHITECTURE_STACKS
 from ui import state
 from ui.chart import chart, column_px
-from ui.text import count
+from ui.text import count, percent
 
 PERSIST = dict(persist_state="session")
 STACK_NAMES = {
@@ -168,8 +168,8 @@ def padding_notice(result, container=st) -> None:
     if length < 64 or share < PADDING_WALL:
         return
     values = state.current_values()
-    said = (f"**{share:.0%} of every source line is padding** (grey): the lines hold a few tokens and the sequence "
-            f"length is N = {length}, so each is padded to it.")
+    said = (f"**{percent(share)} of every source line is padding** (grey): the lines hold a few tokens and the "
+            f"sequence length is N = {length}, so each is padded to it.")
     if values["weights"] != "random":
         container.info(said + " A trained model reads its own task's lines: a shorter length shows more.",
                        icon=":material/density_small:")

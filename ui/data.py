@@ -19,6 +19,7 @@ from transformer.live.device import memory_in_use as device_memory
 from transformer.live.head_roles import head_roles as _head_roles_of
 from transformer.live.induction import induction_study
 from transformer.live.query_key import query_key_space
+from ui.text import percent
 
 COMPUTING = "Computing…"
 
@@ -220,7 +221,7 @@ def predictions_label(predictions) -> str:
         return f"Predictions of the trained model: {line_text} right (the whole answer)"
     tokens = sum(p["tokens_right"] for p in predictions)
     counted = sum(p["tokens_counted"] for p in predictions)
-    share = f" ({tokens / counted:.0%})" if counted else ""
+    share = f" ({percent(tokens / counted)})" if counted else ""
     return (f"Next-token predictions of the trained model: {tokens} of {counted} next tokens right{share} where the "
             f"rule has an answer · {line_text} right at every such token")
 

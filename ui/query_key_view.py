@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import data, state
 from ui.controls import PERSIST, clamp, plot
+from ui.text import percent
 from viz.query_key import COLOURINGS, query_key_figure
 
 COLOUR_LABELS = {"position": "position", "token": "token", "side": "query / key"}
@@ -43,8 +44,8 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
              f"{space.correlation:.2f} in the plane, {space.full_correlation:.2f} in d_k dimensions")
     plot(query_key_figure(space.points, space.is_query, space.lines, space.positions, space.tokens, colour, title),
          "query_key", on_click=focus)
-    st.caption(f"The plane holds {space.explained.sum():.0%} of the spread (PC 1 {space.explained[0]:.0%}, PC 2 "
-               f"{space.explained[1]:.0%}); r: for each query, the correlation of −distance and the scaled dot "
+    st.caption(f"The plane holds {percent(space.explained.sum())} of the spread (PC 1 "
+               f"{percent(space.explained[0])}, PC 2 {percent(space.explained[1])}); r: for each query, the correlation of −distance and the scaled dot "
                f"product over the keys it may attend to, averaged over the queries (1: nearness ranks every query's "
                f"keys as attention does; a query's softmax ignores what it adds to all its keys alike). Scale c = "
                f"{space.scale:.2f}." + (f" Points that coincide (equal tokens at equal positions of equal lines) "
