@@ -45,8 +45,8 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
     plot(query_key_figure(space.points, space.is_query, space.lines, space.positions, space.tokens, colour, title),
          "query_key", on_click=focus)
     st.caption(f"The plane holds {percent(space.explained.sum())} of the spread (PC 1 "
-               f"{percent(space.explained[0])}, PC 2 {percent(space.explained[1])}); r: for each query, the correlation of −distance and the scaled dot "
-               f"product over the keys it may attend to, averaged over the queries (1: nearness ranks every query's "
+               f"{percent(space.explained[0])}, PC 2 {percent(space.explained[1])}); r: for each query, the "
+               f"correlation of −distance and the scaled dot product over the keys it may attend to, averaged over the queries (1: nearness ranks every query's "
                f"keys as attention does; a query's softmax ignores what it adds to all its keys alike). Scale c = "
                f"{space.scale:.2f}." + (f" Points that coincide (equal tokens at equal positions of equal lines) "
                                         f"are drawn once: {space.distinct} places for {len(space.points)} points."
