@@ -46,11 +46,11 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
          "query_key", on_click=focus)
     st.caption(f"The plane holds {percent(space.explained.sum())} of the spread (PC 1 "
                f"{percent(space.explained[0])}, PC 2 {percent(space.explained[1])}); r: for each query, the "
-               f"correlation of −distance and the scaled dot product over the keys it may attend to, averaged over the queries (1: nearness ranks every query's "
-               f"keys as attention does; a query's softmax ignores what it adds to all its keys alike). Scale c = "
-               f"{space.scale:.2f}." + (f" Points that coincide (equal tokens at equal positions of equal lines) "
-                                        f"are drawn once: {space.distinct} places for {len(space.points)} points."
-                                        if coincide else ""))
+               "correlation of −distance and the scaled dot product over the keys it may attend to, averaged over the "
+               "queries (1: nearness ranks every query's keys as attention does; a query's softmax ignores what it "
+               f"adds to all its keys alike). Scale c = {space.scale:.2f}."
+               + (f" Points that coincide (equal tokens at equal positions of equal lines) are drawn once: "
+                  f"{space.distinct} places for {len(space.points)} points." if coincide else ""))
     if st.session_state.get("_open_page"):
         st.switch_page(st.session_state.pop("_open_page"))
     state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run
