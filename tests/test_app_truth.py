@@ -79,3 +79,13 @@ def test_a_long_length_never_says_every_position_is_padding():
     no_errors(at)
     said = _texts(at)
     assert "99.9% of every source line is padding" in said and "100% of every" not in said
+
+
+def test_the_heads_page_says_why_a_role_is_empty_and_gives_chance_levels():
+    at = open_page("heads")
+    no_errors(at)
+    said = _texts(at)
+    assert "no token repeats" in said and "chance" in said
+    at.button(key="roles_to_repeated").click().run()
+    assert at.session_state["roles_lines"] == "repeated"
+    assert "no token repeats" not in _texts(at)

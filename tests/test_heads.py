@@ -96,3 +96,18 @@ def test_unknown_roles_are_named_and_batches_average_over_lines():
     expected = np.mean([role_scores(weights[:, b], ids[b])["induction"] for b in range(3)], axis=0)
     np.testing.assert_allclose(averaged["induction"], expected)
     assert set(averaged) == {*ROLES, "distance", "entropy"}
+
+
+def test_chance_is_the_score_of_a_head_that_attends_uniformly_to_what_it_may():
+    """#52.9: the role score a random head would get by spreading its attention evenly over its allowed keys."""
+    from transformer.analysis.heads import chance_scores
+
+    ids = np.array([[5, 6, 7, 5, 6, 0]])  # (B, N): a repeat, then padding
+    valid = ids != 0
+    causal = np.tril(np.ones((6, 6), bool))[None] & valid[:, None, :]  # (B, N, N)
+    chance = chance_scores(causal, ids, valid)
+    # previous token: rows 1..4 see 2, 3, 4, 5 keys: the one before gets 1/2, 1/3, 1/4, 1/5
+    assert chance["previous_token"] == pytest.approx(np.mean([1 / 2, 1 / 3, 1 / 4, 1 / 5]))
+    assert chance["first_token"] == pytest.approx(np.mean([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5]))
+    assert chance["duplicate_token"] == pytest.approx(np.mean([1 / 4, 1 / 5]))  # rows 3, 4 each have one earlier copy
+    assert np.isnan(chance_scores(causal, np.array([[1, 2, 3, 4, 5, 0]]), valid)["induction"])  # nothing repeats
