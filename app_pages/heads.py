@@ -1,6 +1,7 @@
 """Heads: what each head does (role scores over many lines) and, for a trained model, which heads matter (each
 ablated in turn)."""
 
+import numpy as np
 import streamlit as st
 
 from transformer.analysis.ablation import head_label
@@ -48,6 +49,21 @@ if config.ablate:
             f"({config.ablation}). The scores are the ablated model's.", icon=":material/block:")
 
 
+def _why_empty(scores: dict, lines_from: str) -> None:
+    """Say, in words, why a role has no score (grey cells with a dash), and offer lines where it has one."""
+    empty = [ROLE_TITLES[role] for role in ("duplicate_token", "induction") if np.isnan(scores[role]).all()]
+    if not empty:
+        return
+    box = st.container(border=True)
+    box.markdown(f"**{' and '.join(empty).capitalize()}: no score** — no token repeats in these lines, so no row "
+                 "has a cell of the pattern (a duplicate-token head looks back at an earlier copy of its own token, "
+                 "an induction head at the token after one).")
+    if lines_from != "repeated":
+        box.button("Score on repeated random tokens", key="roles_to_repeated", icon=":material/repeat:",
+                   on_click=lambda: st.session_state.update(roles_lines="repeated"),
+                   help="A random segment written twice: every role has rows to score.")
+
+
 def _open(stack_name: str, layer: int, head: int) -> None:
     """Open ``stack``/``layer`` on the Attention page with the lines this page scored (``head`` at full resolution
     where a grid cannot show it whole); the focus stays."""
@@ -58,6 +74,11 @@ def _open(stack_name: str, layer: int, head: int) -> None:
 if roles.scores:
     shown = {role: roles.scores[role] for role in (*ROLES, *(["pattern"] if pattern else []))}
     plot(role_grid(shown, roles.lines, f"{stack}: role scores over {where}", pattern=pattern or ""), "roles")
+    _why_empty(roles.scores, lines_from)
+    st.caption("Chance, a head spreading its attention evenly over the keys it may see, scores "
+               + ", ".join(f"{ROLE_TITLES[role]} {roles.chance[role]:.2f}" for role in ROLES
+                           if roles.chance.get(role) == roles.chance.get(role))  # NaN: no row has the role
+               + " on these lines: a head near its chance level is not doing that role, however it looks.")
     st.subheader("The strongest heads of each role")
     for role in shown:
         best = roles.strongest(role, 3)

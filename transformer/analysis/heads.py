@@ -96,6 +96,17 @@ def batch_role_scores(weights, token_ids, valid=None, pattern=None) -> dict:
     return _mean_over_lines(lines)
 
 
+def chance_scores(masks, token_ids, valid=None) -> dict:
+    """``{role: float}``: the score of a head that spreads its attention evenly over the keys it may attend to, on
+    these lines (what a random head scores by no design); NaN for a role no row qualifies for. ``masks`` ``(B, N,
+    N)`` bool, True = may attend; ``token_ids`` and ``valid`` ``(B, N)``."""
+    masks = np.asarray(masks, np.float64)  # (B, N, N)
+    allowed = masks.sum(-1, keepdims=True)  # (B, N, 1)
+    uniform = np.divide(masks, allowed, out=np.zeros_like(masks), where=allowed > 0)  # (B, N, N)
+    scores = batch_role_scores(uniform[None, :, None], np.asarray(token_ids), valid)  # (1, B, 1, N, N) in
+    return {role: float(scores[role][0, 0]) for role in ROLES}
+
+
 def _mean_over_lines(lines: list[dict]) -> dict:
     """Each measure ``(L, H)`` averaged over the lines, a line's NaN (nothing qualified) left out."""
     with warnings.catch_warnings():  # a role no line shows: NumPy warns on the mean of NaNs, and NaN is the answer

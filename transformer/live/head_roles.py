@@ -7,11 +7,18 @@ its source (and target) text first (`repeated_lines`, `example_lines`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from transformer.analysis.heads import ROLES, batch_role_scores, best_roles, cross_measures, repeated_random_tokens
+from transformer.analysis.heads import (
+    ROLES,
+    batch_role_scores,
+    best_roles,
+    chance_scores,
+    cross_measures,
+    repeated_random_tokens,
+)
 from transformer.core import tokens
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, family_mask, size_range
 from transformer.live.config import LiveConfig
@@ -38,6 +45,7 @@ class HeadRoles:
     length: int
     pattern: str = ""  # the mask family scored as "pattern" ("": none)
     key_length: int = 0  # N_k (0: as ``length``, self-attention)
+    chance: dict = field(default_factory=dict)  # {role: score of a head attending evenly} (`chance_scores`)
 
     @property
     def keys(self) -> int:
@@ -73,7 +81,7 @@ def _check_pattern(family: str | None, size: int, length: int) -> None:
 def head_roles(config: LiveConfig, stack: str, pattern: str | None = None, pattern_size: int = 4) -> HeadRoles:
     """Every head of ``stack`` scored over ``config``'s lines; ``pattern``: a mask family (`MASK_FAMILIES`)
     scored as a detection pattern too (self-attention). ValueError on bad input, as `run_live`."""
-    weights, query_ids, valid = _every_line(config, stack)  # (L, B, H, N_q, N_k), (B, N_q), (B, N_q)
+    weights, query_ids, valid, masks = _every_line(config, stack)  # (L, B, H, N_q, N_k), (B, N_q) ×2, (B, N_q, N_k)
     n_q = weights.shape[-2]
     if stack == "cross":
         measures = cross_measures(weights, valid)
@@ -82,7 +90,8 @@ def head_roles(config: LiveConfig, stack: str, pattern: str | None = None, patte
     cells = None if pattern is None else family_mask(pattern, n_q, min(pattern_size, n_q)).numpy()  # (N, N)
     scores = batch_role_scores(weights, query_ids, valid, cells)
     distance, entropy = scores.pop("distance"), scores.pop("entropy")
-    return HeadRoles(stack, scores, distance, entropy, weights.shape[1], n_q, pattern or "")
+    return HeadRoles(stack, scores, distance, entropy, weights.shape[1], n_q, pattern or "",
+                     chance=chance_scores(masks, query_ids, valid))
 
 
 def _chunks(text: str) -> list[str]:
@@ -90,9 +99,10 @@ def _chunks(text: str) -> list[str]:
     return ["\n".join(lines[start:start + size]) for start in range(0, max(len(lines), 1), size)]
 
 
-def _every_line(config: LiveConfig, stack: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``stack``'s weights ``(L, B, H, N_q, N_k)``, the queries' ids and which are not padding ``(B, N_q)`` for every
-    line of ``config``, run `tokens.MAX_LINES` lines at a time (up to `MAX_LINES` lines in all)."""
+def _every_line(config: LiveConfig, stack: str) -> tuple:
+    """``stack``'s weights ``(L, B, H, N_q, N_k)``, the queries' ids and which are not padding ``(B, N_q)``, and the
+    masks it ran with ``(B, N_q, N_k)`` for every line of ``config``, run `tokens.MAX_LINES` lines at a time (up to
+    `MAX_LINES` lines in all)."""
     if len(config.source_text.splitlines()) > MAX_LINES:
         raise ValueError(f"Head roles are scored over at most {MAX_LINES} lines. Received: "
                          f"{len(config.source_text.splitlines())} lines")
@@ -102,9 +112,10 @@ def _every_line(config: LiveConfig, stack: str) -> tuple[np.ndarray, np.ndarray,
         result = run_live(replace(config, source_text=source, target_text=target), stacks=(stack,),
                           means_of=config)  # a mean-ablated head's mean: over every line scored, not a part's
         query_ids, _ = stack_sides(stack, result.source_ids, result.target_ids)  # (B, N_q)
-        parts.append((result.attention[stack], query_ids, ~np.isin(query_ids, result.pad_ids)))
-    return (np.concatenate([part[0] for part in parts], axis=1), np.concatenate([part[1] for part in parts]),
-            np.concatenate([part[2] for part in parts]))
+        parts.append((result.attention[stack], query_ids, ~np.isin(query_ids, result.pad_ids),
+                      result.applied_masks[stack]))
+    return (np.concatenate([part[0] for part in parts], axis=1),
+            *(np.concatenate([part[index] for part in parts]) for index in (1, 2, 3)))
 
 
 def repeated_lines(count: int, segment: int, seed: int = 0, symbols: list[str] | None = None) -> str:
