@@ -33,6 +33,9 @@ def form_defaults(task: str) -> dict:
 # The whole width: each task's description is a sentence (in a quarter of the form it was cut off). Outside the
 # form, so that choosing a task sets the form to that task's own settings.
 task = st.selectbox("Task", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t].description}", key="train_task")
+st.caption("The sizes below are the model this training makes, not the sidebar's (those shape the random-weights "
+           "model of the other pages). Once trained, Weights → Trained here opens it on every page, with these sizes "
+           "shown locked in the sidebar.")
 own = form_defaults(task)
 free_length = not TASKS[task].own_lengths  # dates and translate draw sources of their own lengths
 with st.form(f"train_form_{task}"):

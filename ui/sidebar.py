@@ -116,8 +116,16 @@ def weights_label(name: str) -> str:
     if state.is_external(name):
         return your_model.label(name)
     if name.startswith(pretrained.SESSION_PREFIX):
-        return f"Trained here: {st.session_state.get('_my_models', {}).get(name, name)}"
+        return session_model_label(name, st.session_state.get("_my_models", {}))
     return f"Trained: {name}"
+
+
+def session_model_label(name: str, labels: dict) -> str:
+    """A model trained on this server, short enough for the Weights box: its task and its place among this
+    session's models ("Trained here: reverse #2"); its sizes are in the locked caption below the box."""
+    task = labels.get(name, name).split(",")[0]
+    same_task = [other for other, label in labels.items() if label.split(",")[0] == task]
+    return f"Trained here: {task} #{same_task.index(name) + 1}" if name in same_task else f"Trained here: {task}"
 
 
 def use_weights(name: str) -> None:
