@@ -12,6 +12,7 @@ from ui.controls import (
     PERSIST,
     STACK_NAMES,
     Download,
+    carried_over,
     check_lines,
     downloads,
     element_picker,
@@ -39,6 +40,7 @@ with controls[0]:
 with controls[2]:
     padding_on, future_on = mask_toggles(stack)
 config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
+carried_over(config, "attention")
 text = data.text_of(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet; a bad
 batch = len(text.source_tokens)  # configuration's message goes full width, under the controls
 with controls[1]:

@@ -9,6 +9,7 @@ from ui import data, state
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
+    carried_over,
     clamp,
     element_picker,
     fit_px,
@@ -25,6 +26,7 @@ st.title("Dot-product lab")
 not_for_your_model("This page opens one attention layer of the lab's own model step by step.")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
 config = state.live_config()
+carried_over(config, "dot_product_lab")
 result = data.live(config)
 layers, batch, heads = result.layers, result.source_ids.shape[0], result.heads
 top = st.columns(4)

@@ -12,7 +12,7 @@ from transformer.core.model import STACKS
 from transformer.live.head_roles import PATTERN_FAMILIES
 from transformer.training import pretrained
 from ui import data, sidebar, state
-from ui.controls import PERSIST, plot, stack_picker
+from ui.controls import PERSIST, carried_over, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
 
@@ -40,6 +40,7 @@ pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key="ro
                                 "attention inside it (the Masks page's size).", disabled=stack == "cross",
                                 **PERSIST) or None
 config = state.live_config(**overrides)
+carried_over(config, "heads")
 size = st.session_state["mask_size"] if pattern in SIZED_FAMILIES else 1
 roles = data.head_roles(config, stack, pattern, size)
 layers, heads = roles.entropy.shape

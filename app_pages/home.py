@@ -11,6 +11,7 @@ from transformer.tasks.dates import date_text
 from transformer.training.pretrained import available, spec_of
 from ui import data, state
 from ui.controls import fit_px, plot
+from ui.lessons import LESSONS
 from ui.pages import PAGES
 from ui.sidebar import use_weights, weights_label
 from viz.attention import head_grid
@@ -84,5 +85,10 @@ toy language, and copy, reverse or sort a sequence ship with the app) or train y
 Every view is in the URL — copy the link to share exactly what you see.
 """
 )
+st.subheader("Lessons")
+st.markdown("\n".join(f"{number}. [{lesson.title}]({lesson.address}) — {lesson.says}"
+                       for number, lesson in enumerate(LESSONS, start=1))
+            + "\n\nEach is an address: share it as it is, and it opens on exactly that view.")
+st.subheader("Every page")
 for name, title, icon, says in PAGES[1:]:
     st.page_link(f"app_pages/{name}.py", label=f"{title} — {says}", icon=f":material/{icon}:")

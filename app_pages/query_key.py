@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer.training import pretrained
 from ui import state
-from ui.controls import stack_picker
+from ui.controls import carried_over, stack_picker
 from ui.line_sources import line_controls, sidebar_values
 from ui.query_key_view import query_key_section
 
@@ -24,6 +24,7 @@ with controls[0]:
     stack = stack_picker()
 _, overrides = line_controls(controls[1], controls[2], trained)
 config = state.live_config(**overrides)
+carried_over(config, "query_key")
 spec = pretrained.spec_of(weights) if trained else None
 layers, heads = (spec.num_layers, spec.num_heads) if spec else (config.num_layers, config.num_heads)
 query_key_section(config, stack, layers, heads, sidebar_values(overrides))

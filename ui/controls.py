@@ -123,6 +123,20 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
     return padding, future
 
 
+def carried_over(config, page: str) -> None:
+    """Name the settings chosen on another page that change what this page draws (the Masks page's family, for the
+    random-weights model), each with a button back to its default."""
+    if config.trained or config.external or config.mask_family == "paper":
+        return
+    size = f" ({SIZED_FAMILIES[config.mask_family]} {config.mask_size})" if config.mask_family in SIZED_FAMILIES \
+        else ""
+    box = st.container(horizontal=True, vertical_alignment="center")
+    box.info(f"From the Masks page: the self-attention mask is **{config.mask_family}**{size}, not the paper's; "
+             "every self-attention here runs with it.", icon=":material/filter_alt:")
+    box.button("Back to the paper's masks", key=f"carried_mask_family_{page}",
+               on_click=lambda: st.session_state.update(mask_family="paper"))
+
+
 def variant_note(config, kv_heads: int, heads: int) -> str:
     """What a configuration changes from the paper (key/value heads, positions, the mask family), in a line;
     "" for the paper's."""

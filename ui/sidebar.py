@@ -248,9 +248,19 @@ def _ablation_controls(bar, spec) -> None:
                   **PERSIST)
 
 
+def reset_all() -> None:
+    """Every setting back to its default (random weights, the paper's model and masks, the seed lines; the link
+    follows), said in a notice."""
+    st.session_state.update({key: field.default for key, field in state.FIELDS.items()})
+    state.notify("Every setting is back at its default, and the link with it.")
+
+
 def render() -> None:
     """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
     bar = st.sidebar
+    bar.button("Reset every setting", key="reset_all", on_click=reset_all, icon=":material/restart_alt:",
+               help="Random weights, the paper's sizes and masks, the seed lines, every page's controls at their "
+               "defaults: the link becomes the app's own address.")
     bar.subheader("Model")
     _open_linked_model()
     info = your_model.opened()

@@ -1,0 +1,40 @@
+"""Lessons: a few addresses that walk the lab's story in order, each with one sentence on what to look at (Home
+lists them; a teacher shares them as they are)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote, urlencode
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str
+    page: str  # the page's URL path
+    params: dict  # URL parameters, as the link writes them
+    says: str  # what to look at, in one sentence
+
+    @property
+    def address(self) -> str:
+        """The lesson's address relative to the app's root: ``page?field=value&…``."""
+        return f"{self.page}?{urlencode(self.params, quote_via=quote)}" if self.params else self.page
+
+
+LESSONS = (
+    Lesson("The look-ahead mask", "attention", {"stack": "decoder", "focus": "3"},
+           "Row 3 of the masked decoder self-attention: position 3 reads positions 0–3 and never a later one; the "
+           "grey upper triangle is the look-ahead mask."),
+    Lesson("Padding", "attention", {"src": "a b c\nd e f g h\ni", "tgt": "a b c\nd e f g h\ni", "seq_len": "8",
+                                    "element": "2"},
+           "Line 3 has one token and seven pads: the pads' grey columns get no weight from any query, and switching "
+           "the padding mask off shows what attention would do without it."),
+    Lesson("How heads differ", "attention", {"heads": "8", "layers": "3", "view": "Model view"},
+           "Every layer × head on one line: the same input, different projections, so every head draws its own "
+           "picture, even with random weights."),
+    Lesson("What the trained dates model reads", "attention", {"weights": "dates", "stack": "cross", "layer": "1"},
+           "Cross-attention of the trained dates model: each character it writes reads the source characters it "
+           "comes from, and nothing reads the weekday."),
+    Lesson("Induction heads", "induction", {},
+           "A two-layer attention-only model continues a segment it saw earlier in the line: a previous-token head "
+           "in layer 0 and induction heads in layer 1, and ablating them costs the copy."),
+)
