@@ -54,3 +54,61 @@ def test_the_stack_picker_shows_the_stack_drawn_after_the_architecture_changes(p
     page.screenshot(path=str(OUTPUT / "stack-after-architecture-change.png"))
     assert page.get_by_role("radio", name="Masked decoder self-attention").is_checked()
     assert page.get_by_role("heading", name="Masked decoder self-attention — layer 0, line 1").count() == 1
+
+
+# Text that runs into other text, or onto another panel's cells: a tick label into its axis title, a colour bar's
+# labels into a neighbour's ticks, one panel's y labels on the panel to its left. One line per collision.
+TEXT_COLLISIONS = """(selector) => [...document.querySelectorAll(selector)].flatMap((plot, index) => {
+    const found = [], shrink = (r, by) => ({left: r.left + by, right: r.right - by, top: r.top + by,
+                                            bottom: r.bottom - by});
+    const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    const texts = [...plot.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, '
+                                            + '.annotation-text, .cbaxis text, .cbtitle text, .gtitle')]
+        .filter((node) => node.textContent.trim() && node.getBoundingClientRect().width)
+        .map((node) => [node, shrink(node.getBoundingClientRect(), 1)]);
+    const axis = (node) => node.closest('.xtick, .ytick') ? node.closest('g[class*="axislayer"]') : null;
+    const rotated = (node) => /rotate\((?!0[ ,)])/.test(node.getAttribute('transform') || '');
+    for (const [i, [a, ra]] of texts.entries())
+        for (const [b, rb] of texts.slice(i + 1)) {
+            const sameAxis = axis(a) && axis(a) === axis(b);
+            const ticks = axis(a) && axis(b);
+            if ((sameAxis || ticks) && (rotated(a) || rotated(b))) continue;  // a rotated label's box is not its ink
+            if (overlap(ra, rb)) found.push(`chart ${index}: "${a.textContent}" runs into "${b.textContent}"`);
+        }
+    const cells = [...plot.querySelectorAll('.heatmaplayer image, .heatmaplayer .hm')].map((n) =>
+        shrink(n.getBoundingClientRect(), 1));
+    for (const [node, r] of texts.filter(([n]) => n.closest('.ytick')))
+        for (const cell of cells)
+            if (overlap(r, cell)) found.push(`chart ${index}: tick "${node.textContent}" lies on a panel's cells`);
+    return found;
+})"""
+
+
+def _collisions(page) -> list:
+    from chart_support import PLOT  # noqa: PLC0415
+
+    return page.evaluate(TEXT_COLLISIONS, PLOT)
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+@pytest.mark.parametrize("path, charts", [("induction?ind_count=50", 3), ("decode?weights=reverse&dec_src=a+b+c+d", 4)])
+def test_no_chart_text_runs_into_other_text(browser, server, path, charts, width):  # noqa: F811
+    """#52.8 and #52.12: the Induction page's bar labels into its axis title, its role grid's L0/L1 on the first
+    panel's cells, its title cut at 390 px; the Decode page's cache chart's ticks into its colour bar's labels."""
+    from chart_support import PLOT  # noqa: PLC0415
+    from test_browser import CHART_TEXT_PROBLEMS  # noqa: PLC0415
+
+    context = browser.new_context(viewport={"width": width, "height": 4000})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{server}/{path}")  # at 390 px the sidebar starts collapsed: wait for the page, not for it
+        wait_idle(tab)
+        wait_for_charts(tab)
+        tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= {charts}", timeout=60_000)
+        wait_idle(tab)
+        tab.wait_for_timeout(500)
+        tab.screenshot(path=str(OUTPUT / f"collisions-{path.split('?')[0]}-{width}.png"), full_page=True)
+        problems = _collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
+        assert not problems, problems
+    finally:
+        context.close()
