@@ -6,7 +6,7 @@ import streamlit as st
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.training.pretrained import available
 from ui import data, state
-from ui.controls import PERSIST, plot
+from ui.controls import PERSIST, fit_px, plot
 from ui.sidebar import use_weights
 from viz.heads import role_grid
 from viz.induction import ablation_figure, position_loss_figure
@@ -41,7 +41,8 @@ for column, group in zip(metrics[2:], ("induction", "previous_token")):
                   delta=f"{(ablated_second - base['second']) * 100:+.1f} points")
 line = study.line
 plot(position_loss_figure(line.tokens, study.loss, line.first, line.second, line.size, study.vocabulary,
-                          f"next-token loss along the first line ({GROUP_LABELS[ablated]} ablated)"), "ind_loss")
+                          f"next-token loss along the first line<br>({GROUP_LABELS[ablated]} ablated)",
+                          fit_px=fit_px("ind_loss")), "ind_loss")
 st.caption("High on the first occurrence (nothing in the line says what comes next), low on the second from its "
            "2nd token on: the model copies. Ablate the induction heads and the second occurrence is as hard as the "
            "first.")

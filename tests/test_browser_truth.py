@@ -58,7 +58,7 @@ def test_the_stack_picker_shows_the_stack_drawn_after_the_architecture_changes(p
 
 # Text that runs into other text, or onto another panel's cells: a tick label into its axis title, a colour bar's
 # labels into a neighbour's ticks, one panel's y labels on the panel to its left. One line per collision.
-TEXT_COLLISIONS = """(selector) => [...document.querySelectorAll(selector)].flatMap((plot, index) => {
+TEXT_COLLISIONS = r"""(selector) => [...document.querySelectorAll(selector)].flatMap((plot, index) => {
     const found = [], shrink = (r, by) => ({left: r.left + by, right: r.right - by, top: r.top + by,
                                             bottom: r.bottom - by});
     const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;

@@ -78,7 +78,9 @@ def cache_heatmaps(layer_cache: dict, step: int, source_length: int, title: str)
     heads = keys.shape[0]
     panels = np.concatenate([keys, values])  # (2H, t + 1, d_k)
     limit = float(np.abs(panels).max()) or 1.0
-    fig = figure(layout=dict(height=120 + 40 * (step + 1), title=left_title(title)))
+    positions = step + 1
+    # at least 240 px: at step 0 one row left the colour bar's labels on top of each other
+    fig = figure(layout=dict(height=max(240, 120 + 40 * positions), title=left_title(title)))
     for index, panel in enumerate(panels):
         kind, head = ("keys", index) if index < heads else ("values", index - heads)
         fig.add_trace(go.Heatmap(z=panel, xaxis=f"x{index + 1}", yaxis="y", coloraxis="coloraxis",
@@ -89,6 +91,8 @@ def cache_heatmaps(layer_cache: dict, step: int, source_length: int, title: str)
         fig.update_layout({f"xaxis{index + 1}": dict(domain=[index * width + 0.01, (index + 1) * width - 0.01],
                                                      showticklabels=False, title=dict(text=f"{kind[0].upper()} h{head}",
                                                                                        font=dict(size=11)))})
-    fig.update_layout(coloraxis=dict(colorscale=DIVERGING_COLORSCALE, cmin=-limit, cmax=limit),
-                      yaxis=dict(autorange="reversed", title_text="position"))
+    ticks = list(range(0, positions, max(1, positions // 8)))  # whole positions, never −0.5 or 0.5
+    fig.update_layout(coloraxis=dict(colorscale=DIVERGING_COLORSCALE, cmin=-limit, cmax=limit,
+                                     colorbar=dict(thickness=12, nticks=5)),
+                      yaxis=dict(autorange="reversed", title_text="position", tickmode="array", tickvals=ticks))
     return fixed_margins(fig, top=20 + 20 * title_lines(title), left=70, right=10, bottom=50)

@@ -52,8 +52,9 @@ def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "no
         data.append(dict(cells, z=values, **heatmap))
         if (no_score := _no_score(values, name, why)) is not None:
             data.append(dict(cells, **no_score))
-        axes.update(axis_pair(index, dict(domain=x_domain, type="category"),
-                              dict(domain=y_domain, type="category", autorange="reversed")))
+        axes.update(axis_pair(index, dict(domain=x_domain, type="category"),  # layer labels on a row's first panel
+                              dict(domain=y_domain, type="category", autorange="reversed",
+                                   showticklabels=index % across == 0)))  # (others sat on their neighbour's cells)
         names.append(panel_title(name, x_domain, y_domain))
     return go.Figure(data=data, layout=dict(template=TEMPLATE_JSON, title=left_title(title), annotations=names,
                                             height=70 + down * 230, margin=dict(t=80, l=60, r=20, b=40), **axes,

@@ -7,15 +7,17 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.labels import escape, position_labels
-from viz.style import category_axes, figure, fixed_margins
+from viz.style import category_axes, figure, fixed_margins, title_lines, wrap_title
 
 OCCURRENCE_COLOURS = {"first": "rgba(99, 110, 250, 0.15)", "second": "rgba(0, 204, 150, 0.2)"}
 
 
 def position_loss_figure(tokens, loss, first: int, second: int, size: int, vocabulary: int,
-                         title: str = "") -> go.Figure:
+                         title: str = "", fit_px: int | None = None) -> go.Figure:
     """Bars of ``loss`` ``(N - 1,)``: the cross-entropy (nats) of predicting token i + 1 at position i, drawn at the
-    predicted token; the segment's occurrences (``first``, ``second``, ``size`` tokens) shaded; log V dashed."""
+    predicted token; the segment's occurrences (``first``, ``second``, ``size`` tokens) shaded; log V dashed.
+    ``fit_px``: a phone's chart width, the title wrapped to it."""
+    title = wrap_title(title, fit_px)
     labels = position_labels(tokens)
     loss = np.asarray(loss, dtype=np.float64)
     hover = [f"after {escape(tokens[i])} (position {i}) the next token is {escape(tokens[i + 1])}"
@@ -32,14 +34,21 @@ def position_loss_figure(tokens, loss, first: int, second: int, size: int, vocab
     category_axes(fig, reverse_y=False)
     fig.update_xaxes(title="the token predicted (its position)", tickangle=-60, tickfont=dict(size=9))
     fig.update_yaxes(title="loss (nats)", type="linear", rangemode="tozero")
-    fig.update_layout(title=dict(text=title, x=0, xanchor="left"), height=380, showlegend=False, bargap=0.1)
-    return fixed_margins(fig, top=60, bottom=110)
+    fig.update_layout(title=dict(text=title, x=0, xanchor="left"), height=380 + 20 * (title_lines(title) - 1),
+                      showlegend=False, bargap=0.1)
+    return fixed_margins(fig, top=40 + 20 * title_lines(title), bottom=110)
+
+
+def _short(label: str) -> str:
+    """A group's label as a bar's: "the previous-token heads" -> "previous-<br>token" (the axis title says heads):
+    short enough for four groups side by side on a phone, unrotated."""
+    return label.removeprefix("the ").removesuffix(" heads").replace("-", "-<br>")
 
 
 def ablation_figure(accuracy: dict, groups: dict, labels: dict, lines: int) -> go.Figure:
     """Grouped bars: next-token accuracy on the segment's second and first occurrence (2nd token on) with each group
     of heads ablated. ``accuracy``: ``{group: {"second", "first"}}``; ``groups``: ``{group: ((layer, head), …)}``."""
-    names = [labels[group] for group in accuracy]
+    names = [_short(labels[group]) for group in accuracy]
     heads = [", ".join(f"L{layer} H{head}" for layer, head in groups[group]) or "none" for group in accuracy]
     fig = figure()
     for occurrence, colour in (("second", "#00cc96"), ("first", "#636efa")):
@@ -49,5 +58,5 @@ def ablation_figure(accuracy: dict, groups: dict, labels: dict, lines: int) -> g
                                            f"%{{y:.1%}} of next tokens right over {lines} lines<extra></extra>"))
     fig.update_layout(barmode="group", height=340, legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
                       yaxis=dict(range=[0, 1.02], tickformat=".0%", title="next tokens right"),
-                      xaxis=dict(title="heads ablated (zeroed)"))
-    return fixed_margins(fig, top=70, bottom=60)
+                      xaxis=dict(title=dict(text="heads ablated (zeroed)", standoff=4), tickangle=0))
+    return fixed_margins(fig, top=70, bottom=80)
