@@ -112,3 +112,25 @@ def test_no_chart_text_runs_into_other_text(browser, server, path, charts, width
         assert not problems, problems
     finally:
         context.close()
+
+
+def test_home_labels_every_character_of_the_dates_line_at_1400_px(browser, server):  # noqa: F811
+    """#52.13: every 4th character was labelled; where every key's label fits with fewer panels to a row, the grid
+    takes fewer panels to a row."""
+    from chart_support import FIRST_PLOT  # noqa: PLC0415
+
+    context = browser.new_context(viewport={"width": 1400, "height": 2000})
+    tab = context.new_page()
+    try:
+        tab.goto(server)
+        wait_idle(tab)
+        wait_for_charts(tab)
+        labels = tab.evaluate(f"""() => {{
+            const plot = {FIRST_PLOT}, axis = plot.querySelector('.xaxislayer-above');
+            return [...axis.querySelectorAll('.xtick text')].map((t) => t.textContent); }}""")
+        keys = tab.evaluate(f"() => {FIRST_PLOT}.data[1].x.length")  # one panel's keys
+        tab.screenshot(path=str(OUTPUT / "home-dates-labels-1400.png"))
+        positions = {label.split("·")[0] for label in labels if "·" in label}  # "12·N" -> "12"
+        assert len(positions) == keys, (len(positions), keys, labels)  # every key labelled
+    finally:
+        context.close()
