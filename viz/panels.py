@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from viz.labels import GAP_MARK, PANEL_MARK
 from viz.sizes import (
     CHAR_PX,
+    LABELLED_WIDTH_PX,
     MIN_PANEL_PX,
     NOMINAL_WIDTH_PX,
     TICK_PX,
@@ -100,6 +101,19 @@ def _row_geometry(rows: int, *, panel_px: int, x_labels_px: int, title_px: int, 
         y_top = 1.0 - row * row_px / plot_px
         domains.append([max(0.0, y_top - panel_px / plot_px), y_top])
     return height, top, domains
+
+
+def labelled_columns(columns: int, keys: int, width_px: float, gap_px: int, least: int = 2) -> int:
+    """Fewer panels to a row where that labels every key: down to the first count (at least ``least``) that gives
+    each of a panel's ``keys`` TICK_PX of a row ``width_px`` wide; ``columns`` when even ``least`` would not (the
+    labels are thinned then, and more rows would only make the grid taller)."""
+    def each_key_px(count: int) -> float:
+        return (width_px - gap_px * (count - 1)) / count / keys
+    if each_key_px(columns) >= TICK_PX or each_key_px(min(least, columns)) < TICK_PX:
+        return columns
+    while each_key_px(columns) < TICK_PX:
+        columns -= 1
+    return columns
 
 
 def fitting_columns(columns: int, fit_px: int | None, min_width) -> int:
@@ -231,6 +245,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
 
     columns = fitting_columns(max(1, min(columns, panels)), fit_px,
                               lambda count: gap_and_meta(count)[1]["min_width_px"])
+    if show_ticks:  # every key labelled where fewer panels to a row leave room for it
+        columns = labelled_columns(columns, n_k, LABELLED_WIDTH_PX - y_labels_px - right_px, gap_px)
     gap, meta = gap_and_meta(columns)
     full_row = columns * n_k + (columns - 1) * gap
     title_px = TITLE_PX if any(titles) else 4

@@ -8,6 +8,9 @@ TICK_PX = 14  # room along an axis for one rotated tick label
 # the sidebar open); a narrower chart keeps every k-th of them as drawn, so that none overlap (ui.chart's
 # fitKeyLabels). The hover names every key.
 TICK_WIDTH_PX = 1600
+# The narrowest chart (a 1400 px window with the sidebar open) in which a grid should label every key: fewer panels
+# go to a row where that makes room for each key's label (viz.panels.labelled_columns).
+LABELLED_WIDTH_PX = 1000
 # A panel title's characters at 14 px (measured in Chromium: 6–7.3 px), and the room kept between two titles. A
 # grid whose titles need more than its column (a phone) is laid out again for the column (NARROW_PX below).
 TITLE_CHAR_PX = 6.5
