@@ -665,10 +665,10 @@ def test_a_grid_with_nothing_masked_names_its_categories_on_the_axis_gaps_includ
 def test_a_grid_laid_out_for_a_phones_column_fits_it_with_fewer_panels_to_a_row():
     """A chart reports a narrow column's width (ui.chart.column_px); the grid is laid out for it: fewer panels to a
     row where the titles need it, the title wrapped, and its narrowest width within the column."""
-    weights, mask = RNG.random((5, 11, 28)), np.ones((11, 28), bool)
+    weights, mask = RNG.random((5, 11, 60)), np.ones((11, 60), bool)  # 60 keys: too many to label at any count
     title = "cross-attention, layer 1: rows are the characters written, columns those read"
-    wide = attention.head_grid(weights, mask, ["q"] * 11, ["k"] * 28, title=title, columns=5)
-    narrow = attention.head_grid(weights, mask, ["q"] * 11, ["k"] * 28, title=title, columns=5, fit_px=350)
+    wide = attention.head_grid(weights, mask, ["q"] * 11, ["k"] * 60, title=title, columns=5)
+    narrow = attention.head_grid(weights, mask, ["q"] * 11, ["k"] * 60, title=title, columns=5, fit_px=350)
     assert wide.layout.meta["min_width_px"] > 350 >= narrow.layout.meta["min_width_px"]
     assert len({trace.yaxis for trace in narrow.data}) > len({trace.yaxis for trace in wide.data})  # more rows
     assert "<br>" in narrow.layout.title.text and "<br>" not in wide.layout.title.text
@@ -726,3 +726,16 @@ def test_the_training_timeline_says_what_its_accuracy_counts_on_round_ticks():
     for axis in (layout.yaxis2, layout.yaxis3):
         assert (axis.tick0, axis.dtick) == (0, 0.25)
     assert "token accuracy" in layout.yaxis3.title.text
+
+
+def test_a_grid_takes_fewer_panels_to_a_row_where_that_labels_every_key():
+    """#52.13: 26 keys in 5 panels gave each ~7 px and every 4th label; 2 panels to a row give each key its room."""
+    from viz.panels import labelled_columns
+    from viz.sizes import TICK_PX
+
+    assert labelled_columns(5, 26, 900, 16) == 2 and (900 - 16) / 2 / 26 >= TICK_PX
+    assert labelled_columns(5, 7, 900, 16) == 5  # every key fits already
+    assert labelled_columns(5, 60, 900, 16) == 5  # not even two would: the labels thin, the grid stays low
+    weights, mask = RNG.random((5, 11, 26)), np.ones((11, 26), bool)
+    grid = attention.head_grid(weights, mask, ["q"] * 11, [f"k{i}" for i in range(26)], columns=5)
+    assert len({trace.yaxis for trace in grid.data}) == 3  # 2 + 2 + 1 panels
