@@ -103,3 +103,11 @@ def test_a_model_trained_here_has_a_short_name_and_the_train_form_says_whose_siz
     at = open_page("train")
     no_errors(at)
     assert "not the sidebar's" in _texts(at)
+
+
+def test_a_predictions_table_puts_what_was_predicted_before_the_long_source():
+    """#52.11: at 390 px the table hid its last columns, prediction and right among them."""
+    at = open_page("attention", {"weights": "dates"})
+    table = at.main.expander[0].dataframe[0].value
+    assert list(table.columns)[:3] == ["line", "prediction", "expected"] and list(table.columns)[-1] == "source"
+    assert table["prediction"].iloc[0].startswith("✓ ")

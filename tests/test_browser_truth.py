@@ -134,3 +134,23 @@ def test_home_labels_every_character_of_the_dates_line_at_1400_px(browser, serve
         assert len(positions) == keys, (len(positions), keys, labels)  # every key labelled
     finally:
         context.close()
+
+
+def test_homes_page_list_fits_a_phone(browser, server):  # noqa: F811
+    """#52.11: at 390 px the page list ran past the right edge."""
+    context = browser.new_context(viewport={"width": 390, "height": 3000})
+    tab = context.new_page()
+    try:
+        tab.goto(server)
+        wait_idle(tab)
+        wait_for_charts(tab)
+        cut = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink"]')]
+            .filter((link) => { const text = link.querySelector('p'), box = link.querySelector('a');
+                                return text.getBoundingClientRect().right > window.innerWidth + 1
+                                    || box.scrollWidth > box.clientWidth + 1
+                                    || text.parentElement.scrollWidth > text.parentElement.clientWidth + 1; })
+            .map((link) => link.textContent)""")
+        tab.screenshot(path=str(OUTPUT / "home-390.png"), full_page=True)
+        assert not cut, cut
+    finally:
+        context.close()
