@@ -90,5 +90,6 @@ st.markdown("\n".join(f"{number}. [{lesson.title}]({lesson.address}) — {lesson
                        for number, lesson in enumerate(LESSONS, start=1))
             + "\n\nEach is an address: share it as it is, and it opens on exactly that view.")
 st.subheader("Every page")
-for name, title, icon, says in PAGES[1:]:
-    st.page_link(f"app_pages/{name}.py", label=f"{title} — {says}", icon=f":material/{icon}:")
+for name, title, icon, says in PAGES[1:]:  # a page link keeps to one line: the title, and what it shows below it
+    st.page_link(f"app_pages/{name}.py", label=title, icon=f":material/{icon}:")
+    st.caption(says)

@@ -490,8 +490,8 @@ def test_trained_weights_lock_the_architecture_and_show_predictions():
     assert at.sidebar.select_slider(key="_shown_d_model_reverse").disabled
     assert any("Locked by the trained model" in c.value for c in at.sidebar.caption)
     table = at.dataframe[0].value
-    assert list(table["right"]) == [True] * 3
-    assert list(table["prediction"]) == list(table["expected"])
+    assert all(text.startswith("✓ ") for text in table["prediction"])  # every line right
+    assert [text.removeprefix("✓ ") for text in table["prediction"]] == list(table["expected"])
     heads = pretrained_heads("reverse")
     assert len(weight_panels(specs(at)[0])) == heads
 

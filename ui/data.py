@@ -234,11 +234,14 @@ def show_predictions(predictions) -> None:
             st.caption("After each token, the model's most probable next token; expected: the in-context rule (what "
                        "followed that token's latest earlier occurrence, · where it did not occur before). Right: the "
                        "two agree wherever the rule has an answer.")
+        # what was predicted first, marked right (✓) or wrong (✗), and the long source last: on a phone the table
+        # shows its first columns and the source scrolls
         st.dataframe(
-            [{"line": i + 1, "source": p["source"], "prediction": p["prediction"], "expected": p["expected"],
+            [{"line": i + 1, "prediction": f"{'✓' if p['correct'] else '✗'} {p['prediction']}",
+              "expected": p["expected"],
               **({"next tokens right": f"{p['tokens_right']} of {p['tokens_counted']}"} if next_token else {}),
-              "right": bool(p["correct"])} for i, p in enumerate(predictions)],
-            hide_index=True, column_config={"right": st.column_config.CheckboxColumn("right")},
+              "source": p["source"]} for i, p in enumerate(predictions)],
+            hide_index=True,
         )
 
 
