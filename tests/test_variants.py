@@ -290,3 +290,16 @@ def test_the_exponent_is_fitted_over_the_upper_range_and_the_quadratic_share_is_
     quadratic = 2 * 2 * n * n * d
     assert quadratic_share(n, d, kv_share) == pytest.approx(quadratic / (quadratic + 2 * 2 * n * d * d +
                                                                           2 * 2 * n * d * d * kv_share))
+
+
+def test_the_cost_exponents_come_with_their_spread_over_repeated_runs():
+    """#52.15: exponents from one noisy run contradicted each other (N^0.71 against N^1.15); each is now fitted on
+    every repeat, and two series whose spreads overlap are said to be within the noise."""
+    from transformer.analysis.cost import attention_cost, differ, fitted_exponent
+
+    series = attention_cost(16, 4, "/CPU:0", lengths=(64, 256, 512), repeats=3)
+    for one in series:
+        assert len(one.exponents) == 3 and one.spread[0] <= one.spread[1]
+        runs = np.array(one.runs)  # (lengths, repeats)
+        np.testing.assert_allclose(one.exponents, [fitted_exponent(one.lengths, runs[:, r]) for r in range(3)])
+    assert differ((0.9, 1.0), (1.05, 1.2)) and not differ((0.9, 1.1), (1.0, 1.2))
