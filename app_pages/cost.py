@@ -2,13 +2,28 @@
 
 import streamlit as st
 
-from transformer.analysis.cost import fit_range, quadratic_share
+from transformer.analysis.cost import differ, fit_range, quadratic_share
 from transformer.live.blockwise import QUERY_BLOCK
 from ui import data, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device
 from ui.text import percent
 from viz.cost import cost_figure
+
+
+def noise_note(series) -> str:
+    """Which exponents differ beyond the runs' noise, compared with the full mask's (the first series)."""
+    full, others = series[0], series[1:]
+    within = [one.label for one in others if not differ(full.spread, one.spread)]
+    beyond = [one.label for one in others if differ(full.spread, one.spread)]
+    said = []
+    if within:
+        said.append(f"{', '.join(within)}: within the runs' spread of **{full.label}**'s exponent, so no difference "
+                    "in growth is measured here")
+    if beyond:
+        said.append(f"{', '.join(beyond)}: outside it, a difference beyond this machine's noise")
+    return "Against the full mask: " + "; ".join(said) + "."
+
 
 st.title("Cost")
 st.markdown("One multi-head attention layer of the sidebar's size, on random inputs, at N = 64 … the longest "
@@ -31,8 +46,11 @@ if right.button("Measure", type="primary", help="Takes a few seconds (longer at 
     plot(cost_figure(series, "GPU" if on_gpu else "CPU", quadratic_from=half if lengths[0] <= half <= lengths[-1]
                      else None), "cost")
     fitted = f" from N = {span[0]} to {span[1]}" if span else ""
-    st.markdown("\n".join(f"- **{one.label}**: time ∝ N^{one.exponent:.2f}{fitted}" if span
+    st.markdown("\n".join(f"- **{one.label}**: time ∝ N^{one.exponent:.2f}{fitted} (each of the "
+                          f"{len(one.exponents)} runs alone: {one.spread[0]:.2f} to {one.spread[1]:.2f})" if span
                           else f"- **{one.label}**: too few lengths from 256 up to fit an exponent" for one in series))
+    if span:
+        st.markdown(noise_note(series))
     shares = ", ".join(f"{percent(quadratic_share(n, d_model))} at N = {n}" for n in (lengths[0], lengths[-1]))
     marked = " (the red line)" if lengths[0] <= half <= lengths[-1] else ""
     st.markdown(f"The N² terms (Q·Kᵀ and weights · V, 4·N²·d_model FLOPs) are {shares} of the layer's FLOPs, half "

@@ -883,6 +883,7 @@ def test_the_cost_page_measures_one_layer_on_a_click_and_keeps_the_longest_n_in_
     assert len(series) == 5 and all(list(t["x"]) == [64, 128, 256, 512] for t in series)
     text = " ".join(m.value for m in at.markdown)
     assert "time ∝ N^" in text and "from N = 256 to 512" in text  # fitted over the upper range
+    assert "each of the 5 runs alone" in text and "Against the full mask" in text  # read against the noise (#52.15)
     assert "are 50% at N = 64, 89% at N = 512 of the layer's FLOPs, half from N = 2·d_model = 64" in text
     assert [shape["x0"] for shape in figure["layout"]["shapes"]] == [64, 64]  # the red line, on both panels
     assert at.query_params["cost_max"] == "512"

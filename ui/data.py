@@ -22,6 +22,7 @@ from transformer.live.query_key import query_key_space
 from ui.text import percent
 
 COMPUTING = "Computing…"
+COST_REPEATS = 5  # each length timed five times: an exponent is read against the spread of the five fits
 
 
 @st.cache_resource(max_entries=12, show_spinner=COMPUTING)
@@ -106,7 +107,7 @@ def position_views(length: int, d_k: int, heads: int):
 
 @st.cache_resource(max_entries=8, show_spinner="Measuring one attention layer at every length…")
 def _cost(d_model: int, heads: int, device: str, longest: int):
-    return attention_cost(d_model, heads, device, tuple(n for n in COST_LENGTHS if n <= longest))
+    return attention_cost(d_model, heads, device, tuple(n for n in COST_LENGTHS if n <= longest), repeats=COST_REPEATS)
 
 
 _MEASURED: set = set()  # the cost measurements made in this process (any session's)

@@ -28,9 +28,10 @@ FIT_POINTS = 3  # … over the longest three lengths measured: the upper range, 
 
 @dataclass(frozen=True)
 class Series:
-    """One measured curve: ``label``; ``lengths`` N; ``seconds`` and ``bytes`` per N; ``exponent`` the
-    fitted slope of log(seconds) against log(N) over the upper range (`fit_range`); ``density`` the allowed
-    share of cells."""
+    """One measured curve: ``label``; ``lengths`` N; ``seconds`` (the median of the repeats) and ``bytes`` per N;
+    ``exponent`` the fitted slope of log(seconds) against log(N) over the upper range (`fit_range`); ``density``
+    the allowed share of cells; ``runs`` every repeat's seconds ``(lengths, repeats)`` and ``exponents`` the slope
+    fitted on each repeat alone (`spread`: their range, the noise an exponent is read against)."""
 
     label: str
     lengths: tuple
@@ -39,6 +40,19 @@ class Series:
     exponent: float
     density: tuple
     measured: bool = True  # False: the bytes are counted from the tensors' shapes (CPU)
+    runs: tuple = ()
+    exponents: tuple = ()
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """``(lowest, highest)`` exponent over the repeats (the fitted one twice with no repeats)."""
+        found = [e for e in self.exponents if np.isfinite(e)] or [self.exponent]
+        return min(found), max(found)
+
+
+def differ(spread: tuple, other: tuple) -> bool:
+    """Whether two exponents' spreads (`Series.spread`) do not overlap: a difference beyond the runs' noise."""
+    return spread[1] < other[0] or other[1] < spread[0]
 
 
 def counted_bytes(n: int, heads: int, kv_heads: int, d_k: int, block: int = QUERY_BLOCK) -> int:
@@ -94,7 +108,7 @@ def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", le
     kv_counts = {"all": heads, "few": 2 if heads % 2 == 0 and heads > 2 else 1, "one": 1}
     measured = []
     for label, family, size, kv in SERIES:
-        seconds, memory, density = [], [], []
+        seconds, memory, density, runs = [], [], [], []
         for n in lengths:
             run, share = _one_layer(d_model, heads, kv_counts[kv], n, family, size, device)
             run()  # warm-up
@@ -104,12 +118,14 @@ def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", le
                 run()
                 times.append(time.perf_counter() - started)
             seconds.append(float(np.median(times)))
+            runs.append(tuple(times))
             peak = _measure_memory(run, device)
             memory.append(peak if peak is not None else counted_bytes(n, heads, kv_counts[kv], d_model // heads))
             density.append(share)
+        each = [fitted_exponent(lengths, [times[r] for times in runs]) for r in range(repeats)]  # a fit a repeat
         measured.append(Series(label.replace("2 KV", f"{kv_counts['few']} KV"), tuple(lengths), tuple(seconds),
                                tuple(memory), fitted_exponent(lengths, seconds), tuple(density),
-                               measured=device.startswith("/GPU")))
+                               measured=device.startswith("/GPU"), runs=tuple(runs), exponents=tuple(each)))
     return measured
 
 
