@@ -1,6 +1,8 @@
 """What you see is what runs, in a real browser: a control whose options change with another control shows the
 value the model ran with (the browser keeps a select slider's place among its options, not its value)."""
 
+import contextlib
+
 import pytest
 from browser_support import OUTPUT, wait_idle
 from test_browser import browser, open_page, page, server, wait_for_charts  # noqa: F401  (fixtures)
@@ -84,6 +86,21 @@ TEXT_COLLISIONS = r"""(selector) => [...document.querySelectorAll(selector)].fla
 })"""
 
 
+@contextlib.contextmanager
+def _tab(browser, server, path: str, width: int, height: int = 4000):
+    """A page of the app at ``width`` px, its charts drawn (at 390 px the sidebar starts collapsed: the page is
+    waited for, not the sidebar)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{server}/{path}")
+        wait_idle(tab)
+        wait_for_charts(tab)
+        yield tab
+    finally:
+        context.close()
+
+
 def _collisions(page) -> list:
     from chart_support import PLOT  # noqa: PLC0415
 
@@ -98,20 +115,13 @@ def test_no_chart_text_runs_into_other_text(browser, server, path, charts, width
     from chart_support import PLOT  # noqa: PLC0415
     from test_browser import CHART_TEXT_PROBLEMS  # noqa: PLC0415
 
-    context = browser.new_context(viewport={"width": width, "height": 4000})
-    tab = context.new_page()
-    try:
-        tab.goto(f"{server}/{path}")  # at 390 px the sidebar starts collapsed: wait for the page, not for it
-        wait_idle(tab)
-        wait_for_charts(tab)
+    with _tab(browser, server, path, width) as tab:
         tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= {charts}", timeout=60_000)
         wait_idle(tab)
         tab.wait_for_timeout(500)
         tab.screenshot(path=str(OUTPUT / f"collisions-{path.split('?')[0]}-{width}.png"), full_page=True)
         problems = _collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
         assert not problems, problems
-    finally:
-        context.close()
 
 
 def test_home_labels_every_character_of_the_dates_line_at_1400_px(browser, server):  # noqa: F811
@@ -119,12 +129,7 @@ def test_home_labels_every_character_of_the_dates_line_at_1400_px(browser, serve
     takes fewer panels to a row."""
     from chart_support import FIRST_PLOT  # noqa: PLC0415
 
-    context = browser.new_context(viewport={"width": 1400, "height": 2000})
-    tab = context.new_page()
-    try:
-        tab.goto(server)
-        wait_idle(tab)
-        wait_for_charts(tab)
+    with _tab(browser, server, "", 1400, 2000) as tab:
         labels = tab.evaluate(f"""() => {{
             const plot = {FIRST_PLOT}, axis = plot.querySelector('.xaxislayer-above');
             return [...axis.querySelectorAll('.xtick text')].map((t) => t.textContent); }}""")
@@ -132,18 +137,11 @@ def test_home_labels_every_character_of_the_dates_line_at_1400_px(browser, serve
         tab.screenshot(path=str(OUTPUT / "home-dates-labels-1400.png"))
         positions = {label.split("·")[0] for label in labels if "·" in label}  # "12·N" -> "12"
         assert len(positions) == keys, (len(positions), keys, labels)  # every key labelled
-    finally:
-        context.close()
 
 
 def test_homes_page_list_fits_a_phone(browser, server):  # noqa: F811
     """#52.11: at 390 px the page list ran past the right edge."""
-    context = browser.new_context(viewport={"width": 390, "height": 3000})
-    tab = context.new_page()
-    try:
-        tab.goto(server)
-        wait_idle(tab)
-        wait_for_charts(tab)
+    with _tab(browser, server, "", 390, 3000) as tab:
         cut = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink"]')]
             .filter((link) => { const text = link.querySelector('p'), box = link.querySelector('a');
                                 return text.getBoundingClientRect().right > window.innerWidth + 1
@@ -152,5 +150,3 @@ def test_homes_page_list_fits_a_phone(browser, server):  # noqa: F811
             .map((link) => link.textContent)""")
         tab.screenshot(path=str(OUTPUT / "home-390.png"), full_page=True)
         assert not cut, cut
-    finally:
-        context.close()
