@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from app_support import no_errors, open_page, specs, weight_panels
 
 
@@ -111,3 +112,17 @@ def test_a_predictions_table_puts_what_was_predicted_before_the_long_source():
     table = at.main.expander[0].dataframe[0].value
     assert list(table.columns)[:3] == ["line", "prediction", "expected"] and list(table.columns)[-1] == "source"
     assert table["prediction"].iloc[0].startswith("✓ ")
+
+
+@pytest.mark.parametrize("page, query, keys", [
+    ("attention", {"view": "Head view"}, ("focus", "element", "stack", "hidden_heads", "seq_len", "weights")),
+    ("attention", {"view": "Neuron view"}, ("nv_other",)),
+    ("decode", {"weights": "reverse", "dec_src": "a b c"}, ("dec_cache_layer",)),
+])
+def test_every_control_whose_options_follow_another_is_given_its_value_again(page, query, keys):
+    """#52.2's audit: each select slider, select box, radio and pills whose options depend on another control goes
+    through options_follow (the browser test shows what it mends, on the focus slider)."""
+    at = open_page(page, query)
+    no_errors(at)
+    missing = [key for key in keys if f"_options_of_{key}" not in at.session_state]
+    assert not missing, missing
