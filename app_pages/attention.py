@@ -6,7 +6,7 @@ import streamlit as st
 from transformer import stack_sides
 from transformer.analysis.heads import has_position_axis, line_top_roles, role_text
 from transformer.analysis.measures import attention_checks, head_statistics, measured_checks
-from transformer.live.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
+from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from ui import data, state, token_views
 from ui.controls import (
     PERSIST,

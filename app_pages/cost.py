@@ -3,7 +3,7 @@
 import streamlit as st
 
 from transformer.analysis.cost import differ, fit_range, quadratic_share
-from transformer.live.blockwise import QUERY_BLOCK
+from transformer.core.blockwise import QUERY_BLOCK
 from ui import data, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device

@@ -4,12 +4,12 @@ ablated in turn)."""
 import numpy as np
 import streamlit as st
 
-from transformer.analysis.ablation import head_label
 from transformer.analysis.heads import ROLES
-from transformer.analysis.importance import heads_of, measured
+from transformer.core.ablation import head_label
 from transformer.core.masks import SIZED_FAMILIES
 from transformer.core.model import STACKS
 from transformer.live.head_roles import PATTERN_FAMILIES
+from transformer.live.importance import heads_of, measured
 from transformer.training import pretrained
 from ui import data, sidebar, state
 from ui.controls import PERSIST, carried_over, plot, stack_picker

@@ -22,8 +22,8 @@ def compute(quick: bool):
 
     from transformer import LiveConfig, MultiHeadAttention, run_live
     from transformer.analysis.reference import copy_to_keras
-    from transformer.live.engine_thread import on_engine_thread
     from transformer.live.model_cache import MODELS
+    from transformer.runtime.engine_thread import on_engine_thread
 
     repeats = 5 if quick else 20
     size = 2048
@@ -85,7 +85,7 @@ def decoding(repeats: int):
     """What the Decode page's engine call costs: every step of a line by the whole model (traced), then the line
     through the cache once."""
     from transformer import LiveConfig
-    from transformer.decoding import decode
+    from transformer.live.decode import decode
     from transformer.tasks import get_task
 
     gpt = LiveConfig(architecture="decoder-only", norm="pre")
@@ -127,9 +127,9 @@ def head_page(repeats: int):
     """The Heads page's engine call at its defaults: the model over 16 lines of repeated tokens, every head scored
     (a new seed each time, so nothing is remembered; the model is built and traced first)."""
     from transformer import LiveConfig
-    from transformer.live.engine_thread import on_engine_thread
     from transformer.live.head_roles import head_roles, repeated_lines
     from transformer.live.model_cache import MODELS
+    from transformer.runtime.engine_thread import on_engine_thread
 
     def config(seed):
         text = repeated_lines(16, 10, seed)
@@ -176,7 +176,7 @@ def your_model(repeats: int):
 def importance_map():
     """The Heads page's importance map at its default size: every head of reverse and of dates ablated in turn on 200
     examples (loss and greedy decoding), cold (each head measured once; the traced functions made on the way)."""
-    from transformer.analysis.importance import head_importance
+    from transformer.live.importance import head_importance
 
     for name in ("reverse", "dates"):
         started = time.perf_counter()
@@ -235,9 +235,9 @@ def long_sequences(quick: bool):
     where both fit, and the engine's encoder run at N = 4096."""
     import tensorflow as tf
 
+    from transformer.core.blockwise import blockwise_attention, power_of_two_block
     from transformer.core.masks import padding_mask
     from transformer.core.model import Transformer
-    from transformer.live.blockwise import blockwise_attention, power_of_two_block
     from viz.pooling import max_pool
 
     peaks = {}

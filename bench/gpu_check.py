@@ -16,8 +16,8 @@ def main() -> None:
     import tensorflow as tf
 
     from transformer import LiveConfig, ModelCache, device_label, run_live
-    from transformer.live.device import driver_gpus, missing_gpu_notice, visible_gpus
-    from transformer.live.engine_thread import on_engine_thread
+    from transformer.runtime.device import driver_gpus, missing_gpu_notice, visible_gpus
+    from transformer.runtime.engine_thread import on_engine_thread
 
     print(f"TensorFlow {tf.__version__}, built with CUDA: {tf.test.is_built_with_cuda()}")
     print(f"NVIDIA driver lists: {', '.join(driver_gpus()) or 'no GPU (no nvidia-smi, or no GPU listed)'}")

@@ -20,9 +20,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from transformer.core.blockwise import blockwise_attention  # noqa: E402
 from transformer.core.masks import padding_mask  # noqa: E402
 from transformer.core.model import Transformer  # noqa: E402
-from transformer.live.blockwise import blockwise_attention  # noqa: E402
 
 
 def _status() -> dict:

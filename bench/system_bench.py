@@ -44,7 +44,7 @@ def payload():
 
 def retraces():
     from transformer import LiveConfig, ModelCache, keras_difference, run_live
-    from transformer.live.engine_thread import on_engine_thread
+    from transformer.runtime.engine_thread import on_engine_thread
 
     cache, rng = ModelCache(), random.Random(1)
     base = LiveConfig()
@@ -130,8 +130,8 @@ def gpu(quick: bool):
     import tensorflow as tf
 
     from transformer import LiveConfig, ModelCache, MultiHeadAttention, device_label, run_live
-    from transformer.live.device import driver_gpus, visible_gpus
-    from transformer.live.engine_thread import on_engine_thread
+    from transformer.runtime.device import driver_gpus, visible_gpus
+    from transformer.runtime.engine_thread import on_engine_thread
 
     if not visible_gpus():
         why = ("the NVIDIA driver lists a GPU that TensorFlow does not see (make run GPU=1)" if driver_gpus()

@@ -8,13 +8,13 @@ import pytest
 import tensorflow as tf
 
 from transformer import LiveConfig, ModelCache, run_live
-from transformer.analysis.ablation import HeadAblation, check_ablation, kept_array
 from transformer.analysis.heads import detection_pattern, line_top_roles, pattern_score
-from transformer.analysis.importance import head_importance, measure
+from transformer.core.ablation import HeadAblation, check_ablation, kept_array
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.model import STACKS
-from transformer.decoding import decode
+from transformer.live.decode import decode
 from transformer.live.head_roles import head_roles, repeated_lines
+from transformer.live.importance import head_importance, measure
 from transformer.tasks import PAD_ID, make_batch
 from transformer.training.pretrained import load_pretrained
 

@@ -9,11 +9,12 @@ import pytest
 import tensorflow as tf
 
 from tests.numpy_reference import subsequent_mask, transformer_forward
-from transformer.analysis.ablation import HeadAblation
+from transformer.core.ablation import HeadAblation
 from transformer.core.model import ARCHITECTURES, Transformer
 from transformer.core.positional import POSITIONS
-from transformer.decoding import cache_gap, decode, next_token_distribution
+from transformer.decoding import next_token_distribution
 from transformer.live.config import LiveConfig
+from transformer.live.decode import cache_gap, decode
 
 VOCAB = 13
 SRC = np.array([[3, 5, 7, 2, 9]], np.int32)  # (1, N_s)

@@ -8,8 +8,8 @@ import tensorflow as tf
 
 from transformer import LiveConfig, ModelCache, run_live
 from transformer.analysis.measures import attention_checks
+from transformer.core.blockwise import QUERY_BLOCK, blockwise_attention, power_of_two_block
 from transformer.core.model import Transformer
-from transformer.live.blockwise import QUERY_BLOCK, blockwise_attention, power_of_two_block
 from transformer.live.inputs import prepared_inputs
 from viz.pooling import max_pool
 
@@ -50,7 +50,7 @@ def test_block_wise_maps_equal_full_attention_pooled_and_cropped(options):
 
 
 def test_block_wise_outputs_equal_the_full_forward_pass():
-    from transformer.live.blockwise import CheckTotals, LayerView
+    from transformer.core.blockwise import CheckTotals, LayerView
 
     model = _model()
     src, tgt, src_mask, tgt_mask = _inputs()
@@ -98,7 +98,7 @@ def test_run_live_above_512_positions_is_block_wise_and_pooled_to_128_cells():
 
 
 def test_block_checks_measure_what_attention_checks_measures_on_bad_weights():
-    from transformer.live.blockwise import CheckTotals
+    from transformer.core.blockwise import CheckTotals
 
     good = np.full((1, 2, 3, 4), 0.25, np.float32)  # (B, H, Q_b, N_k), rows sum to 1
     unmasked = CheckTotals()

@@ -4,9 +4,10 @@ each step's attention as the whole model gives it, and a key/value cache that ch
 import numpy as np
 import pytest
 
-from transformer.decoding import decode as decode_config
-from transformer.decoding import next_token_distribution, predictions
+from transformer.decoding import next_token_distribution
 from transformer.live.config import LiveConfig
+from transformer.live.decode import decode as decode_config
+from transformer.training.answers import predictions
 from transformer.training.pretrained import load_pretrained
 
 

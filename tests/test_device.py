@@ -31,7 +31,7 @@ def test_auto_picks_the_gpu_and_names_it_cpu_forces_the_cpu_and_models_are_cache
     out = run_with_fake_gpu(
         "from dataclasses import replace\n"
         "from transformer import LiveConfig, ModelCache, device_label, resolve_device, run_live\n"
-        "from transformer.live.device import memory_in_use\n"
+        "from transformer.runtime.device import memory_in_use\n"
         "from transformer.training.pretrained import load_pretrained\n"
         "cache = ModelCache()\n"
         "config = LiveConfig(d_model=16, num_heads=2, d_ff=32)\n"
@@ -49,7 +49,7 @@ ENTRY_POINTS = (
     "from dataclasses import replace\n"
     "from transformer import LiveConfig, ModelCache, attention_walkthrough, keras_difference, run_live\n"
     "from transformer.live.inputs import encoding_array\n"
-    "from transformer.decoding import decode, translate\n"
+    "from transformer.live.decode import decode\nfrom transformer.training.answers import translate\n"
     "from transformer.training.pretrained import load_pretrained\n"
     "from transformer.training.saved_model import TrainSpec\nfrom transformer.training.train import train\n"
     "from transformer.training import worker\n"
@@ -85,7 +85,7 @@ def test_every_computation_a_session_starts_runs_under_its_device(choice, device
 
 FIRST_REQUESTS = {
     "a live run": "from transformer import LiveConfig, run_live\nrun_live(LiveConfig(d_model=8, num_heads=2))",
-    "a trained model": ("from transformer.decoding import translate\n"
+    "a trained model": ("from transformer.training.answers import translate\n"
                         "from transformer.training.pretrained import load_pretrained\n"
                         "translate(load_pretrained('copy'), 'a b')"),
     "training": "from transformer.training.saved_model import TrainSpec\nfrom transformer.training.train import train\n"
@@ -158,7 +158,7 @@ def test_the_gpu_pins_satisfy_tensorflows_own_and_cuda_ranges():
 def test_a_driver_without_a_gpu_in_tensorflow_gets_a_notice_with_the_fix(tmp_path, monkeypatch):
     from app_support import open_page
 
-    from transformer.live import device
+    from transformer.runtime import device
 
     (tmp_path / "nvidia-smi").write_text(FAKE_SMI)
     (tmp_path / "nvidia-smi").chmod(0o755)

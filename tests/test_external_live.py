@@ -103,7 +103,7 @@ def test_run_live_draws_a_bidirectional_model_and_refuses_what_it_cannot_do(pres
 
 
 def test_a_causal_model_from_outside_decodes_greedily_from_its_own_logits(presets):
-    from transformer.decoding import decode  # noqa: PLC0415
+    from transformer.live.decode import decode  # noqa: PLC0415
 
     config = LiveConfig(weights="hub:tiny_gpt2", architecture="decoder-only")
     run = decode(config, "a b c", max_steps=4)

@@ -24,10 +24,11 @@ from transformer.core.model import Transformer
 from transformer.core.positional import positional_encoding
 from transformer.core.weight_init import seed_weights
 from transformer.live import config as limits
-from transformer.live import engine_thread, model_cache
+from transformer.live import model_cache
 from transformer.live.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
-from transformer.live.engine_thread import on_engine_thread
 from transformer.live.inputs import encoding_array
+from transformer.runtime import engine_thread
+from transformer.runtime.engine_thread import on_engine_thread
 
 BASE = LiveConfig(d_model=16, num_heads=2, d_ff=32, num_layers=2)
 
@@ -114,7 +115,7 @@ def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
     """TensorFlow's 'N out of the last N calls … triggered tf.function retracing' keys on the traced Python code,
     which every ModelFunction shares: six architectures traced once each read, in the server's log, as retracing.
     (A fresh process: TensorFlow gives that warning twice per process at most.)"""
-    code = ("from transformer.live.model_function import ModelFunction\n"
+    code = ("from transformer.runtime.model_function import ModelFunction\n"
             "functions = [ModelFunction(lambda src, tgt, src_mask, tgt_mask: src + 1, '/CPU:0') for _ in range(7)]\n"
             "for function in functions: function.trace()\n"
             "print(sum(function.traces for function in functions))")
@@ -125,10 +126,10 @@ def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
 
 
 def test_tensorflow_still_has_the_private_calls_the_engine_uses():
-    """transformer/live/tf_patches.py: each patch must still reach what it patches in this TensorFlow."""
+    """transformer/runtime/tf_patches.py: each patch must still reach what it patches in this TensorFlow."""
     import tensorflow as tf
 
-    from transformer.live import tf_patches
+    from transformer.runtime import tf_patches
 
     function = tf.function(lambda x: x + 1)
     assert hasattr(function, "_omit_frequent_tracing_warning")

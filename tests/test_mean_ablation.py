@@ -10,7 +10,7 @@ import numpy as np
 
 from transformer import LiveConfig, ModelCache, run_live
 from transformer.core.model import STACKS
-from transformer.decoding import decode
+from transformer.live.decode import decode
 from transformer.live.inputs import ablation_means
 from transformer.live.walkthrough import attention_walkthrough
 

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from transformer.decoding import translate
 from transformer.tasks import SYMBOLS, dates, random_sources
 from transformer.training import pretrained
+from transformer.training.answers import translate
 from transformer.training.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec
 from transformer.training.train import exact_accuracy, train
 

@@ -16,10 +16,10 @@ from transformer.core.masks import padding_mask, subsequent_mask, target_mask
 from transformer.core.model import Transformer
 from transformer.core.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
 from transformer.live.config import LiveConfig
-from transformer.live.device import device_label, resolve_device, visible_gpus
 from transformer.live.model_cache import ModelCache
 from transformer.live.run import LiveResult, line_count, run_live, sequence_lengths, stack_sides
 from transformer.live.walkthrough import Walkthrough, attention_walkthrough, keras_difference
+from transformer.runtime.device import device_label, resolve_device, visible_gpus
 from transformer.training.pretrained import Pretrained, load_pretrained
 
 __all__ = [

@@ -10,15 +10,15 @@ import streamlit as st
 
 import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
-from transformer.analysis import importance
 from transformer.analysis.cost import COST_LENGTHS, attention_cost
 from transformer.analysis.measures import scaling_experiment
 from transformer.analysis.position_views import position_views as _position_views_of
-from transformer.decoding import decode
-from transformer.live.device import memory_in_use as device_memory
+from transformer.live import importance
+from transformer.live.decode import decode
 from transformer.live.head_roles import head_roles as _head_roles_of
 from transformer.live.induction import induction_study
 from transformer.live.query_key import query_key_space
+from transformer.runtime.device import memory_in_use as device_memory
 from ui.text import percent
 
 COMPUTING = "Computing…"

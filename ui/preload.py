@@ -63,7 +63,7 @@ def _import_engine() -> None:
         with quiet_native_start():
             import plotly.graph_objects  # noqa: F401  (the pages' other heavy import)
 
-            from transformer.live import device  # TensorFlow, Keras and the engine
+            from transformer.runtime import device  # TensorFlow, Keras and the engine
 
             label = device.device_label(device.resolve_device("auto"))  # lists the GPUs: cuInit speaks here
         print(f"Attention Lab: the engine runs on {label} (TensorFlow {device.tf.__version__}).", flush=True)

@@ -6,8 +6,8 @@ import streamlit as st
 
 from transformer.core.model import ARCHITECTURE_STACKS
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN
-from transformer.live.device import resolve_device
 from transformer.live.model_cache import model_bytes
+from transformer.runtime.device import resolve_device
 from transformer.tasks import get_task
 from transformer.training import pretrained
 from ui import state, training, your_model

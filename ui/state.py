@@ -13,17 +13,17 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.analysis.ablation import ABLATIONS
 from transformer.analysis.heads import ROLES
+from transformer.core.ablation import ABLATIONS
 from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES
 from transformer.core.model import ARCHITECTURES, STACKS
 from transformer.core.positional import POSITIONS
 from transformer.external.registry import check_key, is_external
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
-from transformer.live.device import DEVICE_CHOICES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
+from transformer.runtime.device import DEVICE_CHOICES
 from transformer.tasks import get_task
 from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, spec_of, task_of
 from transformer.training.saved_model import TrainSpec

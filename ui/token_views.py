@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.analysis.measures import attention_rollout, neuron_terms, score_bias, without_keys
-from transformer.live.blockwise import FULL_ATTENTION_MAX
+from transformer.core.blockwise import FULL_ATTENTION_MAX
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, options_follow, plot
 from ui.text import count

@@ -9,8 +9,8 @@ import weakref
 
 import streamlit as st
 
-from transformer.live.device import resolve_device
-from transformer.live.engine_thread import on_engine_thread
+from transformer.runtime.device import resolve_device
+from transformer.runtime.engine_thread import on_engine_thread
 from transformer.training import pretrained, worker
 from transformer.training.pool import Job, PoolSettings, TrainingPool, describe_wait
 from transformer.training.saved_model import TrainSpec
@@ -73,7 +73,7 @@ def result(job: Job) -> TrainResult:
         if job not in _results:
             device = resolve_device(job.device)
             model, vocab = on_engine_thread(worker.rebuild)(job.spec, job.trained, device)  # the thread that owns
-            # TensorFlow (transformer.live.engine_thread), as every other model the pages use
+            # TensorFlow (transformer.runtime.engine_thread), as every other model the pages use
             _results[job] = TrainResult(job.spec, model, vocab, job.trained.history, job.timeline,
                                         job.trained.accuracy, job.trained.seconds, device)
         return _results[job]

@@ -82,7 +82,7 @@ def attention_checks(weights, mask, keras_difference=None) -> list[Check]:
 def measured_checks(non_finite: int, row_gap: float, masked_max: float, empty_gap: float,
                     keras_difference=None) -> list[Check]:
     """The `attention_checks` of four measured numbers (a block-wise run gathers them block by block:
-    `transformer.live.blockwise.CheckTotals`)."""
+    `transformer.core.blockwise.CheckTotals`)."""
     checks = [
         Check("no NaN or inf", non_finite == 0, float(non_finite), "count of non-finite weights"),
         Check("rows sum to 1 where a key is allowed", row_gap <= ROW_SUM_TOLERANCE, row_gap,

@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.positional import alibi_bias, alibi_slopes, rotary, rotary_frequencies
-from transformer.live.engine_thread import on_engine_thread
+from transformer.runtime.engine_thread import on_engine_thread
 
 
 @dataclass(frozen=True)

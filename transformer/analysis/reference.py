@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.live.tf_patches import keras_dense_sublayers
+from transformer.runtime.tf_patches import keras_dense_sublayers
 
 _TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # our layer -> (its Keras twin, weights version)
 

@@ -15,14 +15,7 @@ from transformer.core.attention import AttentionCache, AttentionHook, check_head
 from transformer.core.layers import Decoder, Encoder, check_norm
 from transformer.core.masks import cached_causal_mask
 from transformer.core.positional import ScaledEmbedding, in_attention, position_layer
-
-STACKS = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, cross-attention
-ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
-ARCHITECTURE_STACKS = {  # the attention stacks each architecture has
-    "encoder-decoder": STACKS,
-    "decoder-only": ("decoder",),
-    "encoder-only": ("encoder",),
-}
+from transformer.core.stacks import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS  # noqa: F401  (their home's names)
 
 
 def check_architecture(architecture) -> None:

@@ -1,7 +1,7 @@
 """Greedy and sampled (temperature, top-k, top-p) decoding of a model, whole-model and cached.
 
 - `greedy_decode`: a batch of source lines at once, the whole model per step (traced): training's evaluation
-  and a trained model's predictions (`predictions`, `translate`).
+  and a trained model's predictions (`transformer.training.answers`).
 - `run_steps`: one line step by step, each step computed by the whole model on the prefix (traced: what the
   pictures show), then the line through the key/value cache (`Transformer.decode` with `Transformer.new_cache`) to
   check it.
@@ -14,11 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import HeadAblation, kept_array
+from transformer.core.ablation import HeadAblation
 from transformer.core.masks import padding_mask, subsequent_mask, target_mask
 from transformer.core.model import STACKS
 from transformer.tasks import END_ID, PAD_ID, START_ID
-from transformer.training.pretrained import PREDICTIONS_KEPT, Pretrained
 
 MAX_TOP_K = 50
 
@@ -28,7 +27,7 @@ MAX_TOP_K = 50
 def _decoder_functions(model, kind=None):
     """Traced encode and next-token steps of an encoder-decoder ``model`` (once per model and ablation kind; batch
     and lengths free). With an ablation ``kind`` ("zero" or "mean") both take last arguments, the kept heads
-    ``(stacks, L, H)`` (`transformer.analysis.ablation.kept_array`) and, for "mean", the heads' means ``(stacks, L,
+    ``(stacks, L, H)`` (`transformer.core.ablation.kept_array`) and, for "mean", the heads' means ``(stacks, L,
     H, d_v)`` (`head_means`): one graph for every set of ablated heads."""
     name = f"_greedy_functions_{kind or 'plain'}"
     if not hasattr(model, name):
@@ -104,49 +103,6 @@ def strip(ids) -> list[int]:
             break
         out.append(int(token))
     return out
-
-
-def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: int = 1, ablate: tuple = (),
-                kind: str = "zero", means=None) -> list[list[int]]:
-    """A trained model's greedy predictions (ids, without </s>) for several token lists at once, remembered per
-    batch of lines so that the pages and the walkthrough of one configuration decode once. ``ablate``: the
-    ``(stack, layer, head)`` triples ablated (``kind``: "zero" or "mean", with the heads' ``means``)."""
-    means_key = None if means is None or not ablate or kind != "mean" else np.asarray(means).tobytes()
-    key = (tuple(map(tuple, sources)), extra_steps, tuple(ablate), kind if ablate else None, means_key)
-    remembered = pretrained.predictions
-    if key in remembered:
-        remembered.move_to_end(key)
-        return remembered[key]
-    longest = max(len(s) for s in sources)
-    src = np.zeros((len(sources), longest), np.int32)  # (B, N_s)
-    for row, line in enumerate(sources):
-        src[row, : len(line)] = pretrained.vocab.encode(line)
-    with tf.device(pretrained.device):
-        model = pretrained.model
-        ablation = (kept_array(ablate, model.num_layers, model.num_heads), kind, means) if ablate else None
-        predicted = greedy_decode(model, src, pretrained.rules.target_length(longest) + extra_steps, ablation)
-    remembered[key] = [strip(row) for row in predicted]
-    while len(remembered) > PREDICTIONS_KEPT:
-        remembered.popitem(last=False)
-    return remembered[key]
-
-
-def translate(pretrained: Pretrained, source_text: str):
-    """``(prediction_text, attention)`` for one source line, the prediction written as a person writes it.
-
-    ``attention`` maps "encoder", "decoder", "cross" to lists (one per layer) of ``(1, H, N_q, N_k)`` arrays
-    computed on the decoder input ``<s> + prediction``: query ``i`` of the decoder is the step that predicts
-    output token ``i``.
-    """
-    line = pretrained.source_tokens(source_text)
-    predicted = predictions(pretrained, [line])[0]
-    src = np.array([pretrained.vocab.encode(line)], np.int32)  # (1, N_s)
-    decoder_input = np.array([[START_ID] + predicted], np.int32)  # (1, N_t)
-    with tf.device(pretrained.device):
-        _, attention = pretrained.model(src, decoder_input, padding_mask(src, PAD_ID),
-                                        target_mask(decoder_input, PAD_ID))
-    arrays = {name: [np.asarray(w) for w in weights] for name, weights in attention.items()}
-    return pretrained.rules.target_text(pretrained.vocab.decode(predicted)), arrays
 
 
 # --- one line, step by step: whole model and cache --------------------------------------------------------------
@@ -330,5 +286,5 @@ def chooser(sample: bool, temperature: float, top_k: int, top_p: float, seed: in
     return choose
 
 
-__all__ = ["Decoding", "Step", "check_settings", "chooser", "greedy_decode", "next_token_distribution", "predictions",
-           "run_steps", "strip", "translate"]
+__all__ = ["Decoding", "Step", "check_settings", "chooser", "greedy_decode", "next_token_distribution",
+           "run_steps", "strip"]

@@ -26,7 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.live.tf_patches import all_sublayers, attention_sublayers, own_attention_layers, recording_attention
+from transformer.runtime.tf_patches import all_sublayers, attention_sublayers, own_attention_layers, recording_attention
 
 PRESETS_DIR_ENV = "ATTENTION_LAB_PRESETS_DIR"  # a folder of preset folders served by name first (offline classes)
 UPLOAD_LIMIT_ENV = "ATTENTION_LAB_UPLOAD_MB"  # the largest .keras file read, in MB (default 500)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from transformer.external import PRESET_NAME, PRESETS_DIR_ENV, ExternalModel, load, upload_limit_bytes
-from transformer.live.engine_thread import on_engine_thread
+from transformer.runtime.engine_thread import on_engine_thread
 
 BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
 UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: a folder in the system's temp)

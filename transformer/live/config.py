@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer.analysis.ablation import check_ablation
 from transformer.core import tokens
+from transformer.core.ablation import check_ablation
 from transformer.core.attention import check_heads, check_kv_heads
+from transformer.core.blockwise import FULL_ATTENTION_MAX
 from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from transformer.core.model import ARCHITECTURE_STACKS, ARCHITECTURES
 from transformer.core.positional import POSITIONS
 from transformer.external import MAX_TOKENS
 from transformer.external.registry import check_key, is_external
-from transformer.live.blockwise import FULL_ATTENTION_MAX
-from transformer.live.device import resolve_device
+from transformer.runtime.device import resolve_device
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
-MAX_SEQ_LEN = 4096  # above transformer.live.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
+MAX_SEQ_LEN = 4096  # above transformer.core.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
 MAX_D_MODEL = 1024
 MAX_D_FF = 4096
 MAX_LAYERS = 6
@@ -50,7 +50,7 @@ class LiveConfig:
     mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
     norm: str = "post"  # transformer.core.layers.NORMS: LayerNorm after each residual sum (the paper) or before
     architecture: str = "encoder-decoder"  # transformer.core.model.ARCHITECTURES: the stacks the model has
-    ablate: tuple = ()  # ((stack, layer, head), …): heads whose output is replaced (transformer.analysis.ablation)
+    ablate: tuple = ()  # ((stack, layer, head), …): heads whose output is replaced (transformer.core.ablation)
     ablation: str = "zero"  # … by zeros, or by its mean over the lines' real positions ("mean": ablation_means)
 
     @property

@@ -22,8 +22,8 @@ from transformer.analysis.heads import (
 from transformer.core import tokens
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, family_mask, size_range
 from transformer.live.config import LiveConfig
-from transformer.live.engine_thread import on_engine_thread
 from transformer.live.run import run_live, stack_sides
+from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import get_task
 
 PATTERN_FAMILIES = tuple(family for family in MASK_FAMILIES if family != "paper")  # the paper's has no one pattern

@@ -9,8 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.analysis.heads import batch_role_scores
-from transformer.live.device import resolve_device
-from transformer.live.engine_thread import on_engine_thread
+from transformer.runtime.device import resolve_device
+from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import PAD_ID
 from transformer.tasks.induction import LINE_LENGTHS, RepeatedLine, line_ids
 from transformer.training.next_token import occurrence_accuracy, probe_lines, read_ids

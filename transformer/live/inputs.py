@@ -13,17 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import check_ablation, head_means
 from transformer.core import tokens
+from transformer.core.ablation import check_ablation, head_means
 from transformer.core.masks import family_mask, padding_mask, subsequent_mask
 from transformer.core.positional import positional_encoding
-from transformer.decoding import search
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
-from transformer.live.device import resolve_device
 from transformer.live.model_cache import MODELS
+from transformer.runtime.device import resolve_device
 from transformer.tasks import PAD, PAD_ID, START
 from transformer.tasks.induction import NO_RULE
+from transformer.training import answers
 from transformer.training.pretrained import check_config, load_pretrained
 
 
@@ -115,7 +115,7 @@ def encode_trained(config: LiveConfig, means=None) -> tuple[Batches, tuple]:
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
     if model.decoder_only:
         return _encode_lines(model, config, texts, lines, ablate, means)
-    predicted = [model.vocab.decode(ids) for ids in search.predictions(model, lines, 1, ablate, config.ablation,
+    predicted = [model.vocab.decode(ids) for ids in answers.predictions(model, lines, 1, ablate, config.ablation,
                                                                         means)]
     source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
     target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
@@ -248,7 +248,7 @@ def prepared_inputs(config: LiveConfig, means_of: LiveConfig | None = None) -> I
 def ablation_means(config: LiveConfig) -> np.ndarray:
     """Mean-ablation's means for ``config``'s model: each head's context averaged over the real (not padding) query
     positions of ``config``'s lines, in the model without ablation (a trained model's target: ``<s>`` + its own
-    prediction), ``(stacks, L, H, d_v)`` float32 (`transformer.analysis.ablation.head_means`). Computed once per
+    prediction), ``(stacks, L, H, d_v)`` float32 (`transformer.core.ablation.head_means`). Computed once per
     model and lines: which lines a page runs, or how much padding, changes nothing."""
     return _clean_means(dataclasses.replace(config, ablate=(), ablation="zero"))
 

@@ -14,14 +14,14 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import HeadAblation, kept_array
+from transformer.core.ablation import HeadAblation, kept_array
 from transformer.core.linear import zero_kernels
 from transformer.core.model import STACKS, Transformer
 from transformer.core.weight_init import seed_weights
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
-from transformer.live.engine_thread import when_idle
-from transformer.live.model_function import ModelFunction
-from transformer.live.tf_patches import clear_kernel_cache
+from transformer.runtime.engine_thread import when_idle
+from transformer.runtime.model_function import ModelFunction
+from transformer.runtime.tf_patches import clear_kernel_cache
 from transformer.training.pretrained import load_pretrained
 
 MODEL_CACHE_SIZE = 4

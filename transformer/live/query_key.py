@@ -9,10 +9,10 @@ import numpy as np
 
 from transformer.analysis.query_key import joint_projection, pearson
 from transformer.live.config import LiveConfig
-from transformer.live.engine_thread import on_engine_thread
 from transformer.live.inputs import prepared_inputs
 from transformer.live.run import stack_sides
 from transformer.live.walkthrough import attention_walkthrough
+from transformer.runtime.engine_thread import on_engine_thread
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import check_ablation
+from transformer.core.ablation import check_ablation
+from transformer.core.blockwise import FULL_ATTENTION_MAX, blockwise_attention
 from transformer.core.model import ARCHITECTURE_STACKS, STACKS
 from transformer.external.registry import EXTERNAL
-from transformer.live.blockwise import FULL_ATTENTION_MAX, blockwise_attention
 from transformer.live.config import LiveConfig, check_budget, validate
-from transformer.live.device import device_label, resolve_device
-from transformer.live.engine_thread import on_engine_thread
 from transformer.live.inputs import EXTERNAL_PAD_ID, batch_rows, checked_lines, encoding_array, prepared_inputs
 from transformer.live.model_cache import MODELS, ModelCache
+from transformer.runtime.device import device_label, resolve_device
+from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import SPECIALS
 
 
@@ -71,7 +71,7 @@ class LiveResult:
     compute_seconds: float
     traces: int
     builds: int
-    attention_factor: int = 1  # > 1: a block-wise run; ``attention`` is max-pooled f × f (transformer.live.blockwise)
+    attention_factor: int = 1  # > 1: a block-wise run; ``attention`` is max-pooled f × f (transformer.core.blockwise)
     windows: tuple = ()  # ((first query, first key, size), …) of ``window_weights``
     window_weights: dict = field(default_factory=dict)  # {stack: ((L, B', H, rows, cols), …)} exact, a window each
     block_checks: dict = field(default_factory=dict)  # {stack: blockwise.CheckTotals} of a block-wise run

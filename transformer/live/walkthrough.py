@@ -12,15 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import check_ablation
 from transformer.analysis.reference import keras_gaps, keras_twin
+from transformer.core.ablation import check_ablation
 from transformer.core.attention import batch_and_length
-from transformer.live.blockwise import FULL_ATTENTION_MAX
+from transformer.core.blockwise import FULL_ATTENTION_MAX
 from transformer.live.config import LiveConfig, validate
-from transformer.live.device import device_label
-from transformer.live.engine_thread import on_engine_thread
 from transformer.live.inputs import batch_rows, checked_lines, prepared_inputs
 from transformer.live.model_cache import MODELS, ModelCache
+from transformer.runtime.device import device_label
+from transformer.runtime.engine_thread import on_engine_thread
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import HeadAblation, head_means, kept_array
+from transformer.core.ablation import decoder_ablation, head_means
 from transformer.core.masks import target_mask
 from transformer.tasks import PAD_ID
 from transformer.tasks.induction import LINE_LENGTHS, PROBE_SEGMENTS, line_ids, repeated_line
@@ -28,15 +28,6 @@ def forward(model):
         logits, _ = model(None, inputs, None, target_mask(inputs, PAD_ID), training=True)  # (B, N - 1, V)
         return logits, ids[:, 1:]
     return run
-
-
-def decoder_ablation(model, ablate, kind: str = "zero", means=None) -> HeadAblation | None:
-    """``ablate`` (``(layer, head)`` pairs of the decoder) as an ablation hook of ``kind`` ("zero" or "mean", with
-    the heads' ``means`` ``(stacks, L, H, d_v)``), or None."""
-    if not ablate:
-        return None
-    return HeadAblation.of_kept(kept_array([("decoder", layer, head) for layer, head in ablate], model.num_layers,
-                                           model.num_heads), kind, means)
 
 
 def read_ids(model, ids, ablate=(), kind: str = "zero", means=None) -> tuple[np.ndarray, np.ndarray]:

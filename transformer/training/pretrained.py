@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import check_ablation
+from transformer.core.ablation import check_ablation
 from transformer.core.tokens import Vocabulary
-from transformer.live.device import resolve_device
+from transformer.runtime.device import resolve_device
 from transformer.tasks import Task, get_task
 from transformer.tasks.induction import line_ids
-from transformer.training import next_token
+from transformer.training.next_token import read_ids
 from transformer.training.saved_model import (
     MAX_TRAIN_LEN,
     PRETRAINED_DIR,
@@ -90,7 +90,7 @@ class Pretrained:
         (L, H, N, N)})``. ValueError naming tokens it does not know, heads it lacks, or a line too long."""
         if not self.decoder_only:
             raise ValueError(f"read() is for a decoder-only model; {self.name!r} is an encoder-decoder: use the "
-                             "Attention page or transformer.decoding.search.translate.")
+                             "Attention page or transformer.training.answers.translate.")
         line = self.source_tokens(text)
         if len(line) > self.longest:
             raise ValueError(f"The {self.name} model reads up to {self.longest} tokens. Received: {len(line)} tokens")
@@ -98,18 +98,18 @@ class Pretrained:
                                  self.model.num_layers, self.model.num_heads)
         ids = np.array([self.vocab.encode(line)], np.int32)  # (1, N)
         with tf.device(self.device):
-            logits, attention = next_token.read_ids(self.model, ids, [triple[1:] for triple in triples])
+            logits, attention = read_ids(self.model, ids, [triple[1:] for triple in triples])
         shifted = np.exp(logits[0] - logits[0].max(-1, keepdims=True))  # (N, V)
         return shifted / shifted.sum(-1, keepdims=True), {"decoder": attention[:, 0]}
 
     def next_tokens(self, lines: list[list[str]], ablate: tuple = (), kind: str = "zero",
                     means=None) -> list[list[str]]:
         """A decoder-only model's most probable next token after each position of each line (``ablate``: ``(stack,
-        layer, head)`` triples, ``kind`` "zero" or "mean" with the heads' ``means``, `next_token.read_ids`)."""
+        layer, head)`` triples, ``kind`` "zero" or "mean" with the heads' ``means``, `read_ids`)."""
         length = max(len(line) for line in lines)
         ids = line_ids(self.vocab, lines, length)  # (B, N)
         with tf.device(self.device):
-            logits, _ = next_token.read_ids(self.model, ids, [triple[1:] for triple in ablate], kind,
+            logits, _ = read_ids(self.model, ids, [triple[1:] for triple in ablate], kind,
                                             means)  # (B, N, V)
         best = logits.argmax(-1)  # (B, N)
         return [self.vocab.decode(best[row, : len(line)]) for row, line in enumerate(lines)]

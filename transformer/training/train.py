@@ -25,7 +25,7 @@ from transformer.core.masks import padding_mask, target_mask
 from transformer.core.model import Transformer
 from transformer.core.tokens import Vocabulary
 from transformer.decoding.search import greedy_decode, strip
-from transformer.live.device import resolve_device
+from transformer.runtime.device import resolve_device
 from transformer.tasks import PAD_ID, TASKS, get_task, make_batch
 from transformer.training import next_token, timeline
 from transformer.training.saved_model import PRETRAINED_DIR, TrainSpec, build_model, save

@@ -42,7 +42,7 @@ class Trained:
 def run_job(spec, device: str, send, should_stop) -> Trained:
     """Train ``spec`` on ``device`` (a choice: "auto", "cpu", "gpu" or a TensorFlow device name), calling
     ``send(kind, payload)`` with each progress row and timeline snapshot; ``should_stop()`` ends it early."""
-    from transformer.live.device import resolve_device  # noqa: PLC0415  (TensorFlow: imported in the worker)
+    from transformer.runtime.device import resolve_device  # noqa: PLC0415  (TensorFlow: imported in the worker)
     from transformer.training.train import train  # noqa: PLC0415
 
     result = train(spec, on_progress=lambda *row: send("progress", row), should_stop=should_stop,

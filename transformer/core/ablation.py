@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.attention import AttentionHook, attention_stages
-from transformer.core.model import STACKS
+from transformer.core.stacks import STACKS
 
 ABLATIONS = ("zero", "mean")
 
@@ -64,7 +64,7 @@ class HeadAblation(AttentionHook):
             raise ValueError(f"kind must be one of {ABLATIONS}. Received: kind={kind!r}")
         if kind == "mean" and means is None:
             raise ValueError("Mean-ablation replaces a head by its mean over stated lines: give the means "
-                             "(transformer.analysis.ablation.head_means). Received: means=None")
+                             "(transformer.core.ablation.head_means). Received: means=None")
         self.heads, self.kind = {site: tuple(chosen) for site, chosen in heads.items() if chosen}, kind
         self.kept = None  # (stacks, L, H) tensor of `of_kept`
         self.means = None if kind == "zero" else _as_tensor(means)  # (stacks, L, H, d_v)
@@ -150,3 +150,12 @@ class _Recording:
         total = tf.reduce_sum(stages.output * real, axis=[0, 2])  # (H, d_v)
         self.recorder.means[self.site] = (total / tf.maximum(tf.reduce_sum(real), 1.0)).numpy()  # (H, d_v)
         return stages.output, stages.weights
+
+
+def decoder_ablation(model, ablate, kind: str = "zero", means=None) -> HeadAblation | None:
+    """``ablate`` (``(layer, head)`` pairs of a decoder-only model's decoder) as an ablation hook of ``kind``
+    ("zero" or "mean", with the heads' ``means`` ``(stacks, L, H, d_v)``), or None."""
+    if not ablate:
+        return None
+    return HeadAblation.of_kept(kept_array([("decoder", layer, head) for layer, head in ablate], model.num_layers,
+                                           model.num_heads), kind, means)

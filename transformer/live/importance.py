@@ -2,7 +2,7 @@
 and exact accuracy (greedy decoding) on fresh examples of the task.
 
 One traced loss function and one pair of traced decoding functions per model and ablation kind serve every head
-(the kept heads are an argument: `transformer.analysis.ablation.kept_array`).
+(the kept heads are an argument: `transformer.core.ablation.kept_array`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import ABLATIONS, HeadAblation, check_ablation, head_means, kept_array
+from transformer.core.ablation import ABLATIONS, HeadAblation, check_ablation, head_means, kept_array
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.model import STACKS
 from transformer.decoding.search import greedy_decode, strip
-from transformer.live.engine_thread import on_engine_thread
+from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import PAD_ID, make_batch
 from transformer.training.pretrained import load_pretrained
 

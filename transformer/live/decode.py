@@ -7,15 +7,15 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis.ablation import check_ablation, kept_array
 from transformer.core import tokens
+from transformer.core.ablation import check_ablation, kept_array
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import VOCAB_SIZE, LiveConfig, validate
-from transformer.live.device import device_label, resolve_device
-from transformer.live.engine_thread import on_engine_thread
 from transformer.live.inputs import ablation_means
 from transformer.live.model_cache import MODELS
+from transformer.runtime.device import device_label, resolve_device
+from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import END, END_ID, START_ID
 from transformer.training.pretrained import Pretrained, check_config, load_pretrained
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from transformer.live.tf_patches import quiet_retracing_warning
+from transformer.runtime.tf_patches import quiet_retracing_warning
 
 # The four model inputs every traced function of a model takes: free batch and lengths.
 MODEL_INPUTS = (
@@ -19,7 +19,7 @@ class ModelFunction:
     """``function(src, tgt, src_mask, tgt_mask)`` run eagerly until `trace` is called, then one graph.
 
     Tracing takes ~0.6 s on 2 cores and an eager run tens of milliseconds, so a new function runs
-    eagerly and the engine traces it once it is idle (`transformer.live.engine_thread`). The graph's
+    eagerly and the engine traces it once it is idle (`transformer.runtime.engine_thread`). The graph's
     signature leaves batch and lengths free: ``traces`` stays 1 for every size.
     """
 
