@@ -155,7 +155,7 @@ elif view == "Checks":
         *check_lines(checks),
         *([] if gaps or config.external else [
             "No Keras layer has rotary or ALiBi positions: this engine's are checked against their papers' "
-            "definitions in NumPy in the tests (tests/test_variants.py)."]),
+            "definitions in NumPy in the tests (tests/unit/test_variants.py)."]),
         *(["Your model's weights are its own layers' (read with Keras's `return_attention_scores`): the "
            "comparison with Keras is for the lab's own model."] if config.external else [])]))
 elif view == "Statistics":

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "bench")]
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 from load_test import ERRORS, IDLE, Target, wait_until  # noqa: E402

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "bench")]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from compute_bench import compute, long_sequences, new_seed_on_the_largest_model  # noqa: E402

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "bench")]
 
 from browser_support import streamlit_server  # noqa: E402
 from report import percentile, process_cpu_seconds, process_rss_mb, steal_note, stolen_seconds, write_section  # noqa: E402,I001

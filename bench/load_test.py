@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support")]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from browser_support import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402

@@ -192,7 +192,7 @@ def panels_figure(traces, layout, **extra) -> go.Figure:
 
     Plotly's validation walks every property of every panel: ~10 ms of a slider move's server
     time for the default head grid of five panels, ~4 ms without it. The builders' output is
-    validated in the tests instead (``tests/test_viz.py``).
+    validated in the tests instead (``tests/unit/test_viz.py``).
     """
     if "meta" in layout and extra.get("title"):  # the figure's title must fit the narrowest width too
         widest = max(layout["meta"]["min_width_px"], _title_px(extra["title"]))

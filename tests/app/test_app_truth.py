@@ -126,3 +126,12 @@ def test_every_control_whose_options_follow_another_is_given_its_value_again(pag
     no_errors(at)
     missing = [key for key in keys if f"_options_of_{key}" not in at.session_state]
     assert not missing, missing
+
+
+def test_the_query_key_page_says_when_points_coincide_and_what_r_is():
+    """#52.10 and #58.5: equal tokens at equal positions of equal lines coincide; r is per query."""
+    at = open_page("query_key", {"src": "1 2 3\n1 2 3", "tgt": "1 2 3\n1 2 3", "seq_len": "3"})
+    no_errors(at)
+    title = str(specs(at)[-1]["layout"]["title"])
+    assert "distinct" in title and "per query" in title
+    assert "drawn once" in _texts(at)

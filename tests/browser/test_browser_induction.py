@@ -3,9 +3,9 @@ ablation reaching the link and the loss chart, its button opening the Attention 
 timeline scrubbed by its step slider."""
 
 import pytest
+from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
 from browser_support import OUTPUT, wait_idle
 from chart_support import PLOT
-from test_browser import CHART_TEXT_PROBLEMS, browser, open_page, page, server, wait_for_charts  # noqa: F401
 
 pytestmark = pytest.mark.browser
 

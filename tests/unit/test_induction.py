@@ -3,8 +3,8 @@ NumPy forward pass, and the issue's targets on fresh seeded lines (accuracy, hea
 
 import numpy as np
 import pytest
+from numpy_reference import subsequent_mask, transformer_forward
 
-from tests.numpy_reference import subsequent_mask, transformer_forward
 from transformer.analysis.heads import batch_role_scores
 from transformer.tasks import get_task
 from transformer.tasks.induction import LINE_LENGTHS, PROBE_SEGMENTS, SYLLABLES, induction_rule, line_ids, repeated_line

@@ -4,8 +4,8 @@ value the model ran with (the browser keeps a select slider's place among its op
 import contextlib
 
 import pytest
+from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
 from browser_support import OUTPUT, wait_idle
-from test_browser import browser, open_page, page, server, wait_for_charts  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -113,7 +113,6 @@ def test_no_chart_text_runs_into_other_text(browser, server, path, charts, width
     """#52.8 and #52.12: the Induction page's bar labels into its axis title, its role grid's L0/L1 on the first
     panel's cells, its title cut at 390 px; the Decode page's cache chart's ticks into its colour bar's labels."""
     from chart_support import PLOT  # noqa: PLC0415
-    from test_browser import CHART_TEXT_PROBLEMS  # noqa: PLC0415
 
     with _tab(browser, server, path, width) as tab:
         tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= {charts}", timeout=60_000)

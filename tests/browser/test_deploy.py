@@ -26,7 +26,7 @@ from browser_support import (
 from chart_support import FIRST_PLOT, PLOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _SPEC = importlib.util.spec_from_file_location("render_nginx", ROOT / "deploy" / "render_nginx.py")
 render_nginx = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(render_nginx)

@@ -2,17 +2,14 @@
 narrow one and a phone (split from test_browser.py so that the two test processes share the browser tests)."""
 
 import pytest
-from browser_support import OUTPUT, wait_idle
-from chart_support import PLOT
-from test_browser import (  # noqa: F401  (fixtures)
+from browser_pages import (
     CHART_TEXT_PROBLEMS,
     TALL_PX,
-    browser,
     open_page,
-    page,
-    server,
     wait_for_every_chart,
 )
+from browser_support import OUTPUT, wait_idle
+from chart_support import PLOT
 
 from ui.chart import CHART_CLASS
 

@@ -5,10 +5,10 @@ another session; a link to a model the server dropped says so, and "Train it aga
 import contextlib
 
 import pytest
+from browser_pages import open_page, wait_for_charts
 from browser_support import app_server_for_browsers, headless_chromium, wait_idle
 from chart_support import PLOT
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser import open_page, wait_for_charts
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PROGRESS = "[data-testid='stProgress']"

@@ -2,18 +2,15 @@
 a decoder-only model continuing a prompt on the Decode page."""
 
 import pytest
-from browser_support import wait_idle
-from chart_support import FIRST_PLOT, PLOT
-from test_browser import (  # noqa: F401  (fixtures)
+from browser_pages import (
     CHART_TEXT_PROBLEMS,
     TALL_PX,
-    browser,
     open_page,
-    page,
-    server,
     wait_for_charts,
     wait_for_every_chart,
 )
+from browser_support import wait_idle
+from chart_support import FIRST_PLOT, PLOT
 
 pytestmark = pytest.mark.browser
 PAGES_WITH_MODELS = ["attention", "heads", "dot_product_lab", "shapes", "masks", "positional_encoding", "decode"]

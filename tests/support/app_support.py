@@ -9,7 +9,7 @@ import numpy as np
 from chart_support import figure_specs
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def open_page(page, query=None):

@@ -12,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ATTENTION_LAB_CHROMIUM", "/usr/bin/chromium")
 OUTPUT = ROOT / "test-output" / "screenshots"
 CHROMIUM_ARGS = [

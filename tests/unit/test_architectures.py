@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import tensorflow as tf
+from numpy_reference import subsequent_mask, transformer_forward
 
-from tests.numpy_reference import subsequent_mask, transformer_forward
 from transformer.core.ablation import HeadAblation
 from transformer.core.model import ARCHITECTURES, Transformer
 from transformer.core.positional import POSITIONS

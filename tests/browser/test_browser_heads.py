@@ -4,9 +4,9 @@ its layer on the Attention page, the sidebar's ablation reaching the link and th
 import re
 
 import pytest
+from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
 from browser_support import wait_idle
 from chart_support import PLOT
-from test_browser import CHART_TEXT_PROBLEMS, browser, open_page, page, server, wait_for_charts  # noqa: F401
 
 pytestmark = pytest.mark.browser
 

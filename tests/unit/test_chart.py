@@ -82,5 +82,5 @@ def test_the_start_up_path_imports_neither_tensorflow_nor_the_figure_builders():
     code = ("import sys, streamlit, ui.chart, ui.preload; "
             "print(sorted({'tensorflow', 'viz.style', 'viz.panels'} & set(sys.modules)))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+                            cwd=Path(__file__).resolve().parents[2]).stdout.strip()
     assert loaded == "[]"

@@ -13,7 +13,7 @@ from hub_support import bert_preset, gpt2_preset
 from attention_lab import FIGURES, load
 
 pytest.importorskip("keras_hub")
-NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "your_model.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "your_model.ipynb"
 
 
 @pytest.mark.parametrize("kind", [kind for kind in FIGURES if kind != "next_token"])

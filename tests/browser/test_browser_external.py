@@ -4,9 +4,9 @@ its hash; a corrupt file and one over the size limit get a message and the app k
 import os
 
 import pytest
+from browser_pages import open_page, wait_for_charts
 from browser_support import app_server_for_browsers, wait_idle
 from chart_support import PLOT
-from test_browser import browser, open_page, page, wait_for_charts  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 LIMIT_MB = "0.05"  # this module's server refuses files over 50 KB

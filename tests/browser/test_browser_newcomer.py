@@ -4,17 +4,14 @@ another, a broken grid, entry points that lose the view, a trained model's link,
 import re
 
 import pytest
-from browser_support import OUTPUT, wait_idle
-from chart_support import FIRST_PLOT, PLOT
-from test_browser import (  # noqa: F401  (fixtures)
+from browser_pages import (
     CHART_TEXT_PROBLEMS,
-    browser,
     open_page,
-    page,
-    server,
     slider_thumb,
     wait_for_charts,
 )
+from browser_support import OUTPUT, wait_idle
+from chart_support import FIRST_PLOT, PLOT
 
 from ui.chart import CHART_CLASS
 
@@ -113,7 +110,7 @@ def test_home_opens_the_attention_page_on_the_picture_it_shows(page, server):
 
 def test_a_link_to_a_model_the_server_never_trained_says_so(page, server):
     """(A model trained here, its link in another session, and a link to one the server dropped:
-    tests/test_browser_training.py.)"""
+    tests/browser/test_browser_training.py.)"""
     open_page(page, server, "attention?weights=session:0123456789")
     assert page.get_by_text("does not know the model of this link").count() == 1
     wait_for_charts(page)

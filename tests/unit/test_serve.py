@@ -11,7 +11,7 @@ from browser_support import free_port
 
 from ui.preload import START_UP_NOISE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEVICE_LINE = "Attention Lab: the engine runs on"
 
 

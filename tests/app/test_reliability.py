@@ -15,7 +15,7 @@ from app_support import no_errors, open_page
 from chart_support import chart_elements
 
 pytestmark = pytest.mark.app
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LONG_TOKEN = "x" * 10_000
 MANY_TOKENS = " ".join(["a"] * 5_000)
 

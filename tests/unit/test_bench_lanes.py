@@ -11,7 +11,7 @@ import pytest
 from app_support import no_errors, open_page
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import sweep  # noqa: E402
 

@@ -10,7 +10,7 @@ import ast
 import functools
 from pathlib import Path
 
-ENGINE = Path(__file__).resolve().parents[1] / "transformer"
+ENGINE = Path(__file__).resolve().parents[2] / "transformer"
 LAYERS = {"runtime": 0, "core": 1, "tasks": 2, "analysis": 3, "external": 3, "decoding": 4, "training": 5, "live": 6}
 FACE = 7  # transformer/__init__.py: the package's public face, above everything
 # The longest chain today: the face → live (walkthrough → inputs → model_cache) → training.pretrained → the tasks
