@@ -13,7 +13,7 @@ from ui import chart, preload  # noqa: E402  (neither imports TensorFlow)
 chart.publish_plotly_js()
 chart.load_plotly_early()  # the browser fetches and compiles Plotly.js while TensorFlow is still importing
 preload.wait()  # `make run` imports TensorFlow while the server starts: let that import finish first
-from transformer.runtime.device import missing_gpu_notice  # noqa: E402
+from transformer.service import missing_gpu_notice  # noqa: E402
 from ui import pages, runtime, sidebar, state, streamlit_patches, training  # noqa: E402  (after set_page_config)
 
 streamlit_patches.keep_tensorflow_warm()

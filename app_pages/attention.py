@@ -4,9 +4,16 @@ import numpy as np
 import streamlit as st
 
 from transformer import stack_sides
-from transformer.analysis.heads import has_position_axis, line_top_roles, role_text
-from transformer.analysis.measures import attention_checks, head_statistics, measured_checks
-from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
+from transformer.service import (
+    FULL_ATTENTION_MAX,
+    QUERY_BLOCK,
+    attention_checks,
+    has_position_axis,
+    head_statistics,
+    line_top_roles,
+    measured_checks,
+    role_text,
+)
 from ui import data, state, token_views
 from ui.controls import (
     PERSIST,

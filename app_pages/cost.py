@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from transformer.analysis.cost import differ, fit_range, quadratic_share
-from transformer.core.blockwise import QUERY_BLOCK
+from transformer.service import QUERY_BLOCK, differ, fit_range, quadratic_share
 from ui import data, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device

@@ -5,9 +5,7 @@ import datetime
 
 import streamlit as st
 
-from transformer.tasks import get_task
-from transformer.tasks.dates import date_text
-from transformer.training.pretrained import task_of
+from transformer.service import date_text, get_task, task_of
 from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot
 from ui.sidebar import use_weights, weight_choices, weights_label

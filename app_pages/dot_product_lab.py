@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from transformer import masked_softmax
-from transformer.analysis.measures import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
+from transformer.service import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
 from ui import data, state
 from ui.controls import (
     PERSIST,

@@ -4,13 +4,7 @@ ablated in turn)."""
 import numpy as np
 import streamlit as st
 
-from transformer.analysis.heads import ROLES
-from transformer.core.ablation import head_label
-from transformer.core.masks import SIZED_FAMILIES
-from transformer.core.model import STACKS
-from transformer.live.head_roles import PATTERN_FAMILIES
-from transformer.live.importance import heads_of, measured
-from transformer.training import pretrained
+from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS, head_label, heads_of, measured, spec_of
 from ui import data, sidebar, state
 from ui.controls import PERSIST, carried_over, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
@@ -108,7 +102,7 @@ if state.external():
     st.markdown("Ablating a model from outside's heads is not here yet: its roles above are scored as for any "
                 "model.")
     st.stop()
-if trained and pretrained.spec_of(weights).architecture == "decoder-only":
+if trained and spec_of(weights).architecture == "decoder-only":
     st.markdown("A decoder-only model's heads are measured on the **Induction heads** page: next-token accuracy on "
                 "a repeated segment with the induction heads, the previous-token heads or the others ablated.")
     st.page_link("app_pages/induction.py", label="Induction heads", icon=":material/content_copy:")

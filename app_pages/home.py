@@ -6,9 +6,7 @@ import numpy as np
 import streamlit as st
 
 from transformer import LiveConfig
-from transformer.tasks import get_task
-from transformer.tasks.dates import date_text
-from transformer.training.pretrained import available, spec_of
+from transformer.service import available, date_text, get_task, spec_of
 from ui import data, state
 from ui.controls import fit_px, plot
 from ui.lessons import LESSONS

@@ -3,8 +3,7 @@ which heads do it, what ablating them costs, and one line's loss at every positi
 
 import streamlit as st
 
-from transformer.live.induction import GROUP_LABELS, GROUPS
-from transformer.training.pretrained import available
+from transformer.service import GROUP_LABELS, GROUPS, available
 from ui import data, state
 from ui.controls import PERSIST, fit_px, plot
 from ui.sidebar import use_weights

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
+from transformer.service import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from ui import data, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, padding_notice, plot
 from ui.text import percent

@@ -3,7 +3,7 @@ own models; a click on a query opens it on the Attention page."""
 
 import streamlit as st
 
-from transformer.training import pretrained
+from transformer.service import spec_of
 from ui import state
 from ui.controls import carried_over, stack_picker
 from ui.line_sources import line_controls, sidebar_values
@@ -25,6 +25,6 @@ with controls[0]:
 _, overrides = line_controls(controls[1], controls[2], trained)
 config = state.live_config(**overrides)
 carried_over(config, "query_key")
-spec = pretrained.spec_of(weights) if trained else None
+spec = spec_of(weights) if trained else None
 layers, heads = (spec.num_layers, spec.num_heads) if spec else (config.num_layers, config.num_heads)
 query_key_section(config, stack, layers, heads, sidebar_values(overrides))

@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from transformer.tasks import TASKS
-from transformer.training.saved_model import TrainSpec
+from transformer.service import TASKS, TrainSpec
 from ui import training
 from ui.controls import plot
 from ui.training_timeline import timeline_view

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.core.masks import SIZED_FAMILIES
-from transformer.core.model import ARCHITECTURE_STACKS
+from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES
 from ui import state
 from ui.chart import chart, column_px
 from ui.text import count, percent

@@ -10,15 +10,19 @@ import streamlit as st
 
 import transformer
 from transformer import attention_walkthrough, keras_difference, run_live
-from transformer.analysis.cost import COST_LENGTHS, attention_cost
-from transformer.analysis.measures import scaling_experiment
-from transformer.analysis.position_views import position_views as _position_views_of
-from transformer.live import importance
-from transformer.live.decode import decode
-from transformer.live.head_roles import head_roles as _head_roles_of
-from transformer.live.induction import induction_study
-from transformer.live.query_key import query_key_space
-from transformer.runtime.device import memory_in_use as device_memory
+from transformer.service import (
+    COST_LENGTHS,
+    attention_cost,
+    decode,
+    induction_study,
+    measure_ablation,
+    query_key_space,
+    scaling_experiment,
+)
+from transformer.service import head_importance as every_head_ablated
+from transformer.service import head_roles as _head_roles_of
+from transformer.service import memory_in_use as device_memory
+from transformer.service import position_views as _position_views_of
 from ui.text import percent
 
 COMPUTING = "Computing…"
@@ -84,14 +88,15 @@ def induction(seed: int, count: int, ablated: str, device: str):
 
 
 def ablation_measure(name: str, ablate: tuple, count: int, kind: str, device: str) -> tuple[float, float]:
-    """``(loss, exact accuracy)`` of a trained model with ``ablate`` ablated (`importance.measure`, remembered by
-    the engine); on bad input a message and the page stops."""
-    return _or_stop(importance.measure, name, ablate, count, kind, 0, device)
+    """``(loss, exact accuracy)`` of a trained model with ``ablate`` ablated (`transformer.live.importance.measure`,
+    remembered by the engine); on bad input a message and the page stops."""
+    return _or_stop(measure_ablation, name, ablate, count, kind, 0, device)
 
 
 def head_importance(name: str, count: int, kind: str, device: str):
-    """`importance.head_importance` once every head is measured (`ablation_measure`); on bad input a message."""
-    return _or_stop(importance.head_importance, name, count, kind, 0, device)
+    """`transformer.live.importance.head_importance` once every head is measured (`ablation_measure`); on bad input
+    a message."""
+    return _or_stop(every_head_ablated, name, count, kind, 0, device)
 
 
 @st.cache_resource(max_entries=8, show_spinner=COMPUTING)

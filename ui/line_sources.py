@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.live.head_roles import LINE_SOURCES, example_lines, repeated_lines
-from transformer.training import pretrained
+from transformer.service import LINE_SOURCES, example_lines, repeated_lines, spec_of, task_of
 from ui import state
 from ui.controls import PERSIST
 
@@ -30,8 +29,8 @@ def line_controls(source_column, count_column, trained: bool) -> tuple[str, dict
         text = repeated_lines(count, SEGMENT, st.session_state["seed"])
         return lines_from, dict(source_text=text, target_text=text, seq_len=2 * SEGMENT)
     if lines_from == "examples":
-        return lines_from, dict(source_text=example_lines(pretrained.task_of(weights), count), seq_len=max(
-            st.session_state["seq_len"], pretrained.spec_of(weights).max_len))
+        return lines_from, dict(source_text=example_lines(task_of(weights), count), seq_len=max(
+            st.session_state["seq_len"], spec_of(weights).max_len))
     return lines_from, {}
 
 

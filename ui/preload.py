@@ -63,12 +63,12 @@ def _import_engine() -> None:
         with quiet_native_start():
             import plotly.graph_objects  # noqa: F401  (the pages' other heavy import)
 
-            from transformer.runtime import device  # TensorFlow, Keras and the engine
+            from transformer import service  # TensorFlow, Keras and the engine
 
-            label = device.device_label(device.resolve_device("auto"))  # lists the GPUs: cuInit speaks here
-        print(f"Attention Lab: the engine runs on {label} (TensorFlow {device.tf.__version__}).", flush=True)
-        if device.missing_gpu_notice():  # once, in the server's log; every page shows it too (app.py)
-            print(f"Attention Lab: {device.missing_gpu_notice()}", flush=True)
+            label = service.device_label(service.resolve_device("auto"))  # lists the GPUs: cuInit speaks here
+        print(f"Attention Lab: the engine runs on {label} (TensorFlow {service.TF_VERSION}).", flush=True)
+        if service.missing_gpu_notice():  # once, in the server's log; every page shows it too (app.py)
+            print(f"Attention Lab: {service.missing_gpu_notice()}", flush=True)
     finally:  # on an import error the app's own import raises it, with the usual message
         _done.set()
 

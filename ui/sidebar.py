@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.core.model import ARCHITECTURE_STACKS
-from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN
-from transformer.live.model_cache import model_bytes
-from transformer.runtime.device import resolve_device
-from transformer.tasks import get_task
-from transformer.training import pretrained
+from transformer.service import (
+    ARCHITECTURE_STACKS,
+    MAX_LAYERS,
+    MAX_SEQ_LEN,
+    SESSION_PREFIX,
+    accuracy_of,
+    available,
+    dropped,
+    get_task,
+    kept_label,
+    kept_limits,
+    model_bytes,
+    resolve_device,
+    spec_of,
+    task_of,
+)
 from ui import state, training, your_model
 from ui.controls import PERSIST, options_follow
 from ui.text import count
@@ -62,7 +72,7 @@ def session_device() -> str:
 def weight_choices() -> list[str]:
     current = st.session_state.get("weights", "random")
     yours = list(st.session_state.get(your_model.YOURS, {})) + ([current] if state.is_external(current) else [])
-    return ["random"] + pretrained.available() + list(st.session_state.get("_my_models", [])) + list(dict.fromkeys(
+    return ["random"] + available() + list(st.session_state.get("_my_models", [])) + list(dict.fromkeys(
         yours))
 
 
@@ -74,20 +84,20 @@ def _open_linked_model() -> None:
     dropped to make room is said plainly and offered to train again (`retrain_offer`); the weights are the random
     ones."""
     name = st.session_state.get("weights", "random")
-    if not name.startswith(pretrained.SESSION_PREFIX) or name in st.session_state.get("_my_models", {}):
+    if not name.startswith(SESSION_PREFIX) or name in st.session_state.get("_my_models", {}):
         return
-    label = pretrained.kept_label(name)
+    label = kept_label(name)
     if label is not None:
         st.session_state.setdefault("_my_models", {})[name] = label
         return
     st.session_state["weights"] = "random"
-    dropped = pretrained.dropped(name)
-    if dropped is None:
+    gone = dropped(name)
+    if gone is None:
         state.notify(f"This server does not know the model of this link ({name}): it may have restarted since. "
                      "Using random weights; train a model on the Train page.")
         return
-    label, st.session_state[RETRAIN] = dropped
-    most, megabytes = pretrained.kept_limits()
+    label, st.session_state[RETRAIN] = gone
+    most, megabytes = kept_limits()
     state.notify(f"The model of this link ({label}) was dropped to make room: this server keeps the {most} models "
                  f"trained here that were used last, {megabytes:,.0f} MB of weights at most. Using random weights; "
                  "“Train it again” (in the sidebar) trains the same model again.")
@@ -115,7 +125,7 @@ def weights_label(name: str) -> str:
         return "Seeded random weights"
     if state.is_external(name):
         return your_model.label(name)
-    if name.startswith(pretrained.SESSION_PREFIX):
+    if name.startswith(SESSION_PREFIX):
         return session_model_label(name, st.session_state.get("_my_models", {}))
     return f"Trained: {name}"
 
@@ -148,7 +158,7 @@ def _after_weights_change() -> None:
         st.session_state["arch"] = "encoder-decoder"  # back from a model from outside's one stack
     if name == "random":
         return
-    task, spec = get_task(pretrained.task_of(name)), pretrained.spec_of(name)  # read, not loaded: no TensorFlow here
+    task, spec = get_task(task_of(name)), spec_of(name)  # read, not loaded: no TensorFlow here
     if not _reads(task, st.session_state.get("src", "")):
         st.session_state["src"] = task.example
         state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
@@ -172,15 +182,15 @@ def _reads(task, text: str) -> bool:
 
 
 def _locked_caption(bar, name: str) -> None:
-    spec = pretrained.spec_of(name)  # read, not loaded
+    spec = spec_of(name)  # read, not loaded
     bar.caption(
         f"**Locked by the trained model:** an {spec.architecture}, {spec.norm}-norm, d_model={spec.d_model}, "
         f"{count(spec.num_heads, 'head')}, d_ff={spec.d_ff}, "
         f"{count(spec.num_layers, 'layer')}, {spec.positions} positions, a key/value head per head, trained on "
         f"lengths {spec.min_len}–{spec.max_len} ("
-        + (f"next-token accuracy on a repeated segment {pretrained.accuracy_of(name):.1%}). " if
+        + (f"next-token accuracy on a repeated segment {accuracy_of(name):.1%}). " if
            spec.architecture == "decoder-only" else
-           f"exact-sequence accuracy {pretrained.accuracy_of(name):.1%}). ")
+           f"exact-sequence accuracy {accuracy_of(name):.1%}). ")
         + "The greyed controls show its own sizes, which cannot change; seeded random weights bring back yours. "
         "Pads are `<pad>`, and " + ("it reads the source lines, predicting each next token." if
                                     spec.architecture == "decoder-only" else
@@ -281,7 +291,7 @@ def render() -> None:
         return
     st.session_state["_last_weights"] = st.session_state["weights"]
     trained = st.session_state["weights"] != "random"
-    spec = pretrained.spec_of(st.session_state["weights"]) if trained else None
+    spec = spec_of(st.session_state["weights"]) if trained else None
     if trained:
         _locked_caption(bar, st.session_state["weights"])
     shown = _ModelControls(spec, st.session_state["weights"])

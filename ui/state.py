@@ -13,20 +13,31 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.analysis.heads import ROLES
-from transformer.core.ablation import ABLATIONS
-from transformer.core.layers import NORMS
-from transformer.core.masks import MASK_FAMILIES
-from transformer.core.model import ARCHITECTURES, STACKS
-from transformer.core.positional import POSITIONS
-from transformer.external.registry import check_key, is_external
-from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
-from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
-from transformer.live.induction import GROUPS as INDUCTION_GROUPS
-from transformer.runtime.device import DEVICE_CHOICES
-from transformer.tasks import get_task
-from transformer.training.pretrained import SESSION_PREFIX, SHIPPED, spec_of, task_of
-from transformer.training.saved_model import TrainSpec
+from transformer.service import (
+    ABLATIONS,
+    ARCHITECTURES,
+    DEVICE_CHOICES,
+    LINE_SOURCES,
+    MASK_FAMILIES,
+    MAX_LAYERS,
+    MAX_SEQ_LEN,
+    NORMS,
+    PATTERN_FAMILIES,
+    POSITIONS,
+    ROLES,
+    SEED_BATCH,
+    SESSION_PREFIX,
+    SHIPPED,
+    STACKS,
+    LiveConfig,
+    TrainSpec,
+    check_key,
+    get_task,
+    is_external,
+    spec_of,
+    task_of,
+)
+from transformer.service import GROUPS as INDUCTION_GROUPS
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.analysis.measures import attention_rollout, neuron_terms, score_bias, without_keys
-from transformer.core.blockwise import FULL_ATTENTION_MAX
+from transformer.service import FULL_ATTENTION_MAX, attention_rollout, neuron_terms, score_bias, without_keys
 from ui import data
 from ui.controls import PERSIST, clamp, head_picker, options_follow, plot
 from ui.text import count

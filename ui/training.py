@@ -9,12 +9,22 @@ import weakref
 
 import streamlit as st
 
-from transformer.runtime.device import resolve_device
-from transformer.runtime.engine_thread import on_engine_thread
-from transformer.training import pretrained, worker
-from transformer.training.pool import Job, PoolSettings, TrainingPool, describe_wait
-from transformer.training.saved_model import TrainSpec
-from transformer.training.train import TrainResult
+from transformer.service import (
+    Job,
+    PoolSettings,
+    TrainingPool,
+    TrainResult,
+    TrainSpec,
+    describe_wait,
+    kept_label,
+    limit_problems,
+    rebuild_trained,
+    resolve_device,
+    session_name,
+)
+from transformer.service import (
+    register as register_model,
+)
 from ui.text import count
 
 _pool: TrainingPool | None = None
@@ -36,7 +46,7 @@ def pool() -> TrainingPool:
 def settings_problems() -> list[str]:
     """What is wrong with this server's training settings (ATTENTION_LAB_TRAIN_*, ATTENTION_LAB_MODELS_*), each
     naming the value: every page says so, so that whoever runs the server sees it."""
-    problems = pretrained.limit_problems()
+    problems = limit_problems()
     try:
         PoolSettings.from_env()
     except ValueError as error:
@@ -72,7 +82,7 @@ def result(job: Job) -> TrainResult:
     with _pool_lock:
         if job not in _results:
             device = resolve_device(job.device)
-            model, vocab = on_engine_thread(worker.rebuild)(job.spec, job.trained, device)  # the thread that owns
+            model, vocab = rebuild_trained(job.spec, job.trained, device)  # the thread that owns
             # TensorFlow (transformer.runtime.engine_thread), as every other model the pages use
             _results[job] = TrainResult(job.spec, model, vocab, job.trained.history, job.timeline,
                                         job.trained.accuracy, job.trained.seconds, device)
@@ -81,10 +91,10 @@ def result(job: Job) -> TrainResult:
 
 def register(job: Job) -> str:
     """Make the trained model selectable as weights (every session of the server); returns its name."""
-    name = pretrained.session_name(job.key)
-    if pretrained.kept_label(name) is not None:  # registered by an earlier click
+    name = session_name(job.key)
+    if kept_label(name) is not None:  # registered by an earlier click
         return name
-    return pretrained.register(result(job), job.key, label(job))
+    return register_model(result(job), job.key, label(job))
 
 
 def label(job: Job) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer.training.timeline import PROBE_LINES
+from transformer.service import PROBE_LINES
 from ui import state
 from ui.controls import PERSIST, options_follow, plot
 from viz.attention import model_view

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.external import MAX_TOKENS, upload_limit_bytes
-from transformer.external.registry import EXTERNAL, check_key, describe, upload
+from transformer.service import EXTERNAL, MAX_TOKENS, check_key, describe, upload, upload_limit_bytes
 from ui import state
 from ui.controls import PERSIST, options_follow
 from ui.text import count

@@ -4,6 +4,8 @@ walkthrough of one configuration decode once), or one line with its attention. T
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import tensorflow as tf
 
@@ -11,7 +13,11 @@ from transformer.core.ablation import kept_array
 from transformer.core.masks import padding_mask, target_mask
 from transformer.decoding.search import greedy_decode, strip
 from transformer.tasks import PAD_ID, START_ID
-from transformer.training.pretrained import PREDICTIONS_KEPT, Pretrained
+
+if TYPE_CHECKING:  # an annotation only: a model comes in, this module loads none
+    from transformer.training.pretrained import Pretrained
+
+PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are remembered per model
 
 
 def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: int = 1, ablate: tuple = (),

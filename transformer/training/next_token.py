@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from transformer.core.ablation import decoder_ablation, head_means
 from transformer.core.masks import target_mask
-from transformer.tasks import PAD_ID
+from transformer.tasks.base import PAD_ID
 from transformer.tasks.induction import LINE_LENGTHS, PROBE_SEGMENTS, line_ids, repeated_line
 
 

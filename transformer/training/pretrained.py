@@ -38,7 +38,6 @@ SESSION_PREFIX = "session:"
 SESSION_MODELS_KEPT = 8  # default of ATTENTION_LAB_MODELS_KEPT
 SESSION_MODELS_MB = 256  # default of ATTENTION_LAB_MODELS_MB: the kept models' weights, together
 DROPPED_REMEMBERED = 256  # dropped models whose spec a link can still train again
-PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are remembered per model
 
 
 @dataclass

@@ -1,0 +1,96 @@
+"""The app's one door to the engine: everything the pages and the Streamlit glue (`ui/`, `app_pages/`, `app.py`)
+use of `transformer`, by name, so that they import no sub-package of the engine (tests/unit/test_layers.py).
+Plain data in, NumPy out; the functions that compute run on the engine thread (each wrapped where it is defined,
+or here: `rebuild_trained`). Beside it, the package face (`transformer/__init__.py`) serves Python users; both sit
+above every layer of the engine."""
+
+import tensorflow as tf
+
+from transformer.analysis.cost import COST_LENGTHS, attention_cost, differ, fit_range, quadratic_share
+from transformer.analysis.heads import ROLES, has_position_axis, line_top_roles, role_text
+from transformer.analysis.measures import (
+    attention_checks,
+    attention_rollout,
+    head_statistics,
+    logsumexp_softmax,
+    mask_fills,
+    measured_checks,
+    naive_softmax,
+    neuron_terms,
+    scaling_experiment,
+    score_bias,
+    stable_softmax,
+    without_keys,
+)
+from transformer.analysis.position_views import position_views
+from transformer.core.ablation import ABLATIONS, head_label
+from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
+from transformer.core.layers import NORMS
+from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
+from transformer.core.positional import POSITIONS
+from transformer.core.stacks import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS
+from transformer.external import MAX_TOKENS, upload_limit_bytes
+from transformer.external.registry import EXTERNAL, check_key, describe, is_external, upload
+from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.live.decode import decode
+from transformer.live.head_roles import (
+    LINE_SOURCES,
+    PATTERN_FAMILIES,
+    example_lines,
+    head_roles,
+    repeated_lines,
+)
+from transformer.live.importance import head_importance, heads_of, measured
+from transformer.live.importance import measure as measure_ablation
+from transformer.live.induction import GROUP_LABELS, GROUPS, induction_study
+from transformer.live.model_cache import model_bytes
+from transformer.live.query_key import query_key_space
+from transformer.runtime.device import (
+    DEVICE_CHOICES,
+    device_label,
+    driver_gpus,
+    memory_in_use,
+    missing_gpu_notice,
+    resolve_device,
+    visible_gpus,
+)
+from transformer.runtime.engine_thread import on_engine_thread
+from transformer.tasks import TASKS, get_task
+from transformer.tasks.dates import date_text
+from transformer.training import worker
+from transformer.training.pool import Job, PoolSettings, QueueFull, TrainingPool, describe_wait
+from transformer.training.pretrained import (
+    SESSION_PREFIX,
+    SHIPPED,
+    accuracy_of,
+    available,
+    dropped,
+    kept_label,
+    kept_limits,
+    limit_problems,
+    register,
+    session_name,
+    spec_of,
+    task_of,
+)
+from transformer.training.saved_model import TrainSpec
+from transformer.training.timeline import PROBE_LINES
+from transformer.training.train import TrainResult
+
+TF_VERSION = tf.__version__
+rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model, on the engine thread
+
+__all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
+           "DEVICE_CHOICES", "EXTERNAL", "FULL_ATTENTION_MAX", "GROUP_LABELS", "GROUPS", "LINE_SOURCES",
+           "MASK_FAMILIES", "MAX_LAYERS", "MAX_SEQ_LEN", "MAX_TOKENS", "NORMS", "PATTERN_FAMILIES", "POSITIONS",
+           "PROBE_LINES", "QUERY_BLOCK", "ROLES", "SEED_BATCH", "SESSION_PREFIX", "SHIPPED", "SIZED_FAMILIES",
+           "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
+           "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
+           "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
+           "head_roles", "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
+           "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
+           "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",
+           "naive_softmax", "neuron_terms", "PoolSettings", "position_views", "quadratic_share", "query_key_space",
+           "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
+           "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
+           "TrainingPool", "TrainResult", "TrainSpec", "upload", "upload_limit_bytes", "visible_gpus", "without_keys"]
