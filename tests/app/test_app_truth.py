@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from app_support import no_errors, open_page, specs, weight_panels
 
+pytestmark = pytest.mark.app
+
 
 def _texts(at) -> str:
     return " ".join(str(element.value) for kind in ("caption", "markdown", "info", "warning", "error")
