@@ -58,10 +58,11 @@ def distance_correlation(query_points, key_points, dots, allowed) -> float:
 
 def query_correlation(near, dots, allowed) -> float:
     """The mean over queries of each query's Pearson correlation of ``near`` (−distance) and ``dots`` over the keys
-    it may attend to, all ``(n_q, n_k)``: 1 when nearness ranks every query's keys as its dot products do. Queries
-    with fewer than two allowed keys or no spread are left out; NaN when none is left."""
-    near, dots, allowed = (np.asarray(a) for a in (near, dots, allowed))
-    values = [pearson(a[ok], b[ok]) for a, b, ok in zip(near, dots, allowed.astype(bool))]
+    it may attend to, all ``(n_q, n_k)`` (or a row a query, rows of any lengths: queries of several lines): 1 when
+    nearness ranks every query's keys as its dot products do. Queries with fewer than two allowed keys or no spread
+    are left out; NaN when none is left."""
+    values = [pearson(np.asarray(a)[np.asarray(ok, bool)], np.asarray(b)[np.asarray(ok, bool)])
+              for a, b, ok in zip(near, dots, allowed)]
     values = [value for value in values if np.isfinite(value)]
     return float(np.mean(values)) if values else float("nan")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer.analysis.query_key import joint_projection, pearson
+from transformer.analysis.query_key import joint_projection, query_correlation
 from transformer.live.config import LiveConfig
 from transformer.live.inputs import prepared_inputs
 from transformer.live.run import stack_sides
@@ -79,7 +79,7 @@ def query_key_space(config: LiveConfig, stack: str, layer: int, head: int) -> Qu
 def _correlations(projection, scaled, mask, real_q, real_k) -> tuple[float, float]:
     """The mean per-query correlation (`query_correlation`) of −distance (in the plane and in d_k dimensions) and
     ``scaled`` ``(B, N_q, N_k)`` over each query's allowed keys of its own line."""
-    found = {"plane": [], "full": []}
+    found = {"plane": ([], [], []), "full": ([], [], [])}  # per query: −distance, scaled dot products, allowed
     q_start, k_start = np.cumsum([0, *real_q.sum(1)]), np.cumsum([0, *real_k.sum(1)])
     for line in range(scaled.shape[0]):
         qs, ks = slice(q_start[line], q_start[line + 1]), slice(k_start[line], k_start[line + 1])
@@ -88,10 +88,6 @@ def _correlations(projection, scaled, mask, real_q, real_k) -> tuple[float, floa
         for name, queries, keys in (("plane", projection.queries[qs], projection.keys[ks]),
                                     ("full", projection.scaled_queries[qs], projection.scaled_keys[ks])):
             near = -np.linalg.norm(queries[:, None] - keys[None], axis=-1)  # (n_q', n_k')
-            found[name] += [pearson(a[ok], b[ok]) for a, b, ok in zip(near, line_dots, allowed)]
-    return tuple(_finite_mean(values) for values in found.values())
-
-
-def _finite_mean(values) -> float:
-    values = [value for value in values if np.isfinite(value)]
-    return float(np.mean(values)) if values else float("nan")
+            for rows, part in zip(found[name], (near, line_dots, allowed)):
+                rows.extend(part)  # a row a query: lines differ in their keys
+    return tuple(query_correlation(*rows) for rows in found.values())
