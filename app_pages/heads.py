@@ -72,7 +72,7 @@ if roles.scores:
     _why_empty(roles.scores, lines_from)
     st.caption("Chance, a head spreading its attention evenly over the keys it may see, scores "
                + ", ".join(f"{ROLE_TITLES[role]} {roles.chance[role]:.2f}" for role in ROLES
-                           if roles.chance.get(role) == roles.chance.get(role))  # NaN: no row has the role
+                           if np.isfinite(roles.chance[role]))  # NaN: no row of these lines has the role
                + " on these lines: a head near its chance level is not doing that role, however it looks.")
     st.subheader("The strongest heads of each role")
     for role in shown:
