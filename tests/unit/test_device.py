@@ -184,3 +184,20 @@ def test_the_status_line_gives_the_gpus_memory_in_use_and_total(monkeypatch):
     assert data.memory_text("/CPU:0") == ""
     monkeypatch.setattr(data, "device_memory", lambda device: (2**30, None))  # the driver gave no total
     assert data.memory_text("/GPU:0") == "**GPU memory** 1.00 GB"
+
+
+@pytest.mark.slow
+def test_a_gpu_server_warms_the_kernels_once_and_a_cpu_server_does_not():
+    """An H200 spent 4.0–4.7 s of a fresh process's first run launching each GPU kernel once (docs/gpu.md): the
+    server pays it at start, in the background (`ui.preload`), on the shared cache, once."""
+    out = run_with_fake_gpu(
+        "from transformer.live.model_cache import MODELS\nfrom transformer.service import warm_up_device\n"
+        "fake_gpu.record_scopes()\n"
+        "print(warm_up_device(), warm_up_device(), MODELS.builds, sorted({s for _, s in fake_gpu.OPS}, key=str))\n"
+    )
+    assert out.strip() == "/GPU:0 None 1 ['/GPU:0']"
+    on_cpu = subprocess.run([sys.executable, "-c", "from transformer.live.model_cache import MODELS\n"
+                             "from transformer.service import warm_up_device\nprint(warm_up_device(), MODELS.builds)"],
+                            cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""),
+                            capture_output=True, text=True, timeout=300)
+    assert on_cpu.stdout.strip() == "None 0", on_cpu.stderr[-2000:]
