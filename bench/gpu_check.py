@@ -1,5 +1,7 @@
 """`make gpu-check`: TensorFlow's devices, then one forward pass of the default model and of d_model 512 / N 512
-on each device, timed (first run: build and eager; then traced, the median of five)."""
+on each device, timed (first run: build and eager; then traced, the median of five); then, at N = 512, the maps
+copied whole against max-pooled on the device to 128 cells a side first (`run_live(pool_to=128)`), and how much of
+a traced run is the arithmetic (the maps reduced to one number on the device) and how much the copy."""
 
 import os
 import sys
@@ -16,7 +18,7 @@ def main() -> None:
     import tensorflow as tf
 
     from transformer import LiveConfig, ModelCache, device_label, run_live
-    from transformer.runtime.device import driver_gpus, missing_gpu_notice, visible_gpus
+    from transformer.runtime.device import driver_gpus, missing_gpu_notice, resolve_device, visible_gpus
     from transformer.runtime.engine_thread import on_engine_thread
 
     print(f"TensorFlow {tf.__version__}, built with CUDA: {tf.test.is_built_with_cuda()}")
@@ -38,6 +40,55 @@ def main() -> None:
             traced = np.median([run_live(config, cache).compute_seconds for _ in range(5)])
             print(f"{device_label(first.device):<32} {name:<40} {first_seconds * 1e3:>8.0f} ms "
                   f"{traced * 1e3:>7.1f} ms")
+    print(f"\n{'device':<32} {'N = 512, d_model 512, 8 heads':<40} {'maps':>10} {'pooled':>10} {'compute':>10}")
+    for choice in ["cpu"] + (["auto"] if visible_gpus() else []):
+        config = LiveConfig(d_model=512, num_heads=8, d_ff=2048, seq_len=512, device=choice)
+        for name, call in {"every stack, every line": {}, "one stack, one line (the page)":
+                           {"stacks": ("encoder",), "lines": (0,)}}.items():
+            print(f"{device_label(resolve_device(choice)):<32} {name:<40} "
+                  + " ".join(f"{ms:>7.1f} ms" for ms in pooled_figures(config, call)))
+
+
+def median_ms(function, repeats: int = 7) -> float:
+    import numpy as np
+
+    function()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return float(np.median(times)) * 1e3
+
+
+def pooled_figures(config, call: dict) -> tuple[float, float, float]:
+    """Traced ``run_live`` with the whole maps copied, with them pooled to 128 cells on the device first, and the
+    attention function alone with its maps summed on the device (no copy)."""
+    import tensorflow as tf
+
+    from transformer import ModelCache, run_live
+    from transformer.live.inputs import batch_rows, prepared_inputs
+    from transformer.runtime.engine_thread import on_engine_thread
+
+    cache = ModelCache()
+    run_live(config, cache, **call)
+    run_live(config, cache, pool_to=128, **call)
+    on_engine_thread(cache.trace_pending)()
+    whole = median_ms(lambda: run_live(config, cache, **call))
+    pooled = median_ms(lambda: run_live(config, cache, pool_to=128, **call))
+    entry, inputs = on_engine_thread(lambda: (cache.for_config(config), prepared_inputs(config)))()
+    stacks = call.get("stacks", config.stacks)
+    function = entry.attention_function(tuple(s for s in config.stacks if s in stacks))
+    rows = call.get("lines") or tuple(range(inputs.batches.source.ids.shape[0]))
+    arguments = batch_rows(rows, inputs.batches.source.ids, inputs.batches.target.ids, inputs.masks.run_source,
+                           inputs.masks.run_target)
+
+    @on_engine_thread
+    def compute_only():
+        with tf.device(entry.device):
+            maps = function(*arguments)
+            return float(sum(tf.reduce_sum(weights) for weights in maps.values()))
+    return whole, pooled, median_ms(compute_only)
 
 
 if __name__ == "__main__":

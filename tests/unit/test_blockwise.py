@@ -11,6 +11,7 @@ from transformer.analysis.measures import attention_checks
 from transformer.core.blockwise import QUERY_BLOCK, blockwise_attention, power_of_two_block
 from transformer.core.model import Transformer
 from transformer.live.inputs import prepared_inputs
+from transformer.runtime.engine_thread import on_engine_thread
 from viz.pooling import max_pool
 
 N = 300  # both fit: full attention and the block-wise run (three blocks of 128)
@@ -119,3 +120,26 @@ def test_block_checks_measure_what_attention_checks_measures_on_bad_weights():
         for value, reference in zip(measured, expected.values()):  # a gap a NaN or inf touches: at least 1e300
             assert value == pytest.approx(reference) or min(value, reference) >= 1e300, (measured, expected)
     assert totals.non_finite == 2 and totals.masked_max >= 1e300  # the inf on a masked key
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_maps_pooled_on_the_device_equal_the_full_maps_pooled_in_numpy(traced):
+    """`run_live(pool_to=…)` max-pools each map on the model's device before the copy to NumPy (the copy was most
+    of a run at N = 512 on an H100): the same cells as pooling the full maps, eager and traced."""
+    cache = ModelCache()
+    config = LiveConfig(d_model=32, num_heads=4, d_ff=64, num_layers=2, seq_len=300)
+    full = run_live(config, cache)
+    if traced:
+        on_engine_thread(cache.trace_pending)()
+    pooled = run_live(config, cache, pool_to=64)
+    factor = power_of_two_block(300, 64)
+    assert factor == 8 and pooled.attention_factor == 8 and full.attention_factor == 1
+    for stack, maps in full.attention.items():  # (L, B, H, N_q, N_k)
+        assert pooled.attention[stack].shape == (*maps.shape[:3], 38, 38)
+        np.testing.assert_allclose(pooled.attention[stack], max_pool(maps, 8, 8), atol=1e-6)
+    assert run_live(config, cache, pool_to=300).attention_factor == 1  # fits: nothing pooled
+
+
+def test_pool_to_names_a_bad_value():
+    with pytest.raises(ValueError, match="pool_to=0"):
+        run_live(LiveConfig(), ModelCache(), pool_to=0)

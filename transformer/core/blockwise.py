@@ -106,6 +106,20 @@ def _max_pool(weights, factor: int):
     return tf.reduce_max(blocks, axis=[3, 5])  # (B, H, R'/f, N_k'/f)
 
 
+def pooled_maps(maps, factor: int):
+    """``(…, N_q, N_k)`` -> ``(…, ⌈N_q/f⌉, ⌈N_k/f⌉)``, the largest weight of each f × f block (zero padded), on the
+    tensor's device and in a traced graph too (lengths may be unknown until run)."""
+    if factor == 1:
+        return maps
+    shape = tf.shape(maps)
+    n_q, n_k = shape[-2], shape[-1]
+    padded = tf.pad(maps, tf.concat([tf.zeros((tf.rank(maps) - 2, 2), tf.int32),
+                                     [[0, -n_q % factor], [0, -n_k % factor]]], axis=0))  # (…, N_q', N_k')
+    rows, cols = (n_q + factor - 1) // factor, (n_k + factor - 1) // factor
+    blocks = tf.reshape(padded, tf.concat([shape[:-2], [rows, factor, cols, factor]], axis=0))  # (…, r, f, c, f)
+    return tf.reduce_max(blocks, axis=[-3, -1])  # (…, ⌈N_q/f⌉, ⌈N_k/f⌉)
+
+
 def _crop(weights, start: int, end: int, window: tuple):
     """The part of a block's ``(B, H, Q_b, N_k)`` weights inside ``window``, or None."""
     first_query, first_key, size = window

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.ablation import HeadAblation, kept_array
+from transformer.core.blockwise import pooled_maps
 from transformer.core.linear import zero_kernels
 from transformer.core.model import STACKS, Transformer
 from transformer.core.weight_init import seed_weights
@@ -44,15 +45,17 @@ class CachedModel:
                                 for weight in model.weights)
 
     def attention_function(self, stacks: tuple, ablate: tuple = (), kind: str = "zero",
-                           means=None) -> ModelFunction:
+                           means=None, pool: int = 1) -> ModelFunction:
         """``f(src, tgt, src_mask, tgt_mask) -> {stack: (L, B, H, N_q, N_k)}`` for ``stacks`` (in `STACKS`
         order) only: the decoder does not run for the encoder alone. With ``ablate`` (checked ``(stack, layer,
         head)`` triples) those heads are ablated (``kind``; "mean" replaces them by ``means`` ``(stacks, L, H,
-        d_v)``): one function per kind, the heads and means set before each call."""
-        if not ablate:
-            return self.function(("attention", stacks), lambda: self._attention(stacks))
-        self._set_kept(ablate, means)
-        return self.function(("attention", stacks, kind), lambda: self._attention(stacks, kind))
+        d_v)``): one function per kind, the heads and means set before each call. ``pool > 1``: each map
+        max-pooled ``pool × pool`` on the model's device (`transformer.core.blockwise.pooled_maps`)."""
+        kind = kind if ablate else None
+        if ablate:
+            self._set_kept(ablate, means)
+        key = ("attention", stacks, *([kind] if kind else []), *([("pool", pool)] if pool > 1 else []))
+        return self.function(key, lambda: self._attention(stacks, kind, pool))
 
     def function(self, key, make_function) -> ModelFunction:
         """The `ModelFunction` of ``make_function()`` stored under ``key`` (made on first use)."""
@@ -97,14 +100,14 @@ class CachedModel:
             self._head_means().assign(means)
         return kept
 
-    def _attention(self, stacks: tuple, kind: str | None = None):
+    def _attention(self, stacks: tuple, kind: str | None = None, pool: int = 1):
         kept = self._kept_heads() if kind else None
         means = self._head_means() if kind == "mean" else None
 
         def attention(src, tgt, src_mask, tgt_mask):
             hook = HeadAblation.of_kept(kept, kind, means) if kind else None
             weights = self.model.attention_maps(stacks, src, tgt, src_mask, tgt_mask, hook=hook)
-            return {name: tf.stack(weights[name]) for name in stacks}  # (L, B, H, N_q, N_k)
+            return {name: pooled_maps(tf.stack(weights[name]), pool) for name in stacks}  # (L, B, H, N_q/p, N_k/p)
         return attention
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.ablation import check_ablation
-from transformer.core.blockwise import FULL_ATTENTION_MAX, blockwise_attention
+from transformer.core.blockwise import FULL_ATTENTION_MAX, blockwise_attention, power_of_two_block
 from transformer.core.model import ARCHITECTURE_STACKS, STACKS
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import LiveConfig, check_budget, validate
@@ -199,7 +199,7 @@ def _external_result(config: LiveConfig, stacks: tuple, rows: tuple, inputs) -> 
 
 @on_engine_thread
 def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, windows=(),
-             means_of: LiveConfig | None = None) -> LiveResult:
+             means_of: LiveConfig | None = None, pool_to: int | None = None) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.
 
     ``stacks``: the attention maps to compute, of those the architecture has (``result.attention`` has these keys
@@ -211,8 +211,11 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     ``windows``: ``((first query, first key, size), …)``, the windows a block-wise run keeps exact (else ignored).
     ``means_of``: the configuration whose lines define mean-ablation's means (None: ``config``'s own; a page that
     runs its lines in parts passes the whole): `transformer.live.inputs.ablation_means`.
+    ``pool_to``: at most this many cells a side; longer maps come back max-pooled on the model's device before the
+    copy to NumPy (``attention_factor`` says by how much), for a caller that draws only pooled maps.
     """
     validate(config)
+    _check_pool_to(pool_to)
     windows = _windows(windows)
     stacks = _stacks(stacks, config)
     inputs = prepared_inputs(config, means_of)
@@ -225,7 +228,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     device = entry.device if entry else resolve_device(config.device)
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
     ablate = check_ablation(config.ablate, config.ablation, config.stacks, layers, heads)
-    function = (entry.attention_function(stacks, ablate, config.ablation, inputs.means)
+    pool = _pool_factor(pool_to, batches.source.ids.shape[1], batches.target.ids.shape[1])
+    function = (entry.attention_function(stacks, ablate, config.ablation, inputs.means, pool)
                 if stacks and config.seq_len <= FULL_ATTENTION_MAX else None)
     masks = inputs.masks
     blockwise = None
@@ -262,5 +266,17 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
         predictions=predictions,
         lines=rows,
         **(dict(attention_factor=blockwise.factor, windows=blockwise.windows, window_weights=blockwise.window_weights,
-                block_checks=blockwise.checks) if blockwise else {}),
+                block_checks=blockwise.checks) if blockwise else dict(attention_factor=pool if function else 1)),
     )
+
+
+def _check_pool_to(pool_to) -> None:
+    """ValueError unless ``pool_to`` is None or a whole number of cells from 1."""
+    if pool_to is not None and (not isinstance(pool_to, (int, np.integer)) or pool_to < 1):
+        raise ValueError("pool_to is the most cells a side a pooled map may have, from 1. "
+                         f"Received: pool_to={pool_to!r}")
+
+
+def _pool_factor(pool_to: int | None, *lengths: int) -> int:
+    """1 without ``pool_to`` or when every length fits it; else the power of two that brings them to it."""
+    return 1 if pool_to is None or max(lengths) <= pool_to else power_of_two_block(max(lengths), pool_to)
