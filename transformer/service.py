@@ -45,6 +45,7 @@ from transformer.live.importance import measure as measure_ablation
 from transformer.live.induction import GROUP_LABELS, GROUPS, induction_study
 from transformer.live.model_cache import model_bytes
 from transformer.live.query_key import query_key_space
+from transformer.live.warm_up import warm_up_device
 from transformer.runtime.device import (
     DEVICE_CHOICES,
     device_label,
@@ -93,4 +94,5 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "naive_softmax", "neuron_terms", "PoolSettings", "position_views", "quadratic_share", "query_key_space",
            "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
            "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
-           "TrainingPool", "TrainResult", "TrainSpec", "upload", "upload_limit_bytes", "visible_gpus", "without_keys"]
+           "TrainingPool", "TrainResult", "TrainSpec", "upload", "upload_limit_bytes", "visible_gpus", "warm_up_device",
+           "without_keys"]
