@@ -137,7 +137,7 @@ def gpu(quick: bool):
         why = ("the NVIDIA driver lists a GPU that TensorFlow does not see (make run GPU=1)" if driver_gpus()
                else "no GPU on this machine")
         row("gpu", "GPU rows: attention N 512–4096, forward pass, slider move",
-            f"not measured: {why} (one H100's: the GPU section below)")
+            f"not measured: {why} (an H200's and an H100's: the GPU sections below)")
         return
     label, repeats, d_model, heads = device_label("/GPU:0"), 5 if quick else 20, 512, 8
     for n in (512, 1024, 2048, 4096):
