@@ -30,7 +30,7 @@ page = st.navigation(PAGES)
 st.set_page_config(page_title=f"{page.title} · Attention Lab")  # the browser tab names the page
 sidebar.render()
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
-for notice in st.session_state.pop(state.NOTICES, []):
+for notice in state.pop(state.NOTICES, []):
     notices.warning(notice, icon=":material/warning:")
 for problem in training.settings_problems():  # the server's own settings: whoever runs it must see them
     notices.warning(problem, icon=":material/settings:")

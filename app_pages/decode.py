@@ -13,7 +13,7 @@ from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
-name = st.session_state["weights"]  # the sidebar's model, as on every page
+name = state.read("weights")  # the sidebar's model, as on every page
 config = state.live_config()
 outside = config.external
 if outside and config.architecture != "decoder-only":
@@ -72,7 +72,7 @@ else:
 
 def _from_the_start() -> None:
     """A new source is decoded from its first step, not played on."""
-    st.session_state.update(dec_step=0, dec_play=False)
+    state.update(dec_step=0, dec_play=False)
 
 
 source = st.text_input("Prompt" if prompting else "Source", key="dec_src", placeholder=example, max_chars=400,
@@ -99,22 +99,22 @@ if mode == "sampled" and top_k >= len(run.vocabulary):
 
 
 def _move(by: int) -> None:
-    st.session_state["dec_step"] = min(max(0, st.session_state["dec_step"] + by), last)
+    state.put("dec_step", min(max(0, state.read("dec_step") + by), last))
 
 
 def _on_play() -> None:
     """Play at the last step plays again from the first."""
-    if st.session_state.get("dec_play") and st.session_state["dec_step"] >= last:
-        st.session_state["dec_step"] = 0
+    if state.get("dec_play") and state.read("dec_step") >= last:
+        state.put("dec_step", 0)
 
 
-if st.session_state.get("dec_play") and st.session_state["dec_step"] >= last:  # played to the end: Play goes off
-    st.session_state["dec_play"] = False
+if state.get("dec_play") and state.read("dec_step") >= last:  # played to the end: Play goes off
+    state.put("dec_play", False)
 
 
 steps = st.columns([1, 1, 6, 2])
-steps[0].button("◀ Back", on_click=_move, args=(-1,), disabled=st.session_state["dec_step"] == 0)
-steps[1].button("Next ▶", on_click=_move, args=(1,), disabled=st.session_state["dec_step"] == last)
+steps[0].button("◀ Back", on_click=_move, args=(-1,), disabled=state.read("dec_step") == 0)
+steps[1].button("Next ▶", on_click=_move, args=(1,), disabled=state.read("dec_step") == last)
 t = steps[2].slider("Step", 0, max(last, 1), key="dec_step", disabled=last == 0, **PERSIST) if last else 0
 playing = steps[3].toggle("Play", key="dec_play", on_change=_on_play, help="Step forward once a second; off at the "
                           "last step (on again: from the first).", **PERSIST)
@@ -165,7 +165,7 @@ with cache_columns[1]:
 @st.fragment(run_every=1.0 if playing and t < last else None)
 def _player() -> None:
     """While Play is on: one step forward a second (the whole page reruns to draw it)."""
-    if st.session_state.get("dec_play") and st.session_state["dec_step"] < last:
+    if state.get("dec_play") and state.read("dec_step") < last:
         _move(1)
         st.rerun()
 

@@ -22,7 +22,7 @@ st.title("Heads")
 st.caption("What each head does, scored over many lines: the share of its attention on a role's pattern "
            "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
            "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
-weights = st.session_state["weights"]
+weights = state.read("weights")
 trained = weights != "random" and not state.external()
 controls = st.columns([3, 2, 2, 2])
 with controls[0]:
@@ -35,7 +35,7 @@ pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key="ro
                                 **PERSIST) or None
 config = state.live_config(**overrides)
 carried_over(config, "heads")
-size = st.session_state["mask_size"] if pattern in SIZED_FAMILIES else 1
+size = state.read("mask_size") if pattern in SIZED_FAMILIES else 1
 roles = data.head_roles(config, stack, pattern, size)
 layers, heads = roles.entropy.shape
 where = f"{roles.lines} lines of {roles.length} positions ({LINE_LABELS[lines_from].lower()})"
@@ -55,15 +55,15 @@ def _why_empty(scores: dict, lines_from: str) -> None:
                  "an induction head at the token after one).")
     if lines_from != "repeated":
         box.button("Score on repeated random tokens", key="roles_to_repeated", icon=":material/repeat:",
-                   on_click=lambda: st.session_state.update(roles_lines="repeated"),
+                   on_click=lambda: state.update(roles_lines="repeated"),
                    help="A random segment written twice: every role has rows to score.")
 
 
 def _open(stack_name: str, layer: int, head: int) -> None:
     """Open ``stack``/``layer`` on the Attention page with the lines this page scored (``head`` at full resolution
     where a grid cannot show it whole); the focus stays."""
-    st.session_state.update(stack=stack_name, layer=layer, head=head, nv_head=head, **sidebar_values(overrides))
-    st.session_state["_open_page"] = "app_pages/attention.py"
+    state.open_page("app_pages/attention.py", stack=stack_name, layer=layer, head=head, nv_head=head,
+                    **sidebar_values(overrides))
 
 
 if roles.scores:
@@ -92,8 +92,7 @@ else:
 plot(measure_grid(roles.distance, roles.entropy, roles.lines,
                   f"{stack}: " + ("how far and how spread" if roles.distance is not None else "how spread")
                   + f", over {where}", length=roles.keys), "measures")
-if st.session_state.get("_open_page"):
-    st.switch_page(st.session_state.pop("_open_page"))
+state.follow_open_page()
 st.page_link("app_pages/query_key.py", label="One head's queries and keys over these lines: the Query–key page",
              icon=":material/scatter_plot:")
 
@@ -143,7 +142,7 @@ ablate_codes = [state.head_code(*triple) for triple, accuracy, _ in ranked if ac
 
 
 def _ablate_costliest() -> None:
-    st.session_state.update(ablate=ablate_codes, ablation=kind)
+    state.update(ablate=ablate_codes, ablation=kind)
 
 
 if ablate_codes:

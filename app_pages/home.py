@@ -20,17 +20,15 @@ TODAY = date_text(datetime.date.today(), "weekday")  # "Tuesday, 24 November 202
 
 def _decode(source: str) -> None:
     """Open the Decode page on the dates model writing ``source`` as an ISO date, from its first step."""
-    st.session_state.update(dec_src=source, dec_step=0, dec_mode="greedy", dec_play=False)
     use_weights("dates")
-    st.session_state["_open_page"] = "app_pages/decode.py"
+    state.open_page("app_pages/decode.py", dec_src=source, dec_step=0, dec_mode="greedy", dec_play=False)
 
 
 def _open(weights: str, source: str, page: str, layer: int) -> None:
     """Select a trained model with ``source`` as its input, the cross-attention of ``layer`` on view (the picture
     drawn here), no token focused; then open ``page``."""
-    st.session_state.update(weights=weights, src=source, stack="cross", layer=layer, element=0, focus=-1,
-                            seq_len=max(st.session_state.get("seq_len", 1), state.default_of("seq_len", weights)))
-    st.session_state["_open_page"] = page
+    state.open_page(page, weights=weights, src=source, stack="cross", layer=layer, element=0, focus=-1,
+                    seq_len=max(state.get("seq_len", 1), state.default_of("seq_len", weights)))
 
 
 if "dates" in available():
@@ -64,8 +62,7 @@ if "dates" in available():
             last = spec_of(weights_name).num_layers - 1
             column.button(label, on_click=_open, args=(weights_name, source, page, last), key=f"open_{weights_name}",
                           help=f"Cross-attention, layer {last}, on the Attention page.")
-    if st.session_state.get("_open_page"):
-        st.switch_page(st.session_state.pop("_open_page"))
+    state.follow_open_page()
 
 st.markdown(
     """

@@ -28,7 +28,7 @@ seed = controls[0].number_input("Lines (seed)", min_value=0, max_value=2**31 - 1
 count = controls[1].select_slider("How many lines", state.INDUCTION_COUNTS, key="ind_count", **PERSIST)
 ablated = controls[2].radio("Ablate (zero) in the loss chart", GROUPS, key="ind_ablate", format_func=GROUP_LABELS.get,
                             horizontal=True, **PERSIST)
-study = data.induction(int(seed), int(count), ablated, st.session_state.get("device", "auto"))
+study = data.induction(int(seed), int(count), ablated, state.get("device", "auto"))
 base = study.accuracy["none"]
 metrics = st.columns(4)
 metrics[0].metric("Second occurrence: next tokens right", f"{base['second']:.1%}",
@@ -62,9 +62,8 @@ if not study.groups["others"] or all(layer == 0 for layer, _ in study.groups["ot
 def _open(page: str) -> None:
     use_weights("induction")
     text = line.text
-    st.session_state.update(src=text, seq_len=len(line.tokens), stack="decoder", layer=1, element=0,
-                            focus=line.second + 2, dec_src=" ".join(line.tokens[: line.second + 2]), dec_step=0)
-    st.session_state["_open_page"] = page
+    state.open_page(page, src=text, seq_len=len(line.tokens), stack="decoder", layer=1, element=0,
+                    focus=line.second + 2, dec_src=" ".join(line.tokens[: line.second + 2]), dec_step=0)
 
 
 links = st.columns(3)
@@ -72,7 +71,6 @@ links[0].button("This line on the Attention page", on_click=_open, args=("app_pa
                 key="ind_attention", help="Layer 1, the query two tokens into the second occurrence focused.")
 links[1].button("Continue it on the Decode page", on_click=_open, args=("app_pages/decode.py",), key="ind_decode",
                 help="The line cut two tokens into its second occurrence: the model writes the rest.")
-links[2].button("Train one and watch it form", on_click=lambda: st.session_state.update(
-    train_task="induction", _open_page="app_pages/train.py"), key="ind_train")
-if st.session_state.get("_open_page"):
-    st.switch_page(st.session_state.pop("_open_page"))
+links[2].button("Train one and watch it form", on_click=lambda: state.open_page(
+    "app_pages/train.py", train_task="induction"), key="ind_train")
+state.follow_open_page()

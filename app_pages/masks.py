@@ -29,19 +29,19 @@ if state.trained():  # the family is the random-weights model's: a trained model
                                                  key="_own_mask_family", disabled=True, required=True)
     family_columns[1].caption("**Locked by the trained model:** it runs with the masks it was trained with (the "
                               "paper's) on every page. Seeded random weights bring back your family "
-                              f"({st.session_state['mask_family']}).")
+                              f"({state.read('mask_family')}).")
 else:
     family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, key="mask_family",
                                                  required=True, help="Applied live to encoder and decoder "
                                                  "self-attention (with padding) on every page; cross-attention "
                                                  "keeps the padding mask.", **PERSIST)
 if family in SIZED_FAMILIES:
-    low, length = size_range(family, st.session_state["seq_len"])
-    size = st.session_state.get("mask_size", state.FIELDS["mask_size"].default)
+    low, length = size_range(family, state.read("seq_len"))
+    size = state.get("mask_size", state.FIELDS["mask_size"].default)
     if not low <= size <= length:
-        st.session_state["mask_size"] = min(max(low, size), length)
+        state.put("mask_size", min(max(low, size), length))
         st.warning(f"The {SIZED_FAMILIES[family]} {size} does not fit N = {length}; it is "
-                   f"{st.session_state['mask_size']} now.", icon=":material/warning:")
+                   f"{state.read('mask_size')} now.", icon=":material/warning:")
     if length > low:  # a slider needs two stops
         family_columns[1].slider(SIZED_FAMILIES[family].capitalize(), low, length, key="mask_size", **PERSIST)
 st.markdown(FAMILY_NOTES[family])  # what was just chosen comes first: its note, then its own chart

@@ -17,7 +17,7 @@ if state.external():
     st.info("The query–key space reads the lab's own models (their queries and keys); a model from outside is read "
             "through its attention weights only: see the Attention and Heads pages.", icon=":material/info:")
     st.stop()
-weights = st.session_state["weights"]
+weights = state.read("weights")
 trained = weights != "random"
 controls = st.columns([3, 2, 2])
 with controls[0]:

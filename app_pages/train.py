@@ -3,7 +3,7 @@
 import streamlit as st
 
 from transformer.service import TASKS, TrainSpec
-from ui import training
+from ui import state, training
 from ui.controls import plot
 from ui.training_timeline import timeline_view
 from viz.training import progress_figure
@@ -68,18 +68,18 @@ if submitted:
 
 def _use_model(job) -> None:
     name = training.register(job)
-    st.session_state.setdefault("_my_models", {})[name] = training.label(job)
-    st.session_state["weights"] = name
-    st.session_state["src"] = TASKS[job.spec.task].example
-    st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), job.spec.max_len)
+    state.setdefault("_my_models", {})[name] = training.label(job)
+    state.put("weights", name)
+    state.put("src", TASKS[job.spec.task].example)
+    state.put("seq_len", max(state.get("seq_len", 1), job.spec.max_len))
     # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer
     stack = "decoder" if job.spec.architecture == "decoder-only" else "cross"
-    st.session_state.update(stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
+    state.update(stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
 
 
 @st.fragment(run_every=1.0)
 def progress() -> None:
-    job = st.session_state.get(training.JOB)
+    job = state.get(training.JOB)
     if job is None:
         st.info("Choose a task and press Train.")
         return
@@ -104,4 +104,4 @@ def progress() -> None:
 
 
 progress()
-timeline_view(st.session_state.get(training.JOB))
+timeline_view(state.get(training.JOB))

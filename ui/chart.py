@@ -23,6 +23,7 @@ import plotly
 import plotly.io as pio
 import streamlit as st
 
+from ui import state
 from ui.streamlit_patches import widget_module_urls
 from viz.sizes import NARROW_PX, TICK_PX  # not viz.style, viz.panels: ~0.1 s of imports
 
@@ -127,7 +128,7 @@ def _width_reported() -> None:
 def column_px(key: str) -> int | None:
     """The width (px) of the column chart ``key`` was drawn in, as its browser reported it when narrower than
     NARROW_PX (a phone); None for a wider column, or before the chart was drawn."""
-    value = st.session_state.get(key)
+    value = state.widget_value(key)
     if value is None:
         return None
     reported = getattr(value, "column_px", None) if not isinstance(value, dict) else value.get("column_px")
@@ -135,5 +136,5 @@ def column_px(key: str) -> int | None:
 
 
 def _clicked(key: str) -> dict:
-    value = st.session_state[key]
+    value = state.widget_value(key)
     return dict(getattr(value, "click", None) or value.get("click") or {})

@@ -25,8 +25,8 @@ PASSED, FAILED = ":green[:material/check_circle:]", ":red[:material/cancel:]"
 
 def clamp(key: str, high: int) -> None:
     """Keep an index field within 0..high before its widget is drawn."""
-    value = st.session_state.get(key, state.FIELDS[key].default)
-    st.session_state[key] = min(max(0, value), max(0, high))
+    value = state.get(key, state.FIELDS[key].default)
+    state.put(key, min(max(0, value), max(0, high)))
 
 
 def options_follow(key: str, labels) -> None:
@@ -36,9 +36,9 @@ def options_follow(key: str, labels) -> None:
     showed "1 (multi-query)" after Heads 4 -> 8; Focus showed "none" while row 6 stayed focused) and sent that one
     back on the next move."""
     drawn, labels = f"_options_of_{key}", [str(label) for label in labels]
-    if drawn in st.session_state and st.session_state[drawn] != labels and key in st.session_state:
-        st.session_state[key] = st.session_state[key]
-    st.session_state[drawn] = labels
+    if state.has(drawn) and state.read(drawn) != labels and state.has(key):
+        state.put(key, state.read(key))
+    state.put(drawn, labels)
 
 
 def element_picker(batch: int, column=st) -> int:
@@ -61,8 +61,8 @@ def stack_picker(column=st) -> str:
     """The attention stack to draw, among those the sidebar's architecture has (the picked one kept if it can)."""
     architecture = state.architecture()
     available = ARCHITECTURE_STACKS[architecture]
-    if st.session_state.get("stack") not in available:
-        st.session_state["stack"] = available[0]
+    if state.get("stack") not in available:
+        state.put("stack", available[0])
     options_follow("stack", available)
     stack = column.radio("Attention", available, key="stack", format_func=STACK_NAMES.get, horizontal=True,
                          **PERSIST)
@@ -87,8 +87,8 @@ def head_picker(heads: int, column=st, label="Head", key="head") -> int:
 
 def window_start_picker(key: str, starts: list[int], label: str, column=st) -> int:
     """Where a cropped full-resolution window starts (snapped to one of ``starts``)."""
-    value = st.session_state.get(key, state.FIELDS[key].default)
-    st.session_state[key] = min(starts, key=lambda start: abs(start - value))
+    value = state.get(key, state.FIELDS[key].default)
+    state.put(key, min(starts, key=lambda start: abs(start - value)))
     if len(starts) == 1:
         return starts[0]
     options_follow(key, starts)
@@ -133,7 +133,7 @@ def carried_over(config, page: str) -> None:
     box.info(f"From the Masks page: the self-attention mask is **{config.mask_family}**{size}, not the paper's; "
              "every self-attention here runs with it.", icon=":material/filter_alt:")
     box.button("Back to the paper's masks", key=f"carried_mask_family_{page}",
-               on_click=lambda: st.session_state.update(mask_family="paper"))
+               on_click=lambda: state.update(mask_family="paper"))
 
 
 def variant_note(config, kv_heads: int, heads: int) -> str:
@@ -210,9 +210,9 @@ def filled_text(text: str, length: int, pads, limit: int = state.MAX_TEXT_CHARS)
 
 
 def _fill_length(length: int) -> None:
-    pads = state.pad_symbols(st.session_state.get("pads", ""))
+    pads = state.pad_symbols(state.get("pads", ""))
     for key in ("src", "tgt"):
-        st.session_state[key] = filled_text(st.session_state.get(key, ""), length, pads)
+        state.put(key, filled_text(state.get(key, ""), length, pads))
 
 
 def not_for_your_model(what: str) -> None:

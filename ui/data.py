@@ -23,6 +23,7 @@ from transformer.service import head_importance as every_head_ablated
 from transformer.service import head_roles as _head_roles_of
 from transformer.service import memory_in_use as device_memory
 from transformer.service import position_views as _position_views_of
+from ui import state
 from ui.text import percent
 
 COMPUTING = "Computing…"
@@ -165,15 +166,15 @@ def memory_text(device: str) -> str:
 
 def _status(**parts) -> None:
     """Record the sidebar's status line (device, tensorflow, timing); parts not given keep their last value."""
-    status = {**st.session_state.get("_status_parts", {}), **parts}
-    st.session_state["_status_parts"] = status
+    status = {**state.get("_status_parts", {}), **parts}
+    state.put("_status_parts", status)
     text = " · ".join(filter(None, [
         f"**Device:** {status['device']}" if "device" in status else "",
         f"**TensorFlow** {status['tensorflow']}" if "tensorflow" in status else "",
         status.get("memory", ""),
         status.get("timing", ""),
     ]))
-    st.session_state["_last_status"] = text  # the sidebar draws it once the page has run (sidebar.draw_status)
+    state.put("_last_status", text)  # the sidebar draws it once the page has run (sidebar.draw_status)
 
 
 def live(config, stacks=(), lines=None, notices=True, windows=()):

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import streamlit as st
-
 from transformer.service import LINE_SOURCES, example_lines, repeated_lines, spec_of, task_of
 from ui import state
 from ui.controls import PERSIST
@@ -17,20 +15,20 @@ def line_controls(source_column, count_column, trained: bool) -> tuple[str, dict
     """The Lines radio and How many lines slider; returns the source chosen and the `LiveConfig` overrides that put
     its lines in the source (and target) text ({} for the sidebar's lines)."""
     sources = [source for source in LINE_SOURCES if (source == "examples") == trained or source == "lines"]
-    if st.session_state.get("roles_lines") not in sources:
-        st.session_state["roles_lines"] = sources[0]
+    if state.get("roles_lines") not in sources:
+        state.put("roles_lines", sources[0])
     lines_from = source_column.radio("Lines", sources, key="roles_lines", format_func=LINE_LABELS.get, **PERSIST,
                                      help="One sentence says little: what a head does shows on many lines. Repeated "
                                      "random tokens (a segment written twice) are where induction heads show.")
     count = count_column.select_slider("How many lines", state.ROLE_LINE_COUNTS, key="roles_count",
                                        disabled=lines_from == "lines", **PERSIST)
-    weights = st.session_state["weights"]
+    weights = state.read("weights")
     if lines_from == "repeated":
-        text = repeated_lines(count, SEGMENT, st.session_state["seed"])
+        text = repeated_lines(count, SEGMENT, state.read("seed"))
         return lines_from, dict(source_text=text, target_text=text, seq_len=2 * SEGMENT)
     if lines_from == "examples":
         return lines_from, dict(source_text=example_lines(task_of(weights), count), seq_len=max(
-            st.session_state["seq_len"], spec_of(weights).max_len))
+            state.read("seq_len"), spec_of(weights).max_len))
     return lines_from, {}
 
 

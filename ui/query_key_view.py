@@ -33,10 +33,9 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
     def focus(clicked: dict) -> None:
         if "query" not in clicked:
             return
-        st.session_state.update(lines_state)
-        st.session_state.update(stack=stack, layer=layer, head=head, element=int(clicked.get("line", 0)),
-                                focus=int(clicked["query"]), focus_key=False)
-        st.session_state["_open_page"] = "app_pages/attention.py"
+        state.update(lines_state)
+        state.open_page("app_pages/attention.py", stack=stack, layer=layer, head=head,
+                        element=int(clicked.get("line", 0)), focus=int(clicked["query"]), focus_key=False)
 
     coincide = f", {space.distinct} distinct" if space.distinct < len(space.points) else ""
     title = (f"{stack} layer {layer} head {head}: {int(space.is_query.sum())} queries and "
@@ -51,6 +50,5 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
                f"adds to all its keys alike). Scale c = {space.scale:.2f}."
                + (f" Points that coincide (equal tokens at equal positions of equal lines) are drawn once: "
                   f"{space.distinct} places for {len(space.points)} points." if coincide else ""))
-    if st.session_state.get("_open_page"):
-        st.switch_page(st.session_state.pop("_open_page"))
+    state.follow_open_page()
     state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run

@@ -33,19 +33,19 @@ NORM_LABELS = {"post": "Post-norm (the paper)", "pre": "Pre-norm (GPT-2)"}
 
 def _fix_heads() -> None:
     """After d_model changes: keep heads a divisor of d_model, and say so when it moves."""
-    d_model, heads = st.session_state["d_model"], st.session_state["heads"]
+    d_model, heads = state.read("d_model"), state.read("heads")
     if heads not in state.head_choices(d_model):
         fixed = state.nearest_heads(d_model, heads)
-        st.session_state["heads"] = fixed
+        state.put("heads", fixed)
         state.notify(f"{heads} heads do not divide d_model={d_model}; heads is now {fixed}, the nearest divisor.")
     _fix_kv_heads()
 
 
 def _fix_kv_heads() -> None:
     """After the heads change: keep the key/value heads a divisor of them, and say so when they move."""
-    heads, kv_heads = st.session_state["heads"], st.session_state.get("kv_heads", 0)
+    heads, kv_heads = state.read("heads"), state.get("kv_heads", 0)
     if kv_heads and heads % kv_heads:
-        st.session_state["kv_heads"] = 0
+        state.put("kv_heads", 0)
         state.notify(f"{count(kv_heads, 'key/value head')} do not divide {count(heads, 'head')}; there is one per "
                      "head again.")
 
@@ -66,37 +66,38 @@ def model_size_text(config) -> str:
 
 def session_device() -> str:
     """The device this session's computations run on (its Device control)."""
-    return resolve_device(st.session_state.get("device", "auto"))
+    return resolve_device(state.get("device", "auto"))
 
 
 def weight_choices() -> list[str]:
-    current = st.session_state.get("weights", "random")
-    yours = list(st.session_state.get(your_model.YOURS, {})) + ([current] if state.is_external(current) else [])
-    return ["random"] + available() + list(st.session_state.get("_my_models", [])) + list(dict.fromkeys(
+    current = state.get("weights", "random")
+    yours = list(state.get(your_model.YOURS, {})) + ([current] if state.is_external(current) else [])
+    return ["random"] + available() + list(state.get("_my_models", [])) + list(dict.fromkeys(
         yours))
 
 
-RETRAIN = "_retrain"  # session_state: the spec of a dropped model a link named, offered to train again
+RETRAIN = state.RETRAIN
 
 
 def _open_linked_model() -> None:
     """A link to a model trained on this server (in any session) opens it while the server keeps it; one it has
     dropped to make room is said plainly and offered to train again (`retrain_offer`); the weights are the random
     ones."""
-    name = st.session_state.get("weights", "random")
-    if not name.startswith(SESSION_PREFIX) or name in st.session_state.get("_my_models", {}):
+    name = state.get("weights", "random")
+    if not name.startswith(SESSION_PREFIX) or name in state.get("_my_models", {}):
         return
     label = kept_label(name)
     if label is not None:
-        st.session_state.setdefault("_my_models", {})[name] = label
+        state.setdefault("_my_models", {})[name] = label
         return
-    st.session_state["weights"] = "random"
+    state.put("weights", "random")
     gone = dropped(name)
     if gone is None:
         state.notify(f"This server does not know the model of this link ({name}): it may have restarted since. "
                      "Using random weights; train a model on the Train page.")
         return
-    label, st.session_state[RETRAIN] = gone
+    label, retrain = gone
+    state.put(RETRAIN, retrain)
     most, megabytes = kept_limits()
     state.notify(f"The model of this link ({label}) was dropped to make room: this server keeps the {most} models "
                  f"trained here that were used last, {megabytes:,.0f} MB of weights at most. Using random weights; "
@@ -106,12 +107,12 @@ def _open_linked_model() -> None:
 def _retrain_offer(bar) -> None:
     """The button that trains a dropped model of a link again (same settings and seed), then opens the Train
     page."""
-    spec = st.session_state.get(RETRAIN)
-    if spec is None or st.session_state.get("weights") != "random":
+    spec = state.get(RETRAIN)
+    if spec is None or state.get("weights") != "random":
         return
     if not bar.button("Train it again", icon=":material/replay:", help=f"{spec.task}: {spec.options}"):
         return
-    del st.session_state[RETRAIN]
+    state.drop(RETRAIN)
     try:
         training.submit(spec)
     except ValueError as error:  # this session's job is still running, or the queue is full
@@ -126,7 +127,7 @@ def weights_label(name: str) -> str:
     if state.is_external(name):
         return your_model.label(name)
     if name.startswith(SESSION_PREFIX):
-        return session_model_label(name, st.session_state.get("_my_models", {}))
+        return session_model_label(name, state.get("_my_models", {}))
     return f"Trained: {name}"
 
 
@@ -140,32 +141,32 @@ def session_model_label(name: str, labels: dict) -> str:
 
 def use_weights(name: str) -> None:
     """Make ``name`` the sidebar's model, as choosing it under Weights does (a button's callback)."""
-    st.session_state["weights"] = name
+    state.put("weights", name)
     _after_weights_change()
 
 
 def _after_weights_change() -> None:
     """A trained model reads its own tokens: swap in its task's example if the source text has others, and
     make the sequence length the model's own where the current one would cut its sources."""
-    name = st.session_state["weights"]
+    name = state.read("weights")
     if state.is_external(name):
-        if name in st.session_state.get(state.EXTERNAL_ARCHITECTURES, {}):
-            st.session_state["arch"] = st.session_state[state.EXTERNAL_ARCHITECTURES][name]
-        st.session_state.update(src=state.EXTERNAL_EXAMPLE, seq_len=state.EXTERNAL_LENGTH, ablate=[])
+        if name in state.get(state.EXTERNAL_ARCHITECTURES, {}):
+            state.put("arch", state.read(state.EXTERNAL_ARCHITECTURES)[name])
+        state.update(src=state.EXTERNAL_EXAMPLE, seq_len=state.EXTERNAL_LENGTH, ablate=[])
         return
-    if st.session_state.get("arch") in ("decoder-only", "encoder-only") and \
-            state.is_external(st.session_state.get("_last_weights", "")):
-        st.session_state["arch"] = "encoder-decoder"  # back from a model from outside's one stack
+    if state.get("arch") in ("decoder-only", "encoder-only") and \
+            state.is_external(state.get("_last_weights", "")):
+        state.put("arch", "encoder-decoder")  # back from a model from outside's one stack
     if name == "random":
         return
     task, spec = get_task(task_of(name)), spec_of(name)  # read, not loaded: no TensorFlow here
-    if not _reads(task, st.session_state.get("src", "")):
-        st.session_state["src"] = task.example
+    if not _reads(task, state.get("src", "")):
+        state.put("src", task.example)
         state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
-    st.session_state["seq_len"] = max(st.session_state.get("seq_len", 1), state.default_of("seq_len", name))
+    state.put("seq_len", max(state.get("seq_len", 1), state.default_of("seq_len", name)))
     own = dict(kv_heads=0, **state.trained_options(name))
-    if any(st.session_state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
-        st.session_state.update(own)
+    if any(state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
+        state.update(own)
         state.notify(f"The {spec.task} model is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
                      "positions and a key/value head per head: the Architecture, Norm, Positions and KV heads "
                      "controls are back at its own.")
@@ -221,8 +222,8 @@ class _ModelControls:
 
 def head_codes(spec) -> list[str]:
     """Every head of the sidebar's model as a head code (`state.head_code`), stack by stack, layer by layer."""
-    layers = spec.num_layers if spec else st.session_state["layers"]
-    heads = spec.num_heads if spec else st.session_state["heads"]
+    layers = spec.num_layers if spec else state.read("layers")
+    heads = spec.num_heads if spec else state.read("heads")
     return [state.head_code(stack, layer, head) for stack in ARCHITECTURE_STACKS[state.architecture()]
             for layer in range(layers) for head in range(heads)]
 
@@ -236,21 +237,21 @@ def _ablation_controls(bar, spec) -> None:
     """Heads to ablate (every page runs the model without them) and how: zeros or their mean. Heads the model no
     longer has (fewer layers or heads, another architecture) leave the list, said in a notice."""
     options = head_codes(spec)
-    chosen = st.session_state.get("ablate", [])
+    chosen = state.get("ablate", [])
     gone = [code for code in chosen if code not in options]
     if gone:
-        st.session_state["ablate"] = [code for code in chosen if code in options]
+        state.put("ablate", [code for code in chosen if code in options])
         state.notify(f"This model has no {', '.join(map(head_code_label, gone))}: "
                      f"{'it is' if len(gone) == 1 else 'they are'} no longer ablated.")
-    if len(st.session_state["ablate"]) == len(options):  # every head: nothing would attend
-        st.session_state["ablate"] = st.session_state["ablate"][:-1]
+    if len(state.read("ablate")) == len(options):  # every head: nothing would attend
+        state.put("ablate", state.read("ablate")[:-1])
         state.notify("Ablating every head leaves nothing to attend: the last one is kept.")
     bar.multiselect("Ablate heads", options, key="ablate", format_func=head_code_label,
                     placeholder="None: every head works", max_selections=len(options) - 1 or None,
                     help="Replace these heads' output (before the heads are merged) and watch every page: the "
                     "attention of the layers after them, a trained model's predictions, its decoding. The Heads page "
                     "finds the heads that matter.", **PERSIST)
-    if st.session_state["ablate"]:
+    if state.read("ablate"):
         bar.radio("Ablation", state.ABLATION_CHOICES, key="ablation", horizontal=True,
                   format_func=state.ABLATION_LABELS.get, help="Zeros: the head's output is 0. Mean: its output is "
                   "its mean over the real positions of the sidebar's lines, in the model without ablation: one mean "
@@ -261,12 +262,12 @@ def _ablation_controls(bar, spec) -> None:
 def reset_all() -> None:
     """Every setting back to its default (random weights, the paper's model and masks, the seed lines; the link
     follows), said in a notice."""
-    st.session_state.update({key: field.default for key, field in state.FIELDS.items()})
+    state.update({key: field.default for key, field in state.FIELDS.items()})
     state.notify("Every setting is back at its default, and the link with it.")
 
 
 def render() -> None:
-    """Draw the shared controls; their values live in ``st.session_state`` under the field names."""
+    """Draw the shared controls; their values live in the session under the field names (`ui.state`)."""
     bar = st.sidebar
     bar.button("Reset every setting", key="reset_all", on_click=reset_all, icon=":material/restart_alt:",
                help="Random weights, the paper's sizes and masks, the seed lines, every page's controls at their "
@@ -275,9 +276,9 @@ def render() -> None:
     _open_linked_model()
     info = your_model.opened()
     choices = weight_choices()
-    if st.session_state.get("weights") not in choices:
-        state.notify(f"The model {st.session_state.get('weights')!r} is not available here; using random weights.")
-        st.session_state["weights"] = "random"
+    if state.get("weights") not in choices:
+        state.notify(f"The model {state.get('weights')!r} is not available here; using random weights.")
+        state.put("weights", "random")
     options_follow("weights", choices)
     bar.selectbox("Weights", choices, key="weights", format_func=weights_label, on_change=_after_weights_change,
                   help="Seeded random weights show the mechanism; trained models show learned attention; your model "
@@ -286,15 +287,15 @@ def render() -> None:
     your_model.controls(bar)
     if info is not None and state.external():
         your_model.sidebar(bar, info)
-        st.session_state["_last_weights"] = st.session_state["weights"]
+        state.put("_last_weights", state.read("weights"))
         _device_and_status(bar)
         return
-    st.session_state["_last_weights"] = st.session_state["weights"]
-    trained = st.session_state["weights"] != "random"
-    spec = spec_of(st.session_state["weights"]) if trained else None
+    state.put("_last_weights", state.read("weights"))
+    trained = state.read("weights") != "random"
+    spec = spec_of(state.read("weights")) if trained else None
     if trained:
-        _locked_caption(bar, st.session_state["weights"])
-    shown = _ModelControls(spec, st.session_state["weights"])
+        _locked_caption(bar, state.read("weights"))
+    shown = _ModelControls(spec, state.read("weights"))
     shown.control(bar.selectbox, "Architecture", "arch", lambda s: list(ARCHITECTURE_LABELS).index(s.architecture),
                   options=list(ARCHITECTURE_LABELS),
                   format_func=ARCHITECTURE_LABELS.get, value_argument="index",
@@ -308,16 +309,16 @@ def render() -> None:
     shown.control(bar.select_slider, "d_model", "d_model", lambda s: s.d_model,
                   options=_with(state.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_heads,
                   help="Width of every token vector.")
-    d_model = spec.d_model if spec else st.session_state["d_model"]
+    d_model = spec.d_model if spec else state.read("d_model")
     head_options = state.head_choices(d_model)
     if not spec:
         options_follow("heads", [str(h) for h in head_options])
     shown.control(bar.select_slider, "Heads (h)", "heads", lambda s: s.num_heads, options=head_options,
                   on_change=_fix_kv_heads,
                   help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.")
-    heads = spec.num_heads if spec else st.session_state["heads"]
-    if st.session_state.get("kv_heads", 0) not in state.kv_head_choices(st.session_state["heads"]):
-        st.session_state["kv_heads"] = 0
+    heads = spec.num_heads if spec else state.read("heads")
+    if state.get("kv_heads", 0) not in state.kv_head_choices(state.read("heads")):
+        state.put("kv_heads", 0)
     if heads > 1:
         kv_options = state.kv_head_choices(heads)
         if not spec:
@@ -342,8 +343,8 @@ def render() -> None:
     shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
                   help="Layers of each stack (encoder layers = decoder layers).")
     _ablation_controls(bar, spec)
-    options_follow("seq_len", state.seq_len_choices(st.session_state["seq_len"]))
-    bar.select_slider("Sequence length", options=state.seq_len_choices(st.session_state["seq_len"]), key="seq_len",
+    options_follow("seq_len", state.seq_len_choices(state.read("seq_len")))
+    bar.select_slider("Sequence length", options=state.seq_len_choices(state.read("seq_len")), key="seq_len",
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
                       f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "
                       f"length from 1 to {MAX_SEQ_LEN}.", **PERSIST)
@@ -365,7 +366,7 @@ def render() -> None:
                   help="One line per source line (the decoder's input)." if reads_target
                   else "An encoder-only model has no decoder: it reads the source lines alone.")
     if not (reads_source and reads_target) and not trained:
-        bar.caption(f"A {st.session_state['arch']} model reads the **{'target' if reads_target else 'source'}** lines "
+        bar.caption(f"A {state.read('arch')} model reads the **{'target' if reads_target else 'source'}** lines "
                     "only; the other box keeps its lines for the other architectures.")
     _device_and_status(bar)
 
@@ -374,12 +375,12 @@ def _device_and_status(bar) -> None:
     """The Device control, and the slot the status line fills once the page has run (`draw_status`)."""
     bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
-    st.session_state["_status_slot"] = bar.empty()
+    state.put("_status_slot", bar.empty())
 
 
 def draw_status() -> None:
     """The status line (device, TensorFlow, timings) the page's engine calls recorded (`ui.data`), in the slot
     `render` left for it; the last one where this run recorded none."""
-    slot = st.session_state.get("_status_slot")
-    if slot is not None and "_last_status" in st.session_state:
-        slot.caption(st.session_state["_last_status"])
+    slot = state.get("_status_slot")
+    if slot is not None and state.has("_last_status"):
+        slot.caption(state.read("_last_status"))

@@ -2,7 +2,9 @@
 
 Every field has a default and a parser; a URL value that does not parse falls
 back to the default with a visible notice. Only values that differ from the
-defaults are written to the URL, so a copied link stays short.
+defaults are written to the URL, so a copied link stays short. What a session keeps besides its
+fields is declared in `SESSION_KEYS`; pages and the rest of `ui/` read and write both through the
+accessors here (`get`, `read`, `put`, `update`, …), never through ``st.session_state`` itself.
 """
 
 from __future__ import annotations
@@ -327,19 +329,115 @@ def url_params(values: dict) -> tuple[dict, list[str]]:
     return params, left_out
 
 
+# What a session keeps besides its fields: each key declared once, with what it holds.
+LOADED = "_loaded"
+OPEN_PAGE = "_open_page"
+MY_MODELS = "_my_models"
+LAST_WEIGHTS = "_last_weights"
+STATUS_SLOT, LAST_STATUS, STATUS_PARTS = "_status_slot", "_last_status", "_status_parts"
+TIMELINE_JOB, TIMELINE_LATEST = "_tl_job", "_tl_latest"
+PRESET_NAME, UPLOAD = "_preset_name", "_upload"
+EXTERNAL_ARCHITECTURES = "_external_architectures"
+RETRAIN = "_retrain"
+TRAIN_OWNER, TRAIN_JOB = "_train_owner", "_train_job"
+YOURS = "_your_models"
+TRAIN_TASK = "train_task"
+SESSION_KEYS = {
+    TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
+    LOADED: "True once the URL has been read into the fields",
+    NOTICES: "[message]: notices shown at the top of the next page drawn",
+    OPEN_PAGE: "the page a button's callback asked for (`open_page`), opened once the script can switch",
+    MY_MODELS: "{weights: label} of the models this session trained",
+    LAST_WEIGHTS: "the model the previous run drew",
+    STATUS_SLOT: "the sidebar's status line, filled once the page has run",
+    LAST_STATUS: "that line's text",
+    STATUS_PARTS: "{part: text} of that line",
+    TIMELINE_JOB: "the training run the timeline last drew",
+    TIMELINE_LATEST: "the last step the timeline drew",
+    PRESET_NAME: "the keras-hub preset name typed (a widget)",
+    UPLOAD: "the uploaded .keras file (a widget)",
+    EXTERNAL_ARCHITECTURES: "{weights: architecture} of the models from outside seen",
+    RETRAIN: "the spec of a dropped model a link named, offered to train again",
+    TRAIN_OWNER: "this session's name in the training pool's queue",
+    TRAIN_JOB: "this session's training job",
+    YOURS: "{weights key: label} of the models from outside this session opened",
+}
+OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
+
+
+def _declared(key: str) -> str:
+    """``key``, if it is a field or declared in `SESSION_KEYS`; KeyError naming it otherwise."""
+    if key in FIELDS or key in SESSION_KEYS or key.startswith(OPTIONS_PREFIX):
+        return key
+    raise KeyError(f"{key!r} is neither a field nor a session key declared in ui/state.py")
+
+
+def get(key: str, default=None):
+    """The session's value of ``key``, or ``default`` when it has none."""
+    return st.session_state.get(_declared(key), default)
+
+
+def read(key: str):
+    """The session's value of ``key``; KeyError when it has none."""
+    return st.session_state[_declared(key)]
+
+
+def has(key: str) -> bool:
+    return _declared(key) in st.session_state
+
+
+def put(key: str, value) -> None:
+    st.session_state[_declared(key)] = value
+
+
+def update(values: dict | None = None, **more) -> None:
+    """Set several keys at once (as ``dict.update``)."""
+    values = {**(values or {}), **more}
+    st.session_state.update({_declared(key): value for key, value in values.items()})
+
+
+def pop(key: str, default=None):
+    return st.session_state.pop(_declared(key), default)
+
+
+def setdefault(key: str, value):
+    return st.session_state.setdefault(_declared(key), value)
+
+
+def drop(key: str) -> None:
+    del st.session_state[_declared(key)]
+
+
+def widget_value(key: str, default=None):
+    """What a chart component with widget key ``key`` last sent (its keys are its charts' names)."""
+    return st.session_state.get(key, default)
+
+
+def open_page(page: str, **settings) -> None:
+    """From a button's callback: set ``settings`` and ask for ``page``; the page's script opens it
+    (`follow_open_page`), since a callback may not switch pages."""
+    update(settings)
+    put(OPEN_PAGE, page)
+
+
+def follow_open_page() -> None:
+    """Open the page a callback asked for (`open_page`), if any."""
+    if get(OPEN_PAGE):
+        st.switch_page(pop(OPEN_PAGE))
+
+
 def load_url_once() -> None:
     """On a session's first run: fill ``st.session_state`` from the URL (or the defaults)."""
-    if "_loaded" in st.session_state:
+    if has(LOADED):
         return
     values, notices = parse_url(st.query_params.to_dict())
-    for key, value in values.items():
-        st.session_state[key] = value
-    st.session_state[NOTICES] = notices
-    st.session_state["_loaded"] = True
+    update(values)
+    put(NOTICES, notices)
+    put(LOADED, True)
 
 
 def current_values() -> dict:
-    return {key: st.session_state.get(key, field.default) for key, field in FIELDS.items()}
+    return {key: get(key, field.default) for key, field in FIELDS.items()}
 
 
 def write_url() -> list[str]:
@@ -352,10 +450,7 @@ def write_url() -> list[str]:
 
 def notify(message: str) -> None:
     """Queue a notice shown at the top of the next page drawn."""
-    st.session_state.setdefault(NOTICES, []).append(message)
-
-
-EXTERNAL_ARCHITECTURES = "_external_architectures"  # {weights: architecture} of the models from outside seen
+    setdefault(NOTICES, []).append(message)
 
 
 def external() -> bool:
@@ -375,7 +470,7 @@ def architecture() -> str:
     stack: the sidebar reads it when the model is chosen)."""
     values = current_values()
     if is_external(values["weights"]):
-        return st.session_state.get(EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
+        return get(EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
     return trained_options(values["weights"]).get("arch", values["arch"])
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import FULL_ATTENTION_MAX, attention_rollout, neuron_terms, score_bias, without_keys
-from ui import data
+from ui import data, state
 from ui.controls import PERSIST, clamp, head_picker, options_follow, plot
 from ui.text import count
 from viz.attention import head_grid
@@ -122,9 +122,9 @@ def focus_controls(view, columns) -> tuple[str, int] | None:
     tokens = view.key_tokens if by_key else view.query_tokens
     positions = view.key_positions.tolist() if by_key else list(range(len(tokens)))
     labels = dict(zip(positions, widget_labels(tokens, positions)))
-    value = st.session_state.get("focus", NO_FOCUS)
+    value = state.get("focus", NO_FOCUS)
     if value != NO_FOCUS and value not in labels:
-        st.session_state["focus"] = NO_FOCUS
+        state.put("focus", NO_FOCUS)
     options_follow("focus", ["none", *labels.values()])
     focus = columns[0].select_slider(
         "Focus a key" if by_key else "Focus a query", [NO_FOCUS, *positions], key="focus",
@@ -137,15 +137,15 @@ def on_chart_click(view: LineView):
     """A click handler for `ui.chart.chart`: a clicked cell or token becomes the focus (again: no focus). A head-view
     token sets its side; a heatmap cell keeps the side the switch shows."""
     def clicked(cell: dict) -> None:
-        by_key = "key" in cell and ("query" not in cell or st.session_state.get("focus_key", False))
+        by_key = "key" in cell and ("query" not in cell or state.get("focus_key", False))
         if by_key:
             index = min(max(0, cell["key"]), len(view.key_positions) - 1)
             position = int(view.key_positions[index])
         else:
             position = int(cell.get("query", 0))
-        same = st.session_state.get("focus") == position and st.session_state.get("focus_key", False) == by_key
-        st.session_state["focus_key"] = by_key
-        st.session_state["focus"] = NO_FOCUS if same else position
+        same = state.get("focus") == position and state.get("focus_key", False) == by_key
+        state.put("focus_key", by_key)
+        state.put("focus", NO_FOCUS if same else position)
     return clicked
 
 
@@ -161,8 +161,8 @@ def head_view_section(view: LineView, layer: int, focus, exact=None) -> None:
     """The head view of ``layer``; ``exact``: a block-wise run's ``(first query, first key)`` and ``(L, H, rows,
     cols)`` weights of the window around the focus (`exact_windows`), drawn instead of the pooled maps."""
     heads = view.weights.shape[1]
-    hidden = [h for h in st.session_state.get("hidden_heads", []) if h < heads]
-    st.session_state["hidden_heads"] = hidden
+    hidden = [h for h in state.get("hidden_heads", []) if h < heads]
+    state.put("hidden_heads", hidden)
     options_follow("hidden_heads", range(heads))
     picked = st.pills("Hide heads", list(range(heads)), key="hidden_heads", selection_mode="multi",
                       format_func=lambda h: f":material/circle: head {h}" if heads <= 16 else str(h), **PERSIST)

@@ -7,8 +7,6 @@ import threading
 import uuid
 import weakref
 
-import streamlit as st
-
 from transformer.service import (
     Job,
     PoolSettings,
@@ -25,12 +23,13 @@ from transformer.service import (
 from transformer.service import (
     register as register_model,
 )
+from ui import state
 from ui.text import count
 
 _pool: TrainingPool | None = None
 _pool_lock = threading.Lock()
-OWNER = "_train_owner"  # session_state: this session's name in the pool's queue
-JOB = "_train_job"
+OWNER = state.TRAIN_OWNER
+JOB = state.TRAIN_JOB
 _results: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a finished job -> its rebuilt TrainResult
 
 
@@ -57,9 +56,9 @@ def settings_problems() -> list[str]:
 def submit(spec: TrainSpec) -> Job:
     """Queue ``spec`` for this session on its device choice; it becomes the session's job. ValueError (the
     message to show) when the spec is bad, the session has a job already or the queue is full."""
-    owner = st.session_state.setdefault(OWNER, uuid.uuid4().hex)
-    job = pool().submit(spec, owner, st.session_state.get("device", "auto"))
-    st.session_state[JOB] = job
+    owner = state.setdefault(OWNER, uuid.uuid4().hex)
+    job = pool().submit(spec, owner, state.get("device", "auto"))
+    state.put(JOB, job)
     return job
 
 

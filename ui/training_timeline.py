@@ -42,25 +42,25 @@ def timeline_view(job) -> None:
     stacks = list(shots[0].scores)
     steps = [shot.step for shot in shots]
     columns = st.columns([1, 1, 3])
-    if st.session_state.get("_tl_job") != job.key:  # a new run opens on the heads its task is about
-        st.session_state.update(_tl_job=job.key, **dict(zip(("tl_stack", "tl_role"), task_role(stacks))))
-    if st.session_state.get("tl_stack") not in stacks:
-        st.session_state["tl_stack"] = stacks[-1]
+    if state.get("_tl_job") != job.key:  # a new run opens on the heads its task is about
+        state.update(_tl_job=job.key, **dict(zip(("tl_stack", "tl_role"), task_role(stacks))))
+    if state.get("tl_stack") not in stacks:
+        state.put("tl_stack", stacks[-1])
     options_follow("tl_stack", stacks)
     stack = columns[0].selectbox("Stack", stacks, key="tl_stack", help="The stack whose heads are scored: "
                                  "self-attention on token roles, cross-attention on the task's alignment.", **PERSIST)
     roles = list(shots[0].scores[stack])
-    if st.session_state.get("tl_role") not in roles:
-        st.session_state["tl_role"] = roles[0]
+    if state.get("tl_role") not in roles:
+        state.put("tl_role", roles[0])
     options_follow("tl_role", roles)
     role = columns[1].selectbox("Role", roles, key="tl_role", format_func=ROLE_TITLES.get, **PERSIST,
                                 help="TransformerLens's detection patterns (self-attention), or the weight on the "
                                 "source token each output comes from (cross-attention), on the same probe lines at "
                                 "every snapshot.")
-    chosen = st.session_state.get("tl_step", -1)
-    following = chosen < 0 or chosen == st.session_state.get("_tl_latest")  # at the latest: stay there as it grows
-    st.session_state["tl_step"] = steps[-1] if following else _nearest(chosen, steps)
-    st.session_state["_tl_latest"] = steps[-1]
+    chosen = state.get("tl_step", -1)
+    following = chosen < 0 or chosen == state.get("_tl_latest")  # at the latest: stay there as it grows
+    state.put("tl_step", steps[-1] if following else _nearest(chosen, steps))
+    state.put("_tl_latest", steps[-1])
     options_follow("tl_step", steps)
     step = columns[2].select_slider("Step", steps, key="tl_step", disabled=len(steps) < 2, **PERSIST,
                                     help="Scrub the head grid below through training.") if len(steps) > 1 else steps[0]

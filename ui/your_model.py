@@ -10,31 +10,31 @@ from ui import state
 from ui.controls import PERSIST, options_follow
 from ui.text import count
 
-YOURS = "_your_models"  # {weights key: label} of the models from outside this session opened
+YOURS = state.YOURS
 
 
 def label(name: str) -> str:
     """How the Weights box names a model from outside."""
-    return f"Your model: {st.session_state.get(YOURS, {}).get(name, name.partition(':')[2][:24])}"
+    return f"Your model: {state.get(YOURS, {}).get(name, name.partition(':')[2][:24])}"
 
 
 def _remember(info) -> None:
     """This session knows the model of ``info``: its label and its one stack's architecture."""
-    st.session_state.setdefault(YOURS, {})[info.key] = info.name
-    st.session_state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[info.key] = info.architecture
+    state.setdefault(YOURS, {})[info.key] = info.name
+    state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[info.key] = info.architecture
 
 
 def _use(info) -> None:
     """Make the model from outside described by ``info`` the sidebar's model."""
     _remember(info)
-    st.session_state.update(weights=info.key, arch=info.architecture, ablate=[])
-    if not state.is_external(st.session_state.get("_last_weights", "")) or not info.tokenizer:
-        st.session_state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
+    state.update(weights=info.key, arch=info.architecture, ablate=[])
+    if not state.is_external(state.get("_last_weights", "")) or not info.tokenizer:
+        state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
                                 seq_len=state.EXTERNAL_LENGTH)
 
 
 def _load_preset() -> None:
-    name = st.session_state.get("_preset_name", "").strip()
+    name = state.get("_preset_name", "").strip()
     try:
         _use(describe(check_key(f"hub:{name}")))
     except ValueError as error:
@@ -42,7 +42,7 @@ def _load_preset() -> None:
 
 
 def _load_upload() -> None:
-    uploaded = st.session_state.get("_upload")
+    uploaded = state.get("_upload")
     if uploaded is None:
         return
     try:
@@ -68,7 +68,7 @@ def controls(bar) -> None:
 def opened():
     """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
     (the weights go back to random, with a notice). Before the Weights box is drawn."""
-    key = st.session_state.get("weights", "random")
+    key = state.get("weights", "random")
     if not state.is_external(key):
         return None
     if key in EXTERNAL.evicted:
@@ -78,7 +78,7 @@ def opened():
         return describe(key)
     except ValueError as error:
         state.notify(f"The model {key[:80]!r} could not be opened: {error} Using random weights.")
-        st.session_state.update(weights="random", arch="encoder-decoder", src=state.FIELDS["src"].default,
+        state.update(weights="random", arch="encoder-decoder", src=state.FIELDS["src"].default,
                                 seq_len=state.FIELDS["seq_len"].default)
         return None
 
@@ -86,12 +86,12 @@ def opened():
 def sidebar(bar, info) -> None:
     """A model from outside: its description, and the controls that apply (the lab's sizes do not)."""
     _remember(info)
-    st.session_state["arch"] = info.architecture  # its one stack, whatever the link said
+    state.put("arch", info.architecture)  # its one stack, whatever the link said
     bar.caption(f"**Your model:** {info.name}, {info.masks_text}, "
                 f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
                 "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
                 + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
-    lengths = [n for n in state.seq_len_choices(st.session_state["seq_len"]) if n <= MAX_TOKENS]
+    lengths = [n for n in state.seq_len_choices(state.read("seq_len")) if n <= MAX_TOKENS]
     options_follow("seq_len", lengths)
     bar.select_slider("Sequence length", options=lengths, key="seq_len", **PERSIST)
     bar.text_area("Sentences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
