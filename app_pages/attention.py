@@ -14,7 +14,7 @@ from transformer.service import (
     measured_checks,
     role_text,
 )
-from ui import data, state, token_views
+from ui import data, model_config, token_views
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -46,7 +46,7 @@ with controls[0]:
     stack = stack_picker()
 with controls[2]:
     padding_on, future_on = mask_toggles(stack)
-config = state.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
+config = model_config.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
 carried_over(config, "attention")
 text = data.text_of(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet; a bad
 batch = len(text.source_tokens)  # configuration's message goes full width, under the controls

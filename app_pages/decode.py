@@ -6,7 +6,7 @@ import datetime
 import streamlit as st
 
 from transformer.service import date_text, get_task, task_of
-from ui import data, state
+from ui import data, model_config, state
 from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.text import count
@@ -14,7 +14,7 @@ from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_atte
 
 st.title("Decode")
 name = state.read("weights")  # the sidebar's model, as on every page
-config = state.live_config()
+config = model_config.live_config()
 outside = config.external
 if outside and config.architecture != "decoder-only":
     not_for_your_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to decode.")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer import masked_softmax
 from transformer.service import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
-from ui import data, state
+from ui import data, model_config, state
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -25,7 +25,7 @@ from viz.labels import position_labels
 st.title("Dot-product lab")
 not_for_your_model("This page opens one attention layer of the lab's own model step by step.")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
-config = state.live_config()
+config = model_config.live_config()
 carried_over(config, "dot_product_lab")
 result = data.live(config)
 layers, batch, heads = result.layers, result.source_ids.shape[0], result.heads

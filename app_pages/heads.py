@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS, head_label, heads_of, measured, spec_of
-from ui import data, sidebar, state
+from ui import data, model_config, sidebar, state
 from ui.controls import PERSIST, carried_over, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
@@ -23,7 +23,7 @@ st.caption("What each head does, scored over many lines: the share of its attent
            "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
            "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
 weights = state.read("weights")
-trained = weights != "random" and not state.external()
+trained = weights != "random" and not model_config.external()
 controls = st.columns([3, 2, 2, 2])
 with controls[0]:
     stack = stack_picker()
@@ -33,7 +33,7 @@ pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key="ro
                                 help="A mask family of the Masks page, scored as a role: the share of each head's "
                                 "attention inside it (the Masks page's size).", disabled=stack == "cross",
                                 **PERSIST) or None
-config = state.live_config(**overrides)
+config = model_config.live_config(**overrides)
 carried_over(config, "heads")
 size = state.read("mask_size") if pattern in SIZED_FAMILIES else 1
 roles = data.head_roles(config, stack, pattern, size)
@@ -97,7 +97,7 @@ st.page_link("app_pages/query_key.py", label="One head's queries and keys over t
              icon=":material/scatter_plot:")
 
 st.subheader("Which heads matter")
-if state.external():
+if model_config.external():
     st.markdown("Ablating a model from outside's heads is not here yet: its roles above are scored as for any "
                 "model.")
     st.stop()

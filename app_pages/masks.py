@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import MASK_FAMILIES, SIZED_FAMILIES, size_range
-from ui import data, state
+from ui import data, model_config, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, padding_notice, plot
 from ui.text import percent
 from viz.export import arrays_npz, matrix_csv
@@ -24,7 +24,7 @@ FAMILY_NOTES = {
     "block": "Block-local: queries see the keys of their own block of b positions, both ways.",
 }
 family_columns = st.columns([3, 2])
-if state.trained():  # the family is the random-weights model's: a trained model runs with its own
+if model_config.trained():  # the family is the random-weights model's: a trained model runs with its own
     family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, default="paper",
                                                  key="_own_mask_family", disabled=True, required=True)
     family_columns[1].caption("**Locked by the trained model:** it runs with the masks it was trained with (the "
@@ -45,7 +45,7 @@ if family in SIZED_FAMILIES:
     if length > low:  # a slider needs two stops
         family_columns[1].slider(SIZED_FAMILIES[family].capitalize(), low, length, key="mask_size", **PERSIST)
 st.markdown(FAMILY_NOTES[family])  # what was just chosen comes first: its note, then its own chart
-result = data.live(state.live_config())
+result = data.live(model_config.live_config())
 batch, length = result.source_ids.shape
 titles = [f"line {b + 1}" for b in range(batch)]
 padding_notice(result)

@@ -3,7 +3,7 @@ and ALiBi's biases for the current heads."""
 
 import streamlit as st
 
-from ui import data, state
+from ui import data, model_config, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, parse_indices, plot
 from viz import positional
 from viz.export import arrays_npz, matrix_csv
@@ -11,7 +11,7 @@ from viz.export import arrays_npz, matrix_csv
 st.title("Positional encoding")
 not_for_your_model("This page draws the lab's own positional encodings; a model from outside has positions of its "
                    "own (learned, rotary …).")
-result = data.live(state.live_config())
+result = data.live(model_config.live_config())
 encoding = result.positional_encoding
 length, d_model = encoding.shape
 d_k = d_model // result.heads

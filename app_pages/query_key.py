@@ -4,7 +4,7 @@ own models; a click on a query opens it on the Attention page."""
 import streamlit as st
 
 from transformer.service import spec_of
-from ui import state
+from ui import model_config, state
 from ui.controls import carried_over, stack_picker
 from ui.line_sources import line_controls, sidebar_values
 from ui.query_key_view import query_key_section
@@ -13,7 +13,7 @@ st.title("Query–key space")
 st.caption("A head attends from a query to the keys nearest it in dot product. Here are the queries and keys of many "
            "lines at once, as AttentionViz (Yeh et al., 2023) draws them: clusters show what the head groups "
            "together, whatever the line.")
-if state.external():
+if model_config.external():
     st.info("The query–key space reads the lab's own models (their queries and keys); a model from outside is read "
             "through its attention weights only: see the Attention and Heads pages.", icon=":material/info:")
     st.stop()
@@ -23,7 +23,7 @@ controls = st.columns([3, 2, 2])
 with controls[0]:
     stack = stack_picker()
 _, overrides = line_controls(controls[1], controls[2], trained)
-config = state.live_config(**overrides)
+config = model_config.live_config(**overrides)
 carried_over(config, "query_key")
 spec = spec_of(weights) if trained else None
 layers, heads = (spec.num_layers, spec.num_heads) if spec else (config.num_layers, config.num_heads)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import data, state
+from ui import data, model_config
 from ui.controls import PERSIST, STACK_NAMES, carried_over, not_for_your_model, plot
 from viz.shapes import tensor_diagram
 
@@ -34,7 +34,7 @@ AXES = {
 
 st.title("Shapes")
 not_for_your_model("This page reads the tensors inside one attention layer of the lab's own model.")
-config = state.live_config()
+config = model_config.live_config()
 carried_over(config, "shapes")
 stack = config.stacks[0]  # the encoder's self-attention; a decoder-only model's causal self-attention
 walk = data.walkthrough(config, stack, 0)

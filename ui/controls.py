@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES
-from ui import state
+from ui import model_config, state
 from ui.chart import chart, column_px
 from ui.text import count, percent
 
@@ -59,7 +59,7 @@ ABSENT = {  # what a single-stack architecture lacks, said where the stacks are 
 
 def stack_picker(column=st) -> str:
     """The attention stack to draw, among those the sidebar's architecture has (the picked one kept if it can)."""
-    architecture = state.architecture()
+    architecture = model_config.architecture()
     available = ARCHITECTURE_STACKS[architecture]
     if state.get("stack") not in available:
         state.put("stack", available[0])
@@ -104,11 +104,11 @@ def view_picker(column=st) -> str:
 def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
     """The two mask switches; the look-ahead one is greyed out on the encoder's view, which it cannot change (it
     changes cross-attention through the decoder's queries)."""
-    if state.external():  # its masks are its own: switches that changed nothing would say something untrue
+    if model_config.external():  # its masks are its own: switches that changed nothing would say something untrue
         column.caption("Your model's masks are its own: padding (never run: each line runs at its own length) and, "
                        "for a causal model, the look-ahead mask.")
         return True, True
-    if state.trained():  # locked on, shown as it runs: the switches of the random-weights model keep their values
+    if model_config.trained():  # locked on, as it runs: the random-weights model's switches keep their values
         column.toggle("Padding mask", value=True, disabled=True, key="_own_pad_mask",
                       help="The trained model runs with the masks it was trained with.")
         column.toggle("Look-ahead mask", value=True, disabled=True, key="_own_future_mask",
@@ -217,7 +217,7 @@ def _fill_length(length: int) -> None:
 
 def not_for_your_model(what: str) -> None:
     """On a page that draws the lab's own model only: with a model from outside, say why and stop the page."""
-    if state.external():
+    if model_config.external():
         st.info(f"{what} A model from outside is read through its attention weights: the Attention and Heads pages "
                 "draw it. Pick seeded random or trained weights in the sidebar to see this page.",
                 icon=":material/info:")

@@ -20,7 +20,7 @@ from transformer.service import (
     spec_of,
     task_of,
 )
-from ui import state, training, your_model
+from ui import model_config, state, training, your_model
 from ui.controls import PERSIST, options_follow
 from ui.text import count
 
@@ -224,7 +224,7 @@ def head_codes(spec) -> list[str]:
     """Every head of the sidebar's model as a head code (`state.head_code`), stack by stack, layer by layer."""
     layers = spec.num_layers if spec else state.read("layers")
     heads = spec.num_heads if spec else state.read("heads")
-    return [state.head_code(stack, layer, head) for stack in ARCHITECTURE_STACKS[state.architecture()]
+    return [state.head_code(stack, layer, head) for stack in ARCHITECTURE_STACKS[model_config.architecture()]
             for layer in range(layers) for head in range(heads)]
 
 
@@ -285,7 +285,7 @@ def render() -> None:
                   "(below) a model from outside.", **PERSIST)
     _retrain_offer(bar)
     your_model.controls(bar)
-    if info is not None and state.external():
+    if info is not None and model_config.external():
         your_model.sidebar(bar, info)
         state.put("_last_weights", state.read("weights"))
         _device_and_status(bar)
@@ -334,7 +334,7 @@ def render() -> None:
                   "inside self-attention (RoPE rotates queries and keys; ALiBi adds −slope·|i − j| to the "
                   "logits); none: attention alone cannot tell positions apart.")
     if not trained:
-        bar.caption(model_size_text(state.live_config()))
+        bar.caption(model_size_text(model_config.live_config()))
     shown.control(bar.select_slider, "d_ff", "d_ff", lambda s: s.d_ff,
                   options=_with(state.D_FF_CHOICES, spec and spec.d_ff),
                   format_func=lambda width: "0 (none)" if width == 0 else str(width),
@@ -355,7 +355,7 @@ def render() -> None:
     bar.subheader("Input")
     shown.control(bar.text_input, "Pad symbols", "pads", lambda s: "<pad>", max_chars=200,
                   help="One or several, separated by spaces. The first one pads short lines.")
-    stacks = ARCHITECTURE_STACKS[state.architecture()]
+    stacks = ARCHITECTURE_STACKS[model_config.architecture()]
     # which text boxes the model reads (a trained model reads the source lines, whatever its stacks)
     reads_source, reads_target = "encoder" in stacks or trained, "decoder" in stacks
     bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,

@@ -31,7 +31,6 @@ from transformer.service import (
     SESSION_PREFIX,
     SHIPPED,
     STACKS,
-    LiveConfig,
     TrainSpec,
     check_key,
     get_task,
@@ -453,9 +452,8 @@ def notify(message: str) -> None:
     setdefault(NOTICES, []).append(message)
 
 
-def external() -> bool:
-    """Whether the sidebar's model is from outside (a keras-hub preset or an upload)."""
-    return is_external(current_values()["weights"])
+def pad_symbols(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
 
 
 def trained_options(weights: str) -> dict:
@@ -463,43 +461,3 @@ def trained_options(weights: str) -> dict:
     random weights, a model from outside or an unknown name. Read from its spec: nothing loads."""
     spec = None if weights == "random" or is_external(weights) else spec_of(weights)
     return {} if spec is None else dict(arch=spec.architecture, norm=spec.norm, positions=spec.positions)
-
-
-def architecture() -> str:
-    """The architecture the pages draw: the sidebar's, a trained model's own, or a model from outside's (its one
-    stack: the sidebar reads it when the model is chosen)."""
-    values = current_values()
-    if is_external(values["weights"]):
-        return get(EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
-    return trained_options(values["weights"]).get("arch", values["arch"])
-
-
-def pad_symbols(text: str) -> tuple[str, ...]:
-    return tuple(text.split())
-
-
-TRAINED_MASKS = dict(mask_family="paper", padding_masks=True, look_ahead_mask=True)  # a trained model's own masks
-
-
-def trained() -> bool:
-    """Whether the sidebar's model is one the lab trained (shipped or trained here): it runs with the masks it was
-    trained with (`TRAINED_MASKS`), so the mask family and the mask switches show them locked."""
-    weights = current_values()["weights"]
-    return weights != "random" and not is_external(weights)
-
-
-def live_config(**overrides) -> LiveConfig:
-    """The engine configuration the sidebar describes (pages may override mask toggles). A trained model runs with
-    the masks it was trained with, whatever the Masks page or a page's switches say (they show it locked)."""
-    state = current_values()
-    config = LiveConfig(
-        d_model=state["d_model"], num_heads=state["heads"], d_ff=state["d_ff"], num_layers=state["layers"],
-        seq_len=state["seq_len"], pad_symbols=pad_symbols(state["pads"]), source_text=state["src"],
-        target_text=state["tgt"], seed=state["seed"], device=state["device"], weights=state["weights"],
-        positions=state["positions"], num_kv_heads=state["kv_heads"] or None, mask_family=state["mask_family"],
-        mask_size=state["mask_size"], norm=state["norm"],
-        architecture=architecture() if is_external(state["weights"]) else state["arch"],
-        ablate=tuple(head_triple(code) for code in state["ablate"]), ablation=state["ablation"],
-    )
-    own_masks = TRAINED_MASKS if config.trained else {}
-    return LiveConfig(**{**config.__dict__, **overrides, **own_masks})

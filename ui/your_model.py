@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.service import EXTERNAL, MAX_TOKENS, check_key, describe, upload, upload_limit_bytes
-from ui import state
+from ui import model_config, state
 from ui.controls import PERSIST, options_follow
 from ui.text import count
 
@@ -53,7 +53,7 @@ def _load_upload() -> None:
 
 def controls(bar) -> None:
     """A keras-hub preset by name, or a .keras file: loaded on the engine, shared by the server's sessions."""
-    with bar.expander("Your model", expanded=state.external()):
+    with bar.expander("Your model", expanded=model_config.external()):
         st.text_input("keras-hub preset", key="_preset_name", placeholder="bert_tiny_en_uncased",
                       help="A keras-hub preset name (downloaded to keras-hub's cache the first time, on a server "
                       "online; a server's ATTENTION_LAB_PRESETS_DIR is looked in first). Read: BERT, RoBERTa, "

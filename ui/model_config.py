@@ -1,0 +1,49 @@
+"""The model the session's fields describe: the engine configuration the pages run (`live_config`), and what
+the chosen model fixes (a trained model's architecture, norm, positions and masks; a model from outside's one
+stack)."""
+
+from __future__ import annotations
+
+from transformer.service import LiveConfig, is_external
+from ui import state
+
+
+def external() -> bool:
+    """Whether the sidebar's model is from outside (a keras-hub preset or an upload)."""
+    return is_external(state.current_values()["weights"])
+
+
+def architecture() -> str:
+    """The architecture the pages draw: the sidebar's, a trained model's own, or a model from outside's (its one
+    stack: the sidebar reads it when the model is chosen)."""
+    values = state.current_values()
+    if is_external(values["weights"]):
+        return state.get(state.EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
+    return state.trained_options(values["weights"]).get("arch", values["arch"])
+
+
+TRAINED_MASKS = dict(mask_family="paper", padding_masks=True, look_ahead_mask=True)  # a trained model's own masks
+
+
+def trained() -> bool:
+    """Whether the sidebar's model is one the lab trained (shipped or trained here): it runs with the masks it was
+    trained with (`TRAINED_MASKS`), so the mask family and the mask switches show them locked."""
+    weights = state.current_values()["weights"]
+    return weights != "random" and not is_external(weights)
+
+
+def live_config(**overrides) -> LiveConfig:
+    """The engine configuration the sidebar describes (pages may override mask toggles). A trained model runs with
+    the masks it was trained with, whatever the Masks page or a page's switches say (they show it locked)."""
+    values = state.current_values()
+    config = LiveConfig(
+        d_model=values["d_model"], num_heads=values["heads"], d_ff=values["d_ff"], num_layers=values["layers"],
+        seq_len=values["seq_len"], pad_symbols=state.pad_symbols(values["pads"]), source_text=values["src"],
+        target_text=values["tgt"], seed=values["seed"], device=values["device"], weights=values["weights"],
+        positions=values["positions"], num_kv_heads=values["kv_heads"] or None, mask_family=values["mask_family"],
+        mask_size=values["mask_size"], norm=values["norm"],
+        architecture=architecture() if is_external(values["weights"]) else values["arch"],
+        ablate=tuple(state.head_triple(code) for code in values["ablate"]), ablation=values["ablation"],
+    )
+    own_masks = TRAINED_MASKS if config.trained else {}
+    return LiveConfig(**{**config.__dict__, **overrides, **own_masks})
