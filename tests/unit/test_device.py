@@ -112,7 +112,8 @@ def _make(*arguments: str, fake_smi: bool, tmp_path: Path) -> str:
         (tmp_path / "nvidia-smi").write_text(FAKE_SMI)
         (tmp_path / "nvidia-smi").chmod(0o755)
         path = f"{tmp_path}{os.pathsep}{path}"
-    env = {key: value for key, value in os.environ.items() if key != "GPU"}  # CI exports GPU=0
+    env = {key: value for key, value in os.environ.items()  # CI exports GPU=0; `make test GPU=0` passes it on
+           if key not in ("GPU", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL")}
     out = subprocess.run(["make", "-n", "-B", "run", *arguments], cwd=ROOT, env=dict(env, PATH=path),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
