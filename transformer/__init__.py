@@ -15,12 +15,23 @@ from transformer.core.layers import Decoder, DecoderBlock, Encoder, EncoderBlock
 from transformer.core.masks import padding_mask, subsequent_mask, target_mask
 from transformer.core.model import Transformer
 from transformer.core.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
+from transformer.live import run as _run
+from transformer.live import walkthrough as _walkthrough
 from transformer.live.config import LiveConfig
 from transformer.live.model_cache import ModelCache
-from transformer.live.run import LiveResult, line_count, run_live, sequence_lengths, stack_sides
-from transformer.live.walkthrough import Walkthrough, attention_walkthrough, keras_difference
+from transformer.live.run import LiveResult, stack_sides
+from transformer.live.walkthrough import Walkthrough
 from transformer.runtime.device import device_label, resolve_device, visible_gpus
+from transformer.runtime.engine_thread import on_engine_thread
 from transformer.training.pretrained import Pretrained, load_pretrained
+
+# What computes runs on the one engine thread (transformer.runtime.engine_thread), wrapped here at the door: the
+# engine's own modules call each other directly, already on it.
+run_live = on_engine_thread(_run.run_live)
+line_count = on_engine_thread(_run.line_count)  # its masks are made (and cached) by TensorFlow, as run_live's
+sequence_lengths = on_engine_thread(_run.sequence_lengths)
+attention_walkthrough = on_engine_thread(_walkthrough.attention_walkthrough)
+keras_difference = on_engine_thread(_walkthrough.keras_difference)
 
 __all__ = [
     "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward", "LiveConfig",

@@ -6,7 +6,9 @@ above every layer of the engine."""
 
 import tensorflow as tf
 
-from transformer.analysis.cost import COST_LENGTHS, attention_cost, differ, fit_range, quadratic_share
+from transformer.analysis import cost as _cost
+from transformer.analysis import position_views as _position_views
+from transformer.analysis.cost import COST_LENGTHS, differ, fit_range, quadratic_share
 from transformer.analysis.heads import ROLES, has_position_axis, line_top_roles, role_text
 from transformer.analysis.measures import (
     attention_checks,
@@ -22,7 +24,6 @@ from transformer.analysis.measures import (
     stable_softmax,
     without_keys,
 )
-from transformer.analysis.position_views import position_views
 from transformer.core.ablation import ABLATIONS, head_label
 from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from transformer.core.layers import NORMS
@@ -30,22 +31,24 @@ from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from transformer.core.positional import POSITIONS
 from transformer.core.stacks import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS
 from transformer.external import MAX_TOKENS, upload_limit_bytes
-from transformer.external.registry import EXTERNAL, check_key, describe, is_external, upload
+from transformer.external import registry as _registry
+from transformer.external.registry import EXTERNAL, check_key, is_external
+from transformer.live import decode as _decode
+from transformer.live import head_roles as _head_roles
+from transformer.live import importance as _importance
+from transformer.live import induction as _induction
+from transformer.live import query_key as _query_key
+from transformer.live import warm_up as _warm_up
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
-from transformer.live.decode import decode
 from transformer.live.head_roles import (
     LINE_SOURCES,
     PATTERN_FAMILIES,
     example_lines,
-    head_roles,
     repeated_lines,
 )
 from transformer.live.importance import head_importance, heads_of, measured
-from transformer.live.importance import measure as measure_ablation
-from transformer.live.induction import GROUP_LABELS, GROUPS, induction_study
+from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import model_bytes
-from transformer.live.query_key import query_key_space
-from transformer.live.warm_up import warm_up_device
 from transformer.runtime.device import (
     DEVICE_CHOICES,
     device_label,
@@ -79,7 +82,20 @@ from transformer.training.timeline import PROBE_LINES
 from transformer.training.train import TrainResult
 
 TF_VERSION = tf.__version__
-rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model, on the engine thread
+# What computes runs on the one engine thread (transformer.runtime.engine_thread), wrapped here at the door (and
+# in the package face for what it serves: run_live, line_count, sequence_lengths, the walkthrough, the Keras check);
+# the engine's own modules call each other directly, already on it.
+attention_cost = on_engine_thread(_cost.attention_cost)
+position_views = on_engine_thread(_position_views.position_views)
+describe = on_engine_thread(_registry.describe)
+upload = on_engine_thread(_registry.upload)
+decode = on_engine_thread(_decode.decode)
+head_roles = on_engine_thread(_head_roles.head_roles)
+measure_ablation = on_engine_thread(_importance.measure)
+induction_study = on_engine_thread(_induction.induction_study)
+query_key_space = on_engine_thread(_query_key.query_key_space)
+warm_up_device = on_engine_thread(_warm_up.warm_up_device)
+rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
 
 __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
            "DEVICE_CHOICES", "EXTERNAL", "FULL_ATTENTION_MAX", "GROUP_LABELS", "GROUPS", "LINE_SOURCES",

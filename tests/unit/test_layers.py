@@ -111,3 +111,10 @@ def test_the_door_test_fails_on_a_side_door(tmp_path):
     page = tmp_path / "page.py"
     page.write_text("from transformer.live.run import run_live\nfrom transformer.service import decode\n")
     assert imported_engine_modules(page) - set(DOORS) == {"transformer.live.run"}
+
+
+def test_the_engine_thread_is_applied_at_the_doors_only():
+    """What computes runs on the engine thread because the door wraps it (`on_engine_thread` in the package face and
+    the service); the engine's modules call each other directly."""
+    applied = sorted(module_name(path) for path in ENGINE.rglob("*.py") if "on_engine_thread" in path.read_text())
+    assert applied == ["transformer", "transformer.runtime.engine_thread", "transformer.service"]

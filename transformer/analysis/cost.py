@@ -19,7 +19,6 @@ import tensorflow as tf
 from transformer.core.attention import MultiHeadAttention, check_heads
 from transformer.core.blockwise import QUERY_BLOCK, BlockHook, LayerView, power_of_two_block
 from transformer.core.masks import family_mask
-from transformer.runtime.engine_thread import on_engine_thread
 
 COST_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096)
 FIT_FROM = 256  # the exponent is fitted from here up: below, fixed per-op costs dominate
@@ -100,7 +99,6 @@ SERIES = (  # (label, family, size, kv heads: "all" / "few" / "one")
 )
 
 
-@on_engine_thread
 def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", lengths=COST_LENGTHS,
                    repeats: int = 3) -> list[Series]:
     """Every `SERIES` measured at ``lengths``; ValueError naming a bad size."""

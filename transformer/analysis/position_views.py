@@ -9,7 +9,6 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.positional import alibi_bias, alibi_slopes, rotary, rotary_frequencies
-from transformer.runtime.engine_thread import on_engine_thread
 
 
 @dataclass(frozen=True)
@@ -24,7 +23,6 @@ class PositionViews:
     alibi_bias: np.ndarray
 
 
-@on_engine_thread
 def position_views(length: int, d_k: int, heads: int, seed: int = 0) -> PositionViews:
     if not (isinstance(length, int) and length >= 1 and isinstance(d_k, int) and d_k >= 1):
         raise ValueError(f"length and d_k must be positive integers. Received: length={length!r}, d_k={d_k!r}")

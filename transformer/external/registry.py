@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from transformer.external import PRESET_NAME, PRESETS_DIR_ENV, ExternalModel, load, upload_limit_bytes
-from transformer.runtime.engine_thread import on_engine_thread
 
 BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
 UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: a folder in the system's temp)
@@ -154,7 +153,6 @@ class ExternalInfo:
                 "drawn grey), the others bidirectional")
 
 
-@on_engine_thread
 def describe(key: str) -> ExternalInfo:
     """The model of ``key`` (loaded into `EXTERNAL` if it is not), described; ValueError naming the problem."""
     model = EXTERNAL.get(key)
@@ -162,7 +160,6 @@ def describe(key: str) -> ExternalInfo:
                         model.num_heads, model.hidden_size, model.tokenizer is not None, model.layer_causal)
 
 
-@on_engine_thread
 def upload(data: bytes, filename: str) -> ExternalInfo:
     """An uploaded ``.keras`` file kept and loaded (`ExternalRegistry.add_upload`), described."""
     return describe(EXTERNAL.add_upload(data, filename))

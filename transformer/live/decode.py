@@ -15,7 +15,6 @@ from transformer.live.config import VOCAB_SIZE, LiveConfig, validate
 from transformer.live.inputs import ablation_means
 from transformer.live.model_cache import MODELS
 from transformer.runtime.device import device_label, resolve_device
-from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import END, END_ID, START_ID
 from transformer.training.pretrained import Pretrained, check_config, load_pretrained
 
@@ -74,7 +73,6 @@ def decode_external(config: LiveConfig, text: str, sample: bool, temperature: fl
                     prompt=tuple(vocabulary.decode(prompt)), kv_heads=model.num_heads)
 
 
-@on_engine_thread
 def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: float = 1.0, top_k: int = 0,
            top_p: float = 1.0, seed: int = 0, max_steps: int | None = None) -> Decoding:
     """Decode ``text`` step by step with ``config``'s model: a trained model's answer to the source line, or a
@@ -131,7 +129,6 @@ def _ablation(config: LiveConfig, model):
     return (kept, "mean", ablation_means(config)) if config.ablation == "mean" else (kept, "zero")
 
 
-@on_engine_thread
 def cache_gap(config: LiveConfig, steps: int = 8) -> float:
     """max |logits with the cache − logits of the whole model on the prefix| over ``steps`` greedy steps of
     ``config``'s model (random or trained weights): a trained model answers its task's example, a random one

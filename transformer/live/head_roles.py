@@ -23,7 +23,6 @@ from transformer.core import tokens
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, family_mask, size_range
 from transformer.live.config import LiveConfig
 from transformer.live.run import run_live, stack_sides
-from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import get_task
 
 PATTERN_FAMILIES = tuple(family for family in MASK_FAMILIES if family != "paper")  # the paper's has no one pattern
@@ -77,7 +76,6 @@ def _check_pattern(family: str | None, size: int, length: int) -> None:
             raise ValueError(f"The {SIZED_FAMILIES[family]} must be from {low} to {high}. Received: {size!r}")
 
 
-@on_engine_thread
 def head_roles(config: LiveConfig, stack: str, pattern: str | None = None, pattern_size: int = 4) -> HeadRoles:
     """Every head of ``stack`` scored over ``config``'s lines; ``pattern``: a mask family (`MASK_FAMILIES`)
     scored as a detection pattern too (self-attention). ValueError on bad input, as `run_live`."""

@@ -20,7 +20,6 @@ from transformer.core.ablation import ABLATIONS, HeadAblation, check_ablation, h
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.model import STACKS
 from transformer.decoding.search import greedy_decode, strip
-from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import PAD_ID, make_batch
 from transformer.training.pretrained import load_pretrained
 
@@ -119,7 +118,6 @@ _MEASURED: collections.OrderedDict = collections.OrderedDict()  # (name, ablate,
 MEASURES_KEPT = 2048
 
 
-@on_engine_thread
 def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
             device: str = "/CPU:0") -> tuple[float, float]:
     """``(loss, exact accuracy)`` of the trained model ``name`` with the heads ``ablate`` (``(stack, layer, head)``

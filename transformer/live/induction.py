@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from transformer.analysis.heads import batch_role_scores
 from transformer.runtime.device import resolve_device
-from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import PAD_ID
 from transformer.tasks.induction import LINE_LENGTHS, RepeatedLine, line_ids
 from transformer.training.next_token import occurrence_accuracy, probe_lines, read_ids
@@ -58,7 +57,6 @@ def _groups(scores: dict) -> dict:
     return {"none": (), **chosen, "others": others}
 
 
-@on_engine_thread
 def induction_study(seed: int = 0, count: int = 200, ablated: str = "none", weights: str = "induction",
                     device: str = "auto") -> InductionStudy:
     """The study of ``weights`` (a decoder-only model of the induction task) on ``count`` fresh lines drawn from

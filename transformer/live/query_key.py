@@ -12,7 +12,6 @@ from transformer.live.config import LiveConfig
 from transformer.live.inputs import prepared_inputs
 from transformer.live.run import stack_sides
 from transformer.live.walkthrough import attention_walkthrough
-from transformer.runtime.engine_thread import on_engine_thread
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,6 @@ def _real(ids, pad_ids) -> np.ndarray:
     return ~np.isin(ids, pad_ids)  # (B, N)
 
 
-@on_engine_thread
 def query_key_space(config: LiveConfig, stack: str, layer: int, head: int) -> QueryKeySpace:
     """Head ``head`` of ``stack``'s layer ``layer`` over ``config``'s lines; ValueError naming bad input (as
     `attention_walkthrough`, and a head the model lacks). Padding's queries and keys are left out."""

@@ -22,7 +22,6 @@ from transformer.live.config import LiveConfig, check_budget, validate
 from transformer.live.inputs import EXTERNAL_PAD_ID, batch_rows, checked_lines, encoding_array, prepared_inputs
 from transformer.live.model_cache import MODELS, ModelCache
 from transformer.runtime.device import device_label, resolve_device
-from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import SPECIALS
 
 
@@ -131,14 +130,12 @@ def _windows(windows) -> tuple:
     return tuple(tuple(int(value) for value in window) for window in windows)
 
 
-@on_engine_thread  # its masks are made (and cached) by TensorFlow, where run_live makes them
 def line_count(config: LiveConfig) -> int:
     """B, the number of source (= target) lines of ``config``; ValueError on bad input, as `run_live`."""
     validate(config)
     return prepared_inputs(config).batches.source.ids.shape[0]
 
 
-@on_engine_thread  # as line_count
 def sequence_lengths(config: LiveConfig) -> tuple[int, int]:
     """``(N_source, N_target)`` of ``config``'s lines (a trained model's target is its own length); ValueError on
     bad input, as `run_live`."""
@@ -197,7 +194,6 @@ def _external_result(config: LiveConfig, stacks: tuple, rows: tuple, inputs) -> 
         notices=batches.notices, predictions=(), lines=rows, layer_masks={stack: layer_masks})
 
 
-@on_engine_thread
 def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, lines=None, windows=(),
              means_of: LiveConfig | None = None, pool_to: int | None = None) -> LiveResult:
     """Compute what the pages draw for ``config``; ValueError on bad input.

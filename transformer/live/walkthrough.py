@@ -20,7 +20,6 @@ from transformer.live.config import LiveConfig, validate
 from transformer.live.inputs import batch_rows, checked_lines, prepared_inputs
 from transformer.live.model_cache import MODELS, ModelCache
 from transformer.runtime.device import device_label
-from transformer.runtime.engine_thread import on_engine_thread
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,6 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
         return outputs, time.perf_counter() - started, entry.device
 
 
-@on_engine_thread
 def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int = 0,
                           cache: ModelCache = MODELS) -> Walkthrough:
     """Every intermediate of the attention sublayer ``stack`` / ``layer`` for ``config``."""
@@ -127,7 +125,6 @@ def attention_walkthrough(config: LiveConfig, stack: str = "encoder", layer: int
                        tf_version=tf.__version__)
 
 
-@on_engine_thread
 def keras_difference(config: LiveConfig, stack: str = "encoder", layer: int = 0,
                      cache: ModelCache = MODELS, line: int | None = None) -> dict:
     """`Walkthrough.keras_difference` alone: max |this engine - keras.layers.MultiHeadAttention| over
