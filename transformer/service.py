@@ -25,6 +25,7 @@ from transformer.analysis.measures import (
     without_keys,
 )
 from transformer.core.ablation import ABLATIONS, head_label
+from transformer.core.attention import head_counts, kv_head_counts
 from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
@@ -104,7 +105,8 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
-           "head_roles", "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
+           "head_counts", "head_roles", "kv_head_counts",
+           "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
            "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",
            "naive_softmax", "neuron_terms", "PoolSettings", "position_views", "quadratic_share", "query_key_space",

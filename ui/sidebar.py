@@ -15,6 +15,7 @@ from transformer.service import (
     get_task,
     kept_label,
     kept_limits,
+    kv_head_counts,
     model_bytes,
     resolve_device,
     spec_of,
@@ -44,7 +45,7 @@ def _fix_heads() -> None:
 def _fix_kv_heads() -> None:
     """After the heads change: keep the key/value heads a divisor of them, and say so when they move."""
     heads, kv_heads = state.read("heads"), state.get("kv_heads", 0)
-    if kv_heads and heads % kv_heads:
+    if kv_heads and kv_heads not in kv_head_counts(heads):
         state.put("kv_heads", 0)
         state.notify(f"{count(kv_heads, 'key/value head')} do not divide {count(heads, 'head')}; there is one per "
                      "head again.")

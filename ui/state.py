@@ -34,7 +34,9 @@ from transformer.service import (
     TrainSpec,
     check_key,
     get_task,
+    head_counts,
     is_external,
+    kv_head_counts,
     spec_of,
     task_of,
 )
@@ -71,13 +73,13 @@ EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces:
 
 
 def head_choices(d_model: int) -> list[int]:
-    """Divisors of d_model that make sensible head counts."""
-    return [h for h in range(1, min(d_model, MAX_HEADS_SHOWN) + 1) if d_model % h == 0]
+    """The head counts the engine accepts for d_model, up to `MAX_HEADS_SHOWN`."""
+    return head_counts(d_model, MAX_HEADS_SHOWN)
 
 
 def kv_head_choices(heads: int) -> list[int]:
     """The KV-heads slider's stops: the divisors of ``heads`` below it, then 0 (= heads, the paper)."""
-    return [h for h in range(1, heads) if heads % h == 0] + [0]
+    return [h for h in kv_head_counts(heads) if h < heads] + [0]
 
 
 def seq_len_choices(current: int) -> list[int]:
@@ -300,13 +302,13 @@ def parse_url(query: dict) -> tuple[dict, list[str]]:
             values[key] = field.parse(raw)
         except (ValueError, TypeError) as error:
             notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); using {dump(default)!r}.")
-    if values["d_model"] % values["heads"]:
+    if values["heads"] not in head_counts(values["d_model"]):
         fixed = nearest_heads(values["d_model"], values["heads"])
         notices.append(
             f"The link's heads={values['heads']} does not divide d_model={values['d_model']}; using {fixed}."
         )
         values["heads"] = fixed
-    if values["kv_heads"] and values["heads"] % values["kv_heads"]:
+    if values["kv_heads"] and values["kv_heads"] not in kv_head_counts(values["heads"]):
         notices.append(f"The link's kv_heads={values['kv_heads']} does not divide heads={values['heads']}; "
                        f"using {values['heads']} (one per head).")
         values["kv_heads"] = 0

@@ -224,3 +224,10 @@ def test_keras_gaps_see_a_twin_that_differs_and_leave_out_rows_with_no_key():
     theirs.output_dense.set_weights([kernel * 2.0, bias])
     differs = keras_gaps(ours, theirs, x, x, x, tf.constant(mask))
     assert float(differs["output"]) > 1e-3 and float(differs["weights"]) < 1e-6
+
+
+def test_the_head_counts_offered_are_exactly_those_the_checks_accept():
+    from transformer.core.attention import head_counts, kv_head_counts
+
+    assert head_counts(12) == [1, 2, 3, 4, 6, 12] and head_counts(512, 64) == [1, 2, 4, 8, 16, 32, 64]
+    assert kv_head_counts(8) == [1, 2, 4, 8] and kv_head_counts(6) == [1, 2, 3, 6]

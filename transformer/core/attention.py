@@ -157,6 +157,25 @@ def check_kv_heads(num_heads, num_kv_heads):
                          f"Received: num_heads={num_heads}, num_kv_heads={num_kv_heads!r}")
 
 
+def head_counts(d_model: int, most: int | None = None) -> list[int]:
+    """Every head count `check_heads` accepts for ``d_model`` (up to ``most``), smallest first: the rule is
+    spelled once, there."""
+    return [heads for heads in range(1, min(d_model, most or d_model) + 1) if _accepts(check_heads, d_model, heads)]
+
+
+def kv_head_counts(num_heads: int) -> list[int]:
+    """Every key/value head count `check_kv_heads` accepts for ``num_heads`` query heads, smallest first."""
+    return [kv for kv in range(1, num_heads + 1) if _accepts(check_kv_heads, num_heads, kv)]
+
+
+def _accepts(check, *values) -> bool:
+    try:
+        check(*values)
+    except ValueError:
+        return False
+    return True
+
+
 IN_ATTENTION_POSITIONS = (None, "rope", "alibi")
 
 
