@@ -36,13 +36,12 @@ def live_config(**overrides) -> LiveConfig:
     """The engine configuration the sidebar describes (pages may override mask toggles). A trained model runs with
     the masks it was trained with, whatever the Masks page or a page's switches say (they show it locked)."""
     values = state.current_values()
+    shape = state.shape_options(values)
     config = LiveConfig(
-        d_model=values["d_model"], num_heads=values["heads"], d_ff=values["d_ff"], num_layers=values["layers"],
+        **{**shape, "architecture": architecture() if is_external(values["weights"]) else shape["architecture"]},
         seq_len=values["seq_len"], pad_symbols=state.pad_symbols(values["pads"]), source_text=values["src"],
         target_text=values["tgt"], seed=values["seed"], device=values["device"], weights=values["weights"],
-        positions=values["positions"], num_kv_heads=values["kv_heads"] or None, mask_family=values["mask_family"],
-        mask_size=values["mask_size"], norm=values["norm"],
-        architecture=architecture() if is_external(values["weights"]) else values["arch"],
+        mask_family=values["mask_family"], mask_size=values["mask_size"],
         ablate=tuple(state.head_triple(code) for code in values["ablate"]), ablation=values["ablation"],
     )
     own_masks = TRAINED_MASKS if config.trained else {}

@@ -458,8 +458,26 @@ def pad_symbols(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
 
+# The URL's names of a model's shape and `ModelShape`'s own (transformer.core.shape), in one table.
+SHAPE_FIELDS = {"d_model": "d_model", "heads": "num_heads", "d_ff": "d_ff", "layers": "num_layers",
+                "positions": "positions", "kv_heads": "num_kv_heads", "norm": "norm", "arch": "architecture"}
+
+
+def shape_options(values: dict) -> dict:
+    """`ModelShape`'s keyword arguments from the fields ``values`` (kv_heads 0 = one per head: None)."""
+    options = {name: values[field] for field, name in SHAPE_FIELDS.items()}
+    return {**options, "num_kv_heads": options["num_kv_heads"] or None}
+
+
+def shape_fields(shape) -> dict:
+    """The fields of a `ModelShape` (a trained model's `TrainSpec`), under their URL names (None key/value heads:
+    0)."""
+    fields = {field: getattr(shape, name) for field, name in SHAPE_FIELDS.items()}
+    return {**fields, "kv_heads": fields["kv_heads"] or 0}
+
+
 def trained_options(weights: str) -> dict:
     """The options a trained model fixes, under their field names (``arch``, ``norm``, ``positions``); {} for
     random weights, a model from outside or an unknown name. Read from its spec: nothing loads."""
     spec = None if weights == "random" or is_external(weights) else spec_of(weights)
-    return {} if spec is None else dict(arch=spec.architecture, norm=spec.norm, positions=spec.positions)
+    return {} if spec is None else {key: shape_fields(spec)[key] for key in ("arch", "norm", "positions")}

@@ -218,3 +218,24 @@ def test_zero_kernels_starts_kernels_at_zero_on_its_own_thread_only():
         inside.append(kernel_built())
     assert not inside[0].any()
     assert elsewhere[0].any() and kernel_built().any()  # the other thread, and this one after the block
+
+
+def test_one_shape_spells_the_model_for_the_live_config_the_training_spec_and_the_model():
+    """`ModelShape` is declared once; `LiveConfig` and `TrainSpec` are shapes, and `Transformer.from_shape` builds
+    either with the same layers."""
+    from dataclasses import fields
+
+    from transformer import LiveConfig
+    from transformer.core.shape import ModelShape
+    from transformer.training.saved_model import TrainSpec
+
+    names = [field.name for field in fields(ModelShape)]
+    for spec in (LiveConfig, TrainSpec):
+        assert issubclass(spec, ModelShape) and [field.name for field in fields(spec)][:len(names)] == names
+    shape = dict(d_model=16, num_heads=4, d_ff=0, num_layers=1, num_kv_heads=2, positions="rope", norm="pre",
+                 architecture="decoder-only")
+    built = [Transformer.from_shape(spec(**shape), 20, 20, dropout=0.0) for spec in (LiveConfig, TrainSpec)]
+    assert all((m.d_model, m.num_heads, m.d_ff, m.num_kv_heads, m.architecture) == (16, 4, 0, 2, "decoder-only")
+               for m in built)
+    with pytest.raises(ValueError, match="num_kv_heads must divide num_heads"):
+        ModelShape(num_heads=4, num_kv_heads=3).check_shape()

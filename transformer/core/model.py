@@ -15,13 +15,7 @@ from transformer.core.attention import AttentionCache, AttentionHook, check_head
 from transformer.core.layers import Decoder, Encoder, check_norm
 from transformer.core.masks import cached_causal_mask
 from transformer.core.positional import ScaledEmbedding, in_attention, position_layer
-from transformer.core.stacks import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS  # noqa: F401  (their home's names)
-
-
-def check_architecture(architecture) -> None:
-    """Raise ValueError unless ``architecture`` is one of `ARCHITECTURES`."""
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={architecture!r}")
+from transformer.core.stacks import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS, check_architecture  # noqa: F401
 
 
 def memory_mask(src_mask):
@@ -123,6 +117,12 @@ class Transformer(keras.Model):
       (``"encoder"`` -> ``[(B, H, N_s, N_s)]``, ``"decoder"`` -> ``[(B, H, N_t, N_t)]``, ``"cross"`` ->
       ``[(B, H, N_t, N_s)]``) to one entry per layer.
     """
+
+    @classmethod
+    def from_shape(cls, shape, src_vocab_size, tgt_vocab_size, **options) -> Transformer:
+        """A model of ``shape`` (a `transformer.core.shape.ModelShape`: a `LiveConfig` or a `TrainSpec` is one);
+        ``options``: the arguments a shape does not fix (dropout, max_len, the weight sharing)."""
+        return cls(src_vocab_size, tgt_vocab_size, **shape.model_options(), **options)
 
     def __init__(
         self,

@@ -7,3 +7,9 @@ ARCHITECTURE_STACKS = {  # the attention stacks each architecture has
     "decoder-only": ("decoder",),
     "encoder-only": ("encoder",),
 }
+
+
+def check_architecture(architecture) -> None:
+    """Raise ValueError unless ``architecture`` is one of `ARCHITECTURES`."""
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={architecture!r}")

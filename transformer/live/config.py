@@ -6,12 +6,11 @@ from dataclasses import dataclass
 
 from transformer.core import tokens
 from transformer.core.ablation import check_ablation
-from transformer.core.attention import check_heads, check_kv_heads
 from transformer.core.blockwise import FULL_ATTENTION_MAX
-from transformer.core.layers import NORMS
+from transformer.core.layers import check_norm
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
-from transformer.core.model import ARCHITECTURE_STACKS, ARCHITECTURES
-from transformer.core.positional import POSITIONS
+from transformer.core.shape import ModelShape
+from transformer.core.stacks import check_architecture
 from transformer.external import MAX_TOKENS
 from transformer.external.registry import check_key, is_external
 from transformer.runtime.device import resolve_device
@@ -28,13 +27,10 @@ SEED_BATCH = "1 2 3 4 5 0 0\n1 2 0 0 0 0 0\n1 2 3 4 5 6 7"
 
 
 @dataclass(frozen=True)
-class LiveConfig:
-    """Everything a view depends on; hashable, so it can key caches."""
+class LiveConfig(ModelShape):
+    """Everything a view depends on: a model's shape (`ModelShape`: d_model, num_heads, d_ff, num_layers,
+    positions, num_kv_heads, norm, architecture) and what it runs on; hashable, so it can key caches."""
 
-    d_model: int = 64  # model width
-    num_heads: int = 4  # H, divides d_model
-    d_ff: int = 256  # feed-forward inner width; 0: no feed-forward sublayer (attention-only)
-    num_layers: int = 2  # encoder layers = decoder layers
     seq_len: int = 7  # N: every line is padded or truncated to this
     pad_symbols: tuple = ("0", "<pad>")  # the first one pads short lines
     source_text: str = SEED_BATCH  # one sequence per line
@@ -44,12 +40,8 @@ class LiveConfig:
     padding_masks: bool = True  # False: draw what attention does without padding masks
     look_ahead_mask: bool = True  # False: the decoder may look ahead
     weights: str = "random"  # "random" (seeded), a shipped model ("copy", ...) or "session:<key>"
-    positions: str = "sinusoidal"  # transformer.core.positional.POSITIONS: how the model knows where a token is
-    num_kv_heads: int | None = None  # key/value heads, a divisor of num_heads (None: num_heads, the paper)
     mask_family: str = "paper"  # transformer.core.masks.MASK_FAMILIES: the self-attention pattern
     mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
-    norm: str = "post"  # transformer.core.layers.NORMS: LayerNorm after each residual sum (the paper) or before
-    architecture: str = "encoder-decoder"  # transformer.core.model.ARCHITECTURES: the stacks the model has
     ablate: tuple = ()  # ((stack, layer, head), …): heads whose output is replaced (transformer.core.ablation)
     ablation: str = "zero"  # … by zeros, or by its mean over the lines' real positions ("mean": ablation_means)
 
@@ -67,23 +59,13 @@ class LiveConfig:
     def model_key(self) -> tuple:
         """What a built (and traced) model depends on: not the seed, which is re-applied in place.
 
-        Random weights: ``(d_model, heads, d_ff, layers, positions, kv_heads, norm, architecture, device)``; a
-        trained model: ``("trained", name, device)``.
+        Random weights: `ModelShape`'s fields in its order (key/value heads counted) and the device; a trained
+        model: ``("trained", name, device)``.
         """
         if self.trained or self.external:
             return ("trained" if self.trained else "external", self.weights, resolve_device(self.device))
         return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.positions, self.kv_heads, self.norm,
                 self.architecture, resolve_device(self.device))
-
-    @property
-    def stacks(self) -> tuple:
-        """The attention stacks the model has (`transformer.core.model.ARCHITECTURE_STACKS`)."""
-        return ARCHITECTURE_STACKS[self.architecture]
-
-    @property
-    def kv_heads(self) -> int:
-        """Key/value heads: ``num_kv_heads``, or ``num_heads`` when None."""
-        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
 
 
 def _check_range(name, value, low, high):
@@ -96,10 +78,8 @@ def validate(config: LiveConfig) -> None:
     _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
     resolve_device(config.device)
     _check_mask_family(config)
-    if config.architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={config.architecture!r}")
-    if config.norm not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS}. Received: norm={config.norm!r}")
+    check_architecture(config.architecture)
+    check_norm(config.norm)
     if config.ablate and config.seq_len > FULL_ATTENTION_MAX:
         raise ValueError(f"Heads are ablated in full attention, up to N = {FULL_ATTENTION_MAX}; longer lines run "
                          f"block-wise. Received: seq_len={config.seq_len} with {len(config.ablate)} heads ablated")
@@ -110,15 +90,7 @@ def validate(config: LiveConfig) -> None:
         return
     _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
     _check_range("num_heads", config.num_heads, 1, MAX_HEADS)
-    check_heads(config.d_model, config.num_heads)
-    if config.num_kv_heads is not None:
-        check_kv_heads(config.num_heads, config.num_kv_heads)
-    if config.positions not in POSITIONS:
-        raise ValueError(f"positions must be one of {POSITIONS}. Received: positions={config.positions!r}")
-    if config.positions == "rope" and (config.d_model // config.num_heads) % 2:
-        raise ValueError(f"RoPE rotates pairs of dimensions: d_k = d_model / heads must be even. Received: "
-                         f"d_model={config.d_model}, num_heads={config.num_heads} (d_k = "
-                         f"{config.d_model // config.num_heads})")
+    config.check_shape()
     _check_range("d_ff", config.d_ff, 0, MAX_D_FF)
     _check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
     _check_range("seed", config.seed, 0, 2**31 - 1)

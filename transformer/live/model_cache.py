@@ -18,6 +18,7 @@ from transformer.core.ablation import HeadAblation, kept_array
 from transformer.core.blockwise import pooled_maps
 from transformer.core.linear import zero_kernels
 from transformer.core.model import STACKS, Transformer
+from transformer.core.shape import ModelShape
 from transformer.core.weight_init import seed_weights
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
 from transformer.runtime.engine_thread import when_idle
@@ -120,13 +121,9 @@ def build_cached_model(key, seed: int = 0) -> CachedModel:
     if key[0] == "external":
         raise ValueError(f"A model from outside ({key[1]}) is read through its attention weights, not run as the "
                          "lab's own model: one layer's intermediates and the Keras check are not available for it.")
-    d_model, num_heads, d_ff, num_layers, positions, kv_heads, norm, architecture, device = key
+    *shape, device = key  # ModelShape's fields, in its order, then the device
     with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
-        model = Transformer(
-            VOCAB_SIZE, VOCAB_SIZE, d_model=d_model, num_heads=num_heads, d_ff=d_ff,
-            num_encoder_layers=num_layers, num_decoder_layers=num_layers, dropout=0.0,
-            positions=positions, num_kv_heads=kv_heads, max_len=MAX_SEQ_LEN, norm=norm, architecture=architecture,
-        )
+        model = Transformer.from_shape(ModelShape(*shape), VOCAB_SIZE, VOCAB_SIZE, dropout=0.0, max_len=MAX_SEQ_LEN)
         model.build((None, None), (None, None))  # every weight, before tracing
         seed_weights(model, seed)
     return CachedModel(model, device, seed)

@@ -10,10 +10,9 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
-from transformer.core.attention import check_heads
-from transformer.core.layers import NORMS
-from transformer.core.model import ARCHITECTURE_STACKS, Transformer
+from transformer.core.model import Transformer
 from transformer.core.positional import POSITIONS
+from transformer.core.shape import ModelShape
 from transformer.tasks import get_task, task_vocabulary
 
 PRETRAINED_DIR = Path(__file__).resolve().parents[1] / "pretrained"  # transformer/pretrained/<task>/
@@ -22,14 +21,11 @@ CONFIG_FILE = "model.json"
 
 
 @dataclass(frozen=True)
-class TrainSpec:
-    """One training run; every field has a command-line flag of the same name."""
+class TrainSpec(ModelShape):
+    """One training run: a model's shape (`ModelShape`) and how it is trained; every field has a command-line flag
+    of the same name."""
 
     task: str = "reverse"
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 256
-    num_layers: int = 2
     dropout: float = 0.1
     steps: int = 3000
     batch: int = 64
@@ -38,21 +34,14 @@ class TrainSpec:
     min_len: int = 3
     max_len: int = 10
     seed: int = 0
-    norm: str = "post"  # transformer.core.layers.NORMS: the paper's post-norm or GPT-2's pre-norm
-    architecture: str = "encoder-decoder"  # or "decoder-only" (a task whose decoder_only is True)
-    positions: str = "sinusoidal"  # transformer.core.positional.POSITIONS ("learned": a table of max_len rows)
     learning_rate: float = 0.0  # 0: the paper's warm-up schedule; above 0: Adam at this constant rate
 
     @property
     def options(self) -> str:
         """The architecture options it was trained with, as the sidebar names them."""
-        return (f"{self.architecture} · {self.norm}-norm · {self.positions} positions · {self.num_heads} KV heads "
-                f"(one per query head) · d_ff {self.d_ff}")
-
-    @property
-    def stacks(self) -> tuple:
-        """The attention stacks of the model it trains."""
-        return ARCHITECTURE_STACKS[self.architecture]
+        per_head = "(one per query head)" if self.kv_heads == self.num_heads else f"(for {self.num_heads} query heads)"
+        return (f"{self.architecture} · {self.norm}-norm · {self.positions} positions · {self.kv_heads} KV heads "
+                f"{per_head} · d_ff {self.d_ff}")
 
     @classmethod
     def for_task(cls, task: str, **overrides) -> TrainSpec:
@@ -61,9 +50,7 @@ class TrainSpec:
 
     def validate(self) -> None:
         task = get_task(self.task)
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}. Received: norm={self.norm!r}")
-        check_heads(self.d_model, self.num_heads)
+        self.check_shape()
         wanted = "decoder-only" if task.decoder_only else "encoder-decoder"
         if self.architecture != wanted or self.positions not in POSITIONS or self.learning_rate < 0:
             raise ValueError(f"The {self.task} task trains a {wanted} model, positions one of {POSITIONS}, a learning "
@@ -96,11 +83,9 @@ def build_model(spec: TrainSpec, vocab_size: int) -> Transformer:
     """The paper's weight sharing: one embedding matrix (both sides of an encoder-decoder), reused by the output
     projection."""
     paired = spec.architecture == "encoder-decoder"
-    model = Transformer(vocab_size, vocab_size, d_model=spec.d_model, num_heads=spec.num_heads, d_ff=spec.d_ff,
-                        num_encoder_layers=spec.num_layers, num_decoder_layers=spec.num_layers,
-                        dropout=spec.dropout, share_embeddings=paired, share_output_weights=True, norm=spec.norm,
-                        positions=spec.positions, max_len=MAX_TRAIN_LEN if spec.positions == "learned" else 512,
-                        architecture=spec.architecture)
+    model = Transformer.from_shape(spec, vocab_size, vocab_size, dropout=spec.dropout, share_embeddings=paired,
+                                   share_output_weights=True,
+                                   max_len=MAX_TRAIN_LEN if spec.positions == "learned" else 512)
     model.build((None, None), (None, None))
     return model
 

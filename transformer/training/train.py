@@ -191,7 +191,8 @@ def main(argv=None) -> None:
     task = parser.parse_known_args(argv)[0].task
     for name, value in asdict(TrainSpec.for_task(task)).items():  # the task's own defaults (TASK_DEFAULTS)
         if name != "task":
-            parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+            parser.add_argument(f"--{name.replace('_', '-')}", type=int if value is None else type(value),
+                                default=value)  # None: num_kv_heads, one per query head
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR, help="folder that receives <task>/")
     args = vars(parser.parse_args(argv))
     out = args.pop("out")
