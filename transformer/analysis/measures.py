@@ -267,3 +267,15 @@ def neuron_terms(query_heads, key_heads, mask, head: int, query: int, key: int, 
     has_bias = bias is not None and bool(np.abs(added).max(initial=0.0) > 1e-6)
     return NeuronTerms(q, keys[key], products, float(products.sum()), float(products.sum() / np.sqrt(d_k)),
                        logits, weights, float(added[key]), has_bias)
+
+
+def preference_terms(terms: np.ndarray, query: int, key: int) -> np.ndarray:
+    """Why query ``query`` prefers key ``key`` to the other keys it may see: ``(P_q, P_k)``, each (query part, key
+    part) term at that key minus its mean over the query's allowed keys. ``terms``: ``(P_q, P_k, N_q, N_k)``, NaN
+    where masked (`transformer.core.residual_parts.ScoreTerms`). They sum to the key's scaled score minus the mean
+    of the query's allowed scores; summed over the query-side parts, what in the key made it win."""
+    row = terms[:, :, query]  # (P_q, P_k, N_k)
+    allowed = ~np.isnan(row[0, 0])  # (N_k,)
+    if not allowed[key]:
+        raise ValueError(f"Query {query} may not attend to key {key}: it has no score. Received: key={key}")
+    return row[:, :, key] - row[:, :, allowed].mean(axis=-1)
