@@ -189,6 +189,14 @@ elif view == "Neuron view" and config.external:
             "through its weights.", icon=":material/info:")
 elif view == "Neuron view":
     token_views.neuron_section(result, config, stack, layer, element, focus)
+elif view == "Score terms" and config.external:
+    st.info("The score is split inside the lab's own models; a model from outside is read through its weights.",
+            icon=":material/info:")
+elif view == "Score terms" and config.ablate:
+    st.info("The score is split in the whole model: clear the ablated heads in the sidebar to see why a head "
+            "attends.", icon=":material/info:")
+elif view == "Score terms":
+    token_views.terms_section(result, config, stack, layer, element, focus)
 else:  # "Model view"
     shown_heads = min(heads, MODEL_VIEW_HEADS)
     st.caption(f"Every layer × head of the {STACK_NAMES[stack].lower()}, line {element + 1}, each max-pooled to "

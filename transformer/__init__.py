@@ -16,6 +16,7 @@ from transformer.core.masks import padding_mask, subsequent_mask, target_mask
 from transformer.core.model import Transformer
 from transformer.core.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
 from transformer.live import run as _run
+from transformer.live import score_terms as _score_terms
 from transformer.live import walkthrough as _walkthrough
 from transformer.live.config import LiveConfig
 from transformer.live.model_cache import ModelCache
@@ -32,13 +33,15 @@ line_count = on_engine_thread(_run.line_count)  # its masks are made (and cached
 sequence_lengths = on_engine_thread(_run.sequence_lengths)
 attention_walkthrough = on_engine_thread(_walkthrough.attention_walkthrough)
 keras_difference = on_engine_thread(_walkthrough.keras_difference)
+score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends: its scores split by parts
 
 __all__ = [
     "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward", "LiveConfig",
     "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding", "Pretrained", "ResidualBlock",
     "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages", "attention_walkthrough", "device_label",
     "keras_difference", "line_count", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
-    "resolve_device", "run_live", "scaled_dot_product_attention", "sequence_lengths", "stack_sides", "subsequent_mask",
+    "resolve_device", "run_live", "score_terms", "scaled_dot_product_attention", "sequence_lengths", "stack_sides",
+    "subsequent_mask",
     "target_mask", "visible_gpus",
 ]
 

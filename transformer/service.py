@@ -6,6 +6,7 @@ above every layer of the engine."""
 
 import tensorflow as tf
 
+from transformer import score_terms
 from transformer.analysis import cost as _cost
 from transformer.analysis import position_views as _position_views
 from transformer.analysis.cost import COST_LENGTHS, differ, fit_range, quadratic_share
@@ -19,6 +20,7 @@ from transformer.analysis.measures import (
     measured_checks,
     naive_softmax,
     neuron_terms,
+    preference_terms,
     scaling_experiment,
     score_bias,
     stable_softmax,
@@ -105,7 +107,7 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
-           "head_counts", "head_roles", "kv_head_counts",
+           "head_counts", "head_roles", "kv_head_counts", "preference_terms", "score_terms",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
            "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",

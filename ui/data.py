@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 import transformer
-from transformer import attention_walkthrough, keras_difference, run_live
+from transformer import attention_walkthrough, keras_difference, run_live, score_terms
 from transformer.service import (
     COST_LENGTHS,
     attention_cost,
@@ -38,6 +38,16 @@ def _live(config, stacks, lines, windows):
 @st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
 def _walkthrough(config, stack, layer):
     return attention_walkthrough(config, stack, layer)
+
+
+@st.cache_resource(max_entries=8, show_spinner=COMPUTING)
+def _score_terms(config, stack, layer, head, line, query):
+    return score_terms(config, stack, layer, head, line, (query,))
+
+
+def terms_of(config, stack, layer, head, line, query):
+    """`transformer.score_terms` of one query of ``line`` (cached): its score for every key, split by parts."""
+    return _or_stop(_score_terms, config, stack, layer, head, line, query)
 
 
 @st.cache_resource(max_entries=12, show_spinner=COMPUTING)

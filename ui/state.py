@@ -52,7 +52,7 @@ SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(
                    *range(288, 513, 32), 640, 768, 1024, 1536, 2048, 3072, MAX_SEQ_LEN)
 STACK_CHOICES = STACKS
 # The Attention page's views under the head grid; only the chosen one runs
-ATTENTION_VIEWS = ("Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view")
+ATTENTION_VIEWS = ("Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view", "Score terms")
 LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softmax demo
 DECODE_MODES = ("greedy", "sampled")
 TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)

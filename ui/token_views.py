@@ -12,18 +12,26 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.service import FULL_ATTENTION_MAX, attention_rollout, neuron_terms, score_bias, without_keys
+from transformer.service import (
+    FULL_ATTENTION_MAX,
+    attention_rollout,
+    neuron_terms,
+    preference_terms,
+    score_bias,
+    without_keys,
+)
 from ui import data, state
-from ui.controls import PERSIST, clamp, head_picker, options_follow, plot
+from ui.controls import PERSIST, clamp, fit_px, head_picker, options_follow, plot
 from ui.text import count
 from viz.attention import head_grid
 from viz.head_view import MAX_POSITIONS, head_view, window
 from viz.labels import escape, position_labels
 from viz.neuron import neuron_view
 from viz.pooling import FULL_RESOLUTION_WINDOW
+from viz.score_terms import score_terms_view
 
 NO_FOCUS = -1
-WHOLE_MAP_VIEWS = ("Statistics", "Rollout", "Neuron view")  # up to N = 512
+WHOLE_MAP_VIEWS = ("Statistics", "Rollout", "Neuron view", "Score terms")  # up to N = 512
 CAUTION = ("Attention weights say where a head looks, not why the model answers as it does: a token can be "
            "looked at and ignored (its value vector small), and rollout assumes heads and residual mix linearly "
            "(Jain & Wallace 2019; Abnar & Zuidema 2020).")
@@ -208,24 +216,53 @@ def rollout_section(view: LineView, stack: str, focus) -> None:
                            title=view.note, focus=focus, key_positions=kept), key, on_click=on_chart_click(view))
 
 
-def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> None:
-    """q, k, q∘k, the logit and the softmax of one head's query–key pair, read off the live tensors."""
-    walk = data.walkthrough(config, stack, layer)
-    q, k = walk.tensors["query_heads"][line], walk.tensors["key_heads"][line]  # (H, N_q, d_k), (H, N_k, d_k)
-    mask = walk.mask[line]  # (N_q, N_k)
-    query_tokens, key_tokens = result.tokens_of(stack, line)
-    head = head_picker(q.shape[0], key="nv_head")
+def pair_picker(heads: int, query_tokens, key_tokens, focus) -> tuple[int, int, int]:
+    """``(head, query, key)`` of the views that read one head's query–key pair (the neuron view, the score terms):
+    the focused token and the other side's picked one (`nv_head`, `nv_other`)."""
+    head = head_picker(heads, key="nv_head")
     by_key = focus is not None and focus[0] == "key"
-    other_count = q.shape[1] if by_key else k.shape[1]
+    other_count = len(query_tokens) if by_key else len(key_tokens)
     clamp("nv_other", other_count - 1)
     other_labels = widget_labels(query_tokens if by_key else key_tokens)  # once, not once an option
     options_follow("nv_other", other_labels)
     other = st.select_slider("Query" if by_key else "Key", list(range(other_count)), key="nv_other",
                              format_func=other_labels.__getitem__, **PERSIST)
     fixed = focus[1] if focus is not None else 0
-    query, key = (other, fixed) if by_key else (fixed, other)
     if focus is None:
         st.caption("The query is the first token: focus another one above (or click a chart).")
+    return (head, other, fixed) if by_key else (head, fixed, other)
+
+
+def terms_section(result, config, stack: str, layer: int, line: int, focus) -> None:
+    """Why one head attends: the query–key pair's score split by the parts of the residual stream, and what in the
+    key made it win against the other keys the query may see."""
+    query_tokens, key_tokens = result.tokens_of(stack, line)
+    head, query, key = pair_picker(result.heads, query_tokens, key_tokens, focus)
+    split = data.terms_of(config, stack, layer, head, line, query)
+    if np.isnan(split.scores[0, key]):
+        st.info("This key is masked for this query: it has no score to split. Pick another key.",
+                icon=":material/info:")
+        return
+    grid = split.terms[:, :, 0, key]  # (P_q, P_k)
+    preference = preference_terms(split.terms, 0, key).sum(axis=0)  # (P_k,)
+    plot(score_terms_view(grid, preference, split.query_parts, split.key_parts, query_tokens, key_tokens, head,
+                          query, key, float(split.scores[0, key]), float(split.weights[0, key]),
+                          width_px=fit_px("score_terms")), "score_terms")
+    st.caption("Each score q·k/√d_k is a sum of terms, one for each pair of parts of the residual stream: the "
+               "token embedding, the positions, every earlier head's output, every feed-forward's, and the biases "
+               "(LayerNorm's scale held at its value for that position, as TransformerLens folds it). The bars: how "
+               "much each part of the key raises this key's score above the mean of the keys the query may see. "
+               "In the induction model, layer 1's induction heads find their key through layer 0's "
+               "previous-token heads (K-composition).")
+
+
+def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> None:
+    """q, k, q∘k, the logit and the softmax of one head's query–key pair, read off the live tensors."""
+    walk = data.walkthrough(config, stack, layer)
+    q, k = walk.tensors["query_heads"][line], walk.tensors["key_heads"][line]  # (H, N_q, d_k), (H, N_k, d_k)
+    mask = walk.mask[line]  # (N_q, N_k)
+    query_tokens, key_tokens = result.tokens_of(stack, line)
+    head, query, key = pair_picker(q.shape[0], query_tokens, key_tokens, focus)
     bias = score_bias(walk.tensors["scores"][line], walk.tensors["scaled"][line], q.shape[-1])  # (H, N_q, N_k)
     terms = neuron_terms(q, k, mask, head, query, key, bias=bias)
     plot(neuron_view(terms, query_tokens, key_tokens, head, query, key), "neuron_view")

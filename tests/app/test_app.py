@@ -641,7 +641,7 @@ def _shapes(spec) -> list[dict]:
 
 @pytest.mark.parametrize("weights", ["random", "dates"])
 @pytest.mark.parametrize("stack", state.STACK_CHOICES)
-@pytest.mark.parametrize("view", ["Head view", "Rollout", "Neuron view"])
+@pytest.mark.parametrize("view", ["Head view", "Rollout", "Neuron view", "Score terms"])
 def test_every_token_view_opens_for_every_stack_and_weights(view, stack, weights):
     at = open_page("attention", {"view": view, "stack": stack, "weights": weights, "focus": "2"})
     no_errors(at)
@@ -716,6 +716,33 @@ def test_the_neuron_view_rebuilds_the_weight_the_head_grid_shows():
     strip = [t for t in neuron["data"] if t["type"] == "heatmap"][0]
     q, k, products = decode(strip["z"])
     assert np.allclose(products, q * k, atol=1e-6) and f"Σ q∘k = {products.sum():.4f}" in title
+
+
+def test_the_score_terms_sum_to_the_score_of_the_pair_the_head_grid_draws_and_the_link_keeps_it():
+    at = open_page("attention", {"view": "Score terms", "stack": "decoder", "layers": "2", "layer": "1",
+                                 "focus": "4", "nv_head": "2", "nv_other": "1"})
+    no_errors(at)
+    grid, terms = specs(at)
+    heatmap = [t for t in terms["data"] if t["type"] == "heatmap"][0]
+    bars = [t for t in terms["data"] if t["type"] == "bar"][0]
+    split = decode(heatmap["z"])  # (P_q, P_k)
+    assert heatmap["y"] == ["token", "position", "L0H0", "L0H1", "L0H2", "L0H3", "L0X0", "L0X1", "L0X2", "L0X3",
+                            "L0FF", "bias"]
+    title = terms["layout"]["title"]["text"]
+    score = float(title.split("score ")[1].split(" ")[0])
+    assert abs(split.sum() - score) < 2e-3 and f"weight {weight_panels(grid)[2][4, 1]:.3f}" in title
+    assert "head 2: why query 4·5 attends to key 1·2" in title.replace("<br>", " ")
+    assert len(decode(bars["x"])) == len(heatmap["x"])
+    assert at.query_params["view"] == "Score terms" and at.query_params["nv_head"] == "2"
+
+
+def test_the_score_terms_say_why_not_for_a_masked_key_or_ablated_heads():
+    masked = open_page("attention", {"view": "Score terms", "stack": "decoder", "focus": "1", "nv_other": "5"})
+    no_errors(masked)
+    assert "This key is masked for this query" in " ".join(i.value for i in masked.info)
+    ablated = open_page("attention", {"view": "Score terms", "ablate": "e0.1"})
+    no_errors(ablated)
+    assert "clear the ablated heads" in " ".join(i.value for i in ablated.info)
 
 
 def test_hidden_heads_leave_the_head_view_and_the_link_keeps_them():

@@ -10,7 +10,7 @@ from transformer.external.registry import EXTERNAL, PRESETS_DIR_ENV
 
 pytestmark = pytest.mark.app
 pytest.importorskip("keras_hub")
-VIEWS = ["Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view"]
+VIEWS = ["Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view", "Score terms"]
 
 
 @pytest.fixture(autouse=True)

@@ -119,6 +119,7 @@ def test_a_predictions_table_puts_what_was_predicted_before_the_long_source():
 @pytest.mark.parametrize("page, query, keys", [
     ("attention", {"view": "Head view"}, ("focus", "element", "stack", "hidden_heads", "seq_len", "weights")),
     ("attention", {"view": "Neuron view"}, ("nv_other",)),
+    ("attention", {"view": "Score terms"}, ("nv_other",)),
     ("decode", {"weights": "reverse", "dec_src": "a b c"}, ("dec_cache_layer",)),
 ])
 def test_every_control_whose_options_follow_another_is_given_its_value_again(page, query, keys):

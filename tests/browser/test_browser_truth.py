@@ -1,10 +1,9 @@
 """What you see is what runs, in a real browser: a control whose options change with another control shows the
 value the model ran with (the browser keeps a select slider's place among its options, not its value)."""
 
-import contextlib
 
 import pytest
-from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
+from browser_pages import CHART_TEXT_PROBLEMS, app_tab, open_page, text_collisions, wait_for_charts
 from browser_support import OUTPUT, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -58,55 +57,6 @@ def test_the_stack_picker_shows_the_stack_drawn_after_the_architecture_changes(p
     assert page.get_by_role("heading", name="Masked decoder self-attention — layer 0, line 1").count() == 1
 
 
-# Text that runs into other text, or onto another panel's cells: a tick label into its axis title, a colour bar's
-# labels into a neighbour's ticks, one panel's y labels on the panel to its left. One line per collision.
-TEXT_COLLISIONS = r"""(selector) => [...document.querySelectorAll(selector)].flatMap((plot, index) => {
-    const found = [], shrink = (r, by) => ({left: r.left + by, right: r.right - by, top: r.top + by,
-                                            bottom: r.bottom - by});
-    const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
-    const texts = [...plot.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, '
-                                            + '.annotation-text, .cbaxis text, .cbtitle text, .gtitle')]
-        .filter((node) => node.textContent.trim() && node.getBoundingClientRect().width)
-        .map((node) => [node, shrink(node.getBoundingClientRect(), 1)]);
-    const axis = (node) => node.closest('.xtick, .ytick') ? node.closest('g[class*="axislayer"]') : null;
-    const rotated = (node) => /rotate\((?!0[ ,)])/.test(node.getAttribute('transform') || '');
-    for (const [i, [a, ra]] of texts.entries())
-        for (const [b, rb] of texts.slice(i + 1)) {
-            const sameAxis = axis(a) && axis(a) === axis(b);
-            const ticks = axis(a) && axis(b);
-            if ((sameAxis || ticks) && (rotated(a) || rotated(b))) continue;  // a rotated label's box is not its ink
-            if (overlap(ra, rb)) found.push(`chart ${index}: "${a.textContent}" runs into "${b.textContent}"`);
-        }
-    const cells = [...plot.querySelectorAll('.heatmaplayer image, .heatmaplayer .hm')].map((n) =>
-        shrink(n.getBoundingClientRect(), 1));
-    for (const [node, r] of texts.filter(([n]) => n.closest('.ytick')))
-        for (const cell of cells)
-            if (overlap(r, cell)) found.push(`chart ${index}: tick "${node.textContent}" lies on a panel's cells`);
-    return found;
-})"""
-
-
-@contextlib.contextmanager
-def _tab(browser, server, path: str, width: int, height: int = 4000):
-    """A page of the app at ``width`` px, its charts drawn (at 390 px the sidebar starts collapsed: the page is
-    waited for, not the sidebar)."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    tab = context.new_page()
-    try:
-        tab.goto(f"{server}/{path}")
-        wait_idle(tab)
-        wait_for_charts(tab)
-        yield tab
-    finally:
-        context.close()
-
-
-def _collisions(page) -> list:
-    from chart_support import PLOT  # noqa: PLC0415
-
-    return page.evaluate(TEXT_COLLISIONS, PLOT)
-
-
 @pytest.mark.parametrize("width", [1400, 390])
 @pytest.mark.parametrize("path, charts", [("induction?ind_count=50", 3), ("decode?weights=reverse&dec_src=a+b+c+d", 4)])
 def test_no_chart_text_runs_into_other_text(browser, server, path, charts, width):  # noqa: F811
@@ -114,12 +64,12 @@ def test_no_chart_text_runs_into_other_text(browser, server, path, charts, width
     panel's cells, its title cut at 390 px; the Decode page's cache chart's ticks into its colour bar's labels."""
     from chart_support import PLOT  # noqa: PLC0415
 
-    with _tab(browser, server, path, width) as tab:
+    with app_tab(browser, server, path, width) as tab:
         tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= {charts}", timeout=60_000)
         wait_idle(tab)
         tab.wait_for_timeout(500)
         tab.screenshot(path=str(OUTPUT / f"collisions-{path.split('?')[0]}-{width}.png"), full_page=True)
-        problems = _collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
+        problems = text_collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
         assert not problems, problems
 
 
@@ -128,7 +78,7 @@ def test_home_labels_every_character_of_the_dates_line_at_1400_px(browser, serve
     takes fewer panels to a row."""
     from chart_support import FIRST_PLOT  # noqa: PLC0415
 
-    with _tab(browser, server, "", 1400, 2000) as tab:
+    with app_tab(browser, server, "", 1400, 2000) as tab:
         labels = tab.evaluate(f"""() => {{
             const plot = {FIRST_PLOT}, axis = plot.querySelector('.xaxislayer-above');
             return [...axis.querySelectorAll('.xtick text')].map((t) => t.textContent); }}""")
@@ -140,7 +90,7 @@ def test_home_labels_every_character_of_the_dates_line_at_1400_px(browser, serve
 
 def test_homes_page_list_fits_a_phone(browser, server):  # noqa: F811
     """#52.11: at 390 px the page list ran past the right edge."""
-    with _tab(browser, server, "", 390, 3000) as tab:
+    with app_tab(browser, server, "", 390, 3000) as tab:
         cut = tab.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink"]')]
             .filter((link) => { const text = link.querySelector('p'), box = link.querySelector('a');
                                 return text.getBoundingClientRect().right > window.innerWidth + 1

@@ -1,6 +1,8 @@
 """Helpers the browser tests share: open a page of the app and wait for it, read what Plotly drew, the text a
 chart draws outside its own box, a slider's thumb."""
 
+import contextlib
+
 from browser_support import wait_idle
 from chart_support import FIRST_PLOT, PLOT
 
@@ -78,3 +80,51 @@ def press_until_redrawn(page, thumb, key, rows):
     thumb.press(key)
     page.wait_for_function(f"() => {FIRST_PLOT}?._fullData?.[0]?.z?.length === {rows}", timeout=60_000)
     wait_idle(page)
+
+
+# Text that runs into other text, or onto another panel's cells: a tick label into its axis title, a colour bar's
+# labels into a neighbour's ticks, one panel's y labels on the panel to its left. One line per collision.
+TEXT_COLLISIONS = r"""(selector) => [...document.querySelectorAll(selector)].flatMap((plot, index) => {
+    const found = [], shrink = (r, by) => ({left: r.left + by, right: r.right - by, top: r.top + by,
+                                            bottom: r.bottom - by});
+    const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    const texts = [...plot.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, '
+                                            + '.annotation-text, .cbaxis text, .cbtitle text, .gtitle')]
+        .filter((node) => node.textContent.trim() && node.getBoundingClientRect().width)
+        .map((node) => [node, shrink(node.getBoundingClientRect(), 1)]);
+    const axis = (node) => node.closest('.xtick, .ytick') ? node.closest('g[class*="axislayer"]') : null;
+    const rotated = (node) => /rotate\((?!0[ ,)])/.test(node.getAttribute('transform') || '');
+    for (const [i, [a, ra]] of texts.entries())
+        for (const [b, rb] of texts.slice(i + 1)) {
+            const sameAxis = axis(a) && axis(a) === axis(b);
+            const ticks = axis(a) && axis(b);
+            if ((sameAxis || ticks) && (rotated(a) || rotated(b))) continue;  // a rotated label's box is not its ink
+            if (overlap(ra, rb)) found.push(`chart ${index}: "${a.textContent}" runs into "${b.textContent}"`);
+        }
+    const cells = [...plot.querySelectorAll('.heatmaplayer image, .heatmaplayer .hm')].map((n) =>
+        shrink(n.getBoundingClientRect(), 1));
+    for (const [node, r] of texts.filter(([n]) => n.closest('.ytick')))
+        for (const cell of cells)
+            if (overlap(r, cell)) found.push(`chart ${index}: tick "${node.textContent}" lies on a panel's cells`);
+    return found;
+})"""
+
+
+@contextlib.contextmanager
+def app_tab(browser, server, path: str, width: int, height: int = 4000):
+    """A page of the app at ``width`` px, its charts drawn (at 390 px the sidebar starts collapsed: the page is
+    waited for, not the sidebar)."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{server}/{path}")
+        wait_idle(tab)
+        wait_for_charts(tab)
+        yield tab
+    finally:
+        context.close()
+
+
+def text_collisions(page) -> list:
+    """One line per text of a chart that runs into another or onto a panel's cells (`TEXT_COLLISIONS`)."""
+    return page.evaluate(TEXT_COLLISIONS, PLOT)

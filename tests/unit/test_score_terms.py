@@ -141,3 +141,33 @@ def test_what_cannot_be_split_is_refused_by_name(change, message):
 def test_a_stack_layer_or_head_the_model_lacks_is_refused(stack, layer, head, message):
     with pytest.raises(ValueError, match=message):
         live_score_terms(LiveConfig(architecture="decoder-only", norm="pre"), stack, layer, head)
+
+
+def test_asking_for_some_queries_gives_their_rows_and_a_split_too_large_is_refused(monkeypatch):
+    from transformer.core import residual_parts
+
+    model, inputs = _model(), _inputs()
+    whole = score_terms(model, "decoder", 1, 2, *inputs)
+    some = score_terms(model, "decoder", 1, 2, *inputs, queries=(4, 1))
+    assert some.queries == (4, 1) and some.terms.shape == (*whole.terms.shape[:2], 2, 7)
+    np.testing.assert_array_equal(some.terms, whole.terms[:, :, [4, 1]])
+    np.testing.assert_array_equal(some.weights, whole.weights[[4, 1]])
+    with pytest.raises(ValueError, match="Queries run from 0 to 6"):
+        score_terms(model, "decoder", 1, 2, *inputs, queries=(7,))
+    monkeypatch.setattr(residual_parts, "TERMS_BUDGET", 100)
+    with pytest.raises(ValueError, match="exceed 100 floats"):
+        score_terms(model, "decoder", 1, 2, *inputs)
+
+
+def test_a_shipped_decoder_only_model_splits_its_scores_as_the_live_configuration_does():
+    from transformer import load_pretrained
+
+    line = probe_lines(1, 3)[0]
+    parts, terms = load_pretrained("induction").score_terms(line.text, 1, 1)
+    split = live_score_terms(_induction(line), "decoder", 1, 1)
+    assert parts == split.query_parts == ("token", "position", "L0H0", "L0H1", "L0H2", "L0H3", "bias")
+    np.testing.assert_allclose(terms, split.terms, atol=1e-5)
+    with pytest.raises(ValueError, match="Received: stack='cross'"):
+        load_pretrained("induction").score_terms(line.text, 0, 0, stack="cross")
+    with pytest.raises(ValueError, match="decoder-only"):
+        load_pretrained("reverse").score_terms("a b c", 0, 0)

@@ -739,3 +739,20 @@ def test_a_grid_takes_fewer_panels_to_a_row_where_that_labels_every_key():
     weights, mask = RNG.random((5, 11, 26)), np.ones((11, 26), bool)
     grid = attention.head_grid(weights, mask, ["q"] * 11, [f"k{i}" for i in range(26)], columns=5)
     assert len({trace.yaxis for trace in grid.data}) == 3  # 2 + 2 + 1 panels
+
+
+def test_the_score_terms_view_draws_the_grid_and_the_key_side_bars_with_the_winner_marked():
+    from viz.score_terms import score_terms_view
+    from viz.style import FOCUS_COLOR
+
+    parts = ("token", "position", "L0H0", "bias")
+    grid = np.arange(16, dtype=np.float32).reshape(4, 4) - 8
+    preference = np.array([0.1, 2.0, -0.5, 0.0], np.float32)
+    fig = score_terms_view(grid, preference, parts, parts, ["a", "b", "a"], ["a", "b", "a"], 1, 2, 0, -8.0, 0.25)
+    heatmap, bars = fig.data
+    assert list(heatmap.y) == list(parts) and list(heatmap.x) == list(parts)
+    assert heatmap.zmin == -8 and heatmap.zmax == 8  # a diverging scale around 0: logits, not weights
+    assert bars.marker.color[1] == FOCUS_COLOR and bars.marker.color.count(FOCUS_COLOR) == 1
+    title = fig.layout.title.text
+    assert "why query 2·a attends to key 0·a" in title and "score -8.000" in title and "weight 0.250" in title
+    assert "query 2·a part %{y}" in heatmap.hovertemplate and "key 0·a part %{x}" in heatmap.hovertemplate

@@ -25,13 +25,16 @@ TOKEN, POSITION, BIAS = "token", "position", "bias"
 class ScoreTerms:
     """One head's scaled scores on one line, split by parts.
 
+    queries: the query positions the rows of ``terms`` and ``scores`` are (every one unless asked for fewer).
     query_parts, key_parts: the part names (``"token"``, ``"position"``, ``"L0H1"`` a self-attention head,
       ``"L0X1"`` a cross-attention head, ``"L0FF"``, ``"bias"``; the encoder's, on the key side of
       cross-attention, begin ``"enc "``).
     terms: ``(P_q, P_k, N_q, N_k)``; summed over the first two axes, the head's scaled scores; NaN where masked.
-    scores: ``(N_q, N_k)`` the model's own scaled scores (NaN where masked); weights: ``(N_q, N_k)`` its weights.
+    scores: ``(N_q, N_k)`` the model's own scaled scores (NaN where masked); weights: ``(N_q, N_k)`` its weights
+    (N_q: the rows of ``queries``).
     """
 
+    queries: tuple
     query_parts: tuple
     key_parts: tuple
     terms: np.ndarray
@@ -121,16 +124,21 @@ def _decoder_walk(model, tgt, tgt_mask, memory: dict | None, memory_mask, walk: 
         parts = walk.feed_forward(block.feed_forward_block, parts, index)
 
 
-def score_terms(model, stack: str, layer: int, head: int, src, tgt, src_mask, tgt_mask) -> ScoreTerms:
+TERMS_BUDGET = 2**26  # floats of one split (P_q · P_k · queries · N_k): 256 MB
+
+
+def score_terms(model, stack: str, layer: int, head: int, src, tgt, src_mask, tgt_mask,
+                queries: tuple | None = None) -> ScoreTerms:
     """Head ``head`` of ``stack``'s layer ``layer`` on the first line of these inputs (as `Transformer.call` takes
-    them; one line), its scaled scores split by (query part, key part)."""
+    them; one line), its scaled scores split by (query part, key part), for the query positions ``queries``
+    (None: all). ValueError when the split would exceed `TERMS_BUDGET` floats."""
     walk = _Walk((stack, layer), None)
     memory = _encoder_parts(model, src, src_mask, walk) if model.has_encoder else None
     if stack != "encoder":
         keyed = {f"enc {name}": part for name, part in memory.items()} if memory is not None else None
         _decoder_walk(model, tgt, tgt_mask, keyed, memory_mask(src_mask), walk)
     attention, query_parts, key_parts, mask = walk.seen
-    return _terms(attention, head, query_parts, key_parts, mask)
+    return _terms(attention, head, query_parts, key_parts, mask, queries)
 
 
 def _projected(linear, parts: dict) -> dict:
@@ -146,8 +154,20 @@ def _bias_last(parts: dict) -> dict:
     return {name: part for name, part in sorted(parts.items(), key=lambda item: item[0].endswith(BIAS))}
 
 
-def _terms(attention, head: int, query_parts: dict, key_parts: dict, mask) -> ScoreTerms:
+def _checked_queries(queries, n_q: int, parts: int) -> list:
+    rows = list(range(n_q)) if queries is None else list(queries)
+    if not rows or any(not isinstance(row, (int, np.integer)) or not 0 <= row < n_q for row in rows):
+        raise ValueError(f"Queries run from 0 to {n_q - 1}. Received: queries={queries!r}")
+    if parts * len(rows) > TERMS_BUDGET:
+        raise ValueError(f"{parts:,} (query part, key part, key) terms for each of {len(rows)} queries exceed "
+                         f"{TERMS_BUDGET:,} floats: ask for fewer queries, or a model with fewer layers or heads")
+    return rows
+
+
+def _terms(attention, head: int, query_parts: dict, key_parts: dict, mask, queries=None) -> ScoreTerms:
     query_parts, key_parts = _bias_last(query_parts), _bias_last(key_parts)
+    n_q, n_k = int(next(iter(query_parts.values())).shape[1]), int(next(iter(key_parts.values())).shape[1])
+    rows = _checked_queries(queries, n_q, len(query_parts) * len(key_parts) * n_k)
     queries = _projected(attention.transform_query, query_parts)
     keys = _projected(attention.transform_key, key_parts)
     group = attention.num_heads // attention.num_kv_heads
@@ -157,21 +177,21 @@ def _terms(attention, head: int, query_parts: dict, key_parts: dict, mask) -> Sc
         rotated_q[name] = attention.heads(query, key_bias, key_bias)[0]  # (B, H, N_q, d_k)
     for name, key in keys.items():
         rotated_k[name] = attention.heads(queries[BIAS], key, key)[1]  # (B, H_kv, N_k, d_k)
-    q = tf.stack([rotated_q[name][0, head] for name in queries])  # (P_q, N_q, d_k)
+    q = tf.stack([tf.gather(rotated_q[name][0, head], rows) for name in queries])  # (P_q, N_q', d_k)
     k = tf.stack([rotated_k[name][0, head // group] for name in keys])  # (P_k, N_k, d_k)
-    terms = tf.einsum("aqd,bkd->abqk", q, k) / tf.sqrt(float(attention.depth))  # (P_q, P_k, N_q, N_k)
+    terms = tf.einsum("aqd,bkd->abqk", q, k) / tf.sqrt(float(attention.depth))  # (P_q, P_k, N_q', N_k)
     terms = terms.numpy()
-    n_q, n_k = terms.shape[2:]
     bias = attention.position_bias(n_q, n_k)
     if bias is not None:  # ALiBi: a function of the positions alone
-        terms[list(queries).index(POSITION), list(keys).index(_named(keys, POSITION))] += bias.numpy()[head]
+        terms[list(queries).index(POSITION), list(keys).index(_named(keys, POSITION))] += bias.numpy()[head][rows]
     found = attention.intermediates(tf.add_n(list(query_parts.values())), tf.add_n(list(key_parts.values())),
                                     tf.add_n(list(key_parts.values())), mask)
-    allowed = np.broadcast_to(np.ones((n_q, n_k), bool) if mask is None else np.asarray(mask)[0, 0], (n_q, n_k))
-    scores = np.where(allowed, found["scaled"].numpy()[0, head], np.nan)  # (N_q, N_k)
+    allowed = np.broadcast_to(np.ones((n_q, n_k), bool) if mask is None else np.asarray(mask)[0, 0],
+                              (n_q, n_k))[rows]  # (N_q', N_k)
+    scores = np.where(allowed, found["scaled"].numpy()[0, head][rows], np.nan)  # (N_q', N_k)
     terms = np.where(allowed, terms, np.nan)
-    return ScoreTerms(tuple(queries), tuple(keys), terms.astype(np.float32), scores.astype(np.float32),
-                      found["weights"].numpy()[0, head])
+    return ScoreTerms(tuple(rows), tuple(queries), tuple(keys), terms.astype(np.float32), scores.astype(np.float32),
+                      found["weights"].numpy()[0, head][rows])
 
 
 def _named(parts: dict, base: str) -> str:

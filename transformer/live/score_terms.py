@@ -12,11 +12,11 @@ from transformer.live.inputs import batch_rows, checked_lines, prepared_inputs
 from transformer.live.model_cache import MODELS, ModelCache
 
 
-def score_terms(config: LiveConfig, stack: str, layer: int, head: int, line: int = 0,
+def score_terms(config: LiveConfig, stack: str, layer: int, head: int, line: int = 0, queries: tuple | None = None,
                 cache: ModelCache = MODELS) -> ScoreTerms:
     """Head ``head`` of ``stack``'s layer ``layer`` on batch line ``line`` of ``config``: its scaled scores
-    ``(N_q, N_k)`` and their terms ``(P_q, P_k, N_q, N_k)`` (`ScoreTerms`); ValueError naming what does not
-    exist or cannot be split (a model from outside, ablated heads)."""
+    ``(N_q, N_k)`` and their terms ``(P_q, P_k, N_q, N_k)`` (`ScoreTerms`), for the query positions ``queries``
+    (None: all); ValueError naming what does not exist or cannot be split (a model from outside, ablated heads)."""
     validate(config)
     if config.external:
         raise ValueError("The score is split inside the lab's own models; a model from outside is read through its "
@@ -38,4 +38,4 @@ def score_terms(config: LiveConfig, stack: str, layer: int, head: int, line: int
     with tf.device(entry.device):
         model_inputs = batch_rows(rows, inputs.batches.source.ids, inputs.batches.target.ids, masks.run_source,
                                   masks.run_target)
-        return model_score_terms(model, stack, layer, head, *model_inputs)
+        return model_score_terms(model, stack, layer, head, *model_inputs, queries=queries)

@@ -17,10 +17,13 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from transformer.core import residual_parts
 from transformer.core.ablation import check_ablation
+from transformer.core.masks import target_mask
 from transformer.core.tokens import Vocabulary
 from transformer.runtime.device import resolve_device
 from transformer.tasks import Task, get_task
+from transformer.tasks.base import PAD_ID
 from transformer.tasks.induction import line_ids
 from transformer.training.next_token import read_ids
 from transformer.training.saved_model import (
@@ -100,6 +103,23 @@ class Pretrained:
             logits, attention = read_ids(self.model, ids, [triple[1:] for triple in triples])
         shifted = np.exp(logits[0] - logits[0].max(-1, keepdims=True))  # (N, V)
         return shifted / shifted.sum(-1, keepdims=True), {"decoder": attention[:, 0]}
+
+    def score_terms(self, text: str, layer: int, head: int, stack: str = "decoder") -> tuple[tuple, np.ndarray]:
+        """Why head ``head`` of ``layer`` attends where it does on one line of a decoder-only model: ``(parts,
+        terms)``, ``terms (P, P, N, N)`` whose sum over the first two axes is the head's scaled scores (NaN where
+        masked), ``parts`` the residual stream's ("token", "position", "L0H0", …, "bias";
+        `transformer.core.residual_parts`). An encoder-decoder model: `transformer.score_terms` of a `LiveConfig`.
+        ValueError as `read`."""
+        self.read(text)  # its checks: a decoder-only model, known tokens, the length
+        if stack != "decoder" or not (0 <= layer < self.model.num_layers and 0 <= head < self.model.num_heads):
+            raise ValueError(f"A decoder-only model has the decoder stack, layers 0–{self.model.num_layers - 1} and "
+                             f"heads 0–{self.model.num_heads - 1}. Received: stack={stack!r}, layer={layer!r}, "
+                             f"head={head!r}")
+        ids = tf.constant([self.vocab.encode(self.source_tokens(text))], tf.int32)  # (1, N)
+        with tf.device(self.device):
+            split = residual_parts.score_terms(self.model, "decoder", layer, head, None, ids, None,
+                                               target_mask(ids, PAD_ID))
+        return split.query_parts, split.terms
 
     def next_tokens(self, lines: list[list[str]], ablate: tuple = (), kind: str = "zero",
                     means=None) -> list[list[str]]:

@@ -1,0 +1,46 @@
+"""Why a head attends, in a real browser: the Attention page's score terms on the shipped induction model."""
+
+from urllib.parse import urlencode
+
+import pytest
+from browser_pages import CHART_TEXT_PROBLEMS, app_tab, text_collisions
+from browser_support import OUTPUT, wait_idle
+from chart_support import PLOT
+
+from transformer.training.next_token import probe_lines
+from viz.style import FOCUS_COLOR
+
+pytestmark = pytest.mark.browser
+
+
+def _induction_path() -> tuple[str, str]:
+    """The Score terms view of layer 1, head 1 of the induction model, its query in the second occurrence of a
+    repeated segment and its key the token after the first occurrence; and that key's label."""
+    line = probe_lines(1, 3)[0]
+    query = int(line.predicted_positions()[2])
+    key = line.first + (query - line.second) + 1
+    query_string = urlencode(dict(weights="induction", view="Score terms", stack="decoder", layer=1, nv_head=1,
+                                  focus=query, nv_other=key, src=line.text, tgt=line.text, seq_len=len(line.tokens)))
+    return f"attention?{query_string}", f"{key}·{line.tokens[key]}"
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_score_terms_show_an_induction_head_finding_its_key_through_layer_0s_heads(browser, server, width):
+    path, key_label = _induction_path()
+    with app_tab(browser, server, path, width) as tab:
+        tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= 2", timeout=60_000)
+        wait_idle(tab)
+        tab.wait_for_timeout(500)
+        drawn = tab.evaluate(f"""() => {{
+            const plot = document.querySelectorAll('{PLOT}')[1];
+            const bars = plot._fullData.find((trace) => trace.type === 'bar'), x = Array.from(bars.x);
+            const winner = bars.marker.color.findIndex((colour) => colour === '{FOCUS_COLOR}');
+            return {{title: plot.layout.title.text, parts: Array.from(bars.y), winner: bars.y[winner],
+                     largest: bars.y[x.indexOf(Math.max(...x))]}};
+        }}""")
+        tab.screenshot(path=str(OUTPUT / f"score-terms-induction-{width}.png"), full_page=True)
+        assert key_label in drawn["title"].replace("<br>", " ")
+        assert drawn["parts"][:2] == ["token", "position"] and "L0H1" in drawn["parts"]
+        assert drawn["largest"] == drawn["winner"] in ("L0H0", "L0H1", "L0H3"), drawn  # the previous-token heads
+        problems = text_collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
+        assert not problems, problems
