@@ -59,13 +59,27 @@ if not study.groups["others"] or all(layer == 0 for layer, _ in study.groups["ot
                "is no layer-1 head left to ablate as a control; the other heads are in layer 0.")
 
 
-def _open(page: str) -> None:
+def _open(page: str, **settings) -> None:
     use_weights("induction")
     text = line.text
-    state.open_page(page, src=text, seq_len=len(line.tokens), stack="decoder", layer=1, element=0,
-                    focus=line.second + 2, dec_src=" ".join(line.tokens[: line.second + 2]), dec_step=0)
+    state.open_page(page, **{**dict(src=text, seq_len=len(line.tokens), stack="decoder", layer=1, element=0,
+                                    focus=line.second + 2, dec_src=" ".join(line.tokens[: line.second + 2]),
+                                    dec_step=0), **settings})
 
 
+def _why() -> None:
+    """The Attention page's score terms of the strongest induction head, from the query two tokens into the second
+    occurrence to the token after its earlier occurrence (the key an induction head should find)."""
+    layer_1 = [head for layer, head in study.groups["induction"] if layer == 1] or [0]
+    _open("app_pages/attention.py", view="Score terms", nv_head=layer_1[0], nv_other=line.first + 3)
+
+
+st.markdown("**Why an induction head attends where it does**: its score for the right key, split by the parts of "
+            "the residual stream, comes from the outputs of layer 0's previous-token heads, not from the key's own "
+            "token (K-composition, Elhage et al. 2021).")
+st.button("Why: the score terms of this line's induction head", on_click=_why, key="ind_why",
+          help="The Attention page's Score terms view: layer 1, the query two tokens into the second occurrence, "
+               "the key after the earlier occurrence of its token.")
 links = st.columns(3)
 links[0].button("This line on the Attention page", on_click=_open, args=("app_pages/attention.py",),
                 key="ind_attention", help="Layer 1, the query two tokens into the second occurrence focused.")

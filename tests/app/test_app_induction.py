@@ -136,3 +136,14 @@ def test_the_positional_encoding_page_says_a_learned_table_is_not_drawn_and_star
     no_errors(at)
     assert "learned table" in at.info[0].value
     assert [header.value for header in at.header][0].startswith("Sinusoidal")
+
+
+def test_the_why_button_opens_the_induction_heads_score_terms_where_a_layer_0_head_wins():
+    at = open_page("induction", {"ind_count": "50"})
+    at.button(key="ind_why").click().run()
+    no_errors(at)
+    assert at.session_state["view"] == "Score terms" and at.session_state["layer"] == 1
+    terms = specs(at)[1]
+    bars = [t for t in terms["data"] if t["type"] == "bar"][0]
+    largest = bars["y"][int(np.argmax(decode(bars["x"])))]
+    assert largest in ("L0H0", "L0H1", "L0H3"), (largest, bars["y"])
