@@ -23,7 +23,6 @@ import plotly
 import plotly.io as pio
 import streamlit as st
 
-from ui import state
 from ui.streamlit_patches import widget_module_urls
 from viz.sizes import NARROW_PX, TICK_PX  # not viz.style, viz.panels: ~0.1 s of imports
 
@@ -128,6 +127,9 @@ def _width_reported() -> None:
 def column_px(key: str) -> int | None:
     """The width (px) of the column chart ``key`` was drawn in, as its browser reported it when narrower than
     NARROW_PX (a phone); None for a wider column, or before the chart was drawn."""
+    from ui import state  # noqa: PLC0415  (here, not at the top: ui.state imports the engine, and app.py sends the
+    # early loader from this module before TensorFlow is imported; by the time a chart reports, it is)
+
     value = state.widget_value(key)
     if value is None:
         return None
@@ -136,5 +138,7 @@ def column_px(key: str) -> int | None:
 
 
 def _clicked(key: str) -> dict:
+    from ui import state  # noqa: PLC0415  (as column_px)
+
     value = state.widget_value(key)
     return dict(getattr(value, "click", None) or value.get("click") or {})
