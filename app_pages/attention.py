@@ -14,7 +14,7 @@ from transformer.service import (
     measured_checks,
     role_text,
 )
-from ui import data, model_config, token_views
+from ui import data, model_config, state, token_views
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -65,6 +65,17 @@ focus_row = st.columns([3, 2, 3])
 hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key="specials", help="Takes those keys' columns "
                                     "out and renormalises each row over the rest (attention sinks hide the rest "
                                     "of a row). Up to N = 512.", disabled=blockwise, **PERSIST) and not blockwise
+cells_off = "" if not (config.external or config.ablate or blockwise) else (
+    "a model from outside's norms are not read here" if config.external else
+    "norms are measured in the whole model: clear the ablated heads" if config.ablate else
+    f"norms need whole maps: up to N = {FULL_ATTENTION_MAX}")
+cells = focus_row[2].segmented_control(
+    "Cells", state.CELLS, key="cells", required=True, disabled=bool(cells_off), label_visibility="collapsed",
+    format_func={"weights": "Weights α", "norms": "Norms ‖α·f(x)‖"}.get,
+    help="Weights: how much each key is looked at. Norms (Kobayashi et al. 2020): how much each key moves the "
+         "query's output, ‖α·f(x)‖ with f(x) = (x·W_V + b_V)·W_O for the head: a key looked at but carrying a small "
+         "vector moves little.", **PERSIST)
+norms_on = cells == "norms" and not cells_off
 line_tokens = token_views.line_tokens(text, stack, element, hide_specials)
 focus = token_views.focus_controls(line_tokens, focus_row)
 switched_off = st.container()  # always drawn: the note coming or going must not rebuild the charts (ui.data)
@@ -112,22 +123,37 @@ drawn_focus = token_views.drawn_focus(view_of_line, focus)
 on_click = token_views.on_chart_click(view_of_line)
 weights = view_of_line.weights[layer]  # (H, N_q, N_k'), specials' columns out when hidden
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
+norms = data.norms_of(config, stack, element) if norms_on else None  # (L, H, N_q, N_k)
+if norms is not None:
+    shown_norms = np.take(norms[layer], view_of_line.key_positions, axis=-1)  # (H, N_q, N_k'): not renormalised
+    grid_cells = np.concatenate([shown_norms, shown_norms.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
+    cells_scale = dict(value_name="‖α·f(x)‖", value_max=float(max(grid_cells.max(), 1e-6)))
+else:
+    grid_cells, cells_scale = with_mean, {}
 
 with heads_part:
     st.subheader(f"{STACK_NAMES[stack]} — layer {layer}, line {element + 1}")
     padding_notice(result)
     d_k = result.positional_encoding.shape[1] // heads  # each head's share of d_model (a trained model's own)
     title = "<br>".join(filter(None, (f"{count(heads, 'head')} (d_k = {d_k}) and "
-                                      f"{'its' if heads == 1 else 'their'} mean", view_of_line.note)))
+                                      f"{'its' if heads == 1 else 'their'} mean"
+                                      + (": value-weighted norms ‖α·f(x)‖" if norms is not None else ""),
+                                      view_of_line.note if norms is None else
+                                      view_of_line.note.replace(", rows renormalised", ""))))
     kv_heads = config.kv_heads if not config.trained else heads
     group = heads // kv_heads  # query heads that share one key/value head
     names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
     columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
-    plot(head_grid(with_mean, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
+    plot(head_grid(grid_cells, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
                    names=[*names, "mean of heads"], columns=columns, focus=drawn_focus,
                    pooled=result.attention_factor, key_positions=view_of_line.key_positions,
-                   fit_px=fit_px("heads")),
+                   fit_px=fit_px("heads"), **cells_scale),
          "heads", on_click=on_click)
+    if norms is not None:
+        st.caption(token_views.norms_caption(weights, shown_norms, result.special_keys(stack, element)[
+            view_of_line.key_positions], view_of_line.mask))
+    elif cells == "norms" and cells_off:
+        st.caption(f"Weights drawn: {cells_off}.")
     if blockwise:
         st.caption(f"N = {n_q} > {FULL_ATTENTION_MAX}: attention ran block-wise, {QUERY_BLOCK} queries at a time; "
                    f"each block's weights were max-pooled {result.attention_factor}×{result.attention_factor} as "

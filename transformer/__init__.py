@@ -17,6 +17,7 @@ from transformer.core.model import Transformer
 from transformer.core.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
 from transformer.live import run as _run
 from transformer.live import score_terms as _score_terms
+from transformer.live import value_norms as _value_norms
 from transformer.live import walkthrough as _walkthrough
 from transformer.live.config import LiveConfig
 from transformer.live.model_cache import ModelCache
@@ -34,6 +35,7 @@ sequence_lengths = on_engine_thread(_run.sequence_lengths)
 attention_walkthrough = on_engine_thread(_walkthrough.attention_walkthrough)
 keras_difference = on_engine_thread(_walkthrough.keras_difference)
 score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends: its scores split by parts
+value_norms = on_engine_thread(_value_norms.value_norms)  # how much a head moves: ‖α·f(x)‖ (Kobayashi et al.)
 
 __all__ = [
     "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward", "LiveConfig",
@@ -41,7 +43,7 @@ __all__ = [
     "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages", "attention_walkthrough", "device_label",
     "keras_difference", "line_count", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
     "resolve_device", "run_live", "score_terms", "scaled_dot_product_attention", "sequence_lengths", "stack_sides",
-    "subsequent_mask",
+    "subsequent_mask", "value_norms",
     "target_mask", "visible_gpus",
 ]
 

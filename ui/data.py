@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 import transformer
-from transformer import attention_walkthrough, keras_difference, run_live, score_terms
+from transformer import attention_walkthrough, keras_difference, run_live, score_terms, value_norms
 from transformer.service import (
     COST_LENGTHS,
     attention_cost,
@@ -38,6 +38,16 @@ def _live(config, stacks, lines, windows):
 @st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
 def _walkthrough(config, stack, layer):
     return attention_walkthrough(config, stack, layer)
+
+
+@st.cache_resource(max_entries=8, show_spinner=COMPUTING)
+def _value_norms(config, stack, line):
+    return value_norms(config, stacks=(stack,), lines=(line,))[stack][:, 0]
+
+
+def norms_of(config, stack, line):
+    """``(L, H, N_q, N_k)`` value-weighted norms ``‖α·f(x)‖`` of ``stack`` on ``line`` (cached)."""
+    return _or_stop(_value_norms, config, stack, line)
 
 
 @st.cache_resource(max_entries=8, show_spinner=COMPUTING)

@@ -52,6 +52,7 @@ SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(
                    *range(288, 513, 32), 640, 768, 1024, 1536, 2048, 3072, MAX_SEQ_LEN)
 STACK_CHOICES = STACKS
 # The Attention page's views under the head grid; only the chosen one runs
+CELLS = ("weights", "norms")  # the head grid's cells: attention weights α, or value-weighted norms ‖α·f(x)‖
 ATTENTION_VIEWS = ("Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view", "Score terms")
 LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softmax demo
 DECODE_MODES = ("greedy", "sampled")
@@ -217,6 +218,7 @@ FIELDS: dict[str, Field] = {
     "pe_positions": Field("", _text(400)),  # empty: the first 8 (a default of "0 … 7" warned at length 7)
     "step": Field(0, _integer(0, 7)),  # the Shapes page's step
     "view": Field(ATTENTION_VIEWS[0], _choice(ATTENTION_VIEWS)),
+    "cells": Field(CELLS[0], _choice(CELLS)),  # the Attention page's head grid: weights or value-weighted norms
     "full_res": Field(False, _flag),  # the Attention page's full-resolution head is open
     "focus": Field(-1, _integer(-1, MAX_SEQ_LEN - 1)),  # the Attention page's focused token; -1: none
     "focus_key": Field(False, _flag),  # … focused as a key ("attended by"), not as a query

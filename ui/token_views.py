@@ -22,7 +22,7 @@ from transformer.service import (
 )
 from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, head_picker, options_follow, plot
-from ui.text import count
+from ui.text import count, percent
 from viz.attention import head_grid
 from viz.head_view import MAX_POSITIONS, head_view, window
 from viz.labels import escape, position_labels
@@ -214,6 +214,25 @@ def rollout_section(view: LineView, stack: str, focus) -> None:
         with column:
             plot(head_grid(matrix[None], shown_mask, view.query_tokens, view.key_tokens, names=[name], columns=1,
                            title=view.note, focus=focus, key_positions=kept), key, on_click=on_chart_click(view))
+
+
+def norms_caption(weights, norms, special, mask) -> str:
+    """What the norms say beside the weights for this layer: the share of each head's weight and of its norm that
+    falls on ``<s>``, ``</s>`` and padding (``special (N_k',)``), over the query rows with an allowed key.
+    ``weights``, ``norms``: ``(H, N_q, N_k')``; ``mask``: ``(N_q, N_k')``."""
+    text = ("Colour: each key's ‖α·f(x)‖, from 0 to the layer's largest (Kobayashi et al. 2020): how far it moves the "
+            "query's output, not only how much it is looked at. The mean panel is the heads' norms averaged.")
+    rows = mask.any(axis=1)  # (N_q,)
+    if not special.any() or not rows.any():
+        return text
+    share = [np.nanmean(values[:, rows][..., special].sum(-1) / np.maximum(values[:, rows].sum(-1), 1e-12), axis=1)
+             for values in (weights, norms)]  # (H,) each
+    worst = int(np.argmax(share[0] - share[1]))
+    if share[0].max() < 0.01:  # nothing looks at them (masked padding): nothing to compare
+        return text
+    return (f"{text} On `<s>`, `</s>` and padding: head {worst} puts {percent(share[0][worst])} of its weight "
+            f"but {percent(share[1][worst])} of its norm; every head: "
+            + ", ".join(f"{percent(w)} / {percent(n)}" for w, n in zip(*share)) + " (weight / norm).")
 
 
 def pair_picker(heads: int, query_tokens, key_tokens, focus) -> tuple[int, int, int]:

@@ -52,7 +52,7 @@ def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
 
 def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
               limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1, key_positions=None,
-              fit_px: int | None = None) -> go.Figure:
+              fit_px: int | None = None, value_name: str = "weight", value_max: float = 1.0) -> go.Figure:
     """One heatmap per head.
 
     Args:
@@ -64,6 +64,8 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
       pooled: the weights come max-pooled by this factor (a block-wise run); mask and tokens are whole.
       key_positions: each key's place in the sequence when some keys were taken out (its axis label says it).
       fit_px: lay it out for a column this wide (a phone): fewer panels to a row, the title wrapped.
+      value_name, value_max: another quantity than weights (value-weighted norms: "‖α·f(x)‖", their largest), on
+        the same colour scale from 0 to ``value_max``.
     """
     weights = np.asarray(weights, dtype=np.float32)
     limit = min(limit, max(8, int((CELL_BUDGET / weights.shape[0]) ** 0.5)))  # many heads: coarser panels
@@ -75,19 +77,21 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
     first, *more = title.split("<br>")  # a second line of the title stays the second line
     title = wrap_title("<br>".join([" — ".join(filter(None, (first, note))), *more]), fit_px)
     return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns, title,
-                           focus=pooled_focus(focus, factor), factor=factor, fit_px=fit_px)
+                           focus=pooled_focus(focus, factor), factor=factor, fit_px=fit_px, value_name=value_name,
+                           value_max=value_max)
 
 
 def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240, focus=None,
-                    factor: int = 1, fit_px: int | None = None) -> go.Figure:
+                    factor: int = 1, fit_px: int | None = None, value_name: str = "weight",
+                    value_max: float = 1.0) -> go.Figure:
     """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned).
     A click on a cell reports its position to the page (``meta.click``)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
                                  top_px=23 + 21 * title_lines(title) if title else 10, focus=focus,  # 17 px lines
-                                 click_factor=factor, fit_px=fit_px)
+                                 click_factor=factor, fit_px=fit_px, value_name=value_name)
     layout["meta"] = {**layout["meta"], "click": True}
     return panels_figure(traces, layout, title=left_title(title, layout["height"]),
-                         coloraxis=weight_coloraxis())
+                         coloraxis=weight_coloraxis(value_name, value_max))
 
 
 def window_starts(length: int, size: int = FULL_RESOLUTION_WINDOW) -> list[int]:

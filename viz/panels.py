@@ -208,8 +208,8 @@ def _title_px(title: dict) -> int:
 
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
                 panel_px: int = 240, gap_px: int = 16, top_px: int = 40, show_ticks: bool = True,
-                right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None
-                ) -> tuple[list[dict], dict]:
+                right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None,
+                value_name: str = "weight") -> tuple[list[dict], dict]:
     """Heatmap trace dicts and a layout for panels of attention weights, ``columns`` panels to a row.
 
     The panels of a row share one pair of axes: the browser lays out and draws every pair of
@@ -228,6 +228,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
       focus: ``("query", i)`` outlines row i of every panel, ``("key", j)`` column j; None: no outline.
       click_factor: how many positions one cell stands for (a pooled view), for the chart's click events.
       fit_px: lay the grid out for a column this wide (a phone): fewer panels to a row where needed.
+      value_name: what the cells hold, in the hover ("weight"; a value-weighted norm: "‖α·f(x)‖").
     """
     weights = np.asarray(weights, dtype=np.float32)  # (P, N_q, N_k)
     mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape[-2:])  # (N_q, N_k)
@@ -263,7 +264,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
         masked_any = bool(np.isfinite(blocked).any())  # False: nothing masked (hidden specials), no grey layer
         traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels,
-                              click_factor)[0 if masked_any else 1:]
+                              click_factor, value_name)[0 if masked_any else 1:]
         starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
         if focus is not None:
             layout.setdefault("shapes", []).extend(focus_outlines(row, starts, n_k, len(query_labels), *focus))
@@ -293,8 +294,8 @@ def focus_outlines(row: int, starts, n_k: int, n_q: int, along: str, index: int)
                  y1=n_q - 0.5, line=line) for start in starts]
 
 
-def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels, click_factor: int = 1
-                ) -> list[dict]:
+def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels, click_factor: int = 1,
+                value_name: str = "weight") -> list[dict]:
     """A row's grey masked-cells layer, then one weight heatmap per panel, all on the row's axes.
 
     Args:
@@ -316,7 +317,7 @@ def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_lab
         keys = dict(x=categories[start:start + n_k]) if n_k > 1 else dict(x0=categories[start], dx=1, xtype="scaled")
         traces.append(dict(common, **keys, z=weights, coloraxis="coloraxis", name=name,
                            meta=dict(factor=click_factor),
-                           hovertemplate=f"query %{{y}}<br>key %{{x}}<br>weight %{{z:.4f}}<extra>{name}</extra>"))
+                           hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{value_name} %{{z:.4f}}<extra>{name}</extra>"))
     return traces
 
 

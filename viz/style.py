@@ -98,6 +98,6 @@ def fixed_margins(fig: go.Figure, *, top: int = 40, left: int = 64, right: int =
     return fig
 
 
-def weight_coloraxis(title="weight") -> dict:
-    """The fixed 0–1 colour scale every attention figure shares."""
-    return dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title=dict(text=title)))
+def weight_coloraxis(title="weight", cmax: float = 1.0) -> dict:
+    """The fixed 0–1 colour scale every attention figure shares (0 to ``cmax`` for another quantity: a norm)."""
+    return dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=cmax, colorbar=dict(title=dict(text=title)))

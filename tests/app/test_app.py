@@ -745,6 +745,29 @@ def test_the_score_terms_say_why_not_for_a_masked_key_or_ablated_heads():
     assert "clear the ablated heads" in " ".join(i.value for i in ablated.info)
 
 
+def test_the_head_grid_draws_value_weighted_norms_from_the_engine_and_says_where_weight_and_norm_part():
+    from transformer import LiveConfig, value_norms
+
+    at = open_page("attention", {"cells": "norms", "layer": "1"})
+    no_errors(at)
+    grid = specs(at)[0]
+    panels = weight_panels(grid)  # (N_q, N_k) a head
+    expected = value_norms(LiveConfig(), stacks=("encoder",), lines=(0,))["encoder"][1, 0]  # (H, N_q, N_k)
+    np.testing.assert_allclose(np.nan_to_num(np.stack(panels)), expected, atol=1e-4)
+    assert grid["layout"]["coloraxis"]["cmax"] == pytest.approx(float(np.max(expected)), rel=1e-3)
+    assert "value-weighted norms ‖α·f(x)‖" in grid["layout"]["title"]["text"]
+    assert "‖α·f(x)‖ %{z:.4f}" in [t for t in grid["data"] if t.get("coloraxis")][0]["hovertemplate"]
+    assert at.query_params["cells"] == "norms"
+    trained = open_page("attention", {"cells": "norms", "weights": "reverse", "stack": "decoder"})
+    no_errors(trained)
+    captions = " ".join(c.value for c in trained.caption)
+    assert "of its weight but" in captions and "(weight / norm)" in captions  # the decoder's keys hold <s>
+    ablated = open_page("attention", {"cells": "norms", "ablate": "e0.1"})
+    no_errors(ablated)
+    assert "Weights drawn: norms are measured in the whole model" in " ".join(c.value for c in ablated.caption)
+    assert "coloraxis" in specs(ablated)[0]["layout"] and specs(ablated)[0]["layout"]["coloraxis"]["cmax"] == 1
+
+
 def test_hidden_heads_leave_the_head_view_and_the_link_keeps_them():
     at = open_page("attention", {"view": "Head view"})
     at.button_group(key="hidden_heads").set_value([1, 3]).run()

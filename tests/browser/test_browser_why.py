@@ -44,3 +44,17 @@ def test_the_score_terms_show_an_induction_head_finding_its_key_through_layer_0s
         assert drawn["largest"] == drawn["winner"] in ("L0H0", "L0H1", "L0H3"), drawn  # the previous-token heads
         problems = text_collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
         assert not problems, problems
+
+
+def test_the_norms_switch_redraws_the_head_grid_as_value_weighted_norms_and_keeps_it_in_the_link(page, server):
+    from browser_pages import open_page, wait_for_charts
+
+    open_page(page, server, "attention")
+    wait_for_charts(page)
+    page.get_by_text("Norms ‖α·f(x)‖", exact=True).click()
+    wait_idle(page)
+    page.wait_for_function(f"() => document.querySelector('{PLOT}').layout.coloraxis.colorbar.title.text"
+                           " === '‖α·f(x)‖'", timeout=60_000)
+    drawn = page.evaluate(f"() => document.querySelector('{PLOT}').layout.coloraxis.cmax")
+    page.screenshot(path=str(OUTPUT / "head-grid-norms.png"))
+    assert drawn > 1 and "cells=norms" in page.url  # norms are not weights: their own scale, from 0
