@@ -32,6 +32,7 @@ from report import ROWS, steal_note, stolen_seconds, write_section  # noqa: E402
 from slider_bench import MOVES_NOTE, slider_latency  # noqa: E402
 from sweep import sweep  # noqa: E402
 from system_bench import cold_start, gpu, memory, payload, retraces  # noqa: E402
+from why_bench import why  # noqa: E402
 
 PARTS = {
     "startup": cold_start,
@@ -45,6 +46,7 @@ PARTS = {
     "largest": lambda quick: None if quick else new_seed_on_the_largest_model(),
     "induction": lambda quick: (live_induction_training(quick), query_key_head_change(quick)),
     "sweep": sweep,
+    "why": why,
 }
 
 

@@ -10,6 +10,7 @@ from transformer import score_terms
 from transformer.analysis import cost as _cost
 from transformer.analysis import position_views as _position_views
 from transformer.analysis.cost import COST_LENGTHS, differ, fit_range, quadratic_share
+from transformer.analysis.flow import FLOW_MAX_POSITIONS, attention_flow
 from transformer.analysis.heads import ROLES, has_position_axis, line_top_roles, role_text
 from transformer.analysis.measures import (
     attention_checks,
@@ -107,7 +108,8 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
-           "head_counts", "head_roles", "kv_head_counts", "preference_terms", "score_terms",
+           "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts",
+           "preference_terms", "score_terms",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
            "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",

@@ -13,6 +13,7 @@ from transformer import attention_walkthrough, keras_difference, run_live, score
 from transformer.service import (
     COST_LENGTHS,
     attention_cost,
+    attention_flow,
     decode,
     induction_study,
     measure_ablation,
@@ -38,6 +39,12 @@ def _live(config, stacks, lines, windows):
 @st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
 def _walkthrough(config, stack, layer):
     return attention_walkthrough(config, stack, layer)
+
+
+@st.cache_data(max_entries=16, show_spinner=COMPUTING)
+def flow_of(weights, query: int):
+    """`attention_flow` of ``query`` through ``weights (L, H, N, N)`` (cached on the weights): ``(N,)``."""
+    return attention_flow(weights, queries=[query])[0]
 
 
 @st.cache_resource(max_entries=8, show_spinner=COMPUTING)

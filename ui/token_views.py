@@ -13,6 +13,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import (
+    FLOW_MAX_POSITIONS,
     FULL_ATTENTION_MAX,
     attention_rollout,
     neuron_terms,
@@ -24,6 +25,7 @@ from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, head_picker, options_follow, plot
 from ui.text import count, percent
 from viz.attention import head_grid
+from viz.flow import flow_beside_rollout
 from viz.head_view import MAX_POSITIONS, head_view, window
 from viz.labels import escape, position_labels
 from viz.neuron import neuron_view
@@ -214,6 +216,29 @@ def rollout_section(view: LineView, stack: str, focus) -> None:
         with column:
             plot(head_grid(matrix[None], shown_mask, view.query_tokens, view.key_tokens, names=[name], columns=1,
                            title=view.note, focus=focus, key_positions=kept), key, on_click=on_chart_click(view))
+    flow_part(view, rolled, focus, layers)
+
+
+def flow_part(view: LineView, rolled: np.ndarray, focus, layers: int) -> None:
+    """Attention flow (Abnar & Zuidema 2020) of the focused query beside its rollout row."""
+    n = view.all_weights.shape[-1]
+    if n > FLOW_MAX_POSITIONS:
+        st.caption(f"Attention flow solves N maximum flows a query on a graph of L·N² edges: offered up to "
+                   f"N = {FLOW_MAX_POSITIONS} (this line has {n}).")
+        return
+    if focus is None or focus[0] != "query":
+        st.caption("Focus a query (above, or click a row) to see its attention flow beside its rollout.")
+        return
+    query = focus[1]
+    flow = data.flow_of(view.all_weights, query)  # (N,)
+    if view.hidden:
+        flow = without_keys(flow[None], ~np.isin(np.arange(n), view.key_positions))[0]  # (N_k',)
+    plot(flow_beside_rollout(rolled[query], flow, view.key_tokens, position_labels(view.query_tokens)[query],
+                             layers, width_px=fit_px("flow")), "flow")
+    st.caption("Flow: the layers as a graph (each position a node in every layer, the edges rollout multiplies), "
+               "the maximum flow from this query's output to each input token, the row normalised to 1 "
+               "(networkx's max-flow). Rollout adds every path's product; flow is limited by the narrowest cut, "
+               "so it spreads wider where many paths share a bottleneck.")
 
 
 def norms_caption(weights, norms, special, mask) -> str:

@@ -650,7 +650,7 @@ def test_every_token_view_opens_for_every_stack_and_weights(view, stack, weights
     if view == "Rollout" and stack == "cross":
         assert len(drawn) == 1 and "Rollout follows one stack" in " ".join(i.value for i in at.info)
     else:
-        assert len(drawn) == (3 if view == "Rollout" else 2)
+        assert len(drawn) == (4 if view == "Rollout" else 2)  # rollout, its raw layer, the focused query's flow
 
 
 def test_a_focused_query_is_outlined_in_every_head_and_in_the_model_view_and_the_link_keeps_it():
@@ -702,6 +702,24 @@ def test_rollout_is_drawn_beside_the_last_layers_raw_mean_from_the_live_weights(
     np.testing.assert_allclose(np.nan_to_num(raw), weights[-1].mean(0), atol=1e-5)
     assert np.all(np.triu(np.nan_to_num(rollout), 1) == 0)  # causal all the way up
     assert "not why the model answers as it does" in " ".join(c.value for c in at.caption)
+
+
+def test_attention_flow_of_the_focused_query_is_drawn_beside_its_rollout_row():
+    from transformer import LiveConfig, run_live
+    from transformer.analysis.flow import attention_flow
+    from transformer.analysis.measures import attention_rollout
+
+    at = open_page("attention", {"view": "Rollout", "stack": "decoder", "layers": "3", "focus": "4"})
+    no_errors(at)
+    flow_chart = specs(at)[3]
+    rollout_bars, flow_bars = flow_chart["data"]
+    weights = run_live(LiveConfig(num_layers=3), stacks=("decoder",), lines=(0,)).attention["decoder"][:, 0]
+    np.testing.assert_allclose(decode(flow_bars["y"]), attention_flow(weights, queries=[4])[0], atol=1e-5)
+    np.testing.assert_allclose(decode(rollout_bars["y"]), attention_rollout(weights)[4], atol=1e-5)
+    assert "query 4·5: what reaches its output through 3 layers" in flow_chart["layout"]["title"]["text"]
+    assert "query 4·5<br>key %{x}<br>flow" in flow_bars["hovertemplate"]
+    unfocused = open_page("attention", {"view": "Rollout"})
+    assert "Focus a query" in " ".join(c.value for c in unfocused.caption) and len(specs(unfocused)) == 3
 
 
 def test_the_neuron_view_rebuilds_the_weight_the_head_grid_shows():

@@ -58,3 +58,17 @@ def test_the_norms_switch_redraws_the_head_grid_as_value_weighted_norms_and_keep
     drawn = page.evaluate(f"() => document.querySelector('{PLOT}').layout.coloraxis.cmax")
     page.screenshot(path=str(OUTPUT / "head-grid-norms.png"))
     assert drawn > 1 and "cells=norms" in page.url  # norms are not weights: their own scale, from 0
+
+
+def test_attention_flow_is_drawn_beside_rollout_for_the_focused_query(browser, server):
+    with app_tab(browser, server, "attention?view=Rollout&stack=decoder&layers=3&focus=4", 1400) as tab:
+        tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= 4", timeout=60_000)
+        wait_idle(tab)
+        drawn = tab.evaluate(f"""() => {{
+            const plot = document.querySelectorAll('{PLOT}')[3];
+            return plot._fullData.map((trace) => [trace.name, Array.from(trace.y).reduce((a, b) => a + b, 0)]);
+        }}""")
+        tab.screenshot(path=str(OUTPUT / "rollout-and-flow.png"), full_page=True)
+        assert [name for name, _ in drawn] == ["rollout", "flow"]
+        assert all(abs(total - 1) < 1e-3 for _, total in drawn), drawn  # each a share of the query's output
+        assert not tab.evaluate(CHART_TEXT_PROBLEMS)

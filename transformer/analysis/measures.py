@@ -188,14 +188,19 @@ def attention_rollout(weights, residual: float = 0.5) -> np.ndarray:
                          f"weights.shape={weights.shape}")
     if not 0.0 <= residual <= 1.0:
         raise ValueError(f"residual must be from 0 to 1. Received: residual={residual!r}")
-    identity = np.eye(weights.shape[-1])  # (N, N)
-    rollout = identity
-    for layer in weights:  # (H, N, N), first layer first
-        mixed = residual * identity + (1.0 - residual) * layer.mean(0)  # (N, N)
-        totals = mixed.sum(-1, keepdims=True)  # (N, 1); 0 only with residual 0 and a zero row
-        mixed = np.divide(mixed, totals, out=np.zeros_like(mixed), where=totals > 0)
+    rollout = np.eye(weights.shape[-1])  # (N, N)
+    for mixed in mixed_layers(weights, residual):  # (N, N), first layer first
         rollout = mixed @ rollout  # (N, N)
     return rollout
+
+
+def mixed_layers(weights, residual: float = 0.5) -> np.ndarray:
+    """Each layer's ``residual·I + (1 − residual)·mean over heads``, rows renormalised: ``(L, N, N)`` float64, the
+    edges rollout multiplies and attention flow pushes through. ``weights``: ``(L, H, N, N)``."""
+    weights = np.asarray(weights, dtype=np.float64)
+    mixed = residual * np.eye(weights.shape[-1]) + (1.0 - residual) * weights.mean(1)  # (L, N, N)
+    totals = mixed.sum(-1, keepdims=True)  # (L, N, 1); 0 only with residual 0 and a zero row
+    return np.divide(mixed, totals, out=np.zeros_like(mixed), where=totals > 0)
 
 
 def without_keys(weights, hidden) -> np.ndarray:

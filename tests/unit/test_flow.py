@@ -1,0 +1,67 @@
+"""Attention flow (Abnar & Zuidema 2020): max-flow through the layers' graph, checked against a brute-force
+minimum cut, against networkx's own default max-flow, and against rollout where they must agree."""
+
+import itertools
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from transformer.analysis.flow import attention_flow, flow_graph, flow_values
+from transformer.analysis.measures import attention_rollout, mixed_layers
+
+
+def _weights(layers, heads, n, seed=0, causal=False):
+    weights = np.random.default_rng(seed).random((layers, heads, n, n))
+    if causal:
+        weights = weights * np.tril(np.ones((n, n)))
+    return weights / weights.sum(-1, keepdims=True)
+
+
+def _min_cut(mixed, query, key) -> float:
+    """The smallest capacity of any cut between the output node of ``query`` and the input node of ``key``:
+    every set of the other nodes on the source's side tried (max-flow = min-cut)."""
+    layers, n = mixed.shape[0], mixed.shape[-1]
+    nodes = [(layer, p) for layer in range(layers + 1) for p in range(n)]
+    source, sink = (layers, query), (0, key)
+    others = [node for node in nodes if node not in (source, sink)]
+    best = np.inf
+    for chosen in itertools.product((False, True), repeat=len(others)):
+        side = {source} | {node for node, on in zip(others, chosen) if on}
+        cut = sum(mixed[layer, i, j] for layer in range(layers) for i in range(n) for j in range(n)
+                  if (layer + 1, i) in side and (layer, j) not in side)
+        best = min(best, cut)
+    return best
+
+
+@pytest.mark.parametrize("seed, causal", [(0, False), (1, True)])
+def test_each_flow_equals_the_minimum_cut_found_by_trying_every_cut(seed, causal):
+    mixed = mixed_layers(_weights(2, 2, 3, seed, causal))  # 9 nodes: 2^7 cuts a pair
+    for query in range(3):
+        found = flow_values(mixed, query)
+        expected = [_min_cut(mixed, query, key) for key in range(3)]
+        np.testing.assert_allclose(found, expected, atol=1e-9)
+
+
+def test_flows_equal_networkx_default_max_flow_on_a_larger_graph():
+    mixed = mixed_layers(_weights(3, 4, 8, seed=2, causal=True))
+    graph = flow_graph(mixed)
+    for query in (0, 5, 7):
+        expected = [nx.maximum_flow_value(graph, (3, query), (0, key)) for key in range(8)]  # preflow-push
+        np.testing.assert_allclose(flow_values(mixed, query), expected, atol=1e-9)
+
+
+def test_one_layers_flow_is_its_mixed_row_and_equals_rollout_and_a_causal_flow_never_reaches_ahead():
+    weights = _weights(1, 3, 6, seed=3)
+    np.testing.assert_allclose(attention_flow(weights), attention_rollout(weights), atol=1e-9)
+    causal = attention_flow(_weights(3, 2, 6, seed=4, causal=True))  # (N, N)
+    assert np.all(np.triu(causal, 1) == 0)
+    np.testing.assert_allclose(causal.sum(-1), 1.0)
+    np.testing.assert_allclose(attention_flow(_weights(3, 2, 6, seed=4, causal=True), queries=[4]), causal[[4]])
+
+
+def test_flow_refuses_what_it_cannot_solve_by_name():
+    with pytest.raises(ValueError, match="up to N = 64. Received: N=65"):
+        attention_flow(np.ones((1, 1, 65, 65)) / 65)
+    with pytest.raises(ValueError, match="Queries run from 0 to 3"):
+        attention_flow(_weights(1, 1, 4), queries=[4])
