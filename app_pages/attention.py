@@ -229,10 +229,16 @@ else:  # "Model view"
                "at most 32 × 32 cells" + (f"; the first {shown_heads} of {heads} heads." if shown_heads < heads
                                           else "."))
     all_layers = view_of_line.weights[:, :shown_heads]  # (L, H', N_q, N_k')
+    model_scale = {}
+    if norms is not None:  # every layer's value-weighted norms, on one scale from 0 to the largest
+        all_layers = np.take(norms, view_of_line.key_positions, axis=-1)[:, :shown_heads]  # (L, H', N_q, N_k')
+        model_scale = dict(value_name="‖α·f(x)‖", value_max=float(max(all_layers.max(), 1e-6)))
     names, scores = line_roles() if stack != "cross" and not blockwise else (None, None)
     roles = None if names is None else [[role_text(n, s) for n, s in zip(*row)] for row in zip(names, scores)]
-    plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack], focus=drawn_focus,
-                    pooled=result.attention_factor, roles=roles), "model_view", on_click=on_click)
+    plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack] + (": value-weighted norms ‖α·f(x)‖"
+                                                                         if model_scale else ""),
+                    focus=drawn_focus, pooled=result.attention_factor, roles=roles, **model_scale),
+         "model_view", on_click=on_click)
     if roles is not None:
         st.caption("Hover a head for its strongest role on this line; the Heads page scores them over many lines.")
 

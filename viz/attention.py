@@ -135,13 +135,14 @@ def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
 
 
 def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, pooled: int = 1,
-               roles=None) -> go.Figure:
+               roles=None, value_name: str = "weight", value_max: float = 1.0) -> go.Figure:
     """All layers × heads as small multiples, each pooled to at most ``limit`` cells.
 
     Args:
       weights: ``(L, H, N_q, N_k)``.  mask: ``(N_q, N_k)`` bool, True = may attend.
       focus: as `head_grid`'s, outlined in every panel.  pooled: as `head_grid`'s.
       roles: optional ``(L, H)`` text, each head's role (`transformer.analysis.heads.role_text`), in its hover.
+      value_name, value_max: another quantity than weights, as `head_grid`'s.
     """
     weights = np.asarray(weights, dtype=np.float32)
     layers, heads = weights.shape[:2]
@@ -155,8 +156,8 @@ def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, poole
     traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
                                  names, heads, titles=titles, row_titles=[f"layer {layer}" for layer in range(layers)],
                                  panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110,
-                                 focus=pooled_focus(focus, factor), click_factor=factor)
+                                 focus=pooled_focus(focus, factor), click_factor=factor, value_name=value_name)
     layout["meta"] = {**layout["meta"], "click": True}
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
     return panels_figure(traces, layout, title=left_title(stack_title + note),
-                         coloraxis=weight_coloraxis())
+                         coloraxis=weight_coloraxis(value_name, value_max))

@@ -1047,3 +1047,14 @@ def test_decode_lists_the_words_the_translate_model_knows_and_opens_the_dates_mo
     no_errors(dates)
     assert dates.text_input(key="dec_src").placeholder == date_text(datetime.date.today(), "weekday")
     assert f"expected: `{datetime.date.today().isoformat()}`" in " ".join(m.value for m in dates.markdown)
+
+
+def test_the_model_view_draws_every_layers_norms_on_one_scale_when_norms_are_on():
+    from transformer import LiveConfig, value_norms
+
+    at = open_page("attention", {"cells": "norms", "view": "Model view", "layers": "3"})
+    no_errors(at)
+    model = specs(at)[1]
+    expected = value_norms(LiveConfig(num_layers=3), stacks=("encoder",), lines=(0,))["encoder"][:, 0]
+    assert model["layout"]["coloraxis"]["cmax"] == pytest.approx(float(expected.max()), rel=1e-3)
+    assert "value-weighted norms" in model["layout"]["title"]["text"]
