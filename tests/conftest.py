@@ -1,6 +1,9 @@
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ start-up lines stay out of the test output
+# Models trained in a test are kept in memory only, unless a test gives them a data directory of its own
+# (tests/unit/test_kept_on_disk.py): nothing lands in the user's cache, and no test reads another's.
+os.environ.setdefault("ATTENTION_LAB_DATA_DIR", "off")
 
 
 def pytest_collection_modifyitems(items):

@@ -4,7 +4,7 @@ model the server dropped and its "Train it again"."""
 import time
 
 import pytest
-from app_support import no_errors, open_page
+from app_support import no_errors, open_page, specs
 
 from transformer.training import pretrained
 from transformer.training.pool import PoolSettings, TrainingPool
@@ -99,3 +99,17 @@ def test_bad_training_settings_are_named_on_every_page_and_the_app_keeps_running
     monkeypatch.delenv("ATTENTION_LAB_MODELS_MB")
     monkeypatch.delenv("ATTENTION_LAB_TRAIN_QUEUE")
     assert not any("ATTENTION_LAB_" in w.value for w in open_page("home").warning)
+
+
+def test_a_link_to_a_model_trained_before_a_restart_opens_it_from_the_data_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=3, batch=8, max_len=5)
+    name = pretrained.register(train(spec, log_every=3), "restart0001", "copy, before lunch")
+    with pretrained._lock:  # the server restarts: what it held in memory is gone
+        del pretrained._session[name]
+        pretrained._labels.pop(name)
+    at = open_page("attention", {"weights": name, "src": "a b c", "seq_len": "5"})
+    no_errors(at)
+    assert not at.warning and at.session_state["weights"] == name
+    assert "Trained here: copy #1" in at.sidebar.selectbox[0].options
+    assert specs(at) and name in pretrained._session  # drawn, from the weights read again

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import logging
 import math
 import os
 import threading
@@ -25,6 +26,7 @@ from transformer.runtime.device import resolve_device
 from transformer.tasks import Task, get_task
 from transformer.tasks.base import PAD_ID
 from transformer.tasks.induction import line_ids
+from transformer.training import kept_on_disk
 from transformer.training.next_token import read_ids
 from transformer.training.saved_model import (
     MAX_TRAIN_LEN,
@@ -36,6 +38,7 @@ from transformer.training.saved_model import (
 )
 from transformer.training.saved_model import load_folder as read_folder
 
+_LOGGER = logging.getLogger(__name__)
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate", "induction")
 SESSION_PREFIX = "session:"
 SESSION_MODELS_KEPT = 8  # default of ATTENTION_LAB_MODELS_KEPT
@@ -174,7 +177,7 @@ def check_name(name: str) -> None:
         raise ValueError(f"Unknown trained model. Choose one of {list(SHIPPED)}. Received: {name!r}")
     if name.startswith(SESSION_PREFIX):
         with _lock:
-            if name not in _session:
+            if name not in _session and not _on_disk(name):
                 raise ValueError(_not_kept(name))
         return
     if name not in SHIPPED:
@@ -225,6 +228,9 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained:
     check_name(name)
     with _lock:
         if name.startswith(SESSION_PREFIX):
+            if name not in _session and _on_disk(name):  # after a restart, or dropped from memory: read it again
+                spec, model, vocab, accuracy, label = kept_on_disk.load(_key(name), device)
+                _keep_in_memory(Pretrained(name, spec, model, vocab, accuracy, device), label)
             if name not in _session:  # dropped since check_name
                 raise ValueError(_not_kept(name))
             _session.move_to_end(name)
@@ -240,7 +246,10 @@ def spec_of(name: str) -> TrainSpec | None:
     if name in SHIPPED:
         return spec_from(_shipped_meta(name))
     with _lock:
-        return _session[name].spec if name in _session else None
+        if name in _session:
+            return _session[name].spec
+    on_disk = _disk_meta(name)
+    return None if on_disk is None else spec_from(on_disk[0])
 
 
 def accuracy_of(name: str) -> float | None:
@@ -249,7 +258,10 @@ def accuracy_of(name: str) -> float | None:
     if name in SHIPPED:
         return float(_shipped_meta(name)["exact_accuracy"])
     with _lock:
-        return _session[name].accuracy if name in _session else None
+        if name in _session:
+            return _session[name].accuracy
+    on_disk = _disk_meta(name)
+    return None if on_disk is None else float(on_disk[0]["exact_accuracy"])
 
 
 @functools.cache
@@ -263,7 +275,10 @@ def task_of(name: str) -> str | None:
     if name in SHIPPED:
         return name
     with _lock:
-        return _session[name].task if name in _session else None
+        if name in _session:
+            return _session[name].task
+    on_disk = _disk_meta(name)
+    return None if on_disk is None else spec_from(on_disk[0]).task
 
 
 def kept_limits() -> tuple[int, float]:
@@ -309,16 +324,39 @@ def register(result, key: str, label: str = "") -> str:
     first, and a link to one says what it was (`dropped`). ValueError when ``key`` names a kept model: one
     session never replaces another's. ``label``: what a picker calls it (default: its name)."""
     name = session_name(key)
-    most, megabytes = kept_limits()
     with _lock:
         if name in _session:
             raise ValueError(f"A model called {name!r} is kept already; a new one needs a name of its own.")
-        _session[name] = from_result(name, result)
-        _labels[name] = label or name
-        _dropped.pop(name, None)
-        while len(_session) > 1 and (len(_session) > most or _kept_bytes() > megabytes * 1e6):
-            _drop(next(iter(_session)))
+        _keep_in_memory(from_result(name, result), label or name)
+    try:  # on disk too (the data directory): a restart, or another replica, opens its link
+        kept_on_disk.keep(result, key, label or name)
+    except OSError as error:
+        _LOGGER.warning("The model %s could not be kept on disk (%s): it lasts as long as this server.", name, error)
     return name
+
+
+def _keep_in_memory(model: Pretrained, label: str) -> None:
+    """Hold ``model`` among the kept ones (called under the lock), the least recently used dropped from memory past
+    `kept_limits` (a model on disk is read again when asked for)."""
+    most, megabytes = kept_limits()
+    _session[model.name] = model
+    _labels[model.name] = label
+    _dropped.pop(model.name, None)
+    while len(_session) > 1 and (len(_session) > most or _kept_bytes() > megabytes * 1e6):
+        _drop(next(iter(_session)))
+
+
+def _key(name: str) -> str:
+    return name[len(SESSION_PREFIX):]
+
+
+def _on_disk(name: str) -> bool:
+    return name.startswith(SESSION_PREFIX) and kept_on_disk.kept(_key(name))
+
+
+def _disk_meta(name: str) -> tuple[dict, str] | None:
+    """``(model.json, label)`` of a session model kept on disk only; None when it is not there."""
+    return kept_on_disk.meta(_key(name)) if _on_disk(name) else None
 
 
 def session_name(key: str) -> str:
@@ -339,12 +377,16 @@ def _drop(name: str) -> None:
 
 
 def dropped(name: str) -> tuple[str, TrainSpec] | None:
-    """``(label, spec)`` of a model trained on this server and dropped since (to make room); None otherwise."""
+    """``(label, spec)`` of a model trained on this server and dropped since (to make room) from memory and disk;
+    None otherwise (a model on disk is not dropped: its link reads it again)."""
     with _lock:
-        return _dropped.get(name)
+        return None if _on_disk(name) else _dropped.get(name)
 
 
 def kept_label(name: str) -> str | None:
     """The label of a model trained on this server and still kept (any session's); None when it is not."""
     with _lock:
-        return _labels.get(name) if name in _session else None
+        if name in _session:
+            return _labels.get(name)
+    on_disk = _disk_meta(name)
+    return None if on_disk is None else on_disk[1]

@@ -1,0 +1,79 @@
+"""Nothing a class made is lost: models trained here are kept in the data directory, read again after a restart
+(a fresh process), checked against their hashes, set aside when damaged, bounded on disk."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer.training import kept_on_disk, pretrained
+from transformer.training.saved_model import TrainSpec
+from transformer.training.train import train
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = dict(task="reverse", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=5, batch=8, max_len=4)
+
+
+def _in_a_fresh_process(code: str, data_dir: Path, **env) -> subprocess.CompletedProcess:
+    """``code`` run by a new interpreter (a restarted server) with the data directory ``data_dir``."""
+    environment = dict(os.environ, ATTENTION_LAB_DATA_DIR=str(data_dir), TF_CPP_MIN_LOG_LEVEL="3", **env)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          timeout=300)
+
+
+TRAIN_AND_KEEP = ("from transformer.training import pretrained\nfrom transformer.training.train import train\n"
+                  "from transformer.training.saved_model import TrainSpec\n"
+                  f"result = train(TrainSpec(**{SPEC!r}), log_every=5)\n"
+                  "print(pretrained.register(result, 'abc123', 'reverse, d_model 16'))\n")
+OPEN = ("from transformer.training import pretrained\n"
+        "model = pretrained.load_pretrained('session:abc123', '/CPU:0')\n"
+        "print(model.task, model.spec.d_model, pretrained.kept_label('session:abc123'))\n")
+
+
+@pytest.mark.slow
+def test_a_model_trained_before_a_restart_opens_after_it_and_a_damaged_one_is_named_and_set_aside(tmp_path):
+    trained = _in_a_fresh_process(TRAIN_AND_KEEP, tmp_path)
+    assert trained.returncode == 0 and trained.stdout.strip() == "session:abc123", trained.stderr[-2000:]
+    folder = tmp_path / "models" / "abc123"
+    assert sorted(path.name for path in folder.iterdir()) == ["kept.json", "model.json", "weights.weights.h5"]
+    assert not [path for path in folder.parent.iterdir() if path.name.startswith(".staging")]  # renamed whole
+    reopened = _in_a_fresh_process(OPEN, tmp_path)  # the server restarted
+    assert reopened.returncode == 0, reopened.stderr[-2000:]
+    assert reopened.stdout.split()[:2] == ["reverse", "16"] and "reverse, d_model 16" in reopened.stdout
+    weights = folder / "weights.weights.h5"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])  # truncated on disk
+    damaged = _in_a_fresh_process(OPEN, tmp_path)
+    assert damaged.returncode != 0 and "ValueError: The model reverse, d_model 16 (abc123) kept on this server is " \
+        "damaged: weights.weights.h5 changed on disk since it was saved" in damaged.stderr
+    assert not folder.exists() and len(list((tmp_path / "models" / "set-aside").iterdir())) == 1  # kept, aside
+    gone = _in_a_fresh_process(OPEN, tmp_path)
+    assert "No model trained on this server is called 'session:abc123'" in gone.stderr
+
+
+def test_a_link_names_no_folder_outside_the_models_and_off_keeps_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    (tmp_path / "secret").mkdir()
+    for key in ("../secret", "..", "a/b", "", "x" * 65):
+        assert not kept_on_disk.kept(key)
+        with pytest.raises(ValueError, match="No model trained on this server"):
+            pretrained.check_name(f"session:{key}")
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", "off")
+    assert kept_on_disk.data_dir() is None and kept_on_disk.keep(object(), "abc", "x") is None
+
+
+@pytest.mark.slow
+def test_a_model_dropped_from_memory_is_read_again_from_disk_and_the_disk_budget_keeps_the_newest(tmp_path,
+                                                                                                monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "1")  # one model in memory
+    result = train(TrainSpec(**SPEC), log_every=5)
+    first, second = (pretrained.register(result, key, key) for key in ("disk1", "disk2"))
+    assert pretrained.dropped(first) is None and pretrained.kept_label(first) == "disk1"  # dropped from memory only
+    assert pretrained.load_pretrained(first, "/CPU:0").task == "reverse"  # read again from disk
+    size_mb = sum(path.stat().st_size for path in (tmp_path / "models" / "disk1").iterdir()) / 1e6
+    monkeypatch.setenv("ATTENTION_LAB_DATA_MB", str(size_mb * 1.5))  # room for one
+    pretrained.register(result, "disk3", "disk3")
+    assert sorted(path.name for path in (tmp_path / "models").iterdir()) == ["disk3"]
+    assert pretrained.spec_of(second) is None and pretrained.dropped(second)[0] == "disk2"  # gone from both: named
