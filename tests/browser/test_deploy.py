@@ -127,3 +127,49 @@ def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_
             after = routes(tmp_path)
             moved = [after[route_of[page]][-1] for page in on_first]
             assert on_first and moved == [replicas[1]] * len(on_first), after
+
+
+def _kept_model(data_dir: Path, monkeypatch) -> str:
+    """A small model trained here and kept in ``data_dir`` (as a replica keeps what a student trains); its name."""
+    from transformer.training import kept_on_disk
+    from transformer.training.pretrained import session_name
+    from transformer.training.saved_model import TrainSpec
+    from transformer.training.train import train
+
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(data_dir))
+    spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=3, batch=8, max_len=5)
+    kept_on_disk.keep(train(spec, log_every=3), "shared0001", "copy, trained on replica A")
+    return session_name("shared0001")
+
+
+def _opens_the_model(page, url: str) -> None:
+    page.goto(url)
+    wait_idle(page)
+    page.wait_for_selector(PLOT, timeout=120_000)
+    text = page.inner_text("body")
+    assert "does not know the model of this link" not in text and "was dropped" not in text, text[:500]
+    sidebar = page.get_by_test_id("stSidebar").inner_text()
+    assert "Locked by the trained model" in sidebar and "weights=session" in page.url, sidebar[:800]
+
+
+def test_a_model_kept_in_the_shared_data_directory_opens_on_either_replica_and_after_a_restart(
+        browser, tmp_path, monkeypatch):
+    """#55: the replicas share one data directory (deploy/compose.yaml mounts one volume on both), so a link to a
+    model trained through one opens on the other, and a replica started again still opens it."""
+    shared = tmp_path / "data"
+    name = _kept_model(shared, monkeypatch)
+    link = f"attention?weights={name}&src=a+b+c&tgt=a+b+c&seq_len=5"
+    env = {"ATTENTION_LAB_DATA_DIR": str(shared)}
+    with streamlit_server(env=env) as first_url, streamlit_server(env=env) as second_url:
+        replicas = [first_url.split("//")[1], second_url.split("//")[1]]
+        port = free_port()
+        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path):
+            pages = []
+            while len(pages) < 2 or (len(pages) < MAX_SESSIONS and
+                                     len({seen[0] for seen in routes(tmp_path).values()}) < 2):
+                page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
+                _opens_the_model(page, f"http://127.0.0.1:{port}/{link}")
+                pages.append(page)
+            assert {seen[0] for seen in routes(tmp_path).values()} == set(replicas)  # both replicas opened it
+    with streamlit_server(env=env) as restarted:  # a replica started again: nothing in memory
+        _opens_the_model(browser.new_context().new_page(), f"{restarted}/{link}")
