@@ -1,0 +1,40 @@
+"""deploy/k8s/: every manifest valid against the Kubernetes schemas, offline (kubernetes-validate ships them), and
+wired together: the Deployment mounts the claim, the Service selects the pods, the Ingress keeps a browser on one."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+kubernetes_validate = pytest.importorskip("kubernetes_validate")
+
+K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
+KUBERNETES = "1.33.0"
+
+
+@pytest.mark.parametrize("path", sorted(K8S.glob("*.yaml")), ids=lambda path: path.name)
+def test_each_manifest_is_valid_against_the_kubernetes_schema(path):
+    for document in yaml.safe_load_all(path.read_text()):
+        kubernetes_validate.validate(document, KUBERNETES, strict=True)  # raises, naming the field
+
+
+def test_an_unknown_field_is_refused_so_the_check_can_fail():
+    deployment = yaml.safe_load((K8S / "deployment.yaml").read_text())
+    deployment["spec"]["replica"] = 2  # a typo
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES, strict=True)
+
+
+def test_the_manifests_fit_together():
+    deployment, service, ingress, claim = (yaml.safe_load((K8S / f"{name}.yaml").read_text())
+                                           for name in ("deployment", "service", "ingress", "pvc"))
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert "ReadWriteMany" in claim["spec"]["accessModes"] and deployment["spec"]["replicas"] >= 2
+    env = {item["name"]: item["value"] for item in container["env"]}
+    assert env["ATTENTION_LAB_DATA_DIR"] == container["volumeMounts"][0]["mountPath"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/_stcore/health"
+    assert service["spec"]["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == service["metadata"]["name"]
+    assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/affinity"] == "cookie"
