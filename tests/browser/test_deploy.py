@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -133,12 +134,14 @@ def _kept_model(data_dir: Path, monkeypatch) -> str:
     """A small model trained here and kept in ``data_dir`` (as a replica keeps what a student trains); its name."""
     from transformer.training import kept_on_disk
     from transformer.training.pretrained import session_name
-    from transformer.training.saved_model import TrainSpec
+    from transformer.training.saved_model import TrainSpec, save
     from transformer.training.train import train
 
     monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(data_dir))
     spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=3, batch=8, max_len=5)
-    kept_on_disk.keep(train(spec, log_every=3), "shared0001", "copy, trained on replica A")
+    result = train(spec, log_every=3)
+    kept_on_disk.keep(lambda folder: save(result, folder), "shared0001", "copy, trained on replica A",
+                      {"spec": asdict(spec)})
     return session_name("shared0001")
 
 

@@ -149,3 +149,16 @@ def test_an_uploaded_model_passes_the_checks_with_padding_and_a_causal_layer_dra
         real = np.zeros((16, 16), bool)
         real[:length, :length] = True
         assert (open_mask == real).all() and (causal_mask == (real & np.tril(np.ones((16, 16), bool)))).all()
+
+
+def test_uploads_live_in_the_data_directory_and_a_changed_file_is_named_and_set_aside(tmp_path, monkeypatch):
+    monkeypatch.delenv("ATTENTION_LAB_UPLOAD_DIR", raising=False)
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path / "data"))
+    registry = ExternalRegistry()
+    assert registry.upload_dir == tmp_path / "data" / "uploads"  # shared by replicas, kept across restarts
+    key = registry.add_upload(_keras_bytes(tmp_path), "mine.keras")
+    path = registry.upload_dir / f"{key.split(':')[1]}.keras"
+    path.write_bytes(path.read_bytes()[:-10])  # changed on disk
+    with pytest.raises(ValueError, match=r"The uploaded model [0-9a-f]{12}… kept on this server is damaged"):
+        ExternalRegistry().get(key)  # a restarted server reads it again, checking its hash
+    assert not path.exists() and path.with_name(f"{key.split(':')[1]}.set-aside").exists()  # never deleted

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from transformer.training import kept_on_disk, pretrained
-from transformer.training.saved_model import TrainSpec
+from transformer.training.saved_model import TrainSpec, save
 from transformer.training.train import train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ def _in_a_fresh_process(code: str, data_dir: Path, **env) -> subprocess.Complete
 
 
 TRAIN_AND_KEEP = ("from transformer.training import pretrained\nfrom transformer.training.train import train\n"
-                  "from transformer.training.saved_model import TrainSpec\n"
+                  "from transformer.training.saved_model import TrainSpec, save\n"
                   f"result = train(TrainSpec(**{SPEC!r}), log_every=5)\n"
                   "print(pretrained.register(result, 'abc123', 'reverse, d_model 16'))\n")
 OPEN = ("from transformer.training import pretrained\n"
@@ -60,7 +60,7 @@ def test_a_link_names_no_folder_outside_the_models_and_off_keeps_nothing(tmp_pat
         with pytest.raises(ValueError, match="No model trained on this server"):
             pretrained.check_name(f"session:{key}")
     monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", "off")
-    assert kept_on_disk.data_dir() is None and kept_on_disk.keep(object(), "abc", "x") is None
+    assert kept_on_disk.data_dir() is None and kept_on_disk.keep(print, "abc", "x", {}) is None
 
 
 @pytest.mark.slow
@@ -75,5 +75,21 @@ def test_a_model_dropped_from_memory_is_read_again_from_disk_and_the_disk_budget
     size_mb = sum(path.stat().st_size for path in (tmp_path / "models" / "disk1").iterdir()) / 1e6
     monkeypatch.setenv("ATTENTION_LAB_DATA_MB", str(size_mb * 1.5))  # room for one
     pretrained.register(result, "disk3", "disk3")
-    assert sorted(path.name for path in (tmp_path / "models").iterdir()) == ["disk3"]
+    assert sorted(path.name for path in (tmp_path / "models").iterdir() if not path.name.startswith(".")) == \
+        ["disk3"]
     assert pretrained.spec_of(second) is None and pretrained.dropped(second)[0] == "disk2"  # gone from both: named
+
+
+@pytest.mark.slow
+def test_the_disk_keeps_a_count_too_and_a_removed_models_link_can_train_it_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("ATTENTION_LAB_DATA_MODELS", "2")
+    result = train(TrainSpec(**SPEC), log_every=5)
+    for key in ("cnt1", "cnt2", "cnt3"):
+        kept_on_disk.keep(lambda folder: save(result, folder), key, f"label {key}", {"spec": SPEC})
+        os.utime(tmp_path / "models" / key, (0, {"cnt1": 1, "cnt2": 2, "cnt3": 3}[key]))  # opened in this order
+    assert sorted(path.name for path in (tmp_path / "models").iterdir() if not path.name.startswith(".")) == \
+        ["cnt2", "cnt3"]
+    label, spec = pretrained.dropped("session:cnt1")  # after a restart too: the note is on disk
+    assert label == "label cnt1" and spec == TrainSpec(**SPEC)
+    assert pretrained.dropped("session:cnt2") is None

@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from transformer.external import PRESET_NAME, PRESETS_DIR_ENV, ExternalModel, load, upload_limit_bytes
+from transformer.runtime.data_dir import data_dir
 
 BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
-UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: a folder in the system's temp)
+UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: uploads/ in the data directory, or a
+# folder in the system's temp without one)
 
 HASH = re.compile(r"^[0-9a-f]{64}$")
 
@@ -53,8 +55,7 @@ class ExternalRegistry:
     def __init__(self, budget_bytes: int | None = None, upload_dir: Path | None = None):
         self.budget_bytes = budget_bytes if budget_bytes is not None else int(
             float(os.environ.get(BUDGET_ENV, "2048")) * 2**20)
-        self.upload_dir = Path(upload_dir or os.environ.get(UPLOAD_DIR_ENV)
-                               or Path(tempfile.gettempdir()) / "attention-lab-uploads")
+        self.upload_dir = Path(upload_dir or os.environ.get(UPLOAD_DIR_ENV) or _default_upload_dir())
         self.evicted: set[str] = set()
         self._models: collections.OrderedDict = collections.OrderedDict()  # key -> (model, bytes)
         self._lock = threading.Lock()
@@ -117,12 +118,23 @@ class ExternalRegistry:
             return load(rest, rest)  # the presets folder first, by name (`load`)
         path = self._upload_path(rest)
         if not path.exists():
-            raise ValueError("This link's uploaded model is not on this server (it keeps uploads until it restarts "
-                             "or its folder is cleared): upload the file again.")
+            raise ValueError("This link's uploaded model is not on this server (it keeps uploads in its data "
+                             "directory; this one was removed or never reached it): upload the file again.")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != rest:  # its name is its hash: checked when read
+            aside = path.with_name(f"{rest}.set-aside")
+            path.replace(aside)
+            raise ValueError(f"The uploaded model {rest[:12]}… kept on this server is damaged: its file changed on "
+                             f"disk since it was uploaded. It was set aside as {aside}; upload the file again.")
         return load(path, f"upload {rest[:12]}")
 
     def _upload_path(self, digest: str) -> Path:
         return self.upload_dir / f"{digest}.keras"
+
+
+def _default_upload_dir() -> Path:
+    """``uploads/`` in the data directory (shared by the replicas, kept across restarts), or the system's temp."""
+    root = data_dir()
+    return root / "uploads" if root is not None else Path(tempfile.gettempdir()) / "attention-lab-uploads"
 
 
 EXTERNAL = ExternalRegistry()

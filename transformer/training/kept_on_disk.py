@@ -1,13 +1,14 @@
 """Models trained on this server, kept on disk so that a restart (or another replica sharing the folder) keeps
 their links working.
 
-The data directory is ``ATTENTION_LAB_DATA_DIR`` (default: ``attention-lab`` under the user's cache directory,
-``$XDG_CACHE_HOME`` or ``~/.cache``; ``off`` keeps nothing on disk). Each model is a folder ``models/<key>/`` in the
-shipped models' format (``weights.weights.h5``, ``model.json``) with ``kept.json`` (its label and each file's
-SHA-256). A folder is written under a temporary name and renamed into place, so a reader never sees half of one,
-and two replicas never write one name with different contents (the key is the training job's own). A file whose
-hash no longer matches is set aside (``models/set-aside/``), never deleted, and its model is reported damaged.
-At most ``ATTENTION_LAB_DATA_MB`` MB (default 2048) are kept: the least recently opened go first.
+The data directory is `transformer.runtime.data_dir` (``ATTENTION_LAB_DATA_DIR``; ``off`` keeps nothing). Each
+model is a folder ``models/<key>/`` in the shipped models' format (``weights.weights.h5``, ``model.json``, written
+by the caller) with ``kept.json`` (its label, its spec and each file's SHA-256). A folder is written under a
+temporary name and renamed into place, so a reader never sees half of one, and two replicas never write one name
+with different contents (the key is the training job's own). A file whose hash no longer matches is set aside
+(``models/set-aside/``), never deleted, and its model is reported damaged. At most ``ATTENTION_LAB_DATA_MODELS``
+models (200) and ``ATTENTION_LAB_DATA_MB`` MB (2048) are kept: the least recently opened go first, a note of
+each (``models/.dropped/``) left for its link.
 """
 
 from __future__ import annotations
@@ -21,46 +22,46 @@ import time
 import uuid
 from pathlib import Path
 
-from transformer.training.saved_model import CONFIG_FILE, WEIGHTS_FILE, load_folder, read_meta, save
+from transformer.runtime.data_dir import data_dir
 
 KEPT_FILE = "kept.json"
-DATA_DIR_ENV, DATA_MB_ENV = "ATTENTION_LAB_DATA_DIR", "ATTENTION_LAB_DATA_MB"
-DATA_MB_DEFAULT = 2048
+DATA_MB_ENV, DATA_MODELS_ENV = "ATTENTION_LAB_DATA_MB", "ATTENTION_LAB_DATA_MODELS"
+DATA_MB_DEFAULT, DATA_MODELS_DEFAULT = 2048, 200
+DROPPED = ".dropped"  # models/.dropped/<key>.json: the label and spec of a model the budget removed
 
 
-def data_dir() -> Path | None:
-    """The data directory (created), or None when ``ATTENTION_LAB_DATA_DIR`` is ``off``."""
-    chosen = os.environ.get(DATA_DIR_ENV, "")
-    if chosen.lower() == "off":
+def models_dir() -> Path | None:
+    """``models/`` in the data directory (created), or None without one."""
+    root = data_dir()
+    if root is None:
         return None
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = Path(chosen) if chosen else cache / "attention-lab"
-    (folder / "models").mkdir(parents=True, exist_ok=True)
-    return folder
+    (root / "models" / DROPPED).mkdir(parents=True, exist_ok=True)
+    return root / "models"
 
 
 KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a training job's key; anything else (a link is untrusted) names no folder
 
 
 def _folder(key: str) -> Path | None:
-    root = data_dir()
-    return None if root is None or not KEY.fullmatch(key) else root / "models" / key
+    root = models_dir()
+    return None if root is None or not KEY.fullmatch(key) else root / key
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def keep(result, key: str, label: str) -> Path | None:
-    """Write a trained model (a `transformer.training.train.TrainResult`) as ``key``; its folder, or None without
-    a data directory. A folder already there (another replica's) is kept as it is."""
+def keep(write, key: str, label: str, note: dict) -> Path | None:
+    """Keep a model as ``key``: ``write(folder)`` writes its files (the saved-model format), then every file's hash
+    and ``label`` and ``note`` (its spec) go in ``kept.json``; its folder, or None without a data directory. A folder
+    already there (another replica's) is kept as it is."""
     final = _folder(key)
     if final is None or final.exists():
         return final
     staging = final.parent / f".staging-{uuid.uuid4().hex}"
-    save(result, staging)
-    hashes = {name: _digest(staging / name) for name in (WEIGHTS_FILE, CONFIG_FILE)}
-    (staging / KEPT_FILE).write_text(json.dumps({"label": label, "sha256": hashes}, indent=2) + "\n")
+    write(staging)
+    hashes = {path.name: _digest(path) for path in sorted(staging.iterdir())}
+    (staging / KEPT_FILE).write_text(json.dumps({"label": label, "note": note, "sha256": hashes}, indent=2) + "\n")
     try:
         staging.rename(final)  # atomic on one file system: whole or absent
     except OSError:  # another replica renamed first: keep theirs
@@ -70,31 +71,33 @@ def keep(result, key: str, label: str) -> Path | None:
 
 
 def kept(key: str) -> bool:
-    """Whether a model ``key`` is on disk (whole: all three files)."""
+    """Whether a model ``key`` is on disk (renamed into place: its ``kept.json`` is there)."""
     folder = _folder(key)
-    return folder is not None and all((folder / name).exists() for name in (WEIGHTS_FILE, CONFIG_FILE, KEPT_FILE))
+    return folder is not None and (folder / KEPT_FILE).exists()
 
 
-def meta(key: str) -> tuple[dict, str]:
-    """``(model.json, label)`` of a model on disk, without its weights; ValueError when its files are damaged."""
-    folder = _folder(key)
+def _kept_json(key: str) -> dict:
     try:
-        return read_meta(folder), json.loads((folder / KEPT_FILE).read_text())["label"]
-    except (OSError, ValueError, KeyError) as error:
+        return json.loads((_folder(key) / KEPT_FILE).read_text())
+    except (OSError, ValueError) as error:
         raise ValueError(_set_aside(key, f"its description cannot be read ({type(error).__name__})")) from None
 
 
-def load(key: str, device: str):
-    """``(spec, model, vocabulary, accuracy, label)`` of a model on disk, each file checked against its hash first;
-    ValueError naming the model when one is damaged (the folder is set aside)."""
-    folder = _folder(key)
-    _, label = meta(key)
-    hashes = json.loads((folder / KEPT_FILE).read_text())["sha256"]
-    damaged = [name for name, digest in hashes.items() if _digest(folder / name) != digest]
+def folder_of(key: str) -> tuple[Path, str]:
+    """``(folder, label)`` of a model on disk, its files not checked (reading its description only)."""
+    return _folder(key), _kept_json(key)["label"]
+
+
+def verified(key: str) -> tuple[Path, str]:
+    """``(folder, label)`` of a model on disk, each file checked against its hash first; ValueError naming the model
+    when one is damaged or missing (the folder is set aside)."""
+    folder, found = _folder(key), _kept_json(key)
+    damaged = [name for name, digest in found["sha256"].items()
+               if not (folder / name).exists() or _digest(folder / name) != digest]
     if damaged:
-        raise ValueError(_set_aside(key, f"{', '.join(damaged)} changed on disk since it was saved", label))
+        raise ValueError(_set_aside(key, f"{', '.join(damaged)} changed on disk since it was saved", found["label"]))
     os.utime(folder)  # opened now: the last to go when the disk budget is reached
-    return (*load_folder(folder, device), label)
+    return folder, found["label"]
 
 
 def _set_aside(key: str, why: str, label: str = "") -> str:
@@ -111,20 +114,45 @@ def _set_aside(key: str, why: str, label: str = "") -> str:
             "train it again on the Train page.")
 
 
-def data_budget_mb() -> float:
-    raw = os.environ.get(DATA_MB_ENV, "")
+def data_budget() -> tuple[int, float]:
+    """``(models, MB)`` the disk keeps at most: ATTENTION_LAB_DATA_MODELS and ATTENTION_LAB_DATA_MB (their defaults
+    where a value is not a positive number)."""
+    return (int(_positive(DATA_MODELS_ENV, DATA_MODELS_DEFAULT)), _positive(DATA_MB_ENV, DATA_MB_DEFAULT))
+
+
+def _positive(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
     try:
-        return float(raw) if raw and float(raw) > 0 else DATA_MB_DEFAULT
+        value = float(raw)
     except ValueError:
-        return DATA_MB_DEFAULT
+        return default
+    return value if value > 0 and value != float("inf") else default
 
 
 def _keep_within_budget() -> None:
-    """Remove the least recently opened models until those kept take at most `data_budget_mb` MB (the newest
-    stays whatever its size)."""
-    root = data_dir()
-    folders = sorted((path for path in (root / "models").iterdir() if path.is_dir() and not path.name.startswith(
-        (".", "set-aside"))), key=lambda path: path.stat().st_mtime)
+    """Remove the least recently opened models until at most `data_budget` are kept (the newest stays whatever its
+    size); each removed one's label and spec stay behind (`dropped`), so its link can say so and train it again."""
+    root = models_dir()
+    folders = sorted((path for path in root.iterdir() if path.is_dir() and KEY.fullmatch(path.name)),
+                     key=lambda path: path.stat().st_mtime)
     sizes = {path: sum(part.stat().st_size for part in path.iterdir()) for path in folders}
-    while len(folders) > 1 and sum(sizes[path] for path in folders) > data_budget_mb() * 1e6:
-        shutil.rmtree(folders.pop(0), ignore_errors=True)
+    most, megabytes = data_budget()
+    while len(folders) > 1 and (len(folders) > most or sum(sizes[path] for path in folders) > megabytes * 1e6):
+        oldest = folders.pop(0)
+        try:
+            found = json.loads((oldest / KEPT_FILE).read_text())
+            (root / DROPPED / f"{oldest.name}.json").write_text(json.dumps({"label": found["label"],
+                                                                             "note": found["note"]}))
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged one goes without a note
+        shutil.rmtree(oldest, ignore_errors=True)
+
+
+def dropped(key: str) -> tuple[str, dict] | None:
+    """``(label, note)`` of a model the disk budget removed (the note `keep` was given: its spec); None otherwise."""
+    root = models_dir()
+    note = None if root is None or not KEY.fullmatch(key) else root / DROPPED / f"{key}.json"
+    if note is None or not note.exists():
+        return None
+    found = json.loads(note.read_text())
+    return found["label"], found["note"]

@@ -12,7 +12,7 @@ import logging
 import math
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ from transformer.training.saved_model import (
     WEIGHTS_FILE,
     TrainSpec,
     read_meta,
+    save,
     spec_from,
 )
 from transformer.training.saved_model import load_folder as read_folder
@@ -229,7 +230,8 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained:
     with _lock:
         if name.startswith(SESSION_PREFIX):
             if name not in _session and _on_disk(name):  # after a restart, or dropped from memory: read it again
-                spec, model, vocab, accuracy, label = kept_on_disk.load(_key(name), device)
+                folder, label = kept_on_disk.verified(_key(name))
+                spec, model, vocab, accuracy = read_folder(folder, device)
                 _keep_in_memory(Pretrained(name, spec, model, vocab, accuracy, device), label)
             if name not in _session:  # dropped since check_name
                 raise ValueError(_not_kept(name))
@@ -329,7 +331,7 @@ def register(result, key: str, label: str = "") -> str:
             raise ValueError(f"A model called {name!r} is kept already; a new one needs a name of its own.")
         _keep_in_memory(from_result(name, result), label or name)
     try:  # on disk too (the data directory): a restart, or another replica, opens its link
-        kept_on_disk.keep(result, key, label or name)
+        kept_on_disk.keep(lambda folder: save(result, folder), key, label or name, {"spec": asdict(result.spec)})
     except OSError as error:
         _LOGGER.warning("The model %s could not be kept on disk (%s): it lasts as long as this server.", name, error)
     return name
@@ -356,7 +358,10 @@ def _on_disk(name: str) -> bool:
 
 def _disk_meta(name: str) -> tuple[dict, str] | None:
     """``(model.json, label)`` of a session model kept on disk only; None when it is not there."""
-    return kept_on_disk.meta(_key(name)) if _on_disk(name) else None
+    if not _on_disk(name):
+        return None
+    folder, label = kept_on_disk.folder_of(_key(name))
+    return read_meta(folder), label
 
 
 def session_name(key: str) -> str:
@@ -380,7 +385,12 @@ def dropped(name: str) -> tuple[str, TrainSpec] | None:
     """``(label, spec)`` of a model trained on this server and dropped since (to make room) from memory and disk;
     None otherwise (a model on disk is not dropped: its link reads it again)."""
     with _lock:
-        return None if _on_disk(name) else _dropped.get(name)
+        if _on_disk(name):
+            return None
+        if name in _dropped:
+            return _dropped[name]
+    on_disk = kept_on_disk.dropped(_key(name)) if name.startswith(SESSION_PREFIX) else None
+    return None if on_disk is None else (on_disk[0], spec_from(on_disk[1]))
 
 
 def kept_label(name: str) -> str | None:
