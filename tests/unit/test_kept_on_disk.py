@@ -1,6 +1,7 @@
 """Nothing a class made is lost: models trained here are kept in the data directory, read again after a restart
 (a fresh process), checked against their hashes, set aside when damaged, bounded on disk."""
 
+import json
 import os
 import subprocess
 import sys
@@ -93,3 +94,32 @@ def test_the_disk_keeps_a_count_too_and_a_removed_models_link_can_train_it_again
     label, spec = pretrained.dropped("session:cnt1")  # after a restart too: the note is on disk
     assert label == "label cnt1" and spec == TrainSpec(**SPEC)
     assert pretrained.dropped("session:cnt2") is None
+
+
+def test_two_replicas_keeping_models_at_the_same_moment_both_keep_theirs_and_one_name_stays_whole(
+        tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    start = threading.Barrier(4)
+
+    def write(text):
+        def files(folder):
+            folder.mkdir(parents=True)
+            start.wait()  # all four write at once
+            (folder / "model.json").write_text(json.dumps({"from": text}))
+        return files
+
+    jobs = [("a0000001", "replica A"), ("b0000001", "replica B"), ("same0001", "A's"), ("same0001", "B's")]
+    threads = [threading.Thread(target=kept_on_disk.keep, args=(write(text), key, text, {})) for key, text in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    models = tmp_path / "models"
+    assert sorted(path.name for path in models.iterdir() if not path.name.startswith(".")) == \
+        ["a0000001", "b0000001", "same0001"]
+    assert not [path for path in models.iterdir() if path.name.startswith(".staging")]
+    kept = json.loads((models / "same0001" / "kept.json").read_text())
+    written = json.loads((models / "same0001" / "model.json").read_text())["from"]
+    assert kept["label"] == written and kept_on_disk.verified("same0001")[1] == written  # one whole, not a mix
