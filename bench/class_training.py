@@ -19,7 +19,9 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -163,7 +165,8 @@ def main():
     args = parser.parse_args()
     os.nice(10)  # the students' process yields to the server's
     runs = []
-    with streamlit_server(with_process=True) as (url, process):
+    data = Path(tempfile.mkdtemp(prefix="attention-lab-data-"))  # the server's data directory, on: its own
+    with streamlit_server(with_process=True, env={"ATTENTION_LAB_DATA_DIR": str(data)}) as (url, process):
         warm_up(url, process.pid, 4, args.warm_up, first_number=1)
         for index, training in enumerate((False, True)):
             entry = run(url, process.pid, args.students, args.trainers, training, args.seconds, args.steps,
@@ -178,11 +181,16 @@ def main():
     note = verdict(runs)
     print(note)
     steal = steal_note(sum(entry["stolen"] for entry in runs), sum(entry["elapsed"] for entry in runs))
+    on_disk = len([path for path in (data / "models").iterdir() if not path.name.startswith(".")]) \
+        if (data / "models").exists() else 0
+    print(f"models kept in the data directory: {on_disk}")
+    shutil.rmtree(data, ignore_errors=True)
     if args.write:
         write_section("A class that trains", f"`make load-test` (second part): {args.students} students speaking "
                       f"Streamlit's protocol on one server on this machine's {os.cpu_count()} cores, a move every "
                       f"2–5 s; then the same with {args.trainers} of them pressing Train once each over a minute "
-                      "(the jobs run in the server's training worker processes, one per two cores, at nice 10). "
+                      "(the jobs run in the server's training worker processes, one per two cores, at nice 10), "
+                      f"with the data directory on: {on_disk} models the trainers explored were written to disk. "
                       f"{note} {steal}", rows)
 
 

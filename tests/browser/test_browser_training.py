@@ -5,9 +5,8 @@ another session; a link to a model the server dropped says so, and "Train it aga
 import contextlib
 
 import pytest
-from browser_pages import open_page, wait_for_charts
+from browser_pages import explore, press_train, wait_for_charts
 from browser_support import app_server_for_browsers, headless_chromium, wait_idle
-from chart_support import PLOT
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -29,26 +28,6 @@ def browser(server):
 
 def session(browser):
     return browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-
-
-def press_train(page, server, steps: int) -> None:
-    open_page(page, server, "train")
-    field = page.get_by_label("Steps")
-    field.fill(str(steps))
-    field.press("Enter")
-    wait_idle(page)
-    page.get_by_role("button", name="Train", exact=True).click()
-
-
-def explore(page) -> str:
-    """Wait for the job to end, open its model on the Attention page; the link."""
-    button = page.get_by_role("button", name="Explore this model's attention")
-    button.wait_for(timeout=180_000)
-    button.click()
-    page.wait_for_url("**/attention?**", timeout=60_000)
-    wait_idle(page, timeout=120_000)
-    page.wait_for_selector(PLOT, timeout=120_000)  # a model's first run traces it: slow on a busy machine
-    return page.url
 
 
 def _stop(page, answer: str, tries: int = 3) -> None:

@@ -176,3 +176,25 @@ def test_a_model_kept_in_the_shared_data_directory_opens_on_either_replica_and_a
             assert {seen[0] for seen in routes(tmp_path).values()} == set(replicas)  # both replicas opened it
     with streamlit_server(env=env) as restarted:  # a replica started again: nothing in memory
         _opens_the_model(browser.new_context().new_page(), f"{restarted}/{link}")
+
+
+def test_a_model_trained_through_one_replica_opens_on_the_other_and_a_damaged_one_is_named(browser, tmp_path):
+    """#55, through the app: a student trains on replica A and explores the model; the link opens on replica B (the
+    shared data directory); with its weights truncated on disk, a replica started afresh names the model."""
+    from browser_pages import explore, press_train
+
+    shared = tmp_path / "data"
+    env = {"ATTENTION_LAB_DATA_DIR": str(shared)}
+    with streamlit_server(env=env) as first_url, streamlit_server(env=env) as second_url:
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        press_train(page, first_url, 20)
+        link = explore(page)
+        _opens_the_model(browser.new_context().new_page(), link.replace(first_url, second_url))
+    weights = next((shared / "models").glob("*/weights.weights.h5"))
+    weights.write_bytes(weights.read_bytes()[:100])
+    with streamlit_server(env=env) as restarted:
+        page = browser.new_context().new_page()
+        page.goto(link.replace(first_url, restarted))
+        wait_idle(page)
+        page.get_by_text("kept on this server is damaged").first.wait_for(timeout=60_000)
+        assert "set aside" in page.inner_text("body") and not page.locator("[data-testid='stException']").count()

@@ -128,3 +128,24 @@ def app_tab(browser, server, path: str, width: int, height: int = 4000):
 def text_collisions(page) -> list:
     """One line per text of a chart that runs into another or onto a panel's cells (`TEXT_COLLISIONS`)."""
     return page.evaluate(TEXT_COLLISIONS, PLOT)
+
+
+def press_train(page, server, steps: int) -> None:
+    """On the Train page, the default job with ``steps`` steps, Train pressed."""
+    open_page(page, server, "train")
+    field = page.get_by_label("Steps")
+    field.fill(str(steps))
+    field.press("Enter")
+    wait_idle(page)
+    page.get_by_role("button", name="Train", exact=True).click()
+
+
+def explore(page) -> str:
+    """Wait for the job to end, open its model on the Attention page; the link."""
+    button = page.get_by_role("button", name="Explore this model's attention")
+    button.wait_for(timeout=180_000)
+    button.click()
+    page.wait_for_url("**/attention?**", timeout=60_000)
+    wait_idle(page, timeout=120_000)
+    page.wait_for_selector(PLOT, timeout=120_000)  # a model's first run traces it: slow on a busy machine
+    return page.url
