@@ -123,3 +123,20 @@ def test_two_replicas_keeping_models_at_the_same_moment_both_keep_theirs_and_one
     kept = json.loads((models / "same0001" / "kept.json").read_text())
     written = json.loads((models / "same0001" / "model.json").read_text())["from"]
     assert kept["label"] == written and kept_on_disk.verified("same0001")[1] == written  # one whole, not a mix
+
+
+def test_a_heads_ablation_measured_before_a_restart_is_read_from_the_data_directory(tmp_path):
+    code = ("import time\nfrom transformer.live.importance import measure\n"
+            "started = time.perf_counter()\n"
+            "found = measure('reverse', (('cross', 0, 1),), count=50)\n"
+            "print(found, time.perf_counter() - started)\n")
+    first = _in_a_fresh_process(code, tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    [kept] = list((tmp_path / "results" / "measures").iterdir())
+    again = _in_a_fresh_process(code, tmp_path)  # restarted: the same numbers, read, not measured
+    assert again.stdout.rsplit(" ", 1)[0] == first.stdout.rsplit(" ", 1)[0]
+    assert float(again.stdout.rsplit(" ", 1)[1]) < float(first.stdout.rsplit(" ", 1)[1])
+    kept.write_text(kept.read_text().replace('"value": [', '"value": [9, '))  # altered on disk
+    altered = _in_a_fresh_process(code, tmp_path)
+    assert altered.stdout.rsplit(" ", 1)[0] == first.stdout.rsplit(" ", 1)[0]  # measured again, not believed
+    assert kept.with_suffix(".set-aside").exists()
