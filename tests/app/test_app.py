@@ -387,6 +387,7 @@ def _field_values():
         "qk_layer": strategies.integers(0, state.MAX_LAYERS - 1),
         "qk_head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
         "qk_colour": strategies.sampled_from(QK_COLOURINGS),
+        "cells": strategies.sampled_from(state.CELLS),
     }))
 
 
