@@ -125,6 +125,7 @@ def test_two_replicas_keeping_models_at_the_same_moment_both_keep_theirs_and_one
     assert kept["label"] == written and kept_on_disk.verified("same0001")[1] == written  # one whole, not a mix
 
 
+@pytest.mark.slow
 def test_a_heads_ablation_measured_before_a_restart_is_read_from_the_data_directory(tmp_path):
     code = ("import time\nfrom transformer.live.importance import measure\n"
             "started = time.perf_counter()\n"
