@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from transformer.service import TASKS, TrainSpec
-from ui import state, training
+from transformer.service import SESSION_PREFIX, TASKS, TrainSpec, kept_label, spec_of
+from ui import data, state, training
 from ui.controls import plot
-from ui.training_timeline import timeline_view
+from ui.training_timeline import draw_timeline, timeline_view
 from viz.training import progress_figure
 
 st.title("Train a model")
@@ -105,3 +105,8 @@ def progress() -> None:
 
 progress()
 timeline_view(state.get(training.JOB))
+kept = state.get("weights", "random")
+if state.get(training.JOB) is None and kept.startswith(SESSION_PREFIX):  # a model trained here, opened by its link
+    shots = data.timeline_of(kept)
+    if shots:
+        draw_timeline(shots, kept, spec_of(kept), f"Attention over training of {kept_label(kept) or kept}")

@@ -80,6 +80,7 @@ from transformer.training.pretrained import (
     session_name,
     spec_of,
     task_of,
+    timeline_of,
 )
 from transformer.training.saved_model import TrainSpec
 from transformer.training.timeline import PROBE_LINES
@@ -108,7 +109,7 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
-           "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts",
+           "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts", "timeline_of",
            "preference_terms", "score_terms",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",

@@ -24,6 +24,9 @@ from transformer.service import head_importance as every_head_ablated
 from transformer.service import head_roles as _head_roles_of
 from transformer.service import memory_in_use as device_memory
 from transformer.service import position_views as _position_views_of
+from transformer.service import (
+    timeline_of as kept_timeline,
+)
 from ui import state
 from ui.text import percent
 
@@ -39,6 +42,17 @@ def _live(config, stacks, lines, windows):
 @st.cache_resource(max_entries=4, show_spinner=COMPUTING)  # every intermediate: ~150 MB at N = 512 with 8 heads
 def _walkthrough(config, stack, layer):
     return attention_walkthrough(config, stack, layer)
+
+
+@st.cache_resource(max_entries=4, show_spinner=COMPUTING)
+def _timeline_of(name: str):
+    return kept_timeline(name)
+
+
+def timeline_of(name: str):
+    """The attention-over-training snapshots a model trained here was kept with (cached); on a damaged file, a
+    message and the page stops."""
+    return _or_stop(_timeline_of, name)
 
 
 @st.cache_data(max_entries=16, show_spinner=COMPUTING)

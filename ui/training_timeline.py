@@ -3,6 +3,8 @@ slider that scrubs the probe line's head grid through training (`transformer.tra
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import streamlit as st
 
@@ -37,8 +39,14 @@ def timeline_view(job) -> None:
     """The timeline of ``job`` (a `transformer.training.pool.Job`), redrawn every 2 s while it trains."""
     if job is None or not job.timeline:
         return
-    shots = list(job.timeline)  # the pool's thread appends: one consistent copy per draw
-    st.subheader("Attention over training")
+    draw_timeline(list(job.timeline), job.key, job.spec)  # the pool's thread appends: one consistent copy per draw
+
+
+def draw_timeline(shots: list, key: str, spec, title: str = "Attention over training") -> None:
+    """Loss, accuracy and role scores against the step of ``shots`` (`Snapshot`s of the run ``key`` with ``spec``),
+    and the step slider's head grid."""
+    job = SimpleNamespace(key=key, spec=spec)
+    st.subheader(title)
     stacks = list(shots[0].scores)
     steps = [shot.step for shot in shots]
     columns = st.columns([1, 1, 3])

@@ -3,6 +3,7 @@ model the server dropped and its "Train it again"."""
 
 import time
 
+import numpy as np
 import pytest
 from app_support import no_errors, open_page, specs
 
@@ -113,3 +114,28 @@ def test_a_link_to_a_model_trained_before_a_restart_opens_it_from_the_data_direc
     assert not at.warning and at.session_state["weights"] == name
     assert "Trained here: copy #1" in at.sidebar.selectbox[0].options
     assert specs(at) and name in pretrained._session  # drawn, from the weights read again
+
+
+def test_a_model_opened_by_its_link_after_a_restart_shows_its_attention_over_training(monkeypatch, tmp_path):
+    """#55: the timeline a model was trained with is kept beside its weights; the Train page draws it for a model
+    trained here and opened by its link, after the server's memory is gone."""
+    from transformer.training.timeline import load_timeline
+
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=6, batch=8, max_len=5)
+    result = train(spec, log_every=3, timeline_every=3)
+    name = pretrained.register(result, "timeline001", "copy, with its timeline")
+    with pretrained._lock:  # restarted
+        del pretrained._session[name]
+        pretrained._labels.pop(name)
+    kept = load_timeline(tmp_path / "models" / "timeline001")
+    assert [shot.step for shot in kept] == [shot.step for shot in result.timeline] == [0, 3, 6]
+    for shot, again in zip(result.timeline, kept):
+        np.testing.assert_equal((shot.loss, shot.accuracy, shot.measure), (again.loss, again.accuracy, again.measure))
+        np.testing.assert_array_equal(shot.patterns["cross"], again.patterns["cross"])
+        np.testing.assert_array_equal(shot.scores["cross"]["alignment"], again.scores["cross"]["alignment"])
+    at = open_page("train", {"weights": name})
+    no_errors(at)
+    assert any("Attention over training of copy, with its timeline" in h.value for h in at.subheader)
+    timeline, grid = specs(at)[-2:]
+    assert "step 6" in grid["layout"]["title"]["text"]

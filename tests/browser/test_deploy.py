@@ -180,7 +180,8 @@ def test_a_model_kept_in_the_shared_data_directory_opens_on_either_replica_and_a
 
 def test_a_model_trained_through_one_replica_opens_on_the_other_and_a_damaged_one_is_named(browser, tmp_path):
     """#55, through the app: a student trains on replica A and explores the model; the link opens on replica B (the
-    shared data directory); with its weights truncated on disk, a replica started afresh names the model."""
+    shared data directory), whose Train page draws the model's attention over training; with its weights truncated
+    on disk, a replica started afresh names the model."""
     from browser_pages import explore, press_train
 
     shared = tmp_path / "data"
@@ -190,6 +191,12 @@ def test_a_model_trained_through_one_replica_opens_on_the_other_and_a_damaged_on
         press_train(page, first_url, 20)
         link = explore(page)
         _opens_the_model(browser.new_context().new_page(), link.replace(first_url, second_url))
+        name = re.search(r"weights=(session(?::|%3A)[0-9a-f]+)", link).group(1)
+        timeline = browser.new_context(viewport={"width": 1400, "height": 4000}).new_page()  # every chart in view
+        timeline.goto(f"{second_url}/train?weights={name}")  # its attention over training, kept with it
+        wait_idle(timeline)
+        timeline.get_by_text("Attention over training of").wait_for(timeout=60_000)
+        timeline.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= 2", timeout=60_000)
     weights = next((shared / "models").glob("*/weights.weights.h5"))
     weights.write_bytes(weights.read_bytes()[:100])
     with streamlit_server(env=env) as restarted:

@@ -38,6 +38,7 @@ from transformer.training.saved_model import (
     spec_from,
 )
 from transformer.training.saved_model import load_folder as read_folder
+from transformer.training.timeline import load_timeline, save_timeline
 
 _LOGGER = logging.getLogger(__name__)
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate", "induction")
@@ -331,7 +332,8 @@ def register(result, key: str, label: str = "") -> str:
             raise ValueError(f"A model called {name!r} is kept already; a new one needs a name of its own.")
         _keep_in_memory(from_result(name, result), label or name)
     try:  # on disk too (the data directory): a restart, or another replica, opens its link
-        kept_on_disk.keep(lambda folder: save(result, folder), key, label or name, {"spec": asdict(result.spec)})
+        kept_on_disk.keep(lambda folder: (save(result, folder), save_timeline(result.timeline, folder)), key,
+                          label or name, {"spec": asdict(result.spec)})
     except OSError as error:
         _LOGGER.warning("The model %s could not be kept on disk (%s): it lasts as long as this server.", name, error)
     return name
@@ -350,6 +352,15 @@ def _keep_in_memory(model: Pretrained, label: str) -> None:
 
 def _key(name: str) -> str:
     return name[len(SESSION_PREFIX):]
+
+
+def timeline_of(name: str) -> list:
+    """The attention-over-training snapshots a model trained here was kept with (`transformer.training.timeline`),
+    read from the data directory, each file checked against its hash; [] when there are none."""
+    if not _on_disk(name):
+        return []
+    folder, _ = kept_on_disk.verified(_key(name))
+    return load_timeline(folder)
 
 
 def _on_disk(name: str) -> bool:

@@ -10,6 +10,7 @@ from, `transformer.analysis.heads.alignment_score`).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,3 +105,38 @@ def snapshot(model, probe: Probe, vocab, step: int, loss: float) -> Snapshot:
         kept = len(probe.tokens[stack])
         patterns[stack] = weights[:, 0, :, :kept, :kept].astype(np.float32)  # (L, H, N, N), line 0's own length
     return Snapshot(step, float(loss), accuracy, scores, patterns, probe.measure)
+
+
+TIMELINE_ARRAYS, TIMELINE_FILE = "timeline.npz", "timeline.json"
+
+
+def save_timeline(shots: list, folder) -> None:
+    """``shots`` (`Snapshot`s) into ``folder``: their numbers and names as JSON, their arrays in one ``.npz`` (no
+    pickle). Nothing is written for an empty timeline."""
+    if not shots:
+        return
+    arrays, described = {}, []
+    for index, shot in enumerate(shots):
+        for stack, roles in shot.scores.items():
+            for role, scores in roles.items():
+                arrays[f"{index}.scores.{stack}.{role}"] = np.asarray(scores)  # (L, H)
+        for stack, patterns in shot.patterns.items():
+            arrays[f"{index}.patterns.{stack}"] = np.asarray(patterns)  # (L, H, N_q, N_k)
+        described.append(dict(step=int(shot.step), loss=float(shot.loss), accuracy=float(shot.accuracy),
+                              measure=shot.measure, roles={stack: list(roles) for stack, roles in shot.scores.items()},
+                              stacks=list(shot.patterns)))
+    np.savez_compressed(folder / TIMELINE_ARRAYS, **arrays)
+    (folder / TIMELINE_FILE).write_text(json.dumps(described))
+
+
+def load_timeline(folder) -> list:
+    """The `Snapshot`s `save_timeline` wrote in ``folder``; [] when it wrote none."""
+    if not (folder / TIMELINE_FILE).exists():
+        return []
+    described = json.loads((folder / TIMELINE_FILE).read_text())
+    with np.load(folder / TIMELINE_ARRAYS, allow_pickle=False) as arrays:
+        return [Snapshot(shot["step"], shot["loss"], shot["accuracy"],
+                         {stack: {role: arrays[f"{index}.scores.{stack}.{role}"] for role in roles}
+                          for stack, roles in shot["roles"].items()},
+                         {stack: arrays[f"{index}.patterns.{stack}"] for stack in shot["stacks"]}, shot["measure"])
+                for index, shot in enumerate(described)]
