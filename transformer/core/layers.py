@@ -141,6 +141,11 @@ class _BlockConfig(keras.layers.Layer):
         """``(B, N, d_model)`` through the feed-forward block, or as it is without one."""
         return x if self.feed_forward_block is None else self.feed_forward_block(x, training=training)
 
+    def feed_forward_alone(self, inner):
+        """The feed-forward sublayer on ``inner`` ``(B, N, d_model)`` as its block hands it over (normed first when
+        pre-norm): no residual sum, no LayerNorm after (`transformer.core.residual_parts` adds them by parts)."""
+        return self.feed_forward_block.sublayer(inner)
+
     def get_config(self):
         return {**super().get_config(), **_sizes_config(self)}
 

@@ -82,20 +82,22 @@ class _Walk:
         self.site, self.mask, self.memory_parts, self.memory_mask = site, mask, memory_parts, memory_mask
         self.seen = None  # (attention, query parts, key parts, mask) at ``site``
 
-    def attend(self, block, parts: dict, site: tuple, prefix: str, key_parts: dict | None, mask) -> dict:
+    def attend(self, block, attention, parts: dict, site: tuple, prefix: str, key_parts: dict | None,
+               mask) -> dict:
+        """``block``: the residual block around ``attention`` (its LayerNorm and norm placement)."""
         inner = _inner(block, parts)
         keys = inner if key_parts is None else key_parts
-        attention = block.sublayer
         if site == self.site:
             self.seen = (attention, inner, keys, mask)
         shares, bias = _head_outputs(attention, tf.add_n(list(inner.values())), tf.add_n(list(keys.values())),
                                      mask, prefix)
         return _with_sublayer(block, parts, shares, bias)
 
-    def feed_forward(self, block, parts: dict, layer: int) -> dict:
+    def feed_forward(self, layer_block, parts: dict, layer: int) -> dict:
+        block = layer_block.feed_forward_block
         if block is None:
             return parts
-        output = block.sublayer(tf.add_n(list(_inner(block, parts).values())))  # (B, N, D)
+        output = layer_block.feed_forward_alone(tf.add_n(list(_inner(block, parts).values())))  # (B, N, D)
         return _with_sublayer(block, parts, {f"L{layer}FF": output}, 0.0)
 
 
@@ -108,8 +110,9 @@ def _embedded(embedding, positions, ids) -> dict:
 def _encoder_parts(model, src, src_mask, walk: _Walk) -> dict:
     parts = _embedded(model.source_embedding, model.source_positions, src)
     for index, block in enumerate(model.encoder.blocks):
-        parts = walk.attend(block.self_attention_block, parts, ("encoder", index), f"L{index}H", None, src_mask)
-        parts = walk.feed_forward(block.feed_forward_block, parts, index)
+        parts = walk.attend(block.self_attention_block, block.attentions["encoder"], parts, ("encoder", index),
+                            f"L{index}H", None, src_mask)
+        parts = walk.feed_forward(block, parts, index)
     final = model.encoder.final_norm
     return parts if final is None else _layer_norm_parts(parts, final)
 
@@ -117,11 +120,12 @@ def _encoder_parts(model, src, src_mask, walk: _Walk) -> dict:
 def _decoder_walk(model, tgt, tgt_mask, memory: dict | None, memory_mask, walk: _Walk) -> None:
     parts = _embedded(model.target_embedding, model.target_positions, tgt)
     for index, block in enumerate(model.decoder.blocks):
-        parts = walk.attend(block.self_attention_block, parts, ("decoder", index), f"L{index}H", None, tgt_mask)
+        parts = walk.attend(block.self_attention_block, block.attentions["decoder"], parts, ("decoder", index),
+                            f"L{index}H", None, tgt_mask)
         if block.cross_attention_block is not None:
-            parts = walk.attend(block.cross_attention_block, parts, ("cross", index), f"L{index}X", memory,
-                                memory_mask)
-        parts = walk.feed_forward(block.feed_forward_block, parts, index)
+            parts = walk.attend(block.cross_attention_block, block.attentions["cross"], parts, ("cross", index),
+                                f"L{index}X", memory, memory_mask)
+        parts = walk.feed_forward(block, parts, index)
 
 
 TERMS_BUDGET = 2**26  # floats of one split (P_q · P_k · queries · N_k): 256 MB
