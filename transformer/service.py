@@ -66,6 +66,7 @@ from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import TASKS, get_task
 from transformer.tasks.dates import date_text
 from transformer.training import worker
+from transformer.training.kept_limits import kept_limits, limit_problems
 from transformer.training.pool import Job, PoolSettings, QueueFull, TrainingPool, describe_wait
 from transformer.training.pretrained import (
     SESSION_PREFIX,
@@ -74,8 +75,6 @@ from transformer.training.pretrained import (
     available,
     dropped,
     kept_label,
-    kept_limits,
-    limit_problems,
     register,
     session_name,
     spec_of,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from app_support import no_errors, open_page, specs
 
-from transformer.training import pretrained
+from transformer.training import kept_limits, pretrained
 from transformer.training.pool import PoolSettings, TrainingPool
 from transformer.training.saved_model import TrainSpec
 from transformer.training.train import train
@@ -88,12 +88,12 @@ def test_bad_training_settings_are_named_on_every_page_and_the_app_keeps_running
     monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "lots")
     monkeypatch.setenv("ATTENTION_LAB_MODELS_MB", "-5")
     monkeypatch.setenv("ATTENTION_LAB_TRAIN_QUEUE", "twenty")
-    assert pretrained.kept_limits() == (pretrained.SESSION_MODELS_KEPT, pretrained.SESSION_MODELS_MB)
+    assert kept_limits.kept_limits() == (kept_limits.SESSION_MODELS_KEPT, kept_limits.SESSION_MODELS_MB)
     for page in ("home", "masks"):
         at = open_page(page)
         no_errors(at)
         warnings = " ".join(w.value for w in at.warning)
-        assert "ATTENTION_LAB_MODELS_KEPT='lots'" in warnings and f"using {pretrained.SESSION_MODELS_KEPT}" in warnings
+        assert "ATTENTION_LAB_MODELS_KEPT='lots'" in warnings and f"using {kept_limits.SESSION_MODELS_KEPT}" in warnings
         assert "ATTENTION_LAB_MODELS_MB='-5'" in warnings
         assert "ATTENTION_LAB_TRAIN_QUEUE='twenty'" in warnings and "takes no job" in warnings
     monkeypatch.delenv("ATTENTION_LAB_MODELS_KEPT")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from transformer.tasks import SYMBOLS, dates, random_sources
-from transformer.training import pretrained
+from transformer.training import kept_limits, pretrained
 from transformer.training.answers import translate
 from transformer.training.saved_model import CONFIG_FILE, PRETRAINED_DIR, WEIGHTS_FILE, TrainSpec
 from transformer.training.train import exact_accuracy, train
@@ -134,9 +134,9 @@ def test_training_rejects_bad_specs():
 def test_session_models_are_registered_and_bounded():
     result = train(TrainSpec(task="reverse", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=5, batch=8,
                              max_len=4), log_every=5)
-    names = [pretrained.register(result, f"k{i}", f"model {i}") for i in range(pretrained.SESSION_MODELS_KEPT + 2)]
+    names = [pretrained.register(result, f"k{i}", f"model {i}") for i in range(kept_limits.SESSION_MODELS_KEPT + 2)]
     assert pretrained.load_pretrained(names[-1]).task == "reverse"
-    assert pretrained.kept_label(names[-1]) == f"model {pretrained.SESSION_MODELS_KEPT + 1}"  # any session's
+    assert pretrained.kept_label(names[-1]) == f"model {kept_limits.SESSION_MODELS_KEPT + 1}"  # any session's
     assert pretrained.spec_of(names[-1]).d_model == 16
     with pytest.raises(ValueError, match="train it again"):
         pretrained.load_pretrained(names[0])
@@ -174,10 +174,10 @@ def test_a_trained_model_reports_its_own_layers_and_heads_whatever_the_sliders_s
 def test_a_bad_kept_models_limit_falls_back_to_the_default_and_is_named(monkeypatch, raw):
     monkeypatch.setenv("ATTENTION_LAB_MODELS_MB", raw)
     monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "3")
-    assert pretrained.kept_limits() == (3, pretrained.SESSION_MODELS_MB)
-    assert pretrained.limit_problems() == [
+    assert kept_limits.kept_limits() == (3, kept_limits.SESSION_MODELS_MB)
+    assert kept_limits.limit_problems() == [
         f"ATTENTION_LAB_MODELS_MB must be a number of megabytes above 0. Received: ATTENTION_LAB_MODELS_MB={raw!r}; "
-        f"using {pretrained.SESSION_MODELS_MB}."]
+        f"using {kept_limits.SESSION_MODELS_MB}."]
 
 
 @pytest.mark.parametrize("options", [dict(mask_family="causal"), dict(padding_masks=False),

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from transformer.runtime.data_dir import data_dir
+from transformer.training.kept_limits import positive
 
 KEPT_FILE = "kept.json"
 DATA_MB_ENV, DATA_MODELS_ENV = "ATTENTION_LAB_DATA_MB", "ATTENTION_LAB_DATA_MODELS"
@@ -117,16 +118,8 @@ def _set_aside(key: str, why: str, label: str = "") -> str:
 def data_budget() -> tuple[int, float]:
     """``(models, MB)`` the disk keeps at most: ATTENTION_LAB_DATA_MODELS and ATTENTION_LAB_DATA_MB (their defaults
     where a value is not a positive number)."""
-    return (int(_positive(DATA_MODELS_ENV, DATA_MODELS_DEFAULT)), _positive(DATA_MB_ENV, DATA_MB_DEFAULT))
-
-
-def _positive(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    try:
-        value = float(raw)
-    except ValueError:
-        return default
-    return value if value > 0 and value != float("inf") else default
+    return (positive(DATA_MODELS_ENV, DATA_MODELS_DEFAULT, int, "a whole number")[0],
+            positive(DATA_MB_ENV, DATA_MB_DEFAULT, float, "a number of megabytes")[0])
 
 
 def _keep_within_budget() -> None:

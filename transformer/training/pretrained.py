@@ -9,8 +9,6 @@ from __future__ import annotations
 import collections
 import functools
 import logging
-import math
-import os
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +25,7 @@ from transformer.tasks import Task, get_task
 from transformer.tasks.base import PAD_ID
 from transformer.tasks.induction import line_ids
 from transformer.training import kept_on_disk
+from transformer.training.kept_limits import kept_limits
 from transformer.training.next_token import read_ids
 from transformer.training.saved_model import (
     MAX_TRAIN_LEN,
@@ -43,8 +42,6 @@ from transformer.training.timeline import load_timeline, save_timeline
 _LOGGER = logging.getLogger(__name__)
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate", "induction")
 SESSION_PREFIX = "session:"
-SESSION_MODELS_KEPT = 8  # default of ATTENTION_LAB_MODELS_KEPT
-SESSION_MODELS_MB = 256  # default of ATTENTION_LAB_MODELS_MB: the kept models' weights, together
 DROPPED_REMEMBERED = 256  # dropped models whose spec a link can still train again
 
 
@@ -282,38 +279,6 @@ def task_of(name: str) -> str | None:
             return _session[name].task
     on_disk = _disk_meta(name)
     return None if on_disk is None else spec_from(on_disk[0]).task
-
-
-def kept_limits() -> tuple[int, float]:
-    """(models, MB of weights) this server keeps of those trained in sessions: ATTENTION_LAB_MODELS_KEPT and
-    ATTENTION_LAB_MODELS_MB, else `SESSION_MODELS_KEPT` and `SESSION_MODELS_MB` (a bad value: the default, and
-    `limit_problems` says so)."""
-    return tuple(value for value, _ in _read_limits())
-
-
-def limit_problems() -> list[str]:
-    """What is wrong with ATTENTION_LAB_MODELS_KEPT and ATTENTION_LAB_MODELS_MB (each naming the value and the
-    default used instead); empty when both are unset or good."""
-    return [problem for _, problem in _read_limits() if problem]
-
-
-def _read_limits() -> list[tuple]:
-    """(value, problem or "") of each kept-models limit; a bad value reads as its default."""
-    return [_positive("ATTENTION_LAB_MODELS_KEPT", SESSION_MODELS_KEPT, int, "a whole number"),
-            _positive("ATTENTION_LAB_MODELS_MB", SESSION_MODELS_MB, float, "a number of megabytes")]
-
-
-def _positive(name: str, default, kind, what: str) -> tuple:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default, ""
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = 0
-    if value > 0 and math.isfinite(value):
-        return value, ""
-    return default, f"{name} must be {what} above 0. Received: {name}={raw!r}; using {default}."
 
 
 def weight_bytes(model) -> int:
