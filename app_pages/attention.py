@@ -14,7 +14,7 @@ from transformer.service import (
     measured_checks,
     role_text,
 )
-from ui import data, model_config, state, token_views
+from ui import choices, data, model_config, token_views
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -70,7 +70,7 @@ cells_off = "" if not (config.external or config.ablate or blockwise) else (
     "norms are measured in the whole model: clear the ablated heads" if config.ablate else
     f"norms need whole maps: up to N = {FULL_ATTENTION_MAX}")
 cells = focus_row[2].segmented_control(
-    "Cells", state.CELLS, key="cells", required=True, disabled=bool(cells_off), label_visibility="collapsed",
+    "Cells", choices.CELLS, key="cells", required=True, disabled=bool(cells_off), label_visibility="collapsed",
     format_func={"weights": "Weights α", "norms": "Norms ‖α·f(x)‖"}.get,
     help="Weights: how much each key is looked at. Norms (Kobayashi et al. 2020): how much each key moves the "
          "query's output, ‖α·f(x)‖ with f(x) = (x·W_V + b_V)·W_O for the head: a key looked at but carrying a small "

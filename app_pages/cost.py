@@ -3,7 +3,7 @@
 import streamlit as st
 
 from transformer.service import QUERY_BLOCK, differ, fit_range, quadratic_share
-from ui import data, state
+from ui import choices, data, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device
 from ui.text import percent
@@ -32,7 +32,7 @@ values = state.current_values()
 d_model, heads, device = values["d_model"], values["heads"], session_device()
 on_gpu = device.startswith("/GPU")
 left, right = st.columns([2, 3])
-longest = left.select_slider("Longest N", state.COST_MAXIMA, key="cost_max", **PERSIST)
+longest = left.select_slider("Longest N", choices.COST_MAXIMA, key="cost_max", **PERSIST)
 key = (d_model, heads, device, longest)
 measured = st.empty()  # the measurement's spinner, then its chart, replace the message asking for it
 if right.button("Measure", type="primary", help="Takes a few seconds (longer at N = 4096); the engine serves "

@@ -6,7 +6,7 @@ import datetime
 import streamlit as st
 
 from transformer.service import date_text, get_task, task_of
-from ui import data, model_config, state
+from ui import choices, data, model_config, state
 from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.text import count
@@ -79,12 +79,12 @@ source = st.text_input("Prompt" if prompting else "Source", key="dec_src", place
                        on_change=_from_the_start, help="One line in the model's own tokens; empty: the example "
                        "shown.", **PERSIST) or example
 settings = st.columns(5)
-mode = settings[0].radio("Choice", state.DECODE_MODES, key="dec_mode", horizontal=True, **PERSIST)
-temperature = settings[1].select_slider("Temperature", state.TEMPERATURES, key="dec_temp", **PERSIST,
+mode = settings[0].radio("Choice", choices.DECODE_MODES, key="dec_mode", horizontal=True, **PERSIST)
+temperature = settings[1].select_slider("Temperature", choices.TEMPERATURES, key="dec_temp", **PERSIST,
                                         help="The distribution is softmax(logits / temperature).")
-top_k = settings[2].select_slider("Top-k (sampling)", state.TOP_KS, key="dec_top_k", disabled=mode == "greedy",
+top_k = settings[2].select_slider("Top-k (sampling)", choices.TOP_KS, key="dec_top_k", disabled=mode == "greedy",
                                   format_func=lambda k: "all" if k == 0 else str(k), **PERSIST)
-top_p = settings[3].select_slider("Top-p (sampling)", state.TOP_PS, key="dec_top_p", disabled=mode == "greedy",
+top_p = settings[3].select_slider("Top-p (sampling)", choices.TOP_PS, key="dec_top_p", disabled=mode == "greedy",
                                   format_func=lambda p: "all" if p == 1.0 else str(p), **PERSIST,
                                   help="Nucleus sampling: the fewest most probable tokens whose probabilities reach "
                                   "p (after top-k).")

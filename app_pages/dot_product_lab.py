@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer import masked_softmax
 from transformer.service import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
-from ui import data, model_config, state
+from ui import choices, data, model_config, state
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -97,7 +97,7 @@ def mask_fill_section(scaled, mask, key_labels) -> None:
 def stable_softmax_section() -> None:
     """Three softmaxes of five logits of the chosen size: the naive one overflows."""
     st.subheader("A stable softmax")
-    scale = st.select_slider("Logit size", options=list(state.LOGIT_SIZES), key="logit_size", **PERSIST)
+    scale = st.select_slider("Logit size", options=list(choices.LOGIT_SIZES), key="logit_size", **PERSIST)
     logits = np.linspace(-1.0, 1.0, 5) * scale
     cols = st.columns(3)
     for col, name, fn in zip(cols, ("naive exp(x)/Σexp(x)", "exp(x − max)", "exp(x − logsumexp)"),

@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS, head_label, heads_of, measured, spec_of
-from ui import data, model_config, sidebar, state
+from ui import choices, data, link_values, model_config, sidebar, state
 from ui.controls import PERSIST, carried_over, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
@@ -112,9 +112,9 @@ if not trained:
                 "With random weights, ablate heads in the sidebar and watch the other pages change.")
     st.stop()
 columns = st.columns(3)
-kind = columns[0].radio("Ablate with", state.ABLATION_CHOICES, key="imp_kind", horizontal=True,
-                        format_func=state.ABLATION_LABELS.get, **PERSIST)
-count = columns[1].select_slider("Examples", state.IMPORTANCE_COUNTS, key="imp_count", **PERSIST)
+kind = columns[0].radio("Ablate with", link_values.ABLATION_CHOICES, key="imp_kind", horizontal=True,
+                        format_func=link_values.ABLATION_LABELS.get, **PERSIST)
+count = columns[1].select_slider("Examples", choices.IMPORTANCE_COUNTS, key="imp_count", **PERSIST)
 device = sidebar.session_device()
 triples = heads_of(weights)
 if not measured(weights, count, kind, 0, device):
@@ -138,7 +138,7 @@ st.dataframe([{"head": head_label(triple), "accuracy change (points)": round(acc
                "loss change": round(loss, 3)} for triple, accuracy, loss in ranked], hide_index=True)
 plot(importance_grid(importance.accuracy_change, importance.loss_change, STACKS, count,
                      f"{weights}: what ablating each head costs ({kind}, {count} examples)"), "importance")
-ablate_codes = [state.head_code(*triple) for triple, accuracy, _ in ranked if accuracy < 0]
+ablate_codes = [link_values.head_code(*triple) for triple, accuracy, _ in ranked if accuracy < 0]
 
 
 def _ablate_costliest() -> None:

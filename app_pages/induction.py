@@ -4,7 +4,7 @@ which heads do it, what ablating them costs, and one line's loss at every positi
 import streamlit as st
 
 from transformer.service import GROUP_LABELS, GROUPS, available
-from ui import data, state
+from ui import choices, data, state
 from ui.controls import PERSIST, fit_px, plot
 from ui.sidebar import use_weights
 from viz.heads import role_grid
@@ -25,7 +25,7 @@ if "induction" not in available():
 controls = st.columns([2, 2, 3])
 seed = controls[0].number_input("Lines (seed)", min_value=0, max_value=2**31 - 1, key="ind_seed", **PERSIST,
                                 help="The fresh lines are drawn from this seed; the chart below shows the first.")
-count = controls[1].select_slider("How many lines", state.INDUCTION_COUNTS, key="ind_count", **PERSIST)
+count = controls[1].select_slider("How many lines", choices.INDUCTION_COUNTS, key="ind_count", **PERSIST)
 ablated = controls[2].radio("Ablate (zero) in the loss chart", GROUPS, key="ind_ablate", format_func=GROUP_LABELS.get,
                             horizontal=True, **PERSIST)
 study = data.induction(int(seed), int(count), ablated, state.get("device", "auto"))

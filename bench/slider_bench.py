@@ -51,7 +51,7 @@ def _lanes(floor_url: str, url: str, count: int) -> list[_Lane]:
                            f"{url}/{page_name}?seed={seed}", kinds=("seq_len", "heads", "d_model", "pads"),
                            look_first=True, target="p50 ≤ 300 ms and ≤ 2× floor; p90 ≤ 500 ms"))
         # At N = 512 the pad symbols move: the sequence-length slider's stops there are 32 apart
-        # (ui.state.SEQ_LEN_CHOICES), and a new set of pads is a new computation at the same length.
+        # (ui.choices.SEQ_LEN_CHOICES), and a new set of pads is a new computation at the same length.
         lanes.append(_Lane(f"{page_name}, N=512, 8 heads ({count} moves: pads)",
                            f"{url}/{page_name}?seq_len=512&heads=8&d_model=64&seed={seed}", kinds=("pads",),
                            look_first=True, target="p50 ≤ 800 ms"))

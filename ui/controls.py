@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES
-from ui import model_config, state
+from ui import choices, model_config, state
 from ui.chart import chart, column_px
 from ui.text import count, percent
 
@@ -97,7 +97,7 @@ def window_start_picker(key: str, starts: list[int], label: str, column=st) -> i
 
 def view_picker(column=st) -> str:
     """Which of the Attention page's views (checks, statistics, model view) is shown under the heads."""
-    return column.segmented_control("View", state.ATTENTION_VIEWS, key="view", required=True,
+    return column.segmented_control("View", choices.ATTENTION_VIEWS, key="view", required=True,
                                     label_visibility="collapsed", **PERSIST)
 
 

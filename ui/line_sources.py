@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from transformer.service import LINE_SOURCES, example_lines, repeated_lines, spec_of, task_of
-from ui import state
+from ui import choices, state
 from ui.controls import PERSIST
 
 SEGMENT = 10  # a repeated line: a random segment of 10 tokens written twice
@@ -20,7 +20,7 @@ def line_controls(source_column, count_column, trained: bool) -> tuple[str, dict
     lines_from = source_column.radio("Lines", sources, key="roles_lines", format_func=LINE_LABELS.get, **PERSIST,
                                      help="One sentence says little: what a head does shows on many lines. Repeated "
                                      "random tokens (a segment written twice) are where induction heads show.")
-    count = count_column.select_slider("How many lines", state.ROLE_LINE_COUNTS, key="roles_count",
+    count = count_column.select_slider("How many lines", choices.ROLE_LINE_COUNTS, key="roles_count",
                                        disabled=lines_from == "lines", **PERSIST)
     weights = state.read("weights")
     if lines_from == "repeated":

@@ -5,7 +5,7 @@ stack)."""
 from __future__ import annotations
 
 from transformer.service import LiveConfig, is_external
-from ui import state
+from ui import link_values, state
 
 
 def external() -> bool:
@@ -42,7 +42,7 @@ def live_config(**overrides) -> LiveConfig:
         seq_len=values["seq_len"], pad_symbols=state.pad_symbols(values["pads"]), source_text=values["src"],
         target_text=values["tgt"], seed=values["seed"], device=values["device"], weights=values["weights"],
         mask_family=values["mask_family"], mask_size=values["mask_size"],
-        ablate=tuple(state.head_triple(code) for code in values["ablate"]), ablation=values["ablation"],
+        ablate=tuple(link_values.head_triple(code) for code in values["ablate"]), ablation=values["ablation"],
     )
     own_masks = TRAINED_MASKS if config.trained else {}
     return LiveConfig(**{**config.__dict__, **overrides, **own_masks})

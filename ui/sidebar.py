@@ -21,7 +21,7 @@ from transformer.service import (
     spec_of,
     task_of,
 )
-from ui import model_config, state, training, your_model
+from ui import choices, link_values, model_config, state, training, your_model
 from ui.controls import PERSIST, options_follow
 from ui.text import count
 
@@ -35,8 +35,8 @@ NORM_LABELS = {"post": "Post-norm (the paper)", "pre": "Pre-norm (GPT-2)"}
 def _fix_heads() -> None:
     """After d_model changes: keep heads a divisor of d_model, and say so when it moves."""
     d_model, heads = state.read("d_model"), state.read("heads")
-    if heads not in state.head_choices(d_model):
-        fixed = state.nearest_heads(d_model, heads)
+    if heads not in choices.head_choices(d_model):
+        fixed = choices.nearest_heads(d_model, heads)
         state.put("heads", fixed)
         state.notify(f"{heads} heads do not divide d_model={d_model}; heads is now {fixed}, the nearest divisor.")
     _fix_kv_heads()
@@ -222,15 +222,15 @@ class _ModelControls:
 
 
 def head_codes(spec) -> list[str]:
-    """Every head of the sidebar's model as a head code (`state.head_code`), stack by stack, layer by layer."""
+    """Every head of the sidebar's model as a head code (`link_values.head_code`), stack by stack, layer by layer."""
     layers = spec.num_layers if spec else state.read("layers")
     heads = spec.num_heads if spec else state.read("heads")
-    return [state.head_code(stack, layer, head) for stack in ARCHITECTURE_STACKS[model_config.architecture()]
+    return [link_values.head_code(stack, layer, head) for stack in ARCHITECTURE_STACKS[model_config.architecture()]
             for layer in range(layers) for head in range(heads)]
 
 
 def head_code_label(code: str) -> str:
-    stack, layer, head = state.head_triple(code)
+    stack, layer, head = link_values.head_triple(code)
     return f"{stack} L{layer} H{head}"
 
 
@@ -253,10 +253,11 @@ def _ablation_controls(bar, spec) -> None:
                     "attention of the layers after them, a trained model's predictions, its decoding. The Heads page "
                     "finds the heads that matter.", **PERSIST)
     if state.read("ablate"):
-        bar.radio("Ablation", state.ABLATION_CHOICES, key="ablation", horizontal=True,
-                  format_func=state.ABLATION_LABELS.get, help="Zeros: the head's output is 0. Mean: its output is "
-                  "its mean over the real positions of the sidebar's lines, in the model without ablation: one mean "
-                  "for every line and page (the head still says something, but nothing about this token).",
+        bar.radio("Ablation", link_values.ABLATION_CHOICES, key="ablation", horizontal=True,
+                  format_func=link_values.ABLATION_LABELS.get,
+                  help="Zeros: the head's output is 0. Mean: its output is its mean over the real positions of "
+                  "the sidebar's lines, in the model without ablation: one mean for every line and page (the head "
+                  "still says something, but nothing about this token).",
                   **PERSIST)
 
 
@@ -308,20 +309,20 @@ def render() -> None:
                   help="Post-norm: LayerNorm(x + Sublayer(x)), as in the paper. Pre-norm: x + Sublayer(LayerNorm(x)) "
                   "and a final LayerNorm on each stack, as GPT-2 and most models since.")
     shown.control(bar.select_slider, "d_model", "d_model", lambda s: s.d_model,
-                  options=_with(state.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_heads,
+                  options=_with(choices.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_heads,
                   help="Width of every token vector.")
     d_model = spec.d_model if spec else state.read("d_model")
-    head_options = state.head_choices(d_model)
+    head_options = choices.head_choices(d_model)
     if not spec:
         options_follow("heads", [str(h) for h in head_options])
     shown.control(bar.select_slider, "Heads (h)", "heads", lambda s: s.num_heads, options=head_options,
                   on_change=_fix_kv_heads,
                   help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.")
     heads = spec.num_heads if spec else state.read("heads")
-    if state.get("kv_heads", 0) not in state.kv_head_choices(state.read("heads")):
+    if state.get("kv_heads", 0) not in choices.kv_head_choices(state.read("heads")):
         state.put("kv_heads", 0)
     if heads > 1:
-        kv_options = state.kv_head_choices(heads)
+        kv_options = choices.kv_head_choices(heads)
         if not spec:
             options_follow("kv_heads", [kv_label(heads, k) for k in kv_options])
         shown.control(bar.select_slider, "KV heads", "kv_heads", lambda s: 0, options=kv_options,
@@ -337,15 +338,15 @@ def render() -> None:
     if not trained:
         bar.caption(model_size_text(model_config.live_config()))
     shown.control(bar.select_slider, "d_ff", "d_ff", lambda s: s.d_ff,
-                  options=_with(state.D_FF_CHOICES, spec and spec.d_ff),
+                  options=_with(choices.D_FF_CHOICES, spec and spec.d_ff),
                   format_func=lambda width: "0 (none)" if width == 0 else str(width),
                   help="Inner width of the position-wise feed-forward network; 0: no feed-forward sublayer (an "
                   "attention-only model, as in the interpretability papers).")
     shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
                   help="Layers of each stack (encoder layers = decoder layers).")
     _ablation_controls(bar, spec)
-    options_follow("seq_len", state.seq_len_choices(state.read("seq_len")))
-    bar.select_slider("Sequence length", options=state.seq_len_choices(state.read("seq_len")), key="seq_len",
+    options_follow("seq_len", choices.seq_len_choices(state.read("seq_len")))
+    bar.select_slider("Sequence length", options=choices.seq_len_choices(state.read("seq_len")), key="seq_len",
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
                       f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "
                       f"length from 1 to {MAX_SEQ_LEN}.", **PERSIST)

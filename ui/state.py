@@ -28,11 +28,7 @@ from transformer.service import (
     POSITIONS,
     ROLES,
     SEED_BATCH,
-    SESSION_PREFIX,
-    SHIPPED,
-    STACKS,
     TrainSpec,
-    check_key,
     get_task,
     head_counts,
     is_external,
@@ -41,29 +37,27 @@ from transformer.service import (
     task_of,
 )
 from transformer.service import GROUPS as INDUCTION_GROUPS
+from ui import link_values
+from ui.choices import (
+    ATTENTION_VIEWS,
+    CELLS,
+    COST_MAXIMA,
+    D_FF_CHOICES,
+    D_MODEL_CHOICES,
+    DECODE_MODES,
+    IMPORTANCE_COUNTS,
+    INDUCTION_COUNTS,
+    LOGIT_SIZES,
+    MAX_HEADS_SHOWN,
+    ROLE_LINE_COUNTS,
+    STACK_CHOICES,
+    TEMPERATURES,
+    TOP_KS,
+    TOP_PS,
+    nearest_heads,
+)
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
-D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
-D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-forward sublayer (attention only)
-# The sequence-length slider's stops: every length to 32, then steps of 4, 8, 16 and 32 up to 512, and seven
-# stops to MAX_SEQ_LEN (the block-wise lengths). 71 stops make ~3.3 px each on the sidebar's slider; one stop for
-# each of 512 lengths made 0.4 px, and a drag could not land on a short length such as 8.
-SEQ_LEN_CHOICES = (*range(1, 33), *range(36, 65, 4), *range(72, 129, 8), *range(144, 257, 16),
-                   *range(288, 513, 32), 640, 768, 1024, 1536, 2048, 3072, MAX_SEQ_LEN)
-STACK_CHOICES = STACKS
-# The Attention page's views under the head grid; only the chosen one runs
-CELLS = ("weights", "norms")  # the head grid's cells: attention weights α, or value-weighted norms ‖α·f(x)‖
-ATTENTION_VIEWS = ("Checks", "Statistics", "Model view", "Head view", "Rollout", "Neuron view", "Score terms")
-LOGIT_SIZES = (1, 10, 50, 100, 500, 1000)  # the Dot-product lab's stable-softmax demo
-DECODE_MODES = ("greedy", "sampled")
-TEMPERATURES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
-TOP_KS = (0, 1, 2, 3, 5, 10, 20)  # 0: every token
-TOP_PS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)  # 1: every token
-ROLE_LINE_COUNTS = (4, 8, 16, 32, 64)  # lines the Heads page scores over (task examples, repeated tokens)
-IMPORTANCE_COUNTS = (50, 100, 200, 500)  # examples each head's ablation is measured on
-INDUCTION_COUNTS = (50, 100, 200, 500)  # fresh lines the Induction page measures on
-COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
-MAX_HEADS_SHOWN = 64
 MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
 NOTICES = "_notices"
@@ -71,113 +65,6 @@ TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"
 EXTERNAL_EXAMPLE = "The cat sat on the mat because the mat was warm.\nThe teacher told the student that she was right."
 EXTERNAL_IDS_EXAMPLE = "3 1 4 1 5 9 2 6\n2 7 1 8 2 8"  # a model with no tokenizer reads ids
 EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces: longer than the lab's toy lines
-
-
-def head_choices(d_model: int) -> list[int]:
-    """The head counts the engine accepts for d_model, up to `MAX_HEADS_SHOWN`."""
-    return head_counts(d_model, MAX_HEADS_SHOWN)
-
-
-def kv_head_choices(heads: int) -> list[int]:
-    """The KV-heads slider's stops: the divisors of ``heads`` below it, then 0 (= heads, the paper)."""
-    return [h for h in kv_head_counts(heads) if h < heads] + [0]
-
-
-def seq_len_choices(current: int) -> list[int]:
-    """:data:`SEQ_LEN_CHOICES`, and ``current`` among them when it lies between two stops (a link may ask
-    for any length from 1 to MAX_SEQ_LEN, and the slider shows it as it is)."""
-    if current in SEQ_LEN_CHOICES or not 1 <= current <= MAX_SEQ_LEN:
-        return list(SEQ_LEN_CHOICES)
-    return sorted((*SEQ_LEN_CHOICES, current))
-
-
-def nearest_heads(d_model: int, heads: int) -> int:
-    """The valid head count closest to ``heads`` (ties go to the smaller)."""
-    return min(head_choices(d_model), key=lambda h: (abs(h - heads), h))
-
-
-def _number(raw: str, kind):
-    """``raw`` as an int or a float; a sentence, not Python's "invalid literal for int() with base 10", else."""
-    try:
-        return kind(raw)
-    except ValueError:
-        raise ValueError("is not a whole number" if kind is int else "is not a number") from None
-
-
-def _integer(low: int, high: int) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
-        value = _number(raw, int)
-        if not low <= value <= high:
-            raise ValueError(f"must be from {low} to {high}")
-        return value
-    return parse
-
-
-def _choice(choices, kind=str) -> Callable[[str], Any]:
-    def parse(raw: str):
-        value = _number(raw, kind) if kind in (int, float) else kind(raw)
-        if value not in choices:
-            raise ValueError(f"must be one of {', '.join(map(str, choices))}")
-        return value
-    return parse
-
-
-def _text(limit: int) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        if len(raw) > limit:
-            raise ValueError(f"is longer than {limit:,} characters")
-        return raw
-    return parse
-
-
-def _weights(raw: str) -> str:
-    if raw == "random" or raw in SHIPPED or (raw.startswith(SESSION_PREFIX) and raw[len(SESSION_PREFIX):].isalnum()):
-        return raw
-    if is_external(raw):
-        return check_key(raw)
-    raise ValueError(f"must be random, {', '.join(SHIPPED)}, a session model, hub:<preset> or upload:<hash>")
-
-
-def _heads(raw: str) -> list[int]:
-    """``"1 3"`` -> ``[1, 3]``: distinct heads, in order."""
-    values = sorted({_number(part, int) for part in raw.split()})
-    if any(not 0 <= value < MAX_HEADS_SHOWN for value in values):
-        raise ValueError(f"must be whole numbers from 0 to {MAX_HEADS_SHOWN - 1}")
-    return values
-
-
-ABLATION_CHOICES = ABLATIONS
-ABLATION_LABELS = {"zero": "Zeros", "mean": "Mean over positions"}
-STACK_CODES = {"encoder": "e", "decoder": "d", "cross": "c"}  # an ablated head in a link: "e0.1" = encoder L0 H1
-
-
-def head_code(stack: str, layer: int, head: int) -> str:
-    """``("encoder", 0, 1)`` -> ``"e0.1"``: how a link names an ablated head."""
-    return f"{STACK_CODES[stack]}{layer}.{head}"
-
-
-def head_triple(code: str) -> tuple[str, int, int]:
-    """``"e0.1"`` -> ``("encoder", 0, 1)``; ValueError for another form."""
-    stacks = {letter: stack for stack, letter in STACK_CODES.items()}
-    layer, dot, head = code[1:].partition(".")
-    if code[:1] not in stacks or not dot or not layer.isdigit() or not head.isdigit():
-        raise ValueError(f"{code[:20]!r} is not a head such as e0.1 (encoder layer 0 head 1; d decoder, c cross)")
-    return stacks[code[0]], int(layer), int(head)
-
-
-def _ablate(raw: str) -> list[str]:
-    """``"c0.1 e1.0"`` -> the codes of heads that could exist (`head_triple`), sorted; whether this model has
-    them is the engine's to say."""
-    triples = sorted({head_triple(code) for code in raw.split()})
-    if any(layer >= MAX_LAYERS or head >= MAX_HEADS_SHOWN for _, layer, head in triples):
-        raise ValueError(f"layers go from 0 to {MAX_LAYERS - 1} and heads from 0 to {MAX_HEADS_SHOWN - 1}")
-    return [head_code(*triple) for triple in triples]
-
-
-def _flag(raw: str) -> bool:
-    if raw not in ("0", "1"):
-        raise ValueError("must be 0 or 1")
-    return raw == "1"
 
 
 @dataclass(frozen=True)
@@ -188,78 +75,78 @@ class Field:
 
 FIELDS: dict[str, Field] = {
     # model controls in the sidebar
-    "weights": Field("random", _weights),
-    "d_model": Field(64, _choice(D_MODEL_CHOICES, int)),
-    "heads": Field(4, _integer(1, MAX_HEADS_SHOWN)),
-    "d_ff": Field(256, _choice(D_FF_CHOICES, int)),
-    "layers": Field(2, _integer(1, MAX_LAYERS)),
-    "seq_len": Field(7, _integer(1, MAX_SEQ_LEN)),
-    "seed": Field(0, _integer(0, 2**31 - 1)),
-    "pads": Field("0 <pad>", _text(200)),
-    "src": Field(SEED_BATCH, _text(MAX_TEXT_CHARS)),
-    "tgt": Field(SEED_BATCH, _text(MAX_TEXT_CHARS)),
-    "device": Field("auto", _choice(DEVICE_CHOICES)),
-    "positions": Field("sinusoidal", _choice(POSITIONS)),
-    "kv_heads": Field(0, _integer(0, MAX_HEADS_SHOWN)),  # 0: as many as the heads (the paper)
-    "arch": Field("encoder-decoder", _choice(ARCHITECTURES)),
-    "norm": Field("post", _choice(NORMS)),
-    "mask_family": Field("paper", _choice(MASK_FAMILIES)),
-    "mask_size": Field(4, _integer(0, MAX_SEQ_LEN)),
-    "ablate": Field([], _ablate),  # heads ablated, as head codes ("e0.1"); every page runs the ablated model
-    "ablation": Field("zero", _choice(ABLATIONS)),
+    "weights": Field("random", link_values.weights),
+    "d_model": Field(64, link_values.choice(D_MODEL_CHOICES, int)),
+    "heads": Field(4, link_values.integer(1, MAX_HEADS_SHOWN)),
+    "d_ff": Field(256, link_values.choice(D_FF_CHOICES, int)),
+    "layers": Field(2, link_values.integer(1, MAX_LAYERS)),
+    "seq_len": Field(7, link_values.integer(1, MAX_SEQ_LEN)),
+    "seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "pads": Field("0 <pad>", link_values.text(200)),
+    "src": Field(SEED_BATCH, link_values.text(MAX_TEXT_CHARS)),
+    "tgt": Field(SEED_BATCH, link_values.text(MAX_TEXT_CHARS)),
+    "device": Field("auto", link_values.choice(DEVICE_CHOICES)),
+    "positions": Field("sinusoidal", link_values.choice(POSITIONS)),
+    "kv_heads": Field(0, link_values.integer(0, MAX_HEADS_SHOWN)),  # 0: as many as the heads (the paper)
+    "arch": Field("encoder-decoder", link_values.choice(ARCHITECTURES)),
+    "norm": Field("post", link_values.choice(NORMS)),
+    "mask_family": Field("paper", link_values.choice(MASK_FAMILIES)),
+    "mask_size": Field(4, link_values.integer(0, MAX_SEQ_LEN)),
+    "ablate": Field([], link_values.ablate),  # heads ablated, as head codes ("e0.1"); every page runs the ablated model
+    "ablation": Field("zero", link_values.choice(ABLATIONS)),
     # page controls
-    "stack": Field("encoder", _choice(STACK_CHOICES)),
-    "layer": Field(0, _integer(0, MAX_LAYERS - 1)),
-    "element": Field(0, _integer(0, 15)),
-    "head": Field(0, _integer(0, MAX_HEADS_SHOWN - 1)),
-    "pad_mask": Field(True, _flag),
-    "future_mask": Field(True, _flag),
-    "pe_dims": Field("4 5 6 7", _text(400)),
-    "pe_positions": Field("", _text(400)),  # empty: the first 8 (a default of "0 … 7" warned at length 7)
-    "step": Field(0, _integer(0, 7)),  # the Shapes page's step
-    "view": Field(ATTENTION_VIEWS[0], _choice(ATTENTION_VIEWS)),
-    "cells": Field(CELLS[0], _choice(CELLS)),  # the Attention page's head grid: weights or value-weighted norms
-    "full_res": Field(False, _flag),  # the Attention page's full-resolution head is open
-    "focus": Field(-1, _integer(-1, MAX_SEQ_LEN - 1)),  # the Attention page's focused token; -1: none
-    "focus_key": Field(False, _flag),  # … focused as a key ("attended by"), not as a query
-    "specials": Field(False, _flag),  # … <s>, </s> and padding keys hidden, rows renormalised
-    "hidden_heads": Field([], _heads),  # the head view's heads switched off
-    "nv_head": Field(0, _integer(0, MAX_HEADS_SHOWN - 1)),  # the neuron view's head
-    "nv_other": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the neuron view's key (its query when a key is focused)
-    "crop_q": Field(0, _integer(0, MAX_SEQ_LEN)),
-    "crop_k": Field(0, _integer(0, MAX_SEQ_LEN)),
-    "row": Field(0, _integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
-    "block_row": Field(False, _flag),  # … with every key of that row blocked
-    "logit_size": Field(100, _choice(LOGIT_SIZES, int)),
+    "stack": Field("encoder", link_values.choice(STACK_CHOICES)),
+    "layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
+    "element": Field(0, link_values.integer(0, 15)),
+    "head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),
+    "pad_mask": Field(True, link_values.flag),
+    "future_mask": Field(True, link_values.flag),
+    "pe_dims": Field("4 5 6 7", link_values.text(400)),
+    "pe_positions": Field("", link_values.text(400)),  # empty: the first 8 (a default of "0 … 7" warned at length 7)
+    "step": Field(0, link_values.integer(0, 7)),  # the Shapes page's step
+    "view": Field(ATTENTION_VIEWS[0], link_values.choice(ATTENTION_VIEWS)),
+    "cells": Field(CELLS[0], link_values.choice(CELLS)),  # the head grid: weights or value-weighted norms
+    "full_res": Field(False, link_values.flag),  # the Attention page's full-resolution head is open
+    "focus": Field(-1, link_values.integer(-1, MAX_SEQ_LEN - 1)),  # the Attention page's focused token; -1: none
+    "focus_key": Field(False, link_values.flag),  # … focused as a key ("attended by"), not as a query
+    "specials": Field(False, link_values.flag),  # … <s>, </s> and padding keys hidden, rows renormalised
+    "hidden_heads": Field([], link_values.heads),  # the head view's heads switched off
+    "nv_head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),  # the neuron view's head
+    "nv_other": Field(0, link_values.integer(0, MAX_SEQ_LEN - 1)),  # the neuron view's key (or query, a key focused)
+    "crop_q": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
+    "crop_k": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
+    "row": Field(0, link_values.integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
+    "block_row": Field(False, link_values.flag),  # … with every key of that row blocked
+    "logit_size": Field(100, link_values.choice(LOGIT_SIZES, int)),
     # the Heads page
-    "roles_lines": Field("lines", _choice(LINE_SOURCES)),
-    "roles_count": Field(16, _choice(ROLE_LINE_COUNTS, int)),
-    "roles_pattern": Field("", _choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
-    "imp_kind": Field("zero", _choice(ABLATIONS)),
-    "imp_count": Field(200, _choice(IMPORTANCE_COUNTS, int)),
-    "qk_layer": Field(0, _integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
-    "qk_head": Field(0, _integer(0, MAX_HEADS_SHOWN - 1)),
-    "qk_colour": Field("position", _choice(QK_COLOURINGS)),
+    "roles_lines": Field("lines", link_values.choice(LINE_SOURCES)),
+    "roles_count": Field(16, link_values.choice(ROLE_LINE_COUNTS, int)),
+    "roles_pattern": Field("", link_values.choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
+    "imp_kind": Field("zero", link_values.choice(ABLATIONS)),
+    "imp_count": Field(200, link_values.choice(IMPORTANCE_COUNTS, int)),
+    "qk_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
+    "qk_head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),
+    "qk_colour": Field("position", link_values.choice(QK_COLOURINGS)),
     # the Induction page
-    "ind_seed": Field(0, _integer(0, 2**31 - 1)),
-    "ind_count": Field(200, _choice(INDUCTION_COUNTS, int)),
-    "ind_ablate": Field("none", _choice(INDUCTION_GROUPS)),
+    "ind_seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "ind_count": Field(200, link_values.choice(INDUCTION_COUNTS, int)),
+    "ind_ablate": Field("none", link_values.choice(INDUCTION_GROUPS)),
     # the Train page's timeline
-    "tl_stack": Field("decoder", _choice(STACK_CHOICES)),
-    "tl_role": Field("induction", _choice((*ROLES, "alignment"))),  # cross-attention's role: its alignment
-    "tl_step": Field(-1, _integer(-1, 100_000)),  # -1: the latest snapshot
+    "tl_stack": Field("decoder", link_values.choice(STACK_CHOICES)),
+    "tl_role": Field("induction", link_values.choice((*ROLES, "alignment"))),  # cross-attention's role: its alignment
+    "tl_step": Field(-1, link_values.integer(-1, 100_000)),  # -1: the latest snapshot
     # the Cost page
-    "cost_max": Field(1024, _choice(COST_MAXIMA, int)),
+    "cost_max": Field(1024, link_values.choice(COST_MAXIMA, int)),
     # the Decode page
-    "dec_src": Field("", _text(400)),  # empty: the model's own example
-    "dec_mode": Field(DECODE_MODES[0], _choice(DECODE_MODES)),
-    "dec_temp": Field(1.0, _choice(TEMPERATURES, float)),
-    "dec_top_k": Field(0, _choice(TOP_KS, int)),
-    "dec_top_p": Field(1.0, _choice(TOP_PS, float)),
-    "dec_seed": Field(0, _integer(0, 2**31 - 1)),
-    "dec_step": Field(0, _integer(0, 64)),
-    "dec_play": Field(False, _flag),
-    "dec_cache_layer": Field(0, _integer(0, MAX_LAYERS - 1)),
+    "dec_src": Field("", link_values.text(400)),  # empty: the model's own example
+    "dec_mode": Field(DECODE_MODES[0], link_values.choice(DECODE_MODES)),
+    "dec_temp": Field(1.0, link_values.choice(TEMPERATURES, float)),
+    "dec_top_k": Field(0, link_values.choice(TOP_KS, int)),
+    "dec_top_p": Field(1.0, link_values.choice(TOP_PS, float)),
+    "dec_seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "dec_step": Field(0, link_values.integer(0, 64)),
+    "dec_play": Field(False, link_values.flag),
+    "dec_cache_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
 }
 
 DUMPERS = {bool: lambda value: "1" if value else "0", list: lambda value: " ".join(map(str, value))}

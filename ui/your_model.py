@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.service import EXTERNAL, MAX_TOKENS, check_key, describe, upload, upload_limit_bytes
-from ui import model_config, state
+from ui import choices, model_config, state
 from ui.controls import PERSIST, options_follow
 from ui.text import count
 
@@ -91,7 +91,7 @@ def sidebar(bar, info) -> None:
                 f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
                 "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
                 + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
-    lengths = [n for n in state.seq_len_choices(state.read("seq_len")) if n <= MAX_TOKENS]
+    lengths = [n for n in choices.seq_len_choices(state.read("seq_len")) if n <= MAX_TOKENS]
     options_follow("seq_len", lengths)
     bar.select_slider("Sequence length", options=lengths, key="seq_len", **PERSIST)
     bar.text_area("Sentences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,

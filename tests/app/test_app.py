@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies
 from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
-from ui import state
+from ui import choices, link_values, state
 from ui.controls import FAILED, PASSED, filled_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
@@ -334,10 +334,10 @@ def test_a_link_gives_back_the_values_it_was_made_from(values):
 def _field_values():
     """Any valid value of every field (texts short enough for a link), heads dividing d_model."""
     texts = strategies.sampled_from([state.SEED_BATCH, state.TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
-    heads_and_kv = strategies.sampled_from(state.D_MODEL_CHOICES).flatmap(
-        lambda d_model: strategies.sampled_from(state.head_choices(d_model)).flatmap(
+    heads_and_kv = strategies.sampled_from(choices.D_MODEL_CHOICES).flatmap(
+        lambda d_model: strategies.sampled_from(choices.head_choices(d_model)).flatmap(
             lambda heads: strategies.tuples(strategies.just(d_model), strategies.just(heads),
-                                            strategies.sampled_from(state.kv_head_choices(heads)))))
+                                            strategies.sampled_from(choices.kv_head_choices(heads)))))
     return heads_and_kv.flatmap(lambda sizes: strategies.fixed_dictionaries({
         "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "dates", "translate", "induction",
                                             "session:abc123"]),
@@ -346,48 +346,49 @@ def _field_values():
         "arch": strategies.sampled_from(state.ARCHITECTURES), "norm": strategies.sampled_from(state.NORMS),
         "mask_family": strategies.sampled_from(state.MASK_FAMILIES),
         "mask_size": strategies.integers(0, state.MAX_SEQ_LEN),
-        "d_ff": strategies.sampled_from(state.D_FF_CHOICES), "layers": strategies.integers(1, state.MAX_LAYERS),
+        "d_ff": strategies.sampled_from(choices.D_FF_CHOICES), "layers": strategies.integers(1, state.MAX_LAYERS),
         "seq_len": strategies.integers(1, state.MAX_SEQ_LEN), "seed": strategies.integers(0, 2**31 - 1),
         "pads": strategies.text(max_size=200), "src": texts, "tgt": texts,
         "device": strategies.sampled_from(state.DEVICE_CHOICES),
-        "stack": strategies.sampled_from(state.STACK_CHOICES), "layer": strategies.integers(0, state.MAX_LAYERS - 1),
-        "element": strategies.integers(0, 15), "head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
+        "stack": strategies.sampled_from(choices.STACK_CHOICES), "layer": strategies.integers(0, state.MAX_LAYERS - 1),
+        "element": strategies.integers(0, 15), "head": strategies.integers(0, choices.MAX_HEADS_SHOWN - 1),
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
         "pe_positions": texts, "step": strategies.integers(0, 7),
-        "view": strategies.sampled_from(state.ATTENTION_VIEWS),
+        "view": strategies.sampled_from(choices.ATTENTION_VIEWS),
         "dec_src": texts,
-        "dec_mode": strategies.sampled_from(state.DECODE_MODES),
-        "dec_temp": strategies.sampled_from(state.TEMPERATURES),
-        "dec_top_k": strategies.sampled_from(state.TOP_KS), "dec_top_p": strategies.sampled_from(state.TOP_PS),
+        "dec_mode": strategies.sampled_from(choices.DECODE_MODES),
+        "dec_temp": strategies.sampled_from(choices.TEMPERATURES),
+        "dec_top_k": strategies.sampled_from(choices.TOP_KS), "dec_top_p": strategies.sampled_from(choices.TOP_PS),
         "dec_seed": strategies.integers(0, 2**31 - 1),
         "dec_step": strategies.integers(0, 64), "dec_play": strategies.booleans(),
         "dec_cache_layer": strategies.integers(0, state.MAX_LAYERS - 1),
         "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
         "crop_k": strategies.integers(0, state.MAX_SEQ_LEN), "row": strategies.integers(0, state.MAX_SEQ_LEN - 1),
-        "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(state.LOGIT_SIZES),
+        "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(choices.LOGIT_SIZES),
         "focus": strategies.integers(-1, state.MAX_SEQ_LEN - 1), "focus_key": strategies.booleans(),
         "specials": strategies.booleans(),
-        "hidden_heads": strategies.lists(strategies.integers(0, state.MAX_HEADS_SHOWN - 1), unique=True).map(sorted),
+        "hidden_heads": strategies.lists(strategies.integers(0, choices.MAX_HEADS_SHOWN - 1), unique=True).map(sorted),
         "nv_other": strategies.integers(0, state.MAX_SEQ_LEN - 1),
-        "nv_head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
-        "cost_max": strategies.sampled_from(state.COST_MAXIMA),
-        "ablate": strategies.lists(strategies.tuples(strategies.sampled_from(list(state.STACK_CODES)),
+        "nv_head": strategies.integers(0, choices.MAX_HEADS_SHOWN - 1),
+        "cost_max": strategies.sampled_from(choices.COST_MAXIMA),
+        "ablate": strategies.lists(strategies.tuples(strategies.sampled_from(list(link_values.STACK_CODES)),
                                                      strategies.integers(0, state.MAX_LAYERS - 1),
-                                                     strategies.integers(0, state.MAX_HEADS_SHOWN - 1)),
-                                   unique=True).map(lambda triples: [state.head_code(*t) for t in sorted(triples)]),
-        "ablation": strategies.sampled_from(state.ABLATION_CHOICES),
+                                                     strategies.integers(0, choices.MAX_HEADS_SHOWN - 1)),
+                                   unique=True).map(
+            lambda triples: [link_values.head_code(*t) for t in sorted(triples)]),
+        "ablation": strategies.sampled_from(link_values.ABLATION_CHOICES),
         "roles_lines": strategies.sampled_from(LINE_SOURCES), "roles_count": strategies.sampled_from(
-            state.ROLE_LINE_COUNTS), "roles_pattern": strategies.sampled_from(("", *PATTERN_FAMILIES)),
-        "imp_kind": strategies.sampled_from(state.ABLATION_CHOICES),
-        "imp_count": strategies.sampled_from(state.IMPORTANCE_COUNTS),
-        "ind_seed": strategies.integers(0, 2**31 - 1), "ind_count": strategies.sampled_from(state.INDUCTION_COUNTS),
+            choices.ROLE_LINE_COUNTS), "roles_pattern": strategies.sampled_from(("", *PATTERN_FAMILIES)),
+        "imp_kind": strategies.sampled_from(link_values.ABLATION_CHOICES),
+        "imp_count": strategies.sampled_from(choices.IMPORTANCE_COUNTS),
+        "ind_seed": strategies.integers(0, 2**31 - 1), "ind_count": strategies.sampled_from(choices.INDUCTION_COUNTS),
         "ind_ablate": strategies.sampled_from(INDUCTION_GROUPS),
         "tl_stack": strategies.sampled_from(("encoder", "decoder")), "tl_role": strategies.sampled_from(ROLES),
         "tl_step": strategies.integers(-1, 100_000),
         "qk_layer": strategies.integers(0, state.MAX_LAYERS - 1),
-        "qk_head": strategies.integers(0, state.MAX_HEADS_SHOWN - 1),
+        "qk_head": strategies.integers(0, choices.MAX_HEADS_SHOWN - 1),
         "qk_colour": strategies.sampled_from(QK_COLOURINGS),
-        "cells": strategies.sampled_from(state.CELLS),
+        "cells": strategies.sampled_from(choices.CELLS),
     }))
 
 
@@ -558,7 +559,7 @@ def test_only_the_chosen_view_is_computed_and_the_model_view_draws_layers_times_
     at = open_page("attention", {"layers": "3"})
     assert not at.dataframe and [m for m in at.markdown if PASSED in m.value]  # checks open, statistics not run
     picker = at.segmented_control(key="view")
-    assert picker.options == list(state.ATTENTION_VIEWS) and picker.value == "Checks"
+    assert picker.options == list(choices.ATTENTION_VIEWS) and picker.value == "Checks"
     before = len(specs(at))
     picker.set_value("Model view").run()
     no_errors(at)
@@ -641,7 +642,7 @@ def _shapes(spec) -> list[dict]:
 
 
 @pytest.mark.parametrize("weights", ["random", "dates"])
-@pytest.mark.parametrize("stack", state.STACK_CHOICES)
+@pytest.mark.parametrize("stack", choices.STACK_CHOICES)
 @pytest.mark.parametrize("view", ["Head view", "Rollout", "Neuron view", "Score terms"])
 def test_every_token_view_opens_for_every_stack_and_weights(view, stack, weights):
     at = open_page("attention", {"view": view, "stack": stack, "weights": weights, "focus": "2"})

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from app_support import heatmaps, no_errors, open_page, specs
 
-from ui import state
+from ui import link_values
 
 pytestmark = pytest.mark.app
 
@@ -106,7 +106,7 @@ def test_bad_ablations_in_a_link_get_a_message(query, says):
 
 
 def test_ablating_every_head_keeps_one_and_says_so():
-    every = " ".join(state.head_code(stack, layer, head) for stack in ("encoder", "decoder", "cross")
+    every = " ".join(link_values.head_code(stack, layer, head) for stack in ("encoder", "decoder", "cross")
                      for layer in range(2) for head in range(4))
     at = open_page("attention", {"ablate": every})
     no_errors(at)

@@ -1,0 +1,94 @@
+"""How a link's text becomes a field's value: the parsers `ui.state.FIELDS` uses (each raising ValueError with a
+sentence a notice can show), and the codes a link names ablated heads with ("e0.1")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from transformer.service import ABLATIONS, MAX_LAYERS, SESSION_PREFIX, SHIPPED, check_key, is_external
+from ui.choices import MAX_HEADS_SHOWN
+
+
+def number(raw: str, kind):
+    """``raw`` as an int or a float; a sentence, not Python's "invalid literal for int() with base 10", else."""
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError("is not a whole number" if kind is int else "is not a number") from None
+
+
+def integer(low: int, high: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = number(raw, int)
+        if not low <= value <= high:
+            raise ValueError(f"must be from {low} to {high}")
+        return value
+    return parse
+
+
+def choice(choices, kind=str) -> Callable[[str], Any]:
+    def parse(raw: str):
+        value = number(raw, kind) if kind in (int, float) else kind(raw)
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(map(str, choices))}")
+        return value
+    return parse
+
+
+def text(limit: int) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if len(raw) > limit:
+            raise ValueError(f"is longer than {limit:,} characters")
+        return raw
+    return parse
+
+
+def weights(raw: str) -> str:
+    if raw == "random" or raw in SHIPPED or (raw.startswith(SESSION_PREFIX) and raw[len(SESSION_PREFIX):].isalnum()):
+        return raw
+    if is_external(raw):
+        return check_key(raw)
+    raise ValueError(f"must be random, {', '.join(SHIPPED)}, a session model, hub:<preset> or upload:<hash>")
+
+
+def heads(raw: str) -> list[int]:
+    """``"1 3"`` -> ``[1, 3]``: distinct heads, in order."""
+    values = sorted({number(part, int) for part in raw.split()})
+    if any(not 0 <= value < MAX_HEADS_SHOWN for value in values):
+        raise ValueError(f"must be whole numbers from 0 to {MAX_HEADS_SHOWN - 1}")
+    return values
+
+
+ABLATION_CHOICES = ABLATIONS
+ABLATION_LABELS = {"zero": "Zeros", "mean": "Mean over positions"}
+STACK_CODES = {"encoder": "e", "decoder": "d", "cross": "c"}  # an ablated head in a link: "e0.1" = encoder L0 H1
+
+
+def head_code(stack: str, layer: int, head: int) -> str:
+    """``("encoder", 0, 1)`` -> ``"e0.1"``: how a link names an ablated head."""
+    return f"{STACK_CODES[stack]}{layer}.{head}"
+
+
+def head_triple(code: str) -> tuple[str, int, int]:
+    """``"e0.1"`` -> ``("encoder", 0, 1)``; ValueError for another form."""
+    stacks = {letter: stack for stack, letter in STACK_CODES.items()}
+    layer, dot, head = code[1:].partition(".")
+    if code[:1] not in stacks or not dot or not layer.isdigit() or not head.isdigit():
+        raise ValueError(f"{code[:20]!r} is not a head such as e0.1 (encoder layer 0 head 1; d decoder, c cross)")
+    return stacks[code[0]], int(layer), int(head)
+
+
+def ablate(raw: str) -> list[str]:
+    """``"c0.1 e1.0"`` -> the codes of heads that could exist (`head_triple`), sorted; whether this model has
+    them is the engine's to say."""
+    triples = sorted({head_triple(code) for code in raw.split()})
+    if any(layer >= MAX_LAYERS or head >= MAX_HEADS_SHOWN for _, layer, head in triples):
+        raise ValueError(f"layers go from 0 to {MAX_LAYERS - 1} and heads from 0 to {MAX_HEADS_SHOWN - 1}")
+    return [head_code(*triple) for triple in triples]
+
+
+def flag(raw: str) -> bool:
+    if raw not in ("0", "1"):
+        raise ValueError("must be 0 or 1")
+    return raw == "1"
