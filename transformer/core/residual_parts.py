@@ -53,10 +53,10 @@ def _layer_norm_parts(parts: dict, layer_norm) -> dict:
     return normed
 
 
-def _head_outputs(attention, query, key, mask, prefix: str) -> tuple[dict, tf.Tensor]:
-    """Each head's share of ``attention``'s output on these inputs, ``{prefix + h: (B, N_q, D)}``, and its output
-    bias ``(D,)``: they sum to the layer's output."""
-    found = attention.intermediates(query, key, key, mask)
+def _head_outputs(attention, found: dict, prefix: str) -> tuple[dict, tf.Tensor]:
+    """Each head's share of ``attention``'s output in a run whose intermediates are ``found``
+    (`MultiHeadAttention.intermediates`), ``{prefix + h: (B, N_q, D)}``, and its output bias ``(D,)``: they sum to
+    the layer's output."""
     context = found["weights"] @ found["value_heads"]  # (B, H, N_q, d_v)
     kernel = tf.reshape(attention.transform_out.kernel, (attention.num_heads, attention.depth, -1))  # (H, d_v, D)
     shares = tf.einsum("bhqv,hvd->hbqd", context, kernel)  # (H, B, N_q, D)
@@ -80,17 +80,18 @@ class _Walk:
 
     def __init__(self, site: tuple, mask, memory_parts: dict | None = None, memory_mask=None):
         self.site, self.mask, self.memory_parts, self.memory_mask = site, mask, memory_parts, memory_mask
-        self.seen = None  # (attention, query parts, key parts, mask) at ``site``
+        self.seen = None  # (attention, query parts, key parts, mask, its intermediates) at ``site``
 
     def attend(self, block, attention, parts: dict, site: tuple, prefix: str, key_parts: dict | None,
                mask) -> dict:
         """``block``: the residual block around ``attention`` (its LayerNorm and norm placement)."""
         inner = _inner(block, parts)
         keys = inner if key_parts is None else key_parts
+        whole_keys = tf.add_n(list(keys.values()))  # (B, N_k, D)
+        found = attention.intermediates(tf.add_n(list(inner.values())), whole_keys, whole_keys, mask)
         if site == self.site:
-            self.seen = (attention, inner, keys, mask)
-        shares, bias = _head_outputs(attention, tf.add_n(list(inner.values())), tf.add_n(list(keys.values())),
-                                     mask, prefix)
+            self.seen = (attention, inner, keys, mask, found)
+        shares, bias = _head_outputs(attention, found, prefix)
         return _with_sublayer(block, parts, shares, bias)
 
     def feed_forward(self, layer_block, parts: dict, layer: int) -> dict:
@@ -141,8 +142,7 @@ def score_terms(model, stack: str, layer: int, head: int, src, tgt, src_mask, tg
     if stack != "encoder":
         keyed = {f"enc {name}": part for name, part in memory.items()} if memory is not None else None
         _decoder_walk(model, tgt, tgt_mask, keyed, memory_mask(src_mask), walk)
-    attention, query_parts, key_parts, mask = walk.seen
-    return _terms(attention, head, query_parts, key_parts, mask, queries)
+    return _terms(*walk.seen, head=head, queries=queries)
 
 
 def _projected(linear, parts: dict) -> dict:
@@ -168,7 +168,9 @@ def _checked_queries(queries, n_q: int, parts: int) -> list:
     return rows
 
 
-def _terms(attention, head: int, query_parts: dict, key_parts: dict, mask, queries=None) -> ScoreTerms:
+def _terms(attention, query_parts: dict, key_parts: dict, mask, found: dict, head: int,
+           queries=None) -> ScoreTerms:
+    """``found``: the layer's intermediates in the walk's own run (its scores and weights, not computed again)."""
     query_parts, key_parts = _bias_last(query_parts), _bias_last(key_parts)
     n_q, n_k = int(next(iter(query_parts.values())).shape[1]), int(next(iter(key_parts.values())).shape[1])
     rows = _checked_queries(queries, n_q, len(query_parts) * len(key_parts) * n_k)
@@ -188,8 +190,6 @@ def _terms(attention, head: int, query_parts: dict, key_parts: dict, mask, queri
     bias = attention.position_bias(n_q, n_k)
     if bias is not None:  # ALiBi: a function of the positions alone
         terms[list(queries).index(POSITION), list(keys).index(_named(keys, POSITION))] += bias.numpy()[head][rows]
-    found = attention.intermediates(tf.add_n(list(query_parts.values())), tf.add_n(list(key_parts.values())),
-                                    tf.add_n(list(key_parts.values())), mask)
     allowed = np.broadcast_to(np.ones((n_q, n_k), bool) if mask is None else np.asarray(mask)[0, 0],
                               (n_q, n_k))[rows]  # (N_q', N_k)
     scores = np.where(allowed, found["scaled"].numpy()[0, head][rows], np.nan)  # (N_q', N_k)
