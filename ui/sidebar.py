@@ -277,12 +277,12 @@ def render() -> None:
     bar.subheader("Model")
     _open_linked_model()
     info = your_model.opened()
-    choices = weight_choices()
-    if state.get("weights") not in choices:
+    weight_options = weight_choices()
+    if state.get("weights") not in weight_options:
         state.notify(f"The model {state.get('weights')!r} is not available here; using random weights.")
         state.put("weights", "random")
-    options_follow("weights", choices)
-    bar.selectbox("Weights", choices, key="weights", format_func=weights_label, on_change=_after_weights_change,
+    options_follow("weights", weight_options)
+    bar.selectbox("Weights", weight_options, key="weights", format_func=weights_label, on_change=_after_weights_change,
                   help="Seeded random weights show the mechanism; trained models show learned attention; your model "
                   "(below) a model from outside.", **PERSIST)
     _retrain_offer(bar)
