@@ -71,7 +71,7 @@ def memory(quick: bool, warm_up: int = 50, reruns: int | None = None):
     """The server's RSS over ``reruns`` sequence-length moves on the Attention page, after ``warm_up`` of them."""
     from streamlit.testing.v1 import AppTest
 
-    from ui.state import SEQ_LEN_CHOICES
+    from ui.choices import SEQ_LEN_CHOICES
 
     lengths = [length for length in SEQ_LEN_CHOICES if 2 <= length <= 40]  # the slider's stops
     reruns = reruns or (60 if quick else 300)
