@@ -77,9 +77,7 @@ def _use_model(job) -> None:
     state.update(stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
 
 
-@st.fragment(run_every=1.0)
-def progress() -> None:
-    job = state.get(training.JOB)
+def progress(job) -> None:
     if job is None:
         st.info("Choose a task and press Train.")
         return
@@ -103,8 +101,8 @@ def progress() -> None:
         st.switch_page("app_pages/attention.py")
 
 
-progress()
-timeline_view(state.get(training.JOB))
+training.while_running(progress, state.get(training.JOB), 1.0)
+training.while_running(timeline_view, state.get(training.JOB), 2.0)
 kept = state.get("weights", "random")
 if state.get(training.JOB) is None and kept.startswith(SESSION_PREFIX):  # a model trained here, opened by its link
     shots = data.timeline_of(kept)

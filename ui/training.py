@@ -6,6 +6,9 @@ from __future__ import annotations
 import threading
 import uuid
 import weakref
+from collections.abc import Callable
+
+import streamlit as st
 
 from transformer.service import (
     Job,
@@ -64,6 +67,21 @@ def submit(spec: TrainSpec) -> Job:
 
 def stop(job: Job) -> None:
     pool().stop(job)
+
+
+def while_running(draw: Callable[[Job | None], None], job: Job | None, seconds: float) -> None:
+    """``draw(job)`` in a fragment redrawn every ``seconds`` while ``job`` runs; when it ends, the page once more and
+    then no timed redraw: a timed rerun carries the browser's widget values as they were, and one that lands with a
+    button's callback undoes what the callback set (Explore's weights went back to random)."""
+    running = job is not None and not job.finished
+
+    @st.fragment(run_every=seconds if running else None)
+    def view() -> None:
+        if running and job.finished:
+            st.rerun()
+        draw(job)
+
+    view()
 
 
 def status_line(job: Job) -> str:

@@ -34,9 +34,8 @@ def _nearest(value: int, steps: list[int]) -> int:
     return min(steps, key=lambda step: abs(step - value))
 
 
-@st.fragment(run_every=2.0)
 def timeline_view(job) -> None:
-    """The timeline of ``job`` (a `transformer.training.pool.Job`), redrawn every 2 s while it trains."""
+    """The timeline of ``job`` (a `transformer.training.pool.Job`); the Train page redraws it while it trains."""
     if job is None or not job.timeline:
         return
     draw_timeline(list(job.timeline), job.key, job.spec)  # the pool's thread appends: one consistent copy per draw

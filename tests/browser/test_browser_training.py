@@ -30,6 +30,13 @@ def session(browser):
     return browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
 
 
+def sent_messages(page) -> list:
+    """The messages ``page`` sends its server from now on (reruns, widget values), one entry each."""
+    sent = []
+    page.on("websocket", lambda socket: socket.on("framesent", lambda payload: sent.append(payload)))
+    return sent
+
+
 def _stop(page, answer: str, tries: int = 3) -> None:
     """Press Stop until ``answer`` shows, ``tries`` times at most: a press that lands while the progress fragment
     reruns (every second) is sometimes lost — 1 run in 5 of the test below, alone, with one press — and a person
@@ -46,6 +53,7 @@ def _stop(page, answer: str, tries: int = 3) -> None:
 
 def test_a_queued_session_sees_its_place_and_a_dropped_models_link_queues_it_again(browser, server):
     first, second, third = session(browser), session(browser), session(browser)
+    first_sent = sent_messages(first)
     try:
         press_train(first, server, 4000)
         first.get_by_text("step", exact=False).first.wait_for(timeout=60_000)
@@ -53,6 +61,13 @@ def test_a_queued_session_sees_its_place_and_a_dropped_models_link_queues_it_aga
         second.locator(PROGRESS).get_by_text("1st in the queue, starts in about").wait_for(timeout=30_000)
         _stop(second, "Stopped before it started")
         first.get_by_role("button", name="Stop").click()
+        first.get_by_role("button", name="Explore this model's attention").wait_for(timeout=180_000)
+        wait_idle(first)
+        before = len(first_sent)
+        first.wait_for_timeout(3_000)
+        # an ended job's page asks for no reruns: a timed rerun carries the browser's old widget values, and one that
+        # lands as Explore is pressed put the sidebar back on random weights (2 full runs in 4 once)
+        assert len(first_sent) == before, f"{len(first_sent) - before} messages in 3 s of idling"
         dropped = explore(first)  # stopped: it keeps what it learned
         press_train(second, server, 20)
         kept = explore(second)  # the server keeps one model: the first is dropped
