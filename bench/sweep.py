@@ -22,7 +22,8 @@ from moves import move_and_wait
 from report import percentile, row
 
 SIDEBAR = ("Sequence length", "Heads (h)", "d_model")
-CHARTLESS = ("cost", "train")  # pages that draw no chart until a button is pressed: their lanes wait for none
+CHARTLESS = ("cost", "train", "explanations (copy)")  # pages that draw no chart until a button is pressed: their lanes
+# wait for none
 TARGET = "≤ 1.3× floor"
 
 
@@ -62,6 +63,7 @@ def lanes() -> list[Lane]:
     found = [Lane("page skeleton (no engine)", "", "Sequence length", server="skeleton")]
     found += [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
+              Lane("explanations (copy)", "explanations?weights=copy&ex_count=10", "Examples"),
               Lane("decode (dates)", "decode?weights=dates", "Step")]
     return found + choice_lanes()
 

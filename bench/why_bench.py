@@ -4,6 +4,8 @@ rollout of the same weights)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from report import row, timed
 
@@ -35,3 +37,29 @@ def why(quick: bool) -> None:
                                   lambda w=weights: attention_rollout(w), repeats=max(2, repeats // 3))
         row("why", f"attention flow of one query, N = {n}, 2 layers, {'causal' if causal else 'dense'}: ms",
             f"{flow_s * 1e3:.0f} (rollout of the whole map {rollout_s * 1e3:.2f} ms)")
+    _explanations(repeats)
+
+
+def _explanations(repeats: int) -> None:
+    """Which explanation is right: one dates line's six maps (flow through both stacks is most of it) and the
+    whole study on 10 examples, against one teacher-forced run of the model on that line."""
+    import tensorflow as tf
+
+    from transformer.core.masks import padding_mask, target_mask
+    from transformer.live import faithfulness as study
+    from transformer.tasks import PAD_ID, make_batch
+    from transformer.training.pretrained import load_pretrained
+
+    pretrained = load_pretrained("dates")
+    source = pretrained.source_tokens("Wednesday, 30 September 2026")
+    src, decoder_input, _ = make_batch(pretrained.rules, pretrained.vocab, [source], len(source))
+    forward = lambda: pretrained.model(tf.constant(src), tf.constant(decoder_input),  # noqa: E731
+                                       padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID))
+    maps = lambda: study._study("dates", [source], [pretrained.rules.align(source)], "/CPU:0", (1, 2))  # noqa: E731
+    forward_s, maps_s = timed(forward, maps, repeats=max(2, repeats // 3))
+    row("why", "six explanations of one dates line (N_s 28, T 10): ms", f"{maps_s * 1e3:.0f} "
+        f"({maps_s / forward_s:.0f}× one run of the model, {forward_s * 1e3:.1f} ms)")
+    started = time.perf_counter()
+    study._scored("dates", 10, 0, "/CPU:0")  # not kept: measured again each time
+    scored_s = time.perf_counter() - started
+    row("why", "explanations scored on 10 dates examples (the page's smallest study): s", f"{scored_s:.1f}")

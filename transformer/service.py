@@ -38,12 +38,14 @@ from transformer.external import MAX_TOKENS, upload_limit_bytes
 from transformer.external import registry as _registry
 from transformer.external.registry import EXTERNAL, check_key, is_external
 from transformer.live import decode as _decode
+from transformer.live import faithfulness as _faithfulness
 from transformer.live import head_roles as _head_roles
 from transformer.live import importance as _importance
 from transformer.live import induction as _induction
 from transformer.live import query_key as _query_key
 from transformer.live import warm_up as _warm_up
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.live.faithfulness import EXPLAINED_TASKS, METHODS, is_measured
 from transformer.live.head_roles import (
     LINE_SOURCES,
     PATTERN_FAMILIES,
@@ -97,6 +99,8 @@ decode = on_engine_thread(_decode.decode)
 head_roles = on_engine_thread(_head_roles.head_roles)
 measure_ablation = on_engine_thread(_importance.measure)
 induction_study = on_engine_thread(_induction.induction_study)
+faithfulness = on_engine_thread(_faithfulness.faithfulness)
+example_maps = on_engine_thread(_faithfulness.example_maps)
 query_key_space = on_engine_thread(_query_key.query_key_space)
 warm_up_device = on_engine_thread(_warm_up.warm_up_device)
 rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
@@ -109,7 +113,8 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
            "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts", "timeline_of",
-           "preference_terms", "score_terms",
+           "preference_terms", "score_terms", "EXPLAINED_TASKS", "METHODS", "example_maps", "faithfulness",
+           "is_measured",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
            "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",

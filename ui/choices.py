@@ -23,6 +23,7 @@ TOP_KS = (0, 1, 2, 3, 5, 10, 20)  # 0: every token
 TOP_PS = (0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0)  # 1: every token
 ROLE_LINE_COUNTS = (4, 8, 16, 32, 64)  # lines the Heads page scores over (task examples, repeated tokens)
 IMPORTANCE_COUNTS = (50, 100, 200, 500)  # examples each head's ablation is measured on
+EXPLANATION_COUNTS = (10, 25, 50, 100, 200)  # examples the explanations are scored on
 INDUCTION_COUNTS = (50, 100, 200, 500)  # fresh lines the Induction page measures on
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
 MAX_HEADS_SHOWN = 64

@@ -15,6 +15,8 @@ from transformer.service import (
     attention_cost,
     attention_flow,
     decode,
+    example_maps,
+    faithfulness,
     induction_study,
     measure_ablation,
     query_key_space,
@@ -127,6 +129,23 @@ def _induction(seed, count, ablated, device):
 def induction(seed: int, count: int, ablated: str, device: str):
     """`transformer.live.induction.induction_study` of the shipped model (cached); on bad input a message."""
     return _or_stop(_induction, seed, count, ablated, device)
+
+
+def explanations(name: str, count: int, device: str):
+    """`transformer.live.faithfulness.faithfulness` of a trained model (kept by the engine); on bad input a
+    message."""
+    return _or_stop(faithfulness, name, count, 0, device)
+
+
+@st.cache_resource(max_entries=16, show_spinner=COMPUTING)
+def _example_maps(name: str, source_text: str, count: int, device: str):
+    return example_maps(name, source_text, count, 0, device)
+
+
+def explanation_example(name: str, source_text: str, count: int, device: str):
+    """Every method's map of one source line (`transformer.live.faithfulness.example_maps`, cached); on a line
+    not of the task's form a message."""
+    return _or_stop(_example_maps, name, source_text, count, device)
 
 
 def ablation_measure(name: str, ablate: tuple, count: int, kind: str, device: str) -> tuple[float, float]:

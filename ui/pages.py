@@ -6,6 +6,8 @@ PAGES = (
     ("positional_encoding", "Positional encoding", "waves", "sinusoids, wavelengths, similarity"),
     ("attention", "Attention", "visibility", "every head of every layer, with statistics and checks"),
     ("heads", "Heads", "psychology", "what each head does (its role) and which heads matter (ablation)"),
+    ("explanations", "Explanations", "rule", "which explanation of a trained model is right: six methods measured "
+     "against the known alignment"),
     ("query_key", "Query–key", "scatter_plot", "one head's queries and keys over many lines in one plane"),
     ("induction", "Induction heads", "content_copy", "a model that copies in context: which heads do it, and how they "
      "form"),

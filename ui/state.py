@@ -45,6 +45,7 @@ from ui.choices import (
     D_FF_CHOICES,
     D_MODEL_CHOICES,
     DECODE_MODES,
+    EXPLANATION_COUNTS,
     IMPORTANCE_COUNTS,
     INDUCTION_COUNTS,
     LOGIT_SIZES,
@@ -124,6 +125,7 @@ FIELDS: dict[str, Field] = {
     "roles_pattern": Field("", link_values.choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
     "imp_kind": Field("zero", link_values.choice(ABLATIONS)),
     "imp_count": Field(200, link_values.choice(IMPORTANCE_COUNTS, int)),
+    "ex_count": Field(50, link_values.choice(EXPLANATION_COUNTS, int)),
     "qk_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
     "qk_head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),
     "qk_colour": Field("position", link_values.choice(QK_COLOURINGS)),

@@ -72,3 +72,36 @@ def test_attention_flow_is_drawn_beside_rollout_for_the_focused_query(browser, s
         assert [name for name, _ in drawn] == ["rollout", "flow"]
         assert all(abs(total - 1) < 1e-3 for _, total in drawn), drawn  # each a share of the query's output
         assert not tab.evaluate(CHART_TEXT_PROBLEMS)
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_explanations_page_scores_six_methods_and_draws_one_lines_maps(browser, server, width):
+    context = browser.new_context(viewport={"width": width, "height": 4000})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{server}/explanations?weights=reverse&ex_count=10")
+        wait_idle(tab)
+        score = tab.get_by_role("button", name="Score the six methods on 10 examples")
+        if score.count():  # the server keeps the scores: the test's other width finds them made
+            score.click()
+        tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= 2", timeout=120_000)
+        wait_idle(tab)  # a phone's charts report their width, and the page draws them again to fit it
+        tab.wait_for_function(f"() => (document.querySelectorAll('{PLOT}')[1].layout.xaxis2.domain[0] > 0) === "
+                              f"{str(width > 700).lower()}", timeout=30_000)
+        wait_idle(tab)
+        drawn = tab.evaluate(f"""() => {{
+            const [bars, maps] = document.querySelectorAll('{PLOT}');
+            const grids = maps._fullData.filter((trace) => trace.type === 'heatmap');
+            return {{bars: bars._fullData.map((trace) => trace.name), grids: grids.length,
+                     rows: grids[0].z.length, across: maps.layout.xaxis2.domain[0] > 0,
+                     aligned: maps._fullData.filter((trace) => trace.hovertemplate.includes('aligned')).length}};
+        }}""")
+        tab.screenshot(path=str(OUTPUT / f"explanations-reverse-{width}.png"), full_page=True)
+        assert drawn["bars"] == ["top-1 is the aligned token", "AOPC (deletion)"]
+        assert drawn["grids"] == 6 and drawn["aligned"] == 6 and drawn["rows"] >= 3
+        assert drawn["across"] == (width > 700)  # one panel under another on a phone
+        assert tab.get_by_text("last-layer cross-attention").count() >= 1  # the table's first method
+        problems = text_collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
+        assert not problems, problems
+    finally:
+        context.close()

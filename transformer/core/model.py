@@ -224,10 +224,19 @@ class Transformer(keras.Model):
         if self.output_layer is not None:
             self.output_layer.build(side + (self.d_model,))
 
-    def encode(self, src, src_mask=None, training=False, hook=None):
-        """``(B, N_s)`` ids -> ``(memory (B, N_s, d_model), [encoder weights])``."""
-        x = self.source_positions(self.source_embedding(src), training=training)  # (B, N_s, D)
+    def encode(self, src, src_mask=None, training=False, hook=None, embedded=None):
+        """``(B, N_s)`` ids -> ``(memory (B, N_s, d_model), [encoder weights])``. ``embedded``: the source's token
+        embeddings ``(B, N_s, d_model)`` to use instead of looking ``src`` up (a gradient with respect to them)."""
+        embedded = self.source_embedding(src) if embedded is None else embedded  # (B, N_s, D)
+        x = self.source_positions(embedded, training=training)  # (B, N_s, D)
         return self.encoder(x, mask=src_mask, training=training, hook=hook)
+
+    def logits_from_embedded(self, embedded, tgt, src_mask=None, tgt_mask=None):
+        """An encoder-decoder's logits ``(B, N_t, V)`` from the source's token embeddings ``(B, N_s, d_model)``
+        (``source_embedding(src)``, or a change of them) and the target ids ``(B, N_t)``."""
+        memory, _ = self.encode(None, src_mask, embedded=embedded)  # (B, N_s, D)
+        hidden, _, _ = self.decode(tgt, memory, src_mask, tgt_mask)  # (B, N_t, D)
+        return self.project_logits(hidden)  # (B, N_t, V)
 
     def decode(self, tgt, memory=None, src_mask=None, tgt_mask=None, training=False, cache=None, hook=None):
         """Returns ``(hidden (B, N_t, d_model), [decoder weights], [cross weights])`` (no cross weights

@@ -56,7 +56,7 @@ class Importance:
                  float(self.loss_change[STACKS.index(t[0]), t[1], t[2]])) for t in order[:limit]]
 
 
-def _loss_function(model, kind: str):
+def ablated_loss(model, kind: str):
     """Traced ``loss(src, decoder_input, labels, kept, means)``: mean cross-entropy over the labels that are not
     padding, teacher forced, with the heads ``kept`` (``(stacks, L, H)``) lets through and the others replaced by
     zeros or by ``means`` ``(stacks, L, H, d_v)``."""
@@ -132,7 +132,7 @@ def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero",
     model = pretrained.model
     ablate = check_ablation(ablate, kind, model.stacks, model.num_layers, model.num_heads)
     key = (name, ablate, count, kind, seed, device)
-    kept_key = json.dumps([_identity(name), [list(triple) for triple in ablate], count, kind, seed, device])
+    kept_key = json.dumps([model_identity(name), [list(triple) for triple in ablate], count, kind, seed, device])
     if key not in _MEASURED and (found := recall("measures", kept_key)) is not None:
         _MEASURED[key] = tuple(found)  # measured before this server (re)started: kept in the data directory
     if key not in _MEASURED:
@@ -140,7 +140,7 @@ def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero",
         kept = kept_array(ablate, model.num_layers, model.num_heads)  # (S, L, H)
         means = _example_means(name, count, seed, device)  # (S, L, H, d_v)
         with tf.device(device):
-            value = float(_loss_function(model, kind)(examples.src, examples.decoder_input, examples.labels,
+            value = float(ablated_loss(model, kind)(examples.src, examples.decoder_input, examples.labels,
                                                       tf.constant(kept), tf.constant(means)))
             predicted = greedy_decode(model, examples.src, examples.steps, (kept, kind, means))
         right = [strip(row) == answer for row, answer in zip(predicted, examples.answers)]
@@ -151,7 +151,7 @@ def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero",
     return _MEASURED[key]
 
 
-def _identity(name: str) -> str:
+def model_identity(name: str) -> str:
     """What a measure's result depends on of the model: a kept model's name is its own (a training job's key); a
     shipped one's weights may change with a new version: its model.json's hash goes with its name."""
     if name.startswith(SESSION_PREFIX):
