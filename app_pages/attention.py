@@ -165,8 +165,13 @@ with heads_part:
 if full_resolution is not None and full_resolution.open:  # computed and sent only while open
     with full_resolution:
         exact = exact_maps["full_res"][layer, head] if blockwise else weights[head]  # the window, or the head
+        one_scale = {}
+        if norms is not None:  # the Norms switch: the head's ‖α·f(x)‖ on its own scale
+            exact = shown_norms[head]  # (N_q, N_k')
+            one_scale = dict(value_name="‖α·f(x)‖", value_max=float(max(exact.max(), 1e-6)))
         plot(single_head(exact, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
-                         title=f"head {head}", start=start, focus=drawn_focus, window=blockwise),
+                         title=f"head {head}" + (": ‖α·f(x)‖" if norms is not None else ""), start=start,
+                         focus=drawn_focus, window=blockwise, **one_scale),
              "single_head", on_click=on_click)
 
 if blockwise and view in token_views.WHOLE_MAP_VIEWS:

@@ -101,13 +101,15 @@ def window_starts(length: int, size: int = FULL_RESOLUTION_WINDOW) -> list[int]:
 
 
 def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
-                size: int = FULL_RESOLUTION_WINDOW, focus=None, window: bool = False) -> go.Figure:
+                size: int = FULL_RESOLUTION_WINDOW, focus=None, window: bool = False, value_name: str = "weight",
+                value_max: float = 1.0) -> go.Figure:
     """One ``(N_q, N_k)`` head at full resolution: every cell exact, never pooled.
 
     Above ``size`` positions only a ``size × size`` window starting at ``start =
     (first query, first key)`` is drawn (so the figure stays under 1 MB), and the
     title says which part of the matrix it is. Labels keep their absolute positions.
     ``window``: ``weights`` is that window already (a block-wise run's crop), not the whole head.
+    ``value_name``, ``value_max``: another quantity than weights, as `head_grid`'s.
     """
     weights = np.asarray(weights, dtype=np.float32)  # (N_q, N_k), or the window
     n_q, n_k = len(query_tokens), len(key_tokens)
@@ -125,7 +127,8 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
         note = f"full resolution {n_q}×{n_k}" if max(n_q, n_k) > FULL_RESOLUTION else ""
     return _heatmap_panels(shown[None], mask[rows, cols], labels_q, labels_k, [name], 1,
                            " — ".join(filter(None, (title, note))), panel_px=420,
-                           focus=pooled_focus(focus, 1, (q0, k0), (shown_q, shown_k)))
+                           focus=pooled_focus(focus, 1, (q0, k0), (shown_q, shown_k)), value_name=value_name,
+                           value_max=value_max)
 
 
 def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:

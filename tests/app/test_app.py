@@ -789,6 +789,21 @@ def test_the_head_grid_draws_value_weighted_norms_from_the_engine_and_says_where
     assert "coloraxis" in specs(ablated)[0]["layout"] and specs(ablated)[0]["layout"]["coloraxis"]["cmax"] == 1
 
 
+def test_the_full_resolution_head_follows_the_norms_switch():
+    from transformer import LiveConfig, value_norms
+
+    source = " ".join(str(i % 10) for i in range(160))  # above 128 positions the grid is pooled: one head is not
+    query = {"seq_len": "160", "src": source, "tgt": "1 2", "head": "2", "full_res": "1", "cells": "norms"}
+    at = open_page("attention", query)
+    no_errors(at)
+    single = [spec for spec in specs(at) if "full resolution" in spec["layout"]["title"]["text"]][0]
+    expected = value_norms(LiveConfig(seq_len=160, source_text=source, target_text="1 2"), stacks=("encoder",),
+                           lines=(0,))["encoder"][0, 0, 2]  # (N_q, N_k): layer 0, head 2
+    np.testing.assert_allclose(np.nan_to_num(weight_panels(single, include_mean=True)[0]), expected, atol=1e-4)
+    assert "‖α·f(x)‖" in single["layout"]["title"]["text"]
+    assert single["layout"]["coloraxis"]["cmax"] == pytest.approx(float(expected.max()), rel=1e-3)  # its own scale
+
+
 def test_hidden_heads_leave_the_head_view_and_the_link_keeps_them():
     at = open_page("attention", {"view": "Head view"})
     at.button_group(key="hidden_heads").set_value([1, 3]).run()
