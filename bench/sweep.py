@@ -64,6 +64,8 @@ def lanes() -> list[Lane]:
     found += [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
               Lane("explanations (copy)", "explanations?weights=copy&ex_count=10", "Examples"),
+              Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Focus a query"),
+              Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Key"),
               Lane("decode (dates)", "decode?weights=dates", "Step")]
     return found + choice_lanes()
 
