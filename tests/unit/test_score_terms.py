@@ -169,5 +169,24 @@ def test_a_shipped_decoder_only_model_splits_its_scores_as_the_live_configuratio
     np.testing.assert_allclose(terms, split.terms, atol=1e-5)
     with pytest.raises(ValueError, match="Received: stack='cross'"):
         load_pretrained("induction").score_terms(line.text, 0, 0, stack="cross")
-    with pytest.raises(ValueError, match="decoder-only"):
-        load_pretrained("reverse").score_terms("a b c", 0, 0)
+
+
+@pytest.mark.parametrize("stack", ["encoder", "decoder", "cross"])
+def test_a_trained_encoder_decoders_scores_split_on_its_own_answer_and_sum_to_its_weights(stack):
+    from transformer.training.answers import translate
+    from transformer.training.pretrained import load_pretrained
+
+    reverse = load_pretrained("reverse")
+    parts, terms = reverse.score_terms("a b c d", 1, 2, stack)
+    _, attention = translate(reverse, "a b c d")  # on <s> + its own answer, as the split
+    scores = terms.sum((0, 1))  # (N_q, N_k), NaN where masked
+    weights = np.exp(scores - np.nanmax(scores, -1, keepdims=True))
+    weights = np.nan_to_num(weights) / np.nansum(weights, -1, keepdims=True)
+    np.testing.assert_allclose(weights, attention[stack][1][0, 2], atol=2e-5)
+    query_parts, key_parts = parts if stack == "cross" else (parts, parts)
+    assert terms.shape[:2] == (len(query_parts), len(key_parts))
+    assert key_parts[0] == ("enc token" if stack == "cross" else "token")
+    with pytest.raises(ValueError, match="stack='nope'"):
+        reverse.score_terms("a b c d", 1, 2, "nope")
+    with pytest.raises(ValueError, match="Tokens outside this model's vocabulary: Z"):
+        reverse.score_terms("a b Z", 1, 2, stack)

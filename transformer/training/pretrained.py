@@ -18,11 +18,11 @@ import tensorflow as tf
 
 from transformer.core import residual_parts
 from transformer.core.ablation import check_ablation
-from transformer.core.masks import target_mask
+from transformer.core.masks import padding_mask, target_mask
 from transformer.core.tokens import Vocabulary
 from transformer.runtime.device import resolve_device
 from transformer.tasks import Task, get_task
-from transformer.tasks.base import PAD_ID
+from transformer.tasks.base import PAD_ID, START_ID
 from transformer.tasks.induction import line_ids
 from transformer.training import kept_on_disk
 from transformer.training.kept_limits import kept_limits
@@ -107,21 +107,33 @@ class Pretrained:
         return shifted / shifted.sum(-1, keepdims=True), {"decoder": attention[:, 0]}
 
     def score_terms(self, text: str, layer: int, head: int, stack: str = "decoder") -> tuple[tuple, np.ndarray]:
-        """Why head ``head`` of ``layer`` attends where it does on one line of a decoder-only model: ``(parts,
-        terms)``, ``terms (P, P, N, N)`` whose sum over the first two axes is the head's scaled scores (NaN where
+        """Why head ``head`` of ``stack``'s layer ``layer`` attends where it does on one line: ``(parts, terms)``,
+        ``terms (P_q, P_k, N_q, N_k)`` whose sum over the first two axes is the head's scaled scores (NaN where
         masked), ``parts`` the residual stream's ("token", "position", "L0H0", …, "bias";
-        `transformer.core.residual_parts`). An encoder-decoder model: `transformer.score_terms` of a `LiveConfig`.
-        ValueError as `read`."""
-        self.read(text)  # its checks: a decoder-only model, known tokens, the length
-        if stack != "decoder" or not (0 <= layer < self.model.num_layers and 0 <= head < self.model.num_heads):
-            raise ValueError(f"A decoder-only model has the decoder stack, layers 0–{self.model.num_layers - 1} and "
-                             f"heads 0–{self.model.num_heads - 1}. Received: stack={stack!r}, layer={layer!r}, "
-                             f"head={head!r}")
-        ids = tf.constant([self.vocab.encode(self.source_tokens(text))], tf.int32)  # (1, N)
+        `transformer.core.residual_parts`) — for cross-attention a pair, the query side's and the key side's (the
+        encoder's, "enc token", …). A decoder-only model reads ``text``; an encoder-decoder reads it as its source
+        and its decoder reads ``<s>`` and its own greedy answer (as `transformer.training.answers.translate`).
+        ValueError naming a stack, layer or head the model lacks, unknown tokens, or a line too long."""
+        if stack not in self.model.stacks or not (0 <= layer < self.model.num_layers
+                                                   and 0 <= head < self.model.num_heads):
+            raise ValueError(f"The {self.name} model has the stacks {self.model.stacks}, layers 0–"
+                             f"{self.model.num_layers - 1} and heads 0–{self.model.num_heads - 1}. Received: "
+                             f"stack={stack!r}, layer={layer!r}, head={head!r}")
+        if self.decoder_only:
+            self.read(text)  # its checks: known tokens, the length
+            src, tgt = None, tf.constant([self.vocab.encode(self.source_tokens(text))], tf.int32)  # (1, N)
+        else:
+            from transformer.training.answers import predictions  # noqa: PLC0415  (answers reads a Pretrained)
+
+            line = self.source_tokens(text)
+            src = tf.constant([self.vocab.encode(line)], tf.int32)  # (1, N_s)
+            tgt = tf.constant([[START_ID, *predictions(self, [line])[0]]], tf.int32)  # (1, N_t)
         with tf.device(self.device):
-            split = residual_parts.score_terms(self.model, "decoder", layer, head, None, ids, None,
-                                               target_mask(ids, PAD_ID))
-        return split.query_parts, split.terms
+            split = residual_parts.score_terms(self.model, stack, layer, head, src, tgt,
+                                               None if src is None else padding_mask(src, PAD_ID),
+                                               target_mask(tgt, PAD_ID))
+        parts = (split.query_parts, split.key_parts) if stack == "cross" else split.query_parts
+        return parts, split.terms
 
     def next_tokens(self, lines: list[list[str]], ablate: tuple = (), kind: str = "zero",
                     means=None) -> list[list[str]]:
