@@ -27,6 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "bench")]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from compute_bench import compute, long_sequences, new_seed_on_the_largest_model  # noqa: E402
+from first_moves import first_moves  # noqa: E402
 from induction_bench import live_induction_training, query_key_head_change  # noqa: E402
 from report import ROWS, steal_note, stolen_seconds, write_section  # noqa: E402
 from slider_bench import MOVES_NOTE, slider_latency  # noqa: E402
@@ -46,6 +47,7 @@ PARTS = {
     "largest": lambda quick: None if quick else new_seed_on_the_largest_model(),
     "induction": lambda quick: (live_induction_training(quick), query_key_head_change(quick)),
     "sweep": sweep,
+    "first": first_moves,
     "why": why,
 }
 

@@ -6,6 +6,8 @@ around every call costs a timer thread and a message to the browser on each reru
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 import transformer
@@ -191,8 +193,10 @@ def cost_measured(d_model: int, heads: int, device: str, longest: int) -> bool:
     return (d_model, heads, device, longest) in _MEASURED
 
 
-@st.cache_data(show_spinner=False)
+@functools.lru_cache(maxsize=4)
 def scaling(seed: int = 0):
+    """The Dot-product lab's scaling experiment (0.5–0.8 s of NumPy on 2 cores): once a process, and the default's
+    at start-up, in the background (`ui.preload`), so the lab's first visit does not wait for it."""
     return scaling_experiment(seed=seed)
 
 

@@ -76,9 +76,12 @@ def _import_engine() -> None:
 
 
 def _warm_up() -> None:
-    """On a GPU, launch the default model's kernels once now (4–5 s on an H200) rather than at the first request."""
+    """On a GPU, launch the default model's kernels once now (4–5 s on an H200) rather than at the first request;
+    on any device, compute what a page's first visit would otherwise wait for (the Dot-product lab's experiment)."""
     from transformer import service
+    from ui import data
 
+    data.scaling()
     try:
         device = service.warm_up_device()
     except Exception as error:  # noqa: BLE001  (a failed warm-up costs only time: the first request retries)
