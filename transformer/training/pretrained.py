@@ -20,9 +20,11 @@ from transformer.core import residual_parts
 from transformer.core.ablation import check_ablation
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.tokens import Vocabulary
+from transformer.decoding.search import greedy_decode, strip
 from transformer.runtime.device import resolve_device
 from transformer.tasks import Task, get_task
 from transformer.tasks.base import PAD_ID, START_ID
+from transformer.tasks.images import IMAGE_TASKS
 from transformer.tasks.induction import line_ids
 from transformer.training import kept_on_disk
 from transformer.training.kept_limits import kept_limits
@@ -38,6 +40,8 @@ from transformer.training.saved_model import (
 )
 from transformer.training.saved_model import load_folder as read_folder
 from transformer.training.timeline import load_timeline, save_timeline
+from transformer.training.vision import WEIGHTS_FILE as VISION_WEIGHTS
+from transformer.training.vision import PretrainedVision, load_vision
 
 _LOGGER = logging.getLogger(__name__)
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate", "induction")
@@ -123,11 +127,11 @@ class Pretrained:
             self.read(text)  # its checks: known tokens, the length
             src, tgt = None, tf.constant([self.vocab.encode(self.source_tokens(text))], tf.int32)  # (1, N)
         else:
-            from transformer.training.answers import predictions  # noqa: PLC0415  (answers reads a Pretrained)
-
             line = self.source_tokens(text)
             src = tf.constant([self.vocab.encode(line)], tf.int32)  # (1, N_s)
-            tgt = tf.constant([[START_ID, *predictions(self, [line])[0]]], tf.int32)  # (1, N_t)
+            with tf.device(self.device):
+                answer = strip(greedy_decode(self.model, src, self.rules.target_length(len(line)) + 1)[0])
+            tgt = tf.constant([[START_ID, *answer]], tf.int32)  # (1, N_t): <s> and its own answer
         with tf.device(self.device):
             split = residual_parts.score_terms(self.model, stack, layer, head, src, tgt,
                                                None if src is None else padding_mask(src, PAD_ID),
@@ -232,10 +236,13 @@ def check_config(config) -> None:
                          f"seq_len={config.seq_len}")
 
 
-def load_pretrained(name: str, device: str | None = None) -> Pretrained:
-    """A shipped model (``"copy"``, ``"reverse"``, ``"sort"``), loaded once per device (None: the GPU when there
-    is one), or one registered by `register` (it stays on the device it was trained on)."""
+def load_pretrained(name: str, device: str | None = None) -> Pretrained | PretrainedVision:
+    """A shipped model (``"copy"``, ``"reverse"``, ``"sort"``; the Vision Transformers ``"match"`` and
+    ``"digits"``), loaded once per device (None: the GPU when there is one), or one registered by `register` (it
+    stays on the device it was trained on)."""
     device = device or resolve_device("auto")
+    if name in IMAGE_TASKS:
+        return _vision(name, device)
     check_name(name)
     with _lock:
         if name.startswith(SESSION_PREFIX):
@@ -250,6 +257,17 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained:
         if (name, device) not in _shipped:
             _shipped[name, device] = load_folder(PRETRAINED_DIR / name, name, device)
         return _shipped[name, device]
+
+
+def _vision(name: str, device: str) -> PretrainedVision:
+    folder = PRETRAINED_DIR / name
+    if not (folder / VISION_WEIGHTS).exists():
+        raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.training.train --task "
+                         f"{name}`.")
+    with _lock:
+        if (name, device) not in _shipped:
+            _shipped[(name, device)] = load_vision(folder, name, device)
+        return _shipped[(name, device)]
 
 
 def spec_of(name: str) -> TrainSpec | None:

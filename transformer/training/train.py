@@ -27,8 +27,10 @@ from transformer.core.tokens import Vocabulary
 from transformer.decoding.search import greedy_decode, strip
 from transformer.runtime.device import resolve_device
 from transformer.tasks import PAD_ID, TASKS, get_task, make_batch
+from transformer.tasks.images import IMAGE_TASKS
 from transformer.training import next_token, timeline
 from transformer.training.saved_model import PRETRAINED_DIR, TrainSpec, build_model, save
+from transformer.training.vision import VISION_DEFAULTS, VisionSpec, save_vision, train_vision
 
 
 @dataclass
@@ -187,8 +189,11 @@ def _recorder(result: TrainResult, every: int, on_snapshot):
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", default=TrainSpec.task, help=f"one of {', '.join(TASKS)}")
+    parser.add_argument("--task", default=TrainSpec.task, help=f"one of {', '.join([*TASKS, *IMAGE_TASKS])}")
     task = parser.parse_known_args(argv)[0].task
+    if task in IMAGE_TASKS:  # a Vision Transformer (transformer.training.vision)
+        _main_vision(parser, argv)
+        return
     for name, value in asdict(TrainSpec.for_task(task)).items():  # the task's own defaults (TASK_DEFAULTS)
         if name != "task":
             parser.add_argument(f"--{name.replace('_', '-')}", type=int if value is None else type(value),
@@ -206,6 +211,20 @@ def main(argv=None) -> None:
     measure = "next-token accuracy on repeated segments" if spec.architecture == "decoder-only" else \
         "exact-sequence accuracy"
     print(f"{measure} {result.accuracy:.4f} on fresh inputs; {result.seconds:.0f} s; wrote {folder}")
+
+
+def _main_vision(parser, argv) -> None:
+    for name, value in asdict(VISION_DEFAULTS[parser.parse_known_args(argv)[0].task]).items():
+        if name != "task":
+            parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    parser.add_argument("--out", type=Path, default=PRETRAINED_DIR, help="folder that receives <task>/")
+    args = vars(parser.parse_args(argv))
+    out = args.pop("out")
+    spec = VisionSpec(**args)
+    result = train_vision(spec, on_progress=lambda step, loss, accuracy: print(
+        f"step {step:5d}/{spec.steps}  loss {loss:.4f}  batch accuracy {accuracy:.3f}", flush=True))
+    folder = save_vision(result, out / spec.task)
+    print(f"accuracy {result.accuracy:.4f} on images it never trained on; {result.seconds:.0f} s; wrote {folder}")
 
 
 if __name__ == "__main__":

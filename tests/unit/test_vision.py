@@ -1,0 +1,104 @@
+"""Attention over images: the two image tasks, the Vision Transformer against an independent NumPy forward pass from
+its weights, training, saving and reading an image, and bad input."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from transformer.core.vision import VisionTransformer, patch_rows
+from transformer.tasks.images import TEST_COUNT, check_image, get_image_task, image_patches, patch_pixels
+
+
+def test_patches_are_numbered_row_major_and_the_engine_cuts_them_as_numpy_does():
+    image = np.arange(64, dtype=np.float32).reshape(8, 8)
+    patches = image_patches(image[None])[0]  # (16, 4)
+    np.testing.assert_array_equal(patches[0], [0, 1, 8, 9])  # the top-left patch
+    np.testing.assert_array_equal(patches[5], image[2:4, 2:4].ravel())  # row 1, column 1
+    np.testing.assert_array_equal(patch_rows(tf.constant(image[None])).numpy(), patches[None])
+
+
+def test_a_match_image_repeats_exactly_one_of_fifteen_different_patterns_in_its_corner():
+    images, labels = get_image_task("match").sample(np.random.default_rng(3), 50)
+    patches = image_patches(images)  # (50, 16, 4)
+    for row, label in enumerate(labels):
+        others = {tuple(patch) for patch in patches[row, 1:]}
+        assert len(others) == 15 and set(np.unique(images[row])) <= {0.0, 1.0}
+        assert [np.array_equal(patches[row, 0], patch) for patch in patches[row, 1:]].count(True) == 1
+        np.testing.assert_array_equal(patches[row, 0], patches[row, label + 1])
+    assert len(set(labels.tolist())) > 10  # the classes are drawn evenly
+    np.testing.assert_array_equal(patch_pixels(0b1001), [[1, 0], [0, 1]])
+
+
+def test_the_digits_are_scaled_split_once_and_the_test_images_are_fixed():
+    task = get_image_task("digits")
+    images, labels = task.evaluation()
+    assert images.shape == (TEST_COUNT, 8, 8) and 0 <= images.min() and images.max() == 1
+    again, _ = get_image_task("digits").evaluation()
+    np.testing.assert_array_equal(images, again)
+    trained, trained_labels = task.sample(np.random.default_rng(0), 64)
+    assert trained.shape == (64, 8, 8) and set(trained_labels.tolist()) <= set(range(10))
+    image, label = task.test_image(7)
+    np.testing.assert_array_equal(image, images[7]) and label == labels[7]
+    with pytest.raises(ValueError, match="from 0 to 299. Received: index=300"):
+        task.test_image(300)
+
+
+def _layer_norm(x, gamma, beta):
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-6) * gamma + beta
+
+
+def _numpy_vit(weights: dict, images, heads: int, layers: int, d_ff: int):
+    """Logits ``(B, C)`` and weights ``L × (B, H, 17, 17)`` from the model's arrays alone (pre-norm blocks)."""
+    w = {path.split("/", 1)[1]: value for path, value in weights.items()}
+    patches = image_patches(images)  # (B, 16, 4)
+    x = patches @ w["patch_embedding/kernel"] + w["patch_embedding/bias"]  # (B, 16, D)
+    x = np.concatenate([np.broadcast_to(w["cls"], (len(x), 1, x.shape[-1])), x], axis=1) + w["positions/table"]
+    d = x.shape[-1]
+    d_k, maps = d // heads, []
+    for layer in range(layers):
+        at = f"encoder/block_{layer}/self_attention_block/"
+        y = _layer_norm(x, w[at + "layer_norm/gamma"], w[at + "layer_norm/beta"])
+        q, k, v = (y @ w[at + f"attention/transform_{name}/kernel"] + w[at + f"attention/transform_{name}/bias"]
+                   for name in ("query", "key", "value"))
+        split = lambda t: t.reshape(len(t), -1, heads, d_k).transpose(0, 2, 1, 3)  # noqa: E731  (B, H, 17, d_k)
+        scores = split(q) @ split(k).transpose(0, 1, 3, 2) / np.sqrt(d_k)  # (B, H, 17, 17)
+        alpha = np.exp(scores - scores.max(-1, keepdims=True))
+        alpha /= alpha.sum(-1, keepdims=True)
+        maps.append(alpha)
+        context = (alpha @ split(v)).transpose(0, 2, 1, 3).reshape(len(x), -1, d)  # (B, 17, D)
+        x = x + context @ w[at + "attention/transform_out/kernel"] + w[at + "attention/transform_out/bias"]
+        if d_ff:
+            at = f"encoder/block_{layer}/feed_forward_block/"
+            y = _layer_norm(x, w[at + "layer_norm/gamma"], w[at + "layer_norm/beta"])
+            hidden = np.maximum(0, y @ w[at + "feed_forward/hidden/kernel"] + w[at + "feed_forward/hidden/bias"])
+            x = x + hidden @ w[at + "feed_forward/project/kernel"] + w[at + "feed_forward/project/bias"]
+    x = _layer_norm(x, w["encoder/final_norm/gamma"], w["encoder/final_norm/beta"])
+    return x[:, 0] @ w["classifier/kernel"] + w["classifier/bias"], maps
+
+
+@pytest.mark.parametrize("heads, layers, d_ff", [(4, 2, 0), (2, 3, 16)])
+def test_the_vision_transformer_equals_a_numpy_forward_pass_from_its_weights(heads, layers, d_ff):
+    tf.keras.utils.set_random_seed(1)
+    model = VisionTransformer(10, d_model=16, num_heads=heads, num_layers=layers, d_ff=d_ff)
+    model.build()
+    for weight in model.weights:  # every weight random, the CLS token and LayerNorm's too
+        weight.assign(np.random.default_rng(len(weight.path)).normal(0, 0.5, weight.shape).astype(np.float32))
+    images = np.random.default_rng(0).random((3, 8, 8)).astype(np.float32)
+    logits, maps = model(images)
+    expected_logits, expected_maps = _numpy_vit({w.path: w.numpy() for w in model.weights}, images, heads, layers,
+                                                d_ff)
+    np.testing.assert_allclose(logits.numpy(), expected_logits, atol=1e-4)
+    for found, expected in zip(maps, expected_maps):
+        np.testing.assert_allclose(found.numpy(), expected, atol=1e-5)
+    rebuilt = VisionTransformer.from_config(model.get_config())
+    assert (rebuilt.num_heads, rebuilt.num_layers, rebuilt.d_ff) == (heads, layers, d_ff)
+
+
+@pytest.mark.parametrize("image, message", [
+    (np.zeros((8, 7)), "shape=\\(8, 7\\)"), (np.full((8, 8), 1.5), "max=1.5"), ("an image", "Received: str"),
+    (np.full((8, 8), np.nan), "64 not finite"),
+])
+def test_a_bad_image_is_refused_naming_what_is_wrong(image, message):
+    with pytest.raises(ValueError, match=message):
+        check_image(image)

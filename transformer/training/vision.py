@@ -1,0 +1,153 @@
+"""Training a Vision Transformer (`transformer.core.vision`) on an image task (`transformer.tasks.images`), saving it
+and reading images with it: ``python -m transformer.training.train --task match`` (or ``digits``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from transformer.core.vision import VisionTransformer
+from transformer.runtime.device import resolve_device
+from transformer.tasks.images import check_image, get_image_task
+
+WEIGHTS_FILE, CONFIG_FILE = "weights.weights.h5", "model.json"
+
+
+@dataclass(frozen=True)
+class VisionSpec:
+    """One training run of a Vision Transformer: its size and how it is trained (Adam at ``learning_rate``, fresh
+    images each step for match, shifted training digits for digits)."""
+
+    task: str = "match"
+    d_model: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
+    d_ff: int = 0
+    dropout: float = 0.0
+    steps: int = 1500
+    batch: int = 128
+    learning_rate: float = 1e-3
+    seed: int = 0
+
+    def validate(self) -> None:
+        get_image_task(self.task)
+        if self.d_model % self.num_heads or min(self.d_model, self.num_heads, self.num_layers) < 1 or self.d_ff < 0:
+            raise ValueError(f"num_heads must divide d_model, and the sizes be positive. Received: d_model="
+                             f"{self.d_model}, num_heads={self.num_heads}, num_layers={self.num_layers}, d_ff="
+                             f"{self.d_ff}")
+        if self.steps < 1 or self.batch < 1 or self.learning_rate <= 0:
+            raise ValueError(f"steps, batch and learning_rate must be positive. Received: steps={self.steps}, "
+                             f"batch={self.batch}, learning_rate={self.learning_rate}")
+
+
+# How the shipped models were trained (docs/trained_models.md): match attention-only, as measured before the
+# issue was filed; digits with feed-forward layers and dropout.
+VISION_DEFAULTS = {
+    "match": VisionSpec(task="match", steps=600, seed=0),
+    "digits": VisionSpec(task="digits", d_ff=128, dropout=0.1, steps=2000, seed=0),
+}
+
+
+@dataclass
+class VisionResult:
+    spec: VisionSpec
+    model: VisionTransformer
+    accuracy: float  # on images it never trained on (`ImageTask.evaluation`)
+    seconds: float
+    history: list  # (step, loss, batch accuracy)
+
+
+def build_vision(spec: VisionSpec) -> VisionTransformer:
+    model = VisionTransformer(len(get_image_task(spec.task).classes), spec.d_model, spec.num_heads, spec.num_layers,
+                              spec.d_ff, spec.dropout)
+    model.build((None, 8, 8))
+    return model
+
+
+def accuracy_of(model: VisionTransformer, task: str, count: int = 1000) -> float:
+    """The share of ``count`` evaluation images (digits: the 300 held out) that ``model`` classifies right."""
+    images, labels = get_image_task(task).evaluation(count)
+    logits, _ = model(images)
+    return float(np.mean(np.argmax(logits, -1) == labels))
+
+
+def train_vision(spec: VisionSpec, on_progress=None, log_every: int = 100) -> VisionResult:
+    """Train a Vision Transformer as ``spec`` says; ``on_progress(step, loss, accuracy)`` every ``log_every``."""
+    spec.validate()
+    keras.utils.set_random_seed(spec.seed)
+    task, rng = get_image_task(spec.task), np.random.default_rng(spec.seed)
+    with tf.device(resolve_device("auto")):
+        model = build_vision(spec)
+        optimizer = keras.optimizers.Adam(spec.learning_rate)
+
+        @tf.function
+        def step(images, labels):
+            with tf.GradientTape() as tape:
+                logits, _ = model(images, training=True)  # (B, C)
+                loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
+            optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+            return loss, tf.reduce_mean(tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == labels, tf.float32))
+
+        started, history = time.perf_counter(), []
+        for number in range(1, spec.steps + 1):
+            images, labels = task.sample(rng, spec.batch)
+            loss, accuracy = step(tf.constant(images), tf.constant(labels))
+            if number % log_every == 0 or number == spec.steps:
+                history.append((number, float(loss), float(accuracy)))
+                if on_progress:
+                    on_progress(*history[-1])
+        seconds = time.perf_counter() - started
+        return VisionResult(spec, model, accuracy_of(model, spec.task), seconds, history)
+
+
+def save_vision(result: VisionResult, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    result.model.save_weights(folder / WEIGHTS_FILE)
+    meta = {"kind": "vision", "spec": asdict(result.spec), "classes": list(get_image_task(result.spec.task).classes),
+            "accuracy": result.accuracy, "train_seconds": round(result.seconds, 1),
+            "final_loss": result.history[-1][1] if result.history else None,
+            "tensorflow": tf.__version__, "keras": keras.__version__}
+    (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    return folder
+
+
+@dataclass
+class PretrainedVision:
+    """A trained Vision Transformer: ``read_image`` classifies one image and returns its attention."""
+
+    name: str
+    spec: VisionSpec
+    model: VisionTransformer
+    classes: tuple
+    accuracy: float
+    device: str
+
+    def read_image(self, image) -> tuple[np.ndarray, dict]:
+        """``image (8, 8)`` in [0, 1] -> ``(probabilities (C,), {"encoder": (L, H, 17, 17)})``: token 0 is CLS,
+        token ``1 + p`` patch p. ValueError naming a wrong shape or a pixel outside [0, 1]."""
+        image = check_image(image)
+        with tf.device(self.device):
+            logits, weights = self.model(image[None])  # (1, C), L × (1, H, 17, 17)
+        probabilities = tf.nn.softmax(logits[0]).numpy()
+        return probabilities, {"encoder": np.stack([layer[0].numpy() for layer in weights])}
+
+    @property
+    def positions(self) -> np.ndarray:
+        """The learned position table ``(17, d_model)``: row 0 CLS's, row ``1 + p`` patch p's."""
+        return self.model.positions.table.numpy()
+
+
+def load_vision(folder: Path, name: str, device: str = "/CPU:0") -> PretrainedVision:
+    meta = json.loads((folder / CONFIG_FILE).read_text())
+    known = {field.name for field in fields(VisionSpec)}
+    spec = VisionSpec(**{key: value for key, value in meta["spec"].items() if key in known})
+    with tf.device(device):
+        model = build_vision(spec)
+        model.load_weights(folder / WEIGHTS_FILE)
+    return PretrainedVision(name, spec, model, tuple(meta["classes"]), float(meta["accuracy"]), device)
