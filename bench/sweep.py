@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from chart_support import click_chart
 from moves import move_and_wait
 from report import percentile, row
 
@@ -37,6 +38,7 @@ class Lane:
     server: str = "app"  # or "skeleton": bench/skeleton_app.py
     options: tuple[str, str] = ()  # a choice (radio, segmented control): the option moved to, then the one back
     select: bool = False  # the choice is a select box (opened before the clock starts; the click on an option is timed)
+    point: tuple = ()  # (chart index, x, y): a click on that chart at those data coordinates (the Images page's pixel)
     times: list = field(default_factory=list)
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
 
@@ -64,6 +66,7 @@ def lanes() -> list[Lane]:
     found += [Lane(name, path, label) for name, (path, own) in pages.items() for label in SIDEBAR + own]
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
               Lane("explanations (copy)", "explanations?weights=copy&ex_count=10", "Examples"),
+              Lane("images (match)", "images", "a pixel flipped", point=(0, 5, 2)),
               Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Focus a query"),
               Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Key"),
               Lane("decode (dates)", "decode?weights=dates", "Step")]
@@ -97,6 +100,9 @@ def _thumb(page, label: str):
 
 def _move(page, lane: Lane, index: int) -> float:
     option = lane.options[index % 2] if lane.options else None
+    if lane.point:
+        chart, x, y = lane.point
+        return move_and_wait(page, lambda: click_chart(page, chart, x, y), what=f"{lane.page} · {lane.label}")
     if lane.select:
         box = page.get_by_test_id("stSelectbox").filter(has_text=lane.label).first
         return move_and_wait(page, lambda: page.get_by_role("option", name=option, exact=True).click(),

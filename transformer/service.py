@@ -40,6 +40,7 @@ from transformer.external.registry import EXTERNAL, check_key, is_external
 from transformer.live import decode as _decode
 from transformer.live import faithfulness as _faithfulness
 from transformer.live import head_roles as _head_roles
+from transformer.live import images as _images
 from transformer.live import importance as _importance
 from transformer.live import induction as _induction
 from transformer.live import query_key as _query_key
@@ -52,6 +53,7 @@ from transformer.live.head_roles import (
     example_lines,
     repeated_lines,
 )
+from transformer.live.images import IMAGE_MODELS, example_image
 from transformer.live.importance import head_importance, heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import model_bytes
@@ -101,6 +103,7 @@ measure_ablation = on_engine_thread(_importance.measure)
 induction_study = on_engine_thread(_induction.induction_study)
 faithfulness = on_engine_thread(_faithfulness.faithfulness)
 example_maps = on_engine_thread(_faithfulness.example_maps)
+read_image = on_engine_thread(_images.read_image)
 query_key_space = on_engine_thread(_query_key.query_key_space)
 warm_up_device = on_engine_thread(_warm_up.warm_up_device)
 rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
@@ -114,7 +117,7 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
            "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts", "timeline_of",
            "preference_terms", "score_terms", "EXPLAINED_TASKS", "METHODS", "example_maps", "faithfulness",
-           "is_measured",
+           "is_measured", "IMAGE_MODELS", "example_image", "read_image",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
            "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",

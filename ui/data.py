@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import streamlit as st
 
 import transformer
@@ -22,8 +23,10 @@ from transformer.service import (
     induction_study,
     measure_ablation,
     query_key_space,
+    read_image,
     scaling_experiment,
 )
+from transformer.service import example_image as draw_example_image
 from transformer.service import head_importance as every_head_ablated
 from transformer.service import head_roles as _head_roles_of
 from transformer.service import memory_in_use as device_memory
@@ -148,6 +151,22 @@ def explanation_example(name: str, source_text: str, count: int, device: str):
     """Every method's map of one source line (`transformer.live.faithfulness.example_maps`, cached); on a line
     not of the task's form a message."""
     return _or_stop(_example_maps, name, source_text, count, device)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _image_reading(name: str, pixels: bytes, device: str):
+    return read_image(name, np.frombuffer(pixels, np.float32).reshape(8, 8), device)
+
+
+def example_image(name: str, pick: int):
+    """``(image (8, 8), label)``: a fresh match image of seed ``pick`` or digits' test image ``pick``; on bad input
+    a message."""
+    return _or_stop(draw_example_image, name, pick)
+
+
+def image_reading(name: str, image, device: str):
+    """`transformer.live.images.read_image` of one image (cached by its pixels); on bad input a message."""
+    return _or_stop(_image_reading, name, np.asarray(image, np.float32).tobytes(), device)
 
 
 def ablation_measure(name: str, ablate: tuple, count: int, kind: str, device: str) -> tuple[float, float]:

@@ -88,6 +88,14 @@ def ablate(raw: str) -> list[str]:
     return [head_code(*triple) for triple in triples]
 
 
+def pixels(raw: str) -> list[int]:
+    """``"9 3"`` -> ``[3, 9]``: distinct pixels of an 8 × 8 image (row-major, 0 … 63), in order."""
+    values = sorted({number(part, int) for part in raw.split()})
+    if any(not 0 <= value < 64 for value in values):
+        raise ValueError("must be whole numbers from 0 to 63 (a pixel of the 8 × 8 image, row by row)")
+    return values
+
+
 def flag(raw: str) -> bool:
     if raw not in ("0", "1"):
         raise ValueError("must be 0 or 1")

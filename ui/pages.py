@@ -8,6 +8,7 @@ PAGES = (
     ("heads", "Heads", "psychology", "what each head does (its role) and which heads matter (ablation)"),
     ("explanations", "Explanations", "rule", "which explanation of a trained model is right: six methods measured "
      "against the known alignment"),
+    ("images", "Images", "image", "a Vision Transformer's attention over an image: edit pixels, see every head"),
     ("query_key", "Query–key", "scatter_plot", "one head's queries and keys over many lines in one plane"),
     ("induction", "Induction heads", "content_copy", "a model that copies in context: which heads do it, and how they "
      "form"),

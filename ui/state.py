@@ -19,6 +19,7 @@ from transformer.service import (
     ABLATIONS,
     ARCHITECTURES,
     DEVICE_CHOICES,
+    IMAGE_MODELS,
     LINE_SOURCES,
     MASK_FAMILIES,
     MAX_LAYERS,
@@ -126,6 +127,12 @@ FIELDS: dict[str, Field] = {
     "imp_kind": Field("zero", link_values.choice(ABLATIONS)),
     "imp_count": Field(200, link_values.choice(IMPORTANCE_COUNTS, int)),
     "ex_count": Field(50, link_values.choice(EXPLANATION_COUNTS, int)),
+    # the Images page: the model, its image (a match image's seed or a test digit's index), the pixels flipped on it,
+    # and the token whose attention is drawn (0: CLS, 1 + p: patch p)
+    "img_model": Field("match", link_values.choice(IMAGE_MODELS)),
+    "img_pick": Field(0, link_values.integer(0, 2**31 - 1)),
+    "img_flip": Field([], link_values.pixels),
+    "img_from": Field(0, link_values.integer(0, 16)),
     "qk_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
     "qk_head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),
     "qk_colour": Field("position", link_values.choice(QK_COLOURINGS)),

@@ -17,8 +17,8 @@ from ui.controls import FAILED, PASSED, filled_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 pytestmark = pytest.mark.app
-PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "explanations", "query_key", "induction",
-         "dot_product_lab", "shapes", "cost", "decode", "train"]
+PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "explanations", "images", "query_key",
+         "induction", "dot_product_lab", "shapes", "cost", "decode", "train"]
 # Cost draws once Measure is pressed, Decode and Explanations once a trained model is chosen
 CHARTLESS = ("train", "cost", "decode", "explanations")
 

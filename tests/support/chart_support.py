@@ -24,3 +24,16 @@ def chart_payloads(at) -> list[bytes]:
 def figure_specs(at) -> list[dict]:
     """Each chart's Plotly figure as a dict ({"data": [...], "layout": {...}})."""
     return [json.loads(payload)["figure"] for payload in chart_payloads(at)]
+
+
+CHART_POINT = f"""([index, x, y, axis]) => {{
+    const plot = document.querySelectorAll('{PLOT}')[index], layout = plot._fullLayout;
+    const xa = layout['xaxis' + axis], ya = layout['yaxis' + axis], box = plot.getBoundingClientRect();
+    return [box.left + xa._offset + xa.l2p(x), box.top + ya._offset + ya.l2p(y)];
+}}"""
+
+
+def click_chart(page, index: int, x: float, y: float, axis: str = "") -> None:
+    """Click chart ``index`` of the page at data coordinates ``(x, y)`` of its axes ``x{axis}``/``y{axis}``."""
+    left, top = page.evaluate(CHART_POINT, [index, x, y, axis])
+    page.mouse.click(left, top)

@@ -1,0 +1,103 @@
+"""Images: a Vision Transformer trained here reads an 8×8 image; every head's attention from CLS or a patch drawn
+over the image, rollout and flow, the positions it learned, and pixels a click flips."""
+
+import numpy as np
+import streamlit as st
+
+from transformer.service import IMAGE_MODELS
+from ui import data, sidebar, state
+from ui.controls import PERSIST, clamp, fit_px, plot
+from viz.images import (
+    distance_figure,
+    head_overlays,
+    image_figure,
+    position_similarity_figure,
+    probabilities_figure,
+    rollout_and_flow,
+    token_name,
+)
+
+MODEL_LABELS = {"match": "match (which patch does the corner repeat?)", "digits": "digits (scikit-learn's 8×8)"}
+DIGITS_TEST = 300
+
+st.title("Attention over images")
+st.markdown(
+    "A **Vision Transformer** (Dosovitskiy et al. 2021) reads an image as a sequence: here an 8×8 image is cut into "
+    "16 patches of 2×2 pixels, each linearly embedded, with a learned **CLS** token in front and learned positions; "
+    "two pre-norm encoder layers of 4 heads follow, and CLS's final state is classified. In **match**, patches 1–15 "
+    "carry 15 different patterns and the top-left corner (patch 0) repeats one of them: the answer is the patch it "
+    "repeats, so something must look from the corner to its match. **Click a pixel** to flip it and watch the "
+    "attention move; click a patch in the heads' panels to look from it. Both models were trained here "
+    "(docs/images.md says how, and what they show).")
+
+
+def _new_image() -> None:
+    state.put("img_flip", [])  # edits belong to the image they were made on
+
+
+def _flip(cell: dict) -> None:
+    if "query" in cell and "key" in cell:
+        pixel = int(cell["query"]) * 8 + int(cell["key"])
+        state.put("img_flip", sorted(set(state.read("img_flip")) ^ {pixel}))
+
+
+def _look_from(cell: dict) -> None:
+    if "query" in cell and "key" in cell:
+        state.put("img_from", 1 + int(cell["query"]) * 4 + int(cell["key"]))
+
+
+def edited(image: np.ndarray, flips) -> np.ndarray:
+    """``image`` with each pixel of ``flips`` flipped: a dark one (< 0.5) becomes 1, a light one 0."""
+    image = image.copy().ravel()
+    for pixel in flips:
+        image[pixel] = 0.0 if image[pixel] >= 0.5 else 1.0
+    return image.reshape(8, 8)
+
+
+controls = st.columns([3, 2, 2])
+name = controls[0].radio("Model", IMAGE_MODELS, key="img_model", format_func=MODEL_LABELS.get, horizontal=True,
+                         on_change=_new_image, **PERSIST)
+if name == "digits":
+    if state.read("img_pick") >= DIGITS_TEST:
+        state.notify(f"The digits have test images 0–{DIGITS_TEST - 1}: showing image 0.")
+        clamp("img_pick", 0)
+    pick = controls[1].number_input("Test image", min_value=0, max_value=DIGITS_TEST - 1, key="img_pick",
+                                    on_change=_new_image, help="One of the 300 digits the model never trained on.",
+                                    **PERSIST)
+else:
+    pick = controls[1].number_input("Fresh image (seed)", min_value=0, max_value=2**31 - 1, key="img_pick",
+                                    on_change=_new_image, help="A new match image is drawn from this seed.", **PERSIST)
+token = controls[2].selectbox("Attention from", list(range(17)), key="img_from", format_func=token_name,
+                              help="The query whose attention is drawn: CLS (what the classifier reads) or a patch.",
+                              **PERSIST)
+original, label = data.example_image(name, int(pick))
+flips = state.read("img_flip")
+image = edited(original, flips)
+reading = data.image_reading(name, image, sidebar.session_device())
+right = None if flips else label
+left, middle = st.columns([2, 3])
+with left:
+    title = f"{'Edited: ' if flips else ''}{'match image' if name == 'match' else 'test digit'} {pick}" + (
+        f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")
+    plot(image_figure(image, title, token, fit_px("img_image")), "img_image", on_click=_flip)
+    if flips:
+        st.button("Undo every edit", on_click=_new_image, icon=":material/undo:")
+with middle:
+    plot(probabilities_figure(reading.probabilities, reading.classes, right, fit_px("img_probs")), "img_probs")
+    if name == "match" and not flips:
+        corner = reading.weights[0, :, 1, label + 2]  # layer 0, every head: the corner's weight on its match
+        st.caption(f"Layer 0: the corner (patch 0) puts {corner.max():.2f} of head {int(corner.argmax())}'s "
+                   f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer 1: CLS puts "
+                   f"{reading.weights[-1, :, 0, label + 2].max():.2f} on it.")
+plot(head_overlays(reading.weights, image, token, fit_px("img_heads")), "img_heads", on_click=_look_from)
+layers = reading.weights.shape[0]
+columns = st.columns(2)
+with columns[0]:
+    plot(rollout_and_flow(reading.rollout[token], reading.flow[token], token, layers, fit_px("img_flow")),
+         "img_flow")
+with columns[1]:
+    plot(distance_figure(reading.distance, fit_px("img_distance")), "img_distance")
+plot(position_similarity_figure(reading.positions, fit_px("img_positions")), "img_positions")
+st.caption("Rollout multiplies each layer's heads' mean, half kept for the residual; flow is the maximum flow "
+           "through the same graph (Abnar & Zuidema 2020). The positions were learned from nothing: a patch's "
+           "position is most like its own row's and column's, as the paper's Figure 7 shows.")

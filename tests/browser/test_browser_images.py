@@ -1,0 +1,29 @@
+"""Attention over images, in Chromium: the Images page draws the match model's image, every head over it, rollout
+and flow, distances and positions; a click on a pixel flips it (the link keeps it) and a click on a head's patch
+looks from that patch."""
+
+import pytest
+from browser_pages import CHART_TEXT_PROBLEMS, app_tab, text_collisions
+from browser_support import OUTPUT, wait_idle
+from chart_support import PLOT, click_chart
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_images_page_draws_every_head_over_the_image_and_a_click_flips_a_pixel(browser, server, width):
+    with app_tab(browser, server, "images", width) as tab:
+        tab.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= 6", timeout=60_000)
+        wait_idle(tab)
+        panels = tab.evaluate(f"""() => document.querySelectorAll('{PLOT}')[2]._fullData
+            .filter((trace) => trace.type === 'heatmap').length""")
+        assert panels == 8  # two layers of four heads
+        tab.screenshot(path=str(OUTPUT / f"images-match-{width}.png"), full_page=True)
+        problems = text_collisions(tab) + tab.evaluate(CHART_TEXT_PROBLEMS)
+        assert not problems, problems
+        click_chart(tab, 0, 5, 2)  # row 2, column 5: pixel 21
+        tab.wait_for_url("**img_flip=21**", timeout=30_000)
+        wait_idle(tab)
+        tab.get_by_text("1 pixels flipped").first.wait_for(timeout=30_000)  # the image's title says so
+        click_chart(tab, 2, 6.5, 0.5)  # the first head's panel: patch 3 (top row, last column)
+        tab.wait_for_url("**img_from=4**", timeout=30_000)

@@ -1,0 +1,210 @@
+"""Attention over an image (a Vision Transformer's, `transformer.live.images`): the image with its patch grid (a
+click on a pixel flips it), each head's attention from one token drawn over the image, rollout and flow over the
+patches, the learned positions' similarity as a grid of grids, each head's mean attention distance, and the
+classes' probabilities."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.panels import axis_pair, grid_domains, min_width_meta, panel_title
+from viz.style import (
+    ALLOWED_COLOR,
+    DIVERGING_SCALE,
+    FOCUS_COLOR,
+    TEMPLATE_JSON,
+    left_title,
+    title_lines,
+    weight_coloraxis,
+    wrap_title,
+)
+
+IMAGE, PATCH, GRID = 8, 2, 4
+GREY = [[0.0, "black"], [1.0, "white"]]  # a pixel's value: 0 black, 1 white
+NARROW_PX = 700
+
+
+def token_name(token: int) -> str:
+    """Token 0 is CLS, token ``1 + p`` patch p."""
+    return "CLS" if token == 0 else f"patch {token - 1}"
+
+
+def _grid_lines(axis: str = "") -> list:
+    """The patch borders of an 8 × 8 image on axes ``x{axis}``/``y{axis}`` (pixel centres at 0 … 7)."""
+    lines = []
+    for at in np.arange(-0.5, IMAGE, PATCH):
+        lines += [dict(type="line", xref=f"x{axis}", yref=f"y{axis}", x0=at, x1=at, y0=-0.5, y1=IMAGE - 0.5),
+                  dict(type="line", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=IMAGE - 0.5, y0=at, y1=at)]
+    return [dict(line, line=dict(color=FOCUS_COLOR, width=1)) for line in lines]
+
+
+def _pixel_axes() -> tuple[dict, dict]:
+    common = dict(range=[-0.5, IMAGE - 0.5], showgrid=False, zeroline=False, tickvals=list(range(IMAGE)))
+    return dict(common, constrain="domain"), dict(common, autorange=None, range=[IMAGE - 0.5, -0.5],
+                                                  scaleanchor="x", constrain="domain")
+
+
+def image_figure(image, title: str, chosen: int | None = None, width_px: int | None = None) -> go.Figure:
+    """``image (8, 8)`` in [0, 1] in grey (1 white) with its 16 patches outlined and numbered; ``chosen`` (a token)
+    outlined thicker. A click on a pixel reports it (``meta.click``: row, column)."""
+    image = np.asarray(image, np.float32)
+    rows, cols = np.divmod(np.arange(IMAGE * IMAGE), IMAGE)
+    patch = (rows // PATCH) * GRID + cols // PATCH
+    heatmap = dict(type="heatmap", z=image, zmin=0, zmax=1, colorscale=GREY, showscale=False, xgap=1, ygap=1,
+                   customdata=patch.reshape(IMAGE, IMAGE),
+                   hovertemplate="pixel row %{y}, column %{x}: %{z:.2f}<br>patch %{customdata} · click to flip"
+                                 "<extra></extra>")
+    labels = [dict(x=(p % GRID) * PATCH + 0.5, y=(p // GRID) * PATCH + 0.5, text=str(p), showarrow=False,
+                   font=dict(size=10, color=FOCUS_COLOR)) for p in range(GRID * GRID)]
+    shapes = _grid_lines()
+    if chosen:
+        row, col = divmod(chosen - 1, GRID)
+        shapes.append(dict(type="rect", xref="x", yref="y", x0=col * PATCH - 0.5, x1=col * PATCH + 1.5,
+                           y0=row * PATCH - 0.5, y1=row * PATCH + 1.5, line=dict(color=ALLOWED_COLOR, width=4)))
+    x_axis, y_axis = _pixel_axes()
+    layout = dict(title=left_title(wrap_title(title, width_px)), height=380, width=None, template=TEMPLATE_JSON,
+                  margin=dict(t=60, l=40, r=10, b=30), xaxis=x_axis, yaxis=y_axis, shapes=shapes,
+                  annotations=labels, meta={"click": True})
+    return go.Figure(data=[heatmap], layout=layout, _validate=False)
+
+
+def _pixels_trace(image, axis: str) -> dict:
+    """The image's pixels as dark squares over a panel (a pixel's opacity its value): the image under the heads'
+    colours."""
+    image = np.asarray(image, np.float32)
+    rows, cols = np.nonzero(image > 0.05)
+    return dict(type="scatter", mode="markers", x=cols, y=rows, xaxis=f"x{axis}", yaxis=f"y{axis}", hoverinfo="skip",
+                marker=dict(symbol="square", size=7, color="black", opacity=image[rows, cols].tolist()),
+                showlegend=False)
+
+
+def head_overlays(weights, image, token: int, width_px: int | None = None) -> go.Figure:
+    """Args: weights: ``(L, H, 17, 17)``; image: ``(8, 8)``; token: the query (0: CLS, ``1 + p``: patch p). One
+    panel a head, a row a layer: the token's attention to each patch on the fixed 0–1 scale, the image's pixels
+    over it; a panel's title gives the weight on CLS. A click on a patch makes it the query (``meta.click``)."""
+    weights = np.asarray(weights, np.float32)
+    layers, heads = weights.shape[:2]
+    across = heads if width_px is None or width_px >= NARROW_PX else min(heads, 2)
+    down = layers * -(-heads // across)
+    data, layout, annotations, names = [], {}, [], []
+    for index, ((x_domain, y_domain), (layer, head)) in enumerate(zip(
+            grid_domains(layers * heads, across, down, 0.04, 0.1),
+            [(layer, head) for layer in range(layers) for head in range(heads)])):
+        axis = "" if index == 0 else str(index + 1)
+        row = weights[layer, head, token]  # (17,)
+        patches = row[1:].reshape(GRID, GRID)
+        data.append(dict(type="heatmap", z=patches, x0=0.5, dx=PATCH, y0=0.5, dy=PATCH, coloraxis="coloraxis",
+                         xaxis=f"x{axis}", yaxis=f"y{axis}", customdata=np.arange(16).reshape(GRID, GRID),
+                         hovertemplate=f"layer {layer} head {head}<br>query {token_name(token)} → key patch "
+                                       "%{customdata}<br>weight %{z:.3f}<extra></extra>"))
+        data.append(_pixels_trace(image, axis))
+        x_axis, y_axis = _pixel_axes()
+        layout.update(axis_pair(index, dict(x_axis, domain=x_domain, showticklabels=False),
+                                dict(y_axis, domain=y_domain, showticklabels=False,
+                                     scaleanchor=f"x{axis}")))
+        name = f"L{layer} H{head} · CLS {row[0]:.2f}"
+        names.append(name)
+        annotations.append(panel_title(name, x_domain, y_domain, size=12))
+    title = wrap_title(f"Each head's attention from {token_name(token)}, over the image (a row a layer)", width_px)
+    top = 30 + 22 * title_lines(title)
+    layout.update(title=left_title(title), template=TEMPLATE_JSON, annotations=annotations,
+                  height=top + 40 + down * (150 if across > 2 else 170), margin=dict(t=top + 20, l=10, r=10, b=10),
+                  coloraxis=weight_coloraxis(), meta={**min_width_meta(names, across, left_px=10, right_px=90,
+                                                                     gap_share=0.04), "click": True})
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def rollout_and_flow(rollout_row, flow_row, token: int, layers: int, width_px: int | None = None) -> go.Figure:
+    """Two 4 × 4 panels over the patches: ``rollout_row``, ``flow_row`` ``(17,)`` (what reaches ``token``'s
+    last-layer output from each token) on one scale from 0 to their largest; CLS's share in the titles."""
+    rows = [np.asarray(rollout_row, np.float32), np.asarray(flow_row, np.float32)]
+    largest = float(max(row[1:].max() for row in rows)) or 1.0
+    data, layout, annotations = [], {}, []
+    for index, ((x_domain, y_domain), name, row) in enumerate(zip(grid_domains(2, 2, 1, 0.12, 0.0),
+                                                                  ("rollout", "flow"), rows)):
+        axis = "" if index == 0 else str(index + 1)
+        data.append(dict(type="heatmap", z=row[1:].reshape(GRID, GRID), coloraxis="coloraxis", xaxis=f"x{axis}",
+                         yaxis=f"y{axis}", customdata=np.arange(16).reshape(GRID, GRID),
+                         hovertemplate=f"{name}: from patch %{{customdata}} to {token_name(token)}'s output "
+                                       "%{z:.3f}<extra></extra>"))
+        common = dict(showgrid=False, zeroline=False, tickvals=list(range(GRID)), constrain="domain")
+        layout.update(axis_pair(index, dict(common, domain=x_domain),
+                                dict(common, domain=y_domain, autorange="reversed", scaleanchor=f"x{axis}")))
+        annotations.append(panel_title(f"{name} · CLS {row[0]:.2f}", x_domain, y_domain, size=13))
+    title = wrap_title(f"Rollout and flow to {token_name(token)}'s output", width_px)
+    top = 30 + 22 * title_lines(title)
+    layout.update(title=left_title(title), template=TEMPLATE_JSON, height=top + 300, annotations=annotations,
+                  margin=dict(t=top + 24, l=30, r=10, b=20),
+                  coloraxis=dict(weight_coloraxis("share", largest)))
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+def grid_of_grids(similarity) -> np.ndarray:
+    """``(16, 16)`` -> ``(19, 19)``: patch p's row of similarities as a 4 × 4 block at p's place, one NaN row and
+    column between blocks."""
+    similarity = np.asarray(similarity, np.float32)
+    laid = np.full((GRID * GRID + GRID - 1, GRID * GRID + GRID - 1), np.nan, np.float32)
+    for patch in range(GRID * GRID):
+        r, c = divmod(patch, GRID)
+        laid[r * (GRID + 1):r * (GRID + 1) + GRID, c * (GRID + 1):c * (GRID + 1) + GRID] = \
+            similarity[patch].reshape(GRID, GRID)
+    return laid
+
+
+def position_similarity_figure(similarity, width_px: int | None = None) -> go.Figure:
+    """The learned positions' cosine similarity as Dosovitskiy et al. draw it (Figure 7, centre): at each patch's
+    place, a 4 × 4 grid of its similarity to every patch, on −1 to 1."""
+    laid = grid_of_grids(similarity)
+    owner = np.full(laid.shape, -1)
+    other = np.full(laid.shape, -1)
+    for patch in range(GRID * GRID):
+        r, c = divmod(patch, GRID)
+        block = (slice(r * (GRID + 1), r * (GRID + 1) + GRID), slice(c * (GRID + 1), c * (GRID + 1) + GRID))
+        owner[block] = patch
+        other[block] = np.arange(GRID * GRID).reshape(GRID, GRID)
+    heatmap = dict(type="heatmap", z=laid, zmin=-1, zmax=1, colorscale=DIVERGING_SCALE,
+                   customdata=np.stack([owner, other], -1),
+                   colorbar=dict(title=dict(text="cosine", side="right")),
+                   hovertemplate="position of patch %{customdata[0]} · patch %{customdata[1]}: %{z:.2f}"
+                                 "<extra></extra>")
+    axis = dict(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
+    title = wrap_title("Learned positions: cosine similarity", width_px)
+    return go.Figure(data=[heatmap], layout=dict(
+        title=left_title(title), template=TEMPLATE_JSON, height=420, margin=dict(t=40 + 22 * title_lines(title), l=10,
+                                                                                 r=10, b=10),
+        xaxis=axis, yaxis=dict(axis, autorange="reversed", scaleanchor="x")), _validate=False)
+
+
+def distance_figure(distance, width_px: int | None = None) -> go.Figure:
+    """``(L, H)`` mean attention distances (patches) as points a head, by layer (Dosovitskiy et al., Figure 7
+    right)."""
+    distance = np.asarray(distance, np.float32)
+    layers, heads = distance.shape
+    points = dict(type="scatter", mode="markers", x=np.repeat(np.arange(layers), heads), y=distance.ravel(),
+                  customdata=np.tile(np.arange(heads), layers), marker=dict(size=11, color=ALLOWED_COLOR),
+                  hovertemplate="layer %{x} head %{customdata}: %{y:.2f} patches<extra></extra>")
+    title = wrap_title("Mean attention distance (patches)", width_px)
+    return go.Figure(data=[points], layout=dict(
+        title=left_title(title), template=TEMPLATE_JSON, height=320, margin=dict(t=40 + 22 * title_lines(title), l=60,
+                                                                                 r=10, b=50),
+        xaxis=dict(title=dict(text="layer"), tickvals=list(range(layers)), range=[-0.5, layers - 0.5]),
+        yaxis=dict(title=dict(text="distance"), rangemode="tozero")), _validate=False)
+
+
+def probabilities_figure(probabilities, classes, right: int | None = None,
+                         width_px: int | None = None) -> go.Figure:
+    """A bar a class; the predicted one orange, the right one (``right``, when known) outlined."""
+    probabilities = np.asarray(probabilities, np.float32)
+    best = int(np.argmax(probabilities))
+    colours = [FOCUS_COLOR if index == best else ALLOWED_COLOR for index in range(len(classes))]
+    outline = [3 if index == right else 0 for index in range(len(classes))]
+    bars = dict(type="bar", x=list(classes), y=probabilities, marker=dict(color=colours, line=dict(width=outline,
+                                                                                                  color="black")),
+                hovertemplate="%{x}: %{y:.3f}<extra></extra>")
+    title = wrap_title(f"Predicted: {classes[best]} ({probabilities[best]:.1%})", width_px)
+    return go.Figure(data=[bars], layout=dict(
+        title=left_title(title), template=TEMPLATE_JSON, height=300, margin=dict(t=40 + 22 * title_lines(title), l=50,
+                                                                                 r=10, b=70),
+        xaxis=dict(type="category", tickangle=-45), yaxis=dict(range=[0, 1], title=dict(text="probability"))),
+        _validate=False)
