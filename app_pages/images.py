@@ -11,6 +11,7 @@ from viz.images import (
     distance_figure,
     head_overlays,
     image_figure,
+    overlay_patch,
     position_similarity_figure,
     probabilities_figure,
     rollout_and_flow,
@@ -42,8 +43,8 @@ def _flip(cell: dict) -> None:
 
 
 def _look_from(cell: dict) -> None:
-    if "query" in cell and "key" in cell:
-        state.put("img_from", 1 + int(cell["query"]) * 4 + int(cell["key"]))
+    if "query" in cell and "key" in cell and overlay_patch(int(cell["query"]), int(cell["key"])) is not None:
+        state.put("img_from", 1 + overlay_patch(int(cell["query"]), int(cell["key"])))
 
 
 def edited(image: np.ndarray, flips) -> np.ndarray:

@@ -69,50 +69,61 @@ def image_figure(image, title: str, chosen: int | None = None, width_px: int | N
     return go.Figure(data=[heatmap], layout=layout, _validate=False)
 
 
-def _pixels_trace(image, axis: str) -> dict:
-    """The image's pixels as dark squares over a panel (a pixel's opacity its value): the image under the heads'
-    colours."""
-    image = np.asarray(image, np.float32)
-    rows, cols = np.nonzero(image > 0.05)
-    return dict(type="scatter", mode="markers", x=cols, y=rows, xaxis=f"x{axis}", yaxis=f"y{axis}", hoverinfo="skip",
-                marker=dict(symbol="square", size=7, color="black", opacity=image[rows, cols].tolist()),
-                showlegend=False)
+STRIDE = GRID + 1  # a panel's cells and one gap row / column in the one-trace grid of `head_overlays`
+
+
+def overlay_patch(row: int, col: int) -> int | None:
+    """The patch under cell ``(row, col)`` of `head_overlays`' grid (None: a gap)."""
+    r, c = row % STRIDE, col % STRIDE
+    return None if r == GRID or c == GRID else r * GRID + c
 
 
 def head_overlays(weights, image, token: int, width_px: int | None = None) -> go.Figure:
-    """Args: weights: ``(L, H, 17, 17)``; image: ``(8, 8)``; token: the query (0: CLS, ``1 + p``: patch p). One
-    panel a head, a row a layer: the token's attention to each patch on the fixed 0–1 scale, the image's pixels
-    over it; a panel's title gives the weight on CLS. A click on a patch makes it the query (``meta.click``)."""
-    weights = np.asarray(weights, np.float32)
+    """Args: weights: ``(L, H, 17, 17)``; image: ``(8, 8)``; token: the query (0: CLS, ``1 + p``: patch p). A panel
+    a head (a row a layer; two across on a phone): the token's attention to each patch on the fixed 0–1 scale, the
+    image's pixels drawn over it (a pixel's opacity its value); a panel's title gives its weight on CLS. One heatmap
+    and one scatter for every panel, on one pair of axes (gaps between panels are empty cells). A click on a patch
+    reports its cell (`overlay_patch` names the patch)."""
+    weights, image = np.asarray(weights, np.float32), np.asarray(image, np.float32)
     layers, heads = weights.shape[:2]
     across = heads if width_px is None or width_px >= NARROW_PX else min(heads, 2)
-    down = layers * -(-heads // across)
-    data, layout, annotations, names = [], {}, [], []
-    for index, ((x_domain, y_domain), (layer, head)) in enumerate(zip(
-            grid_domains(layers * heads, across, down, 0.04, 0.1),
-            [(layer, head) for layer in range(layers) for head in range(heads)])):
-        axis = "" if index == 0 else str(index + 1)
+    places = [(layer, head) for layer in range(layers) for head in range(heads)]
+    down = -(-len(places) // across)
+    z = np.full((down * STRIDE - 1, across * STRIDE - 1), np.nan, np.float32)
+    names = np.full(z.shape, "", dtype=object)
+    xs, ys, opacities, titles = [], [], [], []
+    rows, cols = np.nonzero(image > 0.05)
+    for index, (layer, head) in enumerate(places):
+        top, left = divmod(index, across)
+        top, left = top * STRIDE, left * STRIDE
         row = weights[layer, head, token]  # (17,)
-        patches = row[1:].reshape(GRID, GRID)
-        data.append(dict(type="heatmap", z=patches, x0=0.5, dx=PATCH, y0=0.5, dy=PATCH, coloraxis="coloraxis",
-                         xaxis=f"x{axis}", yaxis=f"y{axis}", customdata=np.arange(16).reshape(GRID, GRID),
-                         hovertemplate=f"layer {layer} head {head}<br>query {token_name(token)} → key patch "
-                                       "%{customdata}<br>weight %{z:.3f}<extra></extra>"))
-        data.append(_pixels_trace(image, axis))
-        x_axis, y_axis = _pixel_axes()
-        layout.update(axis_pair(index, dict(x_axis, domain=x_domain, showticklabels=False),
-                                dict(y_axis, domain=y_domain, showticklabels=False,
-                                     scaleanchor=f"x{axis}")))
-        name = f"L{layer} H{head} · CLS {row[0]:.2f}"
-        names.append(name)
-        annotations.append(panel_title(name, x_domain, y_domain, size=12))
+        z[top:top + GRID, left:left + GRID] = row[1:].reshape(GRID, GRID)
+        names[top:top + GRID, left:left + GRID] = f"layer {layer} head {head}"
+        xs += (left + cols / PATCH - 0.25).tolist()  # a pixel: a quarter of its patch's cell
+        ys += (top + rows / PATCH - 0.25).tolist()
+        opacities += image[rows, cols].tolist()
+        titles.append(dict(x=left + (GRID - 1) / 2, y=top - 0.5, xref="x", yref="y", yanchor="bottom",
+                           showarrow=False, text=f"L{layer} H{head} · CLS {row[0]:.2f}", font=dict(size=12)))
+    patch_numbers = np.full(z.shape, -1)
+    for r in range(z.shape[0]):
+        for c in range(z.shape[1]):
+            patch_numbers[r, c] = -1 if overlay_patch(r, c) is None else overlay_patch(r, c)
+    heatmap = dict(type="heatmap", z=z, coloraxis="coloraxis", customdata=np.stack([names, patch_numbers], -1),
+                   hovertemplate=f"%{{customdata[0]}}<br>query {token_name(token)} → key patch %{{customdata[1]}}"
+                                 "<br>weight %{z:.3f}<extra></extra>")
+    pixels = dict(type="scatter", mode="markers", x=xs, y=ys, hoverinfo="skip", showlegend=False,
+                  marker=dict(symbol="square", size=6 if across > 2 else 9, color="black", opacity=opacities))
     title = wrap_title(f"Each head's attention from {token_name(token)}, over the image (a row a layer)", width_px)
-    top = 30 + 22 * title_lines(title)
-    layout.update(title=left_title(title), template=TEMPLATE_JSON, annotations=annotations,
-                  height=top + 40 + down * (150 if across > 2 else 170), margin=dict(t=top + 20, l=10, r=10, b=10),
-                  coloraxis=weight_coloraxis(), meta={**min_width_meta(names, across, left_px=10, right_px=90,
-                                                                     gap_share=0.04), "click": True})
-    return go.Figure(data=data, layout=layout, _validate=False)
+    top_px = 40 + 22 * title_lines(title)
+    axis = dict(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
+    return go.Figure(data=[heatmap, pixels], layout=dict(
+        title=left_title(title), template=TEMPLATE_JSON, annotations=titles, coloraxis=weight_coloraxis(),
+        height=top_px + 30 + down * (170 if across > 2 else 150), margin=dict(t=top_px, l=10, r=10, b=10),
+        xaxis=dict(axis, range=[-0.5, z.shape[1] - 0.5]),
+        yaxis=dict(axis, range=[z.shape[0] - 0.5, -0.5], scaleanchor="x"),
+        meta={**min_width_meta([t["text"] for t in titles], across, left_px=10, right_px=90, gap_share=1 / STRIDE),
+              "click": True}),
+        _validate=False)
 
 
 def rollout_and_flow(rollout_row, flow_row, token: int, layers: int, width_px: int | None = None) -> go.Figure:

@@ -25,9 +25,11 @@ def test_the_match_image_its_prediction_and_every_head_from_cls_come_from_one_re
     probabilities = _titled(at, "Predicted")
     np.testing.assert_allclose(decode(probabilities["data"][0]["y"]), reading.probabilities, atol=1e-6)
     heads = _titled(at, "attention from CLS")
-    grids = [np.asarray(decode(trace["z"]), float) for trace in heads["data"] if trace["type"] == "heatmap"]
-    assert len(grids) == 8
-    np.testing.assert_allclose(grids[3].ravel(), reading.weights[0, 3, 0, 1:], atol=1e-6)  # layer 0, head 3
+    grid = np.asarray(decode(heads["data"][0]["z"]), float)  # every head in one heatmap, a gap between panels
+    assert grid.shape == (9, 19) and len(heads["layout"]["annotations"]) == 8
+    np.testing.assert_allclose(grid[0:4, 15:19].ravel(), reading.weights[0, 3, 0, 1:], atol=1e-6)  # layer 0, head 3
+    np.testing.assert_allclose(grid[5:9, 0:4].ravel(), reading.weights[1, 0, 0, 1:], atol=1e-6)  # layer 1, head 0
+    assert np.isnan(grid[4]).all() and np.isnan(grid[:, 4]).all()
     assert any("the corner (patch 0) puts" in caption.value for caption in at.caption)
 
 
