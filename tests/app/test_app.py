@@ -390,6 +390,10 @@ def _field_values():
         "qk_head": strategies.integers(0, choices.MAX_HEADS_SHOWN - 1),
         "qk_colour": strategies.sampled_from(QK_COLOURINGS),
         "cells": strategies.sampled_from(choices.CELLS),
+        "ex_count": strategies.sampled_from(choices.EXPLANATION_COUNTS),
+        "img_model": strategies.sampled_from(state.IMAGE_MODELS), "img_pick": strategies.integers(0, 2**31 - 1),
+        "img_flip": strategies.lists(strategies.integers(0, 63), unique=True).map(sorted),
+        "img_from": strategies.integers(0, 16),
     }))
 
 

@@ -155,13 +155,18 @@ def _opens_the_model(page, url: str) -> None:
     assert "Locked by the trained model" in sidebar and "weights=session" in page.url, sidebar[:800]
 
 
-def test_a_model_kept_in_the_shared_data_directory_opens_on_either_replica_and_after_a_restart(
+def test_replicas_share_one_data_directory_for_kept_and_trained_models_and_name_a_damaged_one(
         browser, tmp_path, monkeypatch):
-    """#55: the replicas share one data directory (deploy/compose.yaml mounts one volume on both), so a link to a
-    model trained through one opens on the other, and a replica started again still opens it."""
+    """#55: the replicas share one data directory (deploy/compose.yaml mounts one volume on both). A model kept there
+    opens through nginx on either replica; a student trains on replica A and explores the model, and the link opens
+    on replica B, whose Train page draws the model's attention over training; a replica started again still opens
+    the kept model, and with the trained one's weights truncated on disk it names that one. (One pair of replicas
+    and one restart for all of it: three fewer server starts than a test each.)"""
+    from browser_pages import explore, press_train
+
     shared = tmp_path / "data"
-    name = _kept_model(shared, monkeypatch)
-    link = f"attention?weights={name}&src=a+b+c&tgt=a+b+c&seq_len=5"
+    kept = _kept_model(shared, monkeypatch)
+    kept_link = f"attention?weights={kept}&src=a+b+c&tgt=a+b+c&seq_len=5"
     env = {"ATTENTION_LAB_DATA_DIR": str(shared)}
     with streamlit_server(env=env) as first_url, streamlit_server(env=env) as second_url:
         replicas = [first_url.split("//")[1], second_url.split("//")[1]]
@@ -171,22 +176,9 @@ def test_a_model_kept_in_the_shared_data_directory_opens_on_either_replica_and_a
             while len(pages) < 2 or (len(pages) < MAX_SESSIONS and
                                      len({seen[0] for seen in routes(tmp_path).values()}) < 2):
                 page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
-                _opens_the_model(page, f"http://127.0.0.1:{port}/{link}")
+                _opens_the_model(page, f"http://127.0.0.1:{port}/{kept_link}")
                 pages.append(page)
             assert {seen[0] for seen in routes(tmp_path).values()} == set(replicas)  # both replicas opened it
-    with streamlit_server(env=env) as restarted:  # a replica started again: nothing in memory
-        _opens_the_model(browser.new_context().new_page(), f"{restarted}/{link}")
-
-
-def test_a_model_trained_through_one_replica_opens_on_the_other_and_a_damaged_one_is_named(browser, tmp_path):
-    """#55, through the app: a student trains on replica A and explores the model; the link opens on replica B (the
-    shared data directory), whose Train page draws the model's attention over training; with its weights truncated
-    on disk, a replica started afresh names the model."""
-    from browser_pages import explore, press_train
-
-    shared = tmp_path / "data"
-    env = {"ATTENTION_LAB_DATA_DIR": str(shared)}
-    with streamlit_server(env=env) as first_url, streamlit_server(env=env) as second_url:
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         press_train(page, first_url, 20)
         link = explore(page)
@@ -197,9 +189,11 @@ def test_a_model_trained_through_one_replica_opens_on_the_other_and_a_damaged_on
         wait_idle(timeline)
         timeline.get_by_text("Attention over training of").wait_for(timeout=60_000)
         timeline.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= 2", timeout=60_000)
-    weights = next((shared / "models").glob("*/weights.weights.h5"))
+    kept_folder = next(folder for folder in (shared / "models").iterdir() if "shared0001" in folder.name)
+    weights = next(path for path in (shared / "models").glob("*/weights.weights.h5") if path.parent != kept_folder)
     weights.write_bytes(weights.read_bytes()[:100])
-    with streamlit_server(env=env) as restarted:
+    with streamlit_server(env=env) as restarted:  # a replica started again: nothing in memory
+        _opens_the_model(browser.new_context().new_page(), f"{restarted}/{kept_link}")
         page = browser.new_context().new_page()
         page.goto(link.replace(first_url, restarted))
         wait_idle(page)
