@@ -74,7 +74,7 @@ def _use_model(job) -> None:
     state.put("seq_len", max(state.get("seq_len", 1), job.spec.max_len))
     # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer
     stack = "decoder" if job.spec.architecture == "decoder-only" else "cross"
-    state.update(stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
+    state.open_page("app_pages/attention.py", stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
 
 
 def progress(job) -> None:
@@ -97,10 +97,11 @@ def progress(job) -> None:
         f"Exact-sequence accuracy (whole answer right, decoded greedily; lengths {job.spec.min_len}–" \
         f"{job.spec.max_len})"
     st.success(f"{measure} on fresh inputs: {job.trained.accuracy:.1%} ({job.trained.seconds:.0f} s of training).")
-    if st.button("Explore this model's attention", type="primary", on_click=_use_model, args=(job,)):
-        st.switch_page("app_pages/attention.py")
+    st.button("Explore this model's attention", type="primary", on_click=_use_model, args=(job,))
+    state.follow_open_page()  # the fragment's own rerun after the click
 
 
+state.follow_open_page()  # a whole-page rerun that took the click (a full deploy run once stayed on this page)
 training.while_running(progress, state.get(training.JOB), 1.0)
 training.while_running(timeline_view, state.get(training.JOB), 2.0)
 kept = state.get("weights", "random")
