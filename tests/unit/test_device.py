@@ -204,6 +204,7 @@ def test_a_gpu_server_warms_the_kernels_once_and_a_cpu_server_does_not():
     assert on_cpu.stdout.strip() == "None 0", on_cpu.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_the_start_up_warm_up_computes_the_dot_product_labs_experiment_once_for_every_session():
     """The lab's first visit waited 0.5–0.8 s for a fixed NumPy experiment; the server computes it at start."""
     from ui import data, preload

@@ -119,6 +119,7 @@ def copy_scores():
     return study.faithfulness("copy", count=6)
 
 
+@pytest.mark.slow
 def test_on_copy_the_cross_attention_points_at_the_copied_token_and_deleting_it_costs_more_than_chance(copy_scores):
     methods = list(study.METHODS)
     assert copy_scores.top1.shape == (6,) and copy_scores.drops.shape == (6, 3)
@@ -132,6 +133,7 @@ def test_on_copy_the_cross_attention_points_at_the_copied_token_and_deleting_it_
     np.testing.assert_array_equal(again.drops, copy_scores.drops)
 
 
+@pytest.mark.slow
 def test_one_lines_maps_have_a_row_an_output_token_and_its_alignment(copy_scores):
     example = study.example_maps("copy", "c a b a", count=6)
     assert example.source_tokens == ["c", "a", "b", "a"] and example.target_tokens == ["c", "a", "b", "a"]

@@ -13,6 +13,7 @@ from transformer.training.train import train
 from ui.training_timeline import formed_at
 
 
+@pytest.mark.slow  # it trains: 12 s of `make test-fast`
 def test_a_run_snapshots_step_0_every_k_steps_and_the_last():
     seen = []
     result = train(TrainSpec.for_task("reverse", steps=25, d_model=16, num_heads=2, num_layers=1, d_ff=32),

@@ -69,6 +69,7 @@ def test_the_estimate_hands_the_jobs_ahead_to_whichever_worker_frees_first(monke
     assert made._start_after([]) == pytest.approx(10.0)
 
 
+@pytest.mark.slow  # it trains: 11 s of `make test-fast`
 def test_a_finished_runs_weights_rebuild_the_same_model():
     spec = small(5)
     result = train(spec, log_every=5)

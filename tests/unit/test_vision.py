@@ -129,6 +129,7 @@ def test_mean_attention_distance_and_position_similarity_equal_their_definitions
         mean_attention_distance(weights[..., :16])
 
 
+@pytest.mark.slow
 def test_the_shipped_match_model_finds_the_corners_match_by_attention():
     """docs/images.md: 100 % on fresh images; in layer 0 a head looks from the corner to its match, in layer 1 CLS
     looks at the match (uniform would be 1/17 = 0.06)."""
@@ -150,6 +151,7 @@ def test_the_shipped_match_model_finds_the_corners_match_by_attention():
         model.read_image(np.zeros((4, 4)))
 
 
+@pytest.mark.slow
 def test_the_shipped_digits_model_reads_its_test_split_and_the_page_reading_holds_everything():
     from transformer.live.images import example_image, read_image
     from transformer.training.pretrained import load_pretrained
@@ -170,6 +172,7 @@ def test_the_shipped_digits_model_reads_its_test_split_and_the_page_reading_hold
         example_image("match", -1)
 
 
+@pytest.mark.slow
 def test_a_vision_model_trains_saves_and_loads_to_the_same_answers(tmp_path):
     from transformer.training.vision import VisionSpec, load_vision, save_vision, train_vision
 
@@ -182,6 +185,7 @@ def test_a_vision_model_trains_saves_and_loads_to_the_same_answers(tmp_path):
         VisionSpec(d_model=10, num_heads=4).validate()
 
 
+@pytest.mark.slow
 def test_blacking_out_rollouts_top_patch_breaks_match_but_a_random_patch_rarely_does():
     """docs/images.md: on match, rollout from CLS points at the patches the answer needs (6 % right without its top
     one, 89 % without a random one, on 300 images); on 40 here."""
