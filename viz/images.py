@@ -41,8 +41,8 @@ def _grid_lines(axis: str = "") -> list:
 
 def _pixel_axes() -> tuple[dict, dict]:
     common = dict(range=[-0.5, IMAGE - 0.5], showgrid=False, zeroline=False, tickvals=list(range(IMAGE)))
-    return dict(common, constrain="domain"), dict(common, autorange=None, range=[IMAGE - 0.5, -0.5],
-                                                  scaleanchor="x", constrain="domain")
+    return dict(common, constrain="domain"), dict(common, range=[IMAGE - 0.5, -0.5], scaleanchor="x",
+                                                  constrain="domain")
 
 
 def image_figure(image, title: str, chosen: int | None = None, width_px: int | None = None) -> go.Figure:
@@ -63,7 +63,7 @@ def image_figure(image, title: str, chosen: int | None = None, width_px: int | N
         shapes.append(dict(type="rect", xref="x", yref="y", x0=col * PATCH - 0.5, x1=col * PATCH + 1.5,
                            y0=row * PATCH - 0.5, y1=row * PATCH + 1.5, line=dict(color=ALLOWED_COLOR, width=4)))
     x_axis, y_axis = _pixel_axes()
-    layout = dict(title=left_title(wrap_title(title, width_px)), height=380, width=None, template=TEMPLATE_JSON,
+    layout = dict(title=left_title(wrap_title(title, width_px)), height=380, template=TEMPLATE_JSON,
                   margin=dict(t=60, l=40, r=10, b=30), xaxis=x_axis, yaxis=y_axis, shapes=shapes,
                   annotations=labels, meta={"click": True})
     return go.Figure(data=[heatmap], layout=layout, _validate=False)
@@ -104,10 +104,8 @@ def head_overlays(weights, image, token: int, width_px: int | None = None) -> go
         opacities += image[rows, cols].tolist()
         titles.append(dict(x=left + (GRID - 1) / 2, y=top - 0.5, xref="x", yref="y", yanchor="bottom",
                            showarrow=False, text=f"L{layer} H{head} · CLS {row[0]:.2f}", font=dict(size=12)))
-    patch_numbers = np.full(z.shape, -1)
-    for r in range(z.shape[0]):
-        for c in range(z.shape[1]):
-            patch_numbers[r, c] = -1 if overlay_patch(r, c) is None else overlay_patch(r, c)
+    cell_rows, cell_cols = np.indices(z.shape) % STRIDE  # a cell's place in its panel (GRID: the gap)
+    patch_numbers = np.where((cell_rows < GRID) & (cell_cols < GRID), cell_rows * GRID + cell_cols, -1)
     heatmap = dict(type="heatmap", z=z, coloraxis="coloraxis", customdata=np.stack([names, patch_numbers], -1),
                    hovertemplate=f"%{{customdata[0]}}<br>query {token_name(token)} → key patch %{{customdata[1]}}"
                                  "<br>weight %{z:.3f}<extra></extra>")
@@ -147,7 +145,7 @@ def rollout_and_flow(rollout_row, flow_row, token: int, layers: int, width_px: i
     top = 30 + 22 * title_lines(title)
     layout.update(title=left_title(title), template=TEMPLATE_JSON, height=top + 300, annotations=annotations,
                   margin=dict(t=top + 24, l=30, r=10, b=20),
-                  coloraxis=dict(weight_coloraxis("share", largest)))
+                  coloraxis=weight_coloraxis("share", largest))
     return go.Figure(data=data, layout=layout, _validate=False)
 
 

@@ -101,7 +101,7 @@ def _checked(name: str, count: int) -> None:
     task = task_of(name)
     if task not in EXPLAINED_TASKS:
         raise ValueError(f"Explanations are scored against a task's known alignment: a trained encoder-decoder of "
-                         f"dates, translate, copy, reverse or sort. Received: {name!r} (task {task!r})")
+                         f"{', '.join(EXPLAINED_TASKS)}. Received: {name!r} (task {task!r})")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_COUNT:
         raise ValueError(f"count must be a whole number from 1 to {MAX_COUNT}. Received: count={count!r}")
 
@@ -144,22 +144,21 @@ def _study(name: str, sources: list, aligned: list, device: str, head: tuple | N
                                               *masks)  # {stack: (L, B, H, N_q, N_k)}
         gradients = _gradient_times_input(model, src, decoder_input, labels, rows)  # (R, N_s)
         head = head or _costliest_cross_head(model, src, decoder_input, labels)
+    gradient_rows = {(b, j): r for r, (b, j) in enumerate(rows)}
     maps = {method: [] for method in METHODS}
     for b, (source, pairs) in enumerate(zip(sources, aligned)):
-        n_s, n_t = len(source), len(pairs) + 1  # the decoder's positions: <s> and the target
-        parts = [weights[stack][:, b, :, :n_q, :n_k] for stack, n_q, n_k in
-                 (("encoder", n_s, n_s), ("decoder", n_t, n_t), ("cross", n_t, n_s))]  # (L, H, N_q, N_k) each
-        moved = [norms[stack][:, b, :, :n_q, :n_k] for stack, n_q, n_k in
-                 (("encoder", n_s, n_s), ("decoder", n_t, n_t), ("cross", n_t, n_s))]
-        targets = len(pairs)
+        n_s, n_t, targets = len(source), len(pairs) + 1, len(pairs)  # the decoder's positions: <s> and the target
+        sizes = (("encoder", n_s, n_s), ("decoder", n_t, n_t), ("cross", n_t, n_s))
+        parts = [weights[stack][:, b, :, :n_q, :n_k] for stack, n_q, n_k in sizes]  # (L, H, N_q, N_k) each
+        moved = [norms[stack][:, b, :, :n_q, :n_k] for stack, n_q, n_k in sizes]
         maps["last-layer cross-attention"].append(parts[2][-1].mean(0)[:targets])
         maps["rollout"].append(source_rollout(*map(head_mean, parts))[:targets])
         maps["flow"].append(source_flow(*map(head_mean, parts), queries=range(targets)))
         maps["norm rollout"].append(source_rollout(*map(head_sum_normalised, moved))[:targets])
-        grid = np.zeros((targets, n_s))
-        for r, (row_b, j) in enumerate(rows):
-            if row_b == b:
-                grid[j] = gradients[r, :n_s]
+        grid = np.zeros((targets, n_s))  # an output token without a source token keeps a zero row
+        for j in range(targets):
+            if (b, j) in gradient_rows:
+                grid[j] = gradients[gradient_rows[(b, j)], :n_s]
         maps["gradient × input"].append(grid)
         maps["ablation's head"].append(parts[2][head[0], head[1]][:targets])
     return _Study(src, decoder_input, labels, [len(s) for s in sources], aligned, maps, head)
@@ -230,17 +229,16 @@ def _scored(name: str, count: int, seed: int, device: str) -> dict:
                        for b, pairs in enumerate(study.aligned) for j, at in enumerate(pairs) if at is not None]
                       for method in METHODS] for by_symbol in (False, True))
     rows, kinds = _deletions(study, seed)
-    model = load_pretrained(name, device).model
-    with tf.device(load_pretrained(name, device).device):
-        found = _probabilities(model, study.src, study.decoder_input, study.labels, rows)  # (R,)
+    pretrained = load_pretrained(name, device)
+    with tf.device(pretrained.device):
+        found = _probabilities(pretrained.model, study.src, study.decoder_input, study.labels, rows)  # (R,)
     drops = [[[] for _ in DELETED] for _ in range(len(METHODS) + 1)]  # the last: random
-    base = None
+    undeleted = []
     for probability, (m, k_index) in zip(found, kinds):
         if m is None:  # the undeleted row: the ones after it (its output token's) are measured against it
-            base = probability
+            undeleted.append(probability)
             continue
-        drops[m][k_index].append(base - probability)
-    undeleted = [p for p, (m, _) in zip(found, kinds) if m is None]
+        drops[m][k_index].append(undeleted[-1] - probability)
     table = np.array([[np.mean(d) if d else np.nan for d in per_k] for per_k in drops])  # (M + 1, K)
     return {"count": count, "outputs": len(credits[0]), "base": float(np.mean(undeleted)),
             "top1": [float(np.mean(c)) for c in credits], "top1_same": [float(np.mean(c)) for c in same],

@@ -40,8 +40,7 @@ from transformer.training.saved_model import (
 )
 from transformer.training.saved_model import load_folder as read_folder
 from transformer.training.timeline import load_timeline, save_timeline
-from transformer.training.vision import WEIGHTS_FILE as VISION_WEIGHTS
-from transformer.training.vision import PretrainedVision, load_vision
+from transformer.training.vision import PretrainedVision, shipped_vision
 
 _LOGGER = logging.getLogger(__name__)
 SHIPPED = ("copy", "reverse", "sort", "dates", "translate", "induction")
@@ -242,7 +241,7 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained | Pretra
     stays on the device it was trained on)."""
     device = device or resolve_device("auto")
     if name in IMAGE_TASKS:
-        return _vision(name, device)
+        return shipped_vision(PRETRAINED_DIR / name, name, device)
     check_name(name)
     with _lock:
         if name.startswith(SESSION_PREFIX):
@@ -257,17 +256,6 @@ def load_pretrained(name: str, device: str | None = None) -> Pretrained | Pretra
         if (name, device) not in _shipped:
             _shipped[name, device] = load_folder(PRETRAINED_DIR / name, name, device)
         return _shipped[name, device]
-
-
-def _vision(name: str, device: str) -> PretrainedVision:
-    folder = PRETRAINED_DIR / name
-    if not (folder / VISION_WEIGHTS).exists():
-        raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.training.train --task "
-                         f"{name}`.")
-    with _lock:
-        if (name, device) not in _shipped:
-            _shipped[(name, device)] = load_vision(folder, name, device)
-        return _shipped[(name, device)]
 
 
 def spec_of(name: str) -> TrainSpec | None:

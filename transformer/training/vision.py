@@ -3,6 +3,7 @@ and reading images with it: ``python -m transformer.training.train --task match`
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import asdict, dataclass, fields
@@ -141,6 +142,16 @@ class PretrainedVision:
     def positions(self) -> np.ndarray:
         """The learned position table ``(17, d_model)``: row 0 CLS's, row ``1 + p`` patch p's."""
         return self.model.positions.table.numpy()
+
+
+@functools.lru_cache(maxsize=8)
+def shipped_vision(folder: Path, name: str, device: str) -> PretrainedVision:
+    """The shipped Vision Transformer ``name`` (``"match"``, ``"digits"``) in ``folder``, loaded once per device;
+    ValueError when its weights are missing."""
+    if not (folder / WEIGHTS_FILE).exists():
+        raise ValueError(f"The weights of {name!r} are missing: run `python -m transformer.training.train --task "
+                         f"{name}`.")
+    return load_vision(folder, name, device)
 
 
 def load_vision(folder: Path, name: str, device: str = "/CPU:0") -> PretrainedVision:
