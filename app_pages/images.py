@@ -4,9 +4,9 @@ over the image, rollout and flow, the positions it learned, and pixels a click f
 import numpy as np
 import streamlit as st
 
-from transformer.service import IMAGE_MODELS
+from transformer.service import IMAGE_MODELS, vision_label
 from ui import data, sidebar, state
-from ui.controls import PERSIST, clamp, fit_px, plot
+from ui.controls import PERSIST, clamp, fit_px, options_follow, plot
 from viz.images import (
     distance_figure,
     head_overlays,
@@ -29,7 +29,7 @@ st.markdown(
     "carry 15 different patterns and the top-left corner (patch 0) repeats one of them: the answer is the patch it "
     "repeats, so something must look from the corner to its match. **Click a pixel** to flip it and watch the "
     "attention move; click a patch in the heads' panels to look from it. Both models were trained here "
-    "(docs/images.md says how, and what they show).")
+    "(docs/images.md says how, and what they show); the Train page trains others, of your own sizes, in seconds.")
 
 
 def _new_image() -> None:
@@ -55,12 +55,30 @@ def edited(image: np.ndarray, flips) -> np.ndarray:
     return image.reshape(8, 8)
 
 
+def model_labels() -> dict[str, str]:
+    """``{img_model: label}`` the Model radio offers: the shipped models, then those trained in this session or
+    opened by a link (kept by the server). A link to one the server no longer keeps falls back to match."""
+    mine, current = state.setdefault(state.MY_IMAGES, {}), state.read("img_model")
+    if current not in IMAGE_MODELS and current not in mine:
+        label = vision_label(current)
+        if label is None:
+            st.warning(f"This server keeps no image model {current} (it may have restarted, or dropped it to make "
+                       "room): showing match. The Train page trains one in seconds.", icon=":material/warning:")
+            state.put("img_model", "match")
+        else:
+            mine[current] = label
+    return {**MODEL_LABELS, **{name: f"Trained here: {label}" for name, label in mine.items()}}
+
+
+labels = model_labels()
+options_follow("img_model", labels.values())
 controls = st.columns([3, 2, 2])
-name = controls[0].radio("Model", IMAGE_MODELS, key="img_model", format_func=MODEL_LABELS.get, horizontal=True,
+name = controls[0].radio("Model", list(labels), key="img_model", format_func=labels.get, horizontal=True,
                          on_change=_new_image, **PERSIST)
-if name == "digits":
+task = data.image_task_of(name)
+if task == "digits":
     if state.read("img_pick") >= DIGITS_TEST:
-        state.notify(f"The digits have test images 0–{DIGITS_TEST - 1}: showing image 0.")
+        st.warning(f"The digits have test images 0–{DIGITS_TEST - 1}: showing image 0.", icon=":material/warning:")
         clamp("img_pick", 0)
     pick = controls[1].number_input("Test image", min_value=0, max_value=DIGITS_TEST - 1, key="img_pick",
                                     on_change=_new_image, help="One of the 300 digits the model never trained on.",
@@ -78,18 +96,18 @@ reading = data.image_reading(name, image, sidebar.session_device())
 right = None if flips else label
 left, middle = st.columns([2, 3])
 with left:
-    title = f"{'Edited: ' if flips else ''}{'match image' if name == 'match' else 'test digit'} {pick}" + (
+    title = f"{'Edited: ' if flips else ''}{'match image' if task == 'match' else 'test digit'} {pick}" + (
         f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")
     plot(image_figure(image, title, token, fit_px("img_image")), "img_image", on_click=_flip)
     if flips:
         st.button("Undo every edit", on_click=_new_image, icon=":material/undo:")
 with middle:
     plot(probabilities_figure(reading.probabilities, reading.classes, right, fit_px("img_probs")), "img_probs")
-    if name == "match" and not flips:
+    if task == "match" and not flips:
         corner = reading.weights[0, :, 1, label + 2]  # layer 0, every head: the corner's weight on its match
         st.caption(f"Layer 0: the corner (patch 0) puts {corner.max():.2f} of head {int(corner.argmax())}'s "
-                   f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer 1: CLS puts "
-                   f"{reading.weights[-1, :, 0, label + 2].max():.2f} on it.")
+                   f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer "
+                   f"{reading.weights.shape[0] - 1}: CLS puts {reading.weights[-1, :, 0, label + 2].max():.2f} on it.")
 plot(head_overlays(reading.weights, image, token, fit_px("img_heads")), "img_heads", on_click=_look_from)
 layers = reading.weights.shape[0]
 columns = st.columns(2)

@@ -1,8 +1,10 @@
 """Train: a small Transformer learns a task here, then its attention can be explored on every page."""
 
+import dataclasses
+
 import streamlit as st
 
-from transformer.service import SESSION_PREFIX, TASKS, TrainSpec, kept_label, spec_of
+from transformer.service import IMAGE_TASKS, SESSION_PREFIX, TASKS, VISION_DEFAULTS, TrainSpec, kept_label, spec_of
 from ui import data, state, training
 from ui.controls import plot
 from ui.training_timeline import draw_timeline, timeline_view
@@ -12,8 +14,9 @@ st.title("Train a model")
 st.markdown("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule, "
             "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "
             "predictions are greedy. The induction task trains a decoder-only, attention-only model on next tokens "
-            "instead (Adam at 3e-3). It runs in a training process of its own, in turn with the other sessions' jobs: "
-            "the app stays usable meanwhile, and the timeline below shows every head's role forming.")
+            "instead (Adam at 3e-3); the image tasks (match, digits) train a Vision Transformer (Adam at 1e-3) whose "
+            "attention the Images page draws. It runs in a training process of its own, in turn with the other "
+            "sessions' jobs: the app stays usable meanwhile, and the timeline below shows every head's role forming.")
 
 # What the form starts from: the symbol tasks learn in seconds at this size; dates and translate start from their
 # shipped models' sizes (TrainSpec.for_task), with fewer steps so that a class can watch one train.
@@ -22,6 +25,10 @@ FORM_STEPS = 1500
 
 
 def form_defaults(task: str) -> dict:
+    if task in IMAGE_TASKS:  # the shipped image models' settings (docs/trained_models.md)
+        spec = VISION_DEFAULTS[task]
+        return dict(d_model=spec.d_model, heads=spec.num_heads, layers=spec.num_layers, d_ff=spec.d_ff,
+                    steps=spec.steps)
     if not TASKS[task].own_lengths:
         return SYMBOL_DEFAULTS
     spec = TrainSpec.for_task(task)
@@ -31,12 +38,16 @@ def form_defaults(task: str) -> dict:
 
 # The whole width: each task's description is a sentence (in a quarter of the form it was cut off). Outside the
 # form, so that choosing a task sets the form to that task's own settings.
-task = st.selectbox("Task", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t].description}", key="train_task")
-st.caption("The sizes below are the model this training makes, not the sidebar's (those shape the random-weights "
+DESCRIPTIONS = {name: rules.description for name, rules in {**TASKS, **IMAGE_TASKS}.items()}
+task = st.selectbox("Task", list(DESCRIPTIONS), format_func=lambda t: f"{t} — {DESCRIPTIONS[t]}", key="train_task")
+image_task = task in IMAGE_TASKS
+st.caption("A Vision Transformer of the sizes below: once trained, the Images page's Model picker lists it, for this "
+           "session and any that opens its link." if image_task else
+           "The sizes below are the model this training makes, not the sidebar's (those shape the random-weights "
            "model of the other pages). Once trained, Weights → Trained here opens it on every page, with these sizes "
            "shown locked in the sidebar.")
 own = form_defaults(task)
-free_length = not TASKS[task].own_lengths  # dates and translate draw sources of their own lengths
+free_length = not image_task and not TASKS[task].own_lengths  # dates and translate draw sources of their own
 with st.form(f"train_form_{task}"):
     cols = st.columns(4)
     d_model = cols[0].select_slider("d_model", [16, 32, 64, 128], value=own["d_model"], key=f"train_d_model_{task}")
@@ -49,7 +60,10 @@ with st.form(f"train_form_{task}"):
     steps = cols[0].number_input("Steps", min_value=10, max_value=6000, value=own["steps"], step=100,
                                  key=f"train_steps_{task}")
     seed = cols[1].number_input("Seed", min_value=0, max_value=10_000, value=0, key=f"train_seed_{task}")
-    if free_length:
+    if image_task:
+        cols[2].caption("Images: 8×8, 16 patches of 2×2 pixels and CLS; " + (
+            "fresh ones every step." if task == "match" else "the 1,497 training digits, shifted by up to a pixel."))
+    elif free_length:
         min_len, max_len = cols[2].slider("Source lengths", 1, 12, (3, 8), key="train_lengths")
     else:
         lengths = TrainSpec.for_task(task)
@@ -57,9 +71,13 @@ with st.form(f"train_form_{task}"):
         cols[2].caption(f"Sources: the task's own, {min_len}–{max_len} tokens.")
     submitted = st.form_submit_button("Train", type="primary")
 
-if submitted:
+if submitted and image_task:
+    spec = dataclasses.replace(VISION_DEFAULTS[task], d_model=d_model, num_heads=heads, num_layers=layers, d_ff=d_ff,
+                               steps=int(steps), seed=int(seed))
+elif submitted:
     spec = TrainSpec.for_task(task, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers,
                               steps=int(steps), min_len=min_len, max_len=max_len, seed=int(seed), warmup=100)
+if submitted:
     try:
         training.submit(spec)
     except ValueError as error:  # a bad spec, a job of this session's still running, or a full queue
@@ -68,6 +86,10 @@ if submitted:
 
 def _use_model(job) -> None:
     name = training.register(job)
+    if training.is_image_job(job):  # the Images page, on the task's first image
+        state.setdefault(state.MY_IMAGES, {})[name] = training.label(job)
+        state.open_page("app_pages/images.py", img_model=name, img_pick=0, img_flip=[], img_from=0)
+        return
     state.setdefault("_my_models", {})[name] = training.label(job)
     state.put("weights", name)
     state.put("src", TASKS[job.spec.task].example)
@@ -75,6 +97,10 @@ def _use_model(job) -> None:
     # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer
     stack = "decoder" if job.spec.architecture == "decoder-only" else "cross"
     state.open_page("app_pages/attention.py", stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
+
+
+def _image_measure(task: str) -> str:
+    return "Accuracy on 1,000 fresh images" if task == "match" else "Accuracy on the 300 test digits it never saw"
 
 
 def progress(job) -> None:
@@ -93,10 +119,11 @@ def progress(job) -> None:
     if job.trained is None:
         st.info("Stopped before it started: nothing was trained.")
         return
-    measure = "Next-token accuracy on a repeated segment" if job.spec.architecture == "decoder-only" else \
+    measure = _image_measure(job.spec.task) if training.is_image_job(job) else \
+        "Next-token accuracy on a repeated segment" if job.spec.architecture == "decoder-only" else \
         f"Exact-sequence accuracy (whole answer right, decoded greedily; lengths {job.spec.min_len}–" \
-        f"{job.spec.max_len})"
-    st.success(f"{measure} on fresh inputs: {job.trained.accuracy:.1%} ({job.trained.seconds:.0f} s of training).")
+        f"{job.spec.max_len}) on fresh inputs"
+    st.success(f"{measure}: {job.trained.accuracy:.1%} ({job.trained.seconds:.0f} s of training).")
     st.button("Explore this model's attention", type="primary", on_click=_use_model, args=(job,))
     state.follow_open_page()  # the fragment's own rerun after the click
 

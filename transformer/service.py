@@ -53,7 +53,7 @@ from transformer.live.head_roles import (
     example_lines,
     repeated_lines,
 )
-from transformer.live.images import IMAGE_MODELS, example_image
+from transformer.live.images import IMAGE_MODELS, example_image, image_task
 from transformer.live.importance import head_importance, heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import model_bytes
@@ -69,6 +69,7 @@ from transformer.runtime.device import (
 from transformer.runtime.engine_thread import on_engine_thread
 from transformer.tasks import TASKS, get_task
 from transformer.tasks.dates import date_text
+from transformer.tasks.images import IMAGE_TASKS
 from transformer.training import worker
 from transformer.training.kept_limits import kept_limits, limit_problems
 from transformer.training.pool import Job, PoolSettings, QueueFull, TrainingPool, describe_wait
@@ -88,6 +89,9 @@ from transformer.training.pretrained import (
 from transformer.training.saved_model import TrainSpec
 from transformer.training.timeline import PROBE_LINES
 from transformer.training.train import TrainResult
+from transformer.training.vision import VISION_DEFAULTS, VisionSpec
+from transformer.training.vision_kept import VISION_PREFIX, vision_label
+from transformer.training.vision_kept import register_vision as _register_vision
 
 TF_VERSION = tf.__version__
 # What computes runs on the one engine thread (transformer.runtime.engine_thread), wrapped here at the door (and
@@ -107,6 +111,7 @@ read_image = on_engine_thread(_images.read_image)
 query_key_space = on_engine_thread(_query_key.query_key_space)
 warm_up_device = on_engine_thread(_warm_up.warm_up_device)
 rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
+register_vision = on_engine_thread(_register_vision)  # a finished image job's weights into a kept model
 
 __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
            "DEVICE_CHOICES", "EXTERNAL", "FULL_ATTENTION_MAX", "GROUP_LABELS", "GROUPS", "LINE_SOURCES",
@@ -117,7 +122,8 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
            "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts", "timeline_of",
            "preference_terms", "score_terms", "EXPLAINED_TASKS", "METHODS", "example_maps", "faithfulness",
-           "is_measured", "IMAGE_MODELS", "example_image", "read_image",
+           "is_measured", "IMAGE_MODELS", "example_image", "read_image", "IMAGE_TASKS", "image_task",
+           "register_vision", "VISION_DEFAULTS", "VISION_PREFIX", "VisionSpec", "vision_label",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
            "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",

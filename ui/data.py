@@ -20,6 +20,7 @@ from transformer.service import (
     decode,
     example_maps,
     faithfulness,
+    image_task,
     induction_study,
     measure_ablation,
     query_key_space,
@@ -156,6 +157,11 @@ def explanation_example(name: str, source_text: str, count: int, device: str):
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _image_reading(name: str, pixels: bytes, device: str):
     return read_image(name, np.frombuffer(pixels, np.float32).reshape(8, 8), device)
+
+
+def image_task_of(name: str) -> str:
+    """The task an image model learned (`transformer.live.images.image_task`); on an unknown model a message."""
+    return _or_stop(image_task, name)
 
 
 def example_image(name: str, pick: int):

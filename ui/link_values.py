@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from transformer.service import ABLATIONS, MAX_LAYERS, SESSION_PREFIX, SHIPPED, check_key, is_external
+from transformer.service import (
+    ABLATIONS,
+    IMAGE_MODELS,
+    MAX_LAYERS,
+    SESSION_PREFIX,
+    SHIPPED,
+    VISION_PREFIX,
+    check_key,
+    is_external,
+)
 from ui.choices import MAX_HEADS_SHOWN
 
 
@@ -50,6 +59,12 @@ def weights(raw: str) -> str:
     if is_external(raw):
         return check_key(raw)
     raise ValueError(f"must be random, {', '.join(SHIPPED)}, a session model, hub:<preset> or upload:<hash>")
+
+
+def image_model(raw: str) -> str:
+    if raw in IMAGE_MODELS or (raw.startswith(VISION_PREFIX) and raw[len(VISION_PREFIX):].isalnum()):
+        return raw
+    raise ValueError(f"must be {', '.join(IMAGE_MODELS)} or an image model trained here (image:<key>)")
 
 
 def heads(raw: str) -> list[int]:

@@ -19,7 +19,6 @@ from transformer.service import (
     ABLATIONS,
     ARCHITECTURES,
     DEVICE_CHOICES,
-    IMAGE_MODELS,
     LINE_SOURCES,
     MASK_FAMILIES,
     MAX_LAYERS,
@@ -129,7 +128,7 @@ FIELDS: dict[str, Field] = {
     "ex_count": Field(50, link_values.choice(EXPLANATION_COUNTS, int)),
     # the Images page: the model, its image (a match image's seed or a test digit's index), the pixels flipped on it,
     # and the token whose attention is drawn (0: CLS, 1 + p: patch p)
-    "img_model": Field("match", link_values.choice(IMAGE_MODELS)),
+    "img_model": Field("match", link_values.image_model),
     "img_pick": Field(0, link_values.integer(0, 2**31 - 1)),
     "img_flip": Field([], link_values.pixels),
     "img_from": Field(0, link_values.integer(0, 16)),
@@ -232,6 +231,7 @@ def url_params(values: dict) -> tuple[dict, list[str]]:
 LOADED = "_loaded"
 OPEN_PAGE = "_open_page"
 MY_MODELS = "_my_models"
+MY_IMAGES = "_my_images"
 LAST_WEIGHTS = "_last_weights"
 STATUS_SLOT, LAST_STATUS, STATUS_PARTS = "_status_slot", "_last_status", "_status_parts"
 TIMELINE_JOB, TIMELINE_LATEST = "_tl_job", "_tl_latest"
@@ -247,6 +247,7 @@ SESSION_KEYS = {
     NOTICES: "[message]: notices shown at the top of the next page drawn",
     OPEN_PAGE: "the page a button's callback asked for (`open_page`), opened once the script can switch",
     MY_MODELS: "{weights: label} of the models this session trained",
+    MY_IMAGES: "{img_model: label} of the image models this session trained or opened by a link",
     LAST_WEIGHTS: "the model the previous run drew",
     STATUS_SLOT: "the sidebar's status line, filled once the page has run",
     LAST_STATUS: "that line's text",

@@ -16,10 +16,12 @@ from transformer.service import (
     TrainingPool,
     TrainResult,
     TrainSpec,
+    VisionSpec,
     describe_wait,
     kept_label,
     limit_problems,
     rebuild_trained,
+    register_vision,
     resolve_device,
     session_name,
 )
@@ -56,7 +58,7 @@ def settings_problems() -> list[str]:
     return problems
 
 
-def submit(spec: TrainSpec) -> Job:
+def submit(spec: TrainSpec | VisionSpec) -> Job:
     """Queue ``spec`` for this session on its device choice; it becomes the session's job. ValueError (the
     message to show) when the spec is bad, the session has a job already or the queue is full."""
     owner = state.setdefault(OWNER, uuid.uuid4().hex)
@@ -106,8 +108,15 @@ def result(job: Job) -> TrainResult:
         return _results[job]
 
 
+def is_image_job(job: Job) -> bool:
+    return isinstance(job.spec, VisionSpec)
+
+
 def register(job: Job) -> str:
-    """Make the trained model selectable as weights (every session of the server); returns its name."""
+    """Make the trained model selectable (every session of the server): as weights, or an image job's on the Images
+    page; returns its name."""
+    if is_image_job(job):
+        return register_vision(job.spec, job.trained, job.key, label(job), resolve_device(job.device))
     name = session_name(job.key)
     if kept_label(name) is not None:  # registered by an earlier click
         return name

@@ -391,7 +391,8 @@ def _field_values():
         "qk_colour": strategies.sampled_from(QK_COLOURINGS),
         "cells": strategies.sampled_from(choices.CELLS),
         "ex_count": strategies.sampled_from(choices.EXPLANATION_COUNTS),
-        "img_model": strategies.sampled_from(state.IMAGE_MODELS), "img_pick": strategies.integers(0, 2**31 - 1),
+        "img_model": strategies.sampled_from([*link_values.IMAGE_MODELS, "image:0a1b2c3d4e"]),
+        "img_pick": strategies.integers(0, 2**31 - 1),
         "img_flip": strategies.lists(strategies.integers(0, 63), unique=True).map(sorted),
         "img_from": strategies.integers(0, 16),
     }))

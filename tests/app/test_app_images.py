@@ -1,6 +1,9 @@
 """The Images page through AppTest: the match model's image, prediction and every head; a click on a pixel flips it
 and the link keeps it; a click on a head's patch looks from it; the digits' test images (the picker follows the
-model); bad links get a notice."""
+model); bad links get a notice; an image task trained on the Train page opens here, and its link in a new
+session."""
+
+import time
 
 import numpy as np
 import pytest
@@ -62,6 +65,7 @@ def test_the_digits_show_a_test_image_and_the_picker_follows_the_model():
     far = open_page("images", {"img_model": "digits", "img_pick": "5000"})
     no_errors(far)
     assert far.number_input(key="img_pick").value == 0
+    assert any("test images 0–299: showing image 0" in notice.value for notice in far.warning)  # on this run
 
 
 @pytest.mark.parametrize("query, field", [({"img_flip": "3 99"}, "img_flip"), ({"img_from": "17"}, "img_from"),
@@ -70,3 +74,39 @@ def test_a_bad_link_value_falls_back_with_a_notice(query, field):
     at = open_page("images", query)
     no_errors(at)
     assert field not in at.query_params
+
+
+def test_a_link_to_an_image_model_this_server_does_not_keep_shows_match_with_a_notice():
+    at = open_page("images", {"img_model": "image:0a1b2c3d4e"})
+    no_errors(at)
+    assert at.radio(key="img_model").value == "match" and "img_model" not in at.query_params
+    assert any("keeps no image model image:0a1b2c3d4e" in notice.value for notice in at.warning)
+
+
+@pytest.mark.slow
+def test_the_train_page_trains_an_image_task_and_explore_opens_it_here_and_its_link_in_a_new_session():
+    at = open_page("train")
+    at.selectbox(key="train_task").set_value("match").run()
+    assert at.number_input(key="train_steps_match").value == 600  # the shipped model's settings
+    at.number_input(key="train_steps_match").set_value(30)
+    at.select_slider(key="train_d_model_match").set_value(16)
+    at.button[0].click().run()
+    deadline = time.monotonic() + 240
+    while not at.session_state["_train_job"].finished and time.monotonic() < deadline:
+        time.sleep(1)
+    job = at.session_state["_train_job"]
+    assert job.status == "done", job.error
+    at.run()
+    no_errors(at)
+    assert any(s.value.startswith("Accuracy on 1,000 fresh images: ") for s in at.success)
+    next(b for b in at.button if b.label == "Explore this model's attention").click().run()
+    no_errors(at)
+    name = at.session_state["img_model"]
+    assert name == f"image:{job.key}" and at.radio(key="img_model").value == name
+    assert at.radio(key="img_model").options[-1].startswith("Trained here: match, d_model 16, 4 heads, 2 layers")
+    reading = read_image(name, example_image(name, 0)[0])
+    np.testing.assert_allclose(decode(_titled(at, "Predicted")["data"][0]["y"]), reading.probabilities, atol=1e-6)
+    assert reading.weights.shape == (2, 4, 17, 17)
+    linked = open_page("images", {"img_model": name, "img_from": "3"})  # another session, by the link
+    no_errors(linked)
+    assert linked.radio(key="img_model").value == name and _titled(linked, "attention from patch 2")

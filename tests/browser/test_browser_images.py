@@ -1,9 +1,9 @@
 """Attention over images, in Chromium: the Images page draws the match model's image, every head over it, rollout
 and flow, distances and positions; a click on a pixel flips it (the link keeps it) and a click on a head's patch
-looks from that patch."""
+looks from that patch; a match model trained on the Train page opens here."""
 
 import pytest
-from browser_pages import CHART_TEXT_PROBLEMS, app_tab, text_collisions
+from browser_pages import CHART_TEXT_PROBLEMS, app_tab, open_page, text_collisions, wait_for_charts
 from browser_support import OUTPUT, wait_idle
 from chart_support import PLOT, click_chart
 
@@ -26,3 +26,21 @@ def test_the_images_page_draws_every_head_over_the_image_and_a_click_flips_a_pix
         tab.get_by_text("1 pixels flipped").first.wait_for(timeout=30_000)  # the image's title says so
         click_chart(tab, 2, 3, 0)  # the first head's panel: patch 3 (top row, last column)
         tab.wait_for_url("**img_from=4**", timeout=30_000)
+
+
+@pytest.mark.slow
+def test_an_image_task_trained_on_the_train_page_opens_on_the_images_page(page, server):
+    open_page(page, server, "train")
+    page.get_by_test_id("stSelectbox").filter(has_text="Task").click()
+    page.get_by_role("option", name="match", exact=False).click()
+    wait_idle(page)
+    page.get_by_label("Steps").fill("30")  # no Enter: in a form it would submit the form with the old value
+    page.get_by_role("button", name="Train", exact=True).click()
+    page.get_by_text("Accuracy on 1,000 fresh images").wait_for(timeout=180_000)
+    page.get_by_role("button", name="Explore this model's attention").click()
+    page.wait_for_url("**/images?**img_model=image%3A*", timeout=60_000)
+    wait_idle(page)
+    wait_for_charts(page)
+    chosen = page.get_by_test_id("stRadio").filter(has_text="Model").locator("input:checked")
+    assert chosen.evaluate("input => input.closest('label').innerText").startswith("Trained here: match, d_model 64")
+    assert page.get_by_text("right answer: patch").count() >= 1

@@ -195,3 +195,35 @@ def test_blacking_out_rollouts_top_patch_breaks_match_but_a_random_patch_rarely_
     assert scores["intact"] == 1.0 and scores["rollout"] < 0.3 < 0.7 < scores["random"]
     with pytest.raises(ValueError, match="deleted=0"):
         deletion_test("match", deleted=0)
+
+
+@pytest.mark.slow
+def test_a_worker_job_trains_an_image_task_and_its_kept_model_reads_images_after_a_restart(monkeypatch, tmp_path):
+    """The Train page's path for an image task: a worker's job (stoppable), the model kept as ``image:<key>`` for
+    every session — in memory, then from the data directory once memory has forgotten it — and read by the Images
+    page's engine call."""
+    from transformer.live.images import example_image, image_task, read_image
+    from transformer.training import vision_kept, worker
+    from transformer.training.vision import VisionSpec
+
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    spec = VisionSpec(task="digits", d_model=16, num_heads=2, num_layers=1, steps=50, batch=8)
+    sent, asked = [], iter(range(100))
+    trained = worker.run_job(spec, "cpu", lambda kind, row: sent.append((kind, row)), lambda: next(asked) >= 4)
+    assert trained.steps == 5 and sent and sent[-1] == ("progress", tuple(trained.history[-1]))  # stopped at step 5
+    name = vision_kept.register_vision(spec, trained, "job0001", "digits, d_model 16", "/CPU:0")
+    assert name == "image:job0001" and image_task(name) == "digits" and vision_kept.vision_label(name) == \
+        "digits, d_model 16"
+    image, _ = example_image(name, 3)
+    probabilities, attention = vision_kept.vision_model(name, "/CPU:0").read_image(image)
+    assert probabilities.shape == (10,) and attention["encoder"].shape == (1, 2, 17, 17)
+    reading = read_image(name, image)
+    np.testing.assert_allclose(reading.probabilities, probabilities, atol=1e-6)
+
+    monkeypatch.setattr(vision_kept, "_kept", type(vision_kept._kept)())  # a restarted server: memory is empty
+    monkeypatch.setattr(vision_kept, "_labels", {})
+    assert vision_kept.vision_label(name) == "digits, d_model 16" and image_task(name) == "digits"
+    np.testing.assert_allclose(read_image(name, image).probabilities, probabilities, atol=1e-6)
+    for unknown in ("image:nothing", "session:job0001", "copy"):
+        with pytest.raises(ValueError, match="image model"):
+            image_task(unknown)

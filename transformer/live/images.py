@@ -12,6 +12,7 @@ from transformer.analysis.images import mean_attention_distance, position_simila
 from transformer.analysis.measures import attention_rollout
 from transformer.tasks.images import IMAGE_TASKS, get_image_task
 from transformer.training.pretrained import load_pretrained
+from transformer.training.vision_kept import is_vision_name, vision_model, vision_spec
 
 IMAGE_MODELS = tuple(IMAGE_TASKS)  # a shipped model a task, named after it
 
@@ -36,12 +37,22 @@ class ImageReading:
         return int(np.argmax(self.probabilities))
 
 
+def image_task(name: str) -> str:
+    """The task of an image model: a shipped one's name, or the task a kept one (``image:<key>``, trained on the
+    Train page) learned. ValueError naming an unknown model."""
+    if name in IMAGE_MODELS:
+        return name
+    if not is_vision_name(name):
+        raise ValueError(f"The image models are {list(IMAGE_MODELS)} and those trained here (image:<key>). "
+                         f"Received: {name!r}")
+    return vision_spec(name).task
+
+
 def read_image(name: str, image, device: str | None = None) -> ImageReading:
-    """Everything the page draws of ``image (8, 8)`` in [0, 1] read by the shipped model ``name`` ("match",
-    "digits"). ValueError naming an unknown model or a bad image."""
-    if name not in IMAGE_MODELS:
-        raise ValueError(f"The image models are {list(IMAGE_MODELS)}. Received: {name!r}")
-    model = load_pretrained(name, device)
+    """Everything the page draws of ``image (8, 8)`` in [0, 1] read by the image model ``name`` ("match",
+    "digits", or one trained here: `image_task`). ValueError naming an unknown model or a bad image."""
+    image_task(name)
+    model = load_pretrained(name, device) if name in IMAGE_MODELS else vision_model(name, device)
     probabilities, attention = model.read_image(image)
     weights = attention["encoder"]  # (L, H, 17, 17)
     return ImageReading(name, model.classes, probabilities, weights, attention_rollout(weights),
@@ -49,10 +60,10 @@ def read_image(name: str, image, device: str | None = None) -> ImageReading:
 
 
 def example_image(name: str, pick: int) -> tuple[np.ndarray, int]:
-    """An image of ``name``'s task and its label: a fresh match image drawn from seed ``pick``, or digits' test
-    image ``pick`` (0 … 299). ValueError outside."""
-    task = get_image_task(name)
-    if name == "digits":
+    """An image of model ``name``'s task (`image_task`) and its label: a fresh match image drawn from seed ``pick``,
+    or digits' test image ``pick`` (0 … 299). ValueError outside."""
+    task = get_image_task(image_task(name))
+    if task.name == "digits":
         return task.test_image(pick)
     if isinstance(pick, bool) or not isinstance(pick, (int, np.integer)) or not 0 <= pick < 2**31:
         raise ValueError(f"A match image is drawn from a seed from 0 to 2^31 - 1. Received: pick={pick!r}")
@@ -89,4 +100,4 @@ def _blacked(image: np.ndarray, patches) -> np.ndarray:
     return image
 
 
-__all__ = ["IMAGE_MODELS", "ImageReading", "deletion_test", "example_image", "read_image"]
+__all__ = ["IMAGE_MODELS", "ImageReading", "deletion_test", "example_image", "image_task", "read_image"]

@@ -69,7 +69,7 @@ class Job:
     loss, accuracy) rows; ``timeline``: `timeline.Snapshot`s; ``trained``: a `worker.Trained` once done or
     stopped."""
 
-    spec: TrainSpec
+    spec: TrainSpec  # or an image task's `transformer.training.vision.VisionSpec`
     owner: str
     device: str  # the session's choice ("auto", "cpu", "gpu"): the worker resolves it
     key: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
@@ -342,8 +342,9 @@ class TrainingPool:
 
 
 def _size(spec: TrainSpec) -> tuple:
-    """What a step's time depends on."""
-    return (spec.task, spec.d_model, spec.num_heads, spec.num_layers, spec.d_ff, spec.batch, spec.max_len)
+    """What a step's time depends on (a `VisionSpec` has no lengths)."""
+    return (spec.task, spec.d_model, spec.num_heads, spec.num_layers, spec.d_ff, spec.batch,
+            getattr(spec, "max_len", None))
 
 
 def _duration(seconds: float) -> str:

@@ -238,7 +238,8 @@ def check_config(config) -> None:
 def load_pretrained(name: str, device: str | None = None) -> Pretrained | PretrainedVision:
     """A shipped model (``"copy"``, ``"reverse"``, ``"sort"``; the Vision Transformers ``"match"`` and
     ``"digits"``), loaded once per device (None: the GPU when there is one), or one registered by `register` (it
-    stays on the device it was trained on)."""
+    stays on the device it was trained on). An image model trained here (``image:<key>``):
+    `transformer.training.vision_kept.vision_model`."""
     device = device or resolve_device("auto")
     if name in IMAGE_TASKS:
         return shipped_vision(PRETRAINED_DIR / name, name, device)

@@ -78,12 +78,15 @@ def accuracy_of(model: VisionTransformer, task: str, count: int = 1000) -> float
     return float(np.mean(np.argmax(logits, -1) == labels))
 
 
-def train_vision(spec: VisionSpec, on_progress=None, log_every: int = 100) -> VisionResult:
-    """Train a Vision Transformer as ``spec`` says; ``on_progress(step, loss, accuracy)`` every ``log_every``."""
+def train_vision(spec: VisionSpec, on_progress=None, log_every: int = 100, should_stop=None,
+                 device: str | None = None) -> VisionResult:
+    """Train a Vision Transformer as ``spec`` says on ``device`` (None: the GPU when there is one);
+    ``on_progress(step, loss, accuracy)`` every ``log_every`` steps; ``should_stop()`` ends it early, keeping what
+    it learned."""
     spec.validate()
     keras.utils.set_random_seed(spec.seed)
     task, rng = get_image_task(spec.task), np.random.default_rng(spec.seed)
-    with tf.device(resolve_device("auto")):
+    with tf.device(device or resolve_device("auto")):
         model = build_vision(spec)
         optimizer = keras.optimizers.Adam(spec.learning_rate)
 
@@ -99,12 +102,23 @@ def train_vision(spec: VisionSpec, on_progress=None, log_every: int = 100) -> Vi
         for number in range(1, spec.steps + 1):
             images, labels = task.sample(rng, spec.batch)
             loss, accuracy = step(tf.constant(images), tf.constant(labels))
-            if number % log_every == 0 or number == spec.steps:
+            stopping = should_stop is not None and should_stop()
+            if number % log_every == 0 or number == spec.steps or stopping:
                 history.append((number, float(loss), float(accuracy)))
                 if on_progress:
                     on_progress(*history[-1])
+            if stopping:
+                break
         seconds = time.perf_counter() - started
         return VisionResult(spec, model, accuracy_of(model, spec.task), seconds, history)
+
+
+def rebuild_vision(spec: VisionSpec, weights: list, device: str) -> VisionTransformer:
+    """A model of ``spec`` with ``weights`` (Keras's order, as `get_weights` gives them) on ``device``."""
+    with tf.device(device):
+        model = build_vision(spec)
+        model.set_weights(weights)
+    return model
 
 
 def save_vision(result: VisionResult, folder: Path) -> Path:
@@ -154,10 +168,15 @@ def shipped_vision(folder: Path, name: str, device: str) -> PretrainedVision:
     return load_vision(folder, name, device)
 
 
-def load_vision(folder: Path, name: str, device: str = "/CPU:0") -> PretrainedVision:
+def read_vision_meta(folder: Path) -> tuple[VisionSpec, dict]:
+    """A saved Vision Transformer's spec and its whole ``model.json``, without its weights."""
     meta = json.loads((folder / CONFIG_FILE).read_text())
     known = {field.name for field in fields(VisionSpec)}
-    spec = VisionSpec(**{key: value for key, value in meta["spec"].items() if key in known})
+    return VisionSpec(**{key: value for key, value in meta["spec"].items() if key in known}), meta
+
+
+def load_vision(folder: Path, name: str, device: str = "/CPU:0") -> PretrainedVision:
+    spec, meta = read_vision_meta(folder)
     with tf.device(device):
         model = build_vision(spec)
         model.load_weights(folder / WEIGHTS_FILE)

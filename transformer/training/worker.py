@@ -1,5 +1,6 @@
-"""A training worker: a process of its own that trains one `TrainSpec` at a time and sends back what the Train
-page shows, so that training never shares the serving process's interpreter or cores at the same priority.
+"""A training worker: a process of its own that trains one `TrainSpec` (or an image task's `VisionSpec`) at a time
+and sends back what the Train page shows, so that training never shares the serving process's interpreter or cores
+at the same priority.
 
     python -m transformer.training.worker FD NICENESS MEGABYTES   (started by `transformer.training.pool`)
 
@@ -44,7 +45,14 @@ def run_job(spec, device: str, send, should_stop) -> Trained:
     ``send(kind, payload)`` with each progress row and timeline snapshot; ``should_stop()`` ends it early."""
     from transformer.runtime.device import resolve_device  # noqa: PLC0415  (TensorFlow: imported in the worker)
     from transformer.training.train import train  # noqa: PLC0415
+    from transformer.training.vision import VisionSpec, train_vision  # noqa: PLC0415
 
+    if isinstance(spec, VisionSpec):  # an image task: no timeline (its heads have no token roles to score)
+        result = train_vision(spec, on_progress=lambda *row: send("progress", row), should_stop=should_stop,
+                              log_every=max(1, spec.steps // PROGRESS_POINTS), device=resolve_device(device))
+        steps = result.history[-1][0] if result.history else 0
+        return Trained([np.asarray(array) for array in result.model.get_weights()], result.accuracy,
+                       result.seconds, steps, result.history)
     result = train(spec, on_progress=lambda *row: send("progress", row), should_stop=should_stop,
                    log_every=max(1, spec.steps // PROGRESS_POINTS), device=resolve_device(device),
                    timeline_every=max(1, spec.steps // TIMELINE_POINTS),
@@ -73,6 +81,7 @@ def serve(connection, stop: threading.Event, megabytes: float = float("inf")) ->
     passes ``megabytes``."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import transformer.training.train  # noqa: F401, PLC0415  (the import is the slow part: before "ready")
+    import transformer.training.vision  # noqa: F401, PLC0415
 
     connection.send(("ready", os.getpid()))
     while True:
