@@ -1,7 +1,8 @@
-"""The browser tier's fixtures: one `streamlit run` and one headless Chromium a module, a fresh page a test."""
+"""The browser tier's fixtures: one `streamlit run` and one headless Chromium a module, a fresh tab a test (in the
+browser's shared context: `browser_support.new_tab`)."""
 
 import pytest
-from browser_support import app_server_for_browsers, headless_chromium
+from browser_support import app_server_for_browsers, close_tab, headless_chromium, new_tab
 
 
 @pytest.fixture(scope="module")
@@ -18,9 +19,8 @@ def browser(server):
 
 @pytest.fixture()
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = new_tab(browser)
     page.dialogs = []
     page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
     yield page
-    context.close()
+    close_tab(page)

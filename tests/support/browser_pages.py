@@ -3,7 +3,7 @@ chart draws outside its own box, a slider's thumb."""
 
 import contextlib
 
-from browser_support import wait_idle
+from browser_support import close_tab, new_tab, wait_idle
 from chart_support import FIRST_PLOT, PLOT
 
 from ui.chart import CHART_CLASS
@@ -114,15 +114,14 @@ TEXT_COLLISIONS = r"""(selector) => [...document.querySelectorAll(selector)].fla
 def app_tab(browser, server, path: str, width: int, height: int = 4000):
     """A page of the app at ``width`` px, its charts drawn (at 390 px the sidebar starts collapsed: the page is
     waited for, not the sidebar)."""
-    context = browser.new_context(viewport={"width": width, "height": height})
-    tab = context.new_page()
+    tab = new_tab(browser, width, height)
     try:
         tab.goto(f"{server}/{path}")
         wait_idle(tab)
         wait_for_charts(tab)
         yield tab
     finally:
-        context.close()
+        close_tab(tab)
 
 
 def text_collisions(page) -> list:

@@ -100,6 +100,27 @@ def app_server_for_browsers(env: dict | None = None):
         yield base_url
 
 
+def new_tab(browser, width: int = 1400, height: int = 1000):
+    """A new tab of ``width`` × ``height`` px in the browser's one shared context: Chromium's HTTP and code caches stay
+    warm between tests (a page's load ~0.4 s sooner than in a fresh context: Streamlit's bundle and Plotly.js
+    compiled once), its storage is cleared by `close_tab`. A test that needs cookies or storage of its own makes a
+    context of its own."""
+    context = getattr(browser, "shared_context", None)
+    if context is None:
+        context = browser.shared_context = browser.new_context()
+    tab = context.new_page()
+    tab.set_viewport_size({"width": width, "height": height})
+    return tab
+
+
+def close_tab(tab) -> None:
+    """Close a tab of `new_tab`, leaving no storage or cookie to the next test (the theme is kept in localStorage)."""
+    with contextlib.suppress(Exception):  # a page that has crashed or navigated away from the app
+        tab.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+    tab.close()
+    tab.context.clear_cookies()
+
+
 @contextlib.contextmanager
 def headless_chromium():
     """Debian's Chromium, headless, through Playwright."""
