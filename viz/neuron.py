@@ -17,6 +17,7 @@ from viz.style import ALLOWED_COLOR, DIVERGING_COLORSCALE, FOCUS_COLOR, MASKED_C
 # Written out: an unvalidated figure sends a scale's name as it is, and Plotly.js knows no "RdBu_r".
 SIGNED_COLORSCALE = plotly.colors.get_colorscale(DIVERGING_COLORSCALE)
 VALUES_SHOWN_UP_TO = 16  # dimensions; more and the numbers on the cells no longer fit
+HEIGHT = 520
 
 
 def neuron_view(terms, query_tokens, key_tokens, head: int, query: int, key: int) -> go.Figure:
@@ -45,13 +46,16 @@ def neuron_view(terms, query_tokens, key_tokens, head: int, query: int, key: int
     blocked = dict(type="scatter", mode="markers", x=[k_labels[i] for i in np.flatnonzero(masked)],
                    y=[0.0] * int(masked.sum()), marker=dict(symbol="x", size=9, color=MASKED_COLOR), xaxis="x2",
                    yaxis="y2", name="masked", hovertemplate="key %{x}<br>masked: weight 0<extra></extra>")
-    title = (f"head {head}, query {q_label} · key {k_labels[key]}: Σ q∘k = {terms.logit:.4f}; "
-             f"÷ √{d_k} = {terms.scaled:.4f}; "
-             + (f"+ ALiBi bias {terms.bias:+.4f} = {terms.scaled + terms.bias:.4f}; " if terms.has_bias else "")
-             + f"softmax → weight {terms.weights[key]:.4f}"
-             if not masked[key] else f"head {head}, query {q_label} · key {k_labels[key]}: masked (weight 0)")
+    # a line each step: one line was cut off in a 540 px column (a 1000 px window with the sidebar open) at d_k 256
+    steps = [f"Σ q∘k = {terms.logit:.4f}; ÷ √{d_k} = {terms.scaled:.4f}"]
+    if terms.has_bias:
+        steps.append(f"+ ALiBi bias {terms.bias:+.4f} = {terms.scaled + terms.bias:.4f}")
+    pair = f"head {head}, query {q_label} · key {k_labels[key]}"
+    title = (f"{pair}: masked (weight 0)" if masked[key] else
+             f"{pair}:<br>" + ";<br>".join(steps) + f"; softmax → weight {terms.weights[key]:.4f}")
+    top = 50 + 20 * title.count("<br>")
     layout = dict(
-        title=left_title(title), height=520, margin=dict(t=60, l=110, r=20, b=90), showlegend=False,
+        title=left_title(title, HEIGHT), height=HEIGHT, margin=dict(t=top, l=110, r=20, b=90), showlegend=False,
         xaxis=dict(type="category", domain=[0, 0.9], anchor="y", title=dict(text="dimension of d_k"),
                    automargin=False),
         yaxis=dict(type="category", domain=[0.66, 1.0], autorange="reversed", automargin=False),

@@ -133,12 +133,13 @@ def rope_angles_figure(angles) -> go.Figure:
     """RoPE's rotation angle m·θ_i (mod 2π) for each position m and dimension pair i: ``(N, d_k/2)``."""
     angles = np.asarray(angles, dtype=np.float32)
     wrapped = np.mod(angles, 2 * np.pi)  # (N, d_k/2)
-    return fixed_margins(figure(
+    return fixed_margins(figure(  # a title of two short lines: one long line was cut off in a 540 px column
         go.Heatmap(z=wrapped, customdata=angles, x=np.arange(angles.shape[1]), y=np.arange(angles.shape[0]),
                    colorscale="Twilight", zmin=0, zmax=2 * np.pi, colorbar=dict(title="angle mod 2π"),
                    hovertemplate="position %{y}<br>pair %{x}<br>angle %{customdata:.3f} rad<extra></extra>"),
         layout=dict(xaxis_title="dimension pair i (2i, 2i+1)", yaxis_title="position m", yaxis_autorange="reversed",
-                    height=380, title=left_title("rotation angle m·θ_i, θ_i = 10000^(−2i/d_k)"))))
+                    height=380, title=left_title("rotation angle m·θ_i<br>θ_i = 10000^(−2i/d_k)"))),
+        top=60)
 
 
 def rope_offset_figure(dots) -> go.Figure:

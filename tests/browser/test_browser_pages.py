@@ -43,7 +43,9 @@ TAB_TITLES = {"home": "Home", "masks": "Masks", "positional_encoding": "Position
 TEXT_FITS = ["dot_product_lab", "attention?seq_len=30&stack=cross", "masks?seq_len=200",
              "attention?seq_len=300&full_res=1",  # long titles: pooled, cropped
              "attention?seq_len=200&view=Head+view&focus=150&specials=1",
-             "attention?view=Rollout&specials=1&element=1", "attention?view=Neuron+view"]
+             "attention?view=Rollout&specials=1&element=1", "attention?view=Neuron+view",
+             # one long title line each was cut off in the 540 px column: RoPE's angles, a d_k of 256's neuron view
+             "positional_encoding", "attention?view=Neuron+view&d_model=256&heads=1"]
 NO_SIDEWAYS = ["masks", "masks?seq_len=200", "positional_encoding", "attention", "heads", "dot_product_lab", "shapes",
                "attention?view=Head+view", "attention?view=Rollout", "attention?view=Neuron+view&d_model=256&heads=1"]
 
