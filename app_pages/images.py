@@ -70,53 +70,63 @@ def model_labels() -> dict[str, str]:
     return {**MODEL_LABELS, **{name: f"Trained here: {label}" for name, label in mine.items()}}
 
 
-labels = model_labels()
-options_follow("img_model", labels.values())
-controls = st.columns([3, 2, 2])
-name = controls[0].radio("Model", list(labels), key="img_model", format_func=labels.get, horizontal=True,
-                         on_change=_new_image, **PERSIST)
-task = data.image_task_of(name)
-if task == "digits":
-    if state.read("img_pick") >= DIGITS_TEST:
-        st.warning(f"The digits have test images 0–{DIGITS_TEST - 1}: showing image 0.", icon=":material/warning:")
-        clamp("img_pick", 0)
-    pick = controls[1].number_input("Test image", min_value=0, max_value=DIGITS_TEST - 1, key="img_pick",
-                                    on_change=_new_image, help="One of the 300 digits the model never trained on.",
-                                    **PERSIST)
-else:
-    pick = controls[1].number_input("Fresh image (seed)", min_value=0, max_value=2**31 - 1, key="img_pick",
-                                    on_change=_new_image, help="A new match image is drawn from this seed.", **PERSIST)
-token = controls[2].selectbox("Attention from", list(range(17)), key="img_from", format_func=token_name,
-                              help="The query whose attention is drawn: CLS (what the classifier reads) or a patch.",
-                              **PERSIST)
-original, label = data.example_image(name, int(pick))
-flips = state.read("img_flip")
-image = edited(original, flips)
-reading = data.image_reading(name, image, sidebar.session_device())
-right = None if flips else label
-left, middle = st.columns([2, 3])
-with left:
-    title = f"{'Edited: ' if flips else ''}{'match image' if task == 'match' else 'test digit'} {pick}" + (
-        f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")
-    plot(image_figure(image, title, token, fit_px("img_image")), "img_image", on_click=_flip)
-    if flips:
-        st.button("Undo every edit", on_click=_new_image, icon=":material/undo:")
-with middle:
-    plot(probabilities_figure(reading.probabilities, reading.classes, right, fit_px("img_probs")), "img_probs")
-    if task == "match" and not flips:
-        corner = reading.weights[0, :, 1, label + 2]  # layer 0, every head: the corner's weight on its match
-        st.caption(f"Layer 0: the corner (patch 0) puts {corner.max():.2f} of head {int(corner.argmax())}'s "
-                   f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer "
-                   f"{reading.weights.shape[0] - 1}: CLS puts {reading.weights[-1, :, 0, label + 2].max():.2f} on it.")
-plot(head_overlays(reading.weights, image, token, fit_px("img_heads")), "img_heads", on_click=_look_from)
-layers = reading.weights.shape[0]
-columns = st.columns(2)
-with columns[0]:
-    plot(rollout_and_flow(reading.rollout[token], reading.flow[token], token, layers, fit_px("img_flow")),
-         "img_flow")
-with columns[1]:
-    plot(distance_figure(reading.distance, fit_px("img_distance")), "img_distance")
-plot(position_similarity_figure(reading.positions, fit_px("img_positions")), "img_positions")
-st.caption("Rollout multiplies each layer's heads' mean, half kept for the residual; flow is the maximum flow "
-           "through the same graph (Abnar & Zuidema 2020). The positions were learned from nothing: a patch's "
-           "position is most like its own row's and column's, as the paper's Figure 7 shows.")
+@st.fragment
+def images_view() -> None:
+    """Everything below the introduction: a click on a pixel or a patch, or a control, reruns this alone, not the
+    sidebar (docs/performance.md)."""
+    labels = model_labels()
+    options_follow("img_model", labels.values())
+    controls = st.columns([3, 2, 2])
+    name = controls[0].radio("Model", list(labels), key="img_model", format_func=labels.get, horizontal=True,
+                             on_change=_new_image, **PERSIST)
+    task = data.image_task_of(name)
+    if task == "digits":
+        if state.read("img_pick") >= DIGITS_TEST:
+            st.warning(f"The digits have test images 0–{DIGITS_TEST - 1}: showing image 0.", icon=":material/warning:")
+            clamp("img_pick", 0)
+        pick = controls[1].number_input("Test image", min_value=0, max_value=DIGITS_TEST - 1, key="img_pick",
+                                        on_change=_new_image, help="One of the 300 digits the model never trained on.",
+                                        **PERSIST)
+    else:
+        pick = controls[1].number_input("Fresh image (seed)", min_value=0, max_value=2**31 - 1, key="img_pick",
+                                        on_change=_new_image, help="A new match image is drawn from this seed.",
+                                        **PERSIST)
+    token = controls[2].selectbox("Attention from", list(range(17)), key="img_from", format_func=token_name,
+                                  help="The query whose attention is drawn: CLS (what the classifier reads) or a "
+                                       "patch.", **PERSIST)
+    original, label = data.example_image(name, int(pick))
+    flips = state.read("img_flip")
+    image = edited(original, flips)
+    reading = data.image_reading(name, image, sidebar.session_device())
+    right = None if flips else label
+    left, middle = st.columns([2, 3])
+    with left:
+        title = f"{'Edited: ' if flips else ''}{'match image' if task == 'match' else 'test digit'} {pick}" + (
+            f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")
+        plot(image_figure(image, title, token, fit_px("img_image")), "img_image", on_click=_flip)
+        if flips:
+            st.button("Undo every edit", on_click=_new_image, icon=":material/undo:")
+    with middle:
+        plot(probabilities_figure(reading.probabilities, reading.classes, right, fit_px("img_probs")), "img_probs")
+        if task == "match" and not flips:
+            corner = reading.weights[0, :, 1, label + 2]  # layer 0, every head: the corner's weight on its match
+            last = reading.weights[-1, :, 0, label + 2].max()  # the last layer, every head: CLS's weight on it
+            st.caption(f"Layer 0: the corner (patch 0) puts {corner.max():.2f} of head {int(corner.argmax())}'s "
+                       f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer "
+                       f"{reading.weights.shape[0] - 1}: CLS puts {last:.2f} on it.")
+    plot(head_overlays(reading.weights, image, token, fit_px("img_heads")), "img_heads", on_click=_look_from)
+    layers = reading.weights.shape[0]
+    columns = st.columns(2)
+    with columns[0]:
+        plot(rollout_and_flow(reading.rollout[token], reading.flow[token], token, layers, fit_px("img_flow")),
+             "img_flow")
+    with columns[1]:
+        plot(distance_figure(reading.distance, fit_px("img_distance")), "img_distance")
+    plot(position_similarity_figure(reading.positions, fit_px("img_positions")), "img_positions")
+    st.caption("Rollout multiplies each layer's heads' mean, half kept for the residual; flow is the maximum flow "
+               "through the same graph (Abnar & Zuidema 2020). The positions were learned from nothing: a patch's "
+               "position is most like its own row's and column's, as the paper's Figure 7 shows.")
+    state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run
+
+
+images_view()

@@ -30,13 +30,24 @@ def token_name(token: int) -> str:
     return "CLS" if token == 0 else f"patch {token - 1}"
 
 
-def _grid_lines(axis: str = "") -> list:
-    """The patch borders of an 8 × 8 image on axes ``x{axis}``/``y{axis}`` (pixel centres at 0 … 7)."""
-    lines = []
+def _patch_borders() -> dict:
+    """The patch borders of an 8 × 8 image (pixel centres at 0 … 7) as one line trace, None between segments (ten
+    layout shapes cost more to redraw: docs/performance.md)."""
+    xs, ys = [], []
     for at in np.arange(-0.5, IMAGE, PATCH):
-        lines += [dict(type="line", xref=f"x{axis}", yref=f"y{axis}", x0=at, x1=at, y0=-0.5, y1=IMAGE - 0.5),
-                  dict(type="line", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=IMAGE - 0.5, y0=at, y1=at)]
-    return [dict(line, line=dict(color=FOCUS_COLOR, width=1)) for line in lines]
+        xs += [at, at, None, -0.5, IMAGE - 0.5, None]
+        ys += [-0.5, IMAGE - 0.5, None, at, at, None]
+    return dict(type="scatter", mode="lines", x=xs, y=ys, line=dict(color=FOCUS_COLOR, width=1), hoverinfo="skip",
+                showlegend=False)
+
+
+def _patch_numbers() -> dict:
+    """Each patch's number at its centre, as one text trace (an annotation each is measured in the page's layout on
+    every redraw)."""
+    patches = np.arange(GRID * GRID)
+    return dict(type="scatter", mode="text", x=(patches % GRID) * PATCH + 0.5, y=(patches // GRID) * PATCH + 0.5,
+                text=[str(p) for p in patches], textfont=dict(size=10, color=FOCUS_COLOR), hoverinfo="skip",
+                showlegend=False)
 
 
 def _pixel_axes() -> tuple[dict, dict]:
@@ -55,9 +66,7 @@ def image_figure(image, title: str, chosen: int | None = None, width_px: int | N
                    customdata=patch.reshape(IMAGE, IMAGE),
                    hovertemplate="pixel row %{y}, column %{x}: %{z:.2f}<br>patch %{customdata} · click to flip"
                                  "<extra></extra>")
-    labels = [dict(x=(p % GRID) * PATCH + 0.5, y=(p // GRID) * PATCH + 0.5, text=str(p), showarrow=False,
-                   font=dict(size=10, color=FOCUS_COLOR)) for p in range(GRID * GRID)]
-    shapes = _grid_lines()
+    shapes = []
     if chosen:
         row, col = divmod(chosen - 1, GRID)
         shapes.append(dict(type="rect", xref="x", yref="y", x0=col * PATCH - 0.5, x1=col * PATCH + 1.5,
@@ -65,8 +74,8 @@ def image_figure(image, title: str, chosen: int | None = None, width_px: int | N
     x_axis, y_axis = _pixel_axes()
     layout = dict(title=left_title(wrap_title(title, width_px)), height=380, template=TEMPLATE_JSON,
                   margin=dict(t=60, l=40, r=10, b=30), xaxis=x_axis, yaxis=y_axis, shapes=shapes,
-                  annotations=labels, meta={"click": True})
-    return go.Figure(data=[heatmap], layout=layout, _validate=False)
+                  meta={"click": True})
+    return go.Figure(data=[heatmap, _patch_borders(), _patch_numbers()], layout=layout, _validate=False)
 
 
 STRIDE = GRID + 1  # a panel's cells and one gap row / column in the one-trace grid of `head_overlays`
@@ -91,17 +100,16 @@ def head_overlays(weights, image, token: int, width_px: int | None = None) -> go
     down = -(-len(places) // across)
     z = np.full((down * STRIDE - 1, across * STRIDE - 1), np.nan, np.float32)
     names = np.full(z.shape, "", dtype=object)
-    xs, ys, opacities, titles = [], [], [], []
-    rows, cols = np.nonzero(image > 0.05)
+    pixels = np.full((2 * z.shape[0], 2 * z.shape[1]), np.nan, np.float32)  # a quarter of a patch's cell each
+    titles = []
     for index, (layer, head) in enumerate(places):
         top, left = divmod(index, across)
         top, left = top * STRIDE, left * STRIDE
         row = weights[layer, head, token]  # (17,)
         z[top:top + GRID, left:left + GRID] = row[1:].reshape(GRID, GRID)
         names[top:top + GRID, left:left + GRID] = f"layer {layer} head {head}"
-        xs += (left + cols / PATCH - 0.25).tolist()  # a pixel: a quarter of its patch's cell
-        ys += (top + rows / PATCH - 0.25).tolist()
-        opacities += image[rows, cols].tolist()
+        pixels[PATCH * top:PATCH * top + IMAGE, PATCH * left:PATCH * left + IMAGE] = np.where(image > 0.05, image,
+                                                                                             np.nan)
         titles.append(dict(x=left + (GRID - 1) / 2, y=top - 0.5, xref="x", yref="y", yanchor="bottom",
                            showarrow=False, text=f"L{layer} H{head} · CLS {row[0]:.2f}", font=dict(size=12)))
     cell_rows, cell_cols = np.indices(z.shape) % STRIDE  # a cell's place in its panel (GRID: the gap)
@@ -109,12 +117,14 @@ def head_overlays(weights, image, token: int, width_px: int | None = None) -> go
     heatmap = dict(type="heatmap", z=z, coloraxis="coloraxis", customdata=np.stack([names, patch_numbers], -1),
                    hovertemplate=f"%{{customdata[0]}}<br>query {token_name(token)} → key patch %{{customdata[1]}}"
                                  "<br>weight %{z:.3f}<extra></extra>")
-    pixels = dict(type="scatter", mode="markers", x=xs, y=ys, hoverinfo="skip", showlegend=False,
-                  marker=dict(symbol="square", size=6 if across > 2 else 9, color="black", opacity=opacities))
+    # the pixels over it: black, as opaque as the pixel is light; one heatmap at twice the resolution (not a marker a
+    # pixel: docs/performance.md), its gaps leaving the attention's colour around each pixel
+    overlay = dict(type="heatmap", z=pixels, x0=-0.25, dx=0.5, y0=-0.25, dy=0.5, zmin=0, zmax=1, showscale=False,
+                   colorscale=[[0, "rgba(0,0,0,0)"], [1, "rgba(0,0,0,1)"]], xgap=4, ygap=4, hoverinfo="skip")
     title = wrap_title(f"Each head's attention from {token_name(token)}, over the image (a row a layer)", width_px)
     top_px = 40 + 22 * title_lines(title)
     axis = dict(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")
-    return go.Figure(data=[heatmap, pixels], layout=dict(
+    return go.Figure(data=[heatmap, overlay], layout=dict(
         title=left_title(title), template=TEMPLATE_JSON, annotations=titles, coloraxis=weight_coloraxis(),
         height=top_px + 30 + down * (170 if across > 2 else 150), margin=dict(t=top_px, l=10, r=10, b=10),
         xaxis=dict(axis, range=[-0.5, z.shape[1] - 0.5]),

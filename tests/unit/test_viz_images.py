@@ -1,0 +1,64 @@
+"""The Images page's figure builders (viz/images.py): NumPy in, a figure out whose data are exactly what was given."""
+
+import numpy as np
+
+from viz.images import (
+    STRIDE,
+    grid_of_grids,
+    head_overlays,
+    image_figure,
+    overlay_patch,
+    probabilities_figure,
+    rollout_and_flow,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def test_the_image_is_drawn_as_given_with_its_patch_borders_and_numbers_and_a_click_names_a_pixel():
+    image = RNG.random((8, 8)).astype(np.float32)
+    fig = image_figure(image, "an image", chosen=6)
+    heatmap, borders, numbers = fig.data
+    np.testing.assert_array_equal(heatmap.z, image)
+    assert fig.layout.meta["click"] and (heatmap.zmin, heatmap.zmax) == (0, 1)
+    segments = [(x0, y0, x1, y1) for x0, y0, x1, y1 in zip(borders.x[0::3], borders.y[0::3], borders.x[1::3],
+                                                            borders.y[1::3])]
+    assert len(segments) == 10 and {x0 for x0, _, x1, _ in segments if x0 == x1} == {-0.5, 1.5, 3.5, 5.5, 7.5}
+    assert list(numbers.text) == [str(p) for p in range(16)] and (numbers.x[6], numbers.y[6]) == (4.5, 2.5)
+    assert borders.hoverinfo == numbers.hoverinfo == "skip"  # a click reports the pixel under them
+    [outline] = fig.layout.shapes  # patch 5 (token 6): row 1, column 1
+    assert (outline.x0, outline.x1, outline.y0, outline.y1) == (1.5, 3.5, 1.5, 3.5)
+
+
+def test_every_heads_panel_holds_its_weights_and_the_pixels_lie_over_their_own_quarter_cells():
+    weights = RNG.random((2, 3, 17, 17)).astype(np.float32)  # (L, H, 17, 17)
+    image = (RNG.random((8, 8)) > 0.5).astype(np.float32)
+    fig = head_overlays(weights, image, token=4)
+    heatmap, overlay = fig.data
+    z, pixels = np.asarray(heatmap.z, float), np.asarray(overlay.z, float)
+    assert z.shape == (2 * STRIDE - 1, 3 * STRIDE - 1) and pixels.shape == (2 * z.shape[0], 2 * z.shape[1])
+    for layer in range(2):
+        for head in range(3):
+            top, left = layer * STRIDE, head * STRIDE
+            np.testing.assert_allclose(z[top:top + 4, left:left + 4].ravel(), weights[layer, head, 4, 1:], atol=1e-6)
+            drawn = pixels[2 * top:2 * top + 8, 2 * left:2 * left + 8]
+            np.testing.assert_array_equal(np.nan_to_num(drawn), image)  # dark pixels: nothing drawn (NaN)
+    assert np.isnan(z[4]).all() and np.isnan(pixels[8:10]).all()  # the gap between layers
+    assert (overlay.x0, overlay.dx, overlay.y0, overlay.dy) == (-0.25, 0.5, -0.25, 0.5)  # pixel centres
+    assert overlay.hoverinfo == "skip" and fig.layout.meta["click"]
+    assert [a.text for a in fig.layout.annotations][:2] == [f"L0 H0 · CLS {weights[0, 0, 4, 0]:.2f}",
+                                                            f"L0 H1 · CLS {weights[0, 1, 4, 0]:.2f}"]
+    assert overlay_patch(1, STRIDE + 2) == 6 and overlay_patch(4, 0) is None  # a click's cell -> its patch
+
+
+def test_rollout_and_flow_share_one_scale_and_the_positions_grid_puts_each_patch_at_its_place():
+    rollout, flow = RNG.random(17).astype(np.float32), RNG.random(17).astype(np.float32)
+    fig = rollout_and_flow(rollout, flow, token=0, layers=2)
+    np.testing.assert_allclose(np.asarray(fig.data[0].z).ravel(), rollout[1:])
+    np.testing.assert_allclose(np.asarray(fig.data[1].z).ravel(), flow[1:])
+    assert fig.layout.coloraxis.cmax == max(rollout[1:].max(), flow[1:].max())
+    similarity = RNG.random((16, 16)).astype(np.float32)
+    laid = grid_of_grids(similarity)
+    np.testing.assert_array_equal(laid[5:9, 10:14].ravel(), similarity[6])  # patch 6: block row 1, column 2
+    bars = probabilities_figure(np.eye(3)[1] * 0.9 + 0.05, ("a", "b", "c"), right=2).data[0]
+    assert list(bars.marker.color)[1] != list(bars.marker.color)[0] and list(bars.marker.line.width)[2] > 0
