@@ -28,7 +28,7 @@ PAGES = [  # Home is the default page
 state.load_url_once()
 page = st.navigation(PAGES)
 st.set_page_config(page_title=f"{page.title} · Attention Lab")  # the browser tab names the page
-sidebar.render()
+sidebar.render(page.url_path)
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
 for notice in state.pop(state.NOTICES, []):
     notices.warning(notice, icon=":material/warning:")

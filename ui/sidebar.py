@@ -268,13 +268,24 @@ def reset_all() -> None:
     state.notify("Every setting is back at its default, and the link with it.")
 
 
-def render() -> None:
-    """Draw the shared controls; their values live in the session under the field names (`ui.state`)."""
+# Pages that choose their model on the page: the sidebar's model (the other pages') would show values they never run
+# with, so there it shows where the model is chosen, and the device.
+OWN_MODEL_PAGES = {"images": "This page reads a Vision Transformer chosen on the page (its Model picker). The "
+                             "model and lines set here belong to the other pages, and are kept for them."}
+
+
+def render(page_path: str = "") -> None:
+    """Draw the shared controls; their values live in the session under the field names (`ui.state`).
+    ``page_path``: the page drawn (`OWN_MODEL_PAGES` get no model controls)."""
     bar = st.sidebar
     bar.button("Reset every setting", key="reset_all", on_click=reset_all, icon=":material/restart_alt:",
                help="Random weights, the paper's sizes and masks, the seed lines, every page's controls at their "
                "defaults: the link becomes the app's own address.")
     bar.subheader("Model")
+    if page_path in OWN_MODEL_PAGES:
+        bar.caption(OWN_MODEL_PAGES[page_path])
+        _device_and_status(bar)
+        return
     _open_linked_model()
     info = your_model.opened()
     weight_options = weight_choices()

@@ -110,3 +110,20 @@ def test_the_train_page_trains_an_image_task_and_explore_opens_it_here_and_its_l
     linked = open_page("images", {"img_model": name, "img_from": "3"})  # another session, by the link
     no_errors(linked)
     assert linked.radio(key="img_model").value == name and _titled(linked, "attention from patch 2")
+
+
+def test_the_sidebar_shows_no_model_controls_this_page_does_not_run():
+    """The page reads its own Vision Transformer: the sidebar's d_model, heads, lines … (the other pages' model)
+    showed values it never ran with. It keeps the device, which it does run on, and says where the model is chosen."""
+    at = open_page("images")
+    no_errors(at)
+    shown = {widget.key for widget in [*at.sidebar.select_slider, *at.sidebar.slider, *at.sidebar.selectbox,
+                                       *at.sidebar.text_area]}
+    assert not shown & {"d_model", "heads", "layers", "seq_len", "weights", "src"}, shown
+    assert at.sidebar.radio(key="device") and any("chosen on the page" in c.value for c in at.sidebar.caption)
+    masks = open_page("masks", {"d_model": "128", "seq_len": "9"})  # the other pages keep them, through a visit here
+    masks.switch_page("app_pages/images.py").run()
+    no_errors(masks)
+    masks.switch_page("app_pages/masks.py").run()
+    no_errors(masks)
+    assert masks.sidebar.select_slider(key="d_model").value == 128 and masks.session_state["seq_len"] == 9
