@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from moves import move_and_wait
 from report import row
-from sweep import Lane, _move
+from sweep import Lane, move_lane
 
 TARGET = "≤ 1 s"
 LANES = (
@@ -36,7 +36,7 @@ def first_moves(quick: bool) -> None:
                 page.wait_for_timeout(2_500)
                 seconds = []
                 for index in range(3):
-                    seconds.append(_move(page, lane, index))
+                    seconds.append(move_lane(page, lane, index))
                     wait_idle(page)
                 page.context.close()
             row("first", f"first move on a fresh server · {lane.page} · {lane.label}: s; then back, again: ms",

@@ -98,7 +98,7 @@ def _thumb(page, label: str):
     return page.locator(f'input[type="range"][aria-label="{label}"]').first
 
 
-def _move(page, lane: Lane, index: int) -> float:
+def move_lane(page, lane: Lane, index: int) -> float:
     option = lane.options[index % 2] if lane.options else None
     if lane.point:
         chart, x, y = lane.point
@@ -152,7 +152,7 @@ def sweep(quick: bool) -> None:
             for index in range(moves):
                 page.bring_to_front()
                 busy = _busy_seconds(devtools)
-                lane.times.append(_move(page, lane, index))
+                lane.times.append(move_lane(page, lane, index))
                 lane.browser.append(_busy_seconds(devtools) - busy)
                 wait_idle(page)
                 floor.bring_to_front()

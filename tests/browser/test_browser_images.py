@@ -3,7 +3,7 @@ and flow, distances and positions; a click on a pixel flips it (the link keeps i
 looks from that patch; a match model trained on the Train page opens here."""
 
 import pytest
-from browser_pages import CHART_TEXT_PROBLEMS, app_tab, open_page, text_collisions, wait_for_charts
+from browser_pages import CHART_TEXT_PROBLEMS, app_tab, press_train_task, text_collisions, wait_for_charts
 from browser_support import OUTPUT, wait_idle
 from chart_support import PLOT, click_chart
 
@@ -30,12 +30,7 @@ def test_the_images_page_draws_every_head_over_the_image_and_a_click_flips_a_pix
 
 @pytest.mark.slow
 def test_an_image_task_trained_on_the_train_page_opens_on_the_images_page(page, server):
-    open_page(page, server, "train")
-    page.get_by_test_id("stSelectbox").filter(has_text="Task").click()
-    page.get_by_role("option", name="match", exact=False).click()
-    wait_idle(page)
-    page.get_by_label("Steps").fill("30")  # no Enter: in a form it would submit the form with the old value
-    page.get_by_role("button", name="Train", exact=True).click()
+    press_train_task(page, server, "match", 30)
     page.get_by_text("Accuracy on 1,000 fresh images").wait_for(timeout=180_000)
     page.get_by_role("button", name="Explore this model's attention").click()
     page.wait_for_url("**/images?**img_model=image%3A*", timeout=60_000)

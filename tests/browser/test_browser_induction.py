@@ -3,7 +3,7 @@ ablation reaching the link and the loss chart, its button opening the Attention 
 timeline scrubbed by its step slider."""
 
 import pytest
-from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
+from browser_pages import CHART_TEXT_PROBLEMS, open_page, press_train_task, wait_for_charts
 from browser_support import OUTPUT, wait_idle
 from chart_support import PLOT
 
@@ -51,13 +51,7 @@ def test_the_induction_pages_button_opens_the_line_on_the_attention_page(page, s
 
 @pytest.mark.slow
 def test_the_train_pages_timeline_is_drawn_while_training_and_scrubbed_by_its_slider(page, server):
-    open_page(page, server, "train")
-    page.get_by_test_id("stSelectbox").filter(has_text="Task").click()
-    page.get_by_role("option", name="induction", exact=False).click()
-    wait_idle(page)
-    steps = page.get_by_label("Steps")
-    steps.fill("80")  # no Enter: in a form it would submit the form with the old value
-    page.get_by_role("button", name="Train", exact=True).click()
+    press_train_task(page, server, "induction", 80)
     page.get_by_text("snapshots of 80 steps").wait_for(timeout=240_000)
     page.get_by_role("button", name="Explore this model's attention").wait_for(timeout=60_000)  # the job has ended
     wait_idle(page)  # and the page has run once more

@@ -139,6 +139,17 @@ def press_train(page, server, steps: int) -> None:
     page.get_by_role("button", name="Train", exact=True).click()
 
 
+def press_train_task(page, server, task: str, steps: int) -> None:
+    """On the Train page, ``task`` chosen and ``steps`` steps typed (no Enter: in the form it would submit the form
+    with the old value), Train pressed."""
+    open_page(page, server, "train")
+    page.get_by_test_id("stSelectbox").filter(has_text="Task").click()
+    page.get_by_role("option", name=task, exact=False).click()
+    wait_idle(page)
+    page.get_by_label("Steps").fill(str(steps))
+    page.get_by_role("button", name="Train", exact=True).click()
+
+
 def explore(page) -> str:
     """Wait for the job to end, open its model on the Attention page; the link."""
     button = page.get_by_role("button", name="Explore this model's attention")
