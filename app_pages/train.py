@@ -42,7 +42,8 @@ DESCRIPTIONS = {name: rules.description for name, rules in {**TASKS, **IMAGE_TAS
 task = st.selectbox("Task", list(DESCRIPTIONS), format_func=lambda t: f"{t} — {DESCRIPTIONS[t]}", key="train_task")
 image_task = task in IMAGE_TASKS
 st.caption("A Vision Transformer of the sizes below: once trained, the Images page's Model picker lists it, for this "
-           "session and any that opens its link." if image_task else
+           "session and any that opens its link. It has no timeline: the heads' roles it scores are roles among "
+           "tokens of a line, not patches." if image_task else
            "The sizes below are the model this training makes, not the sidebar's (those shape the random-weights "
            "model of the other pages). Once trained, Weights → Trained here opens it on every page, with these sizes "
            "shown locked in the sidebar.")
