@@ -8,7 +8,7 @@ PORT ?= 8501
 # Two test processes, a file each at a time (a module's Streamlit server and browser start once; handing tests out
 # one at a time was slower): `make test-fast` 127 s -> 61 s here. Tests sit in tiers: tests/unit, tests/app
 # (AppTest), tests/browser (Chromium, nginx), helpers in tests/support; the browser tests are split over several
-# files so both processes share them: the whole run, ~1,100 tests, ~670 s on 2 cores.
+# files so both processes share them: the whole run, ~1,280 tests, ~740 s on 2 cores.
 # WORKERS=0 runs everything in one process.
 WORKERS ?= 2
 PYTEST_WORKERS = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
