@@ -130,8 +130,17 @@ def progress(job) -> None:
 
 
 state.follow_open_page()  # a whole-page rerun that took the click (a full deploy run once stayed on this page)
-training.while_running(progress, state.get(training.JOB), 1.0)
-training.while_running(timeline_view, state.get(training.JOB), 2.0)
+
+
+def progress_and_timeline(job) -> None:
+    progress(job)
+    timeline_view(job)
+
+
+# One timed fragment, not one for the progress and one for the timeline: when the job ended, one fragment's
+# st.rerun() crossed the other's timer tick in flight and the browser stayed "running" for good with no message
+# going either way (the timeline's browser test, 2 full runs in 7; the test now says so when it happens).
+training.while_running(progress_and_timeline, state.get(training.JOB), 1.0)
 kept = state.get("weights", "random")
 if state.get(training.JOB) is None and kept.startswith(SESSION_PREFIX):  # a model trained here, opened by its link
     shots = data.timeline_of(kept)
