@@ -101,6 +101,7 @@ def head_overlays(weights, image, token: int, width_px: int | None = None) -> go
     z = np.full((down * STRIDE - 1, across * STRIDE - 1), np.nan, np.float32)
     names = np.full(z.shape, "", dtype=object)
     pixels = np.full((2 * z.shape[0], 2 * z.shape[1]), np.nan, np.float32)  # a quarter of a patch's cell each
+    lit = np.where(image > 0.05, image, np.nan)  # (8, 8): the pixels drawn over every panel
     titles = []
     for index, (layer, head) in enumerate(places):
         top, left = divmod(index, across)
@@ -108,8 +109,7 @@ def head_overlays(weights, image, token: int, width_px: int | None = None) -> go
         row = weights[layer, head, token]  # (17,)
         z[top:top + GRID, left:left + GRID] = row[1:].reshape(GRID, GRID)
         names[top:top + GRID, left:left + GRID] = f"layer {layer} head {head}"
-        pixels[PATCH * top:PATCH * top + IMAGE, PATCH * left:PATCH * left + IMAGE] = np.where(image > 0.05, image,
-                                                                                             np.nan)
+        pixels[PATCH * top:PATCH * top + IMAGE, PATCH * left:PATCH * left + IMAGE] = lit
         titles.append(dict(x=left + (GRID - 1) / 2, y=top - 0.5, xref="x", yref="y", yanchor="bottom",
                            showarrow=False, text=f"L{layer} H{head} · CLS {row[0]:.2f}", font=dict(size=12)))
     cell_rows, cell_cols = np.indices(z.shape) % STRIDE  # a cell's place in its panel (GRID: the gap)

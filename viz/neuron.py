@@ -12,7 +12,15 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from viz.labels import position_labels
-from viz.style import ALLOWED_COLOR, DIVERGING_COLORSCALE, FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON, left_title
+from viz.style import (
+    ALLOWED_COLOR,
+    DIVERGING_COLORSCALE,
+    FOCUS_COLOR,
+    MASKED_COLOR,
+    TEMPLATE_JSON,
+    left_title,
+    title_lines,
+)
 
 # Written out: an unvalidated figure sends a scale's name as it is, and Plotly.js knows no "RdBu_r".
 SIGNED_COLORSCALE = plotly.colors.get_colorscale(DIVERGING_COLORSCALE)
@@ -53,7 +61,7 @@ def neuron_view(terms, query_tokens, key_tokens, head: int, query: int, key: int
     pair = f"head {head}, query {q_label} · key {k_labels[key]}"
     title = (f"{pair}: masked (weight 0)" if masked[key] else
              f"{pair}:<br>" + ";<br>".join(steps) + f"; softmax → weight {terms.weights[key]:.4f}")
-    top = 50 + 20 * title.count("<br>")
+    top = 30 + 20 * title_lines(title)
     layout = dict(
         title=left_title(title, HEIGHT), height=HEIGHT, margin=dict(t=top, l=110, r=20, b=90), showlegend=False,
         xaxis=dict(type="category", domain=[0, 0.9], anchor="y", title=dict(text="dimension of d_k"),
