@@ -53,8 +53,13 @@ def text(limit: int) -> Callable[[str], str]:
     return parse
 
 
+def _trained_here(raw: str, prefix: str) -> bool:
+    """``raw`` names a model trained on this server: ``prefix`` and a job's key (letters and digits)."""
+    return raw.startswith(prefix) and raw[len(prefix):].isalnum()
+
+
 def weights(raw: str) -> str:
-    if raw == "random" or raw in SHIPPED or (raw.startswith(SESSION_PREFIX) and raw[len(SESSION_PREFIX):].isalnum()):
+    if raw == "random" or raw in SHIPPED or _trained_here(raw, SESSION_PREFIX):
         return raw
     if is_external(raw):
         return check_key(raw)
@@ -62,7 +67,7 @@ def weights(raw: str) -> str:
 
 
 def image_model(raw: str) -> str:
-    if raw in IMAGE_MODELS or (raw.startswith(VISION_PREFIX) and raw[len(VISION_PREFIX):].isalnum()):
+    if raw in IMAGE_MODELS or _trained_here(raw, VISION_PREFIX):
         return raw
     raise ValueError(f"must be {', '.join(IMAGE_MODELS)} or an image model trained here (image:<key>)")
 
