@@ -81,10 +81,12 @@ def _warm_up() -> None:
     from transformer import service
     from ui import data
 
-    data.scaling()
     try:
+        data.scaling()
         device = service.warm_up_device()
     except Exception as error:  # noqa: BLE001  (a failed warm-up costs only time: the first request retries)
+        if not threading.main_thread().is_alive():  # the server is stopping: its executors refuse new work
+            return
         print(f"Attention Lab: warming the GPU's kernels failed ({error}); the first request pays for them.",
               flush=True)
         return
