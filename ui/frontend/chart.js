@@ -120,8 +120,17 @@ function reportWidth(node) {
 }
 
 // Saving a chart: the camera button saves a PNG at three times the screen's pixels (ui/chart.py's CONFIG: sharp on a
-// slide), this one an SVG (vectors: any size).
+// slide), this one an SVG (vectors: any size). Made once for a config: Plotly.react compares the config it is given
+// with the last one, a function by identity, and a config that differs costs a whole new plot and a react after it.
+const exportConfigs = new Map();  // config's JSON -> the config with the SVG button
+
 function exportConfig(config, Plotly) {
+  const key = JSON.stringify(config);
+  if (!exportConfigs.has(key)) exportConfigs.set(key, withSvgButton(config, Plotly));
+  return exportConfigs.get(key);
+}
+
+function withSvgButton(config, Plotly) {
   const svg = {
     name: "Download plot as SVG (for slides and print)",
     icon: (Plotly.Icons && Plotly.Icons.disk) || Plotly.Icons.camera,
