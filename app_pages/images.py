@@ -10,10 +10,9 @@ from ui.controls import PERSIST, clamp, fit_px, options_follow, plot
 from viz.images import (
     distance_figure,
     head_overlays,
-    image_figure,
+    image_and_prediction,
     overlay_patch,
     position_similarity_figure,
-    probabilities_figure,
     rollout_and_flow,
     token_name,
 )
@@ -99,21 +98,18 @@ def images_view() -> None:
     image = edited(original, flips)
     reading = data.image_reading(name, image, sidebar.session_device())
     right = None if flips else label
-    left, middle = st.columns([2, 3])
-    with left:
-        title = f"{'Edited: ' if flips else ''}{'match image' if task == 'match' else 'test digit'} {pick}" + (
-            f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")
-        plot(image_figure(image, title, token, fit_px("img_image")), "img_image", on_click=_flip)
-        if flips:
-            st.button("Undo every edit", on_click=_new_image, icon=":material/undo:")
-    with middle:
-        plot(probabilities_figure(reading.probabilities, reading.classes, right, fit_px("img_probs")), "img_probs")
-        if task == "match" and not flips:
-            corner = reading.weights[0, :, 1, label + 2]  # layer 0, every head: the corner's weight on its match
-            last = reading.weights[-1, :, 0, label + 2].max()  # the last layer, every head: CLS's weight on it
-            st.caption(f"Layer 0: the corner (patch 0) puts {corner.max():.2f} of head {int(corner.argmax())}'s "
-                       f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer "
-                       f"{reading.weights.shape[0] - 1}: CLS puts {last:.2f} on it.")
+    title = f"{'Edited: ' if flips else ''}{'match image' if task == 'match' else 'test digit'} {pick}" + (
+        f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")
+    plot(image_and_prediction(image, title, reading.probabilities, reading.classes, token, right, fit_px("img_image")),
+         "img_image", on_click=_flip)
+    if flips:
+        st.button("Undo every edit", on_click=_new_image, icon=":material/undo:")
+    if task == "match" and not flips:
+        corner = reading.weights[0, :, 1, label + 2]  # layer 0, every head: the corner's weight on its match
+        last = reading.weights[-1, :, 0, label + 2].max()  # the last layer, every head: CLS's weight on it
+        st.caption(f"Layer 0: the corner (patch 0) puts {corner.max():.2f} of head {int(corner.argmax())}'s "
+                   f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer "
+                   f"{reading.weights.shape[0] - 1}: CLS puts {last:.2f} on it.")
     plot(head_overlays(reading.weights, image, token, fit_px("img_heads")), "img_heads", on_click=_look_from)
     layers = reading.weights.shape[0]
     columns = st.columns(2)

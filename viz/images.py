@@ -23,6 +23,7 @@ from viz.style import (
 IMAGE, PATCH, GRID = 8, 2, 4
 GREY = [[0.0, "black"], [1.0, "white"]]  # a pixel's value: 0 black, 1 white
 NARROW_PX = 700
+WIDE_MIN_PX = 560  # the image beside its bars, no narrower: a phone's column is reported and gets them stacked
 
 
 def token_name(token: int) -> str:
@@ -56,26 +57,57 @@ def _pixel_axes() -> tuple[dict, dict]:
                                                   constrain="domain")
 
 
-def image_figure(image, title: str, chosen: int | None = None, width_px: int | None = None) -> go.Figure:
-    """``image (8, 8)`` in [0, 1] in grey (1 white) with its 16 patches outlined and numbered; ``chosen`` (a token)
-    outlined thicker. A click on a pixel reports it (``meta.click``: row, column)."""
+def image_and_prediction(image, title: str, probabilities, classes, chosen: int | None = None,
+                         right: int | None = None, width_px: int | None = None) -> go.Figure:
+    """One figure (one redraw a pixel edit, not two: docs/performance.md): ``image (8, 8)`` in [0, 1] in grey (1
+    white) with its 16 patches outlined and numbered, ``chosen`` (a token) outlined thicker; beside it (below it on a
+    phone) a bar a class of ``probabilities (C,)``, the predicted one orange, the right one (``right``, when known)
+    outlined. A click on a pixel reports it (``meta.click``: row, column); a click on a bar reports nothing."""
     image = np.asarray(image, np.float32)
+    narrow = width_px is not None and width_px < NARROW_PX
+    image_x, bars_x = ([0.0, 1.0], [0.0, 1.0]) if narrow else ([0.0, 0.36], [0.46, 1.0])
+    image_y, bars_y = ([0.42, 1.0], [0.0, 0.3]) if narrow else ([0.0, 1.0], [0.0, 1.0])
+    x_axis, y_axis = _pixel_axes()
+    bars, bar_axes, bar_title = _probability_bars(probabilities, classes, right, bars_x, bars_y)
+    layout = dict(title=left_title(wrap_title(title, width_px)), height=640 if narrow else 380,
+                  template=TEMPLATE_JSON, margin=dict(t=60, l=60 if narrow else 40, r=10, b=70), showlegend=False,
+                  shapes=_chosen_outline(chosen),
+                  xaxis=dict(x_axis, domain=image_x), yaxis=dict(y_axis, domain=image_y), **bar_axes,
+                  annotations=[bar_title], meta={"click": True, **({} if narrow else {"min_width_px": WIDE_MIN_PX})})
+    return go.Figure(data=[_pixels(image), _patch_borders(), _patch_numbers(), bars], layout=layout,
+                     _validate=False)
+
+
+def _pixels(image: np.ndarray) -> dict:
     rows, cols = np.divmod(np.arange(IMAGE * IMAGE), IMAGE)
     patch = (rows // PATCH) * GRID + cols // PATCH
-    heatmap = dict(type="heatmap", z=image, zmin=0, zmax=1, colorscale=GREY, showscale=False, xgap=1, ygap=1,
-                   customdata=patch.reshape(IMAGE, IMAGE),
-                   hovertemplate="pixel row %{y}, column %{x}: %{z:.2f}<br>patch %{customdata} · click to flip"
-                                 "<extra></extra>")
-    shapes = []
-    if chosen:
-        row, col = divmod(chosen - 1, GRID)
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=col * PATCH - 0.5, x1=col * PATCH + 1.5,
-                           y0=row * PATCH - 0.5, y1=row * PATCH + 1.5, line=dict(color=ALLOWED_COLOR, width=4)))
-    x_axis, y_axis = _pixel_axes()
-    layout = dict(title=left_title(wrap_title(title, width_px)), height=380, template=TEMPLATE_JSON,
-                  margin=dict(t=60, l=40, r=10, b=30), xaxis=x_axis, yaxis=y_axis, shapes=shapes,
-                  meta={"click": True})
-    return go.Figure(data=[heatmap, _patch_borders(), _patch_numbers()], layout=layout, _validate=False)
+    return dict(type="heatmap", z=image, zmin=0, zmax=1, colorscale=GREY, showscale=False, xgap=1, ygap=1,
+                customdata=patch.reshape(IMAGE, IMAGE),
+                hovertemplate="pixel row %{y}, column %{x}: %{z:.2f}<br>patch %{customdata} · click to flip"
+                              "<extra></extra>")
+
+
+def _chosen_outline(chosen: int | None) -> list[dict]:
+    if not chosen:
+        return []
+    row, col = divmod(chosen - 1, GRID)
+    return [dict(type="rect", xref="x", yref="y", x0=col * PATCH - 0.5, x1=col * PATCH + 1.5, y0=row * PATCH - 0.5,
+                 y1=row * PATCH + 1.5, line=dict(color=ALLOWED_COLOR, width=4))]
+
+
+def _probability_bars(probabilities, classes, right, x_domain, y_domain) -> tuple[dict, dict, dict]:
+    """The bars (on x2/y2), their axes, and their panel's title ("Predicted: …")."""
+    probabilities = np.asarray(probabilities, np.float32)
+    best = int(np.argmax(probabilities))
+    colours = [FOCUS_COLOR if index == best else ALLOWED_COLOR for index in range(len(classes))]
+    outline = [3 if index == right else 0 for index in range(len(classes))]
+    bars = dict(type="bar", x=list(classes), y=probabilities, xaxis="x2", yaxis="y2",
+                marker=dict(color=colours, line=dict(width=outline, color="black")),
+                hovertemplate="%{x}: %{y:.3f}<extra></extra>")
+    axes = axis_pair(1, dict(type="category", tickangle=-45, domain=x_domain),
+                     dict(range=[0, 1], title=dict(text="probability"), domain=y_domain))
+    title = panel_title(f"Predicted: {classes[best]} ({probabilities[best]:.1%})", x_domain, y_domain, size=14)
+    return bars, axes, title
 
 
 STRIDE = GRID + 1  # a panel's cells and one gap row / column in the one-trace grid of `head_overlays`
@@ -209,21 +241,3 @@ def distance_figure(distance, width_px: int | None = None) -> go.Figure:
                                                                                  r=10, b=50),
         xaxis=dict(title=dict(text="layer"), tickvals=list(range(layers)), range=[-0.5, layers - 0.5]),
         yaxis=dict(title=dict(text="distance"), rangemode="tozero")), _validate=False)
-
-
-def probabilities_figure(probabilities, classes, right: int | None = None,
-                         width_px: int | None = None) -> go.Figure:
-    """A bar a class; the predicted one orange, the right one (``right``, when known) outlined."""
-    probabilities = np.asarray(probabilities, np.float32)
-    best = int(np.argmax(probabilities))
-    colours = [FOCUS_COLOR if index == best else ALLOWED_COLOR for index in range(len(classes))]
-    outline = [3 if index == right else 0 for index in range(len(classes))]
-    bars = dict(type="bar", x=list(classes), y=probabilities, marker=dict(color=colours, line=dict(width=outline,
-                                                                                                  color="black")),
-                hovertemplate="%{x}: %{y:.3f}<extra></extra>")
-    title = wrap_title(f"Predicted: {classes[best]} ({probabilities[best]:.1%})", width_px)
-    return go.Figure(data=[bars], layout=dict(
-        title=left_title(title), template=TEMPLATE_JSON, height=300, margin=dict(t=40 + 22 * title_lines(title), l=50,
-                                                                                 r=10, b=70),
-        xaxis=dict(type="category", tickangle=-45), yaxis=dict(range=[0, 1], title=dict(text="probability"))),
-        _validate=False)

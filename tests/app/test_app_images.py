@@ -18,6 +18,13 @@ def _titled(at, part):
     return next(spec for spec in specs(at) if part in spec["layout"]["title"]["text"])
 
 
+def _probabilities(at) -> np.ndarray:
+    """The bars beside the image, in the image's own figure (its panel's title names the prediction)."""
+    image = next(spec for spec in specs(at) if any(trace["type"] == "bar" for trace in spec["data"]))
+    assert image["layout"]["annotations"][0]["text"].startswith("Predicted: ")
+    return decode(next(trace for trace in image["data"] if trace["type"] == "bar")["y"])
+
+
 def test_the_match_image_its_prediction_and_every_head_from_cls_come_from_one_reading():
     at = open_page("images")
     no_errors(at)
@@ -25,8 +32,7 @@ def test_the_match_image_its_prediction_and_every_head_from_cls_come_from_one_re
     reading = read_image("match", image)
     assert f"right answer: patch {label + 1}" in _titled(at, "match image 0")["layout"]["title"]["text"]
     np.testing.assert_allclose(decode(_titled(at, "match image 0")["data"][0]["z"]), image)
-    probabilities = _titled(at, "Predicted")
-    np.testing.assert_allclose(decode(probabilities["data"][0]["y"]), reading.probabilities, atol=1e-6)
+    np.testing.assert_allclose(_probabilities(at), reading.probabilities, atol=1e-6)
     heads = _titled(at, "attention from CLS")
     grid = np.asarray(decode(heads["data"][0]["z"]), float)  # every head in one heatmap, a gap between panels
     assert grid.shape == (9, 19) and len(heads["layout"]["annotations"]) == 8
@@ -46,7 +52,7 @@ def test_flipped_pixels_in_the_link_are_drawn_and_read_and_undo_brings_the_image
     assert drawn[2, 5] == 1 - original[2, 5] and drawn[0, 0] == 1 - original[0, 0]
     np.testing.assert_array_equal(np.delete(drawn.ravel(), [0, 21]), np.delete(original.ravel(), [0, 21]))
     reading = read_image("match", drawn.astype(np.float32))
-    np.testing.assert_allclose(decode(_titled(at, "Predicted")["data"][0]["y"]), reading.probabilities, atol=1e-6)
+    np.testing.assert_allclose(_probabilities(at), reading.probabilities, atol=1e-6)
     assert _titled(at, "attention from patch 3")
     at = next(button for button in at.button if button.label == "Undo every edit").click().run()
     no_errors(at)
@@ -105,7 +111,7 @@ def test_the_train_page_trains_an_image_task_and_explore_opens_it_here_and_its_l
     assert name == f"image:{job.key}" and at.radio(key="img_model").value == name
     assert at.radio(key="img_model").options[-1].startswith("Trained here: match, d_model 16, 4 heads, 2 layers")
     reading = read_image(name, example_image(name, 0)[0])
-    np.testing.assert_allclose(decode(_titled(at, "Predicted")["data"][0]["y"]), reading.probabilities, atol=1e-6)
+    np.testing.assert_allclose(_probabilities(at), reading.probabilities, atol=1e-6)
     assert reading.weights.shape == (2, 4, 17, 17)
     linked = open_page("images", {"img_model": name, "img_from": "3"})  # another session, by the link
     no_errors(linked)

@@ -6,9 +6,8 @@ from viz.images import (
     STRIDE,
     grid_of_grids,
     head_overlays,
-    image_figure,
+    image_and_prediction,
     overlay_patch,
-    probabilities_figure,
     rollout_and_flow,
 )
 
@@ -17,8 +16,8 @@ RNG = np.random.default_rng(0)
 
 def test_the_image_is_drawn_as_given_with_its_patch_borders_and_numbers_and_a_click_names_a_pixel():
     image = RNG.random((8, 8)).astype(np.float32)
-    fig = image_figure(image, "an image", chosen=6)
-    heatmap, borders, numbers = fig.data
+    fig = image_and_prediction(image, "an image", np.eye(3)[1] * 0.9 + 0.05, ("a", "b", "c"), chosen=6, right=2)
+    heatmap, borders, numbers, bars = fig.data
     np.testing.assert_array_equal(heatmap.z, image)
     assert fig.layout.meta["click"] and (heatmap.zmin, heatmap.zmax) == (0, 1)
     segments = [(x0, y0, x1, y1) for x0, y0, x1, y1 in zip(borders.x[0::3], borders.y[0::3], borders.x[1::3],
@@ -28,6 +27,18 @@ def test_the_image_is_drawn_as_given_with_its_patch_borders_and_numbers_and_a_cl
     assert borders.hoverinfo == numbers.hoverinfo == "skip"  # a click reports the pixel under them
     [outline] = fig.layout.shapes  # patch 5 (token 6): row 1, column 1
     assert (outline.x0, outline.x1, outline.y0, outline.y1) == (1.5, 3.5, 1.5, 3.5)
+    assert list(bars.marker.color)[1] != list(bars.marker.color)[0] and list(bars.marker.line.width)[2] > 0
+    assert (bars.xaxis, bars.yaxis) == ("x2", "y2") and fig.layout.annotations[0].text == "Predicted: b (95.0%)"
+    assert fig.layout.xaxis.domain[1] < fig.layout.xaxis2.domain[0]  # side by side, the bars on the right
+
+
+def test_on_a_phone_the_bars_go_below_the_image_and_a_wide_layout_asks_for_room():
+    probabilities, classes = np.full(4, 0.25), ("a", "b", "c", "d")
+    wide = image_and_prediction(np.zeros((8, 8)), "t", probabilities, classes)
+    narrow = image_and_prediction(np.zeros((8, 8)), "t", probabilities, classes, width_px=380)
+    assert wide.layout.meta["min_width_px"] > 380 and "min_width_px" not in narrow.layout.meta
+    assert narrow.layout.yaxis2.domain[1] < narrow.layout.yaxis.domain[0]
+    assert tuple(narrow.layout.xaxis2.domain) == (0, 1)
 
 
 def test_every_heads_panel_holds_its_weights_and_the_pixels_lie_over_their_own_quarter_cells():
@@ -60,5 +71,3 @@ def test_rollout_and_flow_share_one_scale_and_the_positions_grid_puts_each_patch
     similarity = RNG.random((16, 16)).astype(np.float32)
     laid = grid_of_grids(similarity)
     np.testing.assert_array_equal(laid[5:9, 10:14].ravel(), similarity[6])  # patch 6: block row 1, column 2
-    bars = probabilities_figure(np.eye(3)[1] * 0.9 + 0.05, ("a", "b", "c"), right=2).data[0]
-    assert list(bars.marker.color)[1] != list(bars.marker.color)[0] and list(bars.marker.line.width)[2] > 0
