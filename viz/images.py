@@ -69,8 +69,10 @@ def image_and_prediction(image, title: str, probabilities, classes, chosen: int 
     image_y, bars_y = ([0.42, 1.0], [0.0, 0.3]) if narrow else ([0.0, 1.0], [0.0, 1.0])
     x_axis, y_axis = _pixel_axes()
     bars, bar_axes, bar_title = _probability_bars(probabilities, classes, right, bars_x, bars_y)
-    layout = dict(title=left_title(wrap_title(title, width_px)), height=640 if narrow else 380,
-                  template=TEMPLATE_JSON, margin=dict(t=60, l=60 if narrow else 40, r=10, b=70), showlegend=False,
+    title = wrap_title(title, width_px)
+    top_px = 38 + 22 * title_lines(title)  # a phone's title may take two lines
+    layout = dict(title=left_title(title), height=top_px + (580 if narrow else 320), template=TEMPLATE_JSON,
+                  margin=dict(t=top_px, l=60 if narrow else 40, r=10, b=70), showlegend=False,
                   shapes=_chosen_outline(chosen),
                   xaxis=dict(x_axis, domain=image_x), yaxis=dict(y_axis, domain=image_y), **bar_axes,
                   annotations=[bar_title], meta={"click": True, **({} if narrow else {"min_width_px": WIDE_MIN_PX})})

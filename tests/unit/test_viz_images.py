@@ -39,6 +39,9 @@ def test_on_a_phone_the_bars_go_below_the_image_and_a_wide_layout_asks_for_room(
     assert wide.layout.meta["min_width_px"] > 380 and "min_width_px" not in narrow.layout.meta
     assert narrow.layout.yaxis2.domain[1] < narrow.layout.yaxis.domain[0]
     assert tuple(narrow.layout.xaxis2.domain) == (0, 1)
+    long = image_and_prediction(np.zeros((8, 8)), "Edited: match image 123456 · 12 pixels flipped", probabilities,
+                                classes, width_px=300)
+    assert "<br>" in long.layout.title.text and long.layout.margin.t > narrow.layout.margin.t  # room for its lines
 
 
 def test_every_heads_panel_holds_its_weights_and_the_pixels_lie_over_their_own_quarter_cells():
