@@ -22,13 +22,12 @@ if "induction" not in available():
     st.info("The induction model's weights are missing: run `python -m transformer.training.train --task "
             "induction`, or train one on the Train page.", icon=":material/info:")
     st.stop()
-controls = st.columns([2, 2, 3])
+controls = st.columns(2)
 seed = controls[0].number_input("Lines (seed)", min_value=0, max_value=2**31 - 1, key="ind_seed", **PERSIST,
                                 help="The fresh lines are drawn from this seed; the chart below shows the first.")
 count = controls[1].select_slider("How many lines", choices.INDUCTION_COUNTS, key="ind_count", **PERSIST)
-ablated = controls[2].radio("Ablate (zero) in the loss chart", GROUPS, key="ind_ablate", format_func=GROUP_LABELS.get,
-                            horizontal=True, **PERSIST)
-study = data.induction(int(seed), int(count), ablated, state.get("device", "auto"))
+device = state.get("device", "auto")
+study = data.induction(int(seed), int(count), state.read("ind_ablate"), device)  # the loss chart's study (below)
 base = study.accuracy["none"]
 metrics = st.columns(4)
 metrics[0].metric("Second occurrence: next tokens right", f"{base['second']:.1%}",
@@ -39,12 +38,25 @@ for column, group in zip(metrics[2:], ("induction", "previous_token")):
     column.metric(f"{GROUP_LABELS[group].removeprefix('the ').capitalize()} ablated", f"{ablated_second:.1%}",
                   delta=f"{(ablated_second - base['second']) * 100:+.1f} points")
 line = study.line
-plot(position_loss_figure(line.tokens, study.loss, line.first, line.second, line.size, study.vocabulary,
-                          f"next-token loss along the first line<br>({GROUP_LABELS[ablated]} ablated)",
-                          fit_px=fit_px("ind_loss")), "ind_loss")
-st.caption("High on the first occurrence (nothing in the line says what comes next), low on the second from its "
-           "2nd token on: the model copies. Ablate the induction heads and the second occurrence is as hard as the "
-           "first.")
+
+
+@st.fragment
+def loss_view() -> None:
+    """The loss along the first line and the heads it ablates: a click on the radio reruns this alone, not the page
+    and its sidebar (docs/performance.md). The study is the page's (cached): only its loss depends on the radio."""
+    ablated = st.radio("Ablate (zero) in the loss chart", GROUPS, key="ind_ablate", format_func=GROUP_LABELS.get,
+                       horizontal=True, **PERSIST)
+    shown = data.induction(int(seed), int(count), ablated, device)
+    plot(position_loss_figure(line.tokens, shown.loss, line.first, line.second, line.size, shown.vocabulary,
+                              f"next-token loss along the first line<br>({GROUP_LABELS[ablated]} ablated)",
+                              fit_px=fit_px("ind_loss")), "ind_loss")
+    st.caption("High on the first occurrence (nothing in the line says what comes next), low on the second from its "
+               "2nd token on: the model copies. Ablate the induction heads and the second occurrence is as hard as "
+               "the first.")
+    state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run
+
+
+loss_view()
 columns = st.columns([3, 2])
 with columns[0]:
     plot(ablation_figure(study.accuracy, study.groups, GROUP_LABELS, study.lines), "ind_ablation")
