@@ -19,7 +19,7 @@ from transformer.analysis.measures import (
     scaling_experiment,
     stable_softmax,
 )
-from viz import attention, head_view, lab, masks, neuron, positional, shapes, training
+from viz import attention, head_view, induction, lab, masks, neuron, positional, shapes, training
 from viz import heads as heads_figures
 from viz.export import arrays_npz, matrix_csv
 from viz.labels import GAP_MARK, PANEL_MARK, pooled_labels, position_labels
@@ -274,6 +274,8 @@ PANEL_FIGURES = [  # built without Plotly's validation (panels_figure)
     lambda: heads_figures.measure_grid(RNG.random((2, 4)), RNG.random((2, 4)), 8, "t"),
     lambda: heads_figures.importance_grid(RNG.standard_normal((3, 2, 4)), RNG.standard_normal((3, 2, 4)),
                                           ("encoder", "decoder", "cross"), 20, "t"),
+    lambda: induction.position_loss_figure(list("abcxabc"), RNG.random(6) * 5, 0, 4, 3, 300, "line<br>two",
+                                           fit_px=300),
 ]
 
 
