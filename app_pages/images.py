@@ -102,14 +102,19 @@ def images_view() -> None:
         f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")
     plot(image_and_prediction(image, title, reading.probabilities, reading.classes, token, right, fit_px("img_image")),
          "img_image", on_click=_flip)
+    # the same elements flipped or not, so that a click leaves the charts below where they are
+    st.button("Undo every edit", on_click=_new_image, icon=":material/undo:", disabled=not flips)
     if flips:
-        st.button("Undo every edit", on_click=_new_image, icon=":material/undo:")
-    if task == "match" and not flips:
+        st.caption(f"{len(flips)} pixels flipped: the prediction and every head's attention are the edited image's. "
+                   "Click a flipped pixel again to flip it back.")
+    elif task == "match":
         corner = reading.weights[0, :, 1, label + 2]  # layer 0, every head: the corner's weight on its match
         last = reading.weights[-1, :, 0, label + 2].max()  # the last layer, every head: CLS's weight on it
         st.caption(f"Layer 0: the corner (patch 0) puts {corner.max():.2f} of head {int(corner.argmax())}'s "
                    f"attention on its match, patch {label + 1} (uniform would be {1 / 17:.2f}); layer "
                    f"{reading.weights.shape[0] - 1}: CLS puts {last:.2f} on it.")
+    else:
+        st.caption("Click a pixel to flip it and watch the prediction and the attention move.")
     plot(head_overlays(reading.weights, image, token, fit_px("img_heads")), "img_heads", on_click=_look_from)
     layers = reading.weights.shape[0]
     columns = st.columns(2)

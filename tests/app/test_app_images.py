@@ -40,6 +40,7 @@ def test_the_match_image_its_prediction_and_every_head_from_cls_come_from_one_re
     np.testing.assert_allclose(grid[5:9, 0:4].ravel(), reading.weights[1, 0, 0, 1:], atol=1e-6)  # layer 1, head 0
     assert np.isnan(grid[4]).all() and np.isnan(grid[:, 4]).all()
     assert any("the corner (patch 0) puts" in caption.value for caption in at.caption)
+    assert next(button for button in at.button if button.label == "Undo every edit").disabled  # nothing to undo
 
 
 def test_flipped_pixels_in_the_link_are_drawn_and_read_and_undo_brings_the_image_back():
