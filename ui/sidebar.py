@@ -271,7 +271,10 @@ def reset_all() -> None:
 # Pages that choose their model on the page: the sidebar's model (the other pages') would show values they never run
 # with, so there it shows where the model is chosen, and the device.
 OWN_MODEL_PAGES = {"images": "This page reads a Vision Transformer chosen on the page (its Model picker). The "
-                             "model and lines set here belong to the other pages, and are kept for them."}
+                             "model and lines set here belong to the other pages, and are kept for them.",
+                   "induction": "This page reads the shipped induction model (two attention-only layers) on fresh "
+                                "lines of its own. The model and lines set here belong to the other pages, and are "
+                                "kept for them."}
 
 
 def render(page_path: str = "") -> None:

@@ -147,3 +147,14 @@ def test_the_why_button_opens_the_induction_heads_score_terms_where_a_layer_0_he
     bars = [t for t in terms["data"] if t["type"] == "bar"][0]
     largest = bars["y"][int(np.argmax(decode(bars["x"])))]
     assert largest in ("L0H0", "L0H1", "L0H3"), (largest, bars["y"])
+
+
+def test_the_induction_pages_sidebar_shows_no_model_controls_it_does_not_run():
+    """The page reads the shipped induction model whatever the sidebar says: its Weights ("Seeded random weights"),
+    d_model, heads and lines showed values the page never ran with. It keeps the device, which it runs on."""
+    at = open_page("induction", {"ind_count": "50"})
+    no_errors(at)
+    shown = {widget.key for widget in [*at.sidebar.select_slider, *at.sidebar.slider, *at.sidebar.selectbox,
+                                       *at.sidebar.text_area]}
+    assert not shown & {"d_model", "heads", "layers", "seq_len", "weights", "src"}, shown
+    assert at.sidebar.radio(key="device") and any("induction model" in c.value for c in at.sidebar.caption)
