@@ -29,10 +29,12 @@ count = controls[1].select_slider("How many lines", choices.INDUCTION_COUNTS, ke
 device = state.get("device", "auto")
 study = data.induction(int(seed), int(count), state.read("ind_ablate"), device)  # the loss chart's study (below)
 base = study.accuracy["none"]
-metrics = st.columns(4)
+metrics = [*st.columns(2), *st.columns(2)]  # two rows of two: four to a row cut the labels off with "…"
 metrics[0].metric("Second occurrence: next tokens right", f"{base['second']:.1%}",
                   help="A share of next tokens (from the repeat's 2nd token on), over every line: not of whole lines.")
-metrics[1].metric("First occurrence: next tokens right (chance 0.3 %)", f"{base['first']:.1%}")
+metrics[1].metric("First occurrence: next tokens right", f"{base['first']:.1%}",
+                  help=f"Chance is 1 in {study.vocabulary} ({1 / study.vocabulary:.1%}): nothing earlier in the line "
+                       "says what comes next.")
 for column, group in zip(metrics[2:], ("induction", "previous_token")):
     ablated_second = study.accuracy[group]["second"]
     column.metric(f"{GROUP_LABELS[group].removeprefix('the ').capitalize()} ablated", f"{ablated_second:.1%}",

@@ -31,6 +31,13 @@ def test_the_induction_page_draws_the_result_and_its_ablation_reaches_the_link(p
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 3", timeout=60_000)
     titles = page.evaluate(TITLES)
     assert any("next-token loss along the first line" in title for title in titles), titles
+    for width in (1400, 1000):  # the sidebar open: the metrics' labels are read whole, not cut off with "…"
+        page.set_viewport_size({"width": width, "height": 1000})
+        cut = page.evaluate("""() => [...document.querySelectorAll(
+            '[data-testid="stMetricLabel"] .stMarkdownEllipsis')].filter(
+            label => label.scrollWidth > label.clientWidth + 1).map(label => label.innerText)""")
+        assert not cut, (width, cut)
+    page.set_viewport_size({"width": 1400, "height": 1000})
     assert not page.evaluate(CHART_TEXT_PROBLEMS)
     page.screenshot(path=str(OUTPUT / "induction.png"), full_page=True)
     before = _loss_sum(page)
