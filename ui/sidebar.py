@@ -268,13 +268,12 @@ def reset_all() -> None:
     state.notify("Every setting is back at its default, and the link with it.")
 
 
-# Pages that choose their model on the page: the sidebar's model (the other pages') would show values they never run
-# with, so there it shows where the model is chosen, and the device.
-OWN_MODEL_PAGES = {"images": "This page reads a Vision Transformer chosen on the page (its Model picker). The "
-                             "model and lines set here belong to the other pages, and are kept for them.",
+# Pages that run a model of their own: the sidebar's model (the other pages') would show values they never run with,
+# so there it says which model the page reads, and shows the device.
+OWN_MODEL_PAGES = {"images": "This page reads a Vision Transformer chosen on the page (its Model picker).",
                    "induction": "This page reads the shipped induction model (two attention-only layers) on fresh "
-                                "lines of its own. The model and lines set here belong to the other pages, and are "
-                                "kept for them."}
+                                "lines of its own."}
+KEPT_FOR_OTHERS = " The model and lines set here belong to the other pages, and are kept for them."
 
 
 def render(page_path: str = "") -> None:
@@ -286,7 +285,7 @@ def render(page_path: str = "") -> None:
                "defaults: the link becomes the app's own address.")
     bar.subheader("Model")
     if page_path in OWN_MODEL_PAGES:
-        bar.caption(OWN_MODEL_PAGES[page_path])
+        bar.caption(OWN_MODEL_PAGES[page_path] + KEPT_FOR_OTHERS)
         _device_and_status(bar)
         return
     _open_linked_model()
