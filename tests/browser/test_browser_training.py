@@ -37,6 +37,12 @@ def sent_messages(page) -> list:
     return sent
 
 
+def _stop_button(page):
+    """The page's Stop button, not Streamlit's own in the header, which shows while a run is in flight (the progress
+    fragment reruns every second: a press that met one failed on two buttons named Stop)."""
+    return page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Stop")
+
+
 def _stop(page, answer: str, tries: int = 3) -> None:
     """Press Stop until ``answer`` shows, ``tries`` times at most: a press that lands while the progress fragment
     reruns (every second) is sometimes lost — 1 run in 5 of the test below, alone, with one press — and a person
@@ -45,7 +51,7 @@ def _stop(page, answer: str, tries: int = 3) -> None:
         if page.get_by_text(answer).count():
             return
         with contextlib.suppress(PlaywrightTimeout):  # the button may be gone: the last press took after all
-            page.get_by_role("button", name="Stop").click(timeout=10_000)
+            _stop_button(page).click(timeout=10_000)
         with contextlib.suppress(PlaywrightTimeout):
             page.get_by_text(answer).wait_for(timeout=20_000)
     page.get_by_text(answer).wait_for(timeout=20_000)
@@ -60,7 +66,7 @@ def test_a_queued_session_sees_its_place_and_a_dropped_models_link_queues_it_aga
         press_train(second, server, 20)
         second.locator(PROGRESS).get_by_text("1st in the queue, starts in about").wait_for(timeout=30_000)
         _stop(second, "Stopped before it started")
-        first.get_by_role("button", name="Stop").click()
+        _stop_button(first).click()
         first.get_by_role("button", name="Explore this model's attention").wait_for(timeout=180_000)
         wait_idle(first)
         before = len(first_sent)
