@@ -12,6 +12,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from child_env import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("ATTENTION_LAB_CHROMIUM", "/usr/bin/chromium")
 OUTPUT = ROOT / "test-output" / "screenshots"
@@ -56,7 +58,7 @@ def streamlit_server(script: str = "app.py", with_process: bool = False, env: di
     port = free_port()
     (ROOT / "test-output").mkdir(exist_ok=True)
     log = open(ROOT / "test-output" / f"streamlit-{port}.log", "w")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT), **(env or {}))
+    env = {**child_env(ROOT, TF_CPP_MIN_LOG_LEVEL="3"), **(env or {})}
     # The app starts as `make run` starts it (serve.py); other scripts (the benchmark's floor) with streamlit run.
     command = ["serve.py"] if script == "app.py" else ["-m", "streamlit", "run", script]
     process = subprocess.Popen(

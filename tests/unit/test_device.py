@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from child_env import child_env
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +20,7 @@ FAKE_SMI = '#!/bin/sh\necho "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-1234)"\n'
 def run_with_fake_gpu(code: str) -> str:
     """Run ``code`` after fake_gpu.install() in a fresh interpreter; its stdout."""
     prelude = "import fake_gpu\nfake_gpu.install()\n"
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'support'}", TF_CPP_MIN_LOG_LEVEL="3")
+    env = child_env(ROOT, ROOT / "tests" / "support", TF_CPP_MIN_LOG_LEVEL="3")
     out = subprocess.run([sys.executable, "-c", prelude + code], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -9,6 +9,7 @@ import numpy as np
 import numpy_reference as ref
 import pytest
 import tensorflow as tf
+from child_env import child_env
 
 from transformer import (
     LiveConfig,
@@ -119,7 +120,7 @@ def test_model_functions_that_each_trace_once_raise_no_retracing_warning():
             "functions = [ModelFunction(lambda src, tgt, src_mask, tgt_mask: src + 1, '/CPU:0') for _ in range(7)]\n"
             "for function in functions: function.trace()\n"
             "print(sum(function.traces for function in functions))")
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", PYTHONPATH=os.getcwd())
+    env = child_env(os.getcwd(), CUDA_VISIBLE_DEVICES="-1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["7"] and "retracing" not in out.stderr, out.stderr[-2000:]
@@ -564,7 +565,7 @@ def test_runs_on_cpu_when_no_gpu_is_visible():
         "r = run_live(LiveConfig(d_model=8, num_heads=2, d_ff=8, num_layers=1));"
         "print(r.device, r.device_label, resolve_device('cpu'))"
     )
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="-1", PYTHONPATH=os.getcwd())
+    env = child_env(os.getcwd(), CUDA_VISIBLE_DEVICES="-1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["/CPU:0", "CPU", "/CPU:0"]
