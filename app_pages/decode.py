@@ -7,8 +7,9 @@ import streamlit as st
 
 from transformer.service import date_text, get_task, task_of
 from ui import choices, data, model_config, state
-from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot
+from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot_steps
 from ui.sidebar import use_weights, weight_choices, weights_label
+from ui.stepper import stepper
 from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
@@ -98,8 +99,8 @@ if mode == "sampled" and top_k >= len(run.vocabulary):
                         "token.")
 
 
-def _move(by: int) -> None:
-    state.put("dec_step", min(max(0, state.read("dec_step") + by), last))
+def _to_step(index: int) -> None:
+    state.put("dec_step", min(max(0, index), last))
 
 
 def _on_play() -> None:
@@ -112,34 +113,58 @@ if state.get("dec_play") and state.read("dec_step") >= last:  # played to the en
     state.put("dec_play", False)
 
 
-steps = st.columns([1, 1, 6, 2])
-steps[0].button("◀ Back", on_click=_move, args=(-1,), disabled=state.read("dec_step") == 0)
-steps[1].button("Next ▶", on_click=_move, args=(1,), disabled=state.read("dec_step") == last)
-t = steps[2].slider("Step", 0, max(last, 1), key="dec_step", disabled=last == 0, **PERSIST) if last else 0
-playing = steps[3].toggle("Play", key="dec_play", on_change=_on_play, help="Step forward once a second; off at the "
+def step_caption(index: int) -> list[tuple[str, str]]:
+    """What step ``index`` reads and chooses, and the whole answer: the step control's caption."""
+    step = run.steps[index]
+    whole = ([("continuation: ", ""), (run.prediction, "code")] if prompting else
+             [("answer: ", ""), (run.prediction, "code"), (" · expected: ", ""),
+              (run.expected if run.expected is not None else "—", "code")])
+    return [(f"Step {index}", "b"), (" — the decoder has read ", ""), (" ".join(step.prefix), "code"),
+            (" and chooses ", ""), (step.chosen, "b code"), (" · ", ""), *whole]
+
+
+# Every step's charts are sent at once: the step control redraws them in the browser (ui.stepper), and the page's
+# run that follows sends the same (each step's figure is built once: `identity` is what they depend on).
+t = state.read("dec_step")
+identity = (config, source, mode, float(temperature), int(top_k), float(top_p), int(seed))
+steps = st.columns([8, 2], vertical_alignment="center")
+with steps[0]:
+    stepper("dec", t, [str(index) for index in range(last + 1)], [step_caption(i) for i in range(last + 1)],
+            on_step=_to_step)
+playing = steps[1].toggle("Play", key="dec_play", on_change=_on_play, help="Step forward once a second; off at the "
                           "last step (on again: from the first).", **PERSIST)
-step = run.steps[t]
-st.markdown(f"**Step {t}** — the decoder has read `{' '.join(step.prefix)}` and chooses **`{step.chosen}`** · "
-            + (f"continuation: `{run.prediction}`" if prompting else
-               f"answer: `{run.prediction}` · expected: `{run.expected if run.expected is not None else '—'}`"))
-position = len(step.prefix) - 1  # the newest position: the prompt's last token and the t chosen after it
-plot(look_ahead_row(position, len(run.steps[-1].prefix), run.steps[-1].prefix + (run.steps[-1].chosen,)),
-     "dec_look_ahead")
-st.caption(f"Row {position} of the look-ahead mask: the newest position sees itself and the earlier ones (blue).")
+final = run.steps[-1]
+
+
+def position_of(index: int) -> int:
+    """The newest position at step ``index``: the prompt's last token and the ones chosen after it."""
+    return len(run.steps[index].prefix) - 1
+
+
+def plot_step(key: str, figure_of, *depends_on) -> None:
+    plot_steps(key, "dec", t, last + 1, (*identity, *depends_on), figure_of)
+
+
+plot_step("dec_look_ahead", lambda i: look_ahead_row(position_of(i), len(final.prefix),
+                                                     final.prefix + (final.chosen,)))
+st.caption("The newest position's row of the look-ahead mask: it sees itself and the earlier ones (blue).")
 columns = st.columns([3, 2])
 with columns[0]:
-    plot(step_attention(step.self_attention, step.prefix, f"masked self-attention of position {position}",
-                        fit_px=fit_px("dec_self")), "dec_self")
-    if step.cross_attention is not None:
-        plot(step_attention(step.cross_attention, run.source_tokens, f"cross-attention of position {position}",
-                            fit_px=fit_px("dec_cross")), "dec_cross")
+    plot_step("dec_self", lambda i: step_attention(run.steps[i].self_attention, run.steps[i].prefix,
+                                                   f"masked self-attention of position {position_of(i)}",
+                                                   fit_px=fit_px("dec_self")), fit_px("dec_self"))
+    if final.cross_attention is not None:
+        plot_step("dec_cross", lambda i: step_attention(run.steps[i].cross_attention, run.source_tokens,
+                                                        f"cross-attention of position {position_of(i)}",
+                                                        fit_px=fit_px("dec_cross")), fit_px("dec_cross"))
     else:
         st.caption("No cross-attention: a decoder-only model has no encoder to look at.")
 with columns[1]:
     # two lines: a long one ran under the chart's tool bar in this narrow column
     title = f"next token<br>temperature {temperature}" + (f", top {top_k}" if mode == "sampled" and top_k else "") \
         + (f", top-p {top_p}" if mode == "sampled" and top_p < 1 else "")
-    plot(distribution(step.top(run.vocabulary, 10), step.chosen, title), "dec_distribution")
+    plot_step("dec_distribution", lambda i: distribution(run.steps[i].top(run.vocabulary, 10), run.steps[i].chosen,
+                                                         title))
 if outside:
     st.caption("Your model ran whole on the prefix at each step: this page keeps no key/value cache for it.")
     st.stop()
@@ -157,16 +182,16 @@ cache_columns[0].caption(f"Each step adds one position's keys and values per lay
                          + ("; the source's keys and values for cross-attention are computed once." if not prompting
                             else "; the prompt's are computed in the first step."))
 with cache_columns[1]:
-    plot(cache_heatmaps(run.cache[layer], position, len(run.source_tokens),
-                        f"layer {layer}: K and V after step {t}<br>keys and values kept, a panel a key/value head"),
-         "dec_cache")
+    plot_step("dec_cache", lambda i: cache_heatmaps(run.cache[layer], position_of(i), len(run.source_tokens),
+                                                    f"layer {layer}: K and V after step {i}<br>keys and values "
+                                                    "kept, a panel a key/value head"), layer)
 
 
 @st.fragment(run_every=1.0 if playing and t < last else None)
 def _player() -> None:
     """While Play is on: one step forward a second (the whole page reruns to draw it)."""
     if state.get("dec_play") and state.read("dec_step") < last:
-        _move(1)
+        _to_step(state.read("dec_step") + 1)
         st.rerun()
 
 

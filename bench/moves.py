@@ -59,6 +59,61 @@ def move_and_wait(page, act, prepare=None, what="a move"):
     return time.perf_counter() - started
 
 
+# A step control's move (ui/stepper.py) is drawn in the browser: every chart of its group that is in view shows the
+# control's step (ui/frontend/chart.js sets alDrawnStep once Plotly has drawn it).
+STEP_DRAWN = """(group) => [...document.querySelectorAll('.al-chart')]
+    .filter((node) => node.alParsed && node.alParsed.group === group)
+    .every((node) => node.alStale || node.alDrawnStep === window.alSteps[group])"""
+COUNT_DRAWS = """() => {
+    if (!window.Plotly.__counted) {
+        for (const name of ['react', 'relayout']) {
+            const original = window.Plotly[name];
+            window.Plotly[name] = (...args) => {
+                window.__draws = (window.__draws || 0) + 1;
+                return original(...args);
+            };
+        }
+        window.Plotly.__counted = true;
+    }
+    window.__draws = 0;
+}"""
+# Timed in the page, from the key's press to the frame after the group's charts were drawn (a paint has happened):
+# Playwright's own polling runs on the page's main thread, where the server's run that follows the move is drawn,
+# so it would time that too.
+TIME_STEP = f"""(group) => {{
+    window.__stepSeconds = window.__drawsAtStep = null;
+    window.addEventListener('keydown', () => {{
+        const pressed = performance.now(), drawn = {STEP_DRAWN};
+        const painted = () => requestAnimationFrame(() => requestAnimationFrame(() => {{
+            window.__drawsAtStep = window.__draws;
+            window.__stepSeconds = (performance.now() - pressed) / 1e3;
+        }}));
+        const poll = () => drawn(group) ? painted() : setTimeout(poll, 0);
+        setTimeout(poll, 0);
+    }}, {{capture: true, once: true}});
+}}"""
+
+
+def step_and_wait(page, act, group: str, what="a step") -> tuple[float, int]:
+    """Move a step control in the browser by a key; the seconds from the key until its group's charts have been
+    drawn there and painted (timed in the page), and how many charts were drawn (Plotly.react and relayout calls)
+    by then. The server's run that follows is not timed (`redraws_after` counts what it draws)."""
+    page.evaluate(COUNT_DRAWS)
+    page.evaluate(TIME_STEP, group)
+    act()
+    try:
+        page.wait_for_function("() => window.__stepSeconds !== null", timeout=60_000)
+    except Exception:  # counted as a 60 s move, never silently dropped
+        print(f"  {what} was not drawn within 60 s ({page.url})", flush=True)
+        return 60.0, page.evaluate("() => window.__draws")
+    return page.evaluate("() => [window.__stepSeconds, window.__drawsAtStep ?? window.__draws]")
+
+
+def redraws_after(page, drawn: int) -> int:
+    """The charts drawn since `step_and_wait` beyond the ``drawn`` of the move itself (call once the app is idle)."""
+    return page.evaluate("() => window.__draws") - drawn
+
+
 def slider(page, label):
     return page.get_by_test_id("stSlider").filter(has_text=label).get_by_role("slider")
 

@@ -17,6 +17,8 @@ import functools
 import json
 import os
 import shutil
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import plotly
@@ -105,6 +107,53 @@ def chart_payload(fig) -> bytes:
     """
     head = json.dumps({"config": CONFIG, "plotly_url": plotly_url()})[:-1]
     return f'{head}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
+
+
+def stepped_payload(frames: list[str], group: str, index: int) -> bytes:
+    """What a chart of a step group sends: {"index", "group", "config", "plotly_url", "frames"}, ``frames`` each
+    step's figure as Plotly's JSON text, ``index`` the step the server shows (first: the browser reads it alone)."""
+    head = json.dumps({"index": index, "group": group, "config": CONFIG, "plotly_url": plotly_url()})[:-1]
+    return f'{head}, "frames": [{", ".join(frames)}]}}'.encode()
+
+
+class FrameCache:
+    """Each step's figure as Plotly's JSON text, kept by what it was built from (least recently used out first,
+    within ``budget_bytes``): a step move reruns the page, which sends every step's figure again, built once."""
+
+    def __init__(self, budget_bytes: int):
+        self.budget_bytes = budget_bytes
+        self._texts: OrderedDict[tuple, str] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def text(self, identity: tuple, build) -> str:
+        """The JSON text of ``build()``'s figure for ``identity`` (hashable: everything the figure depends on)."""
+        with self._lock:
+            if identity in self._texts:
+                self._texts.move_to_end(identity)
+                return self._texts[identity]
+        text = pio.to_json(build(), validate=False)
+        with self._lock:
+            if identity not in self._texts:
+                self._texts[identity] = text
+                self._bytes += len(text)
+            while self._bytes > self.budget_bytes and len(self._texts) > 1:
+                self._bytes -= len(self._texts.popitem(last=False)[1])
+        return text
+
+
+FRAMES = FrameCache(64 * 2**20)
+
+
+def stepped_chart(key: str, group: str, index: int, count: int, identity, figure_of) -> None:
+    """Draw step ``index`` of ``count`` figures, ``figure_of(step)`` each, under ``key``; the browser holds them all
+    and redraws the step its group's control (`ui.stepper.stepper`) moves to without a rerun. ``identity``:
+    everything the figures depend on but the step (hashable), so each is built once; or a function of the step
+    that returns everything that step's figure depends on."""
+    identity_of = identity if callable(identity) else (lambda step: (*identity, step))
+    frames = [FRAMES.text((key, *identity_of(step)), lambda step=step: figure_of(step)) for step in range(count)]
+    _component(key=key, data=stepped_payload(frames, group, index), default={"column_px": 0},
+               on_column_px_change=_width_reported)
 
 
 def chart(fig, key: str, on_click=None) -> None:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES
 from ui import choices, model_config, state
-from ui.chart import chart, column_px
+from ui.chart import chart, column_px, stepped_chart
 from ui.text import count, percent
 
 PERSIST = dict(persist_state="session")
@@ -228,6 +228,11 @@ def plot(fig, key: str, on_click=None) -> None:
     """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
     ``on_click``: see `ui.chart.chart`."""
     chart(fig, key=f"fig_{key}", on_click=on_click)
+
+
+def plot_steps(key: str, group: str, index: int, count: int, identity, figure_of) -> None:
+    """Draw step ``index`` of a step group's chart under a page-wide key: see `ui.chart.stepped_chart`."""
+    stepped_chart(f"fig_{key}", group, index, count, identity, figure_of)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The Train page's attention over training: loss, accuracy and every head's role score against the step, and a step
-slider that scrubs the probe line's head grid through training (`transformer.training.timeline`)."""
+control that scrubs the probe line's head grid through training in the browser (`transformer.training.timeline`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import streamlit as st
 
 from transformer.service import PROBE_LINES
 from ui import state
-from ui.controls import PERSIST, options_follow, plot
+from ui.controls import PERSIST, options_follow, plot_steps
+from ui.stepper import stepper
 from viz.attention import model_view
 from viz.heads import ROLE_TITLES
 from viz.training import timeline_figure
@@ -34,6 +35,14 @@ def _nearest(value: int, steps: list[int]) -> int:
     return min(steps, key=lambda step: abs(step - value))
 
 
+def snapshot_grid(shot, stack: str, title: str):
+    """The model view of ``shot``'s probe line in ``stack`` (at most 64 positions a side)."""
+    patterns = shot.patterns[stack]  # (L, H, N_q, N_k)
+    n_q, n_k = patterns.shape[-2:]
+    mask = np.tril(np.ones((n_q, n_k), bool)) if stack == "decoder" else np.ones((n_q, n_k), bool)  # (N_q, N_k)
+    return model_view(patterns, mask, title, limit=64)
+
+
 def timeline_view(job) -> None:
     """The timeline of ``job`` (a `transformer.training.pool.Job`); the Train page redraws it while it trains."""
     if job is None or not job.timeline:
@@ -43,7 +52,7 @@ def timeline_view(job) -> None:
 
 def draw_timeline(shots: list, key: str, spec, title: str = "Attention over training") -> None:
     """Loss, accuracy and role scores against the step of ``shots`` (`Snapshot`s of the run ``key`` with ``spec``),
-    and the step slider's head grid."""
+    and the step control's head grid."""
     job = SimpleNamespace(key=key, spec=spec)
     st.subheader(title)
     stacks = list(shots[0].scores)
@@ -68,24 +77,26 @@ def draw_timeline(shots: list, key: str, spec, title: str = "Attention over trai
     following = chosen < 0 or chosen == state.get("_tl_latest")  # at the latest: stay there as it grows
     state.put("tl_step", steps[-1] if following else _nearest(chosen, steps))
     state.put("_tl_latest", steps[-1])
-    options_follow("tl_step", steps)
-    step = columns[2].select_slider("Step", steps, key="tl_step", disabled=len(steps) < 2, **PERSIST,
-                                    help="Scrub the head grid below through training.") if len(steps) > 1 else steps[0]
+    index = steps.index(state.get("tl_step"))
+    losses, accuracies = [shot.loss for shot in shots], [shot.accuracy for shot in shots]
+    measure = shots[-1].measure
+    with columns[2]:  # scrubs the head grid (and the timeline's marker) in the browser: ui.stepper
+        captions = [[(f"loss {loss:.3f} · {measure} {accuracy:.2f}", "")] for loss, accuracy in zip(losses, accuracies)]
+        stepper("tl", index, [str(step) for step in steps], captions,
+                on_step=lambda moved: state.put("tl_step", steps[moved]))
     scores = np.stack([shot.scores[stack][role] for shot in shots])  # (T, L, H)
-    plot(timeline_figure(steps, [shot.loss for shot in shots], [shot.accuracy for shot in shots], scores, role, step,
-                         shots[-1].measure), "train_timeline")
+    # every snapshot's figures are sent: the identity names what each depends on (the run, and its length for the
+    # timeline, whose curves grow), so each is built once
+    plot_steps("train_timeline", "tl", index, len(steps), (job.key, stack, role, len(steps), losses[-1]),
+               lambda i: timeline_figure(steps, losses, accuracies, scores, role, steps[i], measure))
     formed = formed_at(steps[1:], scores[1:])
     spec = job.spec
     st.caption(f"{len(shots)} snapshots of {spec.steps} steps on {PROBE_LINES} fixed probe lines of lengths "
-               f"{spec.min_len}–{spec.max_len} (the run's own); its {shots[-1].measure} counts each token, so it "
+               f"{spec.min_len}–{spec.max_len} (the run's own); its {measure} counts each token, so it "
                "is not the exact-sequence accuracy above, which counts whole answers decoded greedily. " + (
         f"A head's {ROLE_TITLES[role]} score first reached 0.5 at step {formed}." if formed is not None else
         f"No head's {ROLE_TITLES[role]} score has reached 0.5 yet."))
-    shot = shots[steps.index(step)]
-    patterns = shot.patterns[stack]  # (L, H, N_q, N_k)
-    n_q, n_k = patterns.shape[-2:]
-    mask = np.tril(np.ones((n_q, n_k), bool)) if stack == "decoder" else np.ones((n_q, n_k), bool)  # (N_q, N_k)
     name = "cross-attention" if stack == "cross" else f"{stack} self-attention"
-    plot(model_view(patterns, mask, f"{name} of the probe's first line at step {step}", limit=64),
-         "train_timeline_grid")
+    plot_steps("train_timeline_grid", "tl", index, len(steps), lambda i: (job.key, stack, steps[i], losses[i]),
+               lambda i: snapshot_grid(shots[i], stack, f"{name} of the probe's first line at step {steps[i]}"))
     state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 from app_support import decode, heatmaps, no_errors, open_page, specs, weight_panels
-from chart_support import chart_elements
+from chart_support import chart_elements, stepped_payloads, steppers
 from hypothesis import given, settings, strategies
 
 from transformer.analysis.heads import ROLES
@@ -576,22 +576,41 @@ def test_only_the_chosen_view_is_computed_and_the_model_view_draws_layers_times_
     assert len(weight_panels(specs(linked)[-1])) == 3 * 4
 
 
+def test_every_step_the_decode_page_sends_ahead_is_the_page_it_draws_at_that_step():
+    """The charts hold every step's figure (the step control redraws them in the browser): each is the figure the
+    page draws when it runs at that step, in one run of one model."""
+    link = {"weights": "reverse", "dec_src": "a b c"}
+    sent = [payload["frames"] for payload in stepped_payloads(open_page("decode", link))]  # (charts, steps)
+    assert {len(frames) for frames in sent} == {4}
+    for step in range(4):
+        at = open_page("decode", {**link, "dec_step": str(step)})
+        no_errors(at)
+        assert specs(at) == [frames[step] for frames in sent], step
+
+
 def test_home_links_every_other_page():
     at = open_page("home")
     linked = {link.proto.page for link in at.get("page_link")}
     assert linked == set(PAGES) - {"home"}, linked  # url paths
 
 
+def _caption(control: dict, step: int) -> str:
+    return "".join(text for text, _ in control["captions"][step])
+
+
 def test_decode_steps_forward_and_back_and_a_link_restores_the_step_and_settings():
     at = open_page("decode", {"weights": "reverse", "dec_src": "a b c d"})
     no_errors(at)
     assert not at.error and len(chart_elements(at)) == 5  # look-ahead row, self, cross, distribution, cache
-    assert "chooses **`d`**" in " ".join(m.value for m in at.markdown)
-    next_button = [b for b in at.button if b.label.startswith("Next")][0]
-    next_button.click().run()
+    (control,) = steppers(at)
+    assert control["index"] == 0 and control["names"] == ["0", "1", "2", "3", "4"]
+    assert "the decoder has read <s> and chooses d" in _caption(control, 0)
+    assert "chooses c" in _caption(control, 1) and "answer: d c b a" in _caption(control, 1)
+    at.session_state["dec_step"] = 1  # what the step control's move sets (tests/browser: the move itself)
+    at.run()
     no_errors(at)
     assert at.session_state["dec_step"] == 1 and at.query_params["dec_step"] == "1"
-    assert "chooses **`c`**" in " ".join(m.value for m in at.markdown)
+    assert steppers(at)[0]["index"] == 1 and {payload["index"] for payload in stepped_payloads(at)} == {1}
     at.radio(key="dec_mode").set_value("sampled").run()
     at.select_slider(key="dec_temp").set_value(3.0).run()
     no_errors(at)
@@ -1069,7 +1088,7 @@ def test_decode_lists_the_words_the_translate_model_knows_and_opens_the_dates_mo
     dates = open_page("decode", {"weights": "dates"})
     no_errors(dates)
     assert dates.text_input(key="dec_src").placeholder == date_text(datetime.date.today(), "weekday")
-    assert f"expected: `{datetime.date.today().isoformat()}`" in " ".join(m.value for m in dates.markdown)
+    assert f"expected: {datetime.date.today().isoformat()}" in _caption(steppers(dates)[0], 0)
 
 
 def test_the_model_view_draws_every_layers_norms_on_one_scale_when_norms_are_on():

@@ -2,7 +2,7 @@
 
 import pytest
 from app_support import no_errors, open_page, specs
-from chart_support import chart_elements
+from chart_support import chart_elements, step_caption
 
 from ui.controls import STACK_NAMES
 
@@ -46,8 +46,7 @@ def test_the_attention_page_offers_the_stacks_the_architecture_has(arch, stacks,
 def test_a_decoder_only_model_continues_a_prompt_on_the_decode_page():
     at = open_page("decode", {"arch": "decoder-only", "norm": "pre", "dec_src": "1 2 3"})
     no_errors(at)
-    text = " ".join(m.value for m in at.markdown)
-    assert "continues a prompt" in text and "continuation:" in text
+    assert "continues a prompt" in " ".join(m.value for m in at.markdown) and "continuation:" in step_caption(at)
     assert "No cross-attention" in " ".join(c.value for c in at.caption)
     assert len(specs(at)) >= 4  # look-ahead row, self-attention, distribution, cache
     at.radio(key="dec_mode").set_value("sampled").run()

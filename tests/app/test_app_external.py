@@ -4,6 +4,7 @@ the lab's own model say why not), its views, the sidebar's preset field, and bad
 import numpy as np
 import pytest
 from app_support import heatmaps, no_errors, open_page, specs, weight_panels
+from chart_support import step_caption
 from hub_support import bert_preset, gpt2_preset
 
 from transformer.external.registry import EXTERNAL, PRESETS_DIR_ENV
@@ -95,8 +96,7 @@ def test_the_decode_page_continues_a_prompt_with_a_causal_model_from_outside():
     at = open_page("decode", {"weights": "hub:tiny_gpt2", "dec_src": "a b c", "dec_step": "2"})
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
-    run_text = " ".join(m.value for m in at.markdown)
-    assert "Step 2" in run_text and "continuation:" in run_text
+    assert "Step 2" in step_caption(at) and "continuation:" in step_caption(at)
     step = heatmaps(specs(at)[1])[0]  # the newest position's self-attention: (L·H rows, prefix)
     assert step.shape[-1] == 5 and np.allclose(np.nansum(step, -1), 1.0, atol=1e-5)  # prompt 3 + 2 chosen
     assert any("no key/value cache" in caption.value for caption in at.main.caption)

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 from app_support import decode, no_errors, open_page, specs
+from chart_support import step_caption, stepped_payloads, steppers
 
 from transformer.tasks import get_task
 from ui import state
@@ -78,9 +79,8 @@ def test_a_link_with_only_the_induction_model_runs_it_on_its_example_with_its_ow
 def test_the_decode_page_continues_the_induction_prompt_by_copying():
     at = open_page("decode", {"weights": "induction"})
     no_errors(at)
-    text = " ".join(m.value for m in at.markdown)
     example = get_task("induction").example.split()
-    assert "continuation: `" + " ".join(example[18:24]) in text  # the rest of the repeated segment
+    assert "continuation: " + " ".join(example[18:24]) in step_caption(at)  # the rest of the repeated segment
 
 
 def test_the_heads_page_names_the_induction_models_heads():
@@ -119,10 +119,17 @@ def test_the_train_page_draws_the_timeline_and_scrubs_the_head_grid():
     assert len([trace for trace in timeline["data"] if trace.get("name", "").startswith("L")]) == 8
     steps = [shot.step for shot in job.timeline]
     assert steps[0] == 0 and steps[-1] == 60 and len(steps) >= 20
-    assert at.select_slider(key="tl_step").value == 60
-    at.select_slider(key="tl_step").set_value(steps[1]).run()
+    (control,) = steppers(at)  # the step control (ui/stepper.py), at the latest snapshot
+    assert control["index"] == len(steps) - 1 and control["names"] == [str(step) for step in steps]
+    grid, timeline_frames = stepped_payloads(at)[1], stepped_payloads(at)[0]
+    assert [f"at step {step}" in frame["layout"]["title"]["text"] for step, frame in zip(steps, grid["frames"])] \
+        == [True] * len(steps)  # every snapshot's grid is in the browser, in order
+    assert len(timeline_frames["frames"]) == len(steps)
+    at.session_state["tl_step"] = steps[1]  # what the control's move sets (tests/browser moves it)
+    at.run()
     no_errors(at)
     assert f"at step {steps[1]}" in _titled(at, "probe's first line")["layout"]["title"]["text"]
+    assert steppers(at)[0]["index"] == 1
     assert at.query_params["tl_step"] in ([str(steps[1])], str(steps[1]))
     at.selectbox(key="tl_role").set_value("previous_token").run()
     no_errors(at)

@@ -487,16 +487,49 @@ def test_the_view_picker_shows_one_view_at_a_time_and_the_link_keeps_it(page, se
     assert chart_data(page, 1)["panels"] == 3 * 4  # layers × heads
 
 
-def test_decode_steps_forward_with_the_next_button_and_redraws_its_charts(page, server):
+# The script's state with the time it changed: a rerun's end is the last 'notRunning' after a 'running'.
+SCRIPT_STATES = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    window.__states = [];
+    new MutationObserver(() => window.__states.push([app.getAttribute('data-test-script-state'), performance.now()]))
+        .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+DRAW_TIMES = """() => {  // when each Plotly.react or relayout was called, and how many
+    window.__drawTimes = [];
+    for (const name of ['react', 'relayout']) {
+        const original = window.Plotly[name];
+        window.Plotly[name] = (...args) => { window.__drawTimes.push(performance.now()); return original(...args); };
+    }
+}"""
+
+
+def _caption(page) -> str:
+    return " ".join(page.locator(".al-stepper-caption").inner_text().split())
+
+
+def test_a_decode_step_is_drawn_in_the_browser_and_the_server_then_redraws_nothing(page, server):
+    """Next ▶ redraws the page's five charts from the steps they hold, before the server's run that the move starts
+    has ended; that run brings the link up to date and draws none of them again."""
     page.set_viewport_size({"width": 1400, "height": TALL_PX})  # every chart in view: every chart drawn
     open_page(page, server, "decode?weights=reverse&dec_src=a+b+c+d")
     wait_for_every_chart(page)
-    status = page.get_by_test_id("stMarkdown").filter(has_text="the decoder has read").first
-    assert " ".join(status.inner_text().split()).count("chooses d") == 1
+    assert "chooses d" in _caption(page) and "Step 0" in _caption(page)
+    page.evaluate(SCRIPT_STATES)
+    page.evaluate(DRAW_TIMES)
     page.get_by_role("button", name="Next ▶").click()
     page.wait_for_function("() => location.search.includes('dec_step=1')", timeout=30_000)
     wait_idle(page)
-    assert "chooses c" in " ".join(status.inner_text().split())
+    page.wait_for_timeout(500)  # a late redraw would show here
+    assert "chooses c" in _caption(page) and "Step 1" in _caption(page)
+    draws, states = page.evaluate("() => [window.__drawTimes, window.__states]")
+    rerun_end = max(at for state, at in states if state == "notRunning")
+    assert any(state == "running" for state, _ in states)  # the server did run (the link)
+    assert len(draws) == 5 and max(draws) < rerun_end, (draws, states)  # five charts, drawn before the run ended
+    titles = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map(p => p.layout.title?.text || '')")
+    assert any("masked self-attention of position 1" in title for title in titles), titles
+    page.get_by_role("button", name="◀ Back").click()  # and back
+    page.wait_for_function("() => !location.search.includes('dec_step')", timeout=30_000)
+    assert "chooses d" in _caption(page)
     assert page.locator("[data-testid='stException']").count() == 0
 
 
@@ -515,8 +548,7 @@ def test_decode_play_steps_forward_on_its_own_and_stops_at_the_last_step(page, s
     source.press("Enter")  # a new source starts at its first step
     page.wait_for_function("() => !location.search.includes('dec_step')", timeout=30_000)
     wait_idle(page)
-    assert "chooses e" in " ".join(page.get_by_test_id("stMarkdown").filter(has_text="the decoder has read").first
-                                   .inner_text().split())
+    assert "chooses e" in _caption(page)
 
 
 # ----------------------------------------------------------------- token-level exploration

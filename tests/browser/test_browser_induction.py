@@ -96,7 +96,7 @@ def test_the_train_pages_timeline_is_drawn_while_training_and_scrubbed_by_its_sl
     wait_idle(page)
     assert not page.evaluate(CHART_TEXT_PROBLEMS)
     page.screenshot(path=str(OUTPUT / "train_timeline.png"), full_page=True)
-    thumb = page.get_by_test_id("stSlider").filter(has_text="Step").get_by_role("slider")
+    thumb = page.get_by_role("slider", name="Step")  # the step control (ui/stepper.py): a range drawn in the browser
     thumb.focus()
     thumb.press("Home")
     page.wait_for_function("() => location.search.includes('tl_step=0')", timeout=60_000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from ui.chart import CHART_CLASS, COMPONENT_NAME
+from ui.stepper import STEPPER_NAME
 
 # One of this app's charts in the browser, once Plotly has drawn it.
 PLOT = f".{CHART_CLASS}.js-plotly-plot"
@@ -22,8 +23,30 @@ def chart_payloads(at) -> list[bytes]:
 
 
 def figure_specs(at) -> list[dict]:
-    """Each chart's Plotly figure as a dict ({"data": [...], "layout": {...}})."""
-    return [json.loads(payload)["figure"] for payload in chart_payloads(at)]
+    """Each chart's Plotly figure as a dict ({"data": [...], "layout": {...}}); a step group's chart
+    (ui.chart.stepped_chart): the figure of the step the server shows."""
+    return [shown_figure(json.loads(payload)) for payload in chart_payloads(at)]
+
+
+def shown_figure(payload: dict) -> dict:
+    return payload["frames"][payload["index"]] if "frames" in payload else payload["figure"]
+
+
+def stepped_payloads(at) -> list[dict]:
+    """The step groups' charts' payloads ({"index", "group", "frames", …}), in page order."""
+    return [payload for payload in map(json.loads, chart_payloads(at)) if "frames" in payload]
+
+
+def step_caption(at) -> str:
+    """The first step control's caption at the step it shows, as text (ui/stepper.py)."""
+    control = steppers(at)[0]
+    return "".join(text for text, _ in control["captions"][control["index"]])
+
+
+def steppers(at) -> list[dict]:
+    """Each step control's payload ({"group", "label", "index", "names", "captions"}), in page order."""
+    return [json.loads(element.proto.bytes) for element in at.get("bidi_component")
+            if element.proto.component_name == STEPPER_NAME]
 
 
 CHART_POINT = f"""([index, x, y, axis]) => {{

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl
 
 import pytest
 from app_support import no_errors, open_page
-from chart_support import figure_specs
+from chart_support import figure_specs, stepped_payloads, steppers
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +28,8 @@ def _controls(at) -> dict:
     for kind in ("slider", "select_slider"):
         for widget in getattr(at, kind):
             found.setdefault(widget.label, None)
+    for control in steppers(at):  # ui/stepper.py's range, labelled as a slider is
+        found.setdefault(control["label"], None)
     return found
 
 
@@ -48,6 +50,9 @@ def test_every_lane_names_a_control_of_its_page(path):
             assert figure_specs(at)[lane.point[0]]["layout"]["meta"]["click"], (lane.page, lane.label)
             continue
         assert lane.label in controls, (lane.page, lane.label, sorted(controls))
+        if lane.step_group:  # a step control of that group, and charts it redraws
+            assert lane.step_group in {control["group"] for control in steppers(at)}, lane
+            assert lane.step_group in {payload["group"] for payload in stepped_payloads(at)}, lane
         for option in lane.options:
             assert option in (controls[lane.label] or []), (lane.page, lane.label, option, controls[lane.label])
 

@@ -23,6 +23,42 @@ def test_the_payload_carries_plotlys_own_json_of_the_figure_and_the_config():
     assert sent["figure"]["data"][0]["x"] == ["<b>a</b>", "b", "b"]  # user text travels as JSON text
 
 
+def test_a_stepped_payload_carries_every_steps_figure_and_the_step_first():
+    figures = [go.Figure(go.Bar(y=[step, 1])) for step in range(3)]
+    text = chart.stepped_payload([pio.to_json(figure, validate=False) for figure in figures], "dec", 2).decode()
+    assert text.startswith('{"index": 2, "group": "dec"')  # ui/frontend/chart.js reads the step from the first key
+    sent = json.loads(text)
+    assert sent["frames"] == [json.loads(pio.to_json(figure, validate=False)) for figure in figures]
+    assert sent["config"] == chart.CONFIG and sent["plotly_url"] == "/app/static/plotly.min.js"
+
+
+def test_each_steps_figure_is_built_once_and_the_least_recent_go_first_over_the_budget():
+    built = []
+
+    def build(step):
+        built.append(step)
+        return go.Figure(go.Bar(y=[step]))
+
+    cache = chart.FrameCache(budget_bytes=10**9)
+    first = [cache.text(("a", step), lambda step=step: build(step)) for step in range(3)]
+    again = [cache.text(("a", step), lambda step=step: build(step)) for step in range(3)]
+    assert first == again and built == [0, 1, 2]
+    one = len(first[0])
+    small = chart.FrameCache(budget_bytes=2 * one + one // 2)  # room for two
+    for step in range(3):
+        small.text(("a", step), lambda step=step: build(step))
+    small.text(("a", 2), lambda: build(99))  # kept: not rebuilt
+    small.text(("a", 0), lambda: build(0))  # the oldest went: rebuilt
+    assert built[3:] == [0, 1, 2, 0]
+
+
+def test_the_step_controls_script_draws_captions_as_text():
+    from ui import stepper
+
+    script = chart.frontend("stepper.js")
+    assert "innerHTML" not in script and "createTextNode" in script and stepper.STEPPER_NAME
+
+
 def test_plotly_js_is_the_installed_packages_copy_and_published_once(tmp_path):
     source = (chart.Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
     published = chart.publish_plotly_js(tmp_path)

@@ -217,11 +217,33 @@ function tracesText(text) {
   return text.slice(start, text.indexOf('"layout":', start));
 }
 
-// node.alText's figure, in node.alTheme's colours, with the key labels that fit (one Plotly.react). Out of
-// view (unless `evenOutOfView`), only the chart's height is set (the page keeps its layout) and the draw
-// waits until it is in view.
+// A chart of a step group (ui/chart.py's stepped_chart) holds every step's figure and draws the group's step: the
+// one its step control (ui/frontend/stepper.js) shows in this browser, else the one the server sent. The control
+// keeps window.alSteps[group] and sends "al-step" when it moves, so its charts redraw here, with no round trip.
+function shownStep(parsed) {
+  const step = (window.alSteps || {})[parsed.group];
+  return Math.max(0, Math.min(step === undefined ? parsed.index : step, parsed.frames.length - 1));
+}
+
+function framesKey(text) {  // a stepped payload's text but its step: the same for every step of the same figures
+  return text.slice(text.indexOf('"group":'));
+}
+
+// What to draw: {figure, config, plotly_url, traces}; `traces` names the figure's traces (a stepped chart's
+// figures and its step, or a single figure's trace text) so that a move that keeps them redraws only the layout.
+function shownFigure(node) {
+  const parsed = node.alParsed;
+  if (!parsed.frames) return { ...JSON.parse(node.alText), traces: tracesText(node.alText) };
+  node.alShownStep = shownStep(parsed);
+  return { figure: structuredClone(parsed.frames[node.alShownStep]), config: parsed.config,
+           plotly_url: parsed.plotly_url, traces: framesKey(node.alText) + "#" + node.alShownStep };
+}
+
+// node.alText's figure (a stepped chart's: its step's), in node.alTheme's colours, with the key labels that fit
+// (one Plotly.react). Out of view (unless `evenOutOfView`), only the chart's height is set (the page keeps its
+// layout) and the draw waits until it is in view.
 function draw(node, evenOutOfView = false) {
-  const { figure, config, plotly_url } = JSON.parse(node.alText);
+  const { figure, config, plotly_url, traces } = shownFigure(node);
   node.style.height = (figure.layout.height || 450) + "px";
   keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
   reportWidth(node);
@@ -235,7 +257,7 @@ function draw(node, evenOutOfView = false) {
     const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
     for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
     node.alClickable = Boolean((figure.layout.meta || {}).click);
-    const traces = tracesText(node.alText), layout = themedLayout(figure.layout, node.alTheme);
+    const layout = themedLayout(figure.layout, node.alTheme);
     const rest = JSON.stringify({ ...layout, shapes: null, title: null });  // what a relayout would not redraw
     const hidden = hiddenGroups(node);
     layout.shapes = hideGroups(layout.shapes || [], hidden);
@@ -244,7 +266,7 @@ function draw(node, evenOutOfView = false) {
       const update = { shapes: layout.shapes };
       if (title !== node.alDrawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
       node.alDrawnTitle = title;
-      return Plotly.relayout(node, update).then(() => keepLines(node));
+      return Plotly.relayout(node, update).then(() => { keepLines(node); node.alDrawnStep = node.alShownStep; });
     }
     const data = node.data && traces === node.alDrawnTraces ? node.data : hideGroups(figure.data, hidden);
     return Plotly.react(node, data, layout, exportConfig(config, Plotly))
@@ -254,6 +276,7 @@ function draw(node, evenOutOfView = false) {
         node.alDrawnTitle = title;
         if (!node.alListening) { listen(node); node.alListening = true; }
         keepLines(node);
+        node.alDrawnStep = node.alShownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
       });
   }).catch((error) => {
     node.textContent = "The chart could not be drawn: " + error.message;
@@ -294,7 +317,12 @@ function setUp(parentElement) {
   });
   for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
     retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
-  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
+  const followStep = (event) => {  // the group's step control moved in this browser
+    if (node.alParsed && node.alParsed.frames && event.detail.group === node.alParsed.group &&
+        shownStep(node.alParsed) !== node.alShownStep) draw(node);
+  };
+  window.addEventListener("al-step", followStep);
+  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 
@@ -305,8 +333,13 @@ export default function (component) {
   node.alSetState = setStateValue;
   const text = new TextDecoder().decode(data);
   if (text !== node.alText) {  // an unchanged figure is not drawn again
+    const stepped = text.startsWith('{"index":');
+    const same = stepped && node.alText && node.alParsed.frames && framesKey(text) === framesKey(node.alText);
     node.alText = text;
-    draw(node);
+    node.alParsed = same ? { ...node.alParsed, index: JSON.parse(text.slice(0, text.indexOf(","))  + "}").index }
+      : stepped ? JSON.parse(text) : {};
+    // a stepped chart whose figures came again (the server caught up with a step drawn here) is not drawn again
+    if (!same || shownStep(node.alParsed) !== node.alShownStep) draw(node);
   }
   return node.alCleanup;  // Streamlit keeps the last one returned and calls it on unmount
 }
