@@ -3,6 +3,7 @@ the slider benchmark, the induction part and the sweep share."""
 
 from __future__ import annotations
 
+import re
 import time
 
 CHART = "document.querySelector('.js-plotly-plot')"  # the app's ui.chart and st.plotly_chart (the floor) both
@@ -77,17 +78,17 @@ COUNT_DRAWS = """() => {
     }
     window.__draws = 0;
 }"""
-# Timed in the page, from the key's press to the frame after the group's charts were drawn (a paint has happened):
+# Timed in the page, from the key's press to the end of the frame that paints the group's charts drawn:
 # Playwright's own polling runs on the page's main thread, where the server's run that follows the move is drawn,
 # so it would time that too.
 TIME_STEP = f"""(group) => {{
     window.__stepSeconds = window.__drawsAtStep = null;
     window.addEventListener('keydown', () => {{
         const pressed = performance.now(), drawn = {STEP_DRAWN};
-        const painted = () => requestAnimationFrame(() => requestAnimationFrame(() => {{
+        const painted = () => requestAnimationFrame(() => setTimeout(() => {{  // the frame's paint is done
             window.__drawsAtStep = window.__draws;
             window.__stepSeconds = (performance.now() - pressed) / 1e3;
-        }}));
+        }}, 0));
         const poll = () => drawn(group) ? painted() : setTimeout(poll, 0);
         setTimeout(poll, 0);
     }}, {{capture: true, once: true}});
@@ -107,6 +108,39 @@ def step_and_wait(page, act, group: str, what="a step") -> tuple[float, int]:
         print(f"  {what} was not drawn within 60 s ({page.url})", flush=True)
         return 60.0, page.evaluate("() => window.__draws")
     return page.evaluate("() => [window.__stepSeconds, window.__drawsAtStep ?? window.__draws]")
+
+
+# A legend toggle of a chart whose groups the page keeps (the head view's heads) is drawn in the browser: timed in
+# the page from the press to the end of the frame that paints the chart's update (chart.js counts alHiddenDrawn).
+TIME_TOGGLE = """(group) => {
+    window.__toggleSeconds = null;
+    const node = [...document.querySelectorAll('.al-chart')]
+        .find((chart) => (chart.data || []).some((trace) => trace.legendgroup === group));
+    const before = node.alHiddenDrawn || 0;
+    window.addEventListener('mousedown', () => {
+        const pressed = performance.now();
+        const painted = () => requestAnimationFrame(() => setTimeout(() => {  // the frame's paint is done
+            window.__toggleSeconds = (performance.now() - pressed) / 1e3;
+        }, 0));
+        const poll = () => (node.alHiddenDrawn || 0) > before ? painted() : setTimeout(poll, 0);
+        setTimeout(poll, 0);
+    }, {capture: true, once: true});
+}"""
+
+
+def legend_toggle_and_wait(page, group: str, what="a legend toggle") -> tuple[float, int]:
+    """Click legend entry ``group`` of the chart that has it; the seconds from the press until the chart was
+    updated and painted (timed in the page), and the charts drawn by then (`redraws_after` counts the server's)."""
+    page.evaluate(COUNT_DRAWS)
+    page.evaluate(TIME_TOGGLE, group)
+    entry = page.locator(".al-chart .legend .traces").filter(has_text=re.compile(f"^{re.escape(group)}$"))
+    entry.first.locator(".legendtoggle").click()
+    try:
+        page.wait_for_function("() => window.__toggleSeconds !== null", timeout=60_000)
+    except Exception:  # counted as a 60 s move, never silently dropped
+        print(f"  {what} was not drawn within 60 s ({page.url})", flush=True)
+        return 60.0, page.evaluate("() => window.__draws")
+    return page.evaluate("() => [window.__toggleSeconds, window.__draws]")
 
 
 def redraws_after(page, drawn: int) -> int:
@@ -139,9 +173,8 @@ def move_control(page, kind, count, first=0):
             thumb = slider(page, "Focus a query")
             thumb.focus()
             times.append(move_and_wait(page, lambda: thumb.press("ArrowRight"), what="focus"))
-        elif kind == "head_toggle":  # the head view's head 1: hidden, shown, hidden …
-            button = page.get_by_role("toolbar", name="Hide heads").get_by_role("button").nth(1)
-            times.append(move_and_wait(page, button.click, what="head toggle"))
+        elif kind == "head_toggle":  # the head view's head 1 in its legend: hidden, shown, hidden … in the browser
+            times.append(legend_toggle_and_wait(page, "head 1", what="head toggle")[0])
         elif kind == "pads":
             box = page.get_by_test_id("stSidebar").get_by_role("textbox", name="Pad symbols")
             value = pad_set(first + index)

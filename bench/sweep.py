@@ -19,13 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chart_support import click_chart
-from moves import move_and_wait, redraws_after, step_and_wait
+from moves import legend_toggle_and_wait, move_and_wait, redraws_after, step_and_wait
 from report import percentile, row
 
 SIDEBAR = ("Sequence length", "Heads (h)", "d_model")
 CHARTLESS = ("cost", "train", "explanations (copy)")  # pages that draw no chart until a button is pressed: their lanes
 # wait for none
 TARGET = "≤ 1.3× skeleton"  # the target: the page skeleton's lane (the first) in the same sitting
+LINE_64 = "+".join(str(i % 10) for i in range(64))  # 64 tokens: no padding (the slider benchmark's head view line)
 VIEW_TARGET = "≤ 0.5× floor"  # a move drawn in the browser (a step control's): half the trivial page's move
 
 
@@ -41,6 +42,7 @@ class Lane:
     select: bool = False  # the choice is a select box (opened before the clock starts; the click on an option is timed)
     point: tuple = ()  # (chart index, x, y): a click on that chart at those data coordinates (the Images page's pixel)
     step_group: str = ""  # a step control's group (ui/stepper.py): timed until its charts are drawn in the browser
+    legend_group: str = ""  # a legend entry the page keeps (the head view's heads): timed until drawn in the browser
     times: list = field(default_factory=list)
     redraws: list = field(default_factory=list)  # a step move's charts drawn again by the server's run that follows
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
@@ -73,7 +75,9 @@ def lanes() -> list[Lane]:
               Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Focus a query"),
               Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Key"),
               Lane("decode (dates)", "decode?weights=dates", "Step"),
-              Lane("decode (dates), in the browser", "decode?weights=dates", "Step", step_group="dec")]
+              Lane("decode (dates), in the browser", "decode?weights=dates", "Step", step_group="dec"),
+              Lane("attention, head view N=64, in the browser", f"attention?seq_len=64&view=Head+view&src={LINE_64}",
+                   "head 1", legend_group="head 1")]
     return found + choice_lanes()
 
 
@@ -104,13 +108,16 @@ def _thumb(page, label: str):
 
 def move_lane(page, lane: Lane, index: int) -> float:
     option = lane.options[index % 2] if lane.options else None
-    if lane.step_group:  # timed until drawn in the browser; the server's run after it is waited for, not timed
-        from browser_support import wait_idle  # noqa: PLC0415  (as in sweep: Playwright only when a sweep runs)
+    if lane.step_group or lane.legend_group:  # timed until drawn in the browser; the server's run after it is
+        from browser_support import wait_idle  # noqa: PLC0415  (waited for, not timed; as in sweep: Playwright late)
 
-        thumb = _thumb(page, lane.label)
-        thumb.focus()
-        key = "ArrowRight" if index % 2 == 0 else "ArrowLeft"
-        seconds, drawn = step_and_wait(page, lambda: thumb.press(key), lane.step_group, f"{lane.page} {key}")
+        if lane.legend_group:
+            seconds, drawn = legend_toggle_and_wait(page, lane.legend_group, f"{lane.page} {lane.label}")
+        else:
+            thumb = _thumb(page, lane.label)
+            thumb.focus()
+            key = "ArrowRight" if index % 2 == 0 else "ArrowLeft"
+            seconds, drawn = step_and_wait(page, lambda: thumb.press(key), lane.step_group, f"{lane.page} {key}")
         wait_idle(page)
         lane.redraws.append(redraws_after(page, drawn))
         return seconds
@@ -184,7 +191,7 @@ def sweep(quick: bool) -> None:
     skeleton_p50 = percentile(all_lanes[0].times, 50)
     for lane in all_lanes:
         p50, p90, browser = percentile(lane.times, 50), percentile(lane.times, 90), percentile(lane.browser, 50)
-        if lane.step_group:
+        if lane.step_group or lane.legend_group:
             row("sweep", f"{lane.page} · {lane.label} ({len(lane.times)} moves) p50 / p90 ms until drawn; charts the "
                 "server's run drew again", f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} ({p50 / floor_p50:.2f}× floor); "
                 f"{sum(lane.redraws)}", VIEW_TARGET)

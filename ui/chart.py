@@ -49,11 +49,11 @@ def frontend(*names: str) -> str:
     return text
 
 
-_JS = frontend("load_plotly.js", "chart.js")
+_JS = frontend("load_plotly.js", "after_paint.js", "chart.js")
 STALE_FADE_CSS = frontend("stale_fade.css")
 _EARLY_LOADER_JS = frontend("load_plotly.js", "streamlit_patches.js", "early_loader.js")
 
-_component = st.components.v2.component(COMPONENT_NAME, js=_JS, isolate_styles=False)
+_component = st.components.v2.component(COMPONENT_NAME, js=_JS, css=frontend("chart.css"), isolate_styles=False)
 
 EARLY_LOADER_NAME = "attention_lab_plotly_early"
 _early_loader = st.components.v2.component(EARLY_LOADER_NAME, js=_EARLY_LOADER_JS, css=STALE_FADE_CSS,
@@ -99,13 +99,15 @@ def plotly_url() -> str:
 CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 3, "filename": "attention-lab"}}
 
 
-def chart_payload(fig) -> bytes:
-    """What one chart sends: a JSON document {"config", "plotly_url", "figure"} as UTF-8 bytes.
+def chart_payload(fig, hidden=None) -> bytes:
+    """What one chart sends: a JSON document {"config", "plotly_url", "figure"} as UTF-8 bytes, and first
+    {"hidden": the legend groups hidden} when ``hidden`` is given.
 
     The figure is Plotly's own JSON (NumPy arrays as base64 typed arrays), spliced in
     as it is rather than parsed and dumped again.
     """
-    head = json.dumps({"config": CONFIG, "plotly_url": plotly_url()})[:-1]
+    shown = {} if hidden is None else {"hidden": list(hidden)}
+    head = json.dumps({**shown, "config": CONFIG, "plotly_url": plotly_url()})[:-1]
     return f'{head}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
 
 
@@ -156,17 +158,21 @@ def stepped_chart(key: str, group: str, index: int, count: int, identity, figure
                on_column_px_change=_width_reported)
 
 
-def chart(fig, key: str, on_click=None) -> None:
+def chart(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place.
 
     ``on_click``: called (before the rerun it starts) with ``{"query": i, "key": j}`` (a heatmap cell) or one of
     the two (a head-view token) when the viewer clicks a figure whose ``layout.meta.click`` is set.
+    ``hidden``: the legend groups hidden, as the session holds them; the viewer hides and shows them in the browser
+    (a legend click), and ``on_hide`` is called with the groups hidden after each click, to keep the session and the
+    link current: the server's answer, the same groups, draws nothing again.
     """
-    width = dict(default={"column_px": 0}, on_column_px_change=_width_reported)
-    if on_click is None:
-        _component(key=key, data=chart_payload(fig), **width)
-        return
-    _component(key=key, data=chart_payload(fig), on_click_change=lambda: on_click(_clicked(key)), **width)
+    callbacks = dict(on_column_px_change=_width_reported)
+    if on_click is not None:
+        callbacks["on_click_change"] = lambda: on_click(_clicked(key))
+    if on_hide is not None:
+        callbacks["on_legend_change"] = lambda: on_hide(_legend_hidden(key))
+    _component(key=key, data=chart_payload(fig, hidden), default={"column_px": 0}, **callbacks)
 
 
 def _width_reported() -> None:
@@ -184,6 +190,14 @@ def column_px(key: str) -> int | None:
         return None
     reported = getattr(value, "column_px", None) if not isinstance(value, dict) else value.get("column_px")
     return int(reported) if reported else None
+
+
+def _legend_hidden(key: str) -> list[str]:
+    from ui import state  # noqa: PLC0415  (as column_px)
+
+    value = state.widget_value(key)
+    told = getattr(value, "legend", None) if not isinstance(value, dict) else value.get("legend")
+    return [str(group) for group in (told or {}).get("hidden", [])]
 
 
 def _clicked(key: str) -> dict:

@@ -224,10 +224,10 @@ def not_for_your_model(what: str) -> None:
         st.stop()
 
 
-def plot(fig, key: str, on_click=None) -> None:
+def plot(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
     """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
-    ``on_click``: see `ui.chart.chart`."""
-    chart(fig, key=f"fig_{key}", on_click=on_click)
+    ``on_click``, ``hidden``, ``on_hide``: see `ui.chart.chart`."""
+    chart(fig, key=f"fig_{key}", on_click=on_click, hidden=hidden, on_hide=on_hide)
 
 
 def plot_steps(key: str, group: str, index: int, count: int, identity, figure_of) -> None:

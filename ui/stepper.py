@@ -13,7 +13,8 @@ from ui import state
 from ui.chart import frontend
 
 STEPPER_NAME = "attention_lab_stepper"
-_component = st.components.v2.component(STEPPER_NAME, js=frontend("stepper.js"), css=frontend("stepper.css"),
+_component = st.components.v2.component(STEPPER_NAME, js=frontend("after_paint.js", "stepper.js"),
+                                        css=frontend("stepper.css"),
                                         isolate_styles=False)
 
 

@@ -173,23 +173,26 @@ def head_view_section(view: LineView, layer: int, focus, exact=None) -> None:
     heads = view.weights.shape[1]
     hidden = [h for h in state.get("hidden_heads", []) if h < heads]
     state.put("hidden_heads", hidden)
-    options_follow("hidden_heads", range(heads))
-    picked = st.pills("Hide heads", list(range(heads)), key="hidden_heads", selection_mode="multi",
-                      format_func=lambda h: f":material/circle: head {h}" if heads <= 16 else str(h), **PERSIST)
-    shown = [h for h in range(heads) if h not in picked]
     st.caption("Queries on the left, keys on the right; a line for each weight, its opacity the weight "
-               f"(0–1), one colour a head. Hover a token to keep only its lines; click it to focus it everywhere. "
+               f"(0–1), one colour a head. Click a head in the legend to hide or show its lines (drawn in your "
+               "browser, kept in the link); hover a token to keep only its lines; click it to focus it everywhere. "
                f"Above {MAX_POSITIONS} positions a window of {MAX_POSITIONS} is drawn around the focus"
                + (f" (N > {FULL_ATTENTION_MAX}: each new focus runs the model again, block-wise, to keep that window "
                   "exact)." if exact is not None else "."))
-    if not shown:
-        st.info("Every head is hidden: switch one back on above.", icon=":material/visibility_off:")
-        return
-    title = f"layer {layer}, heads {', '.join(map(str, shown))}" if len(shown) < heads else f"layer {layer}"
     start, weights = (None, view.weights[layer]) if exact is None else (exact[0], exact[1][layer])
-    fig = head_view(weights, view.mask, view.query_tokens, view.key_tokens, heads=shown, start=start,
-                    focus=drawn_focus(view, focus), title="<br>".join(filter(None, (title, view.note))))
-    plot(fig, "head_view", on_click=on_chart_click(view))
+    fig = head_view(weights, view.mask, view.query_tokens, view.key_tokens, start=start,
+                    focus=drawn_focus(view, focus), title="<br>".join(filter(None, (f"layer {layer}", view.note))),
+                    width_px=fit_px("head_view"))
+    plot(fig, "head_view", on_click=on_chart_click(view), hidden=[f"head {h}" for h in hidden],
+         on_hide=lambda groups: state.put("hidden_heads", head_numbers(groups, heads)))
+
+
+def head_numbers(groups, heads: int) -> list[int]:
+    """The heads of the legend groups ``["head 1", …]`` a browser reports (anything else ignored), below ``heads``,
+    sorted."""
+    found = {int(group[5:]) for group in groups
+             if isinstance(group, str) and group.startswith("head ") and group[5:].isdigit()}
+    return sorted(head for head in found if head < heads)
 
 
 def rollout_section(view: LineView, stack: str, focus) -> None:

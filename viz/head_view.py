@@ -13,7 +13,8 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from viz.labels import position_labels
-from viz.style import FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON, left_title, title_lines
+from viz.sizes import NARROW_PX
+from viz.style import FIRST_LINE_PX, FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON, left_title, title_lines
 
 HEAD_COLORS = plotly.colors.qualitative.Dark24
 MAX_POSITIONS = 64  # a side; longer sequences show a window of this many positions
@@ -109,7 +110,7 @@ def _token_trace(side: str, labels, hovers, blocked, first: int) -> dict:
 
 def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, title: str = "",
               min_weight: float = MIN_WEIGHT, max_lines: int = MAX_LINES, size: int = MAX_POSITIONS,
-              start: tuple | None = None) -> go.Figure:
+              start: tuple | None = None, width_px: int | None = None) -> go.Figure:
     """Lines from each query (left) to each key (right) of one layer, one colour a head.
 
     Args:
@@ -118,6 +119,7 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
         ``("key", j)`` the lines into key j; above ``size`` positions the window shown is centred on it.
       start: ``(first query, first key)`` when ``weights`` holds only the window from there (``(H, rows, cols)``,
         a block-wise run's exact window, see `window`); the tokens and the mask still cover every position.
+      width_px: the chart's width when known (a phone's column): room kept for the legend's rows of heads.
     Keys a focused query may not attend to (or keys no query may attend to) are drawn grey.
     """
     weights = np.asarray(weights, dtype=np.float32)
@@ -151,17 +153,32 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
     rows = max(q1 - q0, k1 - k0)
     text = "<br>".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight, faint, budget_cut,
                                                   len(strength)))))  # what is left out: a line of its own
-    top = 36 + 18 * title_lines(text)  # the title's lines, then the legend
+    height_above = legend_top(title_lines(text), len(heads), width_px)
+    height = height_above + 20 + rows * ROW_PX
     layout = dict(
-        title=left_title(text), height=top + 20 + rows * ROW_PX, margin=dict(t=top, l=10, r=10, b=10),
+        title=left_title(text, chart_height=height), height=height, margin=dict(t=height_above, l=10, r=10, b=10),
         hovermode="closest",
         xaxis=dict(range=[-0.45, 1.45], visible=False, fixedrange=True),
         yaxis=dict(range=[rows - 0.5, -0.5], visible=False, fixedrange=True),
-        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", title=dict(text="heads (click to hide)")),
-        meta=dict(head_view=True, click=True),
+        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", title=dict(text="heads (click to hide)",
+                                                                             side="top")),
+        # a column narrower than NARROW_PX (a phone) reports its width, and the legend's rows are laid out for it
+        meta=dict(head_view=True, click=True, **({} if width_px else {"min_width_px": NARROW_PX - 1})),
         shapes=_focus_band(local_focus) + _line_shapes(head, query, key, strength),  # the band under the lines
     )
     return go.Figure(data=traces, layout={**layout, "template": TEMPLATE_JSON}, _validate=False)
+
+
+LEGEND_ENTRY_PX = 90  # one head's legend entry: its line sample, "head 12" and the gap after it
+LEGEND_ROW_PX = 30
+WIDE_PX = 680  # a chart's width assumed where the page was not told it: at least a wide window's main column
+
+
+def legend_top(lines: int, heads: int, width_px: int | None) -> int:
+    """The top margin: the title's ``lines`` (its first centred FIRST_LINE_PX from the top, `left_title`), then the
+    legend's title and its rows of ``heads`` entries, as many as a ``width_px`` chart needs (WIDE_PX if unknown)."""
+    rows = -(-heads * LEGEND_ENTRY_PX // max((width_px or WIDE_PX) - 20, LEGEND_ENTRY_PX))
+    return FIRST_LINE_PX + 20 * max(lines - 1, 0) + 14 + LEGEND_ROW_PX * (1 + rows)
 
 
 def _focus_band(local_focus) -> list[dict]:

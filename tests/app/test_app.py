@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 from app_support import decode, heatmaps, no_errors, open_page, specs, weight_panels
-from chart_support import chart_elements, stepped_payloads, steppers
+from chart_support import chart_elements, chart_payloads, stepped_payloads, steppers
 from hypothesis import given, settings, strategies
 
 from transformer.analysis.heads import ROLES
@@ -828,15 +828,27 @@ def test_the_full_resolution_head_follows_the_norms_switch():
     assert single["layout"]["coloraxis"]["cmax"] == pytest.approx(float(expected.max()), rel=1e-3)  # its own scale
 
 
-def test_hidden_heads_leave_the_head_view_and_the_link_keeps_them():
+def test_hidden_heads_are_sent_with_the_head_view_and_the_link_keeps_them():
+    """The legend hides heads in the browser (tests/browser); the session keeps them, the link too, and the chart is
+    sent with every head and the hidden ones named."""
     at = open_page("attention", {"view": "Head view"})
-    at.button_group(key="hidden_heads").set_value([1, 3]).run()
+    assert json.loads(chart_payloads(at)[1])["hidden"] == []
+    at.session_state["hidden_heads"] = [1, 3]  # what a legend click sets (token_views.head_numbers)
+    at.run()
     no_errors(at)
-    names = {t["name"] for t in specs(at)[1]["data"] if t.get("legendgroup")}
-    assert names == {"head 0", "head 2"} and at.query_params["hidden_heads"] == "1 3"
+    assert {t["name"] for t in specs(at)[1]["data"] if t.get("legendgroup")} == {f"head {h}" for h in range(4)}
+    assert json.loads(chart_payloads(at)[1])["hidden"] == ["head 1", "head 3"]
+    assert at.query_params["hidden_heads"] == "1 3"
     linked = open_page("attention", {"view": "Head view", "hidden_heads": "1 3", "heads": "2"})
     no_errors(linked)
-    assert {t["name"] for t in specs(linked)[1]["data"] if t.get("legendgroup")} == {"head 0"}
+    assert json.loads(chart_payloads(linked)[1])["hidden"] == ["head 1"]  # head 3 is not a head of two
+
+
+def test_the_legend_groups_a_browser_reports_become_heads_and_anything_else_is_ignored():
+    from ui.token_views import head_numbers
+
+    assert head_numbers(["head 3", "head 1", "head 1"], 4) == [1, 3]
+    assert head_numbers(["head 9", "head -1", "heads 2", "head x", 7, None, "head 2"], 4) == [2]
 
 
 @pytest.mark.slow

@@ -117,7 +117,7 @@ def test_a_predictions_table_puts_what_was_predicted_before_the_long_source():
 
 
 @pytest.mark.parametrize("page, query, keys", [
-    ("attention", {"view": "Head view"}, ("focus", "element", "stack", "hidden_heads", "seq_len", "weights")),
+    ("attention", {"view": "Head view"}, ("focus", "element", "stack", "seq_len", "weights")),  # heads: a legend
     ("attention", {"view": "Neuron view"}, ("nv_other",)),
     ("attention", {"view": "Score terms"}, ("nv_other",)),
     ("decode", {"weights": "reverse", "dec_src": "a b c"}, ("dec_cache_layer",)),

@@ -733,14 +733,36 @@ def test_at_n_1024_the_attention_page_draws_the_block_wise_maps(page, server):
     assert page.locator("[data-testid='stException']").count() == 0
 
 
-def test_a_head_toggle_hides_its_lines_in_the_head_view(page, server):
+def _legend_toggle(page, name: str):
+    """The head view's (chart 1) legend entry ``name``: Plotly's own toggle, drawn over the entry."""
+    return page.locator(PLOT).nth(1).locator(".legend .traces", has_text=name).locator(".legendtoggle")
+
+
+def test_a_head_toggle_hides_its_lines_in_the_browser_and_the_link_keeps_it(page, server):
+    """A click on a head in the legend hides its lines there (Plotly's own legend: no round trip); the server's run
+    that follows puts the head in the link and draws nothing again; the link opens with the head hidden."""
     page.set_viewport_size({"width": 1400, "height": TALL_PX})
     open_page(page, server, "attention?seq_len=6&view=Head+view")
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data", timeout=60_000)
+    wait_idle(page)
     assert "head 1" in _line_heads(page)
-    page.get_by_role("toolbar", name="Hide heads").get_by_role("button").nth(1).click()
+    page.evaluate(SCRIPT_STATES)
+    page.evaluate(DRAW_TIMES)
+    _legend_toggle(page, "head 1").click()
+    assert "head 1" not in _line_heads(page) and _line_heads(page)  # at once, in the browser
     page.wait_for_url("**hidden_heads=1**", timeout=60_000)
     wait_idle(page)
-    page.wait_for_function(f"() => !document.querySelectorAll('{PLOT}')[1].layout.shapes"
-                           ".some(shape => shape.legendgroup === 'head 1')", timeout=60_000)
-    assert "head 1" not in _line_heads(page) and _line_heads(page)
+    page.wait_for_timeout(500)  # a late redraw would show here
+    draws, states = page.evaluate("() => [window.__drawTimes, window.__states]")
+    assert any(state == "running" for state, _ in states) and draws == [], (draws, states)
+    assert "head 1" not in _line_heads(page)
+    page.goto(page.url)  # the link: head 1 hidden from the first draw
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data", timeout=60_000)
+    wait_idle(page)
+    assert "head 1" not in _line_heads(page) and "head 0" in _line_heads(page)
+    _legend_toggle(page, "head 1").click()  # shown again
+    page.wait_for_url(lambda url: "hidden_heads" not in url, timeout=60_000)
+    assert "head 1" in _line_heads(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+
+

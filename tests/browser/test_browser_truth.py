@@ -58,10 +58,12 @@ def test_the_stack_picker_shows_the_stack_drawn_after_the_architecture_changes(p
 
 
 @pytest.mark.parametrize("width", [1400, 390])
-@pytest.mark.parametrize("path, charts", [("induction?ind_count=50", 3), ("decode?weights=reverse&dec_src=a+b+c+d", 4)])
+@pytest.mark.parametrize("path, charts", [("induction?ind_count=50", 3), ("decode?weights=reverse&dec_src=a+b+c+d", 4),
+                                          ("attention?seq_len=16&view=Head+view", 2)])
 def test_no_chart_text_runs_into_other_text(browser, server, path, charts, width):  # noqa: F811
     """#52.8 and #52.12: the Induction page's bar labels into its axis title, its role grid's L0/L1 on the first
-    panel's cells, its title cut at 390 px; the Decode page's cache chart's ticks into its colour bar's labels."""
+    panel's cells, its title cut at 390 px; the Decode page's cache chart's ticks into its colour bar's labels; the
+    head view's title, with the note of the lines left out, into its legend."""
     from chart_support import PLOT  # noqa: PLC0415
 
     with app_tab(browser, server, path, width) as tab:

@@ -89,7 +89,8 @@ TEXT_COLLISIONS = r"""(selector) => [...document.querySelectorAll(selector)].fla
                                             bottom: r.bottom - by});
     const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
     const texts = [...plot.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, '
-                                            + '.annotation-text, .cbaxis text, .cbtitle text, .gtitle')]
+                                            + '.annotation-text, .cbaxis text, .cbtitle text, .gtitle, '
+                                            + '.legendtext, .legendtitletext')]
         .filter((node) => node.textContent.trim() && node.getBoundingClientRect().width)
         .map((node) => [node, shrink(node.getBoundingClientRect(), 1)]);
     const axis = (node) => node.closest('.xtick, .ytick') ? node.closest('g[class*="axislayer"]') : null;

@@ -24,7 +24,7 @@ from viz import heads as heads_figures
 from viz.export import arrays_npz, matrix_csv
 from viz.labels import GAP_MARK, PANEL_MARK, pooled_labels, position_labels
 from viz.pooling import max_pool
-from viz.sizes import MIN_PANEL_PX, TICK_PX, TICK_WIDTH_PX, TITLE_CHAR_PX, TITLE_PAD_PX
+from viz.sizes import MIN_PANEL_PX, NARROW_PX, TICK_PX, TICK_WIDTH_PX, TITLE_CHAR_PX, TITLE_PAD_PX
 from viz.style import MASKED_COLOR, left_title
 
 RNG = np.random.default_rng(0)
@@ -567,6 +567,19 @@ def test_the_head_view_draws_a_line_per_weight_with_opacity_by_weight_and_one_co
     tokens = [trace for trace in fig.data if (trace.meta or {}).get("side")]
     assert [list(t.text) for t in tokens] == [["0·a", "1·b", "2·a"]] * 2  # repeated tokens stay distinct
     assert "query 1·b" in tokens[0].hovertext[1] and "0·a 0.50" in tokens[0].hovertext[1]
+
+
+def test_the_head_views_top_margin_keeps_room_for_its_title_lines_and_the_legends_rows():
+    weights, mask = RNG.random((16, 4, 4)), np.ones((4, 4), bool)
+    one = head_view.head_view(weights[:4], mask, TOKENS, TOKENS, title="layer 0")
+    two = head_view.head_view(weights[:4], mask, TOKENS, TOKENS, title="layer 0<br>12 lines under 0.01 left out")
+    assert two.layout.margin.t - one.layout.margin.t == 20  # a title line more
+    assert one.layout.meta["min_width_px"] == NARROW_PX - 1  # a phone's column reports its width (ui/chart.py) …
+    phone = head_view.head_view(weights, mask, TOKENS, TOKENS, title="layer 0", width_px=370)
+    wide = head_view.head_view(weights, mask, TOKENS, TOKENS, title="layer 0")
+    assert "min_width_px" not in phone.layout.meta  # … and the legend is laid out for it: 16 heads, 3 or 4 to a row
+    assert phone.layout.margin.t - wide.layout.margin.t == 2 * head_view.LEGEND_ROW_PX  # 5 rows against 3
+    assert one.layout.legend.title.side == "top"  # the legend's title above its entries: they have the width
 
 
 def test_the_head_view_keeps_a_focused_tokens_lines_and_only_the_heads_asked_for():

@@ -179,6 +179,13 @@ function listen(node) {
     const point = event.points && event.points[0], meta = point && point.data.meta;
     if (node.alLines && meta && meta.side) hoverLines(node, meta.side, point.pointNumber);
   });
+  // A legend click on a chart whose groups the page keeps: toggled at once (Plotly's own would wait out its
+  // double-click delay, 300 ms), then told to the server.
+  node.on("plotly_legendclick", (event) => {
+    if (hiddenOf(node.alText) === null || !event.data[event.curveNumber].legendgroup) return true;
+    toggleGroup(node, event.data[event.curveNumber].legendgroup);
+    return false;  // Plotly's own toggle not run
+  });
   node.on("plotly_unhover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
     if (node.alLines && meta && meta.side) hoverLines(node, meta.side, null);
@@ -200,6 +207,58 @@ function keepLines(node) {  // {shape index: [[query, key] …]} of the head vie
 function hiddenGroups(node) {
   return new Set((node.data || []).filter((trace) => trace.legendgroup && trace.visible === "legendonly")
     .map((trace) => trace.legendgroup));
+}
+
+// A chart whose legend groups the page keeps (ui/chart.py's `hidden`: the head view's heads) sends them first,
+// {"hidden": [...], "config": …}. The viewer hides and shows them here (a legend click: Plotly's own, no round
+// trip), and the chart tells the server after the next paint; the server's answer, the same groups, is not drawn.
+const SETTLE_MS = 2000;  // within this long of a click here, a server's groups that are not the ones told are stale
+
+function hiddenOf(text) {  // the groups the server keeps hidden, or null for a chart without them
+  return text.startsWith('{"hidden":') ? JSON.parse(text.slice(0, text.indexOf(', "config":')) + "}").hidden : null;
+}
+
+function withoutHidden(text) {
+  return text.startsWith('{"hidden":') ? text.slice(text.indexOf('"config":')) : text;
+}
+
+function sameGroups(one, other) {
+  return [...one].sort().join("\n") === [...other].sort().join("\n");
+}
+
+function toggleGroup(node, group) {  // a legend group's traces and shapes hidden or shown, in one update
+  const hidden = hiddenGroups(node);
+  if (!hidden.delete(group)) hidden.add(group);
+  const indices = [], visible = [];
+  node.data.forEach((trace, index) => {
+    if (trace.legendgroup) { indices.push(index); visible.push(hidden.has(trace.legendgroup) ? "legendonly" : true); }
+  });
+  // the shapes as one new list (one redraw of the shape layer; a key per shape redraws it once per key)
+  const shapes = (node.layout.shapes || []).map((shape) => (shape.legendgroup
+    ? { ...shape, visible: hidden.has(shape.legendgroup) ? "legendonly" : true } : shape));
+  return window.Plotly.update(node, { visible }, { shapes }, indices).then(() => {
+    node.alHiddenDrawn = (node.alHiddenDrawn || 0) + 1;  // bench/moves.py waits for it
+    tellHidden(node);
+  });
+}
+
+function tellHidden(node) {  // after a legend click: the groups now hidden, to the server
+  if (!node.alSetTrigger || hiddenOf(node.alText) === null) return;
+  const hidden = [...hiddenGroups(node)].sort();
+  if (node.alToldHidden && sameGroups(hidden, node.alToldHidden)) return;
+  node.alToldHidden = hidden;
+  node.alToldHiddenAt = Date.now();
+  afterPaint(() => node.alSetTrigger("legend", { hidden, at: node.alToldHiddenAt }));
+}
+
+// A new text whose figure is the one drawn and whose hidden groups are the ones shown (the server caught up with
+// a click here), or are stale: nothing to draw.
+function onlyHiddenCaughtUp(node, text) {
+  const hidden = hiddenOf(text);
+  if (hidden === null || !node.data || !node.alText || withoutHidden(text) !== withoutHidden(node.alText)) return false;
+  if (sameGroups(hidden, hiddenGroups(node))) return true;
+  const told = node.alToldHidden;
+  return Boolean(told) && !sameGroups(hidden, told) && Date.now() - (node.alToldHiddenAt || 0) < SETTLE_MS;
 }
 
 function hideGroups(items, hidden) {
@@ -257,9 +316,14 @@ function draw(node, evenOutOfView = false) {
     const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
     for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
     node.alClickable = Boolean((figure.layout.meta || {}).click);
+    node.classList.toggle("al-lines", Boolean((figure.layout.meta || {}).head_view));  // ui/frontend/chart.css
     const layout = themedLayout(figure.layout, node.alTheme);
     const rest = JSON.stringify({ ...layout, shapes: null, title: null });  // what a relayout would not redraw
-    const hidden = hiddenGroups(node);
+    // the groups this browser shows hidden; the server's on a first draw, or when it changed them (a reset, a link)
+    const serverHidden = hiddenOf(node.alText);
+    const hidden = serverHidden !== null && (!node.data || node.alServerHidden !== JSON.stringify(serverHidden))
+      ? new Set(serverHidden) : hiddenGroups(node);
+    node.alServerHidden = JSON.stringify(serverHidden);
     layout.shapes = hideGroups(layout.shapes || [], hidden);
     const title = JSON.stringify(layout.title || "");
     if (node.data && traces === node.alDrawnTraces && rest === node.alDrawnLayout) {  // new shapes or title only
@@ -268,7 +332,8 @@ function draw(node, evenOutOfView = false) {
       node.alDrawnTitle = title;
       return Plotly.relayout(node, update).then(() => { keepLines(node); node.alDrawnStep = node.alShownStep; });
     }
-    const data = node.data && traces === node.alDrawnTraces ? node.data : hideGroups(figure.data, hidden);
+    const data = node.data && traces === node.alDrawnTraces && sameGroups(hidden, hiddenGroups(node)) ? node.data
+      : hideGroups(figure.data, hidden);
     return Plotly.react(node, data, layout, exportConfig(config, Plotly))
       .then(() => {
         node.alDrawnTraces = traces;
@@ -332,7 +397,10 @@ export default function (component) {
   node.alSetTrigger = setTriggerValue;
   node.alSetState = setStateValue;
   const text = new TextDecoder().decode(data);
-  if (text !== node.alText) {  // an unchanged figure is not drawn again
+  if (text !== node.alText && onlyHiddenCaughtUp(node, text)) {
+    node.alText = text;
+    node.alServerHidden = JSON.stringify(hiddenOf(text));
+  } else if (text !== node.alText) {  // an unchanged figure is not drawn again
     const stepped = text.startsWith('{"index":');
     const same = stepped && node.alText && node.alParsed.frames && framesKey(text) === framesKey(node.alText);
     node.alText = text;

@@ -61,9 +61,7 @@ function show(node, index, tell) {
   if (tell && step !== node.alTold) {
     node.alTold = step;
     node.alToldAt = Date.now();
-    // after the next paint: the server's run that the trigger starts (its messages, Streamlit's redraw of the page)
-    // would otherwise hold the charts drawn here off the screen for as long
-    requestAnimationFrame(() => setTimeout(() => node.alSetTrigger("step", { index: step, at: node.alToldAt }), 0));
+    afterPaint(() => node.alSetTrigger("step", { index: step, at: node.alToldAt }));  // ui/frontend/after_paint.js
   }
 }
 
