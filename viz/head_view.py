@@ -60,21 +60,25 @@ def _kept_lines(weights, heads, focus, min_weight: float, max_lines: int):
     return head, query, key, strength, budget_cut, faint
 
 
-def _line_shapes(head, query, key, strength) -> list[dict]:
+def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
     """One path shape a head and opacity step, each line a segment ``M0,query L1,key``, in the head's legend
-    group. Shapes, not traces: a focus or hover redraws the shapes alone (Plotly's relayout), not every trace."""
-    shapes = []
+    group; and each shape's lines as numbers, ``{"query": [...], "key": [...]}`` (the chart's own code keeps a
+    hovered token's lines from these: it reads no path). Shapes, not traces: a focus or hover redraws the shapes
+    alone (Plotly's relayout), not every trace."""
+    shapes, ends = [], []
     steps = np.minimum(OPACITY_STEPS - 1, (strength * OPACITY_STEPS).astype(int))  # 0 … 9
     for h in sorted(set(head.tolist())):
         for step in range(OPACITY_STEPS):
             chosen = (head == h) & (steps == step)
             if not chosen.any():
                 continue
-            path = "".join(f"M0,{q}L1,{k}" for q, k in zip(query[chosen].tolist(), key[chosen].tolist()))
+            queries, keys = query[chosen].tolist(), key[chosen].tolist()
+            path = "".join(f"M0,{q}L1,{k}" for q, k in zip(queries, keys))
             shapes.append(dict(type="path", path=path, xref="x", yref="y", layer="below",
                                line=dict(color=head_color(h), width=2), opacity=max(0.06, (step + 0.5) / OPACITY_STEPS),
                                name=f"head {h}", legendgroup=f"head {h}", showlegend=False))
-    return shapes
+            ends.append(dict(query=queries, key=keys))
+    return shapes, ends
 
 
 def _legend_traces(heads) -> list[dict]:
@@ -151,6 +155,8 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
     traces = _legend_traces(heads) + [_token_trace("query", q_labels, hovers_q, query_blocked, q0),
                                       _token_trace("key", k_labels, hovers_k, key_blocked, k0)]
     rows = max(q1 - q0, k1 - k0)
+    band = _focus_band(local_focus)
+    lines, line_ends = _line_shapes(head, query, key, strength)
     text = "<br>".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight, faint, budget_cut,
                                                   len(strength)))))  # what is left out: a line of its own
     height_above = legend_top(title_lines(text), len(heads), width_px)
@@ -162,9 +168,11 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
         yaxis=dict(range=[rows - 0.5, -0.5], visible=False, fixedrange=True),
         legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom", title=dict(text="heads (click to hide)",
                                                                              side="top")),
-        # a column narrower than NARROW_PX (a phone) reports its width, and the legend's rows are laid out for it
-        meta=dict(head_view=True, click=True, **({} if width_px else {"min_width_px": NARROW_PX - 1})),
-        shapes=_focus_band(local_focus) + _line_shapes(head, query, key, strength),  # the band under the lines
+        # a column narrower than NARROW_PX (a phone) reports its width, and the legend's rows are laid out for it;
+        # lines: {shape index: each line's query and key} of the line shapes (after the focus band, under them)
+        meta=dict(head_view=True, click=True, lines={len(band) + index: ends for index, ends in enumerate(line_ends)},
+                  **({} if width_px else {"min_width_px": NARROW_PX - 1})),
+        shapes=band + lines,
     )
     return go.Figure(data=traces, layout={**layout, "template": TEMPLATE_JSON}, _validate=False)
 

@@ -569,6 +569,18 @@ def test_the_head_view_draws_a_line_per_weight_with_opacity_by_weight_and_one_co
     assert "query 1·b" in tokens[0].hovertext[1] and "0·a 0.50" in tokens[0].hovertext[1]
 
 
+def test_the_head_view_names_each_line_shapes_lines_as_numbers_for_the_browser():
+    """The chart's own code keeps a hovered token's lines from layout.meta.lines (it parses no path)."""
+    fig = head_view.head_view(RNG.random((3, 4, 4)), np.tril(np.ones((4, 4), bool)), TOKENS, TOKENS,
+                              focus=("query", 2))
+    lines = fig.layout.meta["lines"]
+    assert lines and all(fig.layout.shapes[index].legendgroup for index in lines)  # line shapes, not the band
+    for index, ends in lines.items():
+        path = fig.layout.shapes[index].path
+        assert [(int(q), int(k)) for q, k in re.findall(r"M0,(-?\d+)L1,(-?\d+)", path)] == list(
+            zip(ends["query"], ends["key"]))
+
+
 def test_the_head_views_top_margin_keeps_room_for_its_title_lines_and_the_legends_rows():
     weights, mask = RNG.random((16, 4, 4)), np.ones((4, 4), bool)
     one = head_view.head_view(weights[:4], mask, TOKENS, TOKENS, title="layer 0")

@@ -154,9 +154,9 @@ function clickedPositions(point) {
 }
 
 // The head view (viz/head_view.py): its lines are path shapes, a segment "M0,query L1,key" a line, in their head's
-// legend group. Hovering a token keeps only its lines, leaving it restores them: a relayout of the shapes (a head
-// hidden in the legend stays hidden).
-const SEGMENT = /M0,(-?\d+)L1,(-?\d+)/g;
+// legend group, and layout.meta.lines gives each line shape's lines as numbers ({shape index: {query, key}}).
+// Hovering a token keeps only its lines, leaving it restores them: a relayout of the shapes (a head hidden in the
+// legend stays hidden).
 
 function hoverLines(node, side, row) {
   const end = side === "query" ? 0 : 1;
@@ -192,14 +192,9 @@ function listen(node) {
   });
 }
 
-function keepLines(node) {  // {shape index: [[query, key] …]} of the head view's lines as the server drew them
-  node.alLines = null;
-  if (!(node.layout.meta && node.layout.meta.head_view)) return;
-  node.alLines = new Map();
-  (node.layout.shapes || []).forEach((shape, index) => {
-    if (shape.legendgroup && !shape.showlegend)
-      node.alLines.set(index, [...shape.path.matchAll(SEGMENT)].map((match) => [Number(match[1]), Number(match[2])]));
-  });
+function keepLines(node, lines) {  // {shape index: [[query, key] …]} of the head view's lines as the server drew them
+  node.alLines = lines ? new Map(Object.entries(lines).map(([index, { query, key }]) =>
+    [Number(index), query.map((row, line) => [row, key[line]])])) : null;
 }
 
 // A legend group the viewer hid (a head of the head view: its legend entry and its line shapes) stays hidden when
@@ -318,7 +313,9 @@ function draw(node, evenOutOfView = false) {
     node.alClickable = Boolean((figure.layout.meta || {}).click);
     node.classList.toggle("al-lines", Boolean((figure.layout.meta || {}).head_view));  // ui/frontend/chart.css
     const layout = themedLayout(figure.layout, node.alTheme);
-    const rest = JSON.stringify({ ...layout, shapes: null, title: null });  // what a relayout would not redraw
+    // what a relayout would not redraw (the head view's meta.lines name the shapes' lines: they go with the shapes)
+    const lines = (layout.meta || {}).lines;
+    const rest = JSON.stringify({ ...layout, shapes: null, title: null, meta: { ...layout.meta, lines: null } });
     // the groups this browser shows hidden; the server's on a first draw, or when it changed them (a reset, a link)
     const serverHidden = hiddenOf(node.alText);
     const hidden = serverHidden !== null && (!node.data || node.alServerHidden !== JSON.stringify(serverHidden))
@@ -330,7 +327,7 @@ function draw(node, evenOutOfView = false) {
       const update = { shapes: layout.shapes };
       if (title !== node.alDrawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
       node.alDrawnTitle = title;
-      return Plotly.relayout(node, update).then(() => { keepLines(node); node.alDrawnStep = node.alShownStep; });
+      return Plotly.relayout(node, update).then(() => { keepLines(node, lines); node.alDrawnStep = node.alShownStep; });
     }
     const data = node.data && traces === node.alDrawnTraces && sameGroups(hidden, hiddenGroups(node)) ? node.data
       : hideGroups(figure.data, hidden);
@@ -340,7 +337,7 @@ function draw(node, evenOutOfView = false) {
         node.alDrawnLayout = rest;
         node.alDrawnTitle = title;
         if (!node.alListening) { listen(node); node.alListening = true; }
-        keepLines(node);
+        keepLines(node, lines);
         node.alDrawnStep = node.alShownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
       });
   }).catch((error) => {
