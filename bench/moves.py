@@ -78,69 +78,59 @@ COUNT_DRAWS = """() => {
     }
     window.__draws = 0;
 }"""
-# Timed in the page, from the key's press to the end of the frame that paints the group's charts drawn:
-# Playwright's own polling runs on the page's main thread, where the server's run that follows the move is drawn,
-# so it would time that too.
+# A move drawn in the browser is timed in the page, from its press to the end of the frame that paints it
+# (Playwright's own polling runs on the page's main thread, where the server's run that follows is drawn meanwhile,
+# so it would time that too). PAINTED(pressed) records the time and the charts drawn by then.
+PAINTED = """(pressed) => requestAnimationFrame(() => setTimeout(() => {  // the frame's paint is done
+    window.__drawsAtView = window.__draws;
+    window.__viewSeconds = (performance.now() - pressed) / 1e3;
+}, 0))"""
+# A step control's move: every chart of its group in view shows the step (chart.js's alDrawnStep).
 TIME_STEP = f"""(group) => {{
-    window.__stepSeconds = window.__drawsAtStep = null;
+    window.__viewSeconds = null;
     window.addEventListener('keydown', () => {{
-        const pressed = performance.now(), drawn = {STEP_DRAWN};
-        const painted = () => requestAnimationFrame(() => setTimeout(() => {{  // the frame's paint is done
-            window.__drawsAtStep = window.__draws;
-            window.__stepSeconds = (performance.now() - pressed) / 1e3;
-        }}, 0));
-        const poll = () => drawn(group) ? painted() : setTimeout(poll, 0);
+        const pressed = performance.now(), drawn = {STEP_DRAWN}, painted = {PAINTED};
+        const poll = () => drawn(group) ? painted(pressed) : setTimeout(poll, 0);
+        setTimeout(poll, 0);
+    }}, {{capture: true, once: true}});
+}}"""
+# A legend toggle of a chart whose groups the page keeps (the head view's heads): chart.js counts alHiddenDrawn.
+TIME_TOGGLE = f"""(group) => {{
+    window.__viewSeconds = null;
+    const node = [...document.querySelectorAll('.al-chart')]
+        .find((chart) => (chart.data || []).some((trace) => trace.legendgroup === group));
+    const before = node.alHiddenDrawn || 0;
+    window.addEventListener('mousedown', () => {{
+        const pressed = performance.now(), painted = {PAINTED};
+        const poll = () => (node.alHiddenDrawn || 0) > before ? painted(pressed) : setTimeout(poll, 0);
         setTimeout(poll, 0);
     }}, {{capture: true, once: true}});
 }}"""
 
 
-def step_and_wait(page, act, group: str, what="a step") -> tuple[float, int]:
-    """Move a step control in the browser by a key; the seconds from the key until its group's charts have been
-    drawn there and painted (timed in the page), and how many charts were drawn (Plotly.react and relayout calls)
-    by then. The server's run that follows is not timed (`redraws_after` counts what it draws)."""
+def _timed_in_page(page, timer: str, arg, act, what: str) -> tuple[float, int]:
+    """Arm ``timer`` (TIME_STEP or TIME_TOGGLE, given ``arg``), then ``act``: the seconds it measured and the charts
+    drawn by then (Plotly.react and relayout calls; `redraws_after` counts the server's run's)."""
     page.evaluate(COUNT_DRAWS)
-    page.evaluate(TIME_STEP, group)
+    page.evaluate(timer, arg)
     act()
     try:
-        page.wait_for_function("() => window.__stepSeconds !== null", timeout=60_000)
+        page.wait_for_function("() => window.__viewSeconds !== null", timeout=60_000)
     except Exception:  # counted as a 60 s move, never silently dropped
         print(f"  {what} was not drawn within 60 s ({page.url})", flush=True)
         return 60.0, page.evaluate("() => window.__draws")
-    return page.evaluate("() => [window.__stepSeconds, window.__drawsAtStep ?? window.__draws]")
+    return page.evaluate("() => [window.__viewSeconds, window.__drawsAtView]")
 
 
-# A legend toggle of a chart whose groups the page keeps (the head view's heads) is drawn in the browser: timed in
-# the page from the press to the end of the frame that paints the chart's update (chart.js counts alHiddenDrawn).
-TIME_TOGGLE = """(group) => {
-    window.__toggleSeconds = null;
-    const node = [...document.querySelectorAll('.al-chart')]
-        .find((chart) => (chart.data || []).some((trace) => trace.legendgroup === group));
-    const before = node.alHiddenDrawn || 0;
-    window.addEventListener('mousedown', () => {
-        const pressed = performance.now();
-        const painted = () => requestAnimationFrame(() => setTimeout(() => {  // the frame's paint is done
-            window.__toggleSeconds = (performance.now() - pressed) / 1e3;
-        }, 0));
-        const poll = () => (node.alHiddenDrawn || 0) > before ? painted() : setTimeout(poll, 0);
-        setTimeout(poll, 0);
-    }, {capture: true, once: true});
-}"""
+def step_and_wait(page, act, group: str, what="a step") -> tuple[float, int]:
+    """Move a step control in the browser by a key (``act``): until its group's charts are drawn and painted."""
+    return _timed_in_page(page, TIME_STEP, group, act, what)
 
 
 def legend_toggle_and_wait(page, group: str, what="a legend toggle") -> tuple[float, int]:
-    """Click legend entry ``group`` of the chart that has it; the seconds from the press until the chart was
-    updated and painted (timed in the page), and the charts drawn by then (`redraws_after` counts the server's)."""
-    page.evaluate(COUNT_DRAWS)
-    page.evaluate(TIME_TOGGLE, group)
+    """Click legend entry ``group`` of the chart that has it: until the chart is updated and painted."""
     entry = page.locator(".al-chart .legend .traces").filter(has_text=re.compile(f"^{re.escape(group)}$"))
-    entry.first.locator(".legendtoggle").click()
-    try:
-        page.wait_for_function("() => window.__toggleSeconds !== null", timeout=60_000)
-    except Exception:  # counted as a 60 s move, never silently dropped
-        print(f"  {what} was not drawn within 60 s ({page.url})", flush=True)
-        return 60.0, page.evaluate("() => window.__draws")
-    return page.evaluate("() => [window.__toggleSeconds, window.__draws]")
+    return _timed_in_page(page, TIME_TOGGLE, group, entry.first.locator(".legendtoggle").click, what)
 
 
 def redraws_after(page, drawn: int) -> int:

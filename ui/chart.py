@@ -25,6 +25,7 @@ import plotly
 import plotly.io as pio
 import streamlit as st
 
+from ui import chart_protocol as protocol
 from ui.streamlit_patches import widget_module_urls
 from viz.sizes import NARROW_PX, TICK_PX  # not viz.style, viz.panels: ~0.1 s of imports
 
@@ -42,7 +43,7 @@ STALE_FADE_ATTRIBUTE = "data-al-slow-run"
 def frontend(*names: str) -> str:
     """The files ``names`` of ``ui/frontend/`` joined, with their ``__NAME__`` placeholders filled in."""
     values = {"__TICK_PX__": str(TICK_PX), "__CHART_CLASS__": CHART_CLASS, "__NARROW_PX__": str(NARROW_PX),
-              "__STALE_FADE_ATTRIBUTE__": STALE_FADE_ATTRIBUTE}
+              "__STALE_FADE_ATTRIBUTE__": STALE_FADE_ATTRIBUTE, **protocol.PLACEHOLDERS}
     text = "\n".join((FRONTEND_DIR / name).read_text() for name in names)
     for placeholder, value in values.items():
         text = text.replace(placeholder, value)
@@ -106,16 +107,16 @@ def chart_payload(fig, hidden=None) -> bytes:
     The figure is Plotly's own JSON (NumPy arrays as base64 typed arrays), spliced in
     as it is rather than parsed and dumped again.
     """
-    shown = {} if hidden is None else {"hidden": list(hidden)}
-    head = json.dumps({**shown, "config": CONFIG, "plotly_url": plotly_url()})[:-1]
-    return f'{head}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
+    message: protocol.ChartMessage = {} if hidden is None else {"hidden": list(hidden)}
+    message.update(config=CONFIG, plotly_url=plotly_url())
+    return f'{json.dumps(message)[:-1]}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
 
 
 def stepped_payload(frames: list[str], group: str, index: int) -> bytes:
     """What a chart of a step group sends: {"index", "group", "config", "plotly_url", "frames"}, ``frames`` each
     step's figure as Plotly's JSON text, ``index`` the step the server shows (first: the browser reads it alone)."""
     head = json.dumps({"index": index, "group": group, "config": CONFIG, "plotly_url": plotly_url()})[:-1]
-    return f'{head}, "frames": [{", ".join(frames)}]}}'.encode()
+    return f'{head}, "frames": [{", ".join(frames)}]}}'.encode()  # a protocol.SteppedChartMessage
 
 
 class FrameCache:
@@ -154,8 +155,8 @@ def stepped_chart(key: str, group: str, index: int, count: int, identity, figure
     that returns everything that step's figure depends on."""
     identity_of = identity if callable(identity) else (lambda step: (*identity, step))
     frames = [FRAMES.text((key, *identity_of(step)), lambda step=step: figure_of(step)) for step in range(count)]
-    _component(key=key, data=stepped_payload(frames, group, index), default={"column_px": 0},
-               on_column_px_change=_width_reported)
+    _component(key=key, data=stepped_payload(frames, group, index), default={protocol.COLUMN_PX: 0},
+               **{f"on_{protocol.COLUMN_PX}_change": _width_reported})
 
 
 def chart(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
@@ -167,12 +168,12 @@ def chart(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
     (a legend click), and ``on_hide`` is called with the groups hidden after each click, to keep the session and the
     link current: the server's answer, the same groups, draws nothing again.
     """
-    callbacks = dict(on_column_px_change=_width_reported)
+    callbacks = {f"on_{protocol.COLUMN_PX}_change": _width_reported}
     if on_click is not None:
-        callbacks["on_click_change"] = lambda: on_click(_clicked(key))
+        callbacks[f"on_{protocol.CLICK}_change"] = lambda: on_click(_clicked(key))
     if on_hide is not None:
-        callbacks["on_legend_change"] = lambda: on_hide(_legend_hidden(key))
-    _component(key=key, data=chart_payload(fig, hidden), default={"column_px": 0}, **callbacks)
+        callbacks[f"on_{protocol.LEGEND}_change"] = lambda: on_hide(_legend_hidden(key))
+    _component(key=key, data=chart_payload(fig, hidden), default={protocol.COLUMN_PX: 0}, **callbacks)
 
 
 def _width_reported() -> None:
@@ -188,7 +189,7 @@ def column_px(key: str) -> int | None:
     value = state.widget_value(key)
     if value is None:
         return None
-    reported = getattr(value, "column_px", None) if not isinstance(value, dict) else value.get("column_px")
+    reported = sent(value, protocol.COLUMN_PX)
     return int(reported) if reported else None
 
 
@@ -196,12 +197,18 @@ def _legend_hidden(key: str) -> list[str]:
     from ui import state  # noqa: PLC0415  (as column_px)
 
     value = state.widget_value(key)
-    told = getattr(value, "legend", None) if not isinstance(value, dict) else value.get("legend")
-    return [str(group) for group in (told or {}).get("hidden", [])]
+    return [str(group) for group in (sent(value, protocol.LEGEND) or {}).get("hidden", [])]
 
 
 def _clicked(key: str) -> dict:
     from ui import state  # noqa: PLC0415  (as column_px)
 
     value = state.widget_value(key)
-    return dict(getattr(value, "click", None) or value.get("click") or {})
+    return dict(sent(value, protocol.CLICK) or {})
+
+
+def sent(value, name: str):
+    """What a component's browser code last sent under ``name`` (ui/chart_protocol.py), from its widget value."""
+    if value is None:
+        return None
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)

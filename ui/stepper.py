@@ -10,7 +10,8 @@ import json
 import streamlit as st
 
 from ui import state
-from ui.chart import frontend
+from ui.chart import frontend, sent
+from ui.chart_protocol import STEP, StepperMessage
 
 STEPPER_NAME = "attention_lab_stepper"
 _component = st.components.v2.component(STEPPER_NAME, js=frontend("after_paint.js", "stepper.js"),
@@ -23,14 +24,12 @@ def stepper(group: str, index: int, names: list[str], captions: list[list[tuple[
     """Draw ``group``'s control at step ``index`` (0-based) of ``len(names)``; ``names``: what each step is called
     beside ``label``; ``captions``: each step's caption as ``[(text, style), …]`` (style "", "b", "code" or "b code";
     the text is drawn as text). ``on_step(index)`` runs (before the rerun it starts) when the viewer moves to a step."""
-    payload = {"group": group, "label": label, "index": int(index), "names": list(names),
-               "captions": [[list(segment) for segment in segments] for segments in captions]}
+    payload: StepperMessage = {"group": group, "label": label, "index": int(index), "names": list(names),
+                               "captions": [[list(segment) for segment in segments] for segments in captions]}
     key = f"step_{group}"
-    _component(key=key, data=json.dumps(payload).encode(), on_step_change=lambda: on_step(moved_to(key)))
+    _component(key=key, data=json.dumps(payload).encode(), **{f"on_{STEP}_change": lambda: on_step(moved_to(key))})
 
 
 def moved_to(key: str) -> int:
     """The step the viewer moved control ``key`` to (its trigger value)."""
-    value = state.widget_value(key)
-    told = getattr(value, "step", None) if not isinstance(value, dict) else value.get("step")
-    return int(told["index"])
+    return int(sent(state.widget_value(key), STEP)["index"])

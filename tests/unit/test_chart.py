@@ -78,8 +78,14 @@ def test_the_component_script_never_inserts_figure_text_as_html():
 def test_the_frontend_files_are_read_with_every_placeholder_filled():
     import re
 
-    for text in (chart._JS, chart._EARLY_LOADER_JS, chart.STALE_FADE_CSS):
+    stepper_js = chart.frontend("after_paint.js", "stepper.js")
+    for text in (chart._JS, chart._EARLY_LOADER_JS, chart.STALE_FADE_CSS, stepper_js):
         assert not re.search(r"__[A-Z_]+__", text)
+    from ui import chart_protocol as protocol
+
+    for name in (protocol.COLUMN_PX, protocol.CLICK, protocol.LEGEND):  # the names sent back, as declared
+        assert f'"{name}"' in chart._JS
+    assert f'"{protocol.STEP}"' in stepper_js
     assert f'".{chart.CHART_CLASS}"' in chart._JS and chart.STALE_FADE_ATTRIBUTE in chart.STALE_FADE_CSS
     assert "history.pushState" in chart._EARLY_LOADER_JS and "loadPlotly" in chart._EARLY_LOADER_JS
 

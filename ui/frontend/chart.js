@@ -1,4 +1,5 @@
-// The chart component: one Plotly node per chart key, updated with Plotly.react (ui/chart.py).
+// The chart component: one Plotly node per chart key, updated with Plotly.react (ui/chart.py). Its messages, both
+// ways, are declared in ui/chart_protocol.py.
 // Its placeholders (a name in double underscores) are filled in by ui/chart.py.
 const MIN_LABEL_PX = __TICK_PX__;  // room along an axis for one rotated tick label (viz.sizes.TICK_PX)
 
@@ -116,7 +117,7 @@ function reportWidth(node) {
   const reported = narrow ? Math.floor(width / 10) * 10 : 0;
   if (!node.alSetState || reported === (node.alReported ?? 0)) return;
   node.alReported = reported;
-  node.alSetState("column_px", reported);
+  node.alSetState(__COLUMN_PX__, reported);  // ui/chart_protocol.py
 }
 
 // Saving a chart: the camera button saves a PNG at three times the screen's pixels (ui/chart.py's CONFIG: sharp on a
@@ -173,7 +174,7 @@ function listen(node) {
   node.on("plotly_click", (event) => {
     const point = event.points && event.points[0];
     const clicked = point && clickedPositions(point);
-    if (clicked && node.alClickable && node.alSetTrigger) node.alSetTrigger("click", { ...clicked, at: Date.now() });
+    if (clicked && node.alClickable && node.alSetTrigger) node.alSetTrigger(__CLICK__, { ...clicked, at: Date.now() });
   });
   node.on("plotly_hover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
@@ -243,7 +244,7 @@ function tellHidden(node) {  // after a legend click: the groups now hidden, to 
   if (node.alToldHidden && sameGroups(hidden, node.alToldHidden)) return;
   node.alToldHidden = hidden;
   node.alToldHiddenAt = Date.now();
-  afterPaint(() => node.alSetTrigger("legend", { hidden, at: node.alToldHiddenAt }));
+  afterPaint(() => node.alSetTrigger(__LEGEND__, { hidden, at: node.alToldHiddenAt }));
 }
 
 // A new text whose figure is the one drawn and whose hidden groups are the ones shown (the server caught up with

@@ -61,7 +61,7 @@ function show(node, index, tell) {
   if (tell && step !== node.alTold) {
     node.alTold = step;
     node.alToldAt = Date.now();
-    afterPaint(() => node.alSetTrigger("step", { index: step, at: node.alToldAt }));  // ui/frontend/after_paint.js
+    afterPaint(() => node.alSetTrigger(__STEP__, { index: step, at: node.alToldAt }));  // ui/chart_protocol.py
   }
 }
 
