@@ -8,6 +8,8 @@ focuses it on the page.
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
@@ -62,7 +64,7 @@ def _kept_lines(weights, heads, focus, min_weight: float, max_lines: int):
 
 def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
     """One path shape a head and opacity step, each line a segment ``M0,query L1,key``, in the head's legend
-    group; and each shape's lines as numbers, ``{"query": [...], "key": [...]}`` (the chart's own code keeps a
+    group; and each shape's lines as numbers, ``{"query", "key"}`` typed arrays (the chart's own code keeps a
     hovered token's lines from these: it reads no path). Shapes, not traces: a focus or hover redraws the shapes
     alone (Plotly's relayout), not every trace."""
     shapes, ends = [], []
@@ -77,8 +79,13 @@ def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
             shapes.append(dict(type="path", path=path, xref="x", yref="y", layer="below",
                                line=dict(color=head_color(h), width=2), opacity=max(0.06, (step + 0.5) / OPACITY_STEPS),
                                name=f"head {h}", legendgroup=f"head {h}", showlegend=False))
-            ends.append(dict(query=queries, key=keys))
+            ends.append(dict(query=_typed(queries), key=_typed(keys)))
     return shapes, ends
+
+
+def _typed(values) -> dict:
+    """Small integers as Plotly's typed-array JSON (little-endian int16, base64): a quarter of their JSON list."""
+    return {"dtype": "i2", "bdata": base64.b64encode(np.asarray(values, "<i2").tobytes()).decode()}
 
 
 def _legend_traces(heads) -> list[dict]:

@@ -533,6 +533,17 @@ def test_a_decode_step_is_drawn_in_the_browser_and_the_server_then_redraws_nothi
     assert page.locator("[data-testid='stException']").count() == 0
 
 
+def test_a_step_reaches_the_server_in_a_browser_without_request_idle_callback(page, server):
+    """Safari has no requestIdleCallback: the step control tells the server after a short timer instead."""
+    page.add_init_script("Object.defineProperty(window, 'requestIdleCallback', {value: undefined})")
+    open_page(page, server, "decode?weights=reverse&dec_src=a+b+c+d")
+    wait_for_charts(page)
+    assert page.evaluate("() => window.requestIdleCallback") is None
+    page.get_by_role("button", name="Next ▶").click()
+    page.wait_for_function("() => location.search.includes('dec_step=1')", timeout=30_000)
+    assert "chooses c" in _caption(page) and page.locator("[data-testid='stException']").count() == 0
+
+
 def test_decode_play_steps_forward_on_its_own_and_stops_at_the_last_step(page, server):
     open_page(page, server, "decode?weights=reverse&dec_src=a+b+c")
     wait_for_charts(page)

@@ -1,5 +1,6 @@
 """Figure builders: NumPy in, go.Figure out; labels, colour scales, masked cells, pooling, payloads."""
 
+import base64
 import json
 import math
 import re
@@ -577,8 +578,8 @@ def test_the_head_view_names_each_line_shapes_lines_as_numbers_for_the_browser()
     assert lines and all(fig.layout.shapes[index].legendgroup for index in lines)  # line shapes, not the band
     for index, ends in lines.items():
         path = fig.layout.shapes[index].path
-        assert [(int(q), int(k)) for q, k in re.findall(r"M0,(-?\d+)L1,(-?\d+)", path)] == list(
-            zip(ends["query"], ends["key"]))
+        query, key = (np.frombuffer(base64.b64decode(ends[side]["bdata"]), "<i2").tolist() for side in ("query", "key"))
+        assert [(int(q), int(k)) for q, k in re.findall(r"M0,(-?\d+)L1,(-?\d+)", path)] == list(zip(query, key))
 
 
 def test_the_head_views_top_margin_keeps_room_for_its_title_lines_and_the_legends_rows():

@@ -193,9 +193,16 @@ function listen(node) {
   });
 }
 
+function int16s({ bdata }) {  // a typed array as viz/head_view.py sends it: little-endian int16, base64
+  const bytes = Uint8Array.from(atob(bdata), (character) => character.charCodeAt(0));
+  return Array.from(new Int16Array(bytes.buffer));
+}
+
 function keepLines(node, lines) {  // {shape index: [[query, key] …]} of the head view's lines as the server drew them
-  node.alLines = lines ? new Map(Object.entries(lines).map(([index, { query, key }]) =>
-    [Number(index), query.map((row, line) => [row, key[line]])])) : null;
+  node.alLines = lines ? new Map(Object.entries(lines).map(([index, ends]) => {
+    const query = int16s(ends.query), key = int16s(ends.key);
+    return [Number(index), query.map((row, line) => [row, key[line]])];
+  })) : null;
 }
 
 // A legend group the viewer hid (a head of the head view: its legend entry and its line shapes) stays hidden when
