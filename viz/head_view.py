@@ -84,8 +84,9 @@ def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
 
 
 def _typed(values) -> dict:
-    """Small integers as Plotly's typed-array JSON (little-endian int16, base64): a quarter of their JSON list."""
-    return {"dtype": "i2", "bdata": base64.b64encode(np.asarray(values, "<i2").tobytes()).decode()}
+    """Positions (at most ``size`` of them: under 256 as drawn) as Plotly's typed-array JSON, base64 bytes."""
+    dtype = "u1" if max(values, default=0) < 256 else "<i2"
+    return {"dtype": dtype.lstrip("<"), "bdata": base64.b64encode(np.asarray(values, dtype).tobytes()).decode()}
 
 
 def _legend_traces(heads) -> list[dict]:

@@ -578,8 +578,15 @@ def test_the_head_view_names_each_line_shapes_lines_as_numbers_for_the_browser()
     assert lines and all(fig.layout.shapes[index].legendgroup for index in lines)  # line shapes, not the band
     for index, ends in lines.items():
         path = fig.layout.shapes[index].path
-        query, key = (np.frombuffer(base64.b64decode(ends[side]["bdata"]), "<i2").tolist() for side in ("query", "key"))
+        query, key = (np.frombuffer(base64.b64decode(ends[side]["bdata"]), ends[side]["dtype"]).tolist()
+                      for side in ("query", "key"))
         assert [(int(q), int(k)) for q, k in re.findall(r"M0,(-?\d+)L1,(-?\d+)", path)] == list(zip(query, key))
+
+
+def test_positions_travel_as_bytes_under_256_and_as_int16_above():
+    small, large = head_view._typed([0, 63, 255]), head_view._typed([0, 300, 4095])
+    assert small["dtype"] == "u1" and np.frombuffer(base64.b64decode(small["bdata"]), "u1").tolist() == [0, 63, 255]
+    assert large["dtype"] == "i2" and np.frombuffer(base64.b64decode(large["bdata"]), "<i2").tolist() == [0, 300, 4095]
 
 
 def test_the_head_views_top_margin_keeps_room_for_its_title_lines_and_the_legends_rows():

@@ -193,14 +193,14 @@ function listen(node) {
   });
 }
 
-function int16s({ bdata }) {  // a typed array as viz/head_view.py sends it: little-endian int16, base64
+function positions({ dtype, bdata }) {  // a typed array as viz/head_view.py sends it: bytes ("u1") or int16, base64
   const bytes = Uint8Array.from(atob(bdata), (character) => character.charCodeAt(0));
-  return Array.from(new Int16Array(bytes.buffer));
+  return Array.from(dtype === "u1" ? bytes : new Int16Array(bytes.buffer));
 }
 
 function keepLines(node, lines) {  // {shape index: [[query, key] …]} of the head view's lines as the server drew them
   node.alLines = lines ? new Map(Object.entries(lines).map(([index, ends]) => {
-    const query = int16s(ends.query), key = int16s(ends.key);
+    const query = positions(ends.query), key = positions(ends.key);
     return [Number(index), query.map((row, line) => [row, key[line]])];
   })) : null;
 }
