@@ -50,7 +50,7 @@ def frontend(*names: str) -> str:
     return text
 
 
-_JS = frontend("load_plotly.js", "after_paint.js", "chart.js")
+_JS = frontend("load_plotly.js", "after_paint.js", "head_view.js", "legend_groups.js", "stepped_charts.js", "chart.js")
 STALE_FADE_CSS = frontend("stale_fade.css")
 _EARLY_LOADER_JS = frontend("load_plotly.js", "streamlit_patches.js", "early_loader.js")
 

@@ -154,22 +154,6 @@ function clickedPositions(point) {
   return { query: row * factor, key: (meta.stride ? column % meta.stride : column) * factor };
 }
 
-// The head view (viz/head_view.py): its lines are path shapes, a segment "M0,query L1,key" a line, in their head's
-// legend group, and layout.meta.lines gives each line shape's lines as numbers ({shape index: {query, key}}).
-// Hovering a token keeps only its lines, leaving it restores them: a relayout of the shapes (a head hidden in the
-// legend stays hidden).
-
-function hoverLines(node, side, row) {
-  const end = side === "query" ? 0 : 1;
-  const shapes = node.layout.shapes.map((shape, index) => {
-    const lines = node.alLines.get(index);
-    if (!lines) return shape;
-    const kept = row === null ? lines : lines.filter((line) => line[end] === row);
-    return { ...shape, path: kept.map(([query, key]) => `M0,${query}L1,${key}`).join("") };
-  });
-  window.Plotly.relayout(node, { shapes });
-}
-
 function listen(node) {
   node.on("plotly_click", (event) => {
     const point = event.points && event.points[0];
@@ -193,82 +177,6 @@ function listen(node) {
   });
 }
 
-function positions({ dtype, bdata }) {  // a typed array as viz/head_view.py sends it: bytes ("u1") or int16, base64
-  const bytes = Uint8Array.from(atob(bdata), (character) => character.charCodeAt(0));
-  return Array.from(dtype === "u1" ? bytes : new Int16Array(bytes.buffer));
-}
-
-function keepLines(node, lines) {  // {shape index: [[query, key] …]} of the head view's lines as the server drew them
-  node.alLines = lines ? new Map(Object.entries(lines).map(([index, ends]) => {
-    const query = positions(ends.query), key = positions(ends.key);
-    return [Number(index), query.map((row, line) => [row, key[line]])];
-  })) : null;
-}
-
-// A legend group the viewer hid (a head of the head view: its legend entry and its line shapes) stays hidden when
-// the server sends a new figure.
-function hiddenGroups(node) {
-  return new Set((node.data || []).filter((trace) => trace.legendgroup && trace.visible === "legendonly")
-    .map((trace) => trace.legendgroup));
-}
-
-// A chart whose legend groups the page keeps (ui/chart.py's `hidden`: the head view's heads) sends them first,
-// {"hidden": [...], "config": …}. The viewer hides and shows them here (a legend click: Plotly's own, no round
-// trip), and the chart tells the server after the next paint; the server's answer, the same groups, is not drawn.
-const SETTLE_MS = 2000;  // within this long of a click here, a server's groups that are not the ones told are stale
-
-function hiddenOf(text) {  // the groups the server keeps hidden, or null for a chart without them
-  return text.startsWith('{"hidden":') ? JSON.parse(text.slice(0, text.indexOf(', "config":')) + "}").hidden : null;
-}
-
-function withoutHidden(text) {
-  return text.startsWith('{"hidden":') ? text.slice(text.indexOf('"config":')) : text;
-}
-
-function sameGroups(one, other) {
-  return [...one].sort().join("\n") === [...other].sort().join("\n");
-}
-
-function toggleGroup(node, group) {  // a legend group's traces and shapes hidden or shown, in one update
-  const hidden = hiddenGroups(node);
-  if (!hidden.delete(group)) hidden.add(group);
-  const indices = [], visible = [];
-  node.data.forEach((trace, index) => {
-    if (trace.legendgroup) { indices.push(index); visible.push(hidden.has(trace.legendgroup) ? "legendonly" : true); }
-  });
-  // the shapes as one new list (one redraw of the shape layer; a key per shape redraws it once per key)
-  const shapes = (node.layout.shapes || []).map((shape) => (shape.legendgroup
-    ? { ...shape, visible: hidden.has(shape.legendgroup) ? "legendonly" : true } : shape));
-  return window.Plotly.update(node, { visible }, { shapes }, indices).then(() => {
-    node.alHiddenDrawn = (node.alHiddenDrawn || 0) + 1;  // bench/moves.py waits for it
-    tellHidden(node);
-  });
-}
-
-function tellHidden(node) {  // after a legend click: the groups now hidden, to the server
-  if (!node.alSetTrigger || hiddenOf(node.alText) === null) return;
-  const hidden = [...hiddenGroups(node)].sort();
-  if (node.alToldHidden && sameGroups(hidden, node.alToldHidden)) return;
-  node.alToldHidden = hidden;
-  node.alToldHiddenAt = Date.now();
-  afterPaint(() => node.alSetTrigger(__LEGEND__, { hidden, at: node.alToldHiddenAt }));
-}
-
-// A new text whose figure is the one drawn and whose hidden groups are the ones shown (the server caught up with
-// a click here), or are stale: nothing to draw.
-function onlyHiddenCaughtUp(node, text) {
-  const hidden = hiddenOf(text);
-  if (hidden === null || !node.data || !node.alText || withoutHidden(text) !== withoutHidden(node.alText)) return false;
-  if (sameGroups(hidden, hiddenGroups(node))) return true;
-  const told = node.alToldHidden;
-  return Boolean(told) && !sameGroups(hidden, told) && Date.now() - (node.alToldHiddenAt || 0) < SETTLE_MS;
-}
-
-function hideGroups(items, hidden) {
-  return hidden.size ? items.map((item) => (hidden.has(item.legendgroup) ? { ...item, visible: "legendonly" } : item))
-    : items;
-}
-
 // The traces of a chart's text as sent: from "figure" up to its "layout" key (a key's quotes are never escaped; a
 // quote in a token is). A move that changes the layout alone (a focus outline, a title) keeps the traces drawn:
 // Plotly.react given the same trace objects recomputes none of them, and a change of the shapes and the title
@@ -277,18 +185,6 @@ function hideGroups(items, hidden) {
 function tracesText(text) {
   const start = text.indexOf('"figure":');
   return text.slice(start, text.indexOf('"layout":', start));
-}
-
-// A chart of a step group (ui/chart.py's stepped_chart) holds every step's figure and draws the group's step: the
-// one its step control (ui/frontend/stepper.js) shows in this browser, else the one the server sent. The control
-// keeps window.alSteps[group] and sends "al-step" when it moves, so its charts redraw here, with no round trip.
-function shownStep(parsed) {
-  const step = (window.alSteps || {})[parsed.group];
-  return Math.max(0, Math.min(step === undefined ? parsed.index : step, parsed.frames.length - 1));
-}
-
-function framesKey(text) {  // a stepped payload's text but its step: the same for every step of the same figures
-  return text.slice(text.indexOf('"group":'));
 }
 
 // What to draw: {figure, config, plotly_url, traces}; `traces` names the figure's traces (a stepped chart's
@@ -330,15 +226,14 @@ function draw(node, evenOutOfView = false) {
       ? new Set(serverHidden) : hiddenGroups(node);
     node.alServerHidden = JSON.stringify(serverHidden);
     layout.shapes = hideGroups(layout.shapes || [], hidden);
-    const title = JSON.stringify(layout.title || "");
-    if (node.data && traces === node.alDrawnTraces && rest === node.alDrawnLayout) {  // new shapes or title only
+    const title = JSON.stringify(layout.title || ""), sameHidden = sameGroups(hidden, hiddenGroups(node));
+    if (node.data && traces === node.alDrawnTraces && rest === node.alDrawnLayout && sameHidden) {  // shapes, title
       const update = { shapes: layout.shapes };
       if (title !== node.alDrawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
       node.alDrawnTitle = title;
       return Plotly.relayout(node, update).then(() => { keepLines(node, lines); node.alDrawnStep = node.alShownStep; });
     }
-    const data = node.data && traces === node.alDrawnTraces && sameGroups(hidden, hiddenGroups(node)) ? node.data
-      : hideGroups(figure.data, hidden);
+    const data = node.data && traces === node.alDrawnTraces && sameHidden ? node.data : hideGroups(figure.data, hidden);
     return Plotly.react(node, data, layout, exportConfig(config, Plotly))
       .then(() => {
         node.alDrawnTraces = traces;
@@ -409,7 +304,7 @@ export default function (component) {
     const stepped = text.startsWith('{"index":');
     const same = stepped && node.alText && node.alParsed.frames && framesKey(text) === framesKey(node.alText);
     node.alText = text;
-    node.alParsed = same ? { ...node.alParsed, index: JSON.parse(text.slice(0, text.indexOf(","))  + "}").index }
+    node.alParsed = same ? { ...node.alParsed, index: JSON.parse(text.slice(0, text.indexOf(",")) + "}").index }
       : stepped ? JSON.parse(text) : {};
     // a stepped chart whose figures came again (the server caught up with a step drawn here) is not drawn again
     if (!same || shownStep(node.alParsed) !== node.alShownStep) draw(node);
