@@ -183,32 +183,24 @@ def _width_reported() -> None:
 def column_px(key: str) -> int | None:
     """The width (px) of the column chart ``key`` was drawn in, as its browser reported it when narrower than
     NARROW_PX (a phone); None for a wider column, or before the chart was drawn."""
-    from ui import state  # noqa: PLC0415  (here, not at the top: ui.state imports the engine, and app.py sends the
-    # early loader from this module before TensorFlow is imported; by the time a chart reports, it is)
-
-    value = state.widget_value(key)
-    if value is None:
-        return None
-    reported = sent(value, protocol.COLUMN_PX)
+    reported = sent(key, protocol.COLUMN_PX)
     return int(reported) if reported else None
 
 
 def _legend_hidden(key: str) -> list[str]:
-    from ui import state  # noqa: PLC0415  (as column_px)
-
-    value = state.widget_value(key)
-    return [str(group) for group in (sent(value, protocol.LEGEND) or {}).get("hidden", [])]
+    return [str(group) for group in (sent(key, protocol.LEGEND) or {}).get("hidden", [])]
 
 
 def _clicked(key: str) -> dict:
-    from ui import state  # noqa: PLC0415  (as column_px)
+    return dict(sent(key, protocol.CLICK) or {})
+
+
+def sent(key: str, name: str):
+    """What the browser code of component ``key`` last sent under ``name`` (ui/chart_protocol.py); None before."""
+    from ui import state  # noqa: PLC0415  (here, not at the top: ui.state imports the engine, and app.py sends the
+    # early loader from this module before TensorFlow is imported; by the time a component sends, it is)
 
     value = state.widget_value(key)
-    return dict(sent(value, protocol.CLICK) or {})
-
-
-def sent(value, name: str):
-    """What a component's browser code last sent under ``name`` (ui/chart_protocol.py), from its widget value."""
     if value is None:
         return None
     return value.get(name) if isinstance(value, dict) else getattr(value, name, None)

@@ -21,7 +21,8 @@ from transformer.service import (
     spec_of,
     task_of,
 )
-from ui import choices, link_values, model_config, state, training, your_model
+from ui import choices, model_config, state, training, your_model
+from ui.ablation_controls import ablation_controls
 from ui.controls import PERSIST, options_follow
 from ui.text import count
 
@@ -221,46 +222,6 @@ class _ModelControls:
                       **{value_argument: model_value(self.spec)}, **options)
 
 
-def head_codes(spec) -> list[str]:
-    """Every head of the sidebar's model as a head code (`link_values.head_code`), stack by stack, layer by layer."""
-    layers = spec.num_layers if spec else state.read("layers")
-    heads = spec.num_heads if spec else state.read("heads")
-    return [link_values.head_code(stack, layer, head) for stack in ARCHITECTURE_STACKS[model_config.architecture()]
-            for layer in range(layers) for head in range(heads)]
-
-
-def head_code_label(code: str) -> str:
-    stack, layer, head = link_values.head_triple(code)
-    return f"{stack} L{layer} H{head}"
-
-
-def _ablation_controls(bar, spec) -> None:
-    """Heads to ablate (every page runs the model without them) and how: zeros or their mean. Heads the model no
-    longer has (fewer layers or heads, another architecture) leave the list, said in a notice."""
-    options = head_codes(spec)
-    chosen = state.get("ablate", [])
-    gone = [code for code in chosen if code not in options]
-    if gone:
-        state.put("ablate", [code for code in chosen if code in options])
-        state.notify(f"This model has no {', '.join(map(head_code_label, gone))}: "
-                     f"{'it is' if len(gone) == 1 else 'they are'} no longer ablated.")
-    if len(state.read("ablate")) == len(options):  # every head: nothing would attend
-        state.put("ablate", state.read("ablate")[:-1])
-        state.notify("Ablating every head leaves nothing to attend: the last one is kept.")
-    bar.multiselect("Ablate heads", options, key="ablate", format_func=head_code_label,
-                    placeholder="None: every head works", max_selections=len(options) - 1 or None,
-                    help="Replace these heads' output (before the heads are merged) and watch every page: the "
-                    "attention of the layers after them, a trained model's predictions, its decoding. The Heads page "
-                    "finds the heads that matter.", **PERSIST)
-    if state.read("ablate"):
-        bar.radio("Ablation", link_values.ABLATION_CHOICES, key="ablation", horizontal=True,
-                  format_func=link_values.ABLATION_LABELS.get,
-                  help="Zeros: the head's output is 0. Mean: its output is its mean over the real positions of "
-                  "the sidebar's lines, in the model without ablation: one mean for every line and page (the head "
-                  "still says something, but nothing about this token).",
-                  **PERSIST)
-
-
 def reset_all() -> None:
     """Every setting back to its default (random weights, the paper's model and masks, the seed lines; the link
     follows), said in a notice."""
@@ -357,7 +318,7 @@ def render(page_path: str = "") -> None:
                   "attention-only model, as in the interpretability papers).")
     shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
                   help="Layers of each stack (encoder layers = decoder layers).")
-    _ablation_controls(bar, spec)
+    ablation_controls(bar, spec)
     options_follow("seq_len", choices.seq_len_choices(state.read("seq_len")))
     bar.select_slider("Sequence length", options=choices.seq_len_choices(state.read("seq_len")), key="seq_len",
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "

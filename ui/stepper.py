@@ -9,7 +9,6 @@ import json
 
 import streamlit as st
 
-from ui import state
 from ui.chart import frontend, sent
 from ui.chart_protocol import STEP, StepperMessage
 
@@ -32,4 +31,4 @@ def stepper(group: str, index: int, names: list[str], captions: list[list[tuple[
 
 def moved_to(key: str) -> int:
     """The step the viewer moved control ``key`` to (its trigger value)."""
-    return int(sent(state.widget_value(key), STEP)["index"])
+    return int(sent(key, STEP)["index"])
