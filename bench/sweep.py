@@ -27,7 +27,7 @@ CHARTLESS = ("cost", "train", "explanations (copy)")  # pages that draw no chart
 # wait for none
 TARGET = "≤ 1.3× skeleton"  # the target: the page skeleton's lane (the first) in the same sitting
 LINE_64 = "+".join(str(i % 10) for i in range(64))  # 64 tokens: no padding (the slider benchmark's head view line)
-VIEW_TARGET = "≤ 0.5× floor"  # a move drawn in the browser (a step control's): half the trivial page's move
+VIEW_TARGET = "≤ 0.5× floor"  # a move drawn in the browser (a step, a legend toggle): half the trivial page's
 
 
 @dataclass

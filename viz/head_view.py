@@ -74,8 +74,8 @@ def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
             chosen = (head == h) & (steps == step)
             if not chosen.any():
                 continue
-            queries, keys = query[chosen].tolist(), key[chosen].tolist()
-            path = "".join(f"M0,{q}L1,{k}" for q, k in zip(queries, keys))
+            queries, keys = query[chosen], key[chosen]  # (lines,) each
+            path = "".join(f"M0,{q}L1,{k}" for q, k in zip(queries.tolist(), keys.tolist()))
             shapes.append(dict(type="path", path=path, xref="x", yref="y", layer="below",
                                line=dict(color=head_color(h), width=2), opacity=max(0.06, (step + 0.5) / OPACITY_STEPS),
                                name=f"head {h}", legendgroup=f"head {h}", showlegend=False))
@@ -85,8 +85,9 @@ def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
 
 def _typed(values) -> dict:
     """Positions (at most ``size`` of them: under 256 as drawn) as Plotly's typed-array JSON, base64 bytes."""
-    dtype = "u1" if max(values, default=0) < 256 else "<i2"
-    return {"dtype": dtype.lstrip("<"), "bdata": base64.b64encode(np.asarray(values, dtype).tobytes()).decode()}
+    values = np.asarray(values)
+    dtype = "u1" if values.size == 0 or values.max() < 256 else "<i2"
+    return {"dtype": dtype.lstrip("<"), "bdata": base64.b64encode(values.astype(dtype).tobytes()).decode()}
 
 
 def _legend_traces(heads) -> list[dict]:
