@@ -47,6 +47,7 @@ with controls[0]:
 with controls[2]:
     padding_on, future_on = mask_toggles(stack)
 config = model_config.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
+inside = model_config.source().supports.inside  # the lab's own model: its intermediates are read (not from outside)
 carried_over(config, "attention")
 text = data.text_of(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet; a bad
 batch = len(text.source_tokens)  # configuration's message goes full width, under the controls
@@ -65,8 +66,8 @@ focus_row = st.columns([3, 2, 3])
 hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key="specials", help="Takes those keys' columns "
                                     "out and renormalises each row over the rest (attention sinks hide the rest "
                                     "of a row). Up to N = 512.", disabled=blockwise, **PERSIST) and not blockwise
-cells_off = "" if not (config.external or config.ablate or blockwise) else (
-    "a model from outside's norms are not read here" if config.external else
+cells_off = "" if inside and not (config.ablate or blockwise) else (
+    "a model from outside's norms are not read here" if not inside else
     "norms are measured in the whole model: clear the ablated heads" if config.ablate else
     f"norms need whole maps: up to N = {FULL_ATTENTION_MAX}")
 cells = focus_row[2].segmented_control(
@@ -140,7 +141,7 @@ with heads_part:
                                       + (": value-weighted norms ‖α·f(x)‖" if norms is not None else ""),
                                       view_of_line.note if norms is None else
                                       view_of_line.note.replace(", rows renormalised", ""))))
-    kv_heads = config.kv_heads if not config.trained else heads
+    kv_heads = heads if model_config.trained() else config.kv_heads
     group = heads // kv_heads  # query heads that share one key/value head
     names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
     columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
@@ -186,16 +187,16 @@ elif view == "Checks" and blockwise:
         *check_lines(checks),
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":
-    gaps = {} if config.external else data.keras_check(config, stack, layer, element)  # {}: RoPE, ALiBi (no Keras)
+    gaps = data.keras_check(config, stack, layer, element) if inside else {}  # {}: RoPE, ALiBi (no Keras)
     checks = attention_checks(line_maps, result.masks_of(stack, element), gaps)  # each layer with its own mask
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
         f"Every layer and head of line {element + 1}:",
         *check_lines(checks),
-        *([] if gaps or config.external else [
+        *([] if gaps or not inside else [
             "No Keras layer has rotary or ALiBi positions: this engine's are checked against their papers' "
             "definitions in NumPy in the tests (tests/unit/test_variants.py)."]),
         *(["Your model's weights are its own layers' (read with Keras's `return_attention_scores`): the "
-           "comparison with Keras is for the lab's own model."] if config.external else [])]))
+           "comparison with Keras is for the lab's own model."] if not inside else [])]))
 elif view == "Statistics":
     pads = np.isin(stack_sides(stack, result.source_ids, result.target_ids)[1][element], result.pad_ids)
     stats = head_statistics(line_maps[layer], mask, pads)
@@ -215,12 +216,12 @@ elif view == "Head view":
                                   exact=(windows["head_view"][:2], exact_maps["head_view"]) if blockwise else None)
 elif view == "Rollout":
     token_views.rollout_section(view_of_line, stack, focus)
-elif view == "Neuron view" and config.external:
+elif view == "Neuron view" and not inside:
     st.info("The neuron view reads the queries and keys inside the lab's own model; a model from outside is read "
             "through its weights.", icon=":material/info:")
 elif view == "Neuron view":
     token_views.neuron_section(result, config, stack, layer, element, focus)
-elif view == "Score terms" and config.external:
+elif view == "Score terms" and not inside:
     st.info("The score is split inside the lab's own models; a model from outside is read through its weights.",
             icon=":material/info:")
 elif view == "Score terms" and config.ablate:

@@ -16,7 +16,8 @@ from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_atte
 st.title("Decode")
 name = state.read("weights")  # the sidebar's model, as on every page
 config = model_config.live_config()
-outside = config.external
+outside = model_config.external()
+trained = model_config.trained()
 if outside and config.architecture != "decoder-only":
     not_for_your_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to decode.")
 # random weights (decoder-only), a trained decoder-only model and a causal model from outside continue a prompt
@@ -26,7 +27,7 @@ if outside:
                 "has written so far (its look-ahead mask lets the newest position see only those) and chooses the "
                 "next token from its distribution. It runs whole on the prefix at each step (no key/value cache "
                 "here).")
-elif prompting and config.trained:
+elif prompting and trained:
     st.markdown("A decoder-only model continues a prompt one token at a time: at each step it reads the prompt and "
                 "what it has written so far (the look-ahead mask lets the newest position see only those) and "
                 "chooses the next token. The induction model learned one thing: to continue a segment it has seen "
@@ -44,8 +45,8 @@ else:
     st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
                 "written so far (the look-ahead mask lets the newest position see only that), looks at the source "
                 "through cross-attention, and chooses the next token from its distribution.")
-if name == "random" and not prompting:
-    models = [model for model in weight_choices() if model != "random"]
+if model_config.is_random(name) and not prompting:
+    models = [model for model in weight_choices() if not model_config.is_random(model)]
     why = ("An encoder-only model has no decoder: it does not write. " if config.architecture == "encoder-only"
            else "")
     st.info(why + "Decoding needs a trained model (the sidebar's **Weights** are seeded random weights), or a "
@@ -63,7 +64,7 @@ st.caption(f"The sidebar's model: **{weights_label(name)}**" + (f", {config.arch
                                                               if prompting else "") + " (change it in the sidebar).")
 if outside:
     example = " ".join(config.source_text.splitlines()[0].split()[:4]) or "1 2 3"
-elif prompting and not config.trained:
+elif prompting and not trained:
     example = " ".join(config.target_text.splitlines()[0].split()[:4]) or "1 2 3"
 else:
     task = task_of(name)

@@ -23,7 +23,7 @@ st.caption("What each head does, scored over many lines: the share of its attent
            "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
            "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
 weights = state.read("weights")
-trained = weights != "random" and not model_config.external()
+trained = model_config.trained()
 controls = st.columns([3, 2, 2, 2])
 with controls[0]:
     stack = stack_picker()

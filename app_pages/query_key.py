@@ -18,7 +18,7 @@ if model_config.external():
             "through its attention weights only: see the Attention and Heads pages.", icon=":material/info:")
     st.stop()
 weights = state.read("weights")
-trained = weights != "random"
+trained = model_config.trained()  # (a model from outside stopped above)
 controls = st.columns([3, 2, 2])
 with controls[0]:
     stack = stack_picker()

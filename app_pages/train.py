@@ -4,7 +4,7 @@ import dataclasses
 
 import streamlit as st
 
-from transformer.service import IMAGE_TASKS, SESSION_PREFIX, TASKS, VISION_DEFAULTS, TrainSpec, kept_label, spec_of
+from transformer.service import IMAGE_TASKS, TASKS, VISION_DEFAULTS, TrainSpec, kept_label, source_of, spec_of
 from ui import data, state, training
 from ui.controls import plot
 from ui.training_timeline import draw_timeline, timeline_view
@@ -142,7 +142,7 @@ def progress_and_timeline(job) -> None:
 # going either way (the timeline's browser test, 2 full runs in 7; the test now says so when it happens).
 training.while_running(progress_and_timeline, state.get(training.JOB), 1.0)
 kept = state.get("weights", "random")
-if state.get(training.JOB) is None and kept.startswith(SESSION_PREFIX):  # a model trained here, opened by its link
+if state.get(training.JOB) is None and source_of(kept).trained_here:  # opened by its link
     shots = data.timeline_of(kept)
     if shots:
         draw_timeline(shots, kept, spec_of(kept), f"Attention over training of {kept_label(kept) or kept}")

@@ -212,10 +212,11 @@ def new_seed_on_the_largest_model(repeats: int = 3):
     from transformer.core.weight_init import seed_weights
     from transformer.live.config import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS, LiveConfig
     from transformer.live.model_cache import ModelCache
+    from transformer.live.plan import resolved
 
     cache = ModelCache(size=1)
     largest = LiveConfig(d_model=MAX_D_MODEL, num_heads=8, d_ff=MAX_D_FF, num_layers=MAX_LAYERS, device="cpu")
-    model = cache.get(largest.model_key).model  # the key as the engine makes it (it grew norm and architecture)
+    model = cache.get(resolved(largest).model_key).model  # the key as the engine makes it
     seconds = []
     for seed in range(1, repeats + 1):
         started = time.perf_counter()

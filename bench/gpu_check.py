@@ -67,7 +67,8 @@ def pooled_figures(config, call: dict) -> tuple[float, float, float]:
     import tensorflow as tf
 
     from transformer import ModelCache, run_live
-    from transformer.live.inputs import batch_rows, prepared_inputs
+    from transformer.live.inputs import batch_rows
+    from transformer.live.plan import plan_of, resolved
     from transformer.runtime.engine_thread import on_engine_thread
 
     cache = ModelCache()
@@ -76,7 +77,7 @@ def pooled_figures(config, call: dict) -> tuple[float, float, float]:
     on_engine_thread(cache.trace_pending)()
     whole = median_ms(lambda: run_live(config, cache, **call))
     pooled = median_ms(lambda: run_live(config, cache, pool_to=128, **call))
-    entry, inputs = on_engine_thread(lambda: (cache.for_config(config), prepared_inputs(config)))()
+    entry, inputs = on_engine_thread(lambda: (resolved(config).model(cache), plan_of(config).inputs))()
     stacks = call.get("stacks", config.stacks)
     function = entry.attention_function(tuple(s for s in config.stacks if s in stacks))
     rows = call.get("lines") or tuple(range(inputs.batches.source.ids.shape[0]))

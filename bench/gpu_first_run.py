@@ -46,11 +46,12 @@ def main(kind: str) -> None:
         _ = tf.matmul(tf.ones((512, 512)), tf.ones((512, 512))).numpy()
         stage("second matmul shape")
     from transformer import LiveConfig, ModelCache, run_live
+    from transformer.live.plan import resolved
     from transformer.runtime.engine_thread import on_engine_thread
     stage("import the engine")
     cache = ModelCache()
     config = LiveConfig(device="auto" if kind == "gpu" else "cpu")
-    on_engine_thread(cache.for_config)(config)
+    on_engine_thread(lambda: resolved(config).model(cache))()
     stage("build the default model")
     run_live(config, cache)
     stage("first run_live (eager)")

@@ -44,6 +44,7 @@ def payload():
 
 def retraces():
     from transformer import LiveConfig, ModelCache, keras_difference, run_live
+    from transformer.live.plan import resolved
     from transformer.runtime.engine_thread import on_engine_thread
 
     cache, rng = ModelCache(), random.Random(1)
@@ -58,7 +59,7 @@ def retraces():
                        source_text=f"{words}\n1 2\n3", target_text="1\n2 3\n4")
         result = run_live(move, cache)
         keras_difference(move, "encoder", 0, cache)
-    functions = cache.get(base.model_key).functions
+    functions = cache.get(resolved(base).model_key).functions
     check_traces = sum(function.traces for function in functions.values())
     row("traces", "retraces (forward pass, Keras check) / model builds over 100 moves of length, pads, text, seed",
         f"{result.traces - 1}, {check_traces - len(functions)} / {cache.builds - 1}", "0 / 0 after warm-up")
@@ -130,6 +131,7 @@ def gpu(quick: bool):
     import tensorflow as tf
 
     from transformer import LiveConfig, ModelCache, MultiHeadAttention, device_label, run_live
+    from transformer.live.plan import resolved
     from transformer.runtime.device import driver_gpus, visible_gpus
     from transformer.runtime.engine_thread import on_engine_thread
 
@@ -157,7 +159,8 @@ def gpu(quick: bool):
         run_live(config, cache)
         on_engine_thread(cache.trace_pending)()
         forward = np.median([run_live(config, cache).compute_seconds for _ in range(repeats)])
-        row("gpu", f"whole forward pass (2+2 layers, d_ff 2048) N=512 on {device_label(config.model_key[-1])}",
+        where = device_label(resolved(config).device)
+        row("gpu", f"whole forward pass (2+2 layers, d_ff 2048) N=512 on {where}",
             f"{forward * 1e3:.1f} ms")
     row("gpu", "slider moves", f"the slider rows above ran on {label}")
 

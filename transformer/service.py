@@ -6,7 +6,6 @@ above every layer of the engine."""
 
 import tensorflow as tf
 
-from transformer import score_terms
 from transformer.analysis import cost as _cost
 from transformer.analysis import position_views as _position_views
 from transformer.analysis.cost import COST_LENGTHS, differ, fit_range, quadratic_share
@@ -44,6 +43,7 @@ from transformer.live import images as _images
 from transformer.live import importance as _importance
 from transformer.live import induction as _induction
 from transformer.live import query_key as _query_key
+from transformer.live import score_terms as _score_terms
 from transformer.live import warm_up as _warm_up
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 from transformer.live.faithfulness import EXPLAINED_TASKS, METHODS, is_measured
@@ -56,7 +56,8 @@ from transformer.live.head_roles import (
 from transformer.live.images import IMAGE_MODELS, example_image, image_task
 from transformer.live.importance import head_importance, heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
-from transformer.live.model_cache import model_bytes
+from transformer.live.model_cache import shape_bytes
+from transformer.live.sources import ModelSource, Outside, RandomWeights, Trained, source_of
 from transformer.runtime.device import (
     DEVICE_CHOICES,
     device_label,
@@ -109,6 +110,7 @@ faithfulness = on_engine_thread(_faithfulness.faithfulness)
 example_maps = on_engine_thread(_faithfulness.example_maps)
 read_image = on_engine_thread(_images.read_image)
 query_key_space = on_engine_thread(_query_key.query_key_space)
+score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends (also served by the package face)
 warm_up_device = on_engine_thread(_warm_up.warm_up_device)
 rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
 register_vision = on_engine_thread(_register_vision)  # a finished image job's weights into a kept model
@@ -126,9 +128,9 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "register_vision", "VISION_DEFAULTS", "VISION_PREFIX", "VisionSpec", "vision_label",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",
            "kept_limits", "limit_problems", "line_top_roles", "LiveConfig", "logsumexp_softmax", "mask_fills",
-           "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "model_bytes",
+           "measure_ablation", "measured", "measured_checks", "memory_in_use", "missing_gpu_notice", "shape_bytes",
            "naive_softmax", "neuron_terms", "PoolSettings", "position_views", "quadratic_share", "query_key_space",
            "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
            "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
            "TrainingPool", "TrainResult", "TrainSpec", "upload", "upload_limit_bytes", "visible_gpus", "warm_up_device",
-           "without_keys"]
+           "without_keys", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES
+from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES, Trained, source_of
 from ui import choices, model_config, state
 from ui.chart import chart, column_px, stepped_chart
 from ui.text import count, percent
@@ -125,7 +125,7 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
 def carried_over(config, page: str) -> None:
     """Name the settings chosen on another page that change what this page draws (the Masks page's family, for the
     random-weights model), each with a button back to its default."""
-    if config.trained or config.external or config.mask_family == "paper":
+    if not source_of(config.weights).supports.masks or config.mask_family == "paper":
         return
     size = f" ({SIZED_FAMILIES[config.mask_family]} {config.mask_size})" if config.mask_family in SIZED_FAMILIES \
         else ""
@@ -148,7 +148,7 @@ def variant_note(config, kv_heads: int, heads: int) -> str:
         parts.append(config.architecture)
     if config.norm != "post":
         parts.append(f"{config.norm}-norm")
-    if config.d_ff == 0 and not config.trained:
+    if config.d_ff == 0 and not isinstance(source_of(config.weights), Trained):
         parts.append("attention only (d_ff 0)")
     if config.positions != "sinusoidal":
         parts.append(f"positions: {config.positions}")
@@ -183,7 +183,7 @@ def padding_notice(result, container=st) -> None:
     values = state.current_values()
     said = (f"**{percent(share)} of every source line is padding** (grey): the lines hold a few tokens and the "
             f"sequence length is N = {length}, so each is padded to it.")
-    if values["weights"] != "random":
+    if not model_config.is_random(values["weights"]):
         container.info(said + " A trained model reads its own task's lines: a shorter length shows more.",
                        icon=":material/density_small:")
         return

@@ -4,20 +4,35 @@ stack)."""
 
 from __future__ import annotations
 
-from transformer.service import LiveConfig, is_external
+from transformer.service import LiveConfig, ModelSource, Outside, RandomWeights, Trained, source_of
 from ui import link_values, state
+
+
+def source() -> ModelSource:
+    """Where the sidebar's model comes from (`transformer.service.source_of`): ask it what the model supports."""
+    return source_of(state.current_values()["weights"])
+
+
+def is_random(weights: str) -> bool:
+    """Whether ``weights`` (a Weights value) names seeded random weights."""
+    return isinstance(source_of(weights), RandomWeights)
+
+
+def is_outside(weights: str) -> bool:
+    """Whether ``weights`` names a model from outside (a keras-hub preset or an upload)."""
+    return isinstance(source_of(weights), Outside)
 
 
 def external() -> bool:
     """Whether the sidebar's model is from outside (a keras-hub preset or an upload)."""
-    return is_external(state.current_values()["weights"])
+    return isinstance(source(), Outside)
 
 
 def architecture() -> str:
     """The architecture the pages draw: the sidebar's, a trained model's own, or a model from outside's (its one
     stack: the sidebar reads it when the model is chosen)."""
     values = state.current_values()
-    if is_external(values["weights"]):
+    if external():
         return state.get(state.EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
     return state.trained_options(values["weights"]).get("arch", values["arch"])
 
@@ -28,8 +43,7 @@ TRAINED_MASKS = dict(mask_family="paper", padding_masks=True, look_ahead_mask=Tr
 def trained() -> bool:
     """Whether the sidebar's model is one the lab trained (shipped or trained here): it runs with the masks it was
     trained with (`TRAINED_MASKS`), so the mask family and the mask switches show them locked."""
-    weights = state.current_values()["weights"]
-    return weights != "random" and not is_external(weights)
+    return isinstance(source(), Trained)
 
 
 def live_config(**overrides) -> LiveConfig:
@@ -38,11 +52,11 @@ def live_config(**overrides) -> LiveConfig:
     values = state.current_values()
     shape = state.shape_options(values)
     config = LiveConfig(
-        **{**shape, "architecture": architecture() if is_external(values["weights"]) else shape["architecture"]},
+        **{**shape, "architecture": architecture() if external() else shape["architecture"]},
         seq_len=values["seq_len"], pad_symbols=state.pad_symbols(values["pads"]), source_text=values["src"],
         target_text=values["tgt"], seed=values["seed"], device=values["device"], weights=values["weights"],
         mask_family=values["mask_family"], mask_size=values["mask_size"],
         ablate=tuple(link_values.head_triple(code) for code in values["ablate"]), ablation=values["ablation"],
     )
-    own_masks = TRAINED_MASKS if config.trained else {}
+    own_masks = TRAINED_MASKS if trained() else {}
     return LiveConfig(**{**config.__dict__, **overrides, **own_masks})

@@ -8,7 +8,6 @@ from transformer.service import (
     ARCHITECTURE_STACKS,
     MAX_LAYERS,
     MAX_SEQ_LEN,
-    SESSION_PREFIX,
     accuracy_of,
     available,
     dropped,
@@ -16,8 +15,9 @@ from transformer.service import (
     kept_label,
     kept_limits,
     kv_head_counts,
-    model_bytes,
     resolve_device,
+    shape_bytes,
+    source_of,
     spec_of,
     task_of,
 )
@@ -59,7 +59,7 @@ def kv_label(heads: int, kv_heads: int) -> str:
 def model_size_text(config) -> str:
     """The parameter count and the key/value cache per decoded token of ``config``'s random-weights model
     (float32)."""
-    parameters = model_bytes(config.model_key) // 4
+    parameters = shape_bytes(config) // 4
     cache = 2 * config.num_layers * config.kv_heads * (config.d_model // config.num_heads) * 4  # K and V a layer
     return (f"{parameters / 1e6:,.2f} M parameters · key/value cache {cache:,} bytes a token "
             f"({config.kv_heads} of {count(config.num_heads, 'head')} keep{'s' if config.kv_heads == 1 else ''} keys "
@@ -73,7 +73,7 @@ def session_device() -> str:
 
 def weight_choices() -> list[str]:
     current = state.get("weights", "random")
-    yours = list(state.get(your_model.YOURS, {})) + ([current] if state.is_external(current) else [])
+    yours = list(state.get(your_model.YOURS, {})) + ([current] if model_config.is_outside(current) else [])
     return ["random"] + available() + list(state.get("_my_models", [])) + list(dict.fromkeys(
         yours))
 
@@ -86,7 +86,7 @@ def _open_linked_model() -> None:
     dropped to make room is said plainly and offered to train again (`retrain_offer`); the weights are the random
     ones."""
     name = state.get("weights", "random")
-    if not name.startswith(SESSION_PREFIX) or name in state.get("_my_models", {}):
+    if not source_of(name).trained_here or name in state.get("_my_models", {}):
         return
     label = kept_label(name)
     if label is not None:
@@ -110,7 +110,7 @@ def _retrain_offer(bar) -> None:
     """The button that trains a dropped model of a link again (same settings and seed), then opens the Train
     page."""
     spec = state.get(RETRAIN)
-    if spec is None or state.get("weights") != "random":
+    if spec is None or not model_config.is_random(state.get("weights", "")):
         return
     if not bar.button("Train it again", icon=":material/replay:", help=f"{spec.task}: {spec.options}"):
         return
@@ -124,11 +124,11 @@ def _retrain_offer(bar) -> None:
 
 
 def weights_label(name: str) -> str:
-    if name == "random":
+    if model_config.is_random(name):
         return "Seeded random weights"
-    if state.is_external(name):
+    if model_config.is_outside(name):
         return your_model.label(name)
-    if name.startswith(SESSION_PREFIX):
+    if source_of(name).trained_here:
         return session_model_label(name, state.get("_my_models", {}))
     return f"Trained: {name}"
 
@@ -151,15 +151,15 @@ def _after_weights_change() -> None:
     """A trained model reads its own tokens: swap in its task's example if the source text has others, and
     make the sequence length the model's own where the current one would cut its sources."""
     name = state.read("weights")
-    if state.is_external(name):
+    if model_config.is_outside(name):
         if name in state.get(state.EXTERNAL_ARCHITECTURES, {}):
             state.put("arch", state.read(state.EXTERNAL_ARCHITECTURES)[name])
         state.update(src=state.EXTERNAL_EXAMPLE, seq_len=state.EXTERNAL_LENGTH, ablate=[])
         return
     if state.get("arch") in ("decoder-only", "encoder-only") and \
-            state.is_external(state.get("_last_weights", "")):
+            model_config.is_outside(state.get("_last_weights", "")):
         state.put("arch", "encoder-decoder")  # back from a model from outside's one stack
-    if name == "random":
+    if model_config.is_random(name):
         return
     task, spec = get_task(task_of(name)), spec_of(name)  # read, not loaded: no TensorFlow here
     if not _reads(task, state.get("src", "")):
@@ -267,7 +267,7 @@ def render(page_path: str = "") -> None:
         _device_and_status(bar)
         return
     state.put("_last_weights", state.read("weights"))
-    trained = state.read("weights") != "random"
+    trained = not model_config.is_random(state.read("weights"))  # (a model from outside returned above)
     spec = spec_of(state.read("weights")) if trained else None
     if trained:
         _locked_caption(bar, state.read("weights"))

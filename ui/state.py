@@ -28,13 +28,13 @@ from transformer.service import (
     POSITIONS,
     ROLES,
     SEED_BATCH,
+    Outside,
+    RandomWeights,
     TrainSpec,
     get_task,
     head_counts,
-    is_external,
     kv_head_counts,
-    spec_of,
-    task_of,
+    source_of,
 )
 from transformer.service import GROUPS as INDUCTION_GROUPS
 from ui import link_values
@@ -171,11 +171,12 @@ def default_of(key: str, weights: str):
     own = trained_options(weights) if key in ("arch", "norm", "positions") else {}
     if key in own:
         return own[key]
-    if weights == "random" or key not in ("src", "seq_len"):
+    source = source_of(weights)
+    if isinstance(source, RandomWeights) or key not in ("src", "seq_len"):
         return FIELDS[key].default
-    if is_external(weights):
+    if isinstance(source, Outside):
         return EXTERNAL_EXAMPLE if key == "src" else EXTERNAL_LENGTH
-    task = task_of(weights)
+    task = source.task()
     if task is None:
         return TRAINED_EXAMPLE if key == "src" else FIELDS[key].default
     if key == "src":
@@ -378,5 +379,5 @@ def shape_fields(shape) -> dict:
 def trained_options(weights: str) -> dict:
     """The options a trained model fixes, under their field names (``arch``, ``norm``, ``positions``); {} for
     random weights, a model from outside or an unknown name. Read from its spec: nothing loads."""
-    spec = None if weights == "random" or is_external(weights) else spec_of(weights)
+    spec = source_of(weights).spec()
     return {} if spec is None else {key: shape_fields(spec)[key] for key in ("arch", "norm", "positions")}

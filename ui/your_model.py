@@ -28,7 +28,7 @@ def _use(info) -> None:
     """Make the model from outside described by ``info`` the sidebar's model."""
     _remember(info)
     state.update(weights=info.key, arch=info.architecture, ablate=[])
-    if not state.is_external(state.get("_last_weights", "")) or not info.tokenizer:
+    if not model_config.is_outside(state.get("_last_weights", "")) or not info.tokenizer:
         state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
                                 seq_len=state.EXTERNAL_LENGTH)
 
@@ -69,7 +69,7 @@ def opened():
     """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
     (the weights go back to random, with a notice). Before the Weights box is drawn."""
     key = state.get("weights", "random")
-    if not state.is_external(key):
+    if not model_config.is_outside(key):
         return None
     if key in EXTERNAL.evicted:
         state.notify(f"{label(key)} was unloaded to make room for other models on this server (it holds "

@@ -15,6 +15,7 @@ from transformer.core.model import STACKS
 from transformer.live.decode import decode
 from transformer.live.head_roles import head_roles, repeated_lines
 from transformer.live.importance import head_importance, measure
+from transformer.live.plan import resolved
 from transformer.tasks import PAD_ID, make_batch
 from transformer.training.pretrained import load_pretrained
 
@@ -30,7 +31,7 @@ def test_a_config_ablates_exactly_that_head_as_the_hook_does():
     ablated = run_live(replace(BASE, ablate=(("encoder", 0, 1),)), cache)
     np.testing.assert_array_equal(ablated.attention["encoder"][0], plain.attention["encoder"][0])  # before it
     assert np.abs(ablated.attention["encoder"][1] - plain.attention["encoder"][1]).max() > 1e-3  # after it
-    model = cache.for_config(BASE).model
+    model = resolved(BASE).model(cache).model
     src, tgt = tf.constant(plain.source_ids), tf.constant(plain.target_ids)
     src_mask, tgt_mask = tf.constant(plain.source_padding_mask), tf.constant(plain.target_mask)
     by_hand = model.attention_maps(STACKS, src, tgt, src_mask, tgt_mask,
@@ -51,7 +52,7 @@ def test_one_traced_function_serves_every_set_of_ablated_heads():
                           (replace(BASE, ablate=(("encoder", 0, 2),)), second)):
         traced = run_live(config, cache)
         np.testing.assert_allclose(traced.attention["encoder"], eager.attention["encoder"], atol=1e-6)
-    entry = cache.for_config(BASE)
+    entry = resolved(BASE).model(cache)
     assert sum(1 for key in entry.functions if len(key) == 3) == 1  # ("attention", stacks, "zero")
 
 

@@ -10,7 +10,7 @@ from transformer import LiveConfig, ModelCache, run_live
 from transformer.analysis.measures import attention_checks
 from transformer.core.blockwise import QUERY_BLOCK, blockwise_attention, power_of_two_block
 from transformer.core.model import Transformer
-from transformer.live.inputs import prepared_inputs
+from transformer.live.plan import plan_of
 from transformer.runtime.engine_thread import on_engine_thread
 from viz.pooling import max_pool
 
@@ -95,7 +95,7 @@ def test_run_live_above_512_positions_is_block_wise_and_pooled_to_128_cells():
         from transformer import attention_walkthrough
 
         attention_walkthrough(config, "encoder", 0, cache)
-    assert prepared_inputs(replace(config)).batches.source.ids.shape == (1, 1024)
+    assert plan_of(replace(config)).inputs.batches.source.ids.shape == (1, 1024)
 
 
 def test_block_checks_measure_what_attention_checks_measures_on_bad_weights():

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[2] / "transformer"
 LAYERS = {"runtime": 0, "core": 1, "tasks": 2, "analysis": 3, "external": 3, "decoding": 4, "training": 5, "live": 6}
 FACE = 7  # transformer/__init__.py: the package's public face, above everything
-# The longest chain today: the app's door (service) → live (query_key → walkthrough → inputs → model_cache) →
-# training.pretrained → saved_model → the tasks package (→ a task → tasks.base → core.tokens); from the package face
-# it is 10. The goal is 8; this keeps it from growing meanwhile.
+# The longest chain today: the app's door (service) → live (head_roles → run → plan → sources → inputs → config) →
+# core (shape → positional → attention → linear). The goal was 8; this keeps it from growing meanwhile.
 LONGEST_CHAIN = 11
 
 
@@ -118,3 +118,34 @@ def test_the_engine_thread_is_applied_at_the_doors_only():
     the service); the engine's modules call each other directly."""
     applied = sorted(module_name(path) for path in ENGINE.rglob("*.py") if "on_engine_thread" in path.read_text())
     assert applied == ["transformer", "transformer.runtime.engine_thread", "transformer.service"]
+
+
+# Where a model comes from is read in one place: `transformer.live.sources.source_of` (with the registry that owns
+# the ``hub:``/``upload:`` keys and the trained-model store that owns ``session:`` names), and, for a link's text,
+# `ui/link_values.py`. Everything else asks the source's type and what it supports.
+ORIGIN_TESTS = re.compile(r'[!=]= "random"|is_external\(|startswith\(SESSION_PREFIX'
+                          r'|\.trained\b(?!\w*\()(?<!job\.trained)|\bconfig\.external\b')
+ORIGIN_READERS = {"transformer/live/sources.py", "transformer/external/registry.py",
+                  "transformer/training/pretrained.py", "ui/link_values.py"}
+
+
+def origin_tests(path: Path) -> list[str]:
+    """The lines of ``path`` that test a model's origin by its ``weights`` text (or a config's old flags)."""
+    root = ENGINE.parent
+    name = path.relative_to(root) if path.is_relative_to(root) else path.name
+    lines = enumerate(path.read_text().splitlines(), start=1)
+    return [f"{name}:{number}: {line.strip()}" for number, line in lines if ORIGIN_TESTS.search(line)]
+
+
+def test_a_models_origin_is_read_by_its_source_alone():
+    files = [*APP, *ENGINE.rglob("*.py")]
+    found = [line for path in files if str(path.relative_to(ENGINE.parent)) not in ORIGIN_READERS
+             for line in origin_tests(path)]
+    assert found == []
+
+
+def test_the_origin_test_fails_on_a_string_test(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text('weights = "copy"\nif weights != "random":\n    pass\nif config.external:\n    pass\n'
+                    "job.trained.accuracy\n")
+    assert len(origin_tests(page)) == 2

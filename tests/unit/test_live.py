@@ -28,6 +28,7 @@ from transformer.live import config as limits
 from transformer.live import model_cache
 from transformer.live.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
 from transformer.live.inputs import encoding_array
+from transformer.live.plan import resolved
 from transformer.runtime import engine_thread
 from transformer.runtime.engine_thread import on_engine_thread
 
@@ -103,7 +104,7 @@ def test_the_engine_traces_the_shared_cache_s_new_functions_one_by_one_once_it_i
     run_live(config)
     run_live(config, stacks=("cross",))
     keras_difference(config, "decoder", 1)
-    functions = list(model_cache.MODELS.get(config.model_key).functions.values())
+    functions = list(model_cache.MODELS.get(resolved(config).model_key).functions.values())
     deadline = time.monotonic() + 60
     while not all(function.traced for function in functions) and time.monotonic() < deadline:
         time.sleep(0.1)  # one function per idle moment, until none is left
@@ -170,7 +171,7 @@ def test_an_evicted_model_is_freed_at_once_when_its_weights_are_large():
     first = replace(BASE, d_model=32)
     small_release = ModelCache(size=1, release_bytes=1)  # every evicted byte counts as large here
     run_live(first, small_release, stacks=("encoder",))
-    model = weakref.ref(small_release.get(first.model_key).model)
+    model = weakref.ref(small_release.get(resolved(first).model_key).model)
     gc.disable()  # only the cache's own collection may free it
     try:
         run_live(replace(BASE, d_model=16), small_release, stacks=("encoder",))
@@ -211,7 +212,7 @@ def test_a_new_seed_redraws_the_weights_in_place_without_a_rebuild_or_retrace(ca
 def test_a_model_from_the_cache_holds_the_weights_of_seed_0(cache, monkeypatch):
     """The cache builds random models with zero kernels and draws every weight from seed 0 at once (Keras's
     own draws would be overwritten): the same weights as a Keras-initialised model redrawn from seed 0."""
-    entry = cache.get(BASE.model_key)
+    entry = cache.get(resolved(BASE).model_key)
     reference = Transformer(VOCAB_SIZE, VOCAB_SIZE, d_model=BASE.d_model, num_heads=BASE.num_heads, d_ff=BASE.d_ff,
                             num_encoder_layers=BASE.num_layers, num_decoder_layers=BASE.num_layers, dropout=0.0)
     reference.build((None, None), (None, None))
@@ -223,16 +224,16 @@ def test_a_model_from_the_cache_holds_the_weights_of_seed_0(cache, monkeypatch):
     assert all(weight.numpy().any() for weight in entry.model.weights if weight.path.endswith("kernel"))
     draws = []
     monkeypatch.setattr(model_cache, "seed_weights", lambda *args: draws.append(args))
-    assert cache.for_config(BASE) is entry and not draws  # seed 0 (the default): nothing drawn again
-    cache.for_config(replace(BASE, seed=1))
+    assert resolved(BASE).model(cache) is entry and not draws  # seed 0 (the default): nothing drawn again
+    resolved(replace(BASE, seed=1)).model(cache)
     assert len(draws) == 1
-    cache.for_config(replace(BASE, d_model=32, seed=5))  # a new model: drawn from its seed once, as it is built
+    resolved(replace(BASE, d_model=32, seed=5)).model(cache)  # a new model: drawn from its seed once, as it is built
     assert len(draws) == 2 and draws[-1][1] == 5
 
 
 def _weights_by_place(config, cache):
     """{path within the model: values} of ``config``'s model (the cache's, seeded as ``config`` says)."""
-    return {weight.path.split("/", 1)[1]: weight.numpy() for weight in cache.for_config(config).model.weights}
+    return {weight.path.split("/", 1)[1]: weight.numpy() for weight in resolved(config).model(cache).model.weights}
 
 
 @pytest.mark.slow
@@ -287,7 +288,7 @@ def test_a_layer_added_keeps_the_attention_of_the_layers_before_it(cache):
 
 def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
     every = run_live(BASE, cache)
-    entry = cache.get(BASE.model_key)
+    entry = cache.get(resolved(BASE).model_key)
     decodes = []
     decode = entry.model.decode
     monkeypatch.setattr(entry.model, "decode", lambda *args, **kwargs: decodes.append(1) or decode(*args, **kwargs))
@@ -353,7 +354,7 @@ def test_the_engine_traces_only_the_functions_a_page_asked_for(cache):
     run_live(BASE, cache, stacks=())  # Masks: no attention maps, so no graph to trace
     assert on_engine_thread(cache.trace_pending)() == 0
     run_live(BASE, cache, stacks=("encoder",))
-    assert list(cache.get(BASE.model_key).functions) == [("attention", ("encoder",))]
+    assert list(cache.get(resolved(BASE).model_key).functions) == [("attention", ("encoder",))]
     assert on_engine_thread(cache.trace_pending)() == 1
 
 
@@ -382,8 +383,9 @@ def test_model_cache_is_bounded(cache):
     (16, 2, 0, 2, "learned", None, "post", "encoder-only"), (16, 2, 32, 1, "alibi", None, "pre", "encoder-only")])
 def test_the_weight_bytes_of_an_architecture_are_known_before_it_is_built(d_model, heads, d_ff, layers, positions,
                                                                            kv_heads, norm, architecture):
-    architecture = replace(BASE, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers, positions=positions,
-                           num_kv_heads=kv_heads, norm=norm, architecture=architecture).model_key
+    config = replace(BASE, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers, positions=positions,
+                     num_kv_heads=kv_heads, norm=norm, architecture=architecture)
+    architecture = resolved(config).model_key
     assert model_cache.model_bytes(architecture) == ModelCache().get(architecture).weight_bytes
 
 
@@ -391,7 +393,7 @@ def test_the_weight_bytes_of_an_architecture_are_known_before_it_is_built(d_mode
 def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(monkeypatch):
     small, large = replace(BASE, d_model=8, num_heads=2), replace(BASE, d_model=32)
     sizes = ModelCache()
-    small_bytes, large_bytes = (sizes.for_config(config).weight_bytes for config in (small, large))
+    small_bytes, large_bytes = (resolved(config).model(sizes).weight_bytes for config in (small, large))
     assert small_bytes < large_bytes and sizes.weight_bytes() == small_bytes + large_bytes
     cache = ModelCache(size=4, budget_bytes=small_bytes + large_bytes - 1)
     held_while_building = []
@@ -516,7 +518,7 @@ def test_a_walkthrough_is_traced_once_and_agrees_with_its_eager_run(cache):
     config = replace(BASE, seq_len=6)
     eager = attention_walkthrough(config, "cross", 1, cache)
     assert on_engine_thread(cache.trace_pending)() == 1  # this walkthrough's function: no forward pass was asked for
-    function = cache.get(config.model_key).functions[("walkthrough", "cross", 1)]
+    function = cache.get(resolved(config).model_key).functions[("walkthrough", "cross", 1)]
     traced = attention_walkthrough(config, "cross", 1, cache)
     assert function.traced and set(traced.tensors) == set(eager.tensors)
     for name, array in eager.tensors.items():

@@ -11,7 +11,7 @@ import numpy as np
 from transformer import LiveConfig, ModelCache, run_live
 from transformer.core.model import STACKS
 from transformer.live.decode import decode
-from transformer.live.inputs import ablation_means
+from transformer.live.plan import ablation_means
 from transformer.live.walkthrough import attention_walkthrough
 
 LINES = "a b c d e f\nj i h\nb b c c a"

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer.core import tokens
-from transformer.core.ablation import check_ablation
 from transformer.core.blockwise import FULL_ATTENTION_MAX
 from transformer.core.layers import check_norm
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from transformer.core.shape import ModelShape
 from transformer.core.stacks import check_architecture
-from transformer.external import MAX_TOKENS
-from transformer.external.registry import check_key, is_external
 from transformer.runtime.device import resolve_device
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
@@ -39,43 +35,24 @@ class LiveConfig(ModelShape):
     device: str = "auto"  # "auto" (GPU when present) or "cpu"
     padding_masks: bool = True  # False: draw what attention does without padding masks
     look_ahead_mask: bool = True  # False: the decoder may look ahead
-    weights: str = "random"  # "random" (seeded), a shipped model ("copy", ...) or "session:<key>"
+    weights: str = "random"  # where the model comes from: "random" (seeded), a trained model's name, hub:/upload:
+    # (transformer.live.sources.source_of reads it)
     mask_family: str = "paper"  # transformer.core.masks.MASK_FAMILIES: the self-attention pattern
     mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
     ablate: tuple = ()  # ((stack, layer, head), …): heads whose output is replaced (transformer.core.ablation)
     ablation: str = "zero"  # … by zeros, or by its mean over the lines' real positions ("mean": ablation_means)
 
-    @property
-    def trained(self) -> bool:
-        """A model trained by the lab (shipped, or trained on this server)."""
-        return self.weights != "random" and not self.external
 
-    @property
-    def external(self) -> bool:
-        """A model from outside (``hub:<preset>`` or ``upload:<hash>``: transformer.external.registry)."""
-        return is_external(self.weights)
-
-    @property
-    def model_key(self) -> tuple:
-        """What a built (and traced) model depends on: not the seed, which is re-applied in place.
-
-        Random weights: `ModelShape`'s fields in its order (key/value heads counted) and the device; a trained
-        model: ``("trained", name, device)``.
-        """
-        if self.trained or self.external:
-            return ("trained" if self.trained else "external", self.weights, resolve_device(self.device))
-        return (self.d_model, self.num_heads, self.d_ff, self.num_layers, self.positions, self.kv_heads, self.norm,
-                self.architecture, resolve_device(self.device))
-
-
-def _check_range(name, value, low, high):
+def check_range(name, value, low, high) -> None:
+    """ValueError unless ``value`` is an integer (not a bool) from ``low`` to ``high``, naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name} must be an integer from {low} to {high}. Received: {name}={value!r}")
 
 
 def validate(config: LiveConfig) -> None:
-    """Raise ValueError naming the offending values; return None when the config can run."""
-    _check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
+    """Raise ValueError naming the offending values of what every model shares (the length, device, masks,
+    architecture, norm); what depends on the model is its source's to check (`transformer.live.sources`)."""
+    check_range("seq_len", config.seq_len, 1, MAX_SEQ_LEN)
     resolve_device(config.device)
     _check_mask_family(config)
     check_architecture(config.architecture)
@@ -83,29 +60,6 @@ def validate(config: LiveConfig) -> None:
     if config.ablate and config.seq_len > FULL_ATTENTION_MAX:
         raise ValueError(f"Heads are ablated in full attention, up to N = {FULL_ATTENTION_MAX}; longer lines run "
                          f"block-wise. Received: seq_len={config.seq_len} with {len(config.ablate)} heads ablated")
-    if config.external:
-        _check_external(config)
-        return
-    if config.trained:  # its name and options: transformer.training.pretrained.check_config, where it is run
-        return
-    _check_range("d_model", config.d_model, 1, MAX_D_MODEL)
-    _check_range("num_heads", config.num_heads, 1, MAX_HEADS)
-    config.check_shape()
-    _check_range("d_ff", config.d_ff, 0, MAX_D_FF)
-    _check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
-    _check_range("seed", config.seed, 0, 2**31 - 1)
-    tokens.check_pad_symbols(config.pad_symbols)
-    check_ablation(config.ablate, config.ablation, config.stacks, config.num_layers, config.num_heads)
-
-
-def _check_external(config: LiveConfig) -> None:
-    check_key(config.weights)
-    if config.seq_len > MAX_TOKENS:
-        raise ValueError(f"A model from outside reads up to {MAX_TOKENS} tokens a line here. Received: "
-                         f"seq_len={config.seq_len}")
-    if config.ablate:
-        raise ValueError(f"Heads are ablated in the lab's own models; a model from outside is read as it is. "
-                         f"Received: {len(config.ablate)} heads ablated with weights={config.weights!r}")
 
 
 def _check_mask_family(config: LiveConfig) -> None:

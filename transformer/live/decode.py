@@ -11,12 +11,12 @@ from transformer.core import tokens
 from transformer.core.ablation import check_ablation, kept_array
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
 from transformer.external.registry import EXTERNAL
-from transformer.live.config import VOCAB_SIZE, LiveConfig, validate
-from transformer.live.inputs import ablation_means
-from transformer.live.model_cache import MODELS
+from transformer.live.config import VOCAB_SIZE, LiveConfig
+from transformer.live.plan import ablation_means, resolved
+from transformer.live.sources import Trained
 from transformer.runtime.device import device_label, resolve_device
 from transformer.tasks import END, END_ID, START_ID
-from transformer.training.pretrained import Pretrained, check_config, load_pretrained
+from transformer.training.pretrained import Pretrained, load_pretrained
 
 PROMPT_STEPS = 8  # tokens a decoder-only model with random weights adds to its prompt
 
@@ -78,13 +78,13 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     """Decode ``text`` step by step with ``config``'s model: a trained model's answer to the source line, or a
     random decoder-only model's continuation of the prompt (`PROMPT_STEPS` tokens). ValueError naming bad settings,
     tokens outside the model's vocabulary, or a model that does not decode."""
-    validate(config)
-    check_config(config)
-    if config.external:
+    checked = resolved(config)
+    if not checked.source.supports.inside:
         return decode_external(config, text.strip(), sample, temperature, top_k, top_p, seed,
                                PROMPT_STEPS if max_steps is None else max_steps)
-    if config.trained:
-        pretrained = load_pretrained(config.weights, resolve_device(config.device))
+    trained = isinstance(checked.source, Trained)
+    if trained:
+        pretrained = load_pretrained(config.weights, checked.device)
         line, vocabulary = _source_line(pretrained, text.strip()), pretrained.vocab
         default_steps = PROMPT_STEPS if pretrained.decoder_only else \
             pretrained.rules.target_length(line.src.shape[1]) + 1
@@ -95,11 +95,11 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                          f"Received: weights={config.weights!r}, architecture={config.architecture!r}")
     max_steps = default_steps if max_steps is None else max_steps
     check_settings(temperature, top_k, top_p, max_steps)
-    if config.trained and pretrained.decoder_only and len(line.prompt) + max_steps > pretrained.longest:
+    if trained and pretrained.decoder_only and len(line.prompt) + max_steps > pretrained.longest:
         raise ValueError(f"The {config.weights} model reads up to {pretrained.longest} tokens: a prompt of "
                          f"{len(line.prompt)} and {max_steps} steps would go past. Received: a prompt of "
                          f"{len(line.prompt)} tokens")
-    entry = MODELS.for_config(config)
+    entry = checked.model()
     ablation = _ablation(config, entry.model)
     with tf.device(entry.device):
         raw, cache, gap = run_steps(entry.model, line, max_steps, chooser(sample, temperature, top_k, top_p, seed),
@@ -107,7 +107,7 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     steps = tuple(Step(tuple(vocabulary.decode(prefix)), self_weights, cross, probabilities,
                        vocabulary.decode([chosen])[0]) for prefix, self_weights, cross, probabilities, chosen in raw)
     chosen = [step.chosen for step in steps if step.chosen != END]
-    if config.trained and not pretrained.decoder_only:
+    if trained and not pretrained.decoder_only:
         prediction, expected = pretrained.rules.target_text(chosen), pretrained.expected(text)
         source = tuple(vocabulary.decode(line.src[0]))
     else:
@@ -134,13 +134,13 @@ def cache_gap(config: LiveConfig, steps: int = 8) -> float:
     ``config``'s model (random or trained weights): a trained model answers its task's example, a random one
     decodes ``config``'s first source line (encoder-decoder, from its first target token) or continues its first
     target line (decoder-only). ValueError for an encoder-only model (it does not decode)."""
-    validate(config)
-    check_config(config)
-    if config.architecture == "encoder-only" and not config.trained:
+    checked = resolved(config)
+    trained = isinstance(checked.source, Trained)
+    if config.architecture == "encoder-only" and not trained:
         raise ValueError("An encoder-only model does not decode: it has no cache. "
                          f"Received: architecture={config.architecture!r}")
-    entry = MODELS.for_config(config)
-    if config.trained:
+    entry = checked.model()
+    if trained:
         pretrained = load_pretrained(config.weights, entry.device)
         example = _source_line(pretrained, pretrained.rules.example.splitlines()[0])
         line = dataclasses.replace(example, end_id=None)  # no end: the gap is measured over every step asked for

@@ -23,6 +23,7 @@ from transformer.core import tokens
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, family_mask, size_range
 from transformer.live.config import LiveConfig
 from transformer.live.run import run_live, stack_sides
+from transformer.live.sources import source_of
 from transformer.tasks import get_task
 
 PATTERN_FAMILIES = tuple(family for family in MASK_FAMILIES if family != "paper")  # the paper's has no one pattern
@@ -105,8 +106,9 @@ def _every_line(config: LiveConfig, stack: str) -> tuple:
         raise ValueError(f"Head roles are scored over at most {MAX_LINES} lines. Received: "
                          f"{len(config.source_text.splitlines())} lines")
     parts = []
-    for source, target in zip(_chunks(config.source_text), _chunks(config.target_text) if not config.trained
-                              else _chunks(config.source_text)):
+    own_target = source_of(config.weights).supports.predictions  # its target is its own answer: the text is unread
+    for source, target in zip(_chunks(config.source_text), _chunks(config.source_text if own_target
+                                                                    else config.target_text)):
         result = run_live(replace(config, source_text=source, target_text=target), stacks=(stack,),
                           means_of=config)  # a mean-ablated head's mean: over every line scored, not a part's
         query_ids, _ = stack_sides(stack, result.source_ids, result.target_ids)  # (B, N_q)

@@ -22,9 +22,10 @@ from transformer.core.ablation import ABLATIONS, HeadAblation, check_ablation, h
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.model import STACKS
 from transformer.decoding.search import greedy_decode, strip
+from transformer.live.sources import source_of
 from transformer.runtime.kept_results import recall, remember
 from transformer.tasks import PAD_ID, make_batch
-from transformer.training.pretrained import SESSION_PREFIX, load_pretrained
+from transformer.training.pretrained import load_pretrained
 from transformer.training.saved_model import CONFIG_FILE, PRETRAINED_DIR
 
 MAX_EXAMPLES = 1000
@@ -154,7 +155,7 @@ def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero",
 def model_identity(name: str) -> str:
     """What a measure's result depends on of the model: a kept model's name is its own (a training job's key); a
     shipped one's weights may change with a new version: its model.json's hash goes with its name."""
-    if name.startswith(SESSION_PREFIX):
+    if source_of(name).trained_here:
         return name
     return f"{name}:{hashlib.sha256((PRETRAINED_DIR / name / CONFIG_FILE).read_bytes()).hexdigest()[:16]}"
 

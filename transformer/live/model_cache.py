@@ -1,7 +1,7 @@
 """Built models, kept per architecture and bounded by count and weight bytes, with their functions.
 
-A random-weights model is built once per `LiveConfig.model_key` (its sizes, options and device) and its weights
-are re-drawn in place for a new seed; a trained model is the loaded one. Each model's functions
+A random-weights model is built once per key (its sizes, options and device: `transformer.live.sources`) and its
+weights are re-drawn in place for a new seed; a trained model is the one its source loads. Each model's functions
 (`ModelFunction`s) are made on first use and traced later by the idle engine.
 """
 
@@ -20,11 +20,10 @@ from transformer.core.linear import zero_kernels
 from transformer.core.model import STACKS, Transformer
 from transformer.core.shape import ModelShape
 from transformer.core.weight_init import seed_weights
-from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE, LiveConfig
+from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE
 from transformer.runtime.engine_thread import when_idle
 from transformer.runtime.model_function import ModelFunction
 from transformer.runtime.tf_patches import clear_kernel_cache
-from transformer.training.pretrained import load_pretrained
 
 MODEL_CACHE_SIZE = 4
 MODEL_CACHE_BYTES = 1536 * 2**20  # the cached models' weights: two of the largest (d_model 1024, d_ff 4096, 6 layers)
@@ -112,16 +111,19 @@ class CachedModel:
         return attention
 
 
-def build_cached_model(key, seed: int = 0) -> CachedModel:
-    """A built model for a random-weights `LiveConfig.model_key` with the weights of ``seed``, or a trained one for
-    ``("trained", name, device)``."""
-    if key[0] == "trained":
-        _, name, device = key
-        return CachedModel(load_pretrained(name, device).model, device)
-    if key[0] == "external":
-        raise ValueError(f"A model from outside ({key[1]}) is read through its attention weights, not run as the "
-                         "lab's own model: one layer's intermediates and the Keras check are not available for it.")
-    *shape, device = key  # ModelShape's fields, in its order, then the device
+def shape_key(shape: ModelShape, device: str) -> tuple:
+    """A random-weights model's key: `ModelShape`'s fields in its order (key/value heads counted), then the device
+    (`build_cached_model` reads it back; `model_bytes` sizes it)."""
+    return (shape.d_model, shape.num_heads, shape.d_ff, shape.num_layers, shape.positions, shape.kv_heads, shape.norm,
+            shape.architecture, device)
+
+
+def build_cached_model(key, seed: int = 0, load=None) -> CachedModel:
+    """A built model for a random-weights key (`shape_key`) with the weights of ``seed``,
+    or, with ``load``, the model ``load()`` returns (a trained one's: its source loads it)."""
+    *shape, device = key  # ModelShape's fields, in its order, then the device (random weights)
+    if load is not None:
+        return CachedModel(load(), device)
     with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
         model = Transformer.from_shape(ModelShape(*shape), VOCAB_SIZE, VOCAB_SIZE, dropout=0.0, max_len=MAX_SEQ_LEN)
         model.build((None, None), (None, None))  # every weight, before tracing
@@ -130,10 +132,8 @@ def build_cached_model(key, seed: int = 0) -> CachedModel:
 
 
 def model_bytes(key) -> int:
-    """Bytes of the float32 weights `build_cached_model` makes for a random-weights `LiveConfig.model_key`; 0 for
-    a trained model (small). Known before building, so that the cache makes room first."""
-    if key[0] in ("trained", "external"):
-        return 0
+    """Bytes of the float32 weights `build_cached_model` makes for a random-weights key (`shape_key`). Known
+    before building, so that the cache makes room first."""
     d_model, heads, d_ff, layers, positions, kv_heads, norm_kind, architecture, _ = key
     kv_width = d_model // heads * kv_heads  # the key and value projections' outputs
     attention = 2 * (d_model * d_model + d_model) + 2 * (d_model * kv_width + kv_width)  # kernels and biases
@@ -151,6 +151,11 @@ def model_bytes(key) -> int:
     embeddings_and_output = sides * VOCAB_SIZE * d_model + d_model * VOCAB_SIZE + VOCAB_SIZE
     learned = sides * MAX_SEQ_LEN * d_model if positions == "learned" else 0
     return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output + learned + final_norms)
+
+
+def shape_bytes(shape: ModelShape) -> int:
+    """Bytes of the float32 weights of a random-weights model of ``shape`` (`model_bytes`), on any device."""
+    return model_bytes(shape_key(shape, "/CPU:0"))
 
 
 def release_kernels() -> None:
@@ -185,14 +190,15 @@ class ModelCache:
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key, seed: int = 0) -> CachedModel:
-        """The model of ``key`` (`LiveConfig.model_key`), built (random weights drawn from ``seed``) unless cached."""
+    def get(self, key, seed: int = 0, load=None) -> CachedModel:
+        """The model of ``key`` (`transformer.live.sources.ModelSource.model_key`), unless cached: random weights
+        drawn from ``seed``, or, with ``load``, the model it returns (a trained model's, small: no room made)."""
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key]
-            self._make_room(model_bytes(key))
-            entry = build_cached_model(key, seed)
+            self._make_room(0 if load else model_bytes(key))
+            entry = build_cached_model(key, seed, load)
             self.builds += 1
             self._entries[key] = entry
             return entry
@@ -211,14 +217,14 @@ class ModelCache:
             release_kernels()
             self._evicted = 0
 
-    def for_config(self, config: LiveConfig) -> CachedModel:
-        """The model of ``config`` (its `LiveConfig.model_key`); random weights re-drawn in place when the seed
-        changed (no rebuild, no retrace). Call on the engine thread."""
-        entry = self.get(config.model_key, config.seed)  # a new model is drawn from the seed as it is built
-        if not config.trained and entry.seed != config.seed:
+    def entry(self, key, seed: int = 0, load=None) -> CachedModel:
+        """`get`, with random weights re-drawn in place when the seed changed (no rebuild, no retrace); a loaded
+        model (``load``) keeps its weights. Call on the engine thread (`transformer.live.plan.Plan.model`)."""
+        entry = self.get(key, seed, load)  # a new model is drawn from the seed as it is built
+        if load is None and entry.seed != seed:
             with tf.device(entry.device):
-                seed_weights(entry.model, config.seed)
-            entry.seed = config.seed
+                seed_weights(entry.model, seed)
+            entry.seed = seed
         return entry
 
     def trace_pending(self, limit: int | None = None) -> int:

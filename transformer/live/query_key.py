@@ -9,7 +9,7 @@ import numpy as np
 
 from transformer.analysis.query_key import joint_projection, query_correlation
 from transformer.live.config import LiveConfig
-from transformer.live.inputs import prepared_inputs
+from transformer.live.plan import plan_of, resolved
 from transformer.live.run import stack_sides
 from transformer.live.walkthrough import attention_walkthrough
 
@@ -47,14 +47,13 @@ def _real(ids, pad_ids) -> np.ndarray:
 def query_key_space(config: LiveConfig, stack: str, layer: int, head: int) -> QueryKeySpace:
     """Head ``head`` of ``stack``'s layer ``layer`` over ``config``'s lines; ValueError naming bad input (as
     `attention_walkthrough`, and a head the model lacks). Padding's queries and keys are left out."""
-    if config.external:
-        raise ValueError("The query–key space reads the lab's own models (their queries and keys); a model from "
-                         f"outside is read through its attention weights only. Received: weights={config.weights!r}")
+    resolved(config).require_inside("The query–key space reads queries and keys")  # before anything of it loads
     walk = attention_walkthrough(config, stack, layer)
     heads = walk.tensors["query_heads"].shape[1]
     if isinstance(head, bool) or not isinstance(head, int) or not 0 <= head < heads:
         raise ValueError(f"head must be from 0 to {heads - 1}. Received: head={head!r}")
-    batches = prepared_inputs(config).batches
+    plan = plan_of(config)
+    batches = plan.inputs.batches
     query_ids, key_ids = stack_sides(stack, batches.source.ids, batches.target.ids)  # (B, N_q), (B, N_k)
     query_tokens, key_tokens = stack_sides(stack, batches.source.tokens, batches.target.tokens)
     real_q, real_k = _real(query_ids, batches.pad_ids), _real(key_ids, batches.pad_ids)

@@ -1,9 +1,9 @@
 """The one plain-data entry point: a frozen `LiveConfig` in, a `LiveResult` of NumPy arrays out.
 
 The app calls `run_live` (and `transformer.live.walkthrough` for one layer's intermediates); it never
-touches a tensor. The way of a configuration: `validate` (config) -> `prepared_inputs` (inputs:
-ids and masks) -> `MODELS.for_config` (model_cache: built once per architecture, seeded) -> its
-attention `ModelFunction` on the engine thread -> NumPy.
+touches a tensor. The way of a configuration: `plan_of` (plan: checked once, its source, device, ids and
+masks) -> `Plan.model` (model_cache: built once per architecture, seeded, or loaded) -> its attention
+`ModelFunction` on the engine thread -> NumPy.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from transformer.core.ablation import check_ablation
 from transformer.core.blockwise import FULL_ATTENTION_MAX, blockwise_attention, power_of_two_block
 from transformer.core.model import ARCHITECTURE_STACKS, STACKS
 from transformer.external.registry import EXTERNAL
-from transformer.live.config import LiveConfig, check_budget, validate
-from transformer.live.inputs import EXTERNAL_PAD_ID, batch_rows, checked_lines, encoding_array, prepared_inputs
+from transformer.live.config import LiveConfig, check_budget
+from transformer.live.inputs import encoding_array
 from transformer.live.model_cache import MODELS, ModelCache
-from transformer.runtime.device import device_label, resolve_device
+from transformer.live.plan import Plan, plan_of
+from transformer.live.sources import EXTERNAL_PAD_ID
+from transformer.runtime.device import device_label
 from transformer.tasks import SPECIALS
 
 
@@ -132,15 +134,13 @@ def _windows(windows) -> tuple:
 
 def line_count(config: LiveConfig) -> int:
     """B, the number of source (= target) lines of ``config``; ValueError on bad input, as `run_live`."""
-    validate(config)
-    return prepared_inputs(config).batches.source.ids.shape[0]
+    return plan_of(config).batch
 
 
 def sequence_lengths(config: LiveConfig) -> tuple[int, int]:
     """``(N_source, N_target)`` of ``config``'s lines (a trained model's target is its own length); ValueError on
     bad input, as `run_live`."""
-    validate(config)
-    batches = prepared_inputs(config).batches
+    batches = plan_of(config).inputs.batches
     return batches.source.ids.shape[1], batches.target.ids.shape[1]
 
 
@@ -161,13 +161,13 @@ def _external_stack(config: LiveConfig, model) -> str:
     return ARCHITECTURE_STACKS[architecture][0]
 
 
-def _external_result(config: LiveConfig, stacks: tuple, rows: tuple, inputs) -> LiveResult:
+def _external_result(plan: Plan, stacks: tuple, rows: tuple) -> LiveResult:
     """`run_live` for a model from outside: each line run at its own length, its weights placed in the padded
     ``(L, B', H, N, N)`` (zeros where padding is)."""
+    config, device = plan.config, plan.device
     model = EXTERNAL.get(config.weights)
     stack = _external_stack(config, model)
-    batches, masks = inputs.batches, inputs.masks
-    device = resolve_device(config.device)
+    batches, masks = plan.inputs.batches, plan.inputs.masks
     n = config.seq_len
     attention, started = {}, time.perf_counter()
     if stack in stacks:
@@ -206,22 +206,23 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     every line. A line's maps do not depend on the other lines, so one line's are the same either way.
     ``windows``: ``((first query, first key, size), …)``, the windows a block-wise run keeps exact (else ignored).
     ``means_of``: the configuration whose lines define mean-ablation's means (None: ``config``'s own; a page that
-    runs its lines in parts passes the whole): `transformer.live.inputs.ablation_means`.
+    runs its lines in parts passes the whole): `transformer.live.plan.ablation_means`.
     ``pool_to``: at most this many cells a side; longer maps come back max-pooled on the model's device before the
     copy to NumPy (``attention_factor`` says by how much), for a caller that draws only pooled maps.
     """
-    validate(config)
+    plan = plan_of(config, means_of)
     _check_pool_to(pool_to)
     windows = _windows(windows)
     stacks = _stacks(stacks, config)
-    inputs = prepared_inputs(config, means_of)
+    inputs = plan.inputs
     batches, predictions = inputs.batches, inputs.predictions
-    check_budget(config, batches.source.ids.shape[0])
-    rows = checked_lines(lines, batches.source.ids.shape[0])
-    if config.external:
-        return _external_result(config, stacks, rows, inputs)
-    entry = cache.for_config(config) if stacks or config.trained else None  # masks need no model (~0.5 s build)
-    device = entry.device if entry else resolve_device(config.device)
+    check_budget(config, plan.batch)
+    rows = plan.rows(lines)
+    if not plan.source.supports.inside:
+        return _external_result(plan, stacks, rows)
+    own_shape = not plan.source.supports.shape  # a trained model: its sizes are read off it, maps drawn or not
+    entry = plan.model(cache) if stacks or own_shape else None  # masks need no model (~0.5 s build)
+    device = entry.device if entry else plan.device
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
     ablate = check_ablation(config.ablate, config.ablation, config.stacks, layers, heads)
     pool = _pool_factor(pool_to, batches.source.ids.shape[1], batches.target.ids.shape[1])
@@ -231,7 +232,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     blockwise = None
     with tf.device(device):
         started = time.perf_counter()
-        model_inputs = batch_rows(rows, batches.source.ids, batches.target.ids, masks.run_source, masks.run_target)
+        model_inputs = plan.model_inputs(rows)
         if stacks and config.seq_len > FULL_ATTENTION_MAX:  # eager, queries a block at a time
             blockwise = blockwise_attention(entry.model, stacks, *model_inputs, windows=windows)
             attention = blockwise.attention  # (L, B', H, ⌈N_q/f⌉, ⌈N_k/f⌉)

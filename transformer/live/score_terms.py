@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from transformer.core.residual_parts import ScoreTerms
 from transformer.core.residual_parts import score_terms as model_score_terms
-from transformer.live.config import LiveConfig, validate
-from transformer.live.inputs import batch_rows, checked_lines, prepared_inputs
+from transformer.live.config import LiveConfig
 from transformer.live.model_cache import MODELS, ModelCache
+from transformer.live.plan import plan_of, resolved
 
 
 def score_terms(config: LiveConfig, stack: str, layer: int, head: int, line: int = 0, queries: tuple | None = None,
@@ -17,25 +17,19 @@ def score_terms(config: LiveConfig, stack: str, layer: int, head: int, line: int
     """Head ``head`` of ``stack``'s layer ``layer`` on batch line ``line`` of ``config``: its scaled scores
     ``(N_q, N_k)`` and their terms ``(P_q, P_k, N_q, N_k)`` (`ScoreTerms`), for the query positions ``queries``
     (None: all); ValueError naming what does not exist or cannot be split (a model from outside, ablated heads)."""
-    validate(config)
-    if config.external:
-        raise ValueError("The score is split inside the lab's own models; a model from outside is read through its "
-                         f"attention weights. Received: weights={config.weights!r}")
+    resolved(config).require_inside("The score is split")  # before its lines are read: nothing of it loads
     if config.ablate:
         raise ValueError("The score is split in the whole model: clear the ablated heads first. Received: "
                          f"{len(config.ablate)} heads ablated")
     if stack not in config.stacks:
         raise ValueError(f"A {config.architecture} model's stacks are {config.stacks}. Received: stack={stack!r}")
-    inputs = prepared_inputs(config)
-    rows = checked_lines((line,), inputs.batches.source.ids.shape[0])
-    entry = cache.for_config(config)
+    plan = plan_of(config)
+    rows = plan.rows((line,))
+    entry = plan.model(cache)
     model = entry.model
     if not (isinstance(layer, int) and 0 <= layer < model.num_layers and isinstance(head, int)
             and 0 <= head < model.num_heads):
         raise ValueError(f"Layers run from 0 to {model.num_layers - 1} and heads from 0 to {model.num_heads - 1}. "
                          f"Received: layer={layer!r}, head={head!r}")
-    masks = inputs.masks
     with tf.device(entry.device):
-        model_inputs = batch_rows(rows, inputs.batches.source.ids, inputs.batches.target.ids, masks.run_source,
-                                  masks.run_target)
-        return model_score_terms(model, stack, layer, head, *model_inputs, queries=queries)
+        return model_score_terms(model, stack, layer, head, *plan.model_inputs(rows), queries=queries)

@@ -16,9 +16,9 @@ from transformer.analysis.reference import keras_gaps, keras_twin
 from transformer.core.ablation import check_ablation
 from transformer.core.attention import batch_and_length
 from transformer.core.blockwise import FULL_ATTENTION_MAX
-from transformer.live.config import LiveConfig, validate
-from transformer.live.inputs import batch_rows, checked_lines, prepared_inputs
+from transformer.live.config import LiveConfig
 from transformer.live.model_cache import MODELS, ModelCache
+from transformer.live.plan import plan_of
 from transformer.runtime.device import device_label
 
 
@@ -86,7 +86,7 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
     ``config``'s batch (only its line ``line`` when given). One function per model, stack and layer:
     eager at first, traced once the engine is idle. Returns its outputs, the seconds the run took (not
     the model's build, nor the graph's making) and the device it ran on."""
-    validate(config)
+    plan = plan_of(config)
     if config.seq_len > FULL_ATTENTION_MAX:
         raise ValueError(f"One layer's every intermediate is held whole (scores, weights … (B, H, N, N)): up to "
                          f"N = {FULL_ATTENTION_MAX}. Received: seq_len={config.seq_len}")
@@ -94,10 +94,9 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
         raise ValueError(f"A {config.architecture} model's stacks are {config.stacks}. Received: stack={stack!r}")
     if not isinstance(layer, int) or not 0 <= layer < config.num_layers:
         raise ValueError(f"layer must be from 0 to {config.num_layers - 1}. Received: layer={layer!r}")
-    inputs = prepared_inputs(config)
-    masks = inputs.masks
-    lines = checked_lines(None if line is None else (line,), inputs.batches.source.ids.shape[0])
-    entry = cache.for_config(config)
+    inputs = plan.inputs
+    lines = plan.rows(None if line is None else (line,))
+    entry = plan.model(cache)
     model = entry.model
     ablate = check_ablation(config.ablate, config.ablation, config.stacks, model.num_layers, model.num_heads)
     with tf.device(entry.device):
@@ -107,8 +106,7 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
         key = (kind, stack, layer) + ((config.ablation,) if hook else ())  # one function per ablation kind
         function = entry.function(key, lambda: make_function(model, stack, layer, twin, hook))
         started = time.perf_counter()
-        ids = inputs.batches.source.ids, inputs.batches.target.ids  # (B, N_s), (B, N_t)
-        outputs = function(*batch_rows(lines, *ids, masks.run_source, masks.run_target))  # B' = len(lines)
+        outputs = function(*plan.model_inputs(lines))  # B' = len(lines)
         return outputs, time.perf_counter() - started, entry.device
 
 

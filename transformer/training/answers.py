@@ -1,10 +1,9 @@
 """A trained model's greedy answers: several lines at once (remembered per batch, so that the pages and the
 walkthrough of one configuration decode once), or one line with its attention. The decoding itself is
-`transformer.decoding.search`'s; this module knows the trained model (`Pretrained`)."""
+`transformer.decoding.search`'s; this module knows the trained model (a `transformer.training.pretrained.Pretrained`
+comes in: this module loads none and imports nothing of it)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import numpy as np
 import tensorflow as tf
@@ -14,13 +13,10 @@ from transformer.core.masks import padding_mask, target_mask
 from transformer.decoding.search import greedy_decode, strip
 from transformer.tasks import PAD_ID, START_ID
 
-if TYPE_CHECKING:  # an annotation only: a model comes in, this module loads none
-    from transformer.training.pretrained import Pretrained
-
 PREDICTIONS_KEPT = 256  # batches of source lines whose greedy predictions are remembered per model
 
 
-def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: int = 1, ablate: tuple = (),
+def predictions(pretrained, sources: list[list[str]], extra_steps: int = 1, ablate: tuple = (),
                 kind: str = "zero", means=None) -> list[list[int]]:
     """A trained model's greedy predictions (ids, without </s>) for several token lists at once, remembered per
     batch of lines so that the pages and the walkthrough of one configuration decode once. ``ablate``: the
@@ -45,7 +41,7 @@ def predictions(pretrained: Pretrained, sources: list[list[str]], extra_steps: i
     return remembered[key]
 
 
-def translate(pretrained: Pretrained, source_text: str):
+def translate(pretrained, source_text: str):
     """``(prediction_text, attention)`` for one source line, the prediction written as a person writes it.
 
     ``attention`` maps "encoder", "decoder", "cross" to lists (one per layer) of ``(1, H, N_q, N_k)`` arrays

@@ -210,10 +210,8 @@ def _not_kept(name: str) -> str:
 
 
 def check_config(config) -> None:
-    """ValueError naming the values, unless a `LiveConfig` with trained weights names a kept model and asks for the
-    options it was trained with (read from its model.json: nothing is loaded). Random weights pass."""
-    if not config.trained:
-        return
+    """ValueError naming the values, unless a `LiveConfig` whose weights name a trained model names a kept one and
+    asks for the options it was trained with (read from its model.json: nothing is loaded)."""
     check_name(config.weights)
     spec = spec_of(config.weights)
     if config.positions != spec.positions or config.num_kv_heads not in (None, config.num_heads) \

@@ -1,0 +1,295 @@
+"""Where a model comes from, as types: `RandomWeights` (seeded, of the configuration's shape), `Trained` (a model
+the lab trained: shipped, or trained on this server) and `Outside` (a keras-hub preset or an uploaded file).
+
+`source_of` is the one reader of a configuration's ``weights``; everything else asks the source what the model is
+(`ModelSource.kind`), what it supports (`Supports`), what it was trained as (`ModelSource.spec`), and reads its
+lines through it (`ModelSource.encode`: ids, masks and, for a trained model, its predictions; each source's own
+reading is below its types).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import tensorflow as tf
+
+from transformer.core import tokens
+from transformer.core.ablation import check_ablation
+from transformer.external import MAX_TOKENS
+from transformer.external.registry import EXTERNAL, check_key, is_external
+from transformer.live.config import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, VOCAB_SIZE, LiveConfig, check_range
+from transformer.live.inputs import Batches, Inputs, Masks, make_masks, notices
+from transformer.live.model_cache import shape_key
+from transformer.runtime.device import resolve_device
+from transformer.tasks import PAD, PAD_ID, START
+from transformer.tasks.induction import NO_RULE
+from transformer.training import answers
+from transformer.training.pretrained import SESSION_PREFIX, check_config, load_pretrained, spec_of, task_of
+
+RANDOM = "random"  # the ``weights`` value of seeded random weights
+
+
+@dataclass(frozen=True)
+class Supports:
+    """What a source's model can do here."""
+
+    ablation: bool  # heads zeroed or replaced by their mean (transformer.core.ablation)
+    masks: bool  # the lab's mask switches and families change what it runs (a trained model keeps its own)
+    shape: bool  # its shape is the configuration's (d_model, heads, layers, …); else the model's own
+    inside: bool  # it runs as the lab's own Keras model: one layer opened up, the Keras check, score terms, norms
+    predictions: bool  # it answers its lines (a trained model's greedy answer, or its next tokens)
+
+
+class ModelSource:
+    """One model's origin: ``weights`` as the link writes it. Subclasses say what it supports and how its lines
+    are read; making one loads nothing."""
+
+    kind: ClassVar[str]
+    supports: ClassVar[Supports]
+
+    def __init__(self, weights: str):
+        self.weights = weights
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.weights == self.weights
+
+    def __hash__(self):
+        return hash((type(self), self.weights))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.weights!r})"
+
+    def check(self, config: LiveConfig) -> None:
+        """ValueError naming what ``config`` asks of this model that it cannot do (nothing is loaded)."""
+
+    def spec(self):
+        """The shape it was trained with (a `TrainSpec`), read without loading; None when the configuration's
+        shape is the model's (random weights) or the model is not the lab's."""
+        return None
+
+    def task(self) -> str | None:
+        """The task it was trained on; None for random weights or a model from outside."""
+        return None
+
+    @property
+    def trained_here(self) -> bool:
+        """A model trained on this server (kept by it), not shipped with the lab."""
+        return False
+
+    def model_key(self, config: LiveConfig, device: str) -> tuple:
+        """What its built (and traced) model depends on, on ``device``: `transformer.live.model_cache`'s key."""
+        return (self.kind, self.weights, device)
+
+    def loader(self, device: str):
+        """None when the model is built from the configuration's shape (random weights); else a function that
+        returns its Keras model on ``device``, loaded (`transformer.live.model_cache.ModelCache.get`)."""
+        return None
+
+    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
+        """``config``'s lines as this model reads them on ``device``: `Inputs` (ids, masks, predictions; ``means``:
+        mean-ablation's, ``(stacks, L, H, d_v)``). ValueError on bad text, pads or tokens it does not know."""
+        raise NotImplementedError
+
+
+class RandomWeights(ModelSource):
+    """Seeded random weights of the configuration's shape: every switch, family and variant applies."""
+
+    kind = "random"
+    supports = Supports(ablation=True, masks=True, shape=True, inside=True, predictions=False)
+
+    def check(self, config: LiveConfig) -> None:
+        check_range("d_model", config.d_model, 1, MAX_D_MODEL)
+        check_range("num_heads", config.num_heads, 1, MAX_HEADS)
+        config.check_shape()
+        check_range("d_ff", config.d_ff, 0, MAX_D_FF)
+        check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
+        check_range("seed", config.seed, 0, 2**31 - 1)
+        tokens.check_pad_symbols(config.pad_symbols)
+        check_ablation(config.ablate, config.ablation, config.stacks, config.num_layers, config.num_heads)
+
+    def model_key(self, config: LiveConfig, device: str) -> tuple:
+        """`ModelShape`'s fields in its order (key/value heads counted) and the device: not the seed, which is
+        re-applied in place."""
+        return shape_key(config, device)
+
+    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
+        batches = encode_batches(config)
+        with tf.device(device):  # "cpu" means every op, the masks' too
+            return Inputs(batches, (), make_masks(config, batches), means)
+
+
+class Trained(ModelSource):
+    """A model the lab trained (shipped, or trained on this server): its own shape, vocabulary and masks."""
+
+    kind = "trained"
+    supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=True)
+
+    def check(self, config: LiveConfig) -> None:
+        check_config(config)  # its name and the options it was trained with, before anything loads
+
+    @property
+    def trained_here(self) -> bool:
+        return self.weights.startswith(SESSION_PREFIX)
+
+    def spec(self):
+        return spec_of(self.weights)
+
+    def task(self) -> str | None:
+        return task_of(self.weights)
+
+    def loader(self, device: str):
+        return lambda: load_pretrained(self.weights, device).model
+
+    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
+        batches, predictions = encode_trained(config, means)
+        with tf.device(device):
+            return Inputs(batches, predictions, make_masks(config, batches), means)
+
+
+class Outside(ModelSource):
+    """A model from outside (``hub:<preset>`` or ``upload:<hash>``): read through its attention weights, with its
+    own tokenizer and masks; nothing inside it is opened or changed."""
+
+    kind = "outside"
+    supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False)
+
+    def check(self, config: LiveConfig) -> None:
+        check_key(config.weights)
+        if config.seq_len > MAX_TOKENS:
+            raise ValueError(f"A model from outside reads up to {MAX_TOKENS} tokens a line here. Received: "
+                             f"seq_len={config.seq_len}")
+        if config.ablate:
+            raise ValueError(f"Heads are ablated in the lab's own models; a model from outside is read as it is. "
+                             f"Received: {len(config.ablate)} heads ablated with weights={config.weights!r}")
+
+    def loader(self, device: str):
+        raise ValueError(f"A model from outside ({self.weights}) is read through its attention weights, not run as "
+                         "the lab's own model: one layer's intermediates and the Keras check are not available for "
+                         "it.")
+
+    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
+        return encode_external(config)  # each line at its own length, its masks its own: no TensorFlow op here
+
+
+def source_of(weights: str) -> ModelSource:
+    """The source a ``weights`` value names: ``"random"``, a model from outside (``hub:`` / ``upload:``,
+    `transformer.external.registry`), else a trained model's name (checked when a configuration is resolved)."""
+    if weights == RANDOM:
+        return RandomWeights(weights)
+    return Outside(weights) if is_external(weights) else Trained(weights)
+
+
+# How each source reads its lines: random weights (`encode_batches`), a trained model (`encode_trained`), a model
+# from outside (`encode_external`).
+
+def _lines_text(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"
+
+
+def encode_batches(config: LiveConfig) -> Batches:
+    """Source and target text -> padded id batches sharing one vocabulary. Line counts that differ are matched to
+    the side the model reads first (the target for a decoder-only model, else the source), said in a notice."""
+    pad_symbols = tokens.check_pad_symbols(config.pad_symbols)
+    source_lines = tokens.split_lines(config.source_text, "source")
+    target_lines = tokens.split_lines(config.target_text, "target")
+    source_lines, target_lines, matched = _matched_lines(source_lines, target_lines, config.architecture)
+    vocabulary = tokens.build_vocabulary(source_lines + target_lines, pad_symbols, VOCAB_SIZE)
+    source = tokens.encode_lines(source_lines, vocabulary, pad_symbols[0], config.seq_len)
+    target = tokens.encode_lines(target_lines, vocabulary, pad_symbols[0], config.seq_len)
+    pads = tokens.pad_ids(vocabulary, pad_symbols)
+    return Batches(source, target, pads, matched + notices(source, target, pads, config.seq_len))
+
+
+def _matched_lines(source: list, target: list, architecture: str) -> tuple[list, list, tuple]:
+    """``(source, target, notices)`` with as many lines on each side as the leading side has (the target for a
+    decoder-only model, else the source): the other side's extra lines left out, its missing ones the leading
+    side's lines. A view never goes blank because a side it does not read has another count."""
+    if len(source) == len(target):
+        return source, target, ()
+    lead, other = ("target", "source") if architecture == "decoder-only" else ("source", "target")
+    lines = {"source": source, "target": target}
+    leading, following = lines[lead], lines[other]
+    count, given = len(leading), len(following)
+    extra = given > count
+    first, last = (count + 1, given) if extra else (given + 1, count)
+    which, verb = (f"line {first}", "is") if first == last else (f"lines {first}–{last}", "are")
+    said = f"the {other}'s {which} {verb} left out" if extra else f"{other} {which} {verb} their {lead} lines"
+    notice = (f"The {lead} has {_lines_text(count)} and the {other} {given}: {said} (give one {other} line per "
+              f"{lead} line to choose them).")
+    lines[other] = following[:count] + leading[given:]
+    return lines["source"], lines["target"], (notice,)
+
+def encode_trained(config: LiveConfig, means=None) -> tuple[Batches, tuple]:
+    """Source text in the trained model's own tokens (words, symbols or characters); the target is ``<s>`` +
+    its greedy prediction (with ``config``'s heads ablated; ``means``: mean-ablation's). ValueError naming tokens
+    outside the model's vocabulary or heads it lacks (its name and options: checked by its source first)."""
+    model = load_pretrained(config.weights, resolve_device(config.device))
+    ablate = check_ablation(config.ablate, config.ablation, config.stacks, model.model.num_layers,
+                            model.model.num_heads)
+    texts = tokens.text_lines(config.source_text, "source")
+    lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
+    if model.decoder_only:
+        return _encode_lines(model, config, texts, lines, ablate, means)
+    predicted = [model.vocab.decode(ids) for ids in answers.predictions(model, lines, 1, ablate, config.ablation,
+                                                                        means)]
+    source = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
+    target = tokens.encode_lines([[START] + p for p in predicted], model.vocab, PAD,
+                                 model.rules.target_length(config.seq_len) + 1)
+    predictions = tuple(_prediction(model, text, p) for text, p in zip(texts, predicted))
+    said = notices(source, target, (PAD_ID,), config.seq_len)
+    return Batches(source, target, (PAD_ID,), said), predictions
+
+
+def _encode_lines(model, config: LiveConfig, texts, lines, ablate, means=None) -> tuple[Batches, tuple]:
+    """A decoder-only trained model reads each line on its one (target) side; its prediction is the most probable
+    next token after each position, checked against the task's rule where the rule has an answer."""
+    batch = tokens.encode_lines(lines, model.vocab, PAD, config.seq_len)
+    guesses = model.next_tokens(lines, ablate, config.ablation, means)
+    predictions = []
+    for text, line, guess in zip(texts, lines, guesses):
+        rule = model.rules.solve(line)
+        counted = [r == g for r, g in zip(rule, guess) if r != NO_RULE]  # where the rule has an answer
+        predictions.append(dict(source=text, prediction=" ".join(guess), expected=" ".join(rule),
+                                correct=all(counted), next_token=True, tokens_right=sum(counted),
+                                tokens_counted=len(counted)))
+    said = notices(batch, batch, (PAD_ID,), config.seq_len)
+    return Batches(batch, batch, (PAD_ID,), said), tuple(predictions)
+
+
+def _prediction(model, text: str, predicted: list[str]) -> dict:
+    """``{source, prediction, expected, correct}`` of one line, written as a person writes them."""
+    prediction, expected = model.rules.target_text(predicted), model.expected(text)
+    return dict(source=text, prediction=prediction, expected=expected if expected is not None else "—",
+                correct=prediction == expected)
+
+EXTERNAL_PAD = "<pad>"  # a model from outside runs each line at its own length: its padding is only drawn
+EXTERNAL_PAD_ID = -1  # never one of its ids
+
+
+def encode_external(config: LiveConfig) -> Inputs:
+    """A model from outside: each source line in its tokenizer's pieces (cut to ``seq_len``), the same lines on
+    the target side (a causal model's one stack reads them there); padding is drawn, never run. Its masks are its
+    own: padding, and the look-ahead mask for a causal model (the lab's switches and families do not apply)."""
+    model = EXTERNAL.get(config.weights)
+    texts = tokens.text_lines(config.source_text, "source")
+    ids = [model.token_ids(text) for text in texts]
+    pieces = [model.pieces(line) for line in ids]
+    n = config.seq_len
+    padded = np.full((len(texts), n), EXTERNAL_PAD_ID, np.int32)  # (B, N)
+    for row, line in enumerate(ids):
+        padded[row, : min(len(line), n)] = line[:n]
+    labels = tuple(tuple(line[:n]) + (EXTERNAL_PAD,) * max(0, n - len(line)) for line in pieces)
+    batch = tokens.EncodedBatch(padded, labels, tuple(len(line) for line in ids), tuple(len(line) > n for line in ids))
+    said = notices(batch, batch, (EXTERNAL_PAD_ID,), n)
+    batches = Batches(batch, batch, (EXTERNAL_PAD_ID,), said)
+    padding = padded != EXTERNAL_PAD_ID  # (B, N)
+    source_padding = padding[:, None, None, :]  # (B, 1, 1, N)
+    future = np.tril(np.ones((n, n), bool))  # (N, N)
+    target = source_padding & future  # (B, 1, N, N)
+    run_target = target if model.causal else np.broadcast_to(source_padding, target.shape)
+    masks = Masks(source_padding, source_padding, future, target, source_padding, run_target)
+    for mask in vars(masks).values():
+        mask.flags.writeable = False
+    return Inputs(batches, (), masks)
