@@ -14,7 +14,6 @@ from transformer.service import (
     get_task,
     kept_label,
     kept_limits,
-    kv_head_counts,
     resolve_device,
     shape_bytes,
     source_of,
@@ -33,23 +32,16 @@ ARCHITECTURE_LABELS = {"encoder-decoder": "Encoder-decoder (the paper)", "decode
 NORM_LABELS = {"post": "Post-norm (the paper)", "pre": "Pre-norm (GPT-2)"}
 
 
-def _fix_heads() -> None:
-    """After d_model changes: keep heads a divisor of d_model, and say so when it moves."""
-    d_model, heads = state.read("d_model"), state.read("heads")
-    if heads not in choices.head_choices(d_model):
-        fixed = choices.nearest_heads(d_model, heads)
-        state.put("heads", fixed)
-        state.notify(f"{heads} heads do not divide d_model={d_model}; heads is now {fixed}, the nearest divisor.")
-    _fix_kv_heads()
-
-
-def _fix_kv_heads() -> None:
-    """After the heads change: keep the key/value heads a divisor of them, and say so when they move."""
-    heads, kv_heads = state.read("heads"), state.get("kv_heads", 0)
-    if kv_heads and kv_heads not in kv_head_counts(heads):
-        state.put("kv_heads", 0)
-        state.notify(f"{count(kv_heads, 'key/value head')} do not divide {count(heads, 'head')}; there is one per "
-                     "head again.")
+def _fix_shape() -> None:
+    """After d_model or the heads change: keep the heads a divisor of d_model and the key/value heads a divisor of
+    the heads (`state.normalise`, as a link's values are), and say so when one moves."""
+    values, changes = state.normalise(state.current_values())
+    for key, was, now in changes:
+        state.put(key, now)
+        state.notify(f"{was} heads do not divide d_model={values['d_model']}; heads is now {now}, the nearest "
+                     "divisor." if key == "heads" else
+                     f"{count(was, 'key/value head')} do not divide {count(values['heads'], 'head')}; there is one "
+                     "per head again.")
 
 
 def kv_label(heads: int, kv_heads: int) -> str:
@@ -283,14 +275,14 @@ def render(page_path: str = "") -> None:
                   help="Post-norm: LayerNorm(x + Sublayer(x)), as in the paper. Pre-norm: x + Sublayer(LayerNorm(x)) "
                   "and a final LayerNorm on each stack, as GPT-2 and most models since.")
     shown.control(bar.select_slider, "d_model", "d_model", lambda s: s.d_model,
-                  options=_with(choices.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_heads,
+                  options=_with(choices.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_shape,
                   help="Width of every token vector.")
     d_model = spec.d_model if spec else state.read("d_model")
     head_options = choices.head_choices(d_model)
     if not spec:
         options_follow("heads", [str(h) for h in head_options])
     shown.control(bar.select_slider, "Heads (h)", "heads", lambda s: s.num_heads, options=head_options,
-                  on_change=_fix_kv_heads,
+                  on_change=_fix_shape,
                   help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.")
     heads = spec.num_heads if spec else state.read("heads")
     if state.get("kv_heads", 0) not in choices.kv_head_choices(state.read("heads")):

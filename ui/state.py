@@ -200,17 +200,28 @@ def parse_url(query: dict) -> tuple[dict, list[str]]:
             values[key] = field.parse(raw)
         except (ValueError, TypeError) as error:
             notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); using {dump(default)!r}.")
-    if values["heads"] not in head_counts(values["d_model"]):
-        fixed = nearest_heads(values["d_model"], values["heads"])
-        notices.append(
-            f"The link's heads={values['heads']} does not divide d_model={values['d_model']}; using {fixed}."
-        )
-        values["heads"] = fixed
-    if values["kv_heads"] and values["kv_heads"] not in kv_head_counts(values["heads"]):
-        notices.append(f"The link's kv_heads={values['kv_heads']} does not divide heads={values['heads']}; "
-                       f"using {values['heads']} (one per head).")
-        values["kv_heads"] = 0
+    values, changes = normalise(values)
+    for key, was, now in changes:
+        notices.append(f"The link's heads={was} does not divide d_model={values['d_model']}; using {now}."
+                       if key == "heads" else
+                       f"The link's kv_heads={was} does not divide heads={values['heads']}; using {values['heads']} "
+                       "(one per head).")
     return values, notices
+
+
+def normalise(values: dict) -> tuple[dict, list[tuple[str, int, int]]]:
+    """``values`` with the heads a divisor of d_model (the nearest) and the key/value heads a divisor of the heads
+    (else one per head: 0) — the rules of `ModelShape.check_shape`, asked of the engine (`head_counts`,
+    `kv_head_counts`) — and each change as ``(field, was, now)``. The link (`parse_url`) and the sidebar's moves
+    (`ui.sidebar`) both call it."""
+    values, changes = dict(values), []
+    if values["heads"] not in head_counts(values["d_model"]):
+        changes.append(("heads", values["heads"], nearest_heads(values["d_model"], values["heads"])))
+        values["heads"] = changes[-1][2]
+    if values["kv_heads"] and values["kv_heads"] not in kv_head_counts(values["heads"]):
+        changes.append(("kv_heads", values["kv_heads"], 0))
+        values["kv_heads"] = 0
+    return values, changes
 
 
 def url_params(values: dict) -> tuple[dict, list[str]]:
