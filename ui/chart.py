@@ -3,7 +3,8 @@
 One Plotly node per chart key, updated with ``Plotly.react`` (``st.plotly_chart`` throws a
 changed chart away and draws it twice: docs/performance.md); a chart out of view is drawn when
 it comes into view; the chart follows its column's width and the page's light or dark theme.
-The browser code is in ``ui/frontend/``.
+The component's browser code is in ``ui/frontend/``; a view's own browser code sits beside its figure builder in
+``viz/`` (``viz/head_view.py`` and ``viz/head_view.js``, as BertViz pairs a view's ``.py`` and ``.js``).
 
 Plotly.js is the installed ``plotly`` package's own copy, served from ``static/``
 (``server.enableStaticServing``): nothing is fetched from the internet. The figure travels
@@ -40,8 +41,11 @@ FRONTEND_DIR = Path(__file__).resolve().parent / "frontend"
 STALE_FADE_ATTRIBUTE = "data-al-slow-run"
 
 
-def frontend(*names: str) -> str:
-    """The files ``names`` of ``ui/frontend/`` joined, with their ``__NAME__`` placeholders filled in."""
+VIEW_SCRIPTS = sorted((ROOT / "viz").glob("*.js"))  # each view's browser code, beside its figure builder
+
+
+def frontend(*names: str | Path) -> str:
+    """The files ``names`` (of ``ui/frontend/``, or paths) joined, with their ``__NAME__`` placeholders filled in."""
     values = {"__TICK_PX__": str(TICK_PX), "__CHART_CLASS__": CHART_CLASS, "__NARROW_PX__": str(NARROW_PX),
               "__STALE_FADE_ATTRIBUTE__": STALE_FADE_ATTRIBUTE, **protocol.PLACEHOLDERS}
     text = "\n".join((FRONTEND_DIR / name).read_text() for name in names)
@@ -50,7 +54,7 @@ def frontend(*names: str) -> str:
     return text
 
 
-_JS = frontend("load_plotly.js", "after_paint.js", "head_view.js", "legend_groups.js", "stepped_charts.js", "chart.js")
+_JS = frontend("load_plotly.js", "after_paint.js", *VIEW_SCRIPTS, "legend_groups.js", "stepped_charts.js", "chart.js")
 STALE_FADE_CSS = frontend("stale_fade.css")
 _EARLY_LOADER_JS = frontend("load_plotly.js", "streamlit_patches.js", "early_loader.js")
 

@@ -2,8 +2,8 @@
 
 One colour a head, opacity by weight on the fixed 0–1 scale (in ten steps, one path shape each), so
 a strong link reads at a glance and the heads can be told apart; the traces are the tokens and the legend.
-Hovering a token keeps only its lines (the chart's own code, ``meta.head_view``); clicking one
-focuses it on the page.
+Hovering a token keeps only its lines (its browser code beside this file, ``head_view.js``, reading
+``meta.head_view`` and ``meta.lines``); clicking one focuses it on the page.
 """
 
 from __future__ import annotations

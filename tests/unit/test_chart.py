@@ -75,6 +75,16 @@ def test_the_component_script_never_inserts_figure_text_as_html():
     assert "JSON.parse" in chart._JS and "Plotly.react" in chart._JS
 
 
+def test_each_views_browser_code_sits_beside_its_figure_builder_and_is_loaded():
+    """BertViz's layout: a view's ``.py`` and ``.js`` side by side in ``viz/``; the component loads every one."""
+    scripts = sorted(chart.ROOT.joinpath("viz").glob("*.js"))
+    assert [path.name for path in scripts] == ["head_view.js"]
+    for path in scripts:
+        assert path.with_suffix(".py").exists()
+        assert path.read_text().splitlines()[5] in chart._JS  # a line of its code, placeholders filled
+    assert "function hoverLines" in chart._JS and not chart.FRONTEND_DIR.joinpath("head_view.js").exists()
+
+
 def test_the_frontend_files_are_read_with_every_placeholder_filled():
     import re
 

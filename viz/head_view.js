@@ -1,4 +1,5 @@
-// The head view's browser code, part of the chart component (ui/chart.py). Its figure (viz/head_view.py) draws its
+// The head view's browser code, beside its figure builder (viz/head_view.py), part of the chart component
+// (ui/chart.py, which loads every viz/*.js). Its figure draws its
 // lines as path shapes, a segment "M0,query L1,key" a line, in their head's legend group, and layout.meta.lines
 // gives each line shape's lines as numbers ({shape index: {query, key}}). Hovering a token keeps only its lines,
 // leaving it restores them: a relayout of the shapes (a head hidden in the legend stays hidden).
