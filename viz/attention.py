@@ -83,12 +83,12 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
 
 def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240, focus=None,
                     factor: int = 1, fit_px: int | None = None, value_name: str = "weight",
-                    value_max: float = 1.0) -> go.Figure:
+                    value_max: float = 1.0, start: tuple = (0, 0)) -> go.Figure:
     """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned).
-    A click on a cell reports its position to the page (``meta.click``)."""
+    A click on a cell reports its position to the page (``meta.click``; ``start``: a cropped window's first cell)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
                                  top_px=23 + 21 * title_lines(title) if title else 10, focus=focus,  # 17 px lines
-                                 click_factor=factor, fit_px=fit_px, value_name=value_name)
+                                 click_factor=factor, fit_px=fit_px, value_name=value_name, click_start=start)
     layout["meta"] = {**layout["meta"], "click": True}
     return panels_figure(traces, layout, title=left_title(title, layout["height"]),
                          coloraxis=weight_coloraxis(value_name, value_max))
@@ -128,7 +128,7 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
     return _heatmap_panels(shown[None], mask[rows, cols], labels_q, labels_k, [name], 1,
                            " — ".join(filter(None, (title, note))), panel_px=420,
                            focus=pooled_focus(focus, 1, (q0, k0), (shown_q, shown_k)), value_name=value_name,
-                           value_max=value_max)
+                           value_max=value_max, start=(q0, k0))
 
 
 def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:

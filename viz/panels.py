@@ -209,7 +209,7 @@ def _title_px(title: dict) -> int:
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
                 panel_px: int = 240, gap_px: int = 16, top_px: int = 40, show_ticks: bool = True,
                 right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None,
-                value_name: str = "weight") -> tuple[list[dict], dict]:
+                value_name: str = "weight", click_start: tuple = (0, 0)) -> tuple[list[dict], dict]:
     """Heatmap trace dicts and a layout for panels of attention weights, ``columns`` panels to a row.
 
     The panels of a row share one pair of axes: the browser lays out and draws every pair of
@@ -226,7 +226,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
       names: P trace names (the hover); ``titles``: P panel titles (default: the names).
       row_titles: one title right of each row (e.g. the layer).
       focus: ``("query", i)`` outlines row i of every panel, ``("key", j)`` column j; None: no outline.
-      click_factor: how many positions one cell stands for (a pooled view), for the chart's click events.
+      click_factor: how many positions one cell stands for (a pooled view), for the chart's click events;
+      click_start: ``(query, key)`` of the first cell drawn (a cropped window), for the same.
       fit_px: lay the grid out for a column this wide (a phone): fewer panels to a row where needed.
       value_name: what the cells hold, in the hover ("weight"; a value-weighted norm: "‖α·f(x)‖").
     """
@@ -264,7 +265,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
         masked_any = bool(np.isfinite(blocked).any())  # False: nothing masked (hidden specials), no grey layer
         traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels,
-                              click_factor, value_name)[0 if masked_any else 1:]
+                              click_meta(click_factor, n_k + gap, click_start), value_name)[0 if masked_any else 1:]
         starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
         if focus is not None:
             layout.setdefault("shapes", []).extend(focus_outlines(row, starts, n_k, len(query_labels), *focus))
@@ -294,20 +295,26 @@ def focus_outlines(row: int, starts, n_k: int, n_q: int, along: str, index: int)
                  y1=n_q - 0.5, line=line) for start in starts]
 
 
-def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels, click_factor: int = 1,
+def click_meta(factor: int, stride: int, start: tuple = (0, 0)) -> dict:
+    """A heatmap trace's ``meta``: how the chart (ui/frontend/chart.js, ``clickedPositions``) maps a clicked cell to
+    positions. ``factor`` positions a cell (a pooled view); ``stride`` categories a panel, gap included (Plotly
+    numbers a cell's column by its place on the row's shared key axis, every panel's trace as the masked layer's);
+    ``first``, when not ``(0, 0)``: the ``(query, key)`` of the first cell drawn (a cropped window)."""
+    return dict(factor=factor, stride=stride, **({"first": [int(start[0]), int(start[1])]} if any(start) else {}))
+
+
+def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_labels, meta: dict,
                 value_name: str = "weight") -> list[dict]:
     """A row's grey masked-cells layer, then one weight heatmap per panel, all on the row's axes.
 
     Args:
       shown: ``(P_row, N_q, N_k)`` weights, NaN where masked.  blocked: ``(N_q, len(categories))``.
-    Each trace's ``meta`` tells the chart how a clicked cell maps to positions: ``factor`` positions a cell
-    and, on the masked layer that spans the whole row, ``stride`` categories a panel (gap included).
+      meta: every trace's `click_meta`.
     """
     x_id, y_id = axis_ids(row)
     n_k = shown.shape[-1]
     common = dict(type="heatmap", y=query_labels, xaxis=x_id, yaxis=y_id, hoverongaps=False)  # gaps: no hover
-    traces = [dict(common, x=categories, z=blocked, showscale=False, name="masked",
-                   meta=dict(factor=click_factor, stride=n_k + gap),
+    traces = [dict(common, x=categories, z=blocked, showscale=False, name="masked", meta=meta,
                    colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], zmin=0, zmax=1,
                    hovertemplate="query %{y}<br>key %{x}<br>blocked by the mask (weight 0)<extra></extra>")]
     for column, (weights, name) in enumerate(zip(shown, names)):
@@ -315,8 +322,7 @@ def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_lab
         # One key: Plotly draws a one-column heatmap of categories a category too far right (off the axis for the
         # second panel of a row); placed by its first category and a step of one, it lands on its own.
         keys = dict(x=categories[start:start + n_k]) if n_k > 1 else dict(x0=categories[start], dx=1, xtype="scaled")
-        traces.append(dict(common, **keys, z=weights, coloraxis="coloraxis", name=name,
-                           meta=dict(factor=click_factor),
+        traces.append(dict(common, **keys, z=weights, coloraxis="coloraxis", name=name, meta=meta,
                            hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{value_name} %{{z:.4f}}<extra>{name}</extra>"))
     return traces
 

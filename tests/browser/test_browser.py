@@ -4,6 +4,8 @@ Skipped only when Chromium is missing on a developer's machine; in CI
 (``CI`` or ``ATTENTION_LAB_REQUIRE_BROWSER`` set) a missing browser fails.
 """
 
+from urllib.parse import parse_qs, urlparse
+
 import pytest
 from browser_pages import (
     TALL_PX,
@@ -467,6 +469,19 @@ def test_the_full_resolution_head_is_drawn_when_opened_and_the_link_keeps_it_ope
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
 
 
+def test_a_click_in_a_cropped_full_resolution_window_focuses_the_query_it_shows(page, server):
+    """The window's top row is query 44 (its first query), not query 0, a position it does not show."""
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})  # the window drawn: a chart is drawn once in view
+    open_page(page, server, "attention?seq_len=300&full_res=1&crop_q=44")
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
+    wait_for_every_chart(page)
+    wait_idle(page)
+    point = _plot_point(page, 1, 1, [0, 0])  # the head's trace (after the masked layer): its first row and key
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_url("**focus=**", timeout=60_000)
+    assert parse_qs(urlparse(page.url).query)["focus"] == ["44"], page.url
+
+
 def test_the_view_picker_shows_one_view_at_a_time_and_the_link_keeps_it(page, server):
     open_page(page, server, "attention?layers=3")
     wait_for_charts(page)
@@ -603,6 +618,17 @@ def test_clicking_a_cell_focuses_its_query_in_every_head_and_the_link_keeps_it(p
     wait_idle(page)
     page.wait_for_function(f"() => ({FIRST_PLOT}.layout.shapes || []).length === 0", timeout=60_000)
     assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_clicking_a_key_of_any_head_focuses_that_key(page, server):
+    """Attended by: a click on head 1's key 1 focuses key 1 (Plotly numbers a cell's column by its place on the row's
+    shared key axis, where head 1's keys come after head 0's and the gap)."""
+    open_page(page, server, "attention?seq_len=6&focus_key=1")
+    wait_for_charts(page)
+    point = _plot_point(page, 0, 2, [3, 1])  # head 1 (after the row's masked layer and head 0): query 3, key 1
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_url("**focus=**", timeout=60_000)
+    assert parse_qs(urlparse(page.url).query)["focus"] == ["1"], page.url
 
 
 def _line_rows(page, side: str) -> list:

@@ -658,10 +658,13 @@ def test_focus_outlines_follow_pooling_and_a_cropped_window():
                                focus=("key", 200))
     factor = 3
     assert [(s.x0, s.x1) for s in grid.layout.shapes][0] == (200 // factor - 0.5, 200 // factor + 0.5)
-    assert grid.data[1].meta == {"factor": factor} and grid.layout.meta["click"] is True
+    stride = grid.data[0].meta["stride"]  # every trace of a row: a click's column modulo the panels' stride
+    assert grid.data[1].meta == {"factor": factor, "stride": stride} and grid.layout.meta["click"] is True
+    assert len(grid.data[0].x) < stride < 2 * len(grid.data[0].x)  # one panel's categories and the gap
     cropped = attention.single_head(RNG.random((400, 400)), np.ones((400, 400), bool), ["t"] * 400, ["t"] * 400,
                                     start=(128, 0), focus=("query", 130))
     assert [(s.y0, s.y1) for s in cropped.layout.shapes] == [(1.5, 2.5)]
+    assert all(trace.meta["first"] == [128, 0] for trace in cropped.data)  # a click: the window's first query
     outside = attention.single_head(RNG.random((400, 400)), np.ones((400, 400), bool), ["t"] * 400, ["t"] * 400,
                                     start=(128, 0), focus=("query", 10))
     assert not outside.layout.shapes

@@ -142,16 +142,18 @@ function withSvgButton(config, Plotly) {
 }
 
 // A click on a cell or token tells the page which position it was (a trigger value): a heatmap cell gives its
-// query and key, scaled up by its trace's meta.factor (a pooled view) and, on a row-wide masked layer, taken
-// modulo meta.stride (the categories of one panel and its gap); a head-view token gives its own side; a query of the
-// query–key space (viz/query_key.py) its position and its line (customdata: token, line from 1, position).
+// query and key, the column taken modulo meta.stride (Plotly numbers it by its place on the row's shared key axis,
+// where each panel takes meta.stride categories with its gap), scaled up by meta.factor (a pooled view) and moved
+// by meta.first (a cropped window's first query and key; viz/panels.py's click_meta); a head-view token gives its
+// own side; a query of the query–key space (viz/query_key.py) its position and its line (customdata: token, line
+// from 1, position).
 function clickedPositions(point) {
   const meta = point.data.meta || {};
   if (meta.side) return { [meta.side]: meta.first + point.pointNumber };
   if (meta.scatter === "query") return { query: Number(point.customdata[2]), line: Number(point.customdata[1]) - 1 };
   if (!Array.isArray(point.pointNumber)) return null;
-  const factor = meta.factor || 1, [row, column] = point.pointNumber;
-  return { query: row * factor, key: (meta.stride ? column % meta.stride : column) * factor };
+  const factor = meta.factor || 1, [row, column] = point.pointNumber, [query0, key0] = meta.first || [0, 0];
+  return { query: query0 + row * factor, key: key0 + (meta.stride ? column % meta.stride : column) * factor };
 }
 
 function listen(node) {
