@@ -8,13 +8,13 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core import tokens
-from transformer.core.ablation import check_ablation, kept_array
+from transformer.core.ablation import kept_array
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import VOCAB_SIZE, LiveConfig
-from transformer.live.plan import ablation_means, resolved
+from transformer.live.plan import Resolved, ablation_means, resolved
 from transformer.live.sources import Trained
-from transformer.runtime.device import device_label, resolve_device
+from transformer.runtime.device import device_label
 from transformer.tasks import END, END_ID, START_ID
 from transformer.training.pretrained import Pretrained, load_pretrained
 
@@ -49,7 +49,7 @@ class _TokenizerVocabulary:
 
 
 def decode_external(config: LiveConfig, text: str, sample: bool, temperature: float, top_k: int, top_p: float,
-                    seed: int, max_steps: int) -> Decoding:
+                    seed: int, max_steps: int, device: str = "/CPU:0") -> Decoding:
     """A causal model from outside continues ``text`` for ``max_steps`` tokens, the whole model run on the prefix at
     each step (no key/value cache: ``cache`` is empty and ``cache_gap`` NaN)."""
     model = EXTERNAL.get(config.weights)
@@ -60,7 +60,7 @@ def decode_external(config: LiveConfig, text: str, sample: bool, temperature: fl
     prompt = [int(i) for i in model.token_ids(text)]
     choose, prefix, steps = chooser(sample, temperature, top_k, top_p, seed), list(prompt), []
     vocabulary = _TokenizerVocabulary(model)
-    with tf.device(resolve_device(config.device)):
+    with tf.device(device):
         for _ in range(max_steps):
             logits, weights = model.logits_and_weights(prefix)  # (t, V), (L, H, t, t)
             probabilities, chosen = choose(logits[-1])
@@ -69,7 +69,7 @@ def decode_external(config: LiveConfig, text: str, sample: bool, temperature: fl
             prefix.append(chosen)
     continuation = vocabulary.decode(prefix[len(prompt):])
     return Decoding(config.weights, (), tuple(steps), " ".join(continuation), None, (), 0, float("nan"), vocabulary,
-                    model.num_layers, model.num_heads, device_label(resolve_device(config.device)),
+                    model.num_layers, model.num_heads, device_label(device),
                     prompt=tuple(vocabulary.decode(prompt)), kv_heads=model.num_heads)
 
 
@@ -81,7 +81,7 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     checked = resolved(config)
     if not checked.source.supports.inside:
         return decode_external(config, text.strip(), sample, temperature, top_k, top_p, seed,
-                               PROMPT_STEPS if max_steps is None else max_steps)
+                               PROMPT_STEPS if max_steps is None else max_steps, checked.device)
     trained = isinstance(checked.source, Trained)
     if trained:
         pretrained = load_pretrained(config.weights, checked.device)
@@ -100,7 +100,7 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                          f"{len(line.prompt)} and {max_steps} steps would go past. Received: a prompt of "
                          f"{len(line.prompt)} tokens")
     entry = checked.model()
-    ablation = _ablation(config, entry.model)
+    ablation = _ablation(checked, entry.model)
     with tf.device(entry.device):
         raw, cache, gap = run_steps(entry.model, line, max_steps, chooser(sample, temperature, top_k, top_p, seed),
                                     ablation)
@@ -118,11 +118,12 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
                     prompt=tuple(vocabulary.decode(line.prompt)), kv_heads=model.num_kv_heads or model.num_heads)
 
 
-def _ablation(config: LiveConfig, model):
-    """``config``'s ablated heads as `run_steps` takes them: ``(kept (stacks, L, H), kind[, means])``, or None. A
-    mean-ablated head's mean is the one every page uses: over the real positions of ``config``'s lines (the
-    sidebar's), in the model without ablation (`ablation_means`), so a step decodes as the pages predict."""
-    ablate = check_ablation(config.ablate, config.ablation, model.stacks, model.num_layers, model.num_heads)
+def _ablation(checked: Resolved, model):
+    """The configuration's ablated heads (checked once: `Resolved.ablate`) as `run_steps` takes them: ``(kept
+    (stacks, L, H), kind[, means])``, or None. A mean-ablated head's mean is the one every page uses: over the real
+    positions of the configuration's lines (the sidebar's), in the model without ablation (`ablation_means`), so a
+    step decodes as the pages predict."""
+    config, ablate = checked.config, checked.ablate
     if not ablate:
         return None
     kept = kept_array(ablate, model.num_layers, model.num_heads)

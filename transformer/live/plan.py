@@ -25,11 +25,13 @@ from transformer.runtime.device import resolve_device
 
 @dataclass(frozen=True)
 class Resolved:
-    """A configuration checked: its model's source and the device (``"/CPU:0"`` or ``"/GPU:0"``)."""
+    """A configuration checked: its model's source, the device (``"/CPU:0"`` or ``"/GPU:0"``) and the ablated heads,
+    ``((stack, layer, head), …)`` checked against the model (`transformer.core.ablation.check_ablation`)."""
 
     config: LiveConfig
     source: ModelSource
     device: str
+    ablate: tuple
 
     @property
     def model_key(self) -> tuple:
@@ -75,8 +77,8 @@ def resolved(config: LiveConfig) -> Resolved:
     """``config`` checked once: what every model shares (`validate`), then what its source asks (nothing loads)."""
     validate(config)
     source = source_of(config.weights)
-    source.check(config)
-    return Resolved(config, source, resolve_device(config.device))
+    ablate = source.check(config)
+    return Resolved(config, source, resolve_device(config.device), ablate)
 
 
 @functools.lru_cache(maxsize=4)
@@ -86,8 +88,8 @@ def plan_of(config: LiveConfig, means_of: LiveConfig | None = None) -> Plan:
     checked = resolved(config)
     mean_ablated = config.ablate and config.ablation == "mean" and checked.source.supports.ablation
     means = ablation_means(means_of or config) if mean_ablated else None
-    inputs = checked.source.encode(config, checked.device, means)
-    return Plan(config, checked.source, checked.device, inputs)
+    inputs = checked.source.encode(config, checked.device, checked.ablate, means)
+    return Plan(config, checked.source, checked.device, checked.ablate, inputs)
 
 
 def ablation_means(config: LiveConfig) -> np.ndarray:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from transformer.core.ablation import check_ablation
 from transformer.core.blockwise import FULL_ATTENTION_MAX, blockwise_attention, power_of_two_block
 from transformer.core.model import ARCHITECTURE_STACKS, STACKS
 from transformer.external.registry import EXTERNAL
@@ -224,7 +223,7 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     entry = plan.model(cache) if stacks or own_shape else None  # masks need no model (~0.5 s build)
     device = entry.device if entry else plan.device
     d_model, layers, heads = _dimensions(entry.model if entry else None, config)
-    ablate = check_ablation(config.ablate, config.ablation, config.stacks, layers, heads)
+    ablate = plan.ablate
     pool = _pool_factor(pool_to, batches.source.ids.shape[1], batches.target.ids.shape[1])
     function = (entry.attention_function(stacks, ablate, config.ablation, inputs.means, pool)
                 if stacks and config.seq_len <= FULL_ATTENTION_MAX else None)

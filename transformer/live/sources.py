@@ -22,7 +22,6 @@ from transformer.external.registry import EXTERNAL, check_key, is_external
 from transformer.live.config import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, VOCAB_SIZE, LiveConfig, check_range
 from transformer.live.inputs import Batches, Inputs, Masks, make_masks, notices
 from transformer.live.model_cache import shape_key
-from transformer.runtime.device import resolve_device
 from transformer.tasks import PAD, PAD_ID, START
 from transformer.tasks.induction import NO_RULE
 from transformer.training import answers
@@ -61,8 +60,10 @@ class ModelSource:
     def __repr__(self):
         return f"{type(self).__name__}({self.weights!r})"
 
-    def check(self, config: LiveConfig) -> None:
-        """ValueError naming what ``config`` asks of this model that it cannot do (nothing is loaded)."""
+    def check(self, config: LiveConfig) -> tuple:
+        """``config``'s ablated heads checked against this model, as `check_ablation` returns them; ValueError naming
+        what ``config`` asks of this model that it cannot do (nothing is loaded)."""
+        raise NotImplementedError
 
     def spec(self):
         """The shape it was trained with (a `TrainSpec`), read without loading; None when the configuration's
@@ -87,9 +88,10 @@ class ModelSource:
         returns its Keras model on ``device``, loaded (`transformer.live.model_cache.ModelCache.get`)."""
         return None
 
-    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
-        """``config``'s lines as this model reads them on ``device``: `Inputs` (ids, masks, predictions; ``means``:
-        mean-ablation's, ``(stacks, L, H, d_v)``). ValueError on bad text, pads or tokens it does not know."""
+    def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
+        """``config``'s lines as this model reads them on ``device``: `Inputs` (ids, masks, predictions made with the
+        heads of ``ablate`` (`check`'s) ablated; ``means``: mean-ablation's, ``(stacks, L, H, d_v)``). ValueError on
+        bad text, pads or tokens it does not know."""
         raise NotImplementedError
 
 
@@ -99,7 +101,7 @@ class RandomWeights(ModelSource):
     kind = "random"
     supports = Supports(ablation=True, masks=True, shape=True, inside=True, predictions=False)
 
-    def check(self, config: LiveConfig) -> None:
+    def check(self, config: LiveConfig) -> tuple:
         check_range("d_model", config.d_model, 1, MAX_D_MODEL)
         check_range("num_heads", config.num_heads, 1, MAX_HEADS)
         config.check_shape()
@@ -107,14 +109,14 @@ class RandomWeights(ModelSource):
         check_range("num_layers", config.num_layers, 1, MAX_LAYERS)
         check_range("seed", config.seed, 0, 2**31 - 1)
         tokens.check_pad_symbols(config.pad_symbols)
-        check_ablation(config.ablate, config.ablation, config.stacks, config.num_layers, config.num_heads)
+        return check_ablation(config.ablate, config.ablation, config.stacks, config.num_layers, config.num_heads)
 
     def model_key(self, config: LiveConfig, device: str) -> tuple:
         """`ModelShape`'s fields in its order (key/value heads counted) and the device: not the seed, which is
         re-applied in place."""
         return shape_key(config, device)
 
-    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
+    def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
         batches = encode_batches(config)
         with tf.device(device):  # "cpu" means every op, the masks' too
             return Inputs(batches, (), make_masks(config, batches), means)
@@ -126,8 +128,10 @@ class Trained(ModelSource):
     kind = "trained"
     supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=True)
 
-    def check(self, config: LiveConfig) -> None:
+    def check(self, config: LiveConfig) -> tuple:
         check_config(config)  # its name and the options it was trained with, before anything loads
+        spec = self.spec()  # its heads: read from its model.json
+        return check_ablation(config.ablate, config.ablation, config.stacks, spec.num_layers, spec.num_heads)
 
     @property
     def trained_here(self) -> bool:
@@ -142,8 +146,8 @@ class Trained(ModelSource):
     def loader(self, device: str):
         return lambda: load_pretrained(self.weights, device).model
 
-    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
-        batches, predictions = encode_trained(config, means)
+    def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
+        batches, predictions = encode_trained(config, device, ablate, means)
         with tf.device(device):
             return Inputs(batches, predictions, make_masks(config, batches), means)
 
@@ -155,7 +159,7 @@ class Outside(ModelSource):
     kind = "outside"
     supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False)
 
-    def check(self, config: LiveConfig) -> None:
+    def check(self, config: LiveConfig) -> tuple:
         check_key(config.weights)
         if config.seq_len > MAX_TOKENS:
             raise ValueError(f"A model from outside reads up to {MAX_TOKENS} tokens a line here. Received: "
@@ -163,13 +167,14 @@ class Outside(ModelSource):
         if config.ablate:
             raise ValueError(f"Heads are ablated in the lab's own models; a model from outside is read as it is. "
                              f"Received: {len(config.ablate)} heads ablated with weights={config.weights!r}")
+        return ()
 
     def loader(self, device: str):
         raise ValueError(f"A model from outside ({self.weights}) is read through its attention weights, not run as "
                          "the lab's own model: one layer's intermediates and the Keras check are not available for "
                          "it.")
 
-    def encode(self, config: LiveConfig, device: str, means=None) -> Inputs:
+    def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
         return encode_external(config)  # each line at its own length, its masks its own: no TensorFlow op here
 
 
@@ -221,13 +226,12 @@ def _matched_lines(source: list, target: list, architecture: str) -> tuple[list,
     lines[other] = following[:count] + leading[given:]
     return lines["source"], lines["target"], (notice,)
 
-def encode_trained(config: LiveConfig, means=None) -> tuple[Batches, tuple]:
+
+def encode_trained(config: LiveConfig, device: str, ablate: tuple = (), means=None) -> tuple[Batches, tuple]:
     """Source text in the trained model's own tokens (words, symbols or characters); the target is ``<s>`` +
-    its greedy prediction (with ``config``'s heads ablated; ``means``: mean-ablation's). ValueError naming tokens
-    outside the model's vocabulary or heads it lacks (its name and options: checked by its source first)."""
-    model = load_pretrained(config.weights, resolve_device(config.device))
-    ablate = check_ablation(config.ablate, config.ablation, config.stacks, model.model.num_layers,
-                            model.model.num_heads)
+    its greedy prediction on ``device`` (with the heads of ``ablate``, checked by its source, ablated; ``means``:
+    mean-ablation's). ValueError naming tokens outside the model's vocabulary."""
+    model = load_pretrained(config.weights, device)
     texts = tokens.text_lines(config.source_text, "source")
     lines = [model.source_tokens(text)[: config.seq_len] for text in texts]
     if model.decoder_only:

@@ -13,7 +13,6 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.analysis.reference import keras_gaps, keras_twin
-from transformer.core.ablation import check_ablation
 from transformer.core.attention import batch_and_length
 from transformer.core.blockwise import FULL_ATTENTION_MAX
 from transformer.live.config import LiveConfig
@@ -98,7 +97,7 @@ def _run_layer_function(config: LiveConfig, stack: str, layer: int, cache: Model
     lines = plan.rows(None if line is None else (line,))
     entry = plan.model(cache)
     model = entry.model
-    ablate = check_ablation(config.ablate, config.ablation, config.stacks, model.num_layers, model.num_heads)
+    ablate = plan.ablate
     with tf.device(entry.device):
         version = (config.weights, entry.seed)  # a new seed redraws our weights in place: the twin copies them again
         twin = keras_twin(model.attention_layers(stack)[layer], version=version)
