@@ -122,6 +122,7 @@ mask = result.mask_of(stack, element, layer)  # (N_q, N_k): this layer's
 view_of_line = token_views.line_view(result, stack, element, hide_specials, layer)
 drawn_focus = token_views.drawn_focus(view_of_line, focus)
 on_click = token_views.on_chart_click(view_of_line)
+click_side = token_views.click_side()  # a click's focus is drawn in the browser at once, then sent (viz/panels.js)
 weights = view_of_line.weights[layer]  # (H, N_q, N_k'), specials' columns out when hidden
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
 norms = data.norms_of(config, stack, element) if norms_on else None  # (L, H, N_q, N_k)
@@ -146,7 +147,7 @@ with heads_part:
     names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
     columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group
     plot(head_grid(grid_cells, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
-                   names=[*names, "mean of heads"], columns=columns, focus=drawn_focus,
+                   names=[*names, "mean of heads"], columns=columns, focus=drawn_focus, click_side=click_side,
                    pooled=result.attention_factor, key_positions=view_of_line.key_positions,
                    fit_px=fit_px("heads"), **cells_scale),
          "heads", on_click=on_click)
@@ -172,7 +173,7 @@ if full_resolution is not None and full_resolution.open:  # computed and sent on
             one_scale = dict(value_name="‖α·f(x)‖", value_max=float(max(exact.max(), 1e-6)))
         plot(single_head(exact, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
                          title=f"head {head}" + (": ‖α·f(x)‖" if norms is not None else ""), start=start,
-                         focus=drawn_focus, window=blockwise, **one_scale),
+                         focus=drawn_focus, window=blockwise, click_side=click_side, **one_scale),
              "single_head", on_click=on_click)
 
 if blockwise and view in token_views.WHOLE_MAP_VIEWS:
@@ -243,7 +244,8 @@ else:  # "Model view"
     roles = None if names is None else [[role_text(n, s) for n, s in zip(*row)] for row in zip(names, scores)]
     plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack] + (": value-weighted norms ‖α·f(x)‖"
                                                                          if model_scale else ""),
-                    focus=drawn_focus, pooled=result.attention_factor, roles=roles, **model_scale),
+                    focus=drawn_focus, pooled=result.attention_factor, roles=roles, click_side=click_side,
+                    **model_scale),
          "model_view", on_click=on_click)
     if roles is not None:
         st.caption("Hover a head for its strongest role on this line; the Heads page scores them over many lines.")

@@ -106,11 +106,22 @@ TIME_TOGGLE = f"""(group) => {{
         setTimeout(poll, 0);
     }}, {{capture: true, once: true}});
 }}"""
+# A click on a cell of a grid whose focus the browser draws (viz/panels.js): chart.js keeps the shapes it drew as text
+# (alShapes); timed until they change and are painted.
+TIME_FOCUS = f"""(index) => {{
+    window.__viewSeconds = null;
+    const node = document.querySelectorAll('.al-chart')[index], before = node.alShapes;
+    window.addEventListener('mousedown', () => {{
+        const pressed = performance.now(), painted = {PAINTED};
+        const poll = () => node.alShapes !== before ? painted(pressed) : setTimeout(poll, 0);
+        setTimeout(poll, 0);
+    }}, {{capture: true, once: true}});
+}}"""
 
 
 def _timed_in_page(page, timer: str, arg, act, what: str) -> tuple[float, int]:
-    """Arm ``timer`` (TIME_STEP or TIME_TOGGLE, given ``arg``), then ``act``: the seconds it measured and the charts
-    drawn by then (Plotly.react and relayout calls; `redraws_after` counts the server's run's)."""
+    """Arm ``timer`` (TIME_STEP, TIME_TOGGLE or TIME_FOCUS, given ``arg``), then ``act``: the seconds it measured and
+    the charts drawn by then (Plotly.react and relayout calls; `redraws_after` counts the server's run's)."""
     page.evaluate(COUNT_DRAWS)
     page.evaluate(timer, arg)
     act()
@@ -131,6 +142,14 @@ def legend_toggle_and_wait(page, group: str, what="a legend toggle") -> tuple[fl
     """Click legend entry ``group`` of the chart that has it: until the chart is updated and painted."""
     entry = page.locator(".al-chart .legend .traces").filter(has_text=re.compile(f"^{re.escape(group)}$"))
     return _timed_in_page(page, TIME_TOGGLE, group, entry.first.locator(".legendtoggle").click, what)
+
+
+def focus_click_and_wait(page, chart: int, x: float, y: float, what="a focus click") -> tuple[float, int]:
+    """Click cell ``(x, y)`` (data coordinates) of chart ``chart``, a grid whose focus the browser draws: until its
+    outlines are painted."""
+    from chart_support import click_chart  # noqa: PLC0415  (bench's path; as sweep's)
+
+    return _timed_in_page(page, TIME_FOCUS, chart, lambda: click_chart(page, chart, x, y), what)
 
 
 def redraws_after(page, drawn: int) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chart_support import click_chart
-from moves import legend_toggle_and_wait, move_and_wait, redraws_after, step_and_wait
+from moves import focus_click_and_wait, legend_toggle_and_wait, move_and_wait, redraws_after, step_and_wait
 from report import percentile, row
 
 SIDEBAR = ("Sequence length", "Heads (h)", "d_model")
@@ -43,6 +43,7 @@ class Lane:
     point: tuple = ()  # (chart index, x, y): a click on that chart at those data coordinates (the Images page's pixel)
     step_group: str = ""  # a step control's group (ui/stepper.py): timed until its charts are drawn in the browser
     legend_group: str = ""  # a legend entry the page keeps (the head view's heads): timed until drawn in the browser
+    focus_cell: tuple = ()  # (chart index, x, y): a cell whose focus the browser draws (viz/panels.js), clicked
     times: list = field(default_factory=list)
     redraws: list = field(default_factory=list)  # a step move's charts drawn again by the server's run that follows
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
@@ -50,6 +51,11 @@ class Lane:
     @property
     def chart(self) -> bool:
         return self.page not in CHARTLESS
+
+    @property
+    def in_browser(self) -> bool:
+        """A move drawn in the browser first: timed until painted there, the server's run after it counted apart."""
+        return bool(self.step_group or self.legend_group or self.focus_cell)
 
 
 def _busy_seconds(devtools) -> float:
@@ -77,7 +83,8 @@ def lanes() -> list[Lane]:
               Lane("decode (dates)", "decode?weights=dates", "Step"),
               Lane("decode (dates), in the browser", "decode?weights=dates", "Step", step_group="dec"),
               Lane("attention, head view N=64, in the browser", f"attention?seq_len=64&view=Head+view&src={LINE_64}",
-                   "head 1", legend_group="head 1")]
+                   "head 1", legend_group="head 1"),
+              Lane("attention, in the browser", "attention", "a cell clicked (focus)", focus_cell=(0, 1, 3))]
     return found + choice_lanes()
 
 
@@ -108,11 +115,13 @@ def _thumb(page, label: str):
 
 def move_lane(page, lane: Lane, index: int) -> float:
     option = lane.options[index % 2] if lane.options else None
-    if lane.step_group or lane.legend_group:  # timed until drawn in the browser; the server's run after it is
+    if lane.in_browser:  # timed until drawn in the browser; the server's run after it is
         from browser_support import wait_idle  # noqa: PLC0415  (waited for, not timed; as in sweep: Playwright late)
 
         if lane.legend_group:
             seconds, drawn = legend_toggle_and_wait(page, lane.legend_group, f"{lane.page} {lane.label}")
+        elif lane.focus_cell:  # the same cell each time: focused, then not, …
+            seconds, drawn = focus_click_and_wait(page, *lane.focus_cell, what=f"{lane.page} {lane.label}")
         else:
             thumb = _thumb(page, lane.label)
             thumb.focus()
@@ -191,7 +200,7 @@ def sweep(quick: bool) -> None:
     skeleton_p50 = percentile(all_lanes[0].times, 50)
     for lane in all_lanes:
         p50, p90, browser = percentile(lane.times, 50), percentile(lane.times, 90), percentile(lane.browser, 50)
-        if lane.step_group or lane.legend_group:
+        if lane.in_browser:
             row("sweep", f"{lane.page} · {lane.label} ({len(lane.times)} moves) p50 / p90 ms until drawn; charts the "
                 "server's run drew again", f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} ({p50 / floor_p50:.2f}× floor); "
                 f"{sum(lane.redraws)}", VIEW_TARGET)

@@ -143,11 +143,16 @@ def focus_controls(view, columns) -> tuple[str, int] | None:
     return None if focus == NO_FOCUS else ("key" if by_key else "query", focus)
 
 
+def click_side() -> str:
+    """The side a click on a heatmap cell focuses: "key" with Attended by on, else "query" (`on_chart_click`)."""
+    return "key" if state.get("focus_key", False) else "query"
+
+
 def on_chart_click(view: LineView):
     """A click handler for `ui.chart.chart`: a clicked cell or token becomes the focus (again: no focus). A head-view
     token sets its side; a heatmap cell keeps the side the switch shows."""
     def clicked(cell: dict) -> None:
-        by_key = "key" in cell and ("query" not in cell or state.get("focus_key", False))
+        by_key = "key" in cell and ("query" not in cell or click_side() == "key")
         if by_key:
             index = min(max(0, cell["key"]), len(view.key_positions) - 1)
             position = int(view.key_positions[index])

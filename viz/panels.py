@@ -209,7 +209,8 @@ def _title_px(title: dict) -> int:
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
                 panel_px: int = 240, gap_px: int = 16, top_px: int = 40, show_ticks: bool = True,
                 right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None,
-                value_name: str = "weight", click_start: tuple = (0, 0)) -> tuple[list[dict], dict]:
+                value_name: str = "weight", click_start: tuple = (0, 0),
+                click_side: str | None = None) -> tuple[list[dict], dict]:
     """Heatmap trace dicts and a layout for panels of attention weights, ``columns`` panels to a row.
 
     The panels of a row share one pair of axes: the browser lays out and draws every pair of
@@ -228,6 +229,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
       focus: ``("query", i)`` outlines row i of every panel, ``("key", j)`` column j; None: no outline.
       click_factor: how many positions one cell stands for (a pooled view), for the chart's click events;
       click_start: ``(query, key)`` of the first cell drawn (a cropped window), for the same.
+      click_side: "query" or "key": a click on a cell focuses that side (the page's Attended by switch), and the
+        browser draws the new outlines itself (``meta.focus``: `focus_meta`); None, or a pooled view: the server.
       fit_px: lay the grid out for a column this wide (a phone): fewer panels to a row where needed.
       value_name: what the cells hold, in the hover ("weight"; a value-weighted norm: "‖α·f(x)‖").
     """
@@ -259,7 +262,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
                   margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px), meta=meta)
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
     tick_step = max(1, math.ceil(n_k * TICK_PX * columns / (TICK_WIDTH_PX - y_labels_px - right_px)))
-    traces = []
+    traces, outlines = [], []  # the click side's outlines of position 0, every panel of every row
     for row in range(rows):
         first, last = row * columns, min(panels, (row + 1) * columns)
         categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
@@ -269,6 +272,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
         if focus is not None:
             layout.setdefault("shapes", []).extend(focus_outlines(row, starts, n_k, len(query_labels), *focus))
+        if click_side is not None:
+            outlines += focus_outlines(row, starts, n_k, len(query_labels), click_side, 0)
         # Titles sit on the row's x axis, over each panel's middle key: a zoom into one panel moves the shared
         # axis, and Plotly hides a title whose key leaves the range (on the paper, it would name another picture).
         layout["annotations"] += [_note(title, start + (n_k - 1) / 2, y_domains[row][1], "center", "bottom",
@@ -280,7 +285,16 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
                                                textangle=90))
         layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks, x_count=len(categories),
                             x_categories=None if masked_any else categories))  # no grey layer names the gaps
+    if click_side is not None and click_factor == 1:
+        layout["meta"] = {**layout["meta"], "focus": focus_meta(click_side, focus, outlines)}
     return traces, layout
+
+
+def focus_meta(side: str, focus, outlines: list[dict]) -> dict:
+    """What the browser needs to draw a click's focus itself (viz/panels.js): the side a click focuses, the drawn
+    index focused now on that side (None: none) and that side's outlines of index 0 in every panel, which the
+    browser moves by the clicked index (`focus_outlines` of index i, as text)."""
+    return dict(side=side, at=focus[1] if focus is not None and focus[0] == side else None, outlines=outlines)
 
 
 def focus_outlines(row: int, starts, n_k: int, n_q: int, along: str, index: int) -> list[dict]:

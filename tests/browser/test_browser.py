@@ -518,6 +518,42 @@ DRAW_TIMES = """() => {  // when each Plotly.react or relayout was called, and h
 }"""
 
 
+SENT_TIMES = """() => {  // when the page sent each message to its server
+    window.__sent = [];
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (...args) { window.__sent.push(performance.now()); return send.apply(this, args); };
+}"""
+
+
+def test_a_clicked_cells_focus_is_drawn_in_the_browser_and_the_servers_run_draws_nothing(page, server):
+    """A click on a cell outlines its query row in every panel before the page has told the server; the server's run
+    then moves the Focus control and the link and draws nothing again (viz/panels.js, ui/frontend/chart.js)."""
+    open_page(page, server, "attention?seq_len=6")
+    wait_for_charts(page)
+    wait_idle(page)
+    page.evaluate(DRAW_TIMES)
+    page.evaluate(SENT_TIMES)
+    point = _plot_point(page, 0, 2, [3, 1])  # head 1 (after the row's masked layer and head 0): query 3, key 1
+    clicked_at = page.evaluate("() => performance.now()")
+    page.mouse.click(point["x"], point["y"])
+    page.wait_for_url("**focus=3**", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(500)  # a late redraw would show here
+    draws, sent = page.evaluate("() => [window.__drawTimes, window.__sent]")
+    told = min(at for at in sent if at > clicked_at)
+    assert len(draws) == 1 and draws[0] < told, (draws, told)  # drawn here, before the server heard of it
+    assert {tuple(shape[2:]) for shape in _shapes_drawn(page)} == {(2.5, 3.5)} and len(_shapes_drawn(page)) == 5
+    focus_control = slider_thumb(page, "Focus a query")  # the control shows the focus the page now draws
+    assert focus_control.get_attribute("aria-valuetext") not in (None, "none"), focus_control.get_attribute(
+        "aria-valuetext")
+    page.mouse.click(point["x"], point["y"])  # the focused cell again: no focus, drawn here too
+    page.wait_for_function("() => !location.href.includes('focus=')", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(500)
+    assert len(page.evaluate("() => window.__drawTimes")) == 2 and _shapes_drawn(page) == []
+    assert slider_thumb(page, "Focus a query").get_attribute("aria-valuetext") == "none"
+
+
 def _caption(page) -> str:
     return " ".join(page.locator(".al-stepper-caption").inner_text().split())
 

@@ -670,6 +670,42 @@ def test_focus_outlines_follow_pooling_and_a_cropped_window():
     assert not outside.layout.shapes
 
 
+def _moved_as_the_browser_moves_them(focus: dict, index: int) -> list[dict]:
+    """viz/panels.js's focusOutlines, in Python: the outlines of index 0 moved along the focused side."""
+    low, high = ("y0", "y1") if focus["side"] == "query" else ("x0", "x1")
+    return [{**shape, low: shape[low] + index, high: shape[high] + index} for shape in focus["outlines"]]
+
+
+def _as_text(shapes) -> str:
+    """Shapes as JSON text, keys sorted (viz/panels.js's shapesText): what the chart compares."""
+    return json.dumps(shapes, sort_keys=True)
+
+
+@pytest.mark.parametrize("side", ["query", "key"])
+def test_a_focus_drawn_in_the_browser_is_as_text_the_one_the_server_draws(side):
+    """A click's outlines are drawn at once in the browser from ``meta.focus``; the server's run then sends its own,
+    which the chart compares as text and does not draw again: for every row and column of a grid of two rows and
+    of the model view, they are the same."""
+    weights, mask = RNG.random((6, 5, 7)), np.tril(np.ones((5, 7), bool))
+    builders = {
+        "grid": lambda focus: attention.head_grid(weights, mask, TOKENS7[:5], TOKENS7, columns=4, focus=focus,
+                                                  click_side=side),
+        "model view": lambda focus: attention.model_view(weights.reshape(3, 2, 5, 7), mask, focus=focus,
+                                                         click_side=side),
+    }
+    for name, build in builders.items():
+        drawn = json.loads(build(None).to_json())["layout"]
+        focus = drawn["meta"]["focus"]
+        assert focus["side"] == side and focus["at"] is None and "shapes" not in drawn, name
+        for index in range(5 if side == "query" else 7):
+            server = json.loads(build((side, index)).to_json())["layout"]
+            assert _as_text(server["shapes"]) == _as_text(_moved_as_the_browser_moves_them(focus, index)), name
+            assert server["meta"]["focus"]["at"] == index
+    pooled = attention.head_grid(RNG.random((2, 300, 300)), np.ones((300, 300), bool), ["t"] * 300, ["t"] * 300,
+                                 click_side=side)
+    assert "focus" not in pooled.layout.meta  # a pooled cell is many positions: the server draws its focus
+
+
 def test_the_neuron_view_draws_q_k_their_product_and_the_softmax_with_masked_keys_marked():
     q, k = RNG.standard_normal((2, 4, 8)), RNG.standard_normal((2, 4, 8))
     mask = np.tril(np.ones((4, 4), bool))

@@ -160,7 +160,9 @@ function listen(node) {
   node.on("plotly_click", (event) => {
     const point = event.points && event.points[0];
     const clicked = point && clickedPositions(point);
-    if (clicked && node.alClickable && node.alSetTrigger) node.alSetTrigger(__CLICK__, { ...clicked, at: Date.now() });
+    if (!clicked || !node.alClickable || !node.alSetTrigger) return;
+    drawFocus(node, point);  // viz/panels.js: at once, where the figure says how
+    node.alSetTrigger(__CLICK__, { ...clicked, at: Date.now() });
   });
   node.on("plotly_hover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
@@ -187,6 +189,17 @@ function listen(node) {
 function tracesText(text) {
   const start = text.indexOf('"figure":');
   return text.slice(start, text.indexOf('"layout":', start));
+}
+
+// `layout` without the keys named (a dotted name: a key of a key), left out rather than set to null: a layout that
+// gains its first focus outline would otherwise place "shapes" elsewhere in the text and compare as another layout.
+function withoutKeys(layout, names) {
+  const kept = { ...layout, meta: { ...(layout.meta || {}) } };
+  for (const name of names) {
+    const [first, second] = name.split(".");
+    if (second) delete kept[first][second]; else delete kept[first];
+  }
+  return kept;
 }
 
 // What to draw: {figure, config, plotly_url, traces}; `traces` names the figure's traces (a stepped chart's
@@ -221,7 +234,7 @@ function draw(node, evenOutOfView = false) {
     const layout = themedLayout(figure.layout, node.alTheme);
     // what a relayout would not redraw (the head view's meta.lines name the shapes' lines: they go with the shapes)
     const lines = (layout.meta || {}).lines;
-    const rest = JSON.stringify({ ...layout, shapes: null, title: null, meta: { ...layout.meta, lines: null } });
+    const rest = JSON.stringify(withoutKeys(layout, ["shapes", "title", "meta.lines", "meta.focus"]));
     // the groups this browser shows hidden; the server's on a first draw, or when it changed them (a reset, a link)
     const serverHidden = hiddenOf(node.alText);
     const hidden = serverHidden !== null && (!node.data || node.alServerHidden !== JSON.stringify(serverHidden))
@@ -229,10 +242,17 @@ function draw(node, evenOutOfView = false) {
     node.alServerHidden = JSON.stringify(serverHidden);
     layout.shapes = hideGroups(layout.shapes || [], hidden);
     const title = JSON.stringify(layout.title || ""), sameHidden = sameGroups(hidden, hiddenGroups(node));
+    const shapes = shapesText(layout.shapes);
     if (node.data && traces === node.alDrawnTraces && rest === node.alDrawnLayout && sameHidden) {  // shapes, title
+      node.layout.meta = layout.meta;  // (not drawn) a grid's focus as the server has it now
+      if (shapes === node.alShapes && title === node.alDrawnTitle) {  // a focus this browser drew already
+        node.alDrawnStep = node.alShownStep;
+        return;
+      }
       const update = { shapes: layout.shapes };
       if (title !== node.alDrawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
       node.alDrawnTitle = title;
+      node.alShapes = shapes;
       return Plotly.relayout(node, update).then(() => { keepLines(node, lines); node.alDrawnStep = node.alShownStep; });
     }
     const data = node.data && traces === node.alDrawnTraces && sameHidden ? node.data : hideGroups(figure.data, hidden);
@@ -241,6 +261,7 @@ function draw(node, evenOutOfView = false) {
         node.alDrawnTraces = traces;
         node.alDrawnLayout = rest;
         node.alDrawnTitle = title;
+        node.alShapes = shapes;
         if (!node.alListening) { listen(node); node.alListening = true; }
         keepLines(node, lines);
         node.alDrawnStep = node.alShownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
