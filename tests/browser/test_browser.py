@@ -713,6 +713,7 @@ def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page,
     page.mouse.move(5, 5)
     page.wait_for_timeout(300)
     assert _line_rows(page, "query") == [0, 1, 2, 3, 4, 5]  # restored
+    wait_idle(page)  # the server's run after the legend click is over: nothing redraws the view under the click
     page.evaluate(f"""() => {{  // count full redraws of the head view from here on
         const plot = document.querySelectorAll('{PLOT}')[1], react = window.Plotly.react;
         window.__headViewReacts = 0;

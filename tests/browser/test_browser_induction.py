@@ -38,6 +38,12 @@ def test_the_induction_page_draws_the_result_and_its_ablation_reaches_the_link(p
             label => label.scrollWidth > label.clientWidth + 1).map(label => label.innerText)""")
         assert not cut, (width, cut)
     page.set_viewport_size({"width": 1400, "height": 1000})
+    # the charts fit their key labels again for the width they are back at (a resize, then Plotly's relayout): read
+    # them once that is done, up to 15 s (read right after the resize, on a busy host, they overlapped once)
+    try:
+        page.wait_for_function(f"{CHART_TEXT_PROBLEMS}.length === 0", timeout=15_000)
+    except PlaywrightTimeout:
+        pass  # the assertion below names what overlaps
     assert not page.evaluate(CHART_TEXT_PROBLEMS)
     page.screenshot(path=str(OUTPUT / "induction.png"), full_page=True)
     before = _loss_sum(page)
