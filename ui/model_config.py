@@ -32,7 +32,7 @@ def architecture() -> str:
     """The architecture the pages draw: the sidebar's, a trained model's own, or a model from outside's (its one
     stack: the sidebar reads it when the model is chosen)."""
     values = state.current_values()
-    if external():
+    if is_outside(values["weights"]):
         return state.get(state.EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
     return state.trained_options(values["weights"]).get("arch", values["arch"])
 
@@ -52,11 +52,11 @@ def live_config(**overrides) -> LiveConfig:
     values = state.current_values()
     shape = state.shape_options(values)
     config = LiveConfig(
-        **{**shape, "architecture": architecture() if external() else shape["architecture"]},
+        **{**shape, "architecture": architecture() if is_outside(values["weights"]) else shape["architecture"]},
         seq_len=values["seq_len"], pad_symbols=state.pad_symbols(values["pads"]), source_text=values["src"],
         target_text=values["tgt"], seed=values["seed"], device=values["device"], weights=values["weights"],
         mask_family=values["mask_family"], mask_size=values["mask_size"],
         ablate=tuple(link_values.head_triple(code) for code in values["ablate"]), ablation=values["ablation"],
     )
-    own_masks = TRAINED_MASKS if trained() else {}
+    own_masks = TRAINED_MASKS if isinstance(source_of(values["weights"]), Trained) else {}
     return LiveConfig(**{**config.__dict__, **overrides, **own_masks})
