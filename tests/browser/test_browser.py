@@ -681,11 +681,11 @@ def _line_rows(page, side: str) -> list:
 
 
 def _line_heads(page) -> list:
-    """The heads whose lines the head view (chart 1) has drawn now: its shape layer's non-empty paths."""
+    """The heads whose lines the head view (chart 1) shows now: its shape layer's non-empty paths on screen."""
     return page.evaluate(f"""() => {{
         const plot = document.querySelectorAll('{PLOT}')[1], shapes = plot.layout.shapes;
         return [...new Set([...plot.querySelectorAll('.shapelayer path[data-index]')]
-            .filter((path) => path.getAttribute('d'))
+            .filter((path) => path.getAttribute('d') && getComputedStyle(path).display !== 'none')
             .map((path) => shapes[Number(path.dataset.index)])
             .filter((shape) => shape.legendgroup && !shape.showlegend).map((shape) => shape.legendgroup))].sort();
     }}""")
@@ -813,6 +813,13 @@ def _legend_toggle(page, name: str):
     return page.locator(PLOT).nth(1).locator(".legend .traces", has_text=name).locator(".legendtoggle")
 
 
+def _legend_opacities(page) -> dict:
+    """``{head: its legend entry's opacity}`` in the head view (chart 1), heads 0 and 1."""
+    return {name: page.evaluate("(entry) => getComputedStyle(entry).opacity",
+                                page.locator(PLOT).nth(1).locator(".legend .traces", has_text=name).element_handle())
+            for name in ("head 0", "head 1")}
+
+
 def test_a_head_toggle_hides_its_lines_in_the_browser_and_the_link_keeps_it(page, server):
     """A click on a head in the legend hides its lines there (Plotly's own legend: no round trip); the server's run
     that follows puts the head in the link and draws nothing again; the link opens with the head hidden."""
@@ -820,7 +827,8 @@ def test_a_head_toggle_hides_its_lines_in_the_browser_and_the_link_keeps_it(page
     open_page(page, server, "attention?seq_len=6&view=Head+view")
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data", timeout=60_000)
     wait_idle(page)
-    assert "head 1" in _line_heads(page)
+    heads = _line_heads(page)
+    assert "head 1" in heads
     page.evaluate(SCRIPT_STATES)
     page.evaluate(DRAW_TIMES)
     _legend_toggle(page, "head 1").click()
@@ -831,6 +839,15 @@ def test_a_head_toggle_hides_its_lines_in_the_browser_and_the_link_keeps_it(page
     draws, states = page.evaluate("() => [window.__drawTimes, window.__states]")
     assert any(state == "running" for state, _ in states) and draws == [], (draws, states)
     assert "head 1" not in _line_heads(page)
+    assert _legend_opacities(page) == {"head 0": "1", "head 1": "0.5"}  # dimmed, as Plotly's own legend dims it
+    _legend_toggle(page, "head 0").dblclick()  # Plotly's "show this head alone": not a state the page keeps
+    page.wait_for_timeout(600)
+    assert _line_heads(page) == [head for head in heads if head != "head 1"]
+    # the figure's data and layout say what the browser drew: Plotly drawing the chart again from them keeps it
+    page.evaluate(f"() => {{ const plot = document.querySelectorAll('{PLOT}')[1]; "
+                  "return window.Plotly.react(plot, plot.data, {...plot.layout}); }")
+    assert "head 1" not in _line_heads(page) and "head 0" in _line_heads(page)
+    assert _legend_opacities(page) == {"head 0": "1", "head 1": "0.5"}
     page.goto(page.url)  # the link: head 1 hidden from the first draw
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data", timeout=60_000)
     wait_idle(page)

@@ -175,6 +175,8 @@ function listen(node) {
     toggleGroup(node, event.data[event.curveNumber].legendgroup);
     return false;  // Plotly's own toggle not run
   });
+  // Plotly's double click shows one group alone: a state the page would not keep (nor the link); not run there
+  node.on("plotly_legenddoubleclick", () => hiddenOf(node.alText) === null);
   node.on("plotly_unhover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
     if (node.alLines && meta && meta.side) hoverLines(node, meta.side, null);
