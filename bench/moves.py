@@ -65,18 +65,22 @@ def move_and_wait(page, act, prepare=None, what="a move"):
 STEP_DRAWN = """(group) => [...document.querySelectorAll('.al-chart')]
     .filter((node) => node.alParsed && node.alParsed.group === group)
     .every((node) => node.alStale || node.alDrawnStep === window.alSteps[group])"""
+# Plotly's draws counted, but those that make a kept step's copy live again when the browser is idle (chart.js's
+# alDrawingKept: the step was on the screen before them), counted apart.
 COUNT_DRAWS = """() => {
     if (!window.Plotly.__counted) {
         for (const name of ['react', 'relayout']) {
             const original = window.Plotly[name];
-            window.Plotly[name] = (...args) => {
-                window.__draws = (window.__draws || 0) + 1;
-                return original(...args);
+            window.Plotly[name] = (node, ...rest) => {
+                if (node.alDrawingKept) window.__keptDrawn = (window.__keptDrawn || 0) + 1;
+                else window.__draws = (window.__draws || 0) + 1;
+                return original(node, ...rest);
             };
         }
         window.Plotly.__counted = true;
     }
     window.__draws = 0;
+    window.__keptDrawn = 0;
 }"""
 # A move drawn in the browser is timed in the page, from its press to the end of the frame that paints it
 # (Playwright's own polling runs on the page's main thread, where the server's run that follows is drawn meanwhile,
@@ -155,6 +159,11 @@ def focus_click_and_wait(page, chart: int, x: float, y: float, what="a focus cli
 def redraws_after(page, drawn: int) -> int:
     """The charts drawn since `step_and_wait` beyond the ``drawn`` of the move itself (call once the app is idle)."""
     return page.evaluate("() => window.__draws") - drawn
+
+
+def kept_drawn(page) -> int:
+    """Kept steps' copies made live again by Plotly since `step_and_wait` (call once the app is idle)."""
+    return page.evaluate("() => window.__keptDrawn")
 
 
 def slider(page, label):

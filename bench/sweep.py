@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chart_support import click_chart
-from moves import focus_click_and_wait, legend_toggle_and_wait, move_and_wait, redraws_after, step_and_wait
+from moves import focus_click_and_wait, kept_drawn, legend_toggle_and_wait, move_and_wait, redraws_after, step_and_wait
 from report import percentile, row
 
 SIDEBAR = ("Sequence length", "Heads (h)", "d_model")
@@ -46,6 +46,7 @@ class Lane:
     focus_cell: tuple = ()  # (chart index, x, y): a cell whose focus the browser draws (viz/panels.js), clicked
     times: list = field(default_factory=list)
     redraws: list = field(default_factory=list)  # a step move's charts drawn again by the server's run that follows
+    kept: list = field(default_factory=list)  # kept steps' copies Plotly made live again once the browser was idle
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
 
     @property
@@ -129,6 +130,7 @@ def move_lane(page, lane: Lane, index: int) -> float:
             seconds, drawn = step_and_wait(page, lambda: thumb.press(key), lane.step_group, f"{lane.page} {key}")
         wait_idle(page)
         lane.redraws.append(redraws_after(page, drawn))
+        lane.kept.append(kept_drawn(page))
         return seconds
     if lane.point:
         chart, x, y = lane.point
@@ -202,8 +204,8 @@ def sweep(quick: bool) -> None:
         p50, p90, browser = percentile(lane.times, 50), percentile(lane.times, 90), percentile(lane.browser, 50)
         if lane.in_browser:
             row("sweep", f"{lane.page} · {lane.label} ({len(lane.times)} moves) p50 / p90 ms until drawn; charts the "
-                "server's run drew again", f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} ({p50 / floor_p50:.2f}× floor); "
-                f"{sum(lane.redraws)}", VIEW_TARGET)
+                "server's run drew again; kept copies drawn live when idle", f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} "
+                f"({p50 / floor_p50:.2f}× floor); {sum(lane.redraws)}; {sum(lane.kept)}", VIEW_TARGET)
             continue
         row("sweep", f"{lane.page} · {lane.label} ({len(lane.times)} moves) p50 / p90 ms; browser / rest",
             f"{p50 * 1e3:.0f} / {p90 * 1e3:.0f} ({p50 / floor_p50:.1f}× floor, {p50 / skeleton_p50:.2f}× skeleton); "

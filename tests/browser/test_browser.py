@@ -518,6 +518,20 @@ DRAW_TIMES = """() => {  // when each Plotly.react or relayout was called, and h
 }"""
 
 
+DRAWS_WHEN_SHOWN = """(step) => {  // the Plotly draws made by the time every chart of the page shows `step`, and
+    // the SVG each chart shows then (a kept copy's; none: drawn by Plotly)
+    window.__drawsWhenShown = null;
+    window.addEventListener('mousedown', () => {
+        const charts = [...document.querySelectorAll('.al-chart')], shown = () => {
+            window.__drawsWhenShown = window.__drawTimes.length;
+            window.__shownSvgs = charts.map((node) => node.alPicture?.querySelector('.main-svg').outerHTML);
+        };
+        const poll = () => charts.every((node) => node.alDrawnStep === step) ? shown() : setTimeout(poll, 0);
+        setTimeout(poll, 0);
+    }, {capture: true, once: true});
+}"""
+
+
 SENT_TIMES = """() => {  // when the page sent each message to its server
     window.__sent = [];
     const send = WebSocket.prototype.send;
@@ -578,9 +592,23 @@ def test_a_decode_step_is_drawn_in_the_browser_and_the_server_then_redraws_nothi
     assert len(draws) == 5 and max(draws) < rerun_end, (draws, states)  # five charts, drawn before the run ended
     titles = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map(p => p.layout.title?.text || '')")
     assert any("masked self-attention of position 1" in title for title in titles), titles
-    page.get_by_role("button", name="◀ Back").click()  # and back
+    page.evaluate("() => { window.__drawTimes = []; }")
+    page.evaluate(DRAWS_WHEN_SHOWN, 0)
+    page.get_by_role("button", name="◀ Back").click()  # and back: step 0's drawings, kept, shown before any redraw
     page.wait_for_function("() => !location.search.includes('dec_step')", timeout=30_000)
     assert "chooses d" in _caption(page)
+    wait_idle(page)
+    page.wait_for_timeout(500)
+    assert page.evaluate("() => window.__drawsWhenShown") == 0
+    assert len(page.evaluate("() => window.__drawTimes")) == 5  # then each chart drawn by Plotly, live again
+    charts = page.evaluate(f"""() => [...document.querySelectorAll('{PLOT}')].map((plot) => [
+        plot.querySelectorAll('.plot-container').length, plot.querySelector('.plot-container')?.style.visibility,
+        plot.layout.title?.text || ''])""")
+    assert all(count == 1 and visibility == "" for count, visibility, _ in charts), charts  # no copy left over it
+    assert any("masked self-attention of position 0" in title for *_, title in charts), charts
+    drawn = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((plot) => "
+                          "plot.querySelector('.main-svg').outerHTML)")
+    assert page.evaluate("() => window.__shownSvgs") == drawn  # each copy was Plotly's own drawing of that step
     assert page.locator("[data-testid='stException']").count() == 0
 
 

@@ -226,51 +226,81 @@ function draw(node, evenOutOfView = false) {
   if (node.alStale) return;
   const drawing = (node.alDrawing || 0) + 1;
   node.alDrawing = drawing;
-  loadPlotly(plotly_url).then((Plotly) => {
+  if (showPicture(node, traces)) {  // a step drawn before (stepped_charts.js): its copy now, Plotly's drawing when idle
+    node.alDrawnStep = node.alShownStep;
+    afterPaint(() => plotted(node, drawing, figure, config, plotly_url, traces, true));
+    return;
+  }
+  return plotted(node, drawing, figure, config, plotly_url, traces);
+}
+
+// Plotly's drawing of draw()'s figure (unless a later draw began), then each step's copy kept and any copy shown over
+// the chart taken away. `kept`: the figure's copy is on the screen already (node.alDrawingKept says so while Plotly
+// is called: bench/moves.py counts these draws apart).
+function plotted(node, drawing, figure, config, plotly_url, traces, kept = false) {
+  return loadPlotly(plotly_url).then((Plotly) => {
     if (node.alDrawing !== drawing) return;
-    node.alKeyLabels = chosenKeyLabels(figure.layout);
-    const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
-    for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
-    node.alClickable = Boolean((figure.layout.meta || {}).click);
-    node.classList.toggle("al-lines", Boolean((figure.layout.meta || {}).head_view));  // ui/frontend/chart.css
-    const layout = themedLayout(figure.layout, node.alTheme);
-    // what a relayout would not redraw (the head view's meta.lines name the shapes' lines: they go with the shapes)
-    const lines = (layout.meta || {}).lines;
-    const rest = JSON.stringify(withoutKeys(layout, ["shapes", "title", "meta.lines", "meta.focus"]));
-    // the groups this browser shows hidden; the server's on a first draw, or when it changed them (a reset, a link)
-    const serverHidden = hiddenOf(node.alText);
-    const hidden = serverHidden !== null && (!node.data || node.alServerHidden !== JSON.stringify(serverHidden))
-      ? new Set(serverHidden) : hiddenGroups(node);
-    node.alServerHidden = JSON.stringify(serverHidden);
-    layout.shapes = hideGroups(layout.shapes || [], hidden);
-    const title = JSON.stringify(layout.title || ""), sameHidden = sameGroups(hidden, hiddenGroups(node));
-    const shapes = shapesText(layout.shapes);
-    if (node.data && traces === node.alDrawnTraces && rest === node.alDrawnLayout && sameHidden) {  // shapes, title
-      node.layout.meta = layout.meta;  // (not drawn) a grid's focus as the server has it now
-      if (shapes === node.alShapes && title === node.alDrawnTitle) {  // a focus this browser drew already
-        node.alDrawnStep = node.alShownStep;
-        return;
-      }
-      const update = { shapes: layout.shapes };
-      if (title !== node.alDrawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
-      node.alDrawnTitle = title;
-      node.alShapes = shapes;
-      return Plotly.relayout(node, update).then(() => { keepLines(node, lines); node.alDrawnStep = node.alShownStep; });
-    }
-    const data = node.data && traces === node.alDrawnTraces && sameHidden ? node.data : hideGroups(figure.data, hidden);
-    return Plotly.react(node, data, layout, exportConfig(config, Plotly))
-      .then(() => {
-        node.alDrawnTraces = traces;
-        node.alDrawnLayout = rest;
-        node.alDrawnTitle = title;
-        node.alShapes = shapes;
-        if (!node.alListening) { listen(node); node.alListening = true; }
-        keepLines(node, lines);
-        node.alDrawnStep = node.alShownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
-      });
+    node.alDrawingKept = kept;
+    try { return plottedNow(node, drawing, figure, config, traces, Plotly); } finally { node.alDrawingKept = false; }
   }).catch((error) => {
+    dropPicture(node);
     node.textContent = "The chart could not be drawn: " + error.message;
   });
+}
+
+function plottedNow(node, drawing, figure, config, traces, Plotly) {
+  node.alKeyLabels = chosenKeyLabels(figure.layout);
+  const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
+  for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
+  node.alClickable = Boolean((figure.layout.meta || {}).click);
+  node.classList.toggle("al-lines", Boolean((figure.layout.meta || {}).head_view));  // ui/frontend/chart.css
+  const layout = themedLayout(figure.layout, node.alTheme);
+  // what a relayout would not redraw (the head view's meta.lines name the shapes' lines: they go with the shapes)
+  const lines = (layout.meta || {}).lines;
+  const rest = JSON.stringify(withoutKeys(layout, ["shapes", "title", "meta.lines", "meta.focus"]));
+  // the groups this browser shows hidden; the server's on a first draw, or when it changed them (a reset, a link)
+  const serverHidden = hiddenOf(node.alText);
+  const hidden = serverHidden !== null && (!node.data || node.alServerHidden !== JSON.stringify(serverHidden))
+    ? new Set(serverHidden) : hiddenGroups(node);
+  node.alServerHidden = JSON.stringify(serverHidden);
+  layout.shapes = hideGroups(layout.shapes || [], hidden);
+  const title = JSON.stringify(layout.title || ""), sameHidden = sameGroups(hidden, hiddenGroups(node));
+  const shapes = shapesText(layout.shapes);
+  if (node.data && traces === node.alDrawnTraces && rest === node.alDrawnLayout && sameHidden) {  // shapes, title
+    node.layout.meta = layout.meta;  // (not drawn) a grid's focus as the server has it now
+    if (shapes === node.alShapes && title === node.alDrawnTitle) {  // a focus this browser drew already
+      node.alDrawnStep = node.alShownStep;
+      shown(node, drawing, traces);
+      return;
+    }
+    const update = { shapes: layout.shapes };
+    if (title !== node.alDrawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
+    node.alDrawnTitle = title;
+    node.alShapes = shapes;
+    return Plotly.relayout(node, update).then(() => {
+      keepLines(node, lines);
+      node.alDrawnStep = node.alShownStep;
+      shown(node, drawing, traces);
+    });
+  }
+  const data = node.data && traces === node.alDrawnTraces && sameHidden ? node.data : hideGroups(figure.data, hidden);
+  return Plotly.react(node, data, layout, exportConfig(config, Plotly))
+    .then(() => {
+      node.alDrawnTraces = traces;
+      node.alDrawnLayout = rest;
+      node.alDrawnTitle = title;
+      node.alShapes = shapes;
+      if (!node.alListening) { listen(node); node.alListening = true; }
+      keepLines(node, lines);
+      node.alDrawnStep = node.alShownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
+      shown(node, drawing, traces);
+    });
+}
+
+function shown(node, drawing, traces) {  // Plotly's drawing of `drawing` is on the chart
+  if (node.alDrawing !== drawing) return;
+  dropPicture(node);
+  keepPicture(node, traces);
 }
 
 function setUp(parentElement) {
@@ -312,7 +342,7 @@ function setUp(parentElement) {
         shownStep(node.alParsed) !== node.alShownStep) draw(node);
   };
   window.addEventListener("al-step", followStep);
-  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); if (window.Plotly) window.Plotly.purge(node); };
+  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); node.alPictures = null; if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 
