@@ -612,6 +612,52 @@ def test_a_decode_step_is_drawn_in_the_browser_and_the_server_then_redraws_nothi
     assert page.locator("[data-testid='stException']").count() == 0
 
 
+COPIES_WHEN_SHOWN = """() => {  // each chart's Plotly draws before its kept copy went over it, and the copy's SVG
+    window.__copies = [];
+    const charts = [...document.querySelectorAll('.al-chart')], draws = new Map();
+    const react = window.Plotly.react;
+    window.Plotly.react = (node, ...rest) => { draws.set(node, (draws.get(node) || 0) + 1); return react(node, ...rest); };
+    const before = charts.map((node) => node.alPicturesShown || 0);
+    const poll = () => {
+        charts.forEach((node, index) => {
+            if ((node.alPicturesShown || 0) > before[index] && !window.__copies[index]) window.__copies[index] =
+                [draws.get(node) || 0, node.alPicture.querySelector('.main-svg').outerHTML];
+        });
+        if (window.__copies.filter(Boolean).length < charts.length) setTimeout(poll, 0);
+    };
+    poll();
+    setTimeout(() => { window.__copiesDone = true; }, 5000);
+}"""
+
+
+def test_a_figure_drawn_before_is_shown_from_its_copy_then_drawn_by_plotly(page, server):
+    """A control moved back (the server sends a figure this chart drew before): its kept copy goes over the chart
+    before any Plotly draw, Plotly draws the same SVG when the browser is idle, and no copy stays over it."""
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
+    open_page(page, server, "attention?seq_len=5")
+    wait_for_charts(page)
+    norm = page.get_by_role("radiogroup", name="Norm")
+    norm.get_by_role("radio", name="Pre-norm (GPT-2)").click(force=True)
+    page.wait_for_url("**norm=pre**", timeout=60_000)
+    wait_idle(page)
+    page.evaluate(COPIES_WHEN_SHOWN)
+    norm.get_by_role("radio", name="Post-norm (the paper)").click(force=True)  # back: figures drawn before
+    page.wait_for_url(lambda url: "norm=pre" not in url, timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(500)
+    copies = page.evaluate("() => window.__copies")
+    shown = [(index, copy) for index, copy in enumerate(copies) if copy]
+    assert shown, copies  # the charts whose figure came back
+    drawn = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((plot) => "
+                          "[plot.querySelector('.main-svg').outerHTML, plot.querySelectorAll('.plot-container').length, "
+                          "plot.querySelector('.plot-container').style.visibility, plot.alPicture])")
+    for index, (draws_before, svg) in shown:
+        assert draws_before == 0, (index, draws_before)  # on the screen before Plotly drew anything
+        assert drawn[index][0] == svg, index  # the copy was Plotly's own drawing of that figure
+    assert all(count == 1 and visibility == "" and copy is None for _, count, visibility, copy in drawn), drawn
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
 def test_a_step_reaches_the_server_in_a_browser_without_request_idle_callback(page, server):
     """Safari has no requestIdleCallback: the step control tells the server after a short timer instead."""
     page.add_init_script("Object.defineProperty(window, 'requestIdleCallback', {value: undefined})")

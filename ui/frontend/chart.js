@@ -226,7 +226,9 @@ function draw(node, evenOutOfView = false) {
   if (node.alStale) return;
   const drawing = (node.alDrawing || 0) + 1;
   node.alDrawing = drawing;
-  if (showPicture(node, traces)) {  // a step drawn before (stepped_charts.js): its copy now, Plotly's drawing when idle
+  // a figure drawn before, with other traces than those drawn now (kept_drawings.js): its copy now, Plotly's drawing
+  // when the browser is idle
+  if (traces !== node.alDrawnTraces && showPicture(node, drawingKey(node, traces))) {
     node.alDrawnStep = node.alShownStep;
     afterPaint(() => plotted(node, drawing, figure, config, plotly_url, traces, true));
     return;
@@ -300,7 +302,7 @@ function plottedNow(node, drawing, figure, config, traces, Plotly) {
 function shown(node, drawing, traces) {  // Plotly's drawing of `drawing` is on the chart
   if (node.alDrawing !== drawing) return;
   dropPicture(node);
-  keepPicture(node, traces);
+  keepPicture(node, drawingKey(node, traces));
 }
 
 function setUp(parentElement) {
