@@ -41,6 +41,7 @@ class Lane:
     options: tuple[str, str] = ()  # a choice (radio, segmented control): the option moved to, then the one back
     select: bool = False  # the choice is a select box (opened before the clock starts; the click on an option is timed)
     point: tuple = ()  # (chart index, x, y): a click on that chart at those data coordinates (the Images page's pixel)
+    fresh: bool = False  # with a point: each move clicks another pixel of row y (a figure never drawn before)
     step_group: str = ""  # a step control's group (ui/stepper.py): timed until its charts are drawn in the browser
     legend_group: str = ""  # a legend entry the page keeps (the head view's heads): timed until drawn in the browser
     focus_cell: tuple = ()  # (chart index, x, y): a cell whose focus the browser draws (viz/panels.js), clicked
@@ -79,6 +80,7 @@ def lanes() -> list[Lane]:
     found += [Lane("induction", "induction?ind_count=50", "How many lines"),
               Lane("explanations (copy)", "explanations?weights=copy&ex_count=10", "Examples"),
               Lane("images (match)", "images", "a pixel flipped", point=(0, 5, 2)),
+              Lane("images (match)", "images", "a new pixel flipped each move", point=(0, 0, 6), fresh=True),
               Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Focus a query"),
               Lane("attention, score terms", "attention?view=Score+terms&focus=3", "Key"),
               Lane("decode (dates)", "decode?weights=dates", "Step"),
@@ -134,6 +136,8 @@ def move_lane(page, lane: Lane, index: int) -> float:
         return seconds
     if lane.point:
         chart, x, y = lane.point
+        if lane.fresh:  # pixels (x, y), (x + 1, y), … then the next row: each move's image is new
+            x, y = (x + index) % 8, (y + (x + index) // 8) % 8
         return move_and_wait(page, lambda: click_chart(page, chart, x, y), what=f"{lane.page} · {lane.label}")
     if lane.select:
         box = page.get_by_test_id("stSelectbox").filter(has_text=lane.label).first
