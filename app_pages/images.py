@@ -119,7 +119,7 @@ def images_view() -> None:
     layers = reading.weights.shape[0]
     columns = st.columns(2)
     with columns[0]:
-        plot(rollout_and_flow(reading.rollout[token], reading.flow[token], token, layers, fit_px("img_flow")),
+        plot(rollout_and_flow(reading.rollout[token], reading.flow(token), token, layers, fit_px("img_flow")),
              "img_flow")
     with columns[1]:
         plot(distance_figure(reading.distance, fit_px("img_distance")), "img_distance")

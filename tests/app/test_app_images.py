@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from app_support import decode, no_errors, open_page, specs
 
+from transformer.analysis.flow import attention_flow
+from transformer.analysis.measures import attention_rollout
 from transformer.live.images import example_image, read_image
 
 pytestmark = pytest.mark.app
@@ -55,6 +57,11 @@ def test_flipped_pixels_in_the_link_are_drawn_and_read_and_undo_brings_the_image
     reading = read_image("match", drawn.astype(np.float32))
     np.testing.assert_allclose(_probabilities(at), reading.probabilities, atol=1e-6)
     assert _titled(at, "attention from patch 3")
+    flows = _titled(at, "Rollout and flow to patch 3's output")  # the flow from the token asked, of this image
+    flow_row = attention_flow(reading.weights, queries=[4])[0]  # (17,): CLS, then the patches
+    np.testing.assert_allclose(np.asarray(decode(flows["data"][1]["z"]), float).ravel(), flow_row[1:], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(decode(flows["data"][0]["z"]), float).ravel(),
+                               attention_rollout(reading.weights)[4, 1:], atol=1e-6)
     at = next(button for button in at.button if button.label == "Undo every edit").click().run()
     no_errors(at)
     assert at.session_state["img_flip"] == [] and "img_flip" not in at.query_params
