@@ -20,7 +20,9 @@ function keepPicture(node, key) {  // after Plotly drew the figure `key` names
   if (key === null || !live || live.querySelector("canvas")) return;  // a canvas's pixels are not copied
   node.alPictures = node.alPictures || new Map();
   node.alPictures.delete(key);
-  node.alPictures.set(key, { look: lookOf(node), picture: live.cloneNode(true) });
+  const picture = live.cloneNode(true);
+  for (const label of picture.querySelectorAll(".hoverlayer > *")) label.remove();  // a hover label of the moment
+  node.alPictures.set(key, { look: lookOf(node), picture });
   const limit = node.alParsed.frames ? KEPT_STEPS : KEPT_FIGURES;
   while (node.alPictures.size > limit) node.alPictures.delete(node.alPictures.keys().next().value);
 }
