@@ -179,8 +179,9 @@ def test_a_quick_rerun_gives_the_stale_elements_no_compositing_layers(page, serv
         press_until_redrawn(page, thumb, "ArrowRight", rows)
     elements = page.locator("[data-testid='stElementContainer']").count()
     assert elements > 20 and len(layer_counts) >= 3, (elements, layer_counts)
-    # before the change ~35 more during each rerun (one per element), and back after it
-    assert max(layer_counts) <= min(layer_counts) + 2, layer_counts
+    # before the change ~35 more during each rerun (one per element), and back after it; a few come and go on a busy
+    # host (5 to 8 in a full run on a slow one, 6 alone)
+    assert max(layer_counts) <= min(layer_counts) + 5, layer_counts
 
 
 def test_a_slow_rerun_still_fades_the_stale_elements(page, server):
