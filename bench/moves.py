@@ -162,7 +162,7 @@ def redraws_after(page, drawn: int) -> int:
 
 
 def kept_drawn(page) -> int:
-    """Kept steps' copies made live again by Plotly since `step_and_wait` (call once the app is idle)."""
+    """Charts Plotly drew when idle under their kept copies (kept_drawings.js) since `step_and_wait`."""
     return page.evaluate("() => window.__keptDrawn")
 
 

@@ -47,7 +47,7 @@ class Lane:
     focus_cell: tuple = ()  # (chart index, x, y): a cell whose focus the browser draws (viz/panels.js), clicked
     times: list = field(default_factory=list)
     redraws: list = field(default_factory=list)  # a step move's charts drawn again by the server's run that follows
-    kept: list = field(default_factory=list)  # kept steps' copies Plotly made live again once the browser was idle
+    kept: list = field(default_factory=list)  # kept copies Plotly drew live once the browser was idle
     browser: list = field(default_factory=list)  # the browser's main-thread seconds of each move
 
     @property

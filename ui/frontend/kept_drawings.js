@@ -15,14 +15,23 @@ function lookOf(node) {  // what a copy was drawn for besides its figure: the th
   return `${node.alTheme.join()}|${node.clientWidth}`;
 }
 
+function drawnAs(node) {  // what else Plotly drew the figure with: the look, a stepped chart's shapes and title
+  return `${lookOf(node)}|${node.alShapes}|${node.alDrawnTitle}`;
+}
+
 function keepPicture(node, key) {  // after Plotly drew the figure `key` names
   const live = node.querySelector(":scope > .plot-container");
   if (key === null || !live || live.querySelector("canvas")) return;  // a canvas's pixels are not copied
   node.alPictures = node.alPictures || new Map();
+  const kept = node.alPictures.get(key);
   node.alPictures.delete(key);
+  if (kept && kept.drawnAs === drawnAs(node)) {  // the same drawing kept already: the newest now, not copied again
+    node.alPictures.set(key, kept);
+    return;
+  }
   const picture = live.cloneNode(true);
   for (const label of picture.querySelectorAll(".hoverlayer > *")) label.remove();  // a hover label of the moment
-  node.alPictures.set(key, { look: lookOf(node), picture });
+  node.alPictures.set(key, { look: lookOf(node), drawnAs: drawnAs(node), picture });
   const limit = node.alParsed.frames ? KEPT_STEPS : KEPT_FIGURES;
   while (node.alPictures.size > limit) node.alPictures.delete(node.alPictures.keys().next().value);
 }

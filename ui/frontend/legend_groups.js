@@ -27,7 +27,7 @@ function sameGroups(one, other) {
 function toggleGroup(node, group) {  // a legend group's traces and shapes hidden or shown
   const hidden = hiddenGroups(node);
   if (!hidden.delete(group)) hidden.add(group);
-  const drawn = restyleDrawn(node, group, hidden.has(group));
+  const drawn = restyleDrawn(node, group, hidden);
   // not drawn (a group Plotly itself left out, hidden by the server's first draw or a redraw of the shapes since):
   // one update of its traces' visibility and the shapes as one new list (a key per shape redraws them once per key)
   const done = drawn ? Promise.resolve() : window.Plotly.update(node, { visible: groupVisibility(node, hidden) },
@@ -42,30 +42,34 @@ function groupTraces(node) {
   return node.data.flatMap((trace, index) => (trace.legendgroup ? [index] : []));
 }
 
+function visibilityOf(group, hidden) {  // Plotly's word for a group's traces and shapes
+  return hidden.has(group) ? "legendonly" : true;
+}
+
 function groupVisibility(node, hidden) {
-  return groupTraces(node).map((index) => (hidden.has(node.data[index].legendgroup) ? "legendonly" : true));
+  return groupTraces(node).map((index) => visibilityOf(node.data[index].legendgroup, hidden));
 }
 
 function withVisibility(item, hidden) {
-  return item.legendgroup ? { ...item, visible: hidden.has(item.legendgroup) ? "legendonly" : true } : item;
+  return item.legendgroup ? { ...item, visible: visibilityOf(item.legendgroup, hidden) } : item;
 }
 
 // A group hidden or shown by styling what Plotly drew, its shapes' paths and its legend entries (dimmed to 0.5, as
-// Plotly dims them), where a Plotly update would draw the whole plot again and rasterise every line that stays
-// (~150 ms at N = 64 on 2 cores: docs/performance.md). The figure's data and layout say the same, so every later
-// draw (a relayout of the shapes, a react, a resize, a saved SVG) draws it so. False, nothing changed: not drawn.
-function restyleDrawn(node, group, hide) {
+// Plotly dims them), where a Plotly update would draw the whole plot again (twice the time at N = 64:
+// docs/performance.md). The figure's data and layout say the same, so every later draw (a relayout of the shapes, a
+// react, a resize, a saved SVG) draws it so. False, nothing changed: not drawn.
+function restyleDrawn(node, group, hidden) {
   const shapes = node.layout.shapes || [];
   const indices = shapes.flatMap((shape, index) => (shape.legendgroup === group ? [index] : []));
   const paths = indices.map((index) => node.querySelector(`.shapelayer path[data-index="${index}"]`));
   const entries = [...node.querySelectorAll(".legend .traces")]  // d3's bound data: [{trace}]
     .filter((entry) => ((entry.__data__ || [])[0] || {}).trace?.legendgroup === group);
   if (paths.some((path) => !path) || !entries.length) return false;
+  const hide = hidden.has(group);
   for (const path of paths) path.style.display = hide ? "none" : "";
   for (const entry of entries) entry.style.opacity = hide ? 0.5 : 1;
-  const visible = hide ? "legendonly" : true;
-  for (const index of indices) shapes[index] = { ...shapes[index], visible };
-  for (const trace of node.data) if (trace.legendgroup === group) trace.visible = visible;
+  for (const index of indices) shapes[index] = withVisibility(shapes[index], hidden);
+  for (const trace of node.data) if (trace.legendgroup === group) trace.visible = visibilityOf(group, hidden);
   return true;
 }
 
