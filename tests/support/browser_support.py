@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -103,13 +105,13 @@ def app_server_for_browsers(env: dict | None = None):
 
 
 def new_tab(browser, width: int = 1400, height: int = 1000):
-    """A new tab of ``width`` × ``height`` px in the browser's one shared context: Chromium's HTTP and code caches stay
-    warm between tests (a page's load ~0.4 s sooner than in a fresh context: Streamlit's bundle and Plotly.js
-    compiled once), its storage is cleared by `close_tab`. A test that needs cookies or storage of its own makes a
-    context of its own."""
+    """A new tab of ``width`` × ``height`` px in the browser's one shared context, a profile on disk
+    (`headless_chromium`): Chromium's HTTP and code caches stay warm between tests, its storage is cleared by
+    `close_tab`. A test that needs cookies or storage of its own makes a context of its own."""
     context = getattr(browser, "shared_context", None)
     if context is None:
-        context = browser.shared_context = browser.new_context()
+        open_shared = getattr(browser, "open_shared_context", browser.new_context)
+        context = browser.shared_context = open_shared()
     tab = context.new_page()
     tab.set_viewport_size({"width": width, "height": height})
     return tab
@@ -123,12 +125,36 @@ def close_tab(tab) -> None:
     tab.context.clear_cookies()
 
 
+_PLAYWRIGHT = []  # the test process's one Playwright, once started
+
+
+def playwright():
+    """The test process's one Playwright, started when first asked for and stopped when the process ends: its sync
+    API runs one at a time in a process, and a session's browser (tests/browser/conftest.py) outlives a module's."""
+    if not _PLAYWRIGHT:
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+        _PLAYWRIGHT.append(sync_playwright().start())
+        atexit.register(_PLAYWRIGHT[0].stop)
+    return _PLAYWRIGHT[0]
+
+
 @contextlib.contextmanager
 def headless_chromium():
-    """Debian's Chromium, headless, through Playwright."""
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    """Debian's Chromium, headless, through Playwright. Its shared context (`new_tab`) is a profile in a temporary
+    folder, opened when first asked for: a context of ``browser.new_context()`` is off the record, where Chromium
+    keeps no compiled code, so every tab compiled Plotly.js again (~2 s here; ~0.2 s from the profile's code cache
+    from its third tab: a page's visit 3.5 -> 2.4 s, docs/performance.md)."""
+    chromium = playwright().chromium
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        browser = chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser.open_shared_context = lambda: chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            shared = getattr(browser, "shared_context", None)
+            if shared is not None:
+                with contextlib.suppress(Exception):
+                    shared.close()
+            browser.close()
