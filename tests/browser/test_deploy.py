@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 from browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     browser_required,
     chromium_missing,
     free_port,
+    headless_chromium,
     streamlit_server,
     wait_idle,
 )
@@ -75,10 +74,8 @@ def browser():
         if browser_required():
             pytest.fail(f"deploy tests are required here but {problem} (apt-get install -y chromium nginx)")
         pytest.skip(problem)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        yield playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with headless_chromium() as browser:
+        yield browser
 
 
 def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_one(browser, tmp_path):
