@@ -1,7 +1,10 @@
-"""The browser tier's fixtures: one `streamlit run` and one headless Chromium for a test process (xdist's worker)'s
-browser modules, a fresh tab a test (in the browser's shared context: `browser_support.new_tab`). A module whose
-server needs settings of its own (an upload limit, a training queue) overrides `server`; the deploy tests start
-their own."""
+"""The browser tier's fixtures: one `streamlit run` and one headless Chromium for a test process's run of browser
+modules, one after the other, a fresh tab a test (in the browser's shared context: `browser_support.new_tab`). They
+stop when the process's next test is not a browser test, so a process running unit tests holds no idle server. A
+module whose server needs settings of its own (an upload limit, a training queue) overrides `server`; the deploy
+tests start their own."""
+
+import contextlib
 
 import pytest
 from browser_support import (
@@ -13,22 +16,48 @@ from browser_support import (
     new_tab,
 )
 
+_SHARED = contextlib.ExitStack()  # the shared server and browser, while the process runs browser modules
+_STARTED = {}
+_NEXT_ITEM = [None]
 
-@pytest.fixture(scope="session")
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    _NEXT_ITEM[0] = nextitem
+
+
+def _shared(name: str, start):
+    if name not in _STARTED:
+        _STARTED[name] = _SHARED.enter_context(start())
+    return _STARTED[name]
+
+
+def _stop_unless_a_browser_test_is_next() -> None:
+    following = _NEXT_ITEM[0]
+    if following is None or following.path.parent.name != "browser":
+        _STARTED.clear()
+        _SHARED.close()
+
+
+@pytest.fixture(scope="module")
 def server():
-    with app_server_for_browsers() as base_url:
-        yield base_url
+    yield _shared("server", app_server_for_browsers)
+    _stop_unless_a_browser_test_is_next()
 
 
-@pytest.fixture(scope="session")
-def browser():
+def _chromium():
     problem = chromium_missing()
     if problem:
         if browser_required():
             pytest.fail(f"browser tests are required here but {problem}")
         pytest.skip(problem)
-    with headless_chromium() as browser:
-        yield browser
+    return headless_chromium()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield _shared("browser", _chromium)
+    _stop_unless_a_browser_test_is_next()
 
 
 @pytest.fixture()
