@@ -6,7 +6,7 @@ import contextlib
 
 import pytest
 from browser_pages import explore, press_train, wait_for_charts
-from browser_support import app_server_for_browsers, headless_chromium, wait_idle
+from browser_support import app_server_for_browsers, close_tab, headless_chromium, new_tab, wait_idle
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -27,7 +27,8 @@ def browser(server):
 
 
 def session(browser):
-    return browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    """A session of its own: a tab (Streamlit's session is a tab's connection) in the browser's shared profile."""
+    return new_tab(browser)
 
 
 def sent_messages(page) -> list:
@@ -93,4 +94,4 @@ def test_a_queued_session_sees_its_place_and_a_dropped_models_link_queues_it_aga
         third.locator(PROGRESS).wait_for(timeout=30_000)  # queued: the pool's tests follow a job to its end
     finally:
         for page in (first, second, third):
-            page.context.close()
+            close_tab(page)
