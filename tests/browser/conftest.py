@@ -9,11 +9,10 @@ import contextlib
 import pytest
 from browser_support import (
     app_server_for_browsers,
-    browser_required,
-    chromium_missing,
     close_tab,
     headless_chromium,
     new_tab,
+    require_chromium,
 )
 
 _SHARED = contextlib.ExitStack()  # the shared server and browser, while the process runs browser modules
@@ -46,11 +45,7 @@ def server():
 
 
 def _chromium():
-    problem = chromium_missing()
-    if problem:
-        if browser_required():
-            pytest.fail(f"browser tests are required here but {problem}")
-        pytest.skip(problem)
+    require_chromium()
     return headless_chromium()
 
 

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 from browser_support import (
-    browser_required,
-    chromium_missing,
     free_port,
     headless_chromium,
+    require_chromium,
     streamlit_server,
     wait_idle,
 )
@@ -69,11 +68,8 @@ def chart_rows(page) -> int:
 
 @pytest.fixture()
 def browser():
-    problem = chromium_missing() or (None if Path(NGINX).exists() else f"{NGINX} is not installed")
-    if problem:
-        if browser_required():
-            pytest.fail(f"deploy tests are required here but {problem} (apt-get install -y chromium nginx)")
-        pytest.skip(problem)
+    require_chromium(None if Path(NGINX).exists() else f"{NGINX} is not installed", "deploy tests",
+                     " (apt-get install -y chromium nginx)")
     with headless_chromium() as browser:
         yield browser
 

@@ -88,17 +88,23 @@ def wait_idle(page, timeout: float = 90_000) -> None:
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
 
 
+def require_chromium(other_problem: str | None = None, tests: str = "browser tests", fix: str = "") -> None:
+    """Skip the test without Chromium (or with ``other_problem``), or fail it where the browser tests are
+    required."""
+    import pytest  # noqa: PLC0415
+
+    problem = chromium_missing() or other_problem
+    if problem:
+        if browser_required():
+            pytest.fail(f"{tests} are required here but {problem}{fix}")
+        pytest.skip(problem)
+
+
 @contextlib.contextmanager
 def app_server_for_browsers(env: dict | None = None):
     """The app's server for a module of browser tests (``env``: more environment for it); the module is skipped
     without Chromium, or fails where the browser tests are required."""
-    import pytest  # noqa: PLC0415
-
-    problem = chromium_missing()
-    if problem:
-        if browser_required():
-            pytest.fail(f"browser tests are required here but {problem}")
-        pytest.skip(problem)
+    require_chromium()
     OUTPUT.mkdir(parents=True, exist_ok=True)
     with streamlit_server(env=env) as base_url:
         yield base_url
@@ -130,7 +136,8 @@ _PLAYWRIGHT = []  # the test process's one Playwright, once started
 
 def playwright():
     """The test process's one Playwright, started when first asked for and stopped when the process ends: its sync
-    API runs one at a time in a process, and a session's browser (tests/browser/conftest.py) outlives a module's."""
+    API runs one at a time in a process, and the browser of a run of modules (tests/browser/conftest.py) outlives a
+    module's."""
     if not _PLAYWRIGHT:
         from playwright.sync_api import sync_playwright  # noqa: PLC0415
 
