@@ -237,8 +237,8 @@ function draw(node, evenOutOfView = false) {
 }
 
 // Plotly's drawing of draw()'s figure (unless a later draw began), then its copy kept (kept_drawings.js) and any copy
-// shown over the chart taken away. `kept`: the figure's copy is on the screen already (node.alDrawingKept says so while Plotly
-// is called: bench/moves.py counts these draws apart).
+// shown over the chart taken away. `kept`: the figure's copy is on the screen already (node.alDrawingKept says so
+// while Plotly is called: bench/moves.py counts these draws apart).
 function plotted(node, drawing, figure, config, plotly_url, traces, kept = false) {
   return loadPlotly(plotly_url).then((Plotly) => {
     if (node.alDrawing !== drawing) return;
