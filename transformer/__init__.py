@@ -4,6 +4,14 @@ Masks are boolean with True = may attend; attention is scaled by 1/sqrt(d_k).
 No Streamlit and no Plotly here: `run_live` turns a `LiveConfig` into NumPy arrays.
 """
 
+import os
+
+# TensorFlow's CPU allocator: its BFC pool, not malloc, unless the user chose (read at TensorFlow's first
+# allocation, so it holds for everything that imports the engine). On a host whose page faults are slow, malloc
+# gave each of a block-wise run's large tensors fresh pages: N = 4096 with 64 heads 45 s, 14 s with the pool, which
+# keeps the run's peak for the next (docs/performance.md).
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
+
 from transformer.core.attention import (
     AttentionStages,
     MultiHeadAttention,

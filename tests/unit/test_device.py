@@ -1,4 +1,5 @@
-"""The GPU path without a GPU: device discovery faked (tests/support/fake_gpu.py), each case in a fresh process.
+"""The devices: the GPU path without a GPU (device discovery faked, tests/support/fake_gpu.py) and the CPU's allocator,
+each case in a fresh process.
 
 On a machine with a GPU the same code runs for real: `make gpu-check` and `make bench` measure it there.
 """
@@ -214,3 +215,20 @@ def test_the_start_up_warm_up_computes_the_dot_product_labs_experiment_once_for_
     preload._warm_up()
     assert data.scaling.cache_info().currsize == 1
     assert data.scaling() is data.scaling()  # the page reads the one computed at start
+
+
+@pytest.mark.slow
+def test_the_engine_makes_tensorflows_cpu_allocator_a_pool_unless_told_otherwise():
+    """The engine's import chooses TensorFlow's BFC pool for the CPU (why: docs/performance.md) unless the user set
+    TF_CPU_ALLOCATOR_USE_BFC. A pool keeps statistics; malloc has none to give."""
+    code = ("import transformer, tensorflow as tf\n"
+            "transformer.run_live(transformer.LiveConfig(d_model=8, num_heads=2))\n"
+            "try:\n    print(tf.config.experimental.get_memory_info('CPU:0')['peak'] > 0)\n"
+            "except ValueError:\n    print('no pool')\n")
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPU_ALLOCATOR_USE_BFC"}
+    for chosen, expected in ((None, "True"), ("false", "no pool")):
+        child = dict(env, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+                     **({} if chosen is None else {"TF_CPU_ALLOCATOR_USE_BFC": chosen}))
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child, capture_output=True, text=True,
+                             timeout=300)
+        assert out.stdout.strip() == expected, (chosen, out.stderr[-2000:])
