@@ -71,13 +71,14 @@ def test_block_wise_checks_are_the_checks_of_the_whole_maps():
     model = _model()
     src, tgt, src_mask, tgt_mask = _inputs()
     _, full = model(src, tgt, src_mask, tgt_mask)
-    result = blockwise_attention(model, ("decoder",), src, tgt, src_mask, tgt_mask)
-    whole = tf.stack(full["decoder"]).numpy()  # (L, B, H, N, N)
-    expected = {check.name: check.value for check in attention_checks(whole, tgt_mask.numpy()[None])}
-    totals = result.checks["decoder"]
-    assert totals.non_finite == expected["no NaN or inf"] == 0
-    assert totals.row_gap == pytest.approx(expected["rows sum to 1 where a key is allowed"], abs=1e-6)
-    assert totals.masked_max == expected["masked weights are exactly 0"] == 0.0
+    result = blockwise_attention(model, ("encoder", "decoder"), src, tgt, src_mask, tgt_mask)
+    for stack, mask in (("encoder", src_mask), ("decoder", tgt_mask)):  # padding (B, 1, 1, N); look-ahead too
+        whole = tf.stack(full[stack]).numpy()  # (L, B, H, N, N)
+        expected = {check.name: check.value for check in attention_checks(whole, mask.numpy()[None])}
+        totals = result.checks[stack]
+        assert totals.non_finite == expected["no NaN or inf"] == 0
+        assert totals.row_gap == pytest.approx(expected["rows sum to 1 where a key is allowed"], abs=1e-6)
+        assert totals.masked_max == expected["masked weights are exactly 0"] == 0.0
     assert QUERY_BLOCK % power_of_two_block(4096) == 0  # a block's rows pool whole, up to N = 4096
 
 
@@ -112,14 +113,18 @@ def test_block_checks_measure_what_attention_checks_measures_on_bad_weights():
     not_finite[0, 1, 0, 1] = np.nan
     not_finite[0, 0, 2, 0] = np.inf
     mask = np.array([[[[True, True, True, False], [True, True, True, False], [False] * 4]]])  # (1, 1, 3, 4)
-    for weights in (leaky, not_finite):
-        expected = {check.name: check.value for check in attention_checks(weights, mask)}
-        totals = CheckTotals()
-        totals.add(tf.constant(weights), tf.constant(mask))
-        measured = [totals.non_finite, totals.row_gap, totals.masked_max, totals.empty_gap]
+    padding = np.array([[[[True, True, True, False]]]])  # (1, 1, 1, 4): one row for every query and head
+    cases = {"leaky": (leaky, mask), "not finite": (not_finite, mask), "leaky, padding": (leaky, padding)}
+    totals = {}
+    for name, (weights, case_mask) in cases.items():
+        expected = {check.name: check.value for check in attention_checks(weights, case_mask)}
+        totals[name] = CheckTotals()
+        totals[name].add(tf.constant(weights), tf.constant(case_mask))
+        measured = [totals[name].non_finite, totals[name].row_gap, totals[name].masked_max, totals[name].empty_gap]
         for value, reference in zip(measured, expected.values()):  # a gap a NaN or inf touches: at least 1e300
-            assert value == pytest.approx(reference) or min(value, reference) >= 1e300, (measured, expected)
-    assert totals.non_finite == 2 and totals.masked_max >= 1e300  # the inf on a masked key
+            assert value == pytest.approx(reference) or min(value, reference) >= 1e300, (name, measured, expected)
+    assert totals["not finite"].non_finite == 2 and totals["not finite"].masked_max >= 1e300  # the inf, masked
+    assert totals["leaky, padding"].masked_max == 0.5  # the leak on a padded key, reduced over heads and queries first
 
 
 @pytest.mark.parametrize("traced", [False, True])

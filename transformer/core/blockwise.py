@@ -51,9 +51,25 @@ class CheckTotals:
             sums = tf.reduce_sum(weights, -1)
         self.row_gap = max(self.row_gap, float(tf.reduce_max(tf.where(allowed, tf.abs(sums - 1), 0.0))))
         self.empty_gap = max(self.empty_gap, float(tf.reduce_max(tf.where(allowed, 0.0, tf.abs(sums)))))
-        outside = (tf.abs(weights) * tf.cast(~mask, weights.dtype) if finite  # (B, H, Q_b, N_k): masked cells'
-                   else tf.where(~mask, tf.abs(weights), 0.0))  # weights (inf × 0 would be NaN)
-        self.masked_max = max(self.masked_max, float(tf.reduce_max(outside)))
+        if finite:
+            self.masked_max = max(self.masked_max, _largest_masked(weights, mask))
+        else:  # inf × 0 would be NaN
+            self.masked_max = max(self.masked_max, float(tf.reduce_max(tf.where(~mask, tf.abs(weights), 0.0))))
+
+
+def _largest_masked(weights, mask) -> float:
+    """The largest |weight| on a cell ``mask`` forbids; weights ``(B, H, Q_b, N_k)``, finite; mask bool,
+    broadcastable. A mask with one row of keys for every query (padding) is read by one matrix product: no weight
+    below 0 and no mass on masked keys means none there; otherwise every cell is looked at."""
+    if bool(tf.reduce_all(mask)):
+        return 0.0
+    batch, keys = weights.shape[0], weights.shape[-1]
+    if mask.shape.rank == 4 and mask.shape[1] == mask.shape[2] == 1:  # (B, 1, 1, N_k)
+        masked = tf.reshape(tf.cast(~mask, weights.dtype), (mask.shape[0], keys, 1))  # (B, N_k, 1)
+        mass = tf.matmul(tf.reshape(weights, (batch, -1, keys)), masked)  # (B, H·Q_b, 1)
+        if float(tf.reduce_min(weights)) >= 0 and float(tf.reduce_max(mass)) == 0:
+            return 0.0
+    return float(tf.reduce_max(tf.where(mask, 0.0, tf.abs(weights))))  # (B, H, Q_b, N_k) looked at
 
 
 @dataclass
@@ -70,6 +86,7 @@ class LayerView:
         """``q (B, H, N_q, d_k)``, ``k``, ``v (B, H, N_k, d_k)`` -> ``(output (B, H, N_q, d_v), pooled
         (B, H, ⌈N_q/f⌉, ⌈N_k/f⌉))``, queries `QUERY_BLOCK` at a time."""
         n_q = q.shape[2]
+        mask = _unless_every_key_allowed(mask)
         outputs, pooled, cropped = [], [], [[] for _ in self.windows]
         for start in range(0, n_q, QUERY_BLOCK):
             end = min(n_q, start + QUERY_BLOCK)
@@ -86,6 +103,15 @@ class LayerView:
         return tf.concat(outputs, axis=2), tf.concat(pooled, axis=2)
 
 
+def _unless_every_key_allowed(mask):
+    """None for a mask that allows every key (the kernel then makes no masked pass over each block's weights: the
+    same weights), else the mask as a tensor."""
+    if mask is None:
+        return None
+    mask = tf.cast(mask, tf.bool)  # broadcastable to (B, H, N_q, N_k)
+    return None if bool(tf.reduce_all(mask)) else mask
+
+
 def _rows(mask, start: int, end: int):
     """Query rows ``start:end`` of a mask broadcastable to ``(B, H, N_q, N_k)`` (a one-row mask as it is)."""
     if mask is None:
@@ -100,10 +126,11 @@ def _max_pool(weights, factor: int):
         return weights
     batch, heads, rows, keys = weights.shape
     pad_rows, pad_keys = -rows % factor, -keys % factor
-    padded = tf.pad(weights, [[0, 0], [0, 0], [0, pad_rows], [0, pad_keys]])  # (B, H, R', N_k')
-    blocks = tf.reshape(padded, (batch, heads, (rows + pad_rows) // factor, factor, (keys + pad_keys) // factor,
-                                 factor))  # (B, H, R'/f, f, N_k'/f, f)
-    return tf.reduce_max(blocks, axis=[3, 5])  # (B, H, R'/f, N_k'/f)
+    if pad_rows or pad_keys:
+        weights = tf.pad(weights, [[0, 0], [0, 0], [0, pad_rows], [0, pad_keys]])  # (B, H, R', N_k')
+    rows, cells = rows + pad_rows, (keys + pad_keys) // factor
+    keys_pooled = tf.reduce_max(tf.reshape(weights, (batch, heads, rows, cells, factor)), axis=-1)  # (B, H, R', c)
+    return tf.reduce_max(tf.reshape(keys_pooled, (batch, heads, rows // factor, factor, cells)), axis=3)  # (…, R'/f, c)
 
 
 def pooled_maps(maps, factor: int):
