@@ -25,6 +25,13 @@ def pytest_runtest_protocol(item, nextitem):
     _NEXT_ITEM[0] = nextitem
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Whatever is still open stops here, before the process's Playwright does (at exit): a browser left to the
+    garbage collector after it printed an ignored exception."""
+    _STARTED.clear()
+    _SHARED.close()
+
+
 def _shared(name: str, start):
     if name not in _STARTED:
         _STARTED[name] = _SHARED.enter_context(start())
