@@ -158,5 +158,8 @@ def explore(page) -> str:
     button.click()
     page.wait_for_url("**/attention?**", timeout=60_000)
     wait_idle(page, timeout=120_000)
-    page.wait_for_selector(PLOT, timeout=120_000)  # a model's first run traces it: slow on a busy machine
+    try:
+        page.wait_for_selector(PLOT, timeout=120_000)  # a model's first run traces it: slow on a busy machine
+    except Exception as error:  # Playwright's timeout: say what the page showed instead
+        raise AssertionError(f"no chart at {page.url}; the page says: {page.inner_text('body')[-1500:]}") from error
     return page.url
