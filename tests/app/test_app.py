@@ -982,6 +982,16 @@ def test_at_n_4096_the_attention_page_draws_pooled_heads_an_exact_window_and_blo
     assert drawn == {"M0,"} and "runs the model again, block-wise" in " ".join(c.value for c in at.caption)
 
 
+@pytest.mark.slow
+def test_at_n_4096_a_padded_line_s_checks_say_which_keys_were_left_out():
+    at = open_page("attention", {"seq_len": "4096", "heads": "64"})  # line 1: five tokens, then padding
+    no_errors(at)
+    checks = " ".join(m.value for m in at.markdown)
+    assert "measured block by block" in checks and checks.count(PASSED) == 4
+    assert "4091 keys that no line may attend (padding) were left out of the run" in checks
+    assert "max-pooled 128×128 view of 4096×4096" in specs(at)[0]["layout"]["title"]["text"]
+
+
 @pytest.mark.parametrize("page", ["masks", "positional_encoding", "dot_product_lab", "shapes"])
 def test_the_other_pages_at_n_4096_draw_or_say_why_not(page):
     at = open_page(page, {"seq_len": "4096"})

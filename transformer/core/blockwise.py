@@ -36,6 +36,7 @@ class CheckTotals:
     row_gap: float = 0.0  # max |row sum − 1| over rows with an allowed key
     masked_max: float = 0.0  # max |weight| on masked cells
     empty_gap: float = 0.0  # max |row sum| over rows with no allowed key
+    keys_left_out: int = 0  # keys no line may attend, left out of the run (`KeptKeys`): their weights are 0, unmeasured
 
     def add(self, weights, mask) -> None:
         """weights: ``(B, H, Q_b, N_k)``; mask: broadcastable bool, True = may attend."""
@@ -84,23 +85,80 @@ class LayerView:
 
     def attend(self, q, k, v, mask=None, bias=None):
         """``q (B, H, N_q, d_k)``, ``k``, ``v (B, H, N_k, d_k)`` -> ``(output (B, H, N_q, d_v), pooled
-        (B, H, ⌈N_q/f⌉, ⌈N_k/f⌉))``, queries `QUERY_BLOCK` at a time."""
-        n_q = q.shape[2]
+        (B, H, ⌈N_q/f⌉, ⌈N_k/f⌉))``, queries `QUERY_BLOCK` at a time (over the allowed keys alone where a padding
+        mask allows few: `KeptKeys`)."""
+        n_q, n_k = q.shape[2], k.shape[2]
         mask = _unless_every_key_allowed(mask)
+        kept = KeptKeys.of(mask, n_k, self.factor)
+        if kept is not None:  # the keys no line may attend are left out: their weights are exactly 0
+            if self.checks is not None:
+                self.checks.keys_left_out = max(self.checks.keys_left_out, n_k - kept.index.shape[0])
+            k, v, mask = kept.keys(k), kept.keys(v), kept.columns(mask)  # (B, H, K, d_k), …, (B, 1, 1, K)
+            bias = None if bias is None else kept.columns(bias)  # (H, N_q, K)
         outputs, pooled, cropped = [], [], [[] for _ in self.windows]
         for start in range(0, n_q, QUERY_BLOCK):
             end = min(n_q, start + QUERY_BLOCK)
-            block_mask = _rows(mask, start, end)  # (B, 1, Q_b or 1, N_k)
-            block_bias = None if bias is None else bias[:, start:end]  # (H, Q_b, N_k)
+            block_mask = _rows(mask, start, end)  # (B, 1, Q_b or 1, N_k or K)
+            block_bias = None if bias is None else bias[:, start:end]  # (H, Q_b, N_k or K)
             stages = attention_stages(q[:, :, start:end], k, v, block_mask, bias=block_bias)
             outputs.append(stages.output)  # (B, H, Q_b, d_v)
-            pooled.append(_max_pool(stages.weights, self.factor))  # (B, H, ⌈Q_b/f⌉, ⌈N_k/f⌉)
             if self.checks is not None:
                 self.checks.add(stages.weights, block_mask if block_mask is not None else True)
+            weights = stages.weights  # (B, H, Q_b, N_k), or (B, H, Q_b, K) over the kept keys
+            pooled.append(_max_pool(weights, self.factor) if kept is None else kept.max_pool(weights))
             for parts, window in zip(cropped, self.windows):
-                parts.append(_crop(stages.weights, start, end, window))
+                parts.append(_crop(weights, start, end, window, kept))
         self.kept.append([_joined(parts, q.shape[:2]) for parts in cropped])
         return tf.concat(outputs, axis=2), tf.concat(pooled, axis=2)
+
+
+@dataclass(frozen=True)
+class KeptKeys:
+    """The keys a padding mask ``(B, 1, 1, N_k)`` allows on some line, where they are at most half of them: the
+    block-wise run attends over these alone. Every other key is masked on every line, so its weight is exactly 0
+    (the kernel's, never computed); the pooled maps and the windows put those zeros back."""
+
+    index: tf.Tensor  # (K,) int32, ascending positions of the kept keys
+    n_k: int
+    factor: int  # the pooled maps' cells are factor × factor
+    whole_cells: tf.Tensor  # (⌈N_k/f⌉,) bool: every key of the cell is kept (no 0 from a left-out key in its max)
+
+    @classmethod
+    def of(cls, mask, n_k: int, factor: int):
+        """The kept keys of ``mask`` (bool, broadcastable to ``(B, H, N_q, N_k)``), or None: a mask of another
+        shape, no key allowed, or more than half allowed (full rows then cost little more)."""
+        if mask is None or mask.shape.rank != 4 or mask.shape[1] != 1 or mask.shape[2] != 1:
+            return None
+        index = tf.cast(tf.where(tf.reduce_any(mask, axis=(0, 1, 2)))[:, 0], tf.int32)  # (K,)
+        if not 0 < index.shape[0] <= n_k // 2:
+            return None
+        cells = -(-n_k // factor)
+        whole = tf.math.bincount(index // factor, minlength=cells, maxlength=cells) == factor  # (c,)
+        return cls(index, n_k, factor, whole)
+
+    def keys(self, tensor):
+        """Keys or values ``(B, H, N_k, d)`` -> ``(B, H, K, d)``."""
+        return tf.gather(tensor, self.index, axis=2)
+
+    def columns(self, tensor):
+        """A mask or a bias ``(…, N_k)`` -> ``(…, K)``."""
+        return tf.gather(tensor, self.index, axis=-1)
+
+    def max_pool(self, weights):
+        """``(B, H, R, K)`` kept weights -> ``(B, H, ⌈R/f⌉, ⌈N_k/f⌉)``, as `_max_pool` pools the whole rows."""
+        rows = tf.transpose(_max_pool_rows(weights, self.factor), (3, 0, 1, 2))  # (K, B, H, ⌈R/f⌉)
+        cells = tf.math.unsorted_segment_max(rows, self.index // self.factor, self.whole_cells.shape[0])  # none: lowest
+        cells = tf.where(self.whole_cells[:, None, None, None], cells, tf.maximum(cells, 0.0))  # (c, B, H, ⌈R/f⌉)
+        return tf.transpose(cells, (1, 2, 3, 0))  # (B, H, ⌈R/f⌉, c)
+
+    def spread(self, weights, first_key: int, size: int):
+        """``(B, H, R, K)`` kept weights -> ``(B, H, R, cols)``: the whole rows' keys ``first_key`` … ``+ size``
+        (cut at N_k), a left-out key's weight 0."""
+        keys = tf.range(first_key, min(first_key + size, self.n_k))  # (cols,)
+        found = tf.searchsorted(self.index, keys)  # (cols,) where each key sits, or would, among the kept
+        is_kept = tf.gather(tf.concat([self.index, [-1]], 0), found) == keys  # (cols,)
+        padded = tf.concat([weights, tf.zeros_like(weights[..., :1])], -1)  # (B, H, R, K + 1), the last column 0
+        return tf.gather(padded, tf.where(is_kept, found, tf.shape(self.index)[0]), axis=-1)  # (B, H, R, cols)
 
 
 def _unless_every_key_allowed(mask):
@@ -125,12 +183,21 @@ def _max_pool(weights, factor: int):
     if factor == 1:
         return weights
     batch, heads, rows, keys = weights.shape
-    pad_rows, pad_keys = -rows % factor, -keys % factor
-    if pad_rows or pad_keys:
-        weights = tf.pad(weights, [[0, 0], [0, 0], [0, pad_rows], [0, pad_keys]])  # (B, H, R', N_k')
-    rows, cells = rows + pad_rows, (keys + pad_keys) // factor
-    keys_pooled = tf.reduce_max(tf.reshape(weights, (batch, heads, rows, cells, factor)), axis=-1)  # (B, H, R', c)
-    return tf.reduce_max(tf.reshape(keys_pooled, (batch, heads, rows // factor, factor, cells)), axis=3)  # (…, R'/f, c)
+    pad_keys = -keys % factor
+    if pad_keys:
+        weights = tf.pad(weights, [[0, 0], [0, 0], [0, 0], [0, pad_keys]])  # (B, H, R, N_k')
+    cells = (keys + pad_keys) // factor
+    return _max_pool_rows(tf.reduce_max(tf.reshape(weights, (batch, heads, rows, cells, factor)), axis=-1), factor)
+
+
+def _max_pool_rows(weights, factor: int):
+    """``(B, H, R, c)`` -> ``(B, H, ⌈R/f⌉, c)``, the largest of each f rows (zero padded)."""
+    if factor == 1:
+        return weights
+    batch, heads, rows, cells = weights.shape
+    if rows % factor:
+        weights = tf.pad(weights, [[0, 0], [0, 0], [0, -rows % factor], [0, 0]])  # (B, H, R', c)
+    return tf.reduce_max(tf.reshape(weights, (batch, heads, -1, factor, cells)), axis=3)  # (B, H, R'/f, c)
 
 
 def pooled_maps(maps, factor: int):
@@ -147,13 +214,15 @@ def pooled_maps(maps, factor: int):
     return tf.reduce_max(blocks, axis=[-3, -1])  # (…, ⌈N_q/f⌉, ⌈N_k/f⌉)
 
 
-def _crop(weights, start: int, end: int, window: tuple):
-    """The part of a block's ``(B, H, Q_b, N_k)`` weights inside ``window``, or None."""
+def _crop(weights, start: int, end: int, window: tuple, kept: KeptKeys | None = None):
+    """The part of a block's ``(B, H, Q_b, N_k)`` weights inside ``window``, or None; ``kept``: the weights are
+    ``(B, H, Q_b, K)`` over those keys."""
     first_query, first_key, size = window
     low, high = max(start, first_query), min(end, first_query + size)
     if low >= high:
         return None
-    return weights[:, :, low - start:high - start, first_key:first_key + size]  # (B, H, rows, ≤ size)
+    rows = weights[:, :, low - start:high - start]  # (B, H, rows, N_k or K)
+    return rows[..., first_key:first_key + size] if kept is None else kept.spread(rows, first_key, size)
 
 
 def _joined(parts, batch_heads) -> np.ndarray:
