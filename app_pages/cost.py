@@ -24,6 +24,16 @@ def noise_note(series) -> str:
     return "Against the full mask: " + "; ".join(said) + "."
 
 
+def memory_note(measured: bool, on_gpu: bool) -> str:
+    """What the memory panel shows: TensorFlow's measured peak, or bytes counted from the shapes."""
+    if not measured:
+        return ("Memory on the CPU is counted from the tensors a block makes: with malloc "
+                "(`TF_CPU_ALLOCATOR_USE_BFC=false`) TensorFlow keeps no CPU allocation statistics; `make bench` "
+                "measures the peak in a fresh process.")
+    where = "GPU" if on_gpu else "CPU (its allocator is TensorFlow's pool, which counts what it hands out)"
+    return f"Memory: TensorFlow's measured peak for the runs on the {where}."
+
+
 st.title("Cost")
 st.markdown("One multi-head attention layer of the sidebar's size, on random inputs, at N = 64 … the longest "
             "length below, run block-wise (128 queries at a time) as the engine runs long sequences: under a full "
@@ -62,9 +72,7 @@ if right.button("Measure", type="primary", help="Takes a few seconds (longer at 
                "compute only those. Fewer key/value heads shrink the keys and values kept (a decoder's cache), not "
                "the H·N² scores, and this engine (like Keras's GroupQueryAttention) repeats them to every head "
                "before the scores. The exponent is fitted over the longest three lengths measured "
-               "(from 256 up). " + ("Memory: TensorFlow's measured peak on the GPU." if on_gpu else
-                         "Memory on the CPU is counted from the tensors a block makes (TensorFlow keeps no CPU "
-                         "allocation statistics); `make bench` measures the peak in a fresh process."))
+               "(from 256 up). " + memory_note(series[0].measured, on_gpu))
 else:
     measured.info(f"Press **Measure** to time d_model = {d_model}, {heads} heads on this session's device "
             f"({'GPU' if on_gpu else 'CPU'}) up to N = {longest}.", icon=":material/speed:")

@@ -1018,6 +1018,9 @@ def test_the_cost_page_measures_one_layer_on_a_click_and_keeps_the_longest_n_in_
     assert "each of the 5 runs alone" in text and "Against the full mask" in text  # read against the noise (#52.15)
     assert "are 50% at N = 64, 89% at N = 512 of the layer's FLOPs, half from N = 2·d_model = 64" in text
     assert [shape["x0"] for shape in figure["layout"]["shapes"]] == [64, 64]  # the red line, on both panels
+    # the CPU allocator is TensorFlow's pool (the engine's default): its peak is measured, not counted
+    assert "Memory: TensorFlow's measured peak for the runs on the CPU" in " ".join(c.value for c in at.caption)
+    assert figure["layout"]["yaxis2"]["title"]["text"] == "peak memory, MB"
     assert at.query_params["cost_max"] == "512"
     again = open_page("cost", {"cost_max": "512", "d_model": "32", "heads": "4"})  # measured: drawn at once
     assert len(specs(again)) == 1

@@ -2,10 +2,10 @@
 
 Each series runs one `MultiHeadAttention` block-wise (as the engine runs long sequences) on random
 inputs under one mask family and number of key/value heads. Time: the median of a few runs after a
-warm-up. Memory: on a GPU, TensorFlow's measured peak for the run; on the CPU TensorFlow keeps no
-allocation statistics (``get_memory_info`` gives 0) and the process's resident size hides freed blocks
-that malloc keeps, so the bytes are counted from the shapes of the tensors a block makes (``measured``
-False). `bench/benchmark.py` measures the CPU peak in a fresh process instead.
+warm-up. Memory: TensorFlow's measured peak for the run, on a GPU and on the CPU while its allocator is
+TensorFlow's pool (the engine's default, `transformer/__init__.py`); with malloc TensorFlow keeps no CPU
+statistics and the process's resident size hides freed blocks that malloc keeps, so the bytes are then
+counted from the shapes of the tensors a block makes (``measured`` False).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Series:
     bytes: tuple
     exponent: float
     density: tuple
-    measured: bool = True  # False: the bytes are counted from the tensors' shapes (CPU)
+    measured: bool = True  # False: the bytes are counted from the tensors' shapes (the CPU with malloc)
     runs: tuple = ()
     exponents: tuple = ()
 
@@ -62,14 +62,18 @@ def counted_bytes(n: int, heads: int, kv_heads: int, d_k: int, block: int = QUER
     return heads_bytes + 4 * 5 * heads * rows * n
 
 
-def _measure_memory(run, device: str) -> int | None:
-    """Bytes ``run`` adds at its peak on a GPU (TensorFlow's own count); None on the CPU."""
-    if not device.startswith("/GPU"):
+def _memory_device(device: str) -> str:
+    return "GPU:0" if device.startswith("/GPU") else "CPU:0"
+
+
+def _reset_memory_peak(device: str) -> int | None:
+    """Bytes in use on ``device``, its peak reset to them (TensorFlow's own count); None where it keeps none (the
+    CPU with malloc)."""
+    try:
+        tf.config.experimental.reset_memory_stats(_memory_device(device))
+    except ValueError:  # "Cannot reset memory stats": an allocator without statistics
         return None
-    tf.config.experimental.reset_memory_stats("GPU:0")
-    before = tf.config.experimental.get_memory_info("GPU:0")["current"]
-    run()
-    return tf.config.experimental.get_memory_info("GPU:0")["peak"] - before
+    return tf.config.experimental.get_memory_info(_memory_device(device))["current"]
 
 
 def _one_layer(d_model: int, heads: int, kv_heads: int, n: int, family: str, size: int, device: str):
@@ -106,24 +110,25 @@ def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", le
     kv_counts = {"all": heads, "few": 2 if heads % 2 == 0 and heads > 2 else 1, "one": 1}
     measured = []
     for label, family, size, kv in SERIES:
-        seconds, memory, density, runs = [], [], [], []
+        seconds, memory, density, runs, counted = [], [], [], [], []
         for n in lengths:
             run, share = _one_layer(d_model, heads, kv_counts[kv], n, family, size, device)
             run()  # warm-up
-            times = []
+            in_use, times = _reset_memory_peak(device), []
             for _ in range(repeats):
                 started = time.perf_counter()
                 run()
                 times.append(time.perf_counter() - started)
             seconds.append(float(np.median(times)))
             runs.append(tuple(times))
-            peak = _measure_memory(run, device)
-            memory.append(peak if peak is not None else counted_bytes(n, heads, kv_counts[kv], d_model // heads))
+            counted.append(in_use is None)
+            memory.append(counted_bytes(n, heads, kv_counts[kv], d_model // heads) if in_use is None else
+                          tf.config.experimental.get_memory_info(_memory_device(device))["peak"] - in_use)
             density.append(share)
         each = [fitted_exponent(lengths, [times[r] for times in runs]) for r in range(repeats)]  # a fit a repeat
         measured.append(Series(label.replace("2 KV", f"{kv_counts['few']} KV"), tuple(lengths), tuple(seconds),
                                tuple(memory), fitted_exponent(lengths, seconds), tuple(density),
-                               measured=device.startswith("/GPU"), runs=tuple(runs), exponents=tuple(each)))
+                               measured=not any(counted), runs=tuple(runs), exponents=tuple(each)))
     return measured
 
 
