@@ -12,6 +12,10 @@ import os
 # keeps the run's peak for the next (docs/performance.md).
 os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
+from transformer.runtime import tf_patches  # noqa: F401  (first: Keras imported without scikit-learn, see its table)
+
+# isort: split
+
 from transformer.core.attention import (
     AttentionStages,
     MultiHeadAttention,

@@ -6,6 +6,7 @@
 | `clear_kernel_cache` | ``tensorflow.python.eager.context.context().clear_kernel_cache()`` | every architecture a user tried kept ~7 MB of kernels for good (BENCHMARKS.md, churn test) | the server's memory grows with each architecture tried | tests/unit/test_live.py::test_tensorflow_still_has_the_private_calls_the_engine_uses |
 | `recording_attention` | an instance's ``keras.layers.MultiHeadAttention._compute_attention`` (the override point Keras's docstring offers subclasses), ``Layer._flatten_layers``, and for keras-hub's own attention layers (Llama, Mistral, Gemma, Qwen) their ``keras.layers.Softmax`` sublayer's ``call`` | a model loaded from outside (keras-hub, a ``.keras`` file) computes its attention inside its own layers, which return no weights unless their caller asks: the wrapper asks (``return_attention_scores=True``) and keeps them, for one run | the weights of a model from outside are not read (a test fails; the lab's own model is untouched) | tests/unit/test_external.py |
 | `keras_dense_sublayers` | ``keras.layers.GroupQueryAttention``'s ``_query_dense`` … ``_output_dense`` | the reference check copies this engine's weights into Keras's grouped-query layer, which has no public accessor for its projections (``MultiHeadAttention`` has public ones) | the Keras check of fewer key/value heads fails with an AttributeError (the pages say so; the engine runs) | tests/unit/test_variants.py::test_grouped_query_attention_agrees_with_keras_group_query_attention |
+| `keras_without_scikit_learn` | the import system while ``keras`` (and with it TensorFlow) is first imported: ``sklearn`` cannot be found then | Keras's scikit-learn wrappers import scikit-learn, and it SciPy, when it is installed (the digits task needs it): ~1 s of every process's start and ~58 MB of its memory, for wrappers the engine never uses (docs/performance.md) | nothing: Keras's wrappers would say scikit-learn is missing if called; the digits task imports it later as usual | tests/unit/test_device.py::test_the_engine_import_makes_the_cpu_allocator_a_pool_and_leaves_scikit_learn_out |
 
 Nothing else in ``transformer/`` reaches below TensorFlow's and Keras's public APIs.
 """
@@ -13,8 +14,34 @@ Nothing else in ``transformer/`` reaches below TensorFlow's and Keras's public A
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import sys
 
-import keras
+
+class _NoScikitLearn(importlib.abc.MetaPathFinder):
+    """Finds no ``sklearn`` module: Keras's ``try: import sklearn`` then takes it as not installed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "sklearn" or name.startswith("sklearn."):
+            raise ModuleNotFoundError(f"No module named {name!r} while Keras is imported", name=name)
+        return None
+
+
+def keras_without_scikit_learn() -> None:
+    """Import Keras (and TensorFlow) with scikit-learn out of reach, unless Keras is imported already."""
+    if "keras" in sys.modules:
+        return
+    finder = _NoScikitLearn()
+    sys.meta_path.insert(0, finder)
+    try:
+        import keras  # noqa: F401, PLC0415
+    finally:
+        sys.meta_path.remove(finder)
+
+
+keras_without_scikit_learn()
+
+import keras  # noqa: E402  (imported above, without scikit-learn)
 
 
 def quiet_retracing_warning(function) -> None:
