@@ -10,7 +10,7 @@ import streamlit as st
 
 from transformer.service import PROBE_LINES
 from ui import state
-from ui.controls import PERSIST, options_follow, plot_steps
+from ui.controls import PERSIST, options_follow, plot, plot_steps
 from ui.stepper import stepper
 from viz.attention import model_view
 from viz.heads import ROLE_TITLES
@@ -47,12 +47,14 @@ def timeline_view(job) -> None:
     """The timeline of ``job`` (a `transformer.training.pool.Job`); the Train page redraws it while it trains."""
     if job is None or not job.timeline:
         return
-    draw_timeline(list(job.timeline), job.key, job.spec)  # the pool's thread appends: one consistent copy per draw
+    # the pool's thread appends: one consistent copy per draw
+    draw_timeline(list(job.timeline), job.key, job.spec, every_grid=job.finished)
 
 
-def draw_timeline(shots: list, key: str, spec, title: str = "Attention over training") -> None:
+def draw_timeline(shots: list, key: str, spec, title: str = "Attention over training", every_grid: bool = True) -> None:
     """Loss, accuracy and role scores against the step of ``shots`` (`Snapshot`s of the run ``key`` with ``spec``),
-    and the step control's head grid."""
+    and the step control's head grid: every step's, scrubbed in the browser, or (``every_grid`` False: a running
+    job's page, redrawn every second) the shown step's alone."""
     job = SimpleNamespace(key=key, spec=spec)
     st.subheader(title)
     stacks = list(shots[0].scores)
@@ -97,6 +99,10 @@ def draw_timeline(shots: list, key: str, spec, title: str = "Attention over trai
         f"A head's {ROLE_TITLES[role]} score first reached 0.5 at step {formed}." if formed is not None else
         f"No head's {ROLE_TITLES[role]} score has reached 0.5 yet."))
     name = "cross-attention" if stack == "cross" else f"{stack} self-attention"
-    plot_steps("train_timeline_grid", "tl", index, len(steps), lambda i: (job.key, stack, steps[i], losses[i]),
-               lambda i: snapshot_grid(shots[i], stack, f"{name} of the probe's first line at step {steps[i]}"))
+    grid_of = lambda i: snapshot_grid(shots[i], stack, f"{name} of the probe's first line at step {steps[i]}")  # noqa: E731
+    if every_grid:
+        plot_steps("train_timeline_grid", "tl", index, len(steps), lambda i: (job.key, stack, steps[i], losses[i]),
+                   grid_of)
+    else:  # a grid is ~0.3 MB (every head of the probe line): all of them each second, the browser fell behind
+        plot(grid_of(index), "train_timeline_grid")
     state.write_url()  # a fragment's rerun does not reach app.py, which writes the link after a whole run

@@ -1,12 +1,15 @@
 """The induction model and the training timeline through AppTest: the Induction page and its links, the model on
 the Attention, Decode and Heads pages, the Train page's timeline, controls in the URL and bad input."""
 
+import functools
+import json
 import time
 
 import numpy as np
 import pytest
 from app_support import decode, no_errors, open_page, specs
-from chart_support import step_caption, stepped_payloads, steppers
+from chart_support import chart_payloads, step_caption, stepped_payloads, steppers
+from streamlit.testing.v1 import AppTest
 
 from transformer.tasks import get_task
 from ui import state
@@ -165,3 +168,44 @@ def test_the_induction_pages_sidebar_shows_no_model_controls_it_does_not_run():
                                        *at.sidebar.text_area]}
     assert not shown & {"d_model", "heads", "layers", "seq_len", "weights", "src"}, shown
     assert at.sidebar.radio(key="device") and any("induction model" in c.value for c in at.sidebar.caption)
+
+
+@functools.cache
+def short_induction_run():
+    """Snapshots of a 6-step induction run (one a process) and its spec."""
+    from transformer.training.train import TrainSpec, train
+
+    spec = TrainSpec.for_task("induction", steps=6)
+    return tuple(train(spec, timeline_every=2, device="/CPU:0").timeline), spec
+
+
+def _timeline_while(finished: bool) -> None:  # an AppTest script: the Train page's timeline of a job
+    from types import SimpleNamespace
+
+    import streamlit as st
+    from test_app_induction import short_induction_run
+
+    from ui.training_timeline import timeline_view
+
+    shots, spec = short_induction_run()
+    timeline_view(SimpleNamespace(finished=st.session_state.finished, timeline=list(shots), key="run", spec=spec))
+
+
+def test_while_training_the_timeline_sends_the_shown_steps_grid_alone_then_every_steps():
+    """Every snapshot's grid is ~0.3 MB (the probe line's every head): a running job's page, redrawn every second,
+    sent them all again each time (14 MB a second at 41 snapshots, which the browser fell behind on). While the job
+    runs the grid is the shown step's alone; when it is done, every step's, scrubbed in the browser."""
+    at = AppTest.from_function(_timeline_while, args=(False,), default_timeout=120)
+    at.session_state["finished"] = False
+    at.run()
+    no_errors(at)
+    timeline, grid = (json.loads(payload) for payload in chart_payloads(at))
+    assert len(timeline["frames"]) == 4 and "frames" not in grid  # steps 0, 2, 4, 6
+    assert "at step 6" in grid["figure"]["layout"]["title"]["text"]  # the latest, followed as it grows
+    at.session_state["finished"] = True
+    at.run()
+    no_errors(at)
+    timeline, grid = (json.loads(payload) for payload in chart_payloads(at))
+    titles = [frame["layout"]["title"]["text"] for frame in grid["frames"]]
+    assert [f"at step {step}" in title for step, title in zip((0, 2, 4, 6), titles)] == [True] * 4
+    assert grid["index"] == 3
