@@ -186,8 +186,9 @@ elif view == "Checks" and blockwise:
     st.markdown("\n\n".join([
         f"Every layer and head of line {element + 1}, measured block by block as the weights were made:",
         *check_lines(checks),
-        *([f"{totals.keys_left_out} keys that no line may attend (padding) were left out of the run: their "
-           "weights are 0 by construction, not measured."] if totals.keys_left_out else []),
+        *([f"Keys that no query of a block of {QUERY_BLOCK} may attend (padding, or the look-ahead mask's future) "
+           f"were left out of the run, up to {totals.keys_left_out} a block: their weights are 0 by construction, "
+           "not measured."] if totals.keys_left_out else []),
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":
     gaps = data.keras_check(config, stack, layer, element) if inside else {}  # {}: RoPE, ALiBi (no Keras)

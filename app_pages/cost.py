@@ -67,9 +67,12 @@ if right.button("Measure", type="primary", help="Takes a few seconds (longer at 
                 f"because this engine runs N/{QUERY_BLOCK} query blocks, each with fixed per-operation costs "
                 f"that grow linearly with N in all: on {'the GPU' if on_gpu else 'a CPU'} at these sizes they are "
                 "much of the time, so the slope approaches 2 only as N grows.")
-    st.caption("This engine computes every query–key score and masks the blocked ones, so a window or a stride "
-               "saves no time here (the allowed share of cells is in each point's hover): a sparse kernel would "
-               "compute only those. Fewer key/value heads shrink the keys and values kept (a decoder's cache), not "
+    st.caption(f"Each block of {QUERY_BLOCK} queries attends only over the keys some query of it may attend, "
+               "when those are at most half the keys (otherwise over every key): a window of 128 and the stride of 64 "
+               "leave a few hundred keys a block, so their time grows about as N, and a causal mask's early blocks "
+               "attend over their past alone. Within a block every kept score is computed and the blocked ones "
+               "masked: a sparse kernel would compute only the allowed cells (their share is in each point's hover). "
+               "Fewer key/value heads shrink the keys and values kept (a decoder's cache), not "
                "the H·N² scores, and this engine (like Keras's GroupQueryAttention) repeats them to every head "
                "before the scores. The exponent is fitted over the longest three lengths measured "
                "(from 256 up). " + memory_note(series[0].measured, on_gpu))

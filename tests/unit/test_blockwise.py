@@ -83,8 +83,9 @@ def test_block_wise_checks_are_the_checks_of_the_whole_maps(lengths):
         assert totals.non_finite == expected["no NaN or inf"] == 0
         assert totals.row_gap == pytest.approx(expected["rows sum to 1 where a key is allowed"], abs=1e-6)
         assert totals.masked_max == expected["masked weights are exactly 0"] == 0.0
-        padded = stack == "encoder" and lengths == (23, 130)  # a look-ahead mask keeps every key
-        assert totals.keys_left_out == (N - 130 if padded else 0)
+        # keys no query of a block may attend: padding on every line; the look-ahead mask's future (block 0: 172)
+        left_out = {"encoder": N - 130 if lengths == (23, 130) else 0, "decoder": N - QUERY_BLOCK}[stack]
+        assert totals.keys_left_out == left_out
     assert QUERY_BLOCK % power_of_two_block(4096) == 0  # a block's rows pool whole, up to N = 4096
 
 

@@ -36,7 +36,7 @@ class CheckTotals:
     row_gap: float = 0.0  # max |row sum − 1| over rows with an allowed key
     masked_max: float = 0.0  # max |weight| on masked cells
     empty_gap: float = 0.0  # max |row sum| over rows with no allowed key
-    keys_left_out: int = 0  # keys no line may attend, left out of the run (`KeptKeys`): their weights are 0, unmeasured
+    keys_left_out: int = 0  # most keys a block left out (`KeptKeys`: no query of it may attend them; 0, unmeasured)
 
     def add(self, weights, mask) -> None:
         """weights: ``(B, H, Q_b, N_k)``; mask: broadcastable bool, True = may attend."""
@@ -85,25 +85,26 @@ class LayerView:
 
     def attend(self, q, k, v, mask=None, bias=None):
         """``q (B, H, N_q, d_k)``, ``k``, ``v (B, H, N_k, d_k)`` -> ``(output (B, H, N_q, d_v), pooled
-        (B, H, ⌈N_q/f⌉, ⌈N_k/f⌉))``, queries `QUERY_BLOCK` at a time (over the allowed keys alone where a padding
-        mask allows few: `KeptKeys`)."""
+        (B, H, ⌈N_q/f⌉, ⌈N_k/f⌉))``, queries `QUERY_BLOCK` at a time, each block over the keys some of its queries
+        may attend where those are few (`KeptKeys`)."""
         n_q, n_k = q.shape[2], k.shape[2]
         mask = _unless_every_key_allowed(mask)
-        kept = KeptKeys.of(mask, n_k, self.factor)
-        if kept is not None:  # the keys no line may attend are left out: their weights are exactly 0
-            if self.checks is not None:
-                self.checks.keys_left_out = max(self.checks.keys_left_out, n_k - kept.index.shape[0])
-            k, v, mask = kept.keys(k), kept.keys(v), kept.columns(mask)  # (B, H, K, d_k), …, (B, 1, 1, K)
-            bias = None if bias is None else kept.columns(bias)  # (H, N_q, K)
+        one_row = mask is None or mask.shape[-2] == 1  # the same keys for every query (padding): chosen once
+        layer_keys = KeptKeys.of(mask, n_k, self.factor) if one_row else None
+        k, v, mask, bias = _gathered(layer_keys, k, v, mask, bias)  # (B, H, N_k or K, d_k), …
         outputs, pooled, cropped = [], [], [[] for _ in self.windows]
         for start in range(0, n_q, QUERY_BLOCK):
             end = min(n_q, start + QUERY_BLOCK)
             block_mask = _rows(mask, start, end)  # (B, 1, Q_b or 1, N_k or K)
             block_bias = None if bias is None else bias[:, start:end]  # (H, Q_b, N_k or K)
-            stages = attention_stages(q[:, :, start:end], k, v, block_mask, bias=block_bias)
+            kept = layer_keys if one_row else KeptKeys.of(block_mask, n_k, self.factor)  # a look-ahead block's past
+            block_k, block_v, block_mask, block_bias = (k, v, block_mask, block_bias) if one_row else _gathered(
+                kept, k, v, block_mask, block_bias)
+            stages = attention_stages(q[:, :, start:end], block_k, block_v, block_mask, bias=block_bias)
             outputs.append(stages.output)  # (B, H, Q_b, d_v)
             if self.checks is not None:
                 self.checks.add(stages.weights, block_mask if block_mask is not None else True)
+                self.checks.keys_left_out = max(self.checks.keys_left_out, 0 if kept is None else kept.left_out)
             weights = stages.weights  # (B, H, Q_b, N_k), or (B, H, Q_b, K) over the kept keys
             pooled.append(_max_pool(weights, self.factor) if kept is None else kept.max_pool(weights))
             for parts, window in zip(cropped, self.windows):
@@ -112,11 +113,19 @@ class LayerView:
         return tf.concat(outputs, axis=2), tf.concat(pooled, axis=2)
 
 
+def _gathered(kept, k, v, mask, bias):
+    """``k``, ``v``, ``mask``, ``bias`` over ``kept``'s keys (as they are where ``kept`` is None)."""
+    if kept is None:
+        return k, v, mask, bias
+    return kept.keys(k), kept.keys(v), kept.columns(mask), None if bias is None else kept.columns(bias)
+
+
 @dataclass(frozen=True)
 class KeptKeys:
-    """The keys a padding mask ``(B, 1, 1, N_k)`` allows on some line, where they are at most half of them: the
-    block-wise run attends over these alone. Every other key is masked on every line, so its weight is exactly 0
-    (the kernel's, never computed); the pooled maps and the windows put those zeros back."""
+    """The keys some query of a block may attend (on some line), where they are at most half of them: the block
+    attends over these alone. A padding mask ``(B, 1, 1, N_k)`` chooses them once for every block; a mask with a row
+    a query (the look-ahead mask's) a block at a time. Every other key is masked for every query of the block, so
+    its weight is exactly 0 (the kernel's, never computed); the pooled maps and the windows put those zeros back."""
 
     index: tf.Tensor  # (K,) int32, ascending positions of the kept keys
     n_k: int
@@ -125,16 +134,21 @@ class KeptKeys:
 
     @classmethod
     def of(cls, mask, n_k: int, factor: int):
-        """The kept keys of ``mask`` (bool, broadcastable to ``(B, H, N_q, N_k)``), or None: a mask of another
-        shape, no key allowed, or more than half allowed (full rows then cost little more)."""
-        if mask is None or mask.shape.rank != 4 or mask.shape[1] != 1 or mask.shape[2] != 1:
+        """The kept keys of ``mask`` (bool, ``(…, rows, N_k)``), or None: no mask, no key allowed, or more than half
+        allowed (full rows then cost little more)."""
+        if mask is None:
             return None
-        index = tf.cast(tf.where(tf.reduce_any(mask, axis=(0, 1, 2)))[:, 0], tf.int32)  # (K,)
+        allowed = tf.reduce_any(mask, axis=tuple(range(mask.shape.rank - 1)))  # (N_k,) some row may attend
+        index = tf.cast(tf.where(allowed)[:, 0], tf.int32)  # (K,)
         if not 0 < index.shape[0] <= n_k // 2:
             return None
         cells = -(-n_k // factor)
         whole = tf.math.bincount(index // factor, minlength=cells, maxlength=cells) == factor  # (c,)
         return cls(index, n_k, factor, whole)
+
+    @property
+    def left_out(self) -> int:
+        return self.n_k - self.index.shape[0]
 
     def keys(self, tensor):
         """Keys or values ``(B, H, N_k, d)`` -> ``(B, H, K, d)``."""
