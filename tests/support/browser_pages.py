@@ -156,7 +156,11 @@ def explore(page) -> str:
     button = page.get_by_role("button", name="Explore this model's attention")
     button.wait_for(timeout=180_000)
     button.click()
-    page.wait_for_url("**/attention?**", timeout=60_000)
+    try:
+        page.wait_for_url("**/attention?**", timeout=60_000)
+    except Exception as error:  # Playwright's timeout: say where the click left the page
+        raise AssertionError(f"Explore did not open the Attention page; at {page.url} the page says: "
+                             f"{page.inner_text('body')[-1500:]}") from error
     wait_idle(page, timeout=120_000)
     try:
         page.wait_for_selector(PLOT, timeout=120_000)  # a model's first run traces it: slow on a busy machine
