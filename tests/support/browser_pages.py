@@ -151,19 +151,22 @@ def press_train_task(page, server, task: str, steps: int) -> None:
     page.get_by_role("button", name="Train", exact=True).click()
 
 
+def _saying_what_the_page_shows(page, failure: str, wait) -> None:
+    """``wait()``; on Playwright's timeout an AssertionError with ``failure``, the address and the page's text."""
+    try:
+        wait()
+    except Exception as error:
+        raise AssertionError(f"{failure} at {page.url}; the page says: {page.inner_text('body')[-1500:]}") from error
+
+
 def explore(page) -> str:
     """Wait for the job to end, open its model on the Attention page; the link."""
     button = page.get_by_role("button", name="Explore this model's attention")
     button.wait_for(timeout=180_000)
     button.click()
-    try:
-        page.wait_for_url("**/attention?**", timeout=60_000)
-    except Exception as error:  # Playwright's timeout: say where the click left the page
-        raise AssertionError(f"Explore did not open the Attention page; at {page.url} the page says: "
-                             f"{page.inner_text('body')[-1500:]}") from error
+    _saying_what_the_page_shows(page, "Explore did not open the Attention page",
+                                lambda: page.wait_for_url("**/attention?**", timeout=60_000))
     wait_idle(page, timeout=120_000)
-    try:
-        page.wait_for_selector(PLOT, timeout=120_000)  # a model's first run traces it: slow on a busy machine
-    except Exception as error:  # Playwright's timeout: say what the page showed instead
-        raise AssertionError(f"no chart at {page.url}; the page says: {page.inner_text('body')[-1500:]}") from error
+    _saying_what_the_page_shows(page, "no chart",  # a model's first run traces it: slow on a busy machine
+                                lambda: page.wait_for_selector(PLOT, timeout=120_000))
     return page.url
