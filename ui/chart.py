@@ -54,8 +54,8 @@ def frontend(*names: str | Path) -> str:
     return text
 
 
-_JS = frontend("load_plotly.js", "after_paint.js", *VIEW_SCRIPTS, "legend_groups.js", "stepped_charts.js",
-               "kept_drawings.js", "chart.js")
+_JS = frontend("load_plotly.js", "after_paint.js", *VIEW_SCRIPTS, "group_layers.js", "legend_groups.js",
+               "stepped_charts.js", "kept_drawings.js", "chart.js")
 STALE_FADE_CSS = frontend("stale_fade.css")
 _EARLY_LOADER_JS = frontend("load_plotly.js", "streamlit_patches.js", "early_loader.js")
 

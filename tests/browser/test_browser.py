@@ -4,6 +4,7 @@ Skipped only when Chromium is missing on a developer's machine; in CI
 (``CI`` or ``ATTENTION_LAB_REQUIRE_BROWSER`` set) a missing browser fails.
 """
 
+import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -756,11 +757,14 @@ def _line_rows(page, side: str) -> list:
 
 
 def _line_heads(page) -> list:
-    """The heads whose lines the head view (chart 1) shows now: its shape layer's non-empty paths on screen."""
+    """The heads whose lines the head view (chart 1) shows now: its line paths on screen, non-empty, in Plotly's shape
+    layer or in a head's own layer (not faded out)."""
     return page.evaluate(f"""() => {{
         const plot = document.querySelectorAll('{PLOT}')[1], shapes = plot.layout.shapes;
-        return [...new Set([...plot.querySelectorAll('.shapelayer path[data-index]')]
-            .filter((path) => path.getAttribute('d') && getComputedStyle(path).display !== 'none')
+        const layer = (path) => path.closest('svg.al-group-layer');
+        return [...new Set([...plot.querySelectorAll('.shapelayer path[data-index], svg.al-group-layer path')]
+            .filter((path) => path.getAttribute('d') && getComputedStyle(path).display !== 'none' &&
+                              (!layer(path) || getComputedStyle(layer(path)).opacity !== '0'))
             .map((path) => shapes[Number(path.dataset.index)])
             .filter((shape) => shape.legendgroup && !shape.showlegend).map((shape) => shape.legendgroup))].sort();
     }}""")
@@ -893,6 +897,71 @@ def _legend_opacities(page) -> dict:
     return {name: page.evaluate("(entry) => getComputedStyle(entry).opacity",
                                 page.locator(PLOT).nth(1).locator(".legend .traces", has_text=name).element_handle())
             for name in ("head 0", "head 1")}
+
+
+def _line_layers(page) -> dict:
+    """The head view's (chart 1) line layers: ``{"layers": [{heads, opacity, compositor, sized}], "left": the
+    heads' line paths still in Plotly's own shape layer}``; a path carries ``alMark`` once the test marks it."""
+    return page.evaluate(f"""() => {{
+        const plot = document.querySelectorAll('{PLOT}')[1], shapes = plot.layout.shapes;
+        const main = plot.querySelector('.main-svg'), head = (path) => shapes[Number(path.dataset.index)].legendgroup;
+        const layers = [...plot.querySelectorAll('svg.al-group-layer')].map((layer) => ({{
+            heads: [...new Set([...layer.querySelectorAll('path')].map(head))],
+            opacity: getComputedStyle(layer).opacity, compositor: getComputedStyle(layer).willChange,
+            sized: layer.getAttribute('width') === main.getAttribute('width') &&
+                   layer.getAttribute('height') === main.getAttribute('height'),
+            marked: [...layer.querySelectorAll('path')].filter((path) => path.alMark).length,
+        }}));
+        const left = [...plot.querySelectorAll('.shapelayer path[data-index]')].filter((path) => head(path)).length;
+        return {{layers, left}};
+    }}""")
+
+
+def test_each_heads_lines_are_a_layer_of_their_own_and_a_toggle_fades_it_without_drawing_a_line(page, server):
+    """Chromium rasterises an SVG as one picture: with every head's lines in Plotly's one SVG, hiding a head
+    rasterised every line that stays (100-300 ms at N = 64). Each head's lines are a compositor layer of their own
+    (an SVG over the plot), and a toggle sets that layer's opacity: no line path is drawn again or restyled."""
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
+    open_page(page, server, "attention?seq_len=6&view=Head+view")
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data", timeout=60_000)
+    wait_idle(page)
+    heads = _line_heads(page)
+    drawn = _line_layers(page)
+    assert drawn["left"] == 0 and [layer["heads"] for layer in drawn["layers"]] == [[head] for head in heads], drawn
+    assert all(layer["opacity"] == "1" and layer["compositor"] == "opacity" and layer["sized"]
+               for layer in drawn["layers"]), drawn
+    page.evaluate(f"() => document.querySelectorAll('{PLOT}')[1].querySelectorAll('svg.al-group-layer path')"
+                  ".forEach((path) => {{ path.alMark = true; }})")
+    marked = [layer["marked"] for layer in _line_layers(page)["layers"]]
+    _legend_toggle(page, "head 1").click()
+    assert "head 1" not in _line_heads(page)
+    toggled = _line_layers(page)
+    assert [layer["opacity"] for layer in toggled["layers"]] == ["0" if head == "head 1" else "1" for head in heads]
+    assert [layer["marked"] for layer in toggled["layers"]] == marked and all(marked), (marked, toggled)
+    page.wait_for_url("**hidden_heads=1**", timeout=60_000)
+    wait_idle(page)
+    queries = page.evaluate(f"() => document.querySelectorAll('{PLOT}')[1].data"
+                            ".findIndex((trace) => trace.meta && trace.meta.side === 'query')")
+    point = _plot_point(page, 1, queries, 2)
+    page.mouse.move(point["x"], point["y"])  # query 2's lines alone: Plotly draws the shapes anew
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1].querySelector('.hovertext')")
+    assert _line_rows(page, "query") == [2]
+    hovered = _line_layers(page)
+    assert hovered["left"] == 0 and "head 1" not in _line_heads(page) and _line_heads(page), hovered
+    assert all(head == "head 1" or len(layer["heads"]) == 1 for layer, head in zip(hovered["layers"], heads)), hovered
+    assert not any(layer["marked"] for layer in hovered["layers"]), hovered  # the paths Plotly drew now
+    _legend_toggle(page, "head 1").click()  # shown again: Plotly drew no path of it since, so one update draws it
+    page.wait_for_url(lambda url: "hidden_heads" not in url, timeout=60_000)
+    assert "head 1" in _line_heads(page) and _line_layers(page)["left"] == 0
+    open_page(page, server, "attention?seq_len=6&view=Head+view&heads=32")  # 32 layers would be 32 plots' memory
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1]?.data?.length > 32", timeout=60_000)
+    wait_idle(page)
+    many = _line_layers(page)
+    assert many["layers"] == [] and many["left"] > 0 and "head 1" in _line_heads(page), many
+    page.locator(PLOT).nth(1).locator(".legend .traces").filter(has_text=re.compile("^head 1$")).locator(
+        ".legendtoggle").click()  # in Plotly's SVG: its paths hidden
+    assert "head 1" not in _line_heads(page) and "head 0" in _line_heads(page)
+    assert page.locator("[data-testid='stException']").count() == 0
 
 
 def test_a_head_toggle_hides_its_lines_in_the_browser_and_the_link_keeps_it(page, server):

@@ -265,6 +265,7 @@ function plottedNow(node, drawing, figure, config, traces, Plotly) {
   const hidden = serverHidden !== null && (!node.data || node.alServerHidden !== JSON.stringify(serverHidden))
     ? new Set(serverHidden) : hiddenGroups(node);
   node.alServerHidden = JSON.stringify(serverHidden);
+  if (serverHidden !== null) layerGroupsOf(node);  // group_layers.js: each group's lines a layer of their own
   layout.shapes = hideGroups(layout.shapes || [], hidden);
   const title = JSON.stringify(layout.title || ""), sameHidden = sameGroups(hidden, hiddenGroups(node));
   const shapes = shapesText(layout.shapes);
@@ -344,7 +345,7 @@ function setUp(parentElement) {
         shownStep(node.alParsed) !== node.alShownStep) draw(node);
   };
   window.addEventListener("al-step", followStep);
-  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); node.alPictures = null; if (window.Plotly) window.Plotly.purge(node); };
+  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); node.alPictures = null; if (node.alLayersWatcher) node.alLayersWatcher.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 

@@ -56,17 +56,20 @@ function withVisibility(item, hidden) {
 
 // A group hidden or shown by styling what Plotly drew, its shapes' paths and its legend entries (dimmed to 0.5, as
 // Plotly dims them), where a Plotly update would draw the whole plot again (twice the time at N = 64:
-// docs/performance.md). The figure's data and layout say the same, so every later draw (a relayout of the shapes, a
-// react, a resize, a saved SVG) draws it so. False, nothing changed: not drawn.
+// docs/performance.md): the group's layer faded (group_layers.js: nothing rasterised again), or its paths hidden.
+// The figure's data and layout say the same, so every later draw (a relayout of the shapes, a react, a resize, a
+// saved SVG) draws it so. False, nothing changed: not drawn.
 function restyleDrawn(node, group, hidden) {
   const shapes = node.layout.shapes || [];
   const indices = shapes.flatMap((shape, index) => (shape.legendgroup === group ? [index] : []));
-  const paths = indices.map((index) => node.querySelector(`.shapelayer path[data-index="${index}"]`));
+  const paths = indices.map((index) => node.querySelector(
+    `.shapelayer path[data-index="${index}"], .al-group-layer path[data-index="${index}"]`));
   const entries = [...node.querySelectorAll(".legend .traces")]  // d3's bound data: [{trace}]
     .filter((entry) => ((entry.__data__ || [])[0] || {}).trace?.legendgroup === group);
   if (paths.some((path) => !path) || !entries.length) return false;
-  const hide = hidden.has(group);
-  for (const path of paths) path.style.display = hide ? "none" : "";
+  const hide = hidden.has(group), layer = groupLayer(node, group);
+  if (layer && paths.every((path) => path.parentNode === layer)) layer.style.opacity = hide ? "0" : "";
+  else for (const path of paths) path.style.display = hide ? "none" : "";
   for (const entry of entries) entry.style.opacity = hide ? 0.5 : 1;
   for (const index of indices) shapes[index] = withVisibility(shapes[index], hidden);
   for (const trace of node.data) if (trace.legendgroup === group) trace.visible = visibilityOf(group, hidden);
