@@ -15,13 +15,15 @@ function shapesText(shapes) {
     ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : value);
 }
 
-function drawFocus(node, point) {  // a clicked heatmap cell of a chart whose figure says how to draw its focus
+// A clicked heatmap cell of a chart whose figure says how to draw its focus: drawn (true), or not such a chart.
+function drawFocus(node, point) {
   const focus = (node.layout.meta || {}).focus;
-  if (!focus || !Array.isArray(point.pointNumber)) return;
+  if (!focus || !Array.isArray(point.pointNumber)) return false;
   const meta = point.data.meta || {}, [row, column] = point.pointNumber;
   const index = focus.side === "query" ? row : (meta.stride ? column % meta.stride : column);
   focus.at = focus.at === index ? null : index;  // the same cell again: no focus, as the server decides
   const shapes = focus.at === null ? [] : focusOutlines(focus, index);
   node.alShapes = shapesText(shapes);
   window.Plotly.relayout(node, { shapes });
+  return true;
 }

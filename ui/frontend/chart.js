@@ -161,8 +161,10 @@ function listen(node) {
     const point = event.points && event.points[0];
     const clicked = point && clickedPositions(point);
     if (!clicked || !node.alClickable || !node.alSetTrigger) return;
-    drawFocus(node, point);  // viz/panels.js: at once, where the figure says how
-    node.alSetTrigger(__CLICK__, { ...clicked, at: Date.now() });
+    const at = Date.now(), tell = () => node.alSetTrigger(__CLICK__, { ...clicked, at });
+    // viz/panels.js draws the focus at once where the figure says how; the server hears of it once the outlines
+    // are on the screen (its run's messages would hold that frame back)
+    if (drawFocus(node, point)) afterPaint(tell); else tell();
   });
   node.on("plotly_hover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
