@@ -181,8 +181,9 @@ def test_a_quick_rerun_gives_the_stale_elements_no_compositing_layers(page, serv
     elements = page.locator("[data-testid='stElementContainer']").count()
     assert elements > 20 and len(layer_counts) >= 3, (elements, layer_counts)
     # before the change ~35 more during each rerun (one per element), and back after it; a few come and go on a busy
-    # host (5 to 8 in a full run on a slow one, 6 alone)
-    assert max(layer_counts) <= min(layer_counts) + 5, layer_counts
+    # host (5 to 8 in a full run on a slow one, 6 alone, and over 5 in two of three full runs on 28 November): fewer
+    # than one for every two elements
+    assert max(layer_counts) - min(layer_counts) < elements // 2, (elements, layer_counts)
 
 
 def test_a_slow_rerun_still_fades_the_stale_elements(page, server):
