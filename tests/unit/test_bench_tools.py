@@ -81,8 +81,9 @@ def test_a_child_in_a_session_of_its_own_is_lowered_as_a_group(monkeypatch):
     parent = subprocess.Popen([sys.executable, "-c", "import subprocess, time; "
                                "subprocess.Popen(['sleep', '30'], start_new_session=True); time.sleep(30)"])
     try:
-        for _ in range(100):  # until the grandchild exists
-            if (below := report.descendants(parent.pid)):
+        for _ in range(100):  # until the grandchild exists and leads its own session (setsid runs after the fork)
+            below = report.descendants(parent.pid)
+            if below and os.getsid(below[0]) == below[0]:
                 break
             time.sleep(0.05)
         assert below and Path(f"/proc/{below[0]}/autogroup").read_text().split()[-1] == "0"
