@@ -189,6 +189,9 @@ elif view == "Checks" and blockwise:
         *([f"Keys that no query of a block of {QUERY_BLOCK} may attend (padding, or the look-ahead mask's future) "
            f"were left out of the run, up to {totals.keys_left_out} a block: their weights are 0 by construction, "
            "not measured."] if totals.keys_left_out else []),
+        *([f"{totals.compiled_blocks} blocks ran as one compiled function (XLA, a layer this large on the CPU): "
+           "their weights were normalised in it, and the sums and masked weights above were measured there."]
+          if totals.compiled_blocks else []),
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":
     gaps = data.keras_check(config, stack, layer, element) if inside else {}  # {}: RoPE, ALiBi (no Keras)

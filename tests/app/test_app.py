@@ -992,6 +992,16 @@ def test_at_n_4096_a_padded_line_s_checks_say_which_keys_were_left_out():
     assert "max-pooled 128×128 view of 4096×4096" in specs(at)[0]["layout"]["title"]["text"]
 
 
+def test_a_layer_that_compiles_its_blocks_passes_the_checks_and_the_checks_say_so(monkeypatch):
+    monkeypatch.setattr("transformer.core.fused_attention.FUSED_MIN_CELLS", 0)  # 2^28 weights a layer otherwise
+    at = open_page("attention", {"seq_len": "600", "src": " ".join(str(i % 10) for i in range(600)),
+                                 "tgt": "1 2 3", "view": "Checks"})
+    no_errors(at)
+    checks = " ".join(m.value for m in at.markdown)
+    assert "measured block by block" in checks and checks.count(PASSED) == 4
+    assert "10 blocks ran as one compiled function (XLA" in checks  # 5 blocks of 128 queries a layer, 2 layers
+
+
 @pytest.mark.parametrize("page", ["masks", "positional_encoding", "dot_product_lab", "shapes"])
 def test_the_other_pages_at_n_4096_draw_or_say_why_not(page):
     at = open_page(page, {"seq_len": "4096"})

@@ -155,3 +155,80 @@ def test_maps_pooled_on_the_device_equal_the_full_maps_pooled_in_numpy(traced):
 def test_pool_to_names_a_bad_value():
     with pytest.raises(ValueError, match="pool_to=0"):
         run_live(LiveConfig(), ModelCache(), pool_to=0)
+
+
+def _numpy_attention(q, k, v, mask, bias):
+    """softmax(Q·Kᵀ / sqrt(d_k) + bias) · V in NumPy (float64), 0 where masked and on rows with no allowed key."""
+    scaled = q.astype(np.float64) @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1]) + bias  # (B, H, Q_b, N_k)
+    scaled = np.where(mask, scaled, -np.inf)
+    top = np.max(scaled, -1, keepdims=True)
+    exps = np.where(mask, np.exp(scaled - np.where(np.isfinite(top), top, 0.0)), 0.0)
+    totals = exps.sum(-1, keepdims=True)
+    weights = np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)  # (B, H, Q_b, N_k)
+    return weights, weights @ v
+
+
+def test_the_compiled_block_equals_softmax_in_numpy_pooled_with_its_row_measures():
+    """`fused_block` against NumPy: the output, the weights max-pooled (keys and rows not multiples of the cell),
+    every row's sum (1, or 0 for a row with no allowed key) and no weight on a masked key."""
+    from transformer.core.fused_attention import fused_block
+
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.normal(size=(2, 3, 37, 8)).astype(np.float32) for _ in range(3))  # (B, H, Q_b, d_k)
+    k, v = k[:, :, :30], v[:, :, :30]  # (B, H, N_k, d_k): 30 keys
+    bias = rng.normal(size=(3, 37, 30)).astype(np.float32)  # (H, Q_b, N_k), as ALiBi's
+    mask = rng.random((2, 1, 37, 30)) < 0.7  # (B, 1, Q_b, N_k)
+    mask[1, 0, 5] = False  # a query with no allowed key
+    weights, output = _numpy_attention(q, k, v, mask, bias)
+    block = fused_block(tf.constant(q), tf.constant(k), tf.constant(v), tf.constant(mask), tf.constant(bias), 4)
+    np.testing.assert_allclose(block.output.numpy(), output, atol=2e-6)
+    np.testing.assert_allclose(block.pooled.numpy(), max_pool(weights, 4, 4), atol=2e-6)  # (B, H, 10, 8)
+    sums = block.row_sums.numpy()  # (B, H, Q_b)
+    np.testing.assert_allclose(sums, np.broadcast_to(mask.any(-1), sums.shape).astype(float), atol=1e-6)
+    assert sums[1, :, 5].tolist() == [0.0] * 3 and float(tf.reduce_max(block.masked_max)) == 0.0
+    unmasked = fused_block(tf.constant(q), tf.constant(k), tf.constant(v), None, None, 1)
+    weights, output = _numpy_attention(q, k, v, np.ones(mask.shape, bool), 0.0)
+    np.testing.assert_allclose(unmasked.output.numpy(), output, atol=2e-6)
+    np.testing.assert_allclose(unmasked.pooled.numpy(), weights, atol=2e-6)  # factor 1: the weights themselves
+
+
+@pytest.fixture()
+def compiled_blocks(monkeypatch):
+    """Every block-wise layer compiles its blocks (`FUSED_MIN_CELLS` is a layer of 2^28 weights otherwise)."""
+    monkeypatch.setattr("transformer.core.fused_attention.FUSED_MIN_CELLS", 0)
+
+
+@pytest.mark.parametrize("lengths", [(N, N), (N, N - 37)], ids=["every key", "padding"])
+@pytest.mark.parametrize("options", [{}, {"positions": "alibi"}])
+def test_compiled_blocks_give_the_maps_windows_and_checks_of_full_attention(compiled_blocks, options, lengths):
+    """Where a layer's blocks compile (`fused_block`): the pooled maps and the windows (those blocks run eager) of
+    the full maps, the same checks, and a look-ahead block whose past is short still gathers its keys."""
+    model = _model(**options)
+    src, tgt, src_mask, tgt_mask = _inputs(lengths=lengths)
+    _, full = model(src, tgt, src_mask, tgt_mask)
+    result = blockwise_attention(model, ("encoder", "decoder", "cross"), src, tgt, src_mask, tgt_mask,
+                                 windows=((260, 280, 40),))  # block 2's rows
+    for stack, mask in (("encoder", src_mask), ("decoder", tgt_mask), ("cross", src_mask)):
+        whole = tf.stack(full[stack]).numpy()  # (L, B, H, N, N)
+        np.testing.assert_allclose(result.attention[stack], max_pool(whole, 4, 4), atol=1e-6, rtol=1e-5)
+        np.testing.assert_allclose(result.window_weights[stack][0], whole[..., 260:300, 280:300], atol=1e-6,
+                                   rtol=1e-5)
+        expected = {check.name: check.value for check in attention_checks(whole, mask.numpy()[None])}
+        totals = result.checks[stack]
+        assert totals.row_gap == pytest.approx(expected["rows sum to 1 where a key is allowed"], abs=1e-6)
+        assert totals.non_finite == totals.masked_max == totals.empty_gap == 0
+        # two layers × blocks 0 and 1 (block 2 holds the window's rows); the decoder's block 0 gathers its past
+        assert totals.compiled_blocks == {"decoder": 2}.get(stack, 4), stack
+
+
+def test_a_compiled_block_with_a_nan_runs_eager_and_its_checks_count_the_nans(compiled_blocks):
+    from transformer.core.blockwise import CheckTotals, LayerView
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(1, 2, 256, 4)).astype(np.float32) for _ in range(3))  # (B, H, N, d_k)
+    q[0, 1, 200, 0] = np.nan  # block 1, one query of head 1: its row of weights is NaN
+    view = LayerView(4, (), CheckTotals())
+    output, pooled = view.attend(tf.constant(q), tf.constant(k), tf.constant(v))
+    assert view.checks.compiled_blocks == 1 and view.checks.non_finite == 256  # block 0 compiled, block 1 eager
+    assert output.shape == (1, 2, 256, 4) and pooled.shape == (1, 2, 64, 64)
+    assert np.isfinite(output.numpy()[:, :, :128]).all()

@@ -17,6 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.attention import AttentionHook, attention_stages
+from transformer.core.fused_attention import FusedBlock, fused_block, worth_fusing
 
 FULL_ATTENTION_MAX = 512  # longer sequences run block-wise
 QUERY_BLOCK = 128  # queries a block (a multiple of every pool factor up to 128)
@@ -37,6 +38,7 @@ class CheckTotals:
     masked_max: float = 0.0  # max |weight| on masked cells
     empty_gap: float = 0.0  # max |row sum| over rows with no allowed key
     keys_left_out: int = 0  # most keys a block left out (`KeptKeys`: no query of it may attend them; 0, unmeasured)
+    compiled_blocks: int = 0  # blocks measured by `fused_block`'s row measures
 
     def add(self, weights, mask) -> None:
         """weights: ``(B, H, Q_b, N_k)``; mask: broadcastable bool, True = may attend."""
@@ -56,6 +58,15 @@ class CheckTotals:
             self.masked_max = max(self.masked_max, _largest_masked(weights, mask))
         else:  # inf × 0 would be NaN
             self.masked_max = max(self.masked_max, float(tf.reduce_max(tf.where(~mask, tf.abs(weights), 0.0))))
+
+    def add_fused(self, block: FusedBlock, mask) -> None:
+        """The same measures from a compiled block's row measures (`fused_block`, finite); mask as in `add`."""
+        allowed = tf.ones_like(block.row_sums, tf.bool) if mask is None else tf.broadcast_to(
+            tf.reduce_any(tf.cast(mask, tf.bool), -1), tf.shape(block.row_sums))  # (B, H, Q_b)
+        self.row_gap = max(self.row_gap, float(tf.reduce_max(tf.where(allowed, tf.abs(block.row_sums - 1), 0.0))))
+        self.empty_gap = max(self.empty_gap, float(tf.reduce_max(tf.where(allowed, 0.0, tf.abs(block.row_sums)))))
+        self.masked_max = max(self.masked_max, float(tf.reduce_max(block.masked_max)))
+        self.compiled_blocks += 1
 
 
 def _largest_masked(weights, mask) -> float:
@@ -93,6 +104,7 @@ class LayerView:
         layer_keys = KeptKeys.of(mask, n_k, self.factor) if one_row else None
         k, v, mask, bias = _gathered(layer_keys, k, v, mask, bias)  # (B, H, N_k or K, d_k), …
         outputs, pooled, cropped = [], [], [[] for _ in self.windows]
+        fusing = worth_fusing(q, n_k)
         for start in range(0, n_q, QUERY_BLOCK):
             end = min(n_q, start + QUERY_BLOCK)
             block_mask = _rows(mask, start, end)  # (B, 1, Q_b or 1, N_k or K)
@@ -100,6 +112,12 @@ class LayerView:
             kept = layer_keys if one_row else KeptKeys.of(block_mask, n_k, self.factor)  # a look-ahead block's past
             block_k, block_v, block_mask, block_bias = (k, v, block_mask, block_bias) if one_row else _gathered(
                 kept, k, v, block_mask, block_bias)
+            if fusing and kept is None and not any(_overlaps(start, end, window) for window in self.windows):
+                block = self._fused(q[:, :, start:end], block_k, block_v, block_mask, block_bias)
+                if block is not None:
+                    outputs.append(block.output)  # (B, H, Q_b, d_v)
+                    pooled.append(block.pooled)  # (B, H, ⌈Q_b/f⌉, ⌈N_k/f⌉)
+                    continue
             stages = attention_stages(q[:, :, start:end], block_k, block_v, block_mask, bias=block_bias)
             outputs.append(stages.output)  # (B, H, Q_b, d_v)
             if self.checks is not None:
@@ -111,6 +129,16 @@ class LayerView:
                 parts.append(_crop(weights, start, end, window, kept))
         self.kept.append([_joined(parts, q.shape[:2]) for parts in cropped])
         return tf.concat(outputs, axis=2), tf.concat(pooled, axis=2)
+
+    def _fused(self, q, k, v, mask, bias) -> FusedBlock | None:
+        """One block compiled (`fused_block`), its checks added; None where a row is not finite (the eager kernel
+        then counts the NaNs and infs the checks show)."""
+        block = fused_block(q, k, v, mask, bias, self.factor)
+        if not bool(tf.reduce_all(tf.math.is_finite(block.row_sums))):
+            return None
+        if self.checks is not None:
+            self.checks.add_fused(block, mask)
+        return block
 
 
 def _gathered(kept, k, v, mask, bias):
@@ -231,12 +259,23 @@ def pooled_maps(maps, factor: int):
 def _crop(weights, start: int, end: int, window: tuple, kept: KeptKeys | None = None):
     """The part of a block's ``(B, H, Q_b, N_k)`` weights inside ``window``, or None; ``kept``: the weights are
     ``(B, H, Q_b, K)`` over those keys."""
-    first_query, first_key, size = window
-    low, high = max(start, first_query), min(end, first_query + size)
+    low, high = _crop_rows(start, end, window)
     if low >= high:
         return None
+    first_key, size = window[1:]
     rows = weights[:, :, low - start:high - start]  # (B, H, rows, N_k or K)
     return rows[..., first_key:first_key + size] if kept is None else kept.spread(rows, first_key, size)
+
+
+def _crop_rows(start: int, end: int, window: tuple) -> tuple:
+    """The query rows ``(low, high)`` of block ``start:end`` inside ``window``; empty: ``low >= high``."""
+    first_query, _, size = window
+    return max(start, first_query), min(end, first_query + size)
+
+
+def _overlaps(start: int, end: int, window: tuple) -> bool:
+    low, high = _crop_rows(start, end, window)
+    return low < high
 
 
 def _joined(parts, batch_heads) -> np.ndarray:
