@@ -5,7 +5,9 @@ Above `FULL_ATTENTION_MAX` positions every `MultiHeadAttention` of the model com
 max-pooled to the view's cells and cropped to the windows the views keep exact (the full-resolution
 head, the head view's positions around a focus), and are then dropped.
 The checks the Attention page shows (row sums, masked cells, non-finite values) are measured on
-each block as it goes. The run is eager (the block loop needs static lengths).
+each block as it goes. The loop is eager (it needs static lengths); on the CPU a layer of at least
+`FUSED_MIN_CELLS` weights runs each block that attends over all its keys as one compiled function
+(`transformer.core.fused_attention`).
 """
 
 from __future__ import annotations
