@@ -190,7 +190,8 @@ elif view == "Checks" and blockwise:
            f"were left out of the run, up to {totals.keys_left_out} a block: their weights are 0 by construction, "
            "not measured."] if totals.keys_left_out else []),
         *([f"{totals.compiled_blocks} blocks ran as one compiled function (XLA, a layer this large on the CPU): "
-           "their weights were normalised in it, and the sums and masked weights above were measured there."]
+           "their weights were normalised in it and their row sums measured there; their masked weights are 0 by "
+           "construction, not measured."]
           if totals.compiled_blocks else []),
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.attention import AttentionHook, attention_stages
-from transformer.core.fused_attention import FusedBlock, fused_block, worth_fusing
+from transformer.core.fused_attention import FusedBlock, fused_block, key_cells, max_pool_rows, worth_fusing
 
 FULL_ATTENTION_MAX = 512  # longer sequences run block-wise
 QUERY_BLOCK = 128  # queries a block (a multiple of every pool factor up to 128)
@@ -40,7 +40,7 @@ class CheckTotals:
     masked_max: float = 0.0  # max |weight| on masked cells
     empty_gap: float = 0.0  # max |row sum| over rows with no allowed key
     keys_left_out: int = 0  # most keys a block left out (`KeptKeys`: no query of it may attend them; 0, unmeasured)
-    compiled_blocks: int = 0  # blocks measured by `fused_block`'s row measures
+    compiled_blocks: int = 0  # blocks measured by `fused_block`'s row sums
 
     def add(self, weights, mask) -> None:
         """weights: ``(B, H, Q_b, N_k)``; mask: broadcastable bool, True = may attend."""
@@ -62,12 +62,12 @@ class CheckTotals:
             self.masked_max = max(self.masked_max, float(tf.reduce_max(tf.where(~mask, tf.abs(weights), 0.0))))
 
     def add_fused(self, block: FusedBlock, mask) -> None:
-        """The same measures from a compiled block's row measures (`fused_block`, finite); mask as in `add`."""
+        """The row gaps from a compiled block's row sums (`fused_block`, finite); mask as in `add`. Its masked
+        weights are 0 by construction, not measured."""
         allowed = tf.ones_like(block.row_sums, tf.bool) if mask is None else tf.broadcast_to(
             tf.reduce_any(tf.cast(mask, tf.bool), -1), tf.shape(block.row_sums))  # (B, H, Q_b)
         self.row_gap = max(self.row_gap, float(tf.reduce_max(tf.where(allowed, tf.abs(block.row_sums - 1), 0.0))))
         self.empty_gap = max(self.empty_gap, float(tf.reduce_max(tf.where(allowed, 0.0, tf.abs(block.row_sums)))))
-        self.masked_max = max(self.masked_max, float(tf.reduce_max(block.masked_max)))
         self.compiled_blocks += 1
 
 
@@ -190,7 +190,7 @@ class KeptKeys:
 
     def max_pool(self, weights):
         """``(B, H, R, K)`` kept weights -> ``(B, H, ⌈R/f⌉, ⌈N_k/f⌉)``, as `_max_pool` pools the whole rows."""
-        rows = tf.transpose(_max_pool_rows(weights, self.factor), (3, 0, 1, 2))  # (K, B, H, ⌈R/f⌉)
+        rows = tf.transpose(max_pool_rows(weights, self.factor), (3, 0, 1, 2))  # (K, B, H, ⌈R/f⌉)
         cells = tf.math.unsorted_segment_max(rows, self.index // self.factor, self.whole_cells.shape[0])  # none: lowest
         cells = tf.where(self.whole_cells[:, None, None, None], cells, tf.maximum(cells, 0.0))  # (c, B, H, ⌈R/f⌉)
         return tf.transpose(cells, (1, 2, 3, 0))  # (B, H, ⌈R/f⌉, c)
@@ -226,22 +226,7 @@ def _max_pool(weights, factor: int):
     """``(B, H, R, N_k)`` -> ``(B, H, ⌈R/f⌉, ⌈N_k/f⌉)``, the largest weight of each f × f block (zero padded)."""
     if factor == 1:
         return weights
-    batch, heads, rows, keys = weights.shape
-    pad_keys = -keys % factor
-    if pad_keys:
-        weights = tf.pad(weights, [[0, 0], [0, 0], [0, 0], [0, pad_keys]])  # (B, H, R, N_k')
-    cells = (keys + pad_keys) // factor
-    return _max_pool_rows(tf.reduce_max(tf.reshape(weights, (batch, heads, rows, cells, factor)), axis=-1), factor)
-
-
-def _max_pool_rows(weights, factor: int):
-    """``(B, H, R, c)`` -> ``(B, H, ⌈R/f⌉, c)``, the largest of each f rows (zero padded)."""
-    if factor == 1:
-        return weights
-    batch, heads, rows, cells = weights.shape
-    if rows % factor:
-        weights = tf.pad(weights, [[0, 0], [0, 0], [0, -rows % factor], [0, 0]])  # (B, H, R', c)
-    return tf.reduce_max(tf.reshape(weights, (batch, heads, -1, factor, cells)), axis=3)  # (B, H, R'/f, c)
+    return max_pool_rows(tf.reduce_max(key_cells(weights, factor), axis=-1), factor)  # (B, H, ⌈R/f⌉, ⌈N_k/f⌉)
 
 
 def pooled_maps(maps, factor: int):

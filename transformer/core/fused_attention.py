@@ -1,5 +1,6 @@
 """One query block of long attention as one compiled function (XLA): the output, the weights max-pooled to the
-view's cells and the row measures of the checks, without writing the block's normalised weights out.
+view's cells and the checks' row sums, without writing the block's normalised weights out; and the max-pooling
+both kernels share.
 
 The eager kernel (`attention_stages`) passes over a block's ``(B, H, Q_b, N_k)`` scores five or six times (scale,
 mask, softmax's max, exp, sum and divide, then the pooling); here the unnormalised ``exp(scaled − max)`` is written
@@ -19,13 +20,12 @@ FUSED_MIN_CELLS = 1 << 28  # B·H·N_q·N_k of a layer from which a CPU run comp
 
 class FusedBlock(NamedTuple):
     """output ``(B, H, Q_b, d_v)``; pooled ``(B, H, ⌈Q_b/f⌉, ⌈N_k/f⌉)`` the largest weight of each f × f cell;
-    row_sums ``(B, H, Q_b)`` the sum of each row's weights; masked_max ``(B, H, Q_b)`` each row's largest weight on
-    a masked key (0 without a mask)."""
+    row_sums ``(B, H, Q_b)`` the sum of each row's weights. A masked key's weight is 0 by construction (its
+    exponential is multiplied by the mask)."""
 
     output: tf.Tensor
     pooled: tf.Tensor
     row_sums: tf.Tensor
-    masked_max: tf.Tensor
 
 
 def worth_fusing(query, n_k: int) -> bool:
@@ -54,25 +54,24 @@ def _compiled(query, key, value, mask, bias, factor):
         exps = exps * tf.cast(mask, exps.dtype)  # masked and empty rows -> exactly 0
     inverse = tf.math.divide_no_nan(1.0, tf.reduce_sum(exps, -1, keepdims=True))  # (B, H, Q_b, 1), 0: empty row
     output = tf.matmul(exps, value) * inverse  # (B, H, Q_b, d_v)
-    cells = _cells(exps, factor)  # (B, H, Q_b, c, f)
+    cells = key_cells(exps, factor)  # (B, H, Q_b, c, f)
     row_sums = tf.reduce_sum(tf.reduce_sum(cells, -1) * inverse, -1)  # (B, H, Q_b): summed again, cell by cell
-    masked_max = (tf.zeros_like(row_sums) if mask is None else  # (B, H, Q_b)
-                  tf.reduce_max(tf.where(mask, 0.0, exps), -1) * inverse[..., 0])
-    return FusedBlock(output, _pooled_rows(tf.reduce_max(cells, -1) * inverse, factor), row_sums, masked_max)
+    return FusedBlock(output, max_pool_rows(tf.reduce_max(cells, -1) * inverse, factor), row_sums)
 
 
-def _cells(exps, factor: int):
+def key_cells(weights, factor: int):
     """``(B, H, R, N_k)`` -> ``(B, H, R, ⌈N_k/f⌉, f)``, the keys in cells of ``factor`` (zero padded)."""
-    batch, heads, rows, keys = exps.shape
+    batch, heads, rows, keys = weights.shape
     if keys % factor:
-        exps = tf.pad(exps, [[0, 0], [0, 0], [0, 0], [0, -keys % factor]])  # (B, H, R, N_k')
-    return tf.reshape(exps, (batch, heads, rows, -(-keys // factor), factor))
+        weights = tf.pad(weights, [[0, 0], [0, 0], [0, 0], [0, -keys % factor]])  # (B, H, R, N_k')
+    return tf.reshape(weights, (batch, heads, rows, -(-keys // factor), factor))
 
 
-def _pooled_rows(row_cells, factor: int):
-    """``(B, H, R, c)`` each row's largest weight in a cell -> ``(B, H, ⌈R/f⌉, c)``, the largest of f rows (zero
-    padded)."""
-    batch, heads, rows, cells = row_cells.shape
+def max_pool_rows(weights, factor: int):
+    """``(B, H, R, c)`` -> ``(B, H, ⌈R/f⌉, c)``, the largest of each f rows (zero padded)."""
+    if factor == 1:
+        return weights
+    batch, heads, rows, cells = weights.shape
     if rows % factor:
-        row_cells = tf.pad(row_cells, [[0, 0], [0, 0], [0, -rows % factor], [0, 0]])  # (B, H, R', c)
-    return tf.reduce_max(tf.reshape(row_cells, (batch, heads, -1, factor, cells)), axis=3)  # (B, H, R'/f, c)
+        weights = tf.pad(weights, [[0, 0], [0, 0], [0, -rows % factor], [0, 0]])  # (B, H, R', c)
+    return tf.reduce_max(tf.reshape(weights, (batch, heads, -1, factor, cells)), axis=3)  # (B, H, R'/f, c)
