@@ -802,7 +802,10 @@ def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page,
             return react(node, ...rest);
         }};
     }}""")
-    page.mouse.click(point["x"], point["y"])
+    page.mouse.move(point["x"], point["y"])  # as a person's click: the pointer on the token, Plotly's hover on it
+    page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1].querySelector('.hovertext')")
+    page.mouse.down()
+    page.mouse.up()
     page.wait_for_url("**focus=2**", timeout=60_000)
     wait_idle(page)
     page.wait_for_function(f"() => ({FIRST_PLOT}.layout.shapes || []).length === 5", timeout=60_000)
