@@ -48,14 +48,13 @@ class CheckTotals:
         if mask.shape.rank == 0:  # no mask: one row of its value for every query
             mask = tf.fill(tf.shape(weights)[-1:], mask)  # (N_k,)
         sums = tf.reduce_sum(weights, -1)  # (B, H, Q_b)
-        allowed = tf.broadcast_to(tf.reduce_any(mask, -1), tf.shape(sums))  # (B, H, Q_b)
+        allowed = _allowed_rows(mask, sums)  # (B, H, Q_b)
         finite = bool(tf.reduce_all(tf.math.is_finite(sums)))  # a NaN or inf in a row shows in its sum
         if not finite:  # rare
             self.non_finite += int(tf.reduce_sum(tf.cast(~tf.math.is_finite(weights), tf.int32)))
             weights = tf.where(tf.math.is_nan(weights), math.inf, weights)  # as attention_checks: gaps it touches: inf
             sums = tf.reduce_sum(weights, -1)
-        self.row_gap = max(self.row_gap, float(tf.reduce_max(tf.where(allowed, tf.abs(sums - 1), 0.0))))
-        self.empty_gap = max(self.empty_gap, float(tf.reduce_max(tf.where(allowed, 0.0, tf.abs(sums)))))
+        self._add_row_gaps(sums, allowed)
         if finite:
             self.masked_max = max(self.masked_max, _largest_masked(weights, mask))
         else:  # inf × 0 would be NaN
@@ -64,11 +63,20 @@ class CheckTotals:
     def add_fused(self, block: FusedBlock, mask) -> None:
         """The row gaps from a compiled block's row sums (`fused_block`, finite); mask as in `add`. Its masked
         weights are 0 by construction, not measured."""
-        allowed = tf.ones_like(block.row_sums, tf.bool) if mask is None else tf.broadcast_to(
-            tf.reduce_any(tf.cast(mask, tf.bool), -1), tf.shape(block.row_sums))  # (B, H, Q_b)
-        self.row_gap = max(self.row_gap, float(tf.reduce_max(tf.where(allowed, tf.abs(block.row_sums - 1), 0.0))))
-        self.empty_gap = max(self.empty_gap, float(tf.reduce_max(tf.where(allowed, 0.0, tf.abs(block.row_sums)))))
+        self._add_row_gaps(block.row_sums, _allowed_rows(mask, block.row_sums))
         self.compiled_blocks += 1
+
+    def _add_row_gaps(self, sums, allowed) -> None:
+        """sums, allowed: ``(B, H, Q_b)``, each row's weight sum and whether it has an allowed key."""
+        self.row_gap = max(self.row_gap, float(tf.reduce_max(tf.where(allowed, tf.abs(sums - 1), 0.0))))
+        self.empty_gap = max(self.empty_gap, float(tf.reduce_max(tf.where(allowed, 0.0, tf.abs(sums)))))
+
+
+def _allowed_rows(mask, sums):
+    """``(B, H, Q_b)`` bool: the rows of ``mask`` (broadcastable, or None: every key) with an allowed key."""
+    if mask is None:
+        return tf.ones_like(sums, tf.bool)
+    return tf.broadcast_to(tf.reduce_any(tf.cast(mask, tf.bool), -1), tf.shape(sums))
 
 
 def _largest_masked(weights, mask) -> float:
