@@ -179,6 +179,19 @@ def test_the_shipped_digits_model_reads_its_test_split_and_the_page_reading_hold
         example_image("match", -1)
 
 
+def test_a_vision_training_step_is_traced_once():
+    import keras
+
+    from transformer.training.vision import VisionSpec, build_vision, vision_step
+
+    model = build_vision(VisionSpec(task="match", d_model=16, num_heads=2, num_layers=1))
+    step = vision_step(model, keras.optimizers.Adam(1e-2))
+    images, labels = get_image_task("match").sample(np.random.default_rng(0), 8)
+    first, second = step(tf.constant(images), tf.constant(labels)), step(tf.constant(images), tf.constant(labels))
+    assert step.experimental_get_tracing_count() == 1
+    assert float(second[0]) < float(first[0])
+
+
 @pytest.mark.slow
 def test_a_vision_model_trains_saves_and_loads_to_the_same_answers(tmp_path):
     from transformer.training.vision import VisionSpec, load_vision, save_vision, train_vision

@@ -67,8 +67,9 @@ def training_step(model, optimizer, vocab_size: int, smoothing: float, forward):
     """One traced training step: ``forward(*batch) -> (logits (B, N, V), labels (B, N))`` under the tape; the
     label-smoothed cross-entropy over the real labels (padding left out). Returns (loss, token accuracy)."""
     loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=smoothing, reduction=None)
+    optimizer.build(model.trainable_variables)  # its slots made now: made in the first call, they traced it twice
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def step(*batch):
         with tf.GradientTape() as tape:
             logits, labels = forward(*batch)  # (B, N, V), (B, N)

@@ -78,6 +78,21 @@ def accuracy_of(model: VisionTransformer, task: str, count: int = 1000) -> float
     return float(np.mean(np.argmax(logits, -1) == labels))
 
 
+def vision_step(model: VisionTransformer, optimizer):
+    """One traced training step ``step(images (B, 8, 8), labels (B,)) -> (loss, batch accuracy)``."""
+    optimizer.build(model.trainable_variables)  # its slots made now: made in the first call, they traced it twice
+
+    @tf.function(autograph=False)
+    def step(images, labels):
+        with tf.GradientTape() as tape:
+            logits, _ = model(images, training=True)  # (B, C)
+            loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss, tf.reduce_mean(tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == labels, tf.float32))
+
+    return step
+
+
 def train_vision(spec: VisionSpec, on_progress=None, log_every: int = 100, should_stop=None,
                  device: str | None = None) -> VisionResult:
     """Train a Vision Transformer as ``spec`` says on ``device`` (None: the GPU when there is one);
@@ -88,16 +103,7 @@ def train_vision(spec: VisionSpec, on_progress=None, log_every: int = 100, shoul
     task, rng = get_image_task(spec.task), np.random.default_rng(spec.seed)
     with tf.device(device or resolve_device("auto")):
         model = build_vision(spec)
-        optimizer = keras.optimizers.Adam(spec.learning_rate)
-
-        @tf.function
-        def step(images, labels):
-            with tf.GradientTape() as tape:
-                logits, _ = model(images, training=True)  # (B, C)
-                loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
-            optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-            return loss, tf.reduce_mean(tf.cast(tf.argmax(logits, -1, output_type=tf.int32) == labels, tf.float32))
-
+        step = vision_step(model, keras.optimizers.Adam(spec.learning_rate))
         started, history = time.perf_counter(), []
         for number in range(1, spec.steps + 1):
             images, labels = task.sample(rng, spec.batch)
