@@ -116,12 +116,34 @@ def test_security_and_runner_settings_are_in_effect():
     assert tracked in ([], ["static/.gitignore"]), tracked
     hidden = subprocess.run(  # not listed by `config show`
         [sys.executable, "-c", "from streamlit import config; config.get_config_options(force_reparse=True); "
-         "print(config.get_option('runner.postScriptGC'), config.get_option('client.allowedOrigins'))"],
+         "print(config.get_option('runner.postScriptGC'), config.get_option('client.allowedOrigins'), "
+         "config.get_option('runner.magicEnabled'))"],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
-    # a full gc after each rerun held the GIL ~100 ms (#6); no parent frame's postMessage controls the app (#7)
-    assert hidden.stdout.strip() == "False []"
+    # a full gc after each rerun held the GIL ~100 ms (#6); no parent frame's postMessage controls the app (#7); no
+    # magic (test_no_script_leaves_a_bare_expression_for_magic_to_write)
+    assert hidden.stdout.strip() == "False [] False"
     make_run = (ROOT / "Makefile").read_text()
     assert "--server.address $(HOST)" in make_run and "HOST ?= 127.0.0.1" in make_run
+
+
+def test_no_script_leaves_a_bare_expression_for_magic_to_write():
+    """Magic is off (.streamlit/config.toml): a bare value in a page would show nothing, so none may be there. A
+    statement that is only an expression is a call, or a docstring."""
+    import ast
+
+    for path in [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            body = getattr(node, "body", None)
+            if not isinstance(body, list):
+                continue
+            for index, statement in enumerate(body):
+                if not isinstance(statement, ast.Expr):
+                    continue
+                value = statement.value
+                docstring = index == 0 and isinstance(value, ast.Constant) and isinstance(value.value, str) and \
+                    isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                assert isinstance(value, (ast.Call, ast.Await)) or docstring, \
+                    f"{path.name}:{statement.lineno}: {ast.unparse(statement)}"
 
 
 def test_no_raw_html_or_pickles_anywhere_in_the_app():
