@@ -104,15 +104,19 @@ def _image_measure(task: str) -> str:
     return "Accuracy on 1,000 fresh images" if task == "match" else "Accuracy on the 300 test digits it never saw"
 
 
-def progress(job) -> None:
+def progress(job, timed: bool) -> None:
+    """The job's progress; its Stop button while it runs, its result and Explore once it ended and ``timed`` is
+    False (a run on the progress timer draws no Explore: `training.while_running`)."""
     if job is None:
         st.info("Choose a task and press Train.")
         return
+    finished = job.finished  # one look: a job may end while this draws
     st.progress(min(1.0, job.step / job.spec.steps), text=training.status_line(job))
     if job.history:
         plot(progress_figure(job.history), "train_progress")
-    if not job.finished:
+    if not finished:
         st.button("Stop", on_click=training.stop, args=(job,))
+    if not finished or timed:
         return
     if job.status == "failed":
         st.error(f"Training failed: {job.error}")
@@ -132,8 +136,8 @@ def progress(job) -> None:
 state.follow_open_page()  # a whole-page rerun that took the click (a full deploy run once stayed on this page)
 
 
-def progress_and_timeline(job) -> None:
-    progress(job)
+def progress_and_timeline(job, timed: bool) -> None:
+    progress(job, timed)
     timeline_view(job)
 
 

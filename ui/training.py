@@ -71,17 +71,19 @@ def stop(job: Job) -> None:
     pool().stop(job)
 
 
-def while_running(draw: Callable[[Job | None], None], job: Job | None, seconds: float) -> None:
-    """``draw(job)`` in a fragment redrawn every ``seconds`` while ``job`` runs; when it ends, the page once more and
-    then no timed redraw: a timed rerun carries the browser's widget values as they were, and one that lands with a
-    button's callback undoes what the callback set (Explore's weights went back to random)."""
+def while_running(draw: Callable[[Job | None, bool], None], job: Job | None, seconds: float) -> None:
+    """``draw(job, timed)`` in a fragment redrawn every ``seconds`` while ``job`` runs (``timed`` True); when it ends,
+    the page once more and then no timed redraw: a timed rerun carries the browser's widget values as they were, and
+    one that lands with a button's callback undoes what the callback set (Explore's weights went back to random).
+    So a timed draw must not draw the end's buttons, even for a job that ended while it drew: the next tick reruns
+    the page."""
     running = job is not None and not job.finished
 
     @st.fragment(run_every=seconds if running else None)
     def view() -> None:
         if running and job.finished:
             st.rerun()
-        draw(job)
+        draw(job, running)
 
     view()
 

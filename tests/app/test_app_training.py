@@ -63,6 +63,40 @@ def test_a_second_session_sees_its_place_a_third_is_refused_and_stop_works_while
     assert any("Exact-sequence accuracy" in s.value for s in first.success)  # it keeps what it learned
 
 
+class _EndsWhileDrawn:
+    """A finished job that reads as running to the page's first two looks (whether it runs, whether the fragment's
+    timer should rerun the page) and as finished after them: it ended while the page drew."""
+
+    def __init__(self, job):
+        self._job, self._looks = job, 0
+
+    @property
+    def finished(self) -> bool:
+        self._looks += 1
+        return self._looks > 2 and self._job.finished
+
+    def __getattr__(self, name):
+        return getattr(self._job, name)
+
+
+def test_a_job_that_ends_while_its_page_draws_shows_explore_only_once_no_timer_reruns_the_page(small_pool):
+    """A timed rerun carries the browser's widget values as they were: one that lands with Explore's click put the
+    weights back to random (a deploy test's link once had no trained model in it). So a run that redraws on a
+    timer never draws Explore; the next run, with no timer, does."""
+    at = press_train(10)
+    deadline = time.monotonic() + 120
+    while not at.session_state[training.JOB].finished and time.monotonic() < deadline:
+        time.sleep(0.5)
+    explore = "Explore this model's attention"
+    at.session_state[training.JOB] = _EndsWhileDrawn(at.session_state[training.JOB])
+    at.run()
+    no_errors(at)
+    assert explore not in [button.label for button in at.button]
+    at.session_state[training.JOB] = at.session_state[training.JOB]._job
+    at.run()
+    assert explore in [button.label for button in at.button]
+
+
 def test_a_link_to_a_dropped_model_says_so_and_queues_it_again(small_pool, monkeypatch):
     monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "1")
     spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=3, batch=8, max_len=5,
