@@ -5,6 +5,7 @@ import pytest
 from browser_pages import (
     CHART_TEXT_PROBLEMS,
     TALL_PX,
+    go_to_page,
     open_page,
     wait_for_every_chart,
 )
@@ -14,25 +15,39 @@ from chart_support import PLOT
 from ui.chart import CHART_CLASS
 
 pytestmark = pytest.mark.browser
-PAGES = ["", "masks", "positional_encoding", "attention", "heads", "dot_product_lab", "shapes", "cost",
-         "decode?weights=dates", "train",
-         "attention?weights=reverse&stack=cross", "attention?weights=dates&stack=cross&seq_len=28",
-         "decode?dec_model=translate&dec_step=5"]
+WALKED = ["", "masks", "positional_encoding", "attention", "heads", "dot_product_lab", "shapes", "cost", "train"]
+LINKED = ["decode?weights=dates", "attention?weights=reverse&stack=cross",
+          "attention?weights=dates&stack=cross&seq_len=28", "decode?dec_model=translate&dec_step=5"]
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_every_page_opens_without_exception_and_is_screenshotted(page, server, path):
-    page.set_viewport_size({"width": 1400, "height": TALL_PX})
-    open_page(page, server, path)
-    assert page.locator("[data-testid='stException']").count() == 0
+def _drawn_whole_and_screenshotted(page, path: str) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0, path
     if path not in ("train", "cost"):  # Home too: the dates model reading today's date
         wait_for_every_chart(page)
-        assert page.locator(PLOT).count() >= 1
-        assert page.evaluate(CHART_TEXT_PROBLEMS) == []
+        assert page.locator(PLOT).count() >= 1, path
+        assert page.evaluate(CHART_TEXT_PROBLEMS) == [], path
     name = (path or "home").replace("?", "-").replace("&", "-").replace("=", "-")
     page.screenshot(path=str(OUTPUT / f"{name}.png"), full_page=True)
     title = TAB_TITLES[(path or "home").split("?")[0]]
     page.wait_for_function("(title) => document.title === title", arg=f"{title} · Attention Lab", timeout=10_000)
+
+
+def test_every_page_opens_from_home_by_the_sidebar_without_exception_and_is_screenshotted(page, server):
+    """One page load (Home), then each page by the sidebar's links, as a person goes on (a load a page cost ~4 s of
+    Chromium's CPU each)."""
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
+    open_page(page, server, "")
+    for path in WALKED:
+        if path:
+            go_to_page(page, path)
+        _drawn_whole_and_screenshotted(page, path)
+
+
+@pytest.mark.parametrize("path", LINKED)
+def test_a_link_with_a_trained_model_opens_without_exception_and_is_screenshotted(page, server, path):
+    page.set_viewport_size({"width": 1400, "height": TALL_PX})
+    open_page(page, server, path)
+    _drawn_whole_and_screenshotted(page, path)
 
 
 TAB_TITLES = {"home": "Home", "masks": "Masks", "positional_encoding": "Positional encoding",
