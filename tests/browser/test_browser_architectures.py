@@ -5,10 +5,10 @@ import pytest
 from browser_pages import (
     CHART_TEXT_PROBLEMS,
     TALL_PX,
-    go_to_page,
     open_page,
     wait_for_charts,
     wait_for_every_chart,
+    walk,
 )
 from browser_support import wait_idle
 from chart_support import FIRST_PLOT, PLOT
@@ -22,11 +22,7 @@ def test_every_page_draws_a_single_stack_model(page, server, query):
     """The link opens the first page; the others are reached by the sidebar's links, as a person goes on, and keep
     the architecture (one page load, not one a page: ~4 s of the browser's CPU each)."""
     page.set_viewport_size({"width": 1400, "height": TALL_PX})
-    for index, path in enumerate(PAGES_WITH_MODELS):
-        if index == 0:
-            open_page(page, server, f"{path}?{query}")
-        else:
-            go_to_page(page, path)
+    for path in walk(page, server, [f"{PAGES_WITH_MODELS[0]}?{query}", *PAGES_WITH_MODELS[1:]]):
         assert page.get_by_test_id("stException").count() == 0, path
         assert query.split("&")[0] in page.url, (path, page.url)
         if path == "decode" and "encoder-only" in query:

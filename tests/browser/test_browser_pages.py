@@ -5,9 +5,9 @@ import pytest
 from browser_pages import (
     CHART_TEXT_PROBLEMS,
     TALL_PX,
-    go_to_page,
     open_page,
     wait_for_every_chart,
+    walk,
 )
 from browser_support import OUTPUT, wait_idle
 from chart_support import PLOT
@@ -36,10 +36,7 @@ def test_every_page_opens_from_home_by_the_sidebar_without_exception_and_is_scre
     """One page load (Home), then each page by the sidebar's links, as a person goes on (a load a page cost ~4 s of
     Chromium's CPU each)."""
     page.set_viewport_size({"width": 1400, "height": TALL_PX})
-    open_page(page, server, "")
-    for path in WALKED:
-        if path:
-            go_to_page(page, path)
+    for path in walk(page, server, WALKED):
         _drawn_whole_and_screenshotted(page, path)
 
 
@@ -84,11 +81,7 @@ def test_in_a_1000_px_window_with_the_sidebar_open_no_chart_text_is_cut_off_or_s
     """The column is 540 px wide there: the four target-mask panels' titles fit it (they took 563 px before). One
     load a link for both checks; the pages without settings (`PLAIN`) on one walk by the sidebar's links."""
     page.set_viewport_size({"width": 1000, "height": TALL_PX})
-    for index, shown in enumerate(PLAIN if path == "walk" else [path]):
-        if index == 0:
-            open_page(page, server, shown)
-        else:
-            go_to_page(page, shown)
+    for shown in walk(page, server, PLAIN if path == "walk" else [path]):
         _fits_a_1000_px_window(page, shown)
 
 

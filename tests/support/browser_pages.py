@@ -31,6 +31,17 @@ def go_to_page(page, path: str):
     return page
 
 
+def walk(page, server, paths):
+    """Each of ``paths`` in turn, yielded once its run is over: the first opened by its link (settings may follow
+    it), the others by the sidebar's links (`go_to_page`), keeping the session's settings."""
+    for index, path in enumerate(paths):
+        if index == 0:
+            open_page(page, server, path)
+        else:
+            go_to_page(page, path)
+        yield path
+
+
 def chart_data(page, index=0):
     """What Plotly drew in chart ``index``: trace count, weight panels and the first trace's z shape."""
     return page.evaluate(
