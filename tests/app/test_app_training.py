@@ -34,6 +34,13 @@ def press_train(steps: int):
     return at
 
 
+def wait_until_finished(at, seconds: float = 120) -> None:
+    """Until the session's job has ended (or ``seconds`` passed)."""
+    deadline = time.monotonic() + seconds
+    while not at.session_state[training.JOB].finished and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
 def progress_text(at) -> str:
     return at.get("progress")[0].proto.text
 
@@ -54,9 +61,7 @@ def test_a_second_session_sees_its_place_a_third_is_refused_and_stop_works_while
     assert second.session_state[training.JOB].status == "stopped"
     assert any("Stopped before it started" in i.value for i in second.info)
     [b for b in first.button if b.label == "Stop"][0].click().run()
-    deadline = time.monotonic() + 120
-    while not first.session_state[training.JOB].finished and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_until_finished(first)
     first.run()
     no_errors(first)
     assert first.session_state[training.JOB].status == "stopped"
@@ -84,9 +89,7 @@ def test_a_job_that_ends_while_its_page_draws_shows_explore_only_once_no_timer_r
     weights back to random (a deploy test's link once had no trained model in it). So a run that redraws on a
     timer never draws Explore; the next run, with no timer, does."""
     at = press_train(10)
-    deadline = time.monotonic() + 120
-    while not at.session_state[training.JOB].finished and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_until_finished(at)
     explore = "Explore this model's attention"
     at.session_state[training.JOB] = _EndsWhileDrawn(at.session_state[training.JOB])
     at.run()

@@ -2,7 +2,6 @@
 chart draws outside its own box, a slider's thumb."""
 
 import contextlib
-import re
 
 from browser_support import close_tab, new_tab, wait_idle
 from chart_support import FIRST_PLOT, PLOT
@@ -21,8 +20,8 @@ def open_page(page, server, path):
 def go_to_page(page, path: str):
     """The sidebar's link to ``path`` (a page's URL path) clicked: the app's own navigation, no page load. Returns
     once that page's run is over."""
-    title = next(title for name, title, *_ in PAGES if name == path)  # the link's text ends with it (its icon, then it)
-    link = page.get_by_test_id("stSidebarNavLink").filter(has_text=re.compile(rf"{re.escape(title)}\s*$"))
+    title = next(title for name, title, *_ in PAGES if name == path)
+    link = page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True)  # as the benchmark's first visits
     if not link.count():  # past the first ten pages: the list is folded
         page.get_by_test_id("stSidebarNavViewButton").click()
     link.click()
