@@ -222,7 +222,9 @@ def test_the_engine_import_makes_the_cpu_allocator_a_pool_and_leaves_scikit_lear
     """The engine's import chooses TensorFlow's BFC pool for the CPU (why: docs/performance.md) unless the user set
     TF_CPU_ALLOCATOR_USE_BFC. A pool keeps statistics; malloc has none to give. And it leaves scikit-learn out of
     Keras's import (its scikit-learn wrappers would import it and SciPy: ~1 s and ~58 MB a process), which the
-    digits task still imports when it needs it."""
+    digits task still imports when it needs it. The children run with oneDNN's optimisations off: where TensorFlow
+    turns them on (x86 CPUs with AVX-512 VNNI), its CPU allocator is oneDNN's own pool, with statistics, whatever the
+    variable says."""
     code = ("import sys, transformer, tensorflow as tf\n"
             "print('sklearn' in sys.modules)\n"
             "transformer.run_live(transformer.LiveConfig(d_model=8, num_heads=2))\n"
@@ -232,7 +234,7 @@ def test_the_engine_import_makes_the_cpu_allocator_a_pool_and_leaves_scikit_lear
             "print(_digits()[0].shape)\n")
     env = {key: value for key, value in os.environ.items() if key != "TF_CPU_ALLOCATOR_USE_BFC"}
     for chosen, expected in ((None, "False True (1797, 8, 8)"), ("false", "False no pool (1797, 8, 8)")):
-        child = dict(env, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+        child = dict(env, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", TF_ENABLE_ONEDNN_OPTS="0",
                      **({} if chosen is None else {"TF_CPU_ALLOCATOR_USE_BFC": chosen}))
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child, capture_output=True, text=True,
                              timeout=300)
