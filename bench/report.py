@@ -145,11 +145,25 @@ def autogroup(pid: int | str) -> str:
     return text.split()[0] if text.strip() else ""
 
 
+def _cpu_model() -> str:
+    """`` (AMD EPYC; oneDNN on)``: the CPU's model name and whether TensorFlow runs its oneDNN kernels (it turns them
+    on by itself for some x86 CPUs; the same code then measures differently, its CPU allocator a pool too)."""
+    found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists()
+                      else "", re.MULTILINE)
+    try:
+        from tensorflow.python.util import _pywrap_util_port  # noqa: PLC0415  (TensorFlow's own check; no public one)
+
+        onednn = f"oneDNN {'on' if _pywrap_util_port.IsMklEnabled() else 'off'}"
+    except (ImportError, AttributeError):
+        onednn = "oneDNN unknown"
+    return f" ({found.group(1).strip() + '; ' if found else ''}{onednn})"
+
+
 def machine() -> str:
     import tensorflow as tf  # noqa: PLC0415  (only the benchmarks need the version)
 
     gpus = tf.config.list_physical_devices("GPU")
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    return (f"{platform.processor() or platform.machine()}{_cpu_model()}, {os.cpu_count()} cores, "
             f"{'GPU: ' + str(len(gpus)) if gpus else 'no GPU'}; Python {platform.python_version()}, "
             f"TensorFlow {tf.__version__}; {datetime.date.today().isoformat()}")
 
