@@ -42,7 +42,7 @@ def fused_block(query, key, value, mask, bias, factor: int) -> FusedBlock:
     return _compiled(query, key, value, mask, bias, factor)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)  # plain Python on static values: nothing to convert
 def _compiled(query, key, value, mask, bias, factor):
     scaled = tf.matmul(query / math.sqrt(query.shape[-1]), key, transpose_b=True)  # (B, H, Q_b, N_k)
     if bias is not None:
