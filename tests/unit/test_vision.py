@@ -192,6 +192,24 @@ def test_a_vision_training_step_is_traced_once():
     assert float(second[0]) < float(first[0])
 
 
+def test_a_model_reads_its_first_image_eagerly_and_the_next_ones_through_one_graph():
+    """A page's first visit traces nothing; an edit of the image traces the model once (any batch), and every read
+    answers what the model's own eager call answers."""
+    from transformer.training.vision import PretrainedVision, VisionSpec, build_vision
+
+    spec = VisionSpec(task="match", d_model=16, num_heads=2, num_layers=2)
+    reader = PretrainedVision("m", spec, build_vision(spec), tuple(map(str, range(15))), 0.0, "/CPU:0")
+    images, _ = get_image_task("match").sample(np.random.default_rng(3), 3)
+    for index, image in enumerate(images):
+        probabilities, attention = reader.read_image(image)
+        if index == 0:
+            assert reader._graph is None  # eager: nothing traced yet
+        logits, weights = reader.model(image[None].astype(np.float32))  # (1, C), L × (1, H, 17, 17)
+        np.testing.assert_allclose(probabilities, tf.nn.softmax(logits[0]).numpy(), atol=1e-5)
+        np.testing.assert_allclose(attention["encoder"], np.stack([layer[0] for layer in weights]), atol=1e-5)
+    assert reader.reads == 3 and reader._graph.experimental_get_tracing_count() == 1
+
+
 @pytest.mark.slow
 def test_a_vision_model_trains_saves_and_loads_to_the_same_answers(tmp_path):
     from transformer.training.vision import VisionSpec, load_vision, save_vision, train_vision
