@@ -67,7 +67,7 @@ from transformer.runtime.device import (
     resolve_device,
     visible_gpus,
 )
-from transformer.runtime.engine_thread import on_engine_thread
+from transformer.runtime.engine_thread import EngineStopped, on_engine_thread
 from transformer.tasks import TASKS, get_task
 from transformer.tasks.dates import date_text
 from transformer.tasks.images import IMAGE_TASKS
@@ -133,4 +133,4 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
            "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
            "TrainingPool", "TrainResult", "TrainSpec", "upload", "upload_limit_bytes", "visible_gpus", "warm_up_device",
-           "without_keys", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of"]
+           "without_keys", "EngineStopped", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of"]

@@ -84,11 +84,10 @@ def _warm_up() -> None:
     try:
         data.scaling()
         device = service.warm_up_device()
+    except service.EngineStopped:  # the server is stopping (Ctrl-C, a replica's restart): nothing to warm up for
+        return
     except Exception as error:  # noqa: BLE001  (a failed warm-up costs only time: the first request retries)
-        if not threading.main_thread().is_alive():  # the server is stopping: its executors refuse new work
-            return
-        print(f"Attention Lab: warming the GPU's kernels failed ({error}); the first request pays for them.",
-              flush=True)
+        print(f"Attention Lab: warming up failed ({error}); the first request pays for it.", flush=True)
         return
     if device:
         print(f"Attention Lab: the GPU's kernels are warm ({service.device_label(device)}).", flush=True)

@@ -18,6 +18,11 @@ TRACE_AFTER_IDLE_SECONDS = 1.0  # the engine traces new functions after this lon
 _ENGINE_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
 
 
+class EngineStopped(RuntimeError):
+    """The process is exiting: the engine thread takes no new work (its executor's exit hook has run; the main
+    thread may still be waiting there for a computation to end)."""
+
+
 def on_engine_thread(function):
     """Run ``function`` on the engine thread (at once when already there)."""
     @functools.wraps(function)
@@ -26,7 +31,11 @@ def on_engine_thread(function):
             return function(*args, **kwargs)
         _IDLE_TRACER.busy()
         try:
-            return _ENGINE_THREAD.submit(function, *args, **kwargs).result()
+            try:
+                computing = _ENGINE_THREAD.submit(function, *args, **kwargs)
+            except RuntimeError as refused:  # "cannot schedule new futures after (interpreter) shutdown"
+                raise EngineStopped(str(refused)) from refused
+            return computing.result()
         finally:
             _IDLE_TRACER.busy()
     return wrapper
