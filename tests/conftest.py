@@ -1,4 +1,7 @@
 import os
+import sys
+
+import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ start-up lines stay out of the test output
 # Models trained in a test are kept in memory only, unless a test gives them a data directory of its own
@@ -13,3 +16,19 @@ def pytest_collection_modifyitems(items):
         tier = item.path.parent.name
         if tier in ("app", "browser"):
             item.add_marker(tier)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """The engine's idle tracer (transformer/runtime/engine_thread.py) works only in the tests marked `idle_traces` and
+    in the browser tier's servers. In a test process it traced the cached models' functions whenever a test paused
+    for a second, all through the unit and AppTest tiers, competing for the 2 cores: the same tests took 111 -> 99 s
+    without it, the AppTest tier 170 -> 137 s wall (29 November). A traced function computes what the eager one does
+    (tests/unit/test_live.py checks it). Set before the test's fixtures, which may run models too."""
+    engine = sys.modules.get("transformer.runtime.engine_thread")  # imported by collection where a test uses it
+    if engine is None:
+        return
+    if item.get_closest_marker("idle_traces") or item.path.parent.name == "browser":
+        engine._IDLE_TRACER.__dict__.pop("busy", None)  # the tracer's own method again
+    else:
+        engine._IDLE_TRACER.busy = lambda: None  # no request arms it

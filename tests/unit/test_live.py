@@ -96,6 +96,7 @@ def test_a_new_model_runs_eagerly_then_its_trace_gives_the_same_weights(cache):
 
 
 @pytest.mark.slow
+@pytest.mark.idle_traces
 def test_the_engine_traces_the_shared_cache_s_new_functions_one_by_one_once_it_is_idle(monkeypatch):
     import time
 
