@@ -9,7 +9,8 @@ PORT ?= 8501
 # browser; handing tests out one at a time was slower): `make test-fast` 127 s -> 61 s here. Tests sit in tiers:
 # tests/unit, tests/app (AppTest), tests/browser (Chromium, nginx), helpers in tests/support; the browser tests are
 # split over several files so both processes share them: the whole run, ~1,300 tests, 1,460-1,540 s on 2-core
-# hosts without oneDNN, 845 s on one with it (28 November; where it goes: docs/performance.md).
+# hosts without oneDNN, 845-941 s on one with it, 891 s with the idle tracer off in-process (29 November; where
+# it goes: docs/performance.md).
 # WORKERS=0 runs everything in one process.
 WORKERS ?= 2
 PYTEST_WORKERS = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
