@@ -73,15 +73,21 @@ SIDEWAYS = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node)
     node.parentElement.scrollWidth - node.parentElement.clientWidth)"""
 
 
+# Every chart kept wider than its column (ui/frontend/chart.js's keepMinWidth) has told the page its column's width.
+REPORTED = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) =>
+    !(node.alMinWidth > node.parentElement.clientWidth) || node.alReported)"""
+
+
 def _fits_a_1000_px_window(page, path: str) -> None:
     """A chart whose width the page did not know yet (the head view: drawn 699 px wide first) reports its 540 px
     column, and the page's next run lays it out for it: ~0.3 s of scrolling here, longer on CI (28 November)."""
     wait_for_every_chart(page)
+    page.wait_for_function(REPORTED, timeout=20_000)
     if path in NO_SIDEWAYS:
         with contextlib.suppress(PlaywrightTimeout):  # the assertion below names what still scrolls
             page.wait_for_function(f"() => !({SIDEWAYS})().some(Boolean)", timeout=20_000)
-        wait_idle(page)
-        wait_for_every_chart(page)
+    wait_idle(page)
+    wait_for_every_chart(page)
     if path in TEXT_FITS:
         assert page.evaluate(CHART_TEXT_PROBLEMS) == [], path
     if path in NO_SIDEWAYS:
