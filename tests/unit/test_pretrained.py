@@ -132,13 +132,14 @@ def test_a_training_step_is_traced_once():
 
     spec = TrainSpec(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, batch=4, max_len=4)
     vocab = get_task("copy").vocabulary()
+    keras.utils.set_random_seed(0)  # the weights and the dropout: unseeded, a second step once lost more (29 Nov.)
     model = build_model(spec, len(vocab))
     step = training_step(model, keras.optimizers.Adam(1e-3), len(vocab), 0.0, lambda ids, labels: (
         model(ids, ids, training=True)[0], labels))
     ids = np.array([[3, 4, 5, 0], [4, 3, 0, 0]], np.int32)
-    first, second = step(ids, ids), step(ids, ids)
+    losses = [float(step(ids, ids)[0]) for _ in range(8)]
     assert step.experimental_get_tracing_count() == 1
-    assert float(second[0]) < float(first[0])  # the step learns
+    assert losses[-1] < losses[0]  # the steps learn
 
 
 def test_training_rejects_bad_specs():
