@@ -6,7 +6,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8501
 
 # Two test processes, a file each at a time (a process's run of browser modules shares one Streamlit server and
-# browser; handing tests out one at a time was slower): `make test-fast` 127 s -> 61 s here. Tests sit in tiers:
+# browser; handing tests out one at a time was slower): `make test-fast` 127 s -> 61 s here; 86-99 s as tests
+# grew, 56-66 s with 32 more tests marked slow (29 November). Tests sit in tiers:
 # tests/unit, tests/app (AppTest), tests/browser (Chromium, nginx), helpers in tests/support; the browser tests are
 # split over several files so both processes share them: the whole run, ~1,300 tests, 1,460-1,540 s on 2-core
 # hosts without oneDNN, 845-941 s on one with it, 891 s with the idle tracer off in-process (29 November; where

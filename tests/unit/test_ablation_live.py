@@ -42,6 +42,7 @@ def test_a_config_ablates_exactly_that_head_as_the_hook_does():
     np.testing.assert_array_equal(again.attention["cross"], plain.attention["cross"])
 
 
+@pytest.mark.slow
 def test_one_traced_function_serves_every_set_of_ablated_heads():
     cache = ModelCache()
     first = run_live(replace(BASE, ablate=(("encoder", 0, 1),)), cache)
@@ -82,6 +83,7 @@ def test_kept_array_marks_the_ablated_heads():
     assert kept[2, 1, 2] == 0 and kept[0, 0, 0] == 0
 
 
+@pytest.mark.slow
 def test_a_trained_models_predictions_are_the_ablated_models():
     config = LiveConfig(weights="reverse", source_text="a b c d", seq_len=8)
     plain = run_live(config, ModelCache()).predictions[0]
@@ -91,6 +93,7 @@ def test_a_trained_models_predictions_are_the_ablated_models():
         run_live(replace(config, ablate=(("cross", 0, 9),)), ModelCache())
 
 
+@pytest.mark.slow
 def test_decoding_runs_the_ablated_model_and_its_cache_agrees():
     config = LiveConfig(weights="dates")
     plain = decode(config, "24/11/2026")
@@ -113,6 +116,7 @@ def _reference_loss(model, src, decoder_input, labels, hook=None):
     return float(-(picked * real).sum() / real.sum())
 
 
+@pytest.mark.slow
 def test_the_importance_measure_is_the_models_loss_with_and_without_a_head():
     pretrained = load_pretrained("reverse")
     rng = np.random.default_rng(0)  # measure's examples: the task's sources drawn from seed 0

@@ -34,7 +34,8 @@ def _inputs(n=N, lengths=(N, N - 37)):
 
 
 @pytest.mark.parametrize("lengths", [(N, N - 37), (23, 130)], ids=["long lines", "mostly padding"])
-@pytest.mark.parametrize("options", [{}, {"positions": "rope", "num_kv_heads": 2}, {"positions": "alibi"}])
+@pytest.mark.parametrize("options", [{}, *[pytest.param(options, marks=pytest.mark.slow) for options in (
+    {"positions": "rope", "num_kv_heads": 2}, {"positions": "alibi"})]])  # `make test-fast`: sinusoidal only
 def test_block_wise_maps_equal_full_attention_pooled_and_cropped(options, lengths):
     """Mostly padding: the encoder and cross-attention attend over the 130 keys some line allows (`KeptKeys`)."""
     model = _model(**options)
@@ -134,7 +135,7 @@ def test_block_checks_measure_what_attention_checks_measures_on_bad_weights():
     assert totals["leaky, padding"].masked_max == 0.5  # the leak on a padded key, reduced over heads and queries first
 
 
-@pytest.mark.parametrize("traced", [False, True])
+@pytest.mark.parametrize("traced", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_maps_pooled_on_the_device_equal_the_full_maps_pooled_in_numpy(traced):
     """`run_live(pool_to=…)` max-pools each map on the model's device before the copy to NumPy (the copy was most
     of a run at N = 512 on an H100): the same cells as pooling the full maps, eager and traced."""
@@ -199,7 +200,7 @@ def compiled_blocks(monkeypatch):
 
 
 @pytest.mark.parametrize("lengths", [(N, N), (N, N - 37)], ids=["every key", "padding"])
-@pytest.mark.parametrize("options", [{}, {"positions": "alibi"}])
+@pytest.mark.parametrize("options", [{}, pytest.param({"positions": "alibi"}, marks=pytest.mark.slow)])
 def test_compiled_blocks_give_the_maps_windows_and_checks_of_full_attention(compiled_blocks, options, lengths):
     """Where a layer's blocks compile (`fused_block`): the pooled maps and the windows (those blocks run eager) of
     the full maps, the same checks, and a look-ahead block whose past is short still gathers its keys."""

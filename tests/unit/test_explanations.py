@@ -93,6 +93,7 @@ def test_bad_residual_and_too_many_positions_for_flow_are_refused():
         source_flow(*_stacks(1, 30, 40))
 
 
+@pytest.mark.slow
 def test_gradient_times_input_is_the_first_order_change_of_the_log_probability():
     model = load_pretrained("reverse").model
     task = get_task("reverse")

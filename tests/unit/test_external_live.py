@@ -55,6 +55,7 @@ def test_bad_uploads_are_refused_with_a_message_and_nothing_is_kept(tmp_path, mo
         registry.add_upload(b"\x00" * 1000, "big.keras")
 
 
+@pytest.mark.slow
 def test_models_are_held_under_a_budget_least_recently_used_out_first(presets, tmp_path):
     registry = ExternalRegistry(budget_bytes=1, upload_dir=tmp_path / "uploads")  # room for one model only
     registry.get("hub:tiny_gpt2")
@@ -86,6 +87,7 @@ def test_run_live_draws_a_causal_model_from_outside_line_by_line(presets):
                                                            & real[:, None]).tolist()
 
 
+@pytest.mark.slow
 def test_run_live_draws_a_bidirectional_model_and_refuses_what_it_cannot_do(presets):
     config = LiveConfig(weights="hub:tiny_bert", architecture="encoder-only", source_text="the cat sat", seq_len=4)
     result = run_live(config, stacks=("encoder",))
@@ -102,6 +104,7 @@ def test_run_live_draws_a_bidirectional_model_and_refuses_what_it_cannot_do(pres
     keras.utils.clear_session()
 
 
+@pytest.mark.slow
 def test_a_causal_model_from_outside_decodes_greedily_from_its_own_logits(presets):
     from transformer.live.decode import decode  # noqa: PLC0415
 

@@ -100,6 +100,7 @@ def _heads(scores, role, layer, threshold=0.5):
     return [(layer, head) for head in range(4) if scores[role][layer, head] >= threshold]
 
 
+@pytest.mark.slow
 def test_ablating_the_induction_heads_or_the_previous_token_heads_breaks_copying(induction, scores):
     base = induction_accuracy(induction.model, induction.vocab, count=200, seed=2026)["second"]
     for role, layer in (("induction", 1), ("previous_token", 0)):

@@ -162,6 +162,7 @@ def test_evicting_models_releases_tensorflows_cached_kernels_after_as_many_as_th
     assert collections == []  # a collection holds the GIL for ~0.1 s: not for small models (see collect_evicted)
 
 
+@pytest.mark.slow
 def test_an_evicted_model_is_freed_at_once_when_its_weights_are_large():
     """A Keras model is a web of reference cycles: without a collection an evicted model stayed in memory until
     the garbage collector's next full pass (seven of the largest models in a row: six alive with three cached,
@@ -308,6 +309,7 @@ def test_only_the_stacks_asked_for_are_computed(cache, monkeypatch):
         run_live(BASE, cache, stacks=("keys",))
 
 
+@pytest.mark.slow
 def test_sequence_lengths_are_the_runs_own_and_bad_windows_are_named(cache):
     assert sequence_lengths(replace(BASE, seq_len=9)) == (9, 9)
     assert [stack_sides(stack, "source", "target") for stack in ("encoder", "decoder", "cross")] == [

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from transformer import LiveConfig, ModelCache, run_live
 from transformer.core.model import STACKS
@@ -19,6 +20,7 @@ REVERSE = LiveConfig(weights="reverse", source_text=LINES, target_text=LINES, se
                      ablate=(("encoder", 0, 1),), ablation="mean")
 
 
+@pytest.mark.slow
 def test_one_lines_maps_are_the_same_whichever_lines_run():
     whole = run_live(REVERSE, ModelCache())
     for line in range(3):
@@ -52,6 +54,7 @@ def test_the_mean_is_each_heads_output_over_the_real_positions_of_the_unablated_
             np.testing.assert_allclose(means[STACKS.index(stack), layer], expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_decoding_with_mean_ablation_gives_the_pages_prediction():
     config = replace(REVERSE, source_text="a b c d\nj i h", target_text="a b c d\nj i h", seq_len=5,
                      ablate=(("cross", 0, 1),))

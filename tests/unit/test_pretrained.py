@@ -121,6 +121,7 @@ def test_a_short_training_run_lowers_the_loss_and_is_deterministic():
     assert not np.allclose(losses, [loss for _, loss, _ in other.history])
 
 
+@pytest.mark.slow
 def test_a_training_step_is_traced_once():
     """The optimizer's slots are made before the step is traced: a first call that made them traced the step twice
     (6.3 s of a 7 s first step at d_model 16 on 2 cores, against 2.3 s traced once; docs/performance.md)."""

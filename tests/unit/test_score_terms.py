@@ -42,7 +42,13 @@ VARIANTS = [dict(norm=norm, positions=positions, num_kv_heads=kv, d_ff=d_ff, arc
                 itertools.cycle(("encoder-decoder", "decoder-only", "encoder-only")))]
 
 
-@pytest.mark.parametrize("options", VARIANTS, ids=lambda o: "-".join(str(v) for v in o.values()))
+# `make test-fast` keeps two (RoPE alone, ALiBi with grouped keys); the full run all eight
+FAST_VARIANTS = (2, 7)
+
+
+@pytest.mark.parametrize("options", [pytest.param(options, marks=() if index in FAST_VARIANTS else pytest.mark.slow)
+                                     for index, options in enumerate(VARIANTS)],
+                         ids=lambda o: "-".join(str(v) for v in o.values()))
 def test_the_terms_sum_to_the_models_own_scaled_scores_in_every_stack_and_layer(options):
     model = _model(**options)
     for stack, layer, head in itertools.product(model.stacks, (0, 1), (0, 3)):

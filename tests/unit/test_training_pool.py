@@ -141,6 +141,7 @@ def kept(monkeypatch):
     return train(small(2), log_every=2)
 
 
+@pytest.mark.slow
 def test_kept_models_stay_under_a_count_least_recently_used_first_out(kept):
     a, b = pretrained.register(kept, "a1", "model a"), pretrained.register(kept, "b1", "model b")
     pretrained.load_pretrained(a)  # used: b is now the least recently used
@@ -154,6 +155,7 @@ def test_kept_models_stay_under_a_count_least_recently_used_first_out(kept):
         pretrained.check_name("session:zz")
 
 
+@pytest.mark.slow
 def test_kept_models_stay_under_a_memory_budget(kept, monkeypatch):
     one = pretrained.weight_bytes(kept.model)
     monkeypatch.setenv("ATTENTION_LAB_MODELS_KEPT", "50")
@@ -162,6 +164,7 @@ def test_kept_models_stay_under_a_memory_budget(kept, monkeypatch):
     assert [pretrained.kept_label(name) is not None for name in names] == [False, False, True, True]
 
 
+@pytest.mark.slow
 def test_a_name_kept_already_is_never_replaced(kept):
     pretrained.register(kept, "a1", "theirs")
     with pytest.raises(ValueError, match="kept already"):

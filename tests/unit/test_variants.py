@@ -305,6 +305,7 @@ def test_the_exponent_is_fitted_over_the_upper_range_and_the_quadratic_share_is_
                                                                           2 * 2 * n * d * d * kv_share))
 
 
+@pytest.mark.slow
 def test_the_cost_exponents_come_with_their_spread_over_repeated_runs():
     """#52.15: exponents from one noisy run contradicted each other (N^0.71 against N^1.15); each is now fitted on
     every repeat, and two series whose spreads overlap are said to be within the noise."""

@@ -179,6 +179,7 @@ def test_the_shipped_digits_model_reads_its_test_split_and_the_page_reading_hold
         example_image("match", -1)
 
 
+@pytest.mark.slow
 def test_a_vision_training_step_is_traced_once():
     import keras
 
