@@ -22,9 +22,9 @@ def pytest_collection_modifyitems(items):
 def pytest_runtest_setup(item):
     """The engine's idle tracer (transformer/runtime/engine_thread.py) works only in the tests marked `idle_traces` and
     in the browser tier's servers. In a test process it traced the cached models' functions whenever a test paused
-    for a second, all through the unit and AppTest tiers, competing for the 2 cores: the same tests took 111 -> 99 s
-    without it, the AppTest tier 170 -> 137 s wall (29 November). A traced function computes what the eager one does
-    (tests/unit/test_live.py checks it). Set before the test's fixtures, which may run models too."""
+    for a second, all through the unit and AppTest tiers, competing for the 2 cores: eight engine test files took
+    111 -> 95 s without it, the AppTest tier 170 -> 123 s wall (29 November). A traced function computes what the
+    eager one does (tests/unit/test_live.py checks it). Set before the test's fixtures, which may run models too."""
     engine = sys.modules.get("transformer.runtime.engine_thread")  # imported by collection where a test uses it
     if engine is None:
         return

@@ -31,14 +31,18 @@ def on_engine_thread(function):
             return function(*args, **kwargs)
         _IDLE_TRACER.busy()
         try:
-            try:
-                computing = _ENGINE_THREAD.submit(function, *args, **kwargs)
-            except RuntimeError as refused:  # "cannot schedule new futures after (interpreter) shutdown"
-                raise EngineStopped(str(refused)) from refused
-            return computing.result()
+            return _submit(function, *args, **kwargs).result()
         finally:
             _IDLE_TRACER.busy()
     return wrapper
+
+
+def _submit(function, *args, **kwargs) -> concurrent.futures.Future:
+    """``function`` queued on the engine thread; `EngineStopped` once the process is exiting."""
+    try:
+        return _ENGINE_THREAD.submit(function, *args, **kwargs)
+    except RuntimeError as refused:  # "cannot schedule new futures after (interpreter) shutdown"
+        raise EngineStopped(str(refused)) from refused
 
 
 def when_idle(work) -> None:
@@ -80,8 +84,8 @@ class _IdleTracer:
                 return
             self._timer = None
         try:
-            _ENGINE_THREAD.submit(self._trace_one)
-        except RuntimeError:  # the interpreter is shutting down: nothing left to trace for
+            _submit(self._trace_one)
+        except EngineStopped:  # nothing left to trace for
             pass
 
     def _trace_one(self) -> None:
