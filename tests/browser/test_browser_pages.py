@@ -69,6 +69,7 @@ AT_1000_PX = list(dict.fromkeys(TEXT_FITS + NO_SIDEWAYS))
 PLAIN = [path for path in AT_1000_PX if "?" not in path]  # reached by the sidebar
 
 
+# How far each chart's wrapper scrolls sideways (px; 0 where it fits its column).
 SIDEWAYS = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) =>
     node.parentElement.scrollWidth - node.parentElement.clientWidth)"""
 
@@ -114,14 +115,11 @@ def test_on_a_phone_a_grid_of_panels_keeps_its_titles_apart_and_fits_its_column(
     page.goto(f"{server}/{path}")  # not open_page: on a phone the sidebar starts closed
     wait_idle(page)
     wait_for_every_chart(page)
-    scrolling = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node) =>
-        node.parentElement.scrollWidth > node.parentElement.clientWidth)"""
     model_view = "Model+view" in path
-    page.wait_for_function(f"() => ({scrolling})().filter(Boolean).length === {1 if model_view else 0}",
+    page.wait_for_function(f"() => ({SIDEWAYS})().filter(Boolean).length === {1 if model_view else 0}",
                            timeout=20_000)
     wait_idle(page)
     assert page.evaluate(CHART_TEXT_PROBLEMS) == []
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     page.set_viewport_size({"width": 1400, "height": TALL_PX})  # a wide window: every chart fits its column again
-    page.wait_for_function(f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) =>
-        node.parentElement.scrollWidth <= node.parentElement.clientWidth)""", timeout=10_000)
+    page.wait_for_function(f"() => !({SIDEWAYS})().some(Boolean)", timeout=10_000)
