@@ -62,9 +62,12 @@ def move_and_wait(page, act, prepare=None, what="a move"):
 
 # A step control's move (ui/stepper.py) is drawn in the browser: every chart of its group that is in view shows the
 # control's step (ui/frontend/chart.js sets alDrawnStep once Plotly has drawn it).
-STEP_DRAWN = """(group) => [...document.querySelectorAll('.al-chart')]
-    .filter((node) => node.alParsed && node.alParsed.group === group)
-    .every((node) => node.alStale || node.alDrawnStep === window.alSteps[group])"""
+STEP_DRAWN = """(group) => {
+    const charts = [...document.querySelectorAll('.al-chart')]
+        .filter((node) => node.alParsed && node.alParsed.group === group);
+    return charts.some((node) => !node.alStale)  // one in view at least: a move that draws nothing is no move
+        && charts.every((node) => node.alStale || node.alDrawnStep === window.alSteps[group]);
+}"""
 # Plotly's draws counted, but those that make a kept step's copy live again when the browser is idle (chart.js's
 # alDrawingKept: the step was on the screen before them), counted apart.
 COUNT_DRAWS = """() => {
@@ -89,7 +92,7 @@ PAINTED = """(pressed) => requestAnimationFrame(() => setTimeout(() => {  // the
     window.__drawsAtView = window.__draws;
     window.__viewSeconds = (performance.now() - pressed) / 1e3;
 }, 0))"""
-# A step control's move: every chart of its group in view shows the step (chart.js's alDrawnStep).
+# A step control's move: every chart of its group in view shows the step (chart.js's alDrawnStep), and one is in view.
 TIME_STEP = f"""(group) => {{
     window.__viewSeconds = null;
     window.addEventListener('keydown', () => {{

@@ -16,6 +16,9 @@ shape and how much the page's own work.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 from chart_support import click_chart
@@ -28,6 +31,8 @@ CHARTLESS = ("cost", "train", "explanations (copy)")  # pages that draw no chart
 TARGET = "≤ 1.3× skeleton"  # the issue's target: the page skeleton's lane (the first) in the same sitting
 LINE_64 = "+".join(str(i % 10) for i in range(64))  # 64 tokens: no padding (the slider benchmark's head view line)
 VIEW_TARGET = "≤ 0.5× floor"  # a move drawn in the browser (a step, a legend toggle): half the trivial page's
+TIMELINE_KEY = "sweeptl01"  # the model trained here whose attention over training the Train page scrubs
+TIMELINE_MODEL = "session:" + TIMELINE_KEY  # its name (transformer.training.pretrained.session_name)
 
 
 @dataclass
@@ -45,6 +50,7 @@ class Lane:
     step_group: str = ""  # a step control's group (ui/stepper.py): timed until its charts are drawn in the browser
     legend_group: str = ""  # a legend entry the page keeps (the head view's heads): timed until drawn in the browser
     focus_cell: tuple = ()  # (chart index, x, y): a cell whose focus the browser draws (viz/panels.js), clicked
+    trained_here: bool = False  # the page opens TIMELINE_MODEL, kept in the server's data directory (`keep_model`)
     times: list = field(default_factory=list)
     redraws: list = field(default_factory=list)  # a step move's charts drawn again by the server's run that follows
     kept: list = field(default_factory=list)  # kept copies Plotly drew live once the browser was idle
@@ -87,8 +93,36 @@ def lanes() -> list[Lane]:
               Lane("decode (dates), in the browser", "decode?weights=dates", "Step", step_group="dec"),
               Lane("attention, head view N=64, in the browser", f"attention?seq_len=64&view=Head+view&src={LINE_64}",
                    "head 1", legend_group="head 1"),
-              Lane("attention, in the browser", "attention", "a cell clicked (focus)", focus_cell=(0, 1, 3))]
+              Lane("attention, in the browser", "attention", "a cell clicked (focus)", focus_cell=(0, 1, 3)),
+              Lane("train, a model's timeline, in the browser", f"train?weights={TIMELINE_MODEL}&tl_step=0", "Step",
+                   step_group="tl", trained_here=True)]
     return found + choice_lanes()
+
+
+def keep_model() -> str:
+    """Train a small reverse model with its attention over training (a snapshot every 2 of 30 steps) and keep it in
+    the data directory that ``ATTENTION_LAB_DATA_DIR`` names, as the Train page keeps a student's; its name."""
+    from transformer.service import TrainSpec, register  # noqa: PLC0415  (the engine: only for this lane)
+    from transformer.training.train import train  # noqa: PLC0415
+
+    spec = TrainSpec(task="reverse", d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=30, batch=16, max_len=6)
+    return register(train(spec, log_every=30, device="/CPU:0", timeline_every=2), TIMELINE_KEY, "the sweep's model")
+
+
+@contextlib.contextmanager
+def data_dir_with_model():
+    """A temporary data directory holding `keep_model`'s model, named in this process's environment meanwhile."""
+    before = os.environ.get("ATTENTION_LAB_DATA_DIR")
+    with tempfile.TemporaryDirectory(prefix="sweep-data-") as folder:
+        os.environ["ATTENTION_LAB_DATA_DIR"] = folder
+        try:
+            keep_model()
+            yield folder
+        finally:
+            if before is None:
+                os.environ.pop("ATTENTION_LAB_DATA_DIR", None)
+            else:
+                os.environ["ATTENTION_LAB_DATA_DIR"] = before
 
 
 def choice_lanes() -> list[Lane]:
@@ -166,8 +200,10 @@ def sweep(quick: bool) -> None:
 
     moves = 4 if quick else 15
     floor_times, all_lanes = [], lanes()
-    with (sync_playwright() as playwright, streamlit_server("bench/trivial_app.py") as floor_url,
-          streamlit_server("bench/skeleton_app.py") as skeleton_url, streamlit_server() as url):
+    with (sync_playwright() as playwright, data_dir_with_model() as data_dir,
+          streamlit_server("bench/trivial_app.py") as floor_url,
+          streamlit_server("bench/skeleton_app.py") as skeleton_url,
+          streamlit_server(env={"ATTENTION_LAB_DATA_DIR": data_dir}) as url):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         floor = context.new_page()
@@ -182,6 +218,8 @@ def sweep(quick: bool) -> None:
             wait_idle(page)
             if lane.chart:
                 page.wait_for_function("() => document.querySelector('.js-plotly-plot')?._fullData", timeout=120_000)
+            if lane.step_group:  # its charts in view (the Train page's timeline is below the training form)
+                _thumb(page, lane.label).scroll_into_view_if_needed()
             page.wait_for_timeout(2_500)
             devtools = context.new_cdp_session(page)
             devtools.send("Performance.enable")

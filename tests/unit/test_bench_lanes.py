@@ -41,7 +41,14 @@ for lane in sweep.lanes():
 
 
 @pytest.mark.parametrize("path", sorted(PAGES))
-def test_every_lane_names_a_control_of_its_page(path):
+def test_every_lane_names_a_control_of_its_page(path, tmp_path, monkeypatch):
+    if any(lane.trained_here for lane in PAGES[path]):  # the sweep's model, kept as the sweep keeps it
+        from transformer.training import pretrained
+
+        for registry in ("_session", "_labels", "_dropped"):  # this process's kept models: none, then only it
+            monkeypatch.setattr(pretrained, registry, type(getattr(pretrained, registry))())
+        monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+        assert sweep.keep_model() == sweep.TIMELINE_MODEL
     name, _, query = path.partition("?")
     at = open_page(name or "home", dict(parse_qsl(query)))
     no_errors(at)
