@@ -302,10 +302,16 @@ function plottedNow(node, drawing, figure, config, traces, Plotly) {
     });
 }
 
-function shown(node, drawing, traces) {  // Plotly's drawing of `drawing` is on the chart
+// Plotly's drawing of `drawing` is on the chart: its copy is made when the browser is next idle, not in the frame
+// that shows the move (a copy serves a later move; docs/performance.md), unless another draw or a focus drawn in the
+// browser (viz/panels.js) changed the chart meanwhile.
+function shown(node, drawing, traces) {
   if (node.alDrawing !== drawing) return;
   dropPicture(node);
-  keepPicture(node, drawingKey(node, traces));
+  const key = drawingKey(node, traces), shapes = node.alShapes;
+  afterPaint(() => {
+    if (node.alDrawing === drawing && node.alShapes === shapes) keepPicture(node, key);
+  });
 }
 
 function setUp(parentElement) {
