@@ -30,13 +30,14 @@ def why(quick: bool) -> None:
     row("why", "value-weighted norms of one line, default model: ms", f"{norms_s * 1e3:.1f} "
         f"({norms_s / run_s:.1f}× the page's run_live)")
     rng = np.random.default_rng(0)
-    for n, causal in ((64, False), (64, True), (32, False)):
-        weights = rng.random((2, 4, n, n)) * (np.tril(np.ones((n, n))) if causal else 1)
+    # two layers: in closed form (every shipped model, the Images page's ViT); three: networkx's max-flow
+    for layers, n, causal in ((2, 64, False), (3, 64, False), (3, 64, True), (3, 32, False)):
+        weights = rng.random((layers, 4, n, n)) * (np.tril(np.ones((n, n))) if causal else 1)
         weights /= weights.sum(-1, keepdims=True)
         flow_s, rollout_s = timed(lambda w=weights: attention_flow(w, queries=[n // 2]),
                                   lambda w=weights: attention_rollout(w), repeats=max(2, repeats // 3))
-        row("why", f"attention flow of one query, N = {n}, 2 layers, {'causal' if causal else 'dense'}: ms",
-            f"{flow_s * 1e3:.0f} (rollout of the whole map {rollout_s * 1e3:.2f} ms)")
+        row("why", f"attention flow of one query, N = {n}, {layers} layers, {'causal' if causal else 'dense'}: ms",
+            f"{flow_s * 1e3:.2f} (rollout of the whole map {rollout_s * 1e3:.2f} ms)")
     _explanations(repeats)
 
 

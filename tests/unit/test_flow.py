@@ -65,3 +65,20 @@ def test_flow_refuses_what_it_cannot_solve_by_name():
         attention_flow(np.ones((1, 1, 65, 65)) / 65)
     with pytest.raises(ValueError, match="Queries run from 0 to 3"):
         attention_flow(_weights(1, 1, 4), queries=[4])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_two_layer_flow_is_solved_in_closed_form_and_equals_networkx(monkeypatch, causal):
+    """With two layers every path from the output of q to the input of k is q → j → k, two edges no other path shares,
+    so the flow is the sum over j of min(top[q, j], bottom[j, k]) (the Images page's ViT reads 17 of them a pixel)."""
+    mixed = mixed_layers(_weights(2, 4, 17, seed=5, causal=causal))
+    graph = flow_graph(mixed)
+    expected = {query: [nx.maximum_flow_value(graph, (2, query), (0, key)) for key in range(17)] for query in (0, 9)}
+
+    def no_graph(_):
+        raise AssertionError("a graph was built for a flow of two layers")
+
+    monkeypatch.setattr("transformer.analysis.flow.flow_graph", no_graph)
+    for query, flows in expected.items():
+        np.testing.assert_allclose(flow_values(mixed, query), flows, atol=1e-12)
+        np.testing.assert_allclose(flow_values(mixed, query, keys=[3, 0]), [flows[3], flows[0]], atol=1e-12)

@@ -3,7 +3,8 @@ position a node in every layer, an edge from position i of layer l + 1 down to p
 capacity of `mixed_layers`' (i, j) (the heads' mean mixed with the residual, rows summing to 1, as rollout); the
 flow from a query's output to an input token is the maximum flow between those two nodes. Rollout multiplies the
 edges along every path; flow is limited by the narrowest cut. Solved with networkx's max-flow, one source and sink
-at a time (as the paper's code): N flows for one query, N² for a whole map.
+at a time (as the paper's code): N flows for one query, N² for a whole map; a graph of one or two layers, whose paths
+share no edge, in closed form.
 """
 
 from __future__ import annotations
@@ -29,16 +30,27 @@ def flow_graph(mixed: np.ndarray) -> nx.DiGraph:
 
 def flow_values(mixed: np.ndarray, query: int, keys=None) -> np.ndarray:
     """``(K,)`` the maximum flow from the output node of position ``query`` to the input node of each of ``keys``
-    (None: every position; Edmonds–Karp on one residual network, reset by each solve: ~0.3 s for the 64 flows of a
-    dense N = 64, L = 2 graph on 2 cores, against 2.3 s building it for every solve)."""
+    (None: every position): `shallow_flows` for one or two layers; deeper, Edmonds–Karp on one residual network,
+    reset by each solve (building it for every solve was ~8× slower: docs/performance.md)."""
     layers, n = mixed.shape[0], mixed.shape[-1]
     keys = range(n) if keys is None else keys
+    if layers <= 2:
+        return shallow_flows(mixed, query)[list(keys)]
     graph, source = flow_graph(mixed), (layers, query)
     if source not in graph:
         return np.zeros(len(keys))
     residual = build_residual_network(graph, "capacity")
     return np.array([edmonds_karp(graph, source, (0, key), residual=residual).graph["flow_value"]
                      if (0, key) in graph else 0.0 for key in keys])
+
+
+def shallow_flows(mixed: np.ndarray, query: int) -> np.ndarray:
+    """``(N,)`` the maximum flows from the output of ``query`` to every input of a graph of one or two layers
+    (``mixed (L, N, N)``, L ≤ 2). One layer: the edge itself. Two: each path q → j → k is two edges that no other
+    path shares, so the flow to k is the sum over j of min(top[q, j], bottom[j, k])."""
+    if mixed.shape[0] == 1:
+        return mixed[0, query].astype(np.float64)
+    return np.minimum(mixed[1, query][:, None], mixed[0]).sum(0)  # (N_j, 1) with (N_j, N_k) -> (N_k,)
 
 
 def attention_flow(weights, residual: float = 0.5, queries=None) -> np.ndarray:
