@@ -30,8 +30,8 @@ def why(quick: bool) -> None:
     row("why", "value-weighted norms of one line, default model: ms", f"{norms_s * 1e3:.1f} "
         f"({norms_s / run_s:.1f}× the page's run_live)")
     rng = np.random.default_rng(0)
-    # two layers: in closed form (every shipped model, the Images page's ViT); three: networkx's max-flow
-    for layers, n, causal in ((2, 64, False), (3, 64, False), (3, 64, True), (3, 32, False)):
+    # two layers: in closed form (every shipped model, the Images page's ViT); deeper: SciPy's max-flow
+    for layers, n, causal in ((2, 64, False), (3, 64, False), (6, 64, False), (6, 64, True)):
         weights = rng.random((layers, 4, n, n)) * (np.tril(np.ones((n, n))) if causal else 1)
         weights /= weights.sum(-1, keepdims=True)
         flow_s, rollout_s = timed(lambda w=weights: attention_flow(w, queries=[n // 2]),

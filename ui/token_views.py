@@ -245,8 +245,8 @@ def flow_part(view: LineView, rolled: np.ndarray, focus, layers: int) -> None:
                              layers, width_px=fit_px("flow")), "flow")
     st.caption("Flow: the layers as a graph (each position a node in every layer, the edges rollout multiplies), "
                "the maximum flow from this query's output to each input token, the row normalised to 1 "
-               "(networkx's max-flow). Rollout adds every path's product; flow is limited by the narrowest cut, "
-               "so it spreads wider where many paths share a bottleneck.")
+               "(SciPy's max-flow; two layers in closed form). Rollout adds every path's product; flow is limited "
+               "by the narrowest cut, so it spreads wider where many paths share a bottleneck.")
 
 
 def norms_caption(weights, norms, special, mask) -> str:

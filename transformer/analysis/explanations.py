@@ -13,11 +13,10 @@ output node to a source token's input node; flow is the maximum flow between the
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
-from networkx.algorithms.flow import build_residual_network, shortest_augmenting_path
+from scipy.sparse import csr_array
 
-from transformer.analysis.flow import FLOW_MAX_POSITIONS
+from transformer.analysis.flow import FLOW_MAX_POSITIONS, capacity_matrix, max_flows
 
 
 def head_mean(weights) -> np.ndarray:
@@ -83,21 +82,23 @@ def source_rollout(encoder, decoder, cross, residual: float = 0.5) -> np.ndarray
     return through[:n_t, n_t:]
 
 
-def flow_network(encoder, decoder, cross, residual: float = 0.5) -> nx.DiGraph:
+def flow_network(encoder, decoder, cross, residual: float = 0.5) -> tuple[csr_array, dict]:
     """The `joint_levels` graph with its pass-through chains contracted: a source node that only passes through the
     decoder's steps joins the encoder's output, and the targets' nodes below the decoder (dead ends: no source token
     there) go. Every flow is at most 1 (a node's edges sum to 1), so a chain of capacity-1 edges never binds: the
-    maximum flows are those of the whole graph. Nodes: ``("t", level, i)`` (level 0: the decoder's input, 2·L_d its
-    output) and ``("s", level, k)`` (level 0: the source tokens, L_e the encoder's output)."""
+    maximum flows are those of the whole graph. Returns its `capacity_matrix` and each node's index, nodes named
+    ``("t", level, i)`` (level 0: the decoder's input, 2·L_d its output) and ``("s", level, k)`` (level 0: the source
+    tokens, L_e the encoder's output)."""
     n_t, n_s = _check(encoder, decoder, cross, residual)
     encoder, decoder, cross = (np.asarray(edges, np.float64) for edges in (encoder, decoder, cross))
     top = len(encoder)
-    graph = nx.DiGraph()
+    index, upper, lower, capacities = {}, [], [], []
 
-    def add(edges, upper, lower) -> None:
+    def add(edges, upper_level, lower_level) -> None:
         rows, cols = np.nonzero(edges > 0)
-        graph.add_edges_from(((*upper, int(i)), (*lower, int(j)), {"capacity": float(edges[i, j])})
-                             for i, j in zip(rows, cols))
+        upper.extend(index.setdefault((*upper_level, int(i)), len(index)) for i in rows)
+        lower.extend(index.setdefault((*lower_level, int(j)), len(index)) for j in cols)
+        capacities.extend(edges[rows, cols])
 
     for layer, edges in enumerate(encoder):
         add(residual * np.eye(n_s) + (1.0 - residual) * edges, ("s", layer + 1), ("s", layer))
@@ -105,27 +106,27 @@ def flow_network(encoder, decoder, cross, residual: float = 0.5) -> nx.DiGraph:
         add(residual * np.eye(n_t) + (1.0 - residual) * self_edges, ("t", 2 * layer + 1), ("t", 2 * layer))
         add(residual * np.eye(n_t), ("t", 2 * layer + 2), ("t", 2 * layer + 1))
         add((1.0 - residual) * cross_edges, ("t", 2 * layer + 2), ("s", top))
-    return graph
+    return capacity_matrix(upper, lower, capacities, len(index)), index
 
 
 def source_flow(encoder, decoder, cross, residual: float = 0.5, queries=None) -> np.ndarray:
     """``(Q, N_s)``: the maximum flow from each of ``queries``' (None: every target position) output nodes to each
-    source token's input node on the `joint_levels` graph (solved on its `flow_network` by shortest augmenting paths
-    on one residual network: 3× Edmonds–Karp's speed on a dates line's graph). ValueError above
-    `FLOW_MAX_POSITIONS` target and source positions together."""
+    source token's input node on the `joint_levels` graph (solved on its `flow_network` by `flow.max_flows`).
+    ValueError above `FLOW_MAX_POSITIONS` target and source positions together."""
     n_t, n_s = _check(encoder, decoder, cross, residual)
     if n_t + n_s > FLOW_MAX_POSITIONS:
         raise ValueError(f"Attention flow solves a maximum flow a source token and output: up to "
                          f"{FLOW_MAX_POSITIONS} target and source positions together. Received: N_t + N_s={n_t + n_s}")
-    graph = flow_network(encoder, decoder, cross, residual)
-    residual_network = build_residual_network(graph, "capacity")
+    network, index = flow_network(encoder, decoder, cross, residual)
     output = 2 * np.asarray(decoder).shape[0]
+    sinks = [index.get(("s", 0, key)) for key in range(n_s)]  # None: a source token no edge reaches
 
-    def flow(query: int, key: int) -> float:
-        source, sink = ("t", output, query), ("s", 0, key)
-        if source not in graph or sink not in graph:
-            return 0.0
-        return shortest_augmenting_path(graph, source, sink, residual=residual_network).graph["flow_value"]
+    def flows(query: int) -> np.ndarray:  # (N_s,)
+        found, source = np.zeros(n_s), index.get(("t", output, query))
+        reached = [key for key, sink in enumerate(sinks) if sink is not None]
+        if source is not None and reached:
+            found[reached] = max_flows(network, source, [sinks[key] for key in reached])
+        return found
 
     queries = range(n_t) if queries is None else queries
-    return np.array([[flow(query, key) for key in range(n_s)] for query in queries]).reshape(-1, n_s)
+    return np.array([flows(query) for query in queries]).reshape(-1, n_s)

@@ -2,46 +2,55 @@
 position a node in every layer, an edge from position i of layer l + 1 down to position j of layer l with the
 capacity of `mixed_layers`' (i, j) (the heads' mean mixed with the residual, rows summing to 1, as rollout); the
 flow from a query's output to an input token is the maximum flow between those two nodes. Rollout multiplies the
-edges along every path; flow is limited by the narrowest cut. Solved with networkx's max-flow, one source and sink
-at a time (as the paper's code): N flows for one query, N² for a whole map; a graph of one or two layers, whose paths
-share no edge, in closed form.
+edges along every path; flow is limited by the narrowest cut. One source and sink at a time (as the paper's code):
+N flows for one query, N² for a whole map; a graph of one or two layers, whose paths share no edge, in closed form,
+a deeper one by SciPy's maximum flow (Dinic's algorithm) on capacities in whole units of 2⁻²⁹.
 """
 
 from __future__ import annotations
 
-import networkx as nx
 import numpy as np
-from networkx.algorithms.flow import build_residual_network, edmonds_karp
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import maximum_flow
 
 from transformer.analysis.measures import mixed_layers
 
 FLOW_MAX_POSITIONS = 64  # N flows a query, each on a graph of (L + 1)·N nodes and up to L·N² edges
+# SciPy's maximum flow takes int32 capacities: a capacity (at most 1) in units of 2⁻²⁹, so that a flow (at most 1: a
+# node's edges sum to 1) stays far from 2³¹; a flow is then within E·2⁻³⁰ of the exact one, E the edges of its cut
+CAPACITY_UNITS = 2**29
 
 
-def flow_graph(mixed: np.ndarray) -> nx.DiGraph:
-    """``mixed (L, N, N)`` as the flow graph: node ``(l, p)`` is position p entering layer l (l = L: the output)."""
-    graph = nx.DiGraph()
-    for layer, edges in enumerate(mixed):
-        rows, cols = np.nonzero(edges > 0)
-        graph.add_edges_from(((layer + 1, int(i)), (layer, int(j)), {"capacity": float(edges[i, j])})
-                             for i, j in zip(rows, cols))
-    return graph
+def capacity_matrix(upper, lower, capacities, nodes: int) -> csr_array:
+    """The ``(nodes, nodes)`` capacity matrix of the edges ``upper[e] → lower[e]`` (node indices) of ``capacities``
+    in [0, 1], in `CAPACITY_UNITS` (an edge that rounds to nothing left out)."""
+    units = np.rint(np.asarray(capacities, np.float64) * CAPACITY_UNITS).astype(np.int32)  # (E,)
+    kept = units > 0
+    return csr_array((units[kept], (np.asarray(upper)[kept], np.asarray(lower)[kept])), shape=(nodes, nodes))
+
+
+def max_flows(capacities: csr_array, source: int, sinks) -> np.ndarray:
+    """``(K,)`` the maximum flow from node ``source`` to each of ``sinks`` through `capacity_matrix` ``capacities``."""
+    return np.array([maximum_flow(capacities, source, sink).flow_value / CAPACITY_UNITS for sink in sinks],
+                    dtype=np.float64)
+
+
+def flow_network(mixed: np.ndarray) -> csr_array:
+    """``mixed (L, N, N)`` as the flow graph's capacities: node ``l·N + p`` is position p entering layer l (l = L: the
+    output), an edge from ``(l + 1)·N + i`` down to ``l·N + j`` of capacity ``mixed[l, i, j]``."""
+    layers, n = mixed.shape[0], mixed.shape[-1]
+    layer, rows, cols = np.nonzero(mixed > 0)  # (E,) each
+    return capacity_matrix((layer + 1) * n + rows, layer * n + cols, mixed[layer, rows, cols], (layers + 1) * n)
 
 
 def flow_values(mixed: np.ndarray, query: int, keys=None) -> np.ndarray:
     """``(K,)`` the maximum flow from the output node of position ``query`` to the input node of each of ``keys``
-    (None: every position): `shallow_flows` for one or two layers; deeper, Edmonds–Karp on one residual network,
-    reset by each solve (building it for every solve was ~8× slower: docs/performance.md)."""
+    (None: every position): `shallow_flows` for one or two layers, `max_flows` on `flow_network` deeper."""
     layers, n = mixed.shape[0], mixed.shape[-1]
-    keys = range(n) if keys is None else keys
+    keys = list(range(n) if keys is None else keys)
     if layers <= 2:
-        return shallow_flows(mixed, query)[list(keys)]
-    graph, source = flow_graph(mixed), (layers, query)
-    if source not in graph:
-        return np.zeros(len(keys))
-    residual = build_residual_network(graph, "capacity")
-    return np.array([edmonds_karp(graph, source, (0, key), residual=residual).graph["flow_value"]
-                     if (0, key) in graph else 0.0 for key in keys])
+        return shallow_flows(mixed, query)[keys]
+    return max_flows(flow_network(mixed), layers * n + query, keys)  # an input node's index is its position
 
 
 def shallow_flows(mixed: np.ndarray, query: int) -> np.ndarray:
