@@ -119,13 +119,13 @@ def source_flow(encoder, decoder, cross, residual: float = 0.5, queries=None) ->
                          f"{FLOW_MAX_POSITIONS} target and source positions together. Received: N_t + N_s={n_t + n_s}")
     network, index = flow_network(encoder, decoder, cross, residual)
     output = 2 * np.asarray(decoder).shape[0]
-    sinks = [index.get(("s", 0, key)) for key in range(n_s)]  # None: a source token no edge reaches
+    reached = [key for key in range(n_s) if ("s", 0, key) in index]  # a source token no edge reaches gets 0
+    sinks = [index[("s", 0, key)] for key in reached]
 
     def flows(query: int) -> np.ndarray:  # (N_s,)
         found, source = np.zeros(n_s), index.get(("t", output, query))
-        reached = [key for key, sink in enumerate(sinks) if sink is not None]
         if source is not None and reached:
-            found[reached] = max_flows(network, source, [sinks[key] for key in reached])
+            found[reached] = max_flows(network, source, sinks)
         return found
 
     queries = range(n_t) if queries is None else queries
