@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import re
 import shutil
+import socket
 import subprocess
 import time
 import urllib.request
@@ -36,15 +37,29 @@ MAX_SESSIONS = 16  # random routes: all of 16 on one replica comes once in ~30,0
 
 
 @contextlib.contextmanager
-def nginx(path: Path, runtime: Path):
+def nginx(path: Path, runtime: Path, port: int):
+    """nginx on ``path``'s configuration, once it accepts connections on ``port``."""
     checked = subprocess.run([NGINX, "-t", "-c", str(path), "-p", str(runtime)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
     process = subprocess.Popen([NGINX, "-c", str(path), "-p", str(runtime), "-g", "daemon off;"])
     try:
+        _listening(port, process)
         yield process
     finally:
         process.terminate()
         process.wait(10)
+
+
+def _listening(port: int, process, timeout: float = 30.0) -> None:
+    """Until ``port`` accepts a connection: nginx binds it a moment after it starts, and a page opened before that
+    was refused (a full run on a busy host, 29 November). A connection that sends no request is not logged."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"nginx exited with {process.returncode}"
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nginx did not listen on port {port} within {timeout} s")
 
 
 def routes(runtime: Path) -> dict:
@@ -78,7 +93,7 @@ def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_
     with (streamlit_server(with_process=True) as (first_url, first), streamlit_server() as second_url):
         replicas = [first_url.split("//")[1], second_url.split("//")[1]]
         port = free_port()
-        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path):
+        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path, port):
             proxy = f"http://127.0.0.1:{port}"
             pages = []
             # Each session is its own browser context (its own cookies, its own random route). Six sessions all
@@ -164,7 +179,7 @@ def test_replicas_share_one_data_directory_for_kept_and_trained_models_and_name_
     with streamlit_server(env=env) as first_url, streamlit_server(env=env) as second_url:
         replicas = [first_url.split("//")[1], second_url.split("//")[1]]
         port = free_port()
-        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path):
+        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path, port):
             pages = []
             while len(pages) < 2 or (len(pages) < MAX_SESSIONS and
                                      len({seen[0] for seen in routes(tmp_path).values()}) < 2):
