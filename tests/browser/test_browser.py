@@ -807,12 +807,14 @@ def test_the_head_view_keeps_a_hovered_tokens_lines_and_a_click_focuses_it(page,
     page.locator(PLOT).nth(1).locator(".legend .legendtoggle").first.click()  # hides head 0's lines
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1].layout.shapes[0].visible === 'legendonly'")
     assert _line_heads(page) == heads[1:]
+    wait_idle(page)  # the server's run after the legend click is over before the pointer is placed
     point = _plot_point(page, 1, queries, 2)
     page.mouse.move(point["x"], point["y"])
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}')[1].querySelector('.hovertext')")
+    hovered = page.locator(f"{PLOT} .hoverlayer .hovertext").first.text_content()
+    assert "query 2·3" in hovered, (hovered, point, _plot_point(page, 1, queries, 2))  # the token under the pointer
     assert _line_rows(page, "query") == [2]  # only query 2's lines
     assert _line_heads(page) == heads[1:]  # head 0 still hidden
-    assert "query 2·3" in page.locator(f"{PLOT} .hoverlayer .hovertext").first.text_content()
     page.mouse.move(5, 5)
     page.wait_for_timeout(300)
     assert _line_rows(page, "query") == [0, 1, 2, 3, 4, 5]  # restored
