@@ -138,3 +138,34 @@ def test_at_390_px_no_chart_is_wider_than_its_column(page, server, path):
                         full_page=True)
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     assert page.evaluate(CHART_TEXT_PROBLEMS) == []  # no title cut off, none running into another
+
+
+# From the page's first frame on, every frame: each drawing (Plotly's) wider than its chart's column, as [drawn width,
+# column width].
+RECORD_WIDE_DRAWINGS = f"""() => {{
+    window.__wide = [];
+    const look = () => {{
+        for (const plot of document.querySelectorAll('{PLOT}')) {{
+            const column = plot.parentElement.clientWidth;
+            const drawn = plot._fullLayout && plot._fullLayout.width;
+            if (drawn > column + 1) window.__wide.push([drawn, column]);
+        }}
+        requestAnimationFrame(look);
+    }};
+    look();
+}}"""
+
+
+@pytest.mark.parametrize("path, charts", [("attention?view=Head+view", 2), ("attention", 1)])
+def test_at_390_px_a_chart_is_first_drawn_at_its_columns_width(page, server, path, charts):
+    """A grid's first figure is laid out before the page knows its column is narrow; it was drawn that wide (the
+    head view 699 px in a 358 px column, sideways scrolling) for ~0.3 s, until the figure laid out for the column came.
+    Now that first figure waits for the one that fits (ui/frontend/chart.js, waitsForFit)."""
+    page.set_viewport_size(PHONE)
+    page.add_init_script(f"window.addEventListener('DOMContentLoaded', {RECORD_WIDE_DRAWINGS})")
+    page.goto(f"{server}/{path}")
+    wait_idle(page)
+    page.wait_for_function(f"() => [...document.querySelectorAll('{PLOT}')].filter((plot) => plot._fullLayout).length "
+                           f"=== {charts}", timeout=60_000)
+    wait_idle(page)
+    assert page.evaluate("() => window.__wide") == []

@@ -117,7 +117,28 @@ function reportWidth(node) {
   const reported = narrow ? Math.floor(width / 10) * 10 : 0;
   if (!node.alSetState || reported === (node.alReported ?? 0)) return;
   node.alReported = reported;
+  if (reported && !node.data) node.alLaidOutWider = node.alText;  // its first figure: laid out for a wider column
   node.alSetState(__COLUMN_PX__, reported);  // ui/chart_protocol.py
+}
+
+// A chart's first figure, laid out before the page knew its column was narrow, is not drawn: the page runs again
+// for the width just told (reportWidth) and sends the figure that fits, and that one is drawn first (on a phone a
+// grid was otherwise drawn wider than the screen, then drawn again, 0.3 s later). Drawn after all if the page's
+// answer is the same figure, or after FIT_WAIT_MS without an answer.
+const FIT_WAIT_MS = 2000;
+
+function waitsForFit(node) {
+  if (node.data || node.alLaidOutWider !== node.alText) return false;
+  keepMinWidth(node, 0);  // an empty box the column's width meanwhile, not one to scroll sideways
+  clearTimeout(node.alFitTimer);
+  node.alFitTimer = setTimeout(() => drawUnfitted(node, node.alText), FIT_WAIT_MS);
+  return true;
+}
+
+function drawUnfitted(node, text) {  // the page's answer is this figure again (or none came): draw it as it is
+  if (node.alLaidOutWider !== text || node.data) return;
+  node.alLaidOutWider = null;
+  draw(node);
 }
 
 // Saving a chart: the camera button saves a PNG at three times the screen's pixels (ui/chart.py's CONFIG: sharp on a
@@ -225,7 +246,7 @@ function draw(node, evenOutOfView = false) {
   keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
   reportWidth(node);
   node.alStale = !(node.alInView || evenOutOfView);
-  if (node.alStale) return;
+  if (node.alStale || waitsForFit(node)) return;
   const drawing = (node.alDrawing || 0) + 1;
   node.alDrawing = drawing;
   // a figure drawn before, with other traces than those drawn now (kept_drawings.js): its copy now, Plotly's drawing
@@ -353,7 +374,7 @@ function setUp(parentElement) {
         shownStep(node.alParsed) !== node.alShownStep) draw(node);
   };
   window.addEventListener("al-step", followStep);
-  node.alCleanup = () => { resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); node.alPictures = null; if (node.alLayersWatcher) node.alLayersWatcher.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
+  node.alCleanup = () => { clearTimeout(node.alFitTimer); resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); node.alPictures = null; if (node.alLayersWatcher) node.alLayersWatcher.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
   return node;
 }
 
@@ -363,6 +384,7 @@ export default function (component) {
   node.alSetTrigger = setTriggerValue;
   node.alSetState = setStateValue;
   const text = new TextDecoder().decode(data);
+  if (text === node.alText) drawUnfitted(node, text);  // the page ran again for the width and kept this figure
   if (text !== node.alText && onlyHiddenCaughtUp(node, text)) {
     node.alText = text;
     node.alServerHidden = JSON.stringify(hiddenOf(text));
