@@ -105,22 +105,25 @@ def plotly_url() -> str:
 CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 3, "filename": "attention-lab"}}
 
 
-def chart_payload(fig, hidden=None) -> bytes:
-    """What one chart sends: a JSON document {"config", "plotly_url", "figure"} as UTF-8 bytes, and first
-    {"hidden": the legend groups hidden} when ``hidden`` is given.
+def chart_payload(fig, hidden=None, column: int = 0) -> bytes:
+    """What one chart sends: a JSON document {"config", "plotly_url", "column", "figure"} as UTF-8 bytes, and first
+    {"hidden": the legend groups hidden} when ``hidden`` is given. ``column``: the column's width its browser told
+    (0: none); a new one changes the text, so the browser hears back even where the figure is the same.
 
     The figure is Plotly's own JSON (NumPy arrays as base64 typed arrays), spliced in
     as it is rather than parsed and dumped again.
     """
     message: protocol.ChartMessage = {} if hidden is None else {"hidden": list(hidden)}
-    message.update(config=CONFIG, plotly_url=plotly_url())
+    message.update(config=CONFIG, plotly_url=plotly_url(), column=column)
     return f'{json.dumps(message)[:-1]}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
 
 
-def stepped_payload(frames: list[str], group: str, index: int) -> bytes:
-    """What a chart of a step group sends: {"index", "group", "config", "plotly_url", "frames"}, ``frames`` each
-    step's figure as Plotly's JSON text, ``index`` the step the server shows (first: the browser reads it alone)."""
-    head = json.dumps({"index": index, "group": group, "config": CONFIG, "plotly_url": plotly_url()})[:-1]
+def stepped_payload(frames: list[str], group: str, index: int, column: int = 0) -> bytes:
+    """What a chart of a step group sends: {"index", "group", "config", "plotly_url", "column", "frames"}, ``frames``
+    each step's figure as Plotly's JSON text, ``index`` the step the server shows (first: the browser reads it alone),
+    ``column`` as `chart_payload`'s."""
+    head = json.dumps({"index": index, "group": group, "config": CONFIG, "plotly_url": plotly_url(),
+                       "column": column})[:-1]
     return f'{head}, "frames": [{", ".join(frames)}]}}'.encode()  # a protocol.SteppedChartMessage
 
 
@@ -160,8 +163,8 @@ def stepped_chart(key: str, group: str, index: int, count: int, identity, figure
     that returns everything that step's figure depends on."""
     identity_of = identity if callable(identity) else (lambda step: (*identity, step))
     frames = [FRAMES.text((key, *identity_of(step)), lambda step=step: figure_of(step)) for step in range(count)]
-    _component(key=key, data=stepped_payload(frames, group, index), default={protocol.COLUMN_PX: 0},
-               **{f"on_{protocol.COLUMN_PX}_change": _width_reported})
+    _component(key=key, data=stepped_payload(frames, group, index, column_px(key) or 0),
+               default={protocol.COLUMN_PX: 0}, **{f"on_{protocol.COLUMN_PX}_change": _width_reported})
 
 
 def chart(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
@@ -178,7 +181,8 @@ def chart(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
         callbacks[f"on_{protocol.CLICK}_change"] = lambda: on_click(_clicked(key))
     if on_hide is not None:
         callbacks[f"on_{protocol.LEGEND}_change"] = lambda: on_hide(_legend_hidden(key))
-    _component(key=key, data=chart_payload(fig, hidden), default={protocol.COLUMN_PX: 0}, **callbacks)
+    _component(key=key, data=chart_payload(fig, hidden, column_px(key) or 0), default={protocol.COLUMN_PX: 0},
+               **callbacks)
 
 
 def _width_reported() -> None:

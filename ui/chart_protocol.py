@@ -13,6 +13,7 @@ class ChartMessage(TypedDict, total=False):
     hidden: list[str]  # first, when the page keeps the chart's legend groups: those hidden (the head view's heads)
     config: dict  # Plotly's config (ui.chart.CONFIG)
     plotly_url: str  # where the browser loads Plotly.js from
+    column: int  # the column's width the browser last told (COLUMN_PX; 0: none), so that a report always has an answer
     figure: dict  # Plotly's JSON of the figure, spliced in as text; last
 
 
@@ -23,6 +24,7 @@ class SteppedChartMessage(TypedDict):
     group: str  # the step group (its control's)
     config: dict
     plotly_url: str
+    column: int  # as ChartMessage's
     frames: list[dict]  # every step's figure, Plotly's JSON; last
 
 

@@ -21,6 +21,8 @@ def test_the_payload_carries_plotlys_own_json_of_the_figure_and_the_config():
     assert sent["config"]["displaylogo"] is False and sent["config"]["toImageButtonOptions"]["scale"] == 3
     assert sent["plotly_url"] == "/app/static/plotly.min.js"
     assert sent["figure"]["data"][0]["x"] == ["<b>a</b>", "b", "b"]  # user text travels as JSON text
+    assert sent["column"] == 0  # no width told; a width told is sent back, so the text changes with it
+    assert json.loads(chart.chart_payload(figure, column=350))["column"] == 350
 
 
 def test_a_stepped_payload_carries_every_steps_figure_and_the_step_first():
@@ -30,6 +32,7 @@ def test_a_stepped_payload_carries_every_steps_figure_and_the_step_first():
     sent = json.loads(text)
     assert sent["frames"] == [json.loads(pio.to_json(figure, validate=False)) for figure in figures]
     assert sent["config"] == chart.CONFIG and sent["plotly_url"] == "/app/static/plotly.min.js"
+    assert sent["column"] == 0 and json.loads(chart.stepped_payload([], "dec", 0, 350))["column"] == 350
 
 
 def test_each_steps_figure_is_built_once_and_the_least_recent_go_first_over_the_budget():

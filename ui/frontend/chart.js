@@ -123,9 +123,9 @@ function reportWidth(node) {
 
 // A chart's first figure, laid out before the page knew its column was narrow, is not drawn: the page runs again
 // for the width just told (reportWidth) and sends the figure that fits, and that one is drawn first (on a phone a
-// grid was otherwise drawn wider than the screen, then drawn again, 0.3 s later). Drawn after all if the page's
-// answer is the same figure, or after FIT_WAIT_MS without an answer.
-const FIT_WAIT_MS = 2000;
+// grid was otherwise drawn wider than the screen, then drawn again, 0.3 s later). The answer's text always differs
+// (it carries the width told: ui/chart.py), a grid that cannot fit included; without one, FIT_WAIT_MS draws it.
+const FIT_WAIT_MS = 5000;
 
 function waitsForFit(node) {
   if (node.data || node.alLaidOutWider !== node.alText) return false;
@@ -135,7 +135,7 @@ function waitsForFit(node) {
   return true;
 }
 
-function drawUnfitted(node, text) {  // the page's answer is this figure again (or none came): draw it as it is
+function drawUnfitted(node, text) {  // no answer came: the figure drawn as it is
   if (node.alLaidOutWider !== text || node.data) return;
   node.alLaidOutWider = null;
   draw(node);
@@ -384,7 +384,6 @@ export default function (component) {
   node.alSetTrigger = setTriggerValue;
   node.alSetState = setStateValue;
   const text = new TextDecoder().decode(data);
-  if (text === node.alText) drawUnfitted(node, text);  // the page ran again for the width and kept this figure
   if (text !== node.alText && onlyHiddenCaughtUp(node, text)) {
     node.alText = text;
     node.alServerHidden = JSON.stringify(hiddenOf(text));
