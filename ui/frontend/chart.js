@@ -117,28 +117,21 @@ function reportWidth(node) {
   const reported = narrow ? Math.floor(width / 10) * 10 : 0;
   if (!node.alSetState || reported === (node.alReported ?? 0)) return;
   node.alReported = reported;
-  if (reported && !node.data) node.alLaidOutWider = node.alText;  // its first figure: laid out for a wider column
   node.alSetState(__COLUMN_PX__, reported);  // ui/chart_protocol.py
 }
 
-// A chart's first figure, laid out before the page knew its column was narrow, is not drawn: the page runs again
-// for the width just told (reportWidth) and sends the figure that fits, and that one is drawn first (on a phone a
-// grid was otherwise drawn wider than the screen, then drawn again, 0.3 s later). The answer's text always differs
-// (it carries the width told: ui/chart.py), a grid that cannot fit included; without one, FIT_WAIT_MS draws it.
+// A chart's first figure, sent before the page knew the column's width its browser told (a message carries the
+// width it was sent for: ui/chart.py), is not drawn: the page runs again for that width and sends the figure that
+// fits (a grid that cannot fit, too: its text differs by the width), and that one is drawn first. On a phone a grid
+// was otherwise drawn wider than the screen, then drawn again 0.3 s later. Without an answer, FIT_WAIT_MS draws it.
 const FIT_WAIT_MS = 5000;
 
-function waitsForFit(node) {
-  if (node.data || node.alLaidOutWider !== node.alText) return false;
+function waitsForFit(node, sentFor) {
+  if (node.data || !node.alReported || sentFor === node.alReported || node.alFitWaitOver) return false;
   keepMinWidth(node, 0);  // an empty box the column's width meanwhile, not one to scroll sideways
   clearTimeout(node.alFitTimer);
-  node.alFitTimer = setTimeout(() => drawUnfitted(node, node.alText), FIT_WAIT_MS);
+  node.alFitTimer = setTimeout(() => { node.alFitWaitOver = true; if (!node.data) draw(node); }, FIT_WAIT_MS);
   return true;
-}
-
-function drawUnfitted(node, text) {  // no answer came: the figure drawn as it is
-  if (node.alLaidOutWider !== text || node.data) return;
-  node.alLaidOutWider = null;
-  draw(node);
 }
 
 // Saving a chart: the camera button saves a PNG at three times the screen's pixels (ui/chart.py's CONFIG: sharp on a
@@ -234,19 +227,20 @@ function shownFigure(node) {
   if (!parsed.frames) return { ...JSON.parse(node.alText), traces: tracesText(node.alText) };
   node.alShownStep = shownStep(parsed);
   return { figure: structuredClone(parsed.frames[node.alShownStep]), config: parsed.config,
-           plotly_url: parsed.plotly_url, traces: framesKey(node.alText) + "#" + node.alShownStep };
+           plotly_url: parsed.plotly_url, column: parsed.column,
+           traces: framesKey(node.alText) + "#" + node.alShownStep };
 }
 
 // node.alText's figure (a stepped chart's: its step's), in node.alTheme's colours, with the key labels that fit
 // (one Plotly.react). Out of view (unless `evenOutOfView`), only the chart's height is set (the page keeps its
 // layout) and the draw waits until it is in view.
 function draw(node, evenOutOfView = false) {
-  const { figure, config, plotly_url, traces } = shownFigure(node);
+  const { figure, config, plotly_url, traces, column } = shownFigure(node);
   node.style.height = (figure.layout.height || 450) + "px";
   keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
   reportWidth(node);
   node.alStale = !(node.alInView || evenOutOfView);
-  if (node.alStale || waitsForFit(node)) return;
+  if (node.alStale || waitsForFit(node, column)) return;
   const drawing = (node.alDrawing || 0) + 1;
   node.alDrawing = drawing;
   // a figure drawn before, with other traces than those drawn now (kept_drawings.js): its copy now, Plotly's drawing
