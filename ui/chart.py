@@ -156,18 +156,18 @@ class FrameCache:
 FRAMES = FrameCache(64 * 2**20)
 
 
-def stepped_chart(key: str, group: str, index: int, count: int, identity, figure_of) -> None:
+def stepped_chart(key: str, group: str, index: int, count: int, identity, figure_of, column: int = 0) -> None:
     """Draw step ``index`` of ``count`` figures, ``figure_of(step)`` each, under ``key``; the browser holds them all
     and redraws the step its group's control (`ui.stepper.stepper`) moves to without a rerun. ``identity``:
     everything the figures depend on but the step (hashable), so each is built once; or a function of the step
-    that returns everything that step's figure depends on."""
+    that returns everything that step's figure depends on. ``column``: as `chart`'s."""
     identity_of = identity if callable(identity) else (lambda step: (*identity, step))
     frames = [FRAMES.text((key, *identity_of(step)), lambda step=step: figure_of(step)) for step in range(count)]
-    _component(key=key, data=stepped_payload(frames, group, index, column_px(key) or 0),
+    _component(key=key, data=stepped_payload(frames, group, index, column),
                default={protocol.COLUMN_PX: 0}, **{f"on_{protocol.COLUMN_PX}_change": _width_reported})
 
 
-def chart(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
+def chart(fig, key: str, on_click=None, hidden=None, on_hide=None, column: int = 0) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place.
 
     ``on_click``: called (before the rerun it starts) with ``{"query": i, "key": j}`` (a heatmap cell) or one of
@@ -175,13 +175,16 @@ def chart(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
     ``hidden``: the legend groups hidden, as the session holds them; the viewer hides and shows them in the browser
     (a legend click), and ``on_hide`` is called with the groups hidden after each click, to keep the session and the
     link current: the server's answer, the same groups, draws nothing again.
+    ``column``: the width its browser last told for this chart's column (`column_px`; 0: none), sent back so that
+    a phone's first drawing waits for the figure laid out for it (ui/frontend/chart.js). The caller reads it: here
+    it would load ui.state, and with it the engine, into the benchmark's engine-free pages.
     """
     callbacks = {f"on_{protocol.COLUMN_PX}_change": _width_reported}
     if on_click is not None:
         callbacks[f"on_{protocol.CLICK}_change"] = lambda: on_click(_clicked(key))
     if on_hide is not None:
         callbacks[f"on_{protocol.LEGEND}_change"] = lambda: on_hide(_legend_hidden(key))
-    _component(key=key, data=chart_payload(fig, hidden, column_px(key) or 0), default={protocol.COLUMN_PX: 0},
+    _component(key=key, data=chart_payload(fig, hidden, column), default={protocol.COLUMN_PX: 0},
                **callbacks)
 
 

@@ -227,12 +227,13 @@ def not_for_your_model(what: str) -> None:
 def plot(fig, key: str, on_click=None, hidden=None, on_hide=None) -> None:
     """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
     ``on_click``, ``hidden``, ``on_hide``: see `ui.chart.chart`."""
-    chart(fig, key=f"fig_{key}", on_click=on_click, hidden=hidden, on_hide=on_hide)
+    chart(fig, key=f"fig_{key}", on_click=on_click, hidden=hidden, on_hide=on_hide,
+          column=column_px(f"fig_{key}") or 0)
 
 
 def plot_steps(key: str, group: str, index: int, count: int, identity, figure_of) -> None:
     """Draw step ``index`` of a step group's chart under a page-wide key: see `ui.chart.stepped_chart`."""
-    stepped_chart(f"fig_{key}", group, index, count, identity, figure_of)
+    stepped_chart(f"fig_{key}", group, index, count, identity, figure_of, column_px(f"fig_{key}") or 0)
 
 
 @dataclass(frozen=True)

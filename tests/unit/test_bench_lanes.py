@@ -82,6 +82,31 @@ def test_the_page_shape_reference_runs_and_its_slider_redraws_its_chart():
     assert at.query_params["seq_len"] == "9"
 
 
+ENGINE_FREE_RUN = """
+import sys
+from streamlit.testing.v1 import AppTest
+for script, params in (("bench/trivial_app.py", {"chart": "component"}), ("bench/skeleton_app.py", {})):
+    at = AppTest.from_file(script, default_timeout=60)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception, at.exception
+    next(slider for slider in at.slider if slider.label == "Sequence length").set_value(9).run()
+    assert not at.exception, at.exception
+print(sorted(name for name in ("tensorflow", "keras", "transformer") if name in sys.modules))
+"""
+
+
+def test_the_floor_and_the_page_shape_reference_import_no_engine():
+    """Both references measure the framework, not TensorFlow: with it loaded (and not frozen as app.py freezes it),
+    Python's full collections cost each of their moves ~190 ms (docs/performance.md, 29 November)."""
+    import subprocess  # noqa: PLC0415
+
+    run = subprocess.run([sys.executable, "-c", ENGINE_FREE_RUN], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_every_page_of_the_app_is_in_the_sweep():
     from ui.pages import PAGES as APP_PAGES
 
