@@ -50,6 +50,7 @@ class Student:
     leaks: int = 0
     errors: list = field(default_factory=list)
     page: str = "masks"
+    page_hash: str = ""  # the page's script hash, as the server last named it: a browser sends it with every rerun
     widgets: dict = field(default_factory=dict)
     _socket: object = None
 
@@ -73,11 +74,18 @@ class Student:
 
     async def open_page(self, page: str, query: str) -> Answer:
         """Open ``page`` as a link does: a rerun request with the page's name and the link's query."""
-        self.page = page
+        self.page, self.page_hash = page, ""
         message = BackMsg()
         message.rerun_script.query_string = query
         message.rerun_script.page_name = page
         return await self._ask(message)
+
+    def _on_this_page(self, message: BackMsg) -> BackMsg:
+        """``message`` for the page shown, named as a browser names it: with its script hash too, which a run that a
+        fragment's ``st.rerun()`` starts keeps (by its name alone, that run drew the app's first page)."""
+        message.rerun_script.page_name = self.page
+        message.rerun_script.page_script_hash = self.page_hash
+        return message
 
     async def move(self, label: str, value) -> Answer:
         """Set the widget labelled ``label`` to ``value`` (its state only, as the browser sends a change)."""
@@ -86,8 +94,7 @@ class Student:
         state = message.rerun_script.widget_states.widgets.add()
         state.id = widget_id
         _set_state(state, kind, value)
-        message.rerun_script.page_name = self.page
-        return await self._ask(message)
+        return await self._ask(self._on_this_page(message))
 
     async def submit(self, button: str, **values) -> Answer:
         """Press a form's submit ``button`` with its widgets set to ``values`` (labels -> values)."""
@@ -99,13 +106,11 @@ class Student:
             _set_state(state, kind, value)
         trigger = message.rerun_script.widget_states.widgets.add()
         trigger.id, trigger.trigger_value = self.widgets[button][1], True
-        message.rerun_script.page_name = self.page
-        return await self._ask(message)
+        return await self._ask(self._on_this_page(message))
 
     async def rerun_fragment(self, fragment_id: str) -> Answer:
         """A fragment's own rerun, as the browser sends it every ``run_every`` seconds."""
-        message = BackMsg()
-        message.rerun_script.page_name = self.page
+        message = self._on_this_page(BackMsg())
         message.rerun_script.fragment_id = fragment_id
         message.rerun_script.is_auto_rerun = True
         return await self._ask(message)
@@ -152,6 +157,8 @@ class Student:
             if reply.hash:
                 cached[reply.hash] = reply
             kind = reply.WhichOneof("type")
+            if kind == "navigation":  # the page this run drew (st.navigation's)
+                self.page_hash = reply.navigation.page_script_hash
             if kind == "delta":
                 self._read_delta(reply.delta, answer)
             elif kind == "auto_rerun":
