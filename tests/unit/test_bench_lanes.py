@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import parse_qsl
@@ -99,10 +101,8 @@ print(sorted(name for name in ("tensorflow", "keras", "transformer") if name in 
 def test_the_floor_and_the_page_shape_reference_import_no_engine():
     """Both references measure the framework, not TensorFlow: with it loaded (and not frozen as app.py freezes it),
     Python's full collections cost each of their moves ~190 ms (docs/performance.md, 29 November)."""
-    import subprocess  # noqa: PLC0415
-
     run = subprocess.run([sys.executable, "-c", ENGINE_FREE_RUN], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip().splitlines()[-1] == "[]"
 
