@@ -16,6 +16,7 @@ ValueError naming what was found.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import re
 import zipfile
@@ -26,6 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from transformer.external.untrusted import check_archive, check_declared_weights
 from transformer.runtime.tf_patches import all_sublayers, attention_sublayers, own_attention_layers, recording_attention
 
 PRESETS_DIR_ENV = "ATTENTION_LAB_PRESETS_DIR"  # a folder of preset folders served by name first (offline classes)
@@ -215,7 +217,8 @@ def load(source, name: str | None = None) -> ExternalModel:
 
 
 def load_keras_file(path: Path) -> keras.Model:
-    """A ``.keras`` file read as untrusted: its size under `upload_limit_bytes`, a zip archive, Keras's safe mode
+    """A ``.keras`` file read as untrusted: its size, what its members inflate to and the weights its config
+    declares, each under `upload_limit_bytes` (`transformer.external.untrusted`), before Keras reads it in safe mode
     (no Python code in the file). ValueError naming the problem."""
     path = Path(path)
     if not path.is_file():
@@ -228,10 +231,17 @@ def load_keras_file(path: Path) -> keras.Model:
         raise ValueError(f"{path.name} is not a .keras file (a .keras file is a zip archive saved by "
                          "model.save('name.keras')): it may be truncated or of another format.")
     try:
+        members = check_archive(path, limit)  # what it inflates to, before anything is read
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"{path.name} is a damaged zip archive ({error}).") from None
+    check_declared_weights(path, members, limit)  # what its model would allocate, before it is built
+    try:
         return keras.saving.load_model(path, compile=False, safe_mode=True)
     except Exception as error:  # a corrupt archive, a layer Keras does not know, code refused by safe mode
         raise ValueError(f"{path.name} could not be read as a Keras model ({type(error).__name__}: "
                          f"{str(error)[:300]})") from None
+    finally:
+        gc.collect()  # a load that failed half-way leaves its variables in cycles: freed now, not at the next pass
 
 
 def _from_preset(preset: str, name: str) -> ExternalModel:

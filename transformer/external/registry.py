@@ -72,14 +72,16 @@ class ExternalRegistry:
             return key
         path = self._upload_path(digest)
         self.upload_dir.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".part")
+        partial = path.with_name(f"{digest}.part.keras")  # Keras reads a file by its .keras suffix
         partial.write_bytes(data)
-        partial.replace(path)  # Keras reads a file by its .keras suffix
         try:
-            model = load(path, filename)
-        except ValueError as error:
-            path.unlink(missing_ok=True)
-            raise ValueError(str(error).replace(path.name, filename)) from None
+            model = load(partial, filename)
+            info(key, model)  # everything the pages read of it: a model they cannot read is not kept
+        except Exception as error:  # refused, or Keras read it and the lab cannot: nothing stays, on disk or here
+            partial.unlink(missing_ok=True)
+            message = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {str(error)[:300]}"
+            raise ValueError(message.replace(partial.name, filename)) from None
+        partial.replace(path)
         with self._lock:
             self._keep(key, model)
         return key
@@ -125,7 +127,11 @@ class ExternalRegistry:
             path.replace(aside)
             raise ValueError(f"The uploaded model {rest[:12]}… kept on this server is damaged: its file changed on "
                              f"disk since it was uploaded. It was set aside as {aside}; upload the file again.")
-        return load(path, f"upload {rest[:12]}")
+        try:
+            return load(path, f"upload {rest[:12]}")
+        except ValueError:  # a file kept before its checks existed, refused now: no link can trigger it again
+            path.unlink(missing_ok=True)
+            raise
 
     def _upload_path(self, digest: str) -> Path:
         return self.upload_dir / f"{digest}.keras"
@@ -165,11 +171,15 @@ class ExternalInfo:
                 "drawn grey), the others bidirectional")
 
 
-def describe(key: str) -> ExternalInfo:
-    """The model of ``key`` (loaded into `EXTERNAL` if it is not), described; ValueError naming the problem."""
-    model = EXTERNAL.get(key)
+def info(key: str, model: ExternalModel) -> ExternalInfo:
+    """What the sidebar says of ``model``, read off it (its masks: one run of three tokens)."""
     return ExternalInfo(key, model.name, "decoder-only" if model.causal else "encoder-only", model.num_layers,
                         model.num_heads, model.hidden_size, model.tokenizer is not None, model.layer_causal)
+
+
+def describe(key: str) -> ExternalInfo:
+    """The model of ``key`` (loaded into `EXTERNAL` if it is not), described; ValueError naming the problem."""
+    return info(key, EXTERNAL.get(key))
 
 
 def upload(data: bytes, filename: str) -> ExternalInfo:

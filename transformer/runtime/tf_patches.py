@@ -6,6 +6,7 @@
 | `clear_kernel_cache` | ``tensorflow.python.eager.context.context().clear_kernel_cache()`` | every architecture a user tried kept ~7 MB of kernels for good (BENCHMARKS.md, churn test) | the server's memory grows with each architecture tried | tests/unit/test_live.py::test_tensorflow_still_has_the_private_calls_the_engine_uses |
 | `recording_attention` | an instance's ``keras.layers.MultiHeadAttention._compute_attention`` (the override point Keras's docstring offers subclasses), ``Layer._flatten_layers``, and for keras-hub's own attention layers (Llama, Mistral, Gemma, Qwen) their ``keras.layers.Softmax`` sublayer's ``call`` | a model loaded from outside (keras-hub, a ``.keras`` file) computes its attention inside its own layers, which return no weights unless their caller asks: the wrapper asks (``return_attention_scores=True``) and keeps them, for one run | the weights of a model from outside are not read (a test fails; the lab's own model is untouched) | tests/unit/test_external.py |
 | `keras_dense_sublayers` | ``keras.layers.GroupQueryAttention``'s ``_query_dense`` … ``_output_dense`` | the reference check copies this engine's weights into Keras's grouped-query layer, which has no public accessor for its projections (``MultiHeadAttention`` has public ones) | the Keras check of fewer key/value heads fails with an AttributeError (the pages say so; the engine runs) | tests/unit/test_variants.py::test_grouped_query_attention_agrees_with_keras_group_query_attention |
+| `variables_never_allocated` | Keras's ``global_state`` attribute ``"uninitialized_variables"`` (the list a ``keras.StatelessScope`` fills with the variables it defers) | an uploaded ``.keras`` file's declared weights are counted by building its model with none allocated (a 6 KB file declared 2 GB and the server kept 4 GB after refusing it, issue 77); the scope leaves its variables on Keras's list, and the next top-level scope would allocate them all | the upload check fails with a KeyError or allocates what it counts (a test fails) | tests/unit/test_untrusted_files.py::test_counting_declared_weights_leaves_nothing_for_keras_to_allocate |
 | `keras_without_scikit_learn` | the import system while ``keras`` (and with it TensorFlow) is first imported: ``sklearn`` cannot be found then | Keras's scikit-learn wrappers import scikit-learn, and it SciPy, when it is installed (the digits task needs it): ~1 s of every process's start and ~58 MB of its memory, for wrappers the engine never uses (docs/performance.md) | nothing: Keras's wrappers would say scikit-learn is missing if called; the digits task imports it later as usual | tests/unit/test_device.py::test_the_engine_import_makes_the_cpu_allocator_a_pool_and_leaves_scikit_learn_out |
 
 Nothing else in ``transformer/`` reaches below TensorFlow's and Keras's public APIs.
@@ -129,3 +130,23 @@ def clear_kernel_cache() -> None:
     from tensorflow.python.eager import context  # noqa: PLC0415  (private; imported only when used)
 
     context.context().clear_kernel_cache()
+
+
+@contextlib.contextmanager
+def variables_never_allocated():
+    """Yield a list that, once the block ends, holds every Keras variable created in it, none allocated: a
+    ``keras.StatelessScope`` that does not initialise on exit, whose variables are then taken off Keras's list of
+    variables waiting to be initialised (the next top-level stateless scope would allocate them)."""
+    from keras.src.backend.common import global_state  # noqa: PLC0415
+
+    name = "uninitialized_variables"
+    waiting = list(global_state.get_global_attribute(name, [], set_to_default=True))
+    created: list = []
+    try:
+        with keras.StatelessScope(initialize_variables=False):
+            yield created
+    finally:
+        now = global_state.get_global_attribute(name, [])
+        created.extend(variable for variable in now if not any(variable is old for old in waiting))
+        global_state.set_global_attribute(name, waiting)
+
