@@ -206,3 +206,24 @@ def test_a_preset_name_is_served_from_the_presets_folder_first(tmp_path, monkeyp
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # nothing may download
     tokens, weights = load("bert_tiny_en_uncased").attention("the cat sat")
     assert tokens == ["the", "cat", "sat"] and weights.shape == (2, 2, 3, 3)
+
+
+def test_a_preset_name_is_only_a_name_never_a_path_in_the_servers_folder(tmp_path, monkeypatch):
+    from transformer.external.registry import ExternalRegistry  # hub:<name> as the pages open it
+
+    functional_model().save(tmp_path / "foo.keras")
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ATTENTION_LAB_PRESETS_DIR", raising=False)
+    registry = ExternalRegistry(budget_bytes=2**30, upload_dir=tmp_path / "uploads")
+    for name in ("foo.keras", "static", "no_such_preset"):
+        with pytest.raises(ValueError, match=f"{name!r} is not a keras-hub preset") as refused:
+            registry.get(f"hub:{name}")
+        assert "config.json" not in str(refused.value) and "Unknown preset" not in str(refused.value)
+    served = tmp_path / "served"
+    bert_preset(served / "tiny_bert")
+    monkeypatch.setenv("ATTENTION_LAB_PRESETS_DIR", str(served))
+    assert registry.get("hub:tiny_bert").num_layers == 2  # a folder inside the presets folder, by name
+    with pytest.raises(ValueError, match="is not a keras-hub preset"):
+        registry.get("hub:static")

@@ -216,6 +216,24 @@ def load(source, name: str | None = None) -> ExternalModel:
     return _from_preset(text, name or text)
 
 
+def load_preset(name: str) -> ExternalModel:
+    """The preset called ``name``: a folder of that name inside ``ATTENTION_LAB_PRESETS_DIR``, else one of
+    keras-hub's registered presets (downloaded to its cache once, on a machine online). A name, never a path: a
+    link cannot reach a file or folder of the server's own. ValueError naming it else."""
+    if not isinstance(name, str) or not PRESET_NAME.match(name):
+        raise ValueError("A keras-hub preset name has lowercase letters, digits, '_', '.' and '-' only. "
+                         f"Received: {str(name)[:80]!r}")
+    served = os.environ.get(PRESETS_DIR_ENV)
+    if served and (Path(served) / name).is_dir():  # a class's server offline: the folder first, by name
+        return _from_preset(str(Path(served) / name), name)
+    import keras_hub  # noqa: PLC0415  (heavy: imported only when a preset is read)
+
+    if name not in keras_hub.models.Backbone.presets:  # keras-hub would try an unknown name as a local path
+        where = f" nor a folder inside {PRESETS_DIR_ENV}" if served else f" (and {PRESETS_DIR_ENV} is not set)"
+        raise ValueError(f"{name!r} is not a keras-hub preset{where}. Received: hub:{name}")
+    return _from_preset(name, name)
+
+
 def load_keras_file(path: Path) -> keras.Model:
     """A ``.keras`` file read as untrusted: its size, what its members inflate to and the weights its config
     declares, each under `upload_limit_bytes` (`transformer.external.untrusted`), before Keras reads it in safe mode
@@ -309,4 +327,5 @@ def _wrap(model: keras.Model, tokenizer, name: str) -> ExternalModel:
 
 
 __all__ = ["MAX_TOKENS", "PRESETS_DIR_ENV", "UPLOAD_LIMIT_ENV", "ExternalModel", "load", "load_keras_file",
+           "load_preset",
            "upload_limit_bytes"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transformer.external import PRESET_NAME, PRESETS_DIR_ENV, ExternalModel, load, upload_limit_bytes
+from transformer.external import PRESET_NAME, PRESETS_DIR_ENV, ExternalModel, load, load_preset, upload_limit_bytes
 from transformer.runtime.data_dir import data_dir
 
 BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
@@ -117,7 +117,7 @@ class ExternalRegistry:
     def _load(self, key: str) -> ExternalModel:
         kind, _, rest = key.partition(":")
         if kind == "hub":
-            return load(rest, rest)  # the presets folder first, by name (`load`)
+            return load_preset(rest)  # a name: the presets folder first, then keras-hub's registry
         path = self._upload_path(rest)
         if not path.exists():
             raise ValueError("This link's uploaded model is not on this server (it keeps uploads in its data "
