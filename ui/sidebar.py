@@ -13,7 +13,7 @@ from transformer.service import (
     dropped,
     get_task,
     kept_label,
-    kept_limits,
+    missing_reason,
     resolve_device,
     shape_bytes,
     source_of,
@@ -86,16 +86,10 @@ def _open_linked_model() -> None:
         return
     state.put("weights", "random")
     gone = dropped(name)
-    if gone is None:
-        state.notify(f"This server does not know the model of this link ({name}): it may have restarted since. "
-                     "Using random weights; train a model on the Train page.")
-        return
-    label, retrain = gone
-    state.put(RETRAIN, retrain)
-    most, megabytes = kept_limits()
-    state.notify(f"The model of this link ({label}) was dropped to make room: this server keeps the {most} models "
-                 f"trained here that were used last, {megabytes:,.0f} MB of weights at most. Using random weights; "
-                 "“Train it again” (in the sidebar) trains the same model again.")
+    if gone is not None:
+        state.put(RETRAIN, gone[1])
+    offer = " “Train it again” (in the sidebar) trains the same model again." if gone is not None else ""
+    state.notify(f"{missing_reason(name)} Using random weights for now.{offer}")
 
 
 def _retrain_offer(bar) -> None:

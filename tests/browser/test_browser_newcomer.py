@@ -112,7 +112,7 @@ def test_a_link_to_a_model_the_server_never_trained_says_so(page, server):
     """(A model trained here, its link in another session, and a link to one the server dropped:
     tests/browser/test_browser_training.py.)"""
     open_page(page, server, "attention?weights=session:0123456789")
-    assert page.get_by_text("does not know the model of this link").count() == 1
+    assert page.get_by_text("No model trained on this server is called").count() == 1
     wait_for_charts(page)
 
 

@@ -158,7 +158,7 @@ def _opens_the_model(page, url: str) -> None:
     wait_idle(page)
     page.wait_for_selector(PLOT, timeout=120_000)
     text = page.inner_text("body")
-    assert "does not know the model of this link" not in text and "was dropped" not in text, text[:500]
+    assert "No model trained on this server" not in text and "was dropped" not in text, text[:500]
     sidebar = page.get_by_test_id("stSidebar").inner_text()
     assert "Locked by the trained model" in sidebar and "weights=session" in page.url, sidebar[:800]
 

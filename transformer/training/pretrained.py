@@ -203,10 +203,34 @@ def check_name(name: str) -> None:
 
 def _not_kept(name: str) -> str:
     """Why a session model's name opens nothing (called under the lock)."""
+    return _missing_reason(name)
+
+
+def missing_reason(name: str) -> str:
+    """Why the model a link names (``session:<key>``) is not kept, in words: found damaged and set aside, removed
+    from disk by the data budget, dropped from memory by the memory limits (no data directory), or unknown."""
+    with _lock:
+        return _missing_reason(name)
+
+
+def _missing_reason(name: str) -> str:
+    key = _key(name) if name.startswith(SESSION_PREFIX) else ""
+    aside = kept_on_disk.set_aside_note(key) if key else None
+    if aside is not None:
+        return kept_on_disk.damaged_message(key, *aside)
+    on_disk = kept_on_disk.dropped(key) if key else None
+    if on_disk is not None:
+        models, megabytes = kept_on_disk.data_budget()
+        return (f"This link's model ({on_disk[0]}) was removed from this server's disk to make room: it keeps the "
+                f"{models} model{'s' * (models != 1)} trained here that were opened last on disk, {megabytes:,.0f} MB "
+                "at most: train it again on the Train page.")
     if name in _dropped:
-        return (f"The model {name!r} ({_dropped[name][0]}) was dropped to make room for models trained since: "
-                "train it again on the Train page.")
-    return f"No model trained on this server is called {name!r} (it may have restarted): train it again."
+        models, megabytes = kept_limits()
+        return (f"This link's model ({_dropped[name][0]}) was dropped to make room: this server keeps the {models} "
+                f"models trained here that were used last in memory, {megabytes:,.0f} MB of weights at most, and has "
+                "no data directory to keep them on disk: train it again on the Train page.")
+    return (f"No model trained on this server is called {name!r} (it may have restarted without its data "
+            "directory, or the link is mistyped): train it again on the Train page.")
 
 
 def check_config(config) -> None:
@@ -341,7 +365,10 @@ def timeline_of(name: str) -> list:
     read from the data directory, each file checked against its hash; [] when there are none."""
     if not _on_disk(name):
         return []
-    folder, _ = kept_on_disk.verified(_key(name))
+    try:
+        folder, _ = kept_on_disk.verified(_key(name))
+    except kept_on_disk.Removed:
+        return []
     return load_timeline(folder)
 
 
@@ -353,8 +380,10 @@ def _disk_meta(name: str) -> tuple[dict, str] | None:
     """``(model.json, label)`` of a session model kept on disk only; None when it is not there."""
     if not _on_disk(name):
         return None
-    folder, label = kept_on_disk.folder_of(_key(name))
-    return read_meta(folder), label
+    try:
+        return kept_on_disk.described(_key(name))  # its description and model.json checked, never raised raw
+    except ValueError:  # removed meanwhile, or damaged and set aside: `missing_reason` says which
+        return None
 
 
 def session_name(key: str) -> str:
