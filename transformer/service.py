@@ -43,6 +43,7 @@ from transformer.live import images as _images
 from transformer.live import importance as _importance
 from transformer.live import induction as _induction
 from transformer.live import query_key as _query_key
+from transformer.live import run as _run
 from transformer.live import score_terms as _score_terms
 from transformer.live import warm_up as _warm_up
 from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
@@ -53,10 +54,13 @@ from transformer.live.head_roles import (
     example_lines,
     repeated_lines,
 )
+from transformer.live.heavy import LaneFull
+from transformer.live.heavy import lane as heavy_lane
 from transformer.live.images import IMAGE_MODELS, example_image, image_task
 from transformer.live.importance import head_importance, heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
+from transformer.live.run_cost import RunCost, check_cost, measure_cost
 from transformer.live.sources import ModelSource, Outside, RandomWeights, Trained, source_of
 from transformer.runtime.device import (
     DEVICE_CHOICES,
@@ -115,6 +119,7 @@ score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends (
 warm_up_device = on_engine_thread(_warm_up.warm_up_device)
 rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
 register_vision = on_engine_thread(_register_vision)  # a finished image job's weights into a kept model
+run_cost = on_engine_thread(_run.run_cost)  # what a run_live would cost, before it runs (it reads the lines)
 
 __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
            "DEVICE_CHOICES", "EXTERNAL", "FULL_ATTENTION_MAX", "GROUP_LABELS", "GROUPS", "LINE_SOURCES",
@@ -135,4 +140,5 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
            "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
            "TrainingPool", "TrainResult", "TrainSpec", "upload", "upload_limit_bytes", "visible_gpus", "warm_up_device",
-           "without_keys", "EngineStopped", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of"]
+           "without_keys", "EngineStopped", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of",
+           "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost"]

@@ -17,14 +17,17 @@ from transformer.service import (
     COST_LENGTHS,
     attention_cost,
     attention_flow,
+    check_cost,
     decode,
     example_maps,
     faithfulness,
     image_task,
     induction_study,
     measure_ablation,
+    measure_cost,
     query_key_space,
     read_image,
+    run_cost,
     scaling_experiment,
 )
 from transformer.service import example_image as draw_example_image
@@ -36,7 +39,8 @@ from transformer.service import (
     timeline_of as kept_timeline,
 )
 from ui import state
-from ui.text import percent
+from ui.heavy_runs import heavy_result
+from ui.text import as_text, percent
 
 COMPUTING = "Computing…"
 COST_REPEATS = 5  # each length timed five times: an exponent is read against the spread of the five fits
@@ -207,8 +211,15 @@ _MEASURED: set = set()  # the cost measurements made in this process (any sessio
 
 
 def cost(d_model: int, heads: int, device: str, longest: int):
-    """`transformer.analysis.cost.attention_cost` (cached per model size, device and longest N)."""
-    series = _or_stop(_cost, d_model, heads, device, longest)
+    """`transformer.analysis.cost.attention_cost` (cached per model size, device and longest N): on the engine
+    thread when it is light, else in the background lane (the Measure button was its press)."""
+    lengths = tuple(n for n in COST_LENGTHS if n <= longest)
+    estimate = measure_cost(d_model, heads, lengths, COST_REPEATS)
+    if estimate.heavy:
+        series = heavy_result("attention_cost", estimate, d_model, heads, device, lengths, pressed=True,
+                              repeats=COST_REPEATS)
+    else:
+        series = _or_stop(_cost, d_model, heads, device, longest)
     _MEASURED.add((d_model, heads, device, longest))
     return series
 
@@ -229,9 +240,10 @@ def _or_stop(compute, *args):
     try:
         return compute(*args)
     except ValueError as error:
-        st.error(str(error), icon=":material/warning:")
+        st.error(as_text(error), icon=":material/warning:")  # "Received: …" may quote a typed line
     except Exception as error:  # the engine failed on valid-looking input: say so, keep the app alive
-        st.error(f"The computation failed ({type(error).__name__}): {str(error)[:500]}", icon=":material/warning:")
+        st.error(as_text(f"The computation failed ({type(error).__name__}): {str(error)[:500]}"),
+                 icon=":material/warning:")
     st.stop()
 
 
@@ -274,14 +286,25 @@ def live(config, stacks=(), lines=None, notices=True, windows=()):
     ``windows``: the windows a block-wise run (N > 512) keeps exact, ``((first query, first key, size), …)``.
     """
     slot = st.container()  # always there, so that a notice coming or going moves nothing after it
-    result = _or_stop(_live, config, tuple(stacks), None if lines is None else tuple(lines),
-                      tuple(tuple(window) for window in windows))
+    result = _live_result(config, tuple(stacks), None if lines is None else tuple(lines),
+                          tuple(tuple(window) for window in windows))
     show_status(result)
     if notices:
         show_notices(slot, result.notices)
     if result.predictions:
         show_predictions(result.predictions)
     return result
+
+
+def _live_result(config, stacks: tuple, lines, windows: tuple):
+    """`run_live`'s result: on the engine thread when its estimated cost is light (`run_cost`), else after a press,
+    in the background lane (`ui.heavy_runs`)."""
+    if stacks:
+        estimate = _or_stop(run_cost, config, stacks, lines)
+        _or_stop(check_cost, estimate)  # before any cache: the limits hold for what was computed before they changed
+        if estimate.heavy:
+            return heavy_result("run_live", estimate, config, stacks=stacks, lines=lines, windows=windows)
+    return _or_stop(_live, config, stacks, lines, windows)
 
 
 def text_of(config):
@@ -293,7 +316,7 @@ def text_of(config):
 def every_line(config, stack: str):
     """``stack``'s weights ``(L, B, H, N_q, N_k)`` for every line of ``config`` (a download): `run_live`, cached,
     with no message drawn (the page has drawn them for its own run)."""
-    return _or_stop(_live, config, (stack,), None, ()).attention[stack]
+    return _live_result(config, (stack,), None, ()).attention[stack]
 
 
 def show_notices(slot, notices) -> None:

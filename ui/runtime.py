@@ -26,3 +26,20 @@ def freeze_startup_objects() -> bool:
     gc.freeze()
     _FROZEN = True
     return True
+
+
+def session_id() -> str:
+    """This session's id in the Streamlit server ("" outside a script run, as in some tests)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx  # noqa: PLC0415
+
+    context = get_script_run_ctx(suppress_warning=True)
+    return context.session_id if context is not None else ""
+
+
+def session_alive(session: str) -> bool:
+    """Whether the session ``session`` is still connected to this server (always, where no server runs: AppTest)."""
+    from streamlit import runtime  # noqa: PLC0415
+
+    if not session or not runtime.exists():
+        return True
+    return runtime.get_instance().is_active_session(session)

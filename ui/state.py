@@ -253,6 +253,7 @@ RETRAIN = "_retrain"
 TRAIN_OWNER, TRAIN_JOB = "_train_owner", "_train_job"
 YOURS = "_your_models"
 TRAIN_TASK = "train_task"
+HEAVY_PRESSED = "_heavy_pressed"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -273,6 +274,7 @@ SESSION_KEYS = {
     TRAIN_OWNER: "this session's name in the training pool's queue",
     TRAIN_JOB: "this session's training job",
     YOURS: "{weights key: label} of the models from outside this session opened",
+    HEAVY_PRESSED: "{run key}: the costly runs this session pressed Run it for (ui.heavy_runs)",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 

@@ -21,6 +21,7 @@ from transformer.live.config import LiveConfig, check_budget
 from transformer.live.inputs import encoding_array
 from transformer.live.model_cache import MODELS, ModelCache
 from transformer.live.plan import Plan, plan_of
+from transformer.live.run_cost import RunCost, check_cost, live_cost
 from transformer.live.sources import EXTERNAL_PAD_ID
 from transformer.runtime.device import device_label
 from transformer.tasks import SPECIALS
@@ -139,8 +140,7 @@ def line_count(config: LiveConfig) -> int:
 def sequence_lengths(config: LiveConfig) -> tuple[int, int]:
     """``(N_source, N_target)`` of ``config``'s lines (a trained model's target is its own length); ValueError on
     bad input, as `run_live`."""
-    batches = plan_of(config).inputs.batches
-    return batches.source.ids.shape[1], batches.target.ids.shape[1]
+    return _lengths(plan_of(config))
 
 
 def _dimensions(model, config: LiveConfig) -> tuple:
@@ -217,6 +217,8 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     batches, predictions = inputs.batches, inputs.predictions
     check_budget(config, plan.batch)
     rows = plan.rows(lines)
+    if stacks:  # what the forward passes will cost, refused past the hard limits before anything is spent
+        check_cost(live_cost(config, len(rows), *_lengths(plan)))
     if not plan.source.supports.inside:
         return _external_result(plan, stacks, rows)
     own_shape = not plan.source.supports.shape  # a trained model: its sizes are read off it, maps drawn or not
@@ -264,6 +266,21 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
         **(dict(attention_factor=blockwise.factor, windows=blockwise.windows, window_weights=blockwise.window_weights,
                 block_checks=blockwise.checks) if blockwise else dict(attention_factor=pool if function else 1)),
     )
+
+
+def _lengths(plan: Plan) -> tuple[int, int]:
+    """``(N_source, N_target)`` of ``plan``'s lines as the model runs them."""
+    batches = plan.inputs.batches
+    return batches.source.ids.shape[1], batches.target.ids.shape[1]
+
+
+def run_cost(config: LiveConfig, stacks=STACKS, lines=None) -> RunCost:
+    """What `run_live` of ``config`` would cost (`transformer.live.run_cost`): nothing when no stack is drawn (the
+    model does not run); ValueError on bad input, as `run_live`."""
+    plan = plan_of(config)
+    if not _stacks(stacks, config):
+        return RunCost(0.0, 0, "no model run")
+    return live_cost(config, len(plan.rows(lines)), *_lengths(plan))
 
 
 def _check_pool_to(pool_to) -> None:

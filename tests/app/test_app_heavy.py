@@ -1,0 +1,45 @@
+"""A link to a costly run says what it would cost and waits for a press; pressed, it runs in the background lane and
+draws what the engine thread would have drawn; past the hard limits it is refused with its figures (issue 77,
+item 3). The budgets are lowered so that a small model counts as costly here."""
+
+import numpy as np
+import pytest
+from app_support import no_errors, open_page, specs, weight_panels
+
+from transformer.live.run_cost import LIGHT_GFLOP_ENV, MAX_GFLOP_ENV
+from ui import heavy_runs
+
+pytestmark = pytest.mark.slow  # the background lane's child imports TensorFlow
+LINK = {"seq_len": "6", "d_model": "32", "heads": "2"}
+
+
+def test_a_costly_link_waits_for_a_press_then_draws_what_the_engine_draws(monkeypatch):
+    light = open_page("attention", LINK)
+    no_errors(light)
+    expected = weight_panels(specs(light)[0])
+    monkeypatch.setenv(LIGHT_GFLOP_ENV, "0.000001")
+    heavy_runs._RESULTS.clear()
+    at = open_page("attention", LINK)
+    no_errors(at)
+    asked = " ".join(w.value for w in at.warning)
+    assert "A long run: 1 line of 6 tokens through d_model 32, 2 heads" in asked and "GFLOP" in asked, asked
+    assert not specs(at)  # nothing computed, nothing drawn, until the press
+    [button for button in at.button if button.label == "Run it"][0].click().run(timeout=240)
+    no_errors(at)
+    drawn = weight_panels(specs(at)[0])
+    assert len(drawn) == len(expected)
+    for got, want in zip(drawn, expected):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    again = open_page("attention", LINK)  # another session: the result is kept, nothing runs again, no press
+    no_errors(again)
+    assert specs(again) and not [w for w in again.warning if "A long run" in w.value]
+
+
+def test_a_link_past_the_hard_limit_is_refused_with_its_figures_and_no_button(monkeypatch):
+    monkeypatch.setenv(MAX_GFLOP_ENV, "0.000001")
+    heavy_runs._RESULTS.clear()
+    at = open_page("attention", LINK)
+    no_errors(at)
+    said = " ".join(e.value for e in at.error)
+    assert "too large for a shared server" in said and "ATTENTION_LAB_RUN_MAX_GFLOP" in said, said
+    assert not [button for button in at.button if button.label == "Run it"] and not specs(at)

@@ -1,0 +1,120 @@
+"""A run's cost is estimated before it starts, past the hard limits it is refused, and a costly one runs in the
+background lane, a child process, so that it never holds the engine thread light moves use (issue 77, item 3)."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from transformer import LiveConfig, run_live
+from transformer.live.heavy import QUEUE_LIMIT, HeavyLane, LaneFull
+from transformer.live.run import run_cost
+from transformer.live.run_cost import MAX_GFLOP_ENV, MAX_MB_ENV, forward_flops
+
+
+def _matmul_flops(config: LiveConfig, n: int) -> float:
+    """An encoder-only model's forward pass counted matmul by matmul from its shapes: 2·m·k·n each."""
+    d, h, d_ff, kv = config.d_model, config.num_heads, config.d_ff, config.kv_heads
+    d_k = d // h
+    shapes = []
+    for _ in range(config.num_layers):
+        shapes += [(n, d, d), (n, d, kv * d_k), (n, d, kv * d_k)]  # Q, K, V projections
+        shapes += [(n, d_k, n)] * h + [(n, n, d_k)] * h  # each head's Q·Kᵀ and weights · V
+        shapes += [(n, d, d), (n, d, d_ff), (n, d_ff, d)]  # the output projection, the feed-forward
+    shapes.append((n, d, 1000))  # the output layer over the vocabulary
+    return float(sum(2 * m * k * c for m, k, c in shapes))
+
+
+@pytest.mark.parametrize("kv_heads", [None, 2, 1])
+def test_the_estimate_is_the_forward_passes_matmuls_counted_one_by_one(kv_heads):
+    config = LiveConfig(d_model=32, num_heads=4, d_ff=48, num_layers=2, num_kv_heads=kv_heads,
+                        architecture="encoder-only", seq_len=9)
+    assert forward_flops(config, 9, 9) == pytest.approx(_matmul_flops(config, 9), rel=1e-12)
+    lines = run_cost(config).what
+    assert run_cost(config).flops == pytest.approx(3 * _matmul_flops(config, 9)) and "3 lines of 9 tokens" in lines
+
+
+def test_a_run_past_the_hard_limits_is_refused_with_its_figures_before_anything_runs(monkeypatch):
+    monkeypatch.setenv(MAX_GFLOP_ENV, "0.001")
+    with pytest.raises(ValueError, match=r"too large for a shared server: 3 lines of 7 tokens .* GFLOP"):
+        run_live(LiveConfig())
+    assert run_live(LiveConfig(), stacks=()).attention == {}  # drawing masks runs no model: nothing to refuse
+    monkeypatch.delenv(MAX_GFLOP_ENV)
+    monkeypatch.setenv(MAX_MB_ENV, "0.001")
+    with pytest.raises(ValueError, match=r"ATTENTION_LAB_RUN_MAX_MB"):
+        run_live(LiveConfig())
+    monkeypatch.setenv(MAX_MB_ENV, "lots")
+    with pytest.raises(ValueError, match="ATTENTION_LAB_RUN_MAX_MB must be a positive number. Received"):
+        run_cost(LiveConfig()).heavy or run_live(LiveConfig())
+
+
+LONG = LiveConfig(d_model=128, num_heads=8, d_ff=256, num_layers=2, seq_len=1024,
+                  source_text="\n".join(" ".join(str(1 + (i * k) % 900) for i in range(1024)) for k in (1, 7)),
+                  target_text="1 2 3")
+
+
+def _wait(run, seconds=240):
+    end = time.monotonic() + seconds
+    while not run.finished and time.monotonic() < end:
+        time.sleep(0.1)
+    return run
+
+
+@pytest.mark.slow
+def test_a_heavy_run_never_holds_the_light_lane_and_gives_what_the_engine_gives():
+    lane = HeavyLane()
+    try:
+        heavy = lane.submit("student-a", "run_live", LONG, flops=run_cost(LONG).flops)
+        assert heavy.status == "running" and lane.child_pid() is not None
+        light = run_live(LiveConfig(seq_len=6))  # the engine thread, while the child works
+        assert light.attention and not heavy.finished  # a lane that ran it here would have finished it first
+        _wait(heavy)
+        assert heavy.status == "done", heavy.error
+        here = run_live(LONG)
+        for stack, weights in here.attention.items():
+            np.testing.assert_allclose(heavy.result.attention[stack], weights, atol=1e-5)
+        assert heavy.result.attention_factor == here.attention_factor > 1  # block-wise, pooled, in both
+        assert lane.gflops and lane.gflops > 0  # measured on this machine from the run
+    finally:
+        lane.close()
+
+
+@pytest.mark.slow
+def test_a_run_whose_session_has_gone_is_cancelled_and_its_process_ended():
+    lane = HeavyLane()
+    gone = set()
+    lane.owner_alive = lambda owner: owner not in gone
+    try:
+        first = lane.submit("student-a", "run_live", LONG)
+        waiting = lane.submit("student-b", "run_live", LONG)
+        assert lane.place(waiting) == 1
+        pid = lane.child_pid()
+        gone.update({"student-a", "student-b"})  # both closed their tabs
+        _wait(first, 10)
+        _wait(waiting, 10)
+        assert (first.status, waiting.status) == ("cancelled", "cancelled")
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # ended at once, not at its next block
+        again = lane.submit("student-c", "run_live", LiveConfig(seq_len=5))
+        assert _wait(again).status == "done"  # a fresh child for the next run
+    finally:
+        lane.close()
+
+
+@pytest.mark.slow
+def test_an_owner_has_one_run_and_the_queue_is_bounded():
+    lane = HeavyLane()
+    try:
+        first = lane.submit("student-a", "run_live", LONG)
+        assert lane.submit("student-a", "run_live", LONG) is first  # the same run: a rerun of the page follows it
+        second = lane.submit("student-a", "run_live", LiveConfig(seq_len=5))
+        assert first.status == "cancelled" and second.status == "running"  # the student moved on
+        others = [lane.submit(f"student-{index}", "run_live", LONG) for index in range(QUEUE_LIMIT)]
+        with pytest.raises(LaneFull, match=f"{QUEUE_LIMIT} long runs are waiting"):
+            lane.submit("student-late", "run_live", LONG)
+        assert all(run.status == "waiting" for run in others)
+        with pytest.raises(ValueError, match="The background lane runs"):
+            lane.submit("student-a", "eval", "1 + 1")
+    finally:
+        lane.close()
