@@ -1,7 +1,20 @@
 """How the pages write numbers: a number of things ("1 layer", "2 layers", "1 key/value head") and shares (never
-"100%" for 99.9 %, nor "0%" for 0.04 %)."""
+"100%" for 99.9 %, nor "0%" for 0.04 %); and text from outside (a link, a file, a person) as text."""
 
 from __future__ import annotations
+
+import re
+
+# What Markdown, its HTML and Streamlit's own directives (:red[…], :material/…:, emoji) read, escaped with a backslash
+# (CommonMark shows any backslash-escaped punctuation as itself)
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
+
+
+def as_text(text) -> str:
+    """``text`` as Streamlit's Markdown shows it, character for character: for every message, caption or label that
+    holds something from a link, a file or a person (a value that did not parse, a typed line, a model's name).
+    A line break stays a line break."""
+    return _MARKDOWN.sub(r"\\\1", str(text)).replace("\n", "  \n")
 
 
 def count(number: int, noun: str, plural: str | None = None) -> str:

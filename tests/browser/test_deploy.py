@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from dataclasses import asdict
@@ -82,6 +83,15 @@ def chart_rows(page) -> int:
 
 
 @pytest.fixture()
+def nginx_dir():
+    """nginx's folder, under /tmp: its workers (nobody) write request bodies there, and pytest's folders are closed
+    to other users (an upload was answered 500)."""
+    folder = Path(tempfile.mkdtemp(prefix="attention-lab-nginx-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture()
 def browser():
     require_chromium(None if Path(NGINX).exists() else f"{NGINX} is not installed", "deploy tests",
                      " (apt-get install -y chromium nginx)")
@@ -89,24 +99,24 @@ def browser():
         yield browser
 
 
-def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_one(browser, tmp_path):
+def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_one(browser, nginx_dir):
     with (streamlit_server(with_process=True) as (first_url, first), streamlit_server() as second_url):
         replicas = [first_url.split("//")[1], second_url.split("//")[1]]
         port = free_port()
-        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path, port):
+        with nginx(write(f"127.0.0.1:{port}", replicas, nginx_dir), nginx_dir, port):
             proxy = f"http://127.0.0.1:{port}"
             pages = []
             # Each session is its own browser context (its own cookies, its own random route). Six sessions all
             # land on one replica about once in 32 runs, so more open until both replicas have one.
             while len(pages) < SESSIONS or (len(pages) < MAX_SESSIONS and
-                                            len({seen[0] for seen in routes(tmp_path).values()}) < 2):
+                                            len({seen[0] for seen in routes(nginx_dir).values()}) < 2):
                 page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
                 page.goto(f"{proxy}/masks?seq_len={5 + len(pages)}")
                 wait_idle(page)
                 page.wait_for_selector(PLOT, timeout=120_000)
                 pages.append(page)
             assert [chart_rows(page) for page in pages] == [5 + index for index in range(len(pages))]
-            opened = routes(tmp_path)
+            opened = routes(nginx_dir)
             assert len(opened) == len(pages) and all(len(set(seen)) == 1 for seen in opened.values()), opened
             assert {seen[0] for seen in opened.values()} == set(replicas), opened  # spread over both
             with urllib.request.urlopen(f"{proxy}/_stcore/health", timeout=10) as health:  # through the proxy
@@ -120,7 +130,7 @@ def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_
             for index, page in enumerate(pages):
                 page.wait_for_function(f"() => ({FIRST_PLOT}?._fullData?.[0]?.z?.length || 0) === {6 + index}",
                                        timeout=60_000)
-            assert all(len(set(seen)) == 1 for seen in routes(tmp_path).values())  # reruns stayed on their replica
+            assert all(len(set(seen)) == 1 for seen in routes(nginx_dir).values())  # reruns stayed on their replica
             route_of = {page: _cookie(page, "al_route") for page in pages}
             on_first = [page for page in pages if opened[route_of[page]][0] == replicas[0]]
             first.terminate()  # one replica stops mid-run
@@ -133,7 +143,7 @@ def test_two_replicas_behind_nginx_keep_sessions_sticky_and_take_over_a_stopped_
                                        timeout=max(1, deadline - time.monotonic()) * 1000)
                 wait_idle(page)
                 assert page.locator("[data-testid='stException']").count() == 0
-            after = routes(tmp_path)
+            after = routes(nginx_dir)
             moved = [after[route_of[page]][-1] for page in on_first]
             assert on_first and moved == [replicas[1]] * len(on_first), after
 
@@ -164,7 +174,7 @@ def _opens_the_model(page, url: str) -> None:
 
 
 def test_replicas_share_one_data_directory_for_kept_and_trained_models_and_name_a_damaged_one(
-        browser, tmp_path, monkeypatch):
+        browser, tmp_path, nginx_dir, monkeypatch):
     """#55: the replicas share one data directory (deploy/compose.yaml mounts one volume on both). A model kept there
     opens through nginx on either replica; a student trains on replica A and explores the model, and the link opens
     on replica B, whose Train page draws the model's attention over training; a replica started again still opens
@@ -179,14 +189,14 @@ def test_replicas_share_one_data_directory_for_kept_and_trained_models_and_name_
     with streamlit_server(env=env) as first_url, streamlit_server(env=env) as second_url:
         replicas = [first_url.split("//")[1], second_url.split("//")[1]]
         port = free_port()
-        with nginx(write(f"127.0.0.1:{port}", replicas, tmp_path), tmp_path, port):
+        with nginx(write(f"127.0.0.1:{port}", replicas, nginx_dir), nginx_dir, port):
             pages = []
             while len(pages) < 2 or (len(pages) < MAX_SESSIONS and
-                                     len({seen[0] for seen in routes(tmp_path).values()}) < 2):
+                                     len({seen[0] for seen in routes(nginx_dir).values()}) < 2):
                 page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
                 _opens_the_model(page, f"http://127.0.0.1:{port}/{kept_link}")
                 pages.append(page)
-            assert {seen[0] for seen in routes(tmp_path).values()} == set(replicas)  # both replicas opened it
+            assert {seen[0] for seen in routes(nginx_dir).values()} == set(replicas)  # both replicas opened it
         page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         press_train(page, first_url, 20)
         link = explore(page)
@@ -207,3 +217,28 @@ def test_replicas_share_one_data_directory_for_kept_and_trained_models_and_name_
         wait_idle(page)
         page.get_by_text("kept on this server is damaged").first.wait_for(timeout=60_000)
         assert "set aside" in page.inner_text("body") and not page.locator("[data-testid='stException']").count()
+
+
+def test_a_model_over_a_megabyte_uploads_through_nginx(browser, tmp_path, nginx_dir):
+    import keras  # noqa: PLC0415  (the engine's test process has it; the deploy module needs it here alone)
+
+    keras.utils.set_random_seed(0)
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(24000, 16)(ids)  # ~1.5 MB of weights: past nginx's own 1 MB default
+    keras.Model(ids, keras.layers.MultiHeadAttention(num_heads=2, key_dim=8)(x, x)).save(tmp_path / "big.keras")
+    assert (tmp_path / "big.keras").stat().st_size > 1.2 * 2**20
+    runtime = nginx_dir
+    with streamlit_server() as app_url:
+        port = free_port()
+        with nginx(write(f"127.0.0.1:{port}", [app_url.split("//")[1]], runtime), runtime, port):
+            page = browser.new_context(viewport={"width": 1300, "height": 900}).new_page()
+            page.goto(f"http://127.0.0.1:{port}/attention")
+            wait_idle(page)
+            page.get_by_test_id("stSidebar").get_by_text("Your model").click()
+            page.get_by_test_id("stSidebar").locator("input[type=file]").set_input_files(str(tmp_path / "big.keras"))
+            page.wait_for_function("() => location.search.includes('weights=upload')", timeout=120_000)
+            wait_idle(page)
+            assert page.get_by_text("Your model:").count() >= 1
+            statuses = [line.split('" ')[1].split()[0] for line in (runtime / "access.log").read_text()
+                        .splitlines() if "upload_file" in line]
+            assert statuses and set(statuses) == {"204"}, statuses  # not nginx's 413, nor a body it cannot keep

@@ -1,6 +1,8 @@
 """deploy/k8s/: every manifest valid against the Kubernetes schemas, offline (kubernetes-validate ships them), and
 wired together: the Deployment mounts the claim, the Service selects the pods, the Ingress keeps a browser on one."""
 
+import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,16 @@ def test_the_manifests_fit_together():
     assert service["spec"]["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
     assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == service["metadata"]["name"]
     assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/affinity"] == "cookie"
+
+
+def test_every_proxy_takes_the_uploads_the_app_takes():
+    root = Path(__file__).resolve().parents[2]
+    app_mb = int(re.search(r"^maxUploadSize = (\d+)", (root / ".streamlit" / "config.toml").read_text(), re.M)[1])
+    spec = importlib.util.spec_from_file_location("render_nginx", root / "deploy" / "render_nginx.py")
+    render_nginx = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render_nginx)
+    rendered = render_nginx.render("8080", ["127.0.0.1:8501"], Path("/tmp/x"), upload_mb=app_mb)
+    assert f"client_max_body_size {app_mb + 1}m;" in rendered and "${" not in rendered
+    assert f'UPLOAD_MB: "{app_mb + 1}"' in (root / "deploy" / "compose.yaml").read_text()
+    ingress = (root / "deploy" / "k8s" / "ingress.yaml").read_text()
+    assert re.search(rf"proxy-body-size: {app_mb + 1}m\b", ingress)
