@@ -15,6 +15,7 @@ chart.load_plotly_early()  # the browser fetches and compiles Plotly.js while Te
 preload.wait()  # `make run` imports TensorFlow while the server starts: let that import finish first
 from transformer.service import missing_gpu_notice  # noqa: E402
 from ui import pages, runtime, sidebar, state, streamlit_patches, training  # noqa: E402  (after set_page_config)
+from ui.text import as_text  # noqa: E402
 
 streamlit_patches.keep_tensorflow_warm()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
@@ -31,7 +32,7 @@ st.set_page_config(page_title=f"{page.title} · Attention Lab")  # the browser t
 sidebar.render(page.url_path)
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
 for notice in state.pop(state.NOTICES, []):
-    notices.warning(notice, icon=":material/warning:")
+    notices.warning(as_text(notice), icon=":material/warning:")  # a notice may quote a link's value
 for problem in training.settings_problems():  # the server's own settings: whoever runs it must see them
     notices.warning(problem, icon=":material/settings:")
 if missing_gpu_notice():

@@ -7,6 +7,7 @@ import streamlit as st
 from transformer.service import IMAGE_MODELS, vision_label
 from ui import data, sidebar, state
 from ui.controls import PERSIST, clamp, fit_px, options_follow, plot
+from ui.text import as_text
 from viz.images import (
     distance_figure,
     head_overlays,
@@ -61,8 +62,8 @@ def model_labels() -> dict[str, str]:
     if current not in IMAGE_MODELS and current not in mine:
         label = vision_label(current)
         if label is None:
-            st.warning(f"This server keeps no image model {current} (it may have restarted, or dropped it to make "
-                       "room): showing match. The Train page trains one in seconds.", icon=":material/warning:")
+            st.warning(f"This server keeps no image model {as_text(current)} (it may have restarted, or dropped it "
+                       "to make room): showing match. The Train page trains one in seconds.", icon=":material/warning:")
             state.put("img_model", "match")
         else:
             mine[current] = label

@@ -7,6 +7,7 @@ import streamlit as st
 from transformer.service import IMAGE_TASKS, TASKS, VISION_DEFAULTS, TrainSpec, kept_label, source_of, spec_of
 from ui import data, state, training
 from ui.controls import plot
+from ui.text import as_text
 from ui.training_timeline import draw_timeline, timeline_view
 from viz.training import progress_figure
 
@@ -119,7 +120,7 @@ def progress(job, timed: bool) -> None:
     if not finished or timed:
         return
     if job.status == "failed":
-        st.error(f"Training failed: {job.error}")
+        st.error(f"Training failed: {as_text(job.error)}")
         return
     if job.trained is None:
         st.info("Stopped before it started: nothing was trained.")

@@ -11,7 +11,7 @@ import streamlit as st
 from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES, Trained, source_of
 from ui import choices, model_config, state
 from ui.chart import chart, column_px, stepped_chart
-from ui.text import count, percent
+from ui.text import as_text, count, percent
 
 PERSIST = dict(persist_state="session")
 STACK_NAMES = {
@@ -283,6 +283,6 @@ def parse_indices(text: str, limit: int, what: str) -> list[int]:
         else:
             bad.append(part)
     if bad:
-        st.warning(f"Ignored {what} {' '.join(bad[:5])!s}: use whole numbers from 0 to {limit - 1}.",
+        st.warning(f"Ignored {what} {as_text(' '.join(bad[:5]))}: use whole numbers from 0 to {limit - 1}.",
                    icon=":material/warning:")
     return sorted(set(values))[:64]

@@ -8,7 +8,7 @@ import streamlit as st
 from transformer.service import EXTERNAL, MAX_TOKENS, check_key, describe, upload, upload_limit_bytes
 from ui import choices, model_config, state
 from ui.controls import PERSIST, options_follow
-from ui.text import count
+from ui.text import as_text, count
 
 YOURS = state.YOURS
 
@@ -87,7 +87,7 @@ def sidebar(bar, info) -> None:
     """A model from outside: its description, and the controls that apply (the lab's sizes do not)."""
     _remember(info)
     state.put("arch", info.architecture)  # its one stack, whatever the link said
-    bar.caption(f"**Your model:** {info.name}, {info.masks_text}, "
+    bar.caption(f"**Your model:** {as_text(info.name)}, {info.masks_text}, "  # the name is the upload's: untrusted
                 f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
                 "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
                 + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
