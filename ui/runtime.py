@@ -43,3 +43,20 @@ def session_alive(session: str) -> bool:
     if not session or not runtime.exists():
         return True
     return runtime.get_instance().is_active_session(session)
+
+
+def client_address() -> str:
+    """The address this session's browser connects from: the connection's own, or, where that is this machine (a
+    proxy in front, as deploy/ has), the last ``X-Forwarded-For`` entry (the one the proxy added: a client cannot
+    forge it); "local" for a browser on this machine."""
+    import streamlit as st  # noqa: PLC0415
+
+    try:
+        direct = st.context.ip_address
+        forwarded = st.context.headers.get("X-Forwarded-For", "")
+    except Exception:  # outside a session (tests): one client
+        return "local"
+    if direct:
+        return direct
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    return hops[-1] if hops else "local"

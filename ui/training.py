@@ -29,6 +29,7 @@ from transformer.service import (
     register as register_model,
 )
 from ui import state
+from ui.runtime import client_address, session_alive, session_id
 from ui.text import count
 
 _pool: TrainingPool | None = None
@@ -62,7 +63,9 @@ def submit(spec: TrainSpec | VisionSpec) -> Job:
     """Queue ``spec`` for this session on its device choice; it becomes the session's job. ValueError (the
     message to show) when the spec is bad, the session has a job already or the queue is full."""
     owner = state.setdefault(OWNER, uuid.uuid4().hex)
-    job = pool().submit(spec, owner, state.get("device", "auto"))
+    running = pool()
+    running.owner_alive = session_alive
+    job = running.submit(spec, owner, state.get("device", "auto"), client=client_address(), session=session_id())
     state.put(JOB, job)
     return job
 

@@ -170,3 +170,46 @@ def test_a_name_kept_already_is_never_replaced(kept):
     with pytest.raises(ValueError, match="kept already"):
         pretrained.register(kept, "a1", "mine")
     assert pretrained.kept_label("session:a1") == "theirs"
+
+
+@pytest.mark.slow
+def test_one_address_holds_at_most_its_share_of_the_queue_however_many_sessions_it_opens(monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_TRAIN_PER_CLIENT", "2")
+    assert PoolSettings.from_env().per_client == 2
+    made = TrainingPool(PoolSettings(workers=1, queue_limit=20, per_client=2))
+    try:
+        jobs = [made.submit(small(5000, seed), f"bare-{seed}", client="203.0.113.7") for seed in range(2)]
+        with pytest.raises(QueueFull, match="2 jobs from this address are waiting or training"):
+            made.submit(small(100), "bare-2", client="203.0.113.7")  # twenty bare sockets get no more than two
+        other = made.submit(small(100), "student", client="198.51.100.4")  # the class's own still queue
+        assert other.status == "waiting"
+        made.stop(jobs[0])
+        until(lambda: jobs[0].finished)
+        made.submit(small(100), "bare-3", client="203.0.113.7")  # a place freed: one more
+    finally:
+        made.close()
+
+
+@pytest.mark.slow
+def test_a_job_whose_session_has_gone_leaves_the_queue_or_stops(monkeypatch):
+    monkeypatch.setattr(pool_module, "GONE_GRACE_SECONDS", 1.0)
+    made = TrainingPool(PoolSettings(workers=1, queue_limit=5))
+    gone = set()
+    made.owner_alive = lambda session: session not in gone
+    try:
+        training = made.submit(small(20000), "a", session="tab-a")
+        waiting = made.submit(small(100), "b", session="tab-b")
+        kept = made.submit(small(100), "c", session="tab-c")
+        until(lambda: training.status == "training")
+        gone.add("tab-b")
+        time.sleep(0.5)
+        gone.discard("tab-b")  # back within the grace (a phone's screen unlocked): it keeps its place
+        time.sleep(1.5)
+        assert waiting.status == "waiting" and made.place(waiting)[0] == 1
+        gone.update({"tab-a", "tab-b"})  # closed for good
+        until(lambda: waiting.finished and training.finished, timeout=60)
+        assert waiting.status == "stopped" and training.status == "stopped" and made.left == 2
+        until(lambda: kept.status in ("starting", "training", "done"))  # the class's next job starts at once
+        assert made.place(kept) is None
+    finally:
+        made.close()

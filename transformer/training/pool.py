@@ -1,8 +1,10 @@
 """Training off the serving path: a few worker processes (`transformer.training.worker`), a fair bounded queue.
 
-One running or waiting job per owner (a session); jobs start in the order they came; beyond ``queue_limit`` waiting
-jobs a new one is refused with a message. A worker that dies fails its job with a message and is replaced. The
-settings come from the environment (`PoolSettings.from_env`).
+One running or waiting job per owner (a session) and ``per_client`` per client (an address: sessions cost nothing to
+open); jobs start in the order they came; beyond ``queue_limit`` waiting jobs a new one is refused with a message. A
+job whose session has been gone for `GONE_GRACE_SECONDS` (``owner_alive``, the app's) leaves the queue, or stops if
+it is training. A worker that dies fails its job with a message and is replaced. The settings come from the
+environment (`PoolSettings.from_env`).
 """
 
 from __future__ import annotations
@@ -31,27 +33,29 @@ START_FAILURES_ALLOWED = 3  # workers in a row that die before they are ready: t
 DEFAULT_SECONDS_PER_STEP = 0.03  # an estimate's rate before any job of the server has run (d_model 32, 2 cores)
 WORKER_START_SECONDS = 8.0  # a new worker's TensorFlow import, added to an estimate while it starts
 JOB_OVERHEAD_SECONDS = 5.0  # a job's tracing of its step and its accuracy measured at the end (d_model 32)
+GONE_GRACE_SECONDS = 30.0  # a session gone this long loses its job (a phone's locked screen reconnects sooner)
 
 
 @dataclass(frozen=True)
 class PoolSettings:
     """``workers`` processes at most, started as jobs need them; ``queue_limit`` jobs waiting at most; the workers'
     ``niceness`` (added to the server's); ``worker_mb``: a worker past this resident memory after a job is
-    replaced by a fresh one."""
+    replaced by a fresh one; ``per_client``: jobs waiting or training from one client address at most."""
 
     workers: int = 1
     queue_limit: int = 20
     niceness: int = 10
     worker_mb: int = 1200
+    per_client: int = 5
 
     @classmethod
     def from_env(cls) -> PoolSettings:
         """ATTENTION_LAB_TRAIN_WORKERS (default one per two cores), ATTENTION_LAB_TRAIN_QUEUE (20),
-        ATTENTION_LAB_TRAIN_NICE (10), ATTENTION_LAB_TRAIN_WORKER_MB (1200); ValueError naming a value that is not
-        a whole number in range."""
+        ATTENTION_LAB_TRAIN_NICE (10), ATTENTION_LAB_TRAIN_WORKER_MB (1200), ATTENTION_LAB_TRAIN_PER_CLIENT (5);
+        ValueError naming a value that is not a whole number in range."""
         return cls(_whole("ATTENTION_LAB_TRAIN_WORKERS", max(1, (os.cpu_count() or 2) // 2), 1),
                    _whole("ATTENTION_LAB_TRAIN_QUEUE", 20, 0), _whole("ATTENTION_LAB_TRAIN_NICE", 10, 0),
-                   _whole("ATTENTION_LAB_TRAIN_WORKER_MB", 1200, 200))
+                   _whole("ATTENTION_LAB_TRAIN_WORKER_MB", 1200, 200), _whole("ATTENTION_LAB_TRAIN_PER_CLIENT", 5, 1))
 
 
 def _whole(name: str, default: int, least: int) -> int:
@@ -72,6 +76,9 @@ class Job:
     spec: TrainSpec  # or an image task's `transformer.training.vision.VisionSpec`
     owner: str
     device: str  # the session's choice ("auto", "cpu", "gpu"): the worker resolves it
+    client: str = ""  # the address it came from ("": not known): at most `PoolSettings.per_client` jobs each
+    session: str = ""  # the Streamlit session that asked (``owner_alive`` is asked of it)
+    gone_since: float | None = None  # time.monotonic() when its session was first seen gone
     key: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
     status: str = "waiting"
     error: str = ""
@@ -124,22 +131,29 @@ class TrainingPool:
         self.retired = 0  # workers that ended past their memory and were replaced
         self._start_failures = 0  # workers in a row that died before they were ready
         self._closed = False
+        self.owner_alive = lambda session: True  # the app's: whether that session is still connected
+        self.left = 0  # jobs that left the queue, or stopped, because their session had gone
         self._thread = threading.Thread(target=self._dispatch, name="training-pool", daemon=True)
         self._thread.start()
 
-    def submit(self, spec: TrainSpec, owner: str, device: str = "auto") -> Job:
-        """Queue ``spec`` for ``owner``; ValueError when the owner has a job waiting or running, `QueueFull` when
-        ``queue_limit`` jobs wait already, ValueError from ``spec.validate()``."""
+    def submit(self, spec: TrainSpec, owner: str, device: str = "auto", client: str = "", session: str = "") -> Job:
+        """Queue ``spec`` for ``owner`` (from ``client``'s address, in Streamlit's ``session``); ValueError when the
+        owner has a job waiting or running, `QueueFull` when ``queue_limit`` jobs wait already or the client has
+        ``per_client`` jobs, ValueError from ``spec.validate()``."""
         spec.validate()
         with self._lock:
             if owner in self._active:
                 raise ValueError("A model is still training (or waiting to) in this session: stop it or wait for "
                                  "it first.")
+            theirs = sum(job.client == client for job in self._active.values()) if client else 0
+            if theirs >= self.settings.per_client:
+                raise QueueFull(f"{theirs} jobs from this address are waiting or training, the most one address "
+                                "may have on this server (ATTENTION_LAB_TRAIN_PER_CLIENT): wait for one to end.")
             if len(self._waiting) >= self.settings.queue_limit and not self._idle_capacity():
                 wait_s = self._start_after(list(self._waiting)) if self._workers else 0.0
                 raise QueueFull(f"{len(self._waiting)} jobs are waiting to train, the most this server queues: try "
                                 f"again in {_duration(wait_s)}.")
-            job = Job(spec, owner, device)
+            job = Job(spec, owner, device, client=client, session=session)
             self._active[owner] = job
             self._waiting.append(job)
             self._assign()
@@ -265,6 +279,25 @@ class TrainingPool:
                 continue
             for handle in ready:
                 self._read(runners[handle])
+            self._reap()
+
+    def _reap(self) -> None:
+        """A job whose session has been gone for `GONE_GRACE_SECONDS` leaves the queue, or stops training."""
+        now = time.monotonic()
+        with self._lock:
+            jobs = [job for job in self._active.values() if job.session]
+        for job in jobs:
+            try:
+                alive = bool(self.owner_alive(job.session))
+            except Exception:  # a check that fails keeps the job
+                alive = True
+            if alive:
+                job.gone_since = None
+                continue
+            job.gone_since = job.gone_since or now
+            if now - job.gone_since >= GONE_GRACE_SECONDS and not job.finished and not job.stop_requested:
+                self.left += 1
+                self.stop(job)
 
     def _read(self, runner: _Worker) -> None:
         try:
