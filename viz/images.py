@@ -124,7 +124,8 @@ def overlay_patch(row: int, col: int) -> int | None:
 def head_overlays(weights, image, token: int, width_px: int | None = None) -> go.Figure:
     """Args: weights: ``(L, H, 17, 17)``; image: ``(8, 8)``; token: the query (0: CLS, ``1 + p``: patch p). A panel
     a head (a row a layer; two across on a phone): the token's attention to each patch on the fixed 0–1 scale, the
-    image's pixels drawn over it (a pixel's opacity its value); a panel's title gives its weight on CLS. One heatmap
+    image's light pixels drawn over it in white (a pixel's opacity its value: the main image's polarity); a panel's
+    title gives its weight on CLS. One heatmap
     and one scatter for every panel, on one pair of axes (gaps between panels are empty cells). A click on a patch
     reports its cell (`overlay_patch` names the patch)."""
     weights, image = np.asarray(weights, np.float32), np.asarray(image, np.float32)
@@ -151,10 +152,12 @@ def head_overlays(weights, image, token: int, width_px: int | None = None) -> go
     heatmap = dict(type="heatmap", z=z, coloraxis="coloraxis", customdata=np.stack([names, patch_numbers], -1),
                    hovertemplate=f"%{{customdata[0]}}<br>query {token_name(token)} → key patch %{{customdata[1]}}"
                                  "<br>weight %{z:.3f}<extra></extra>")
-    # the pixels over it: black, as opaque as the pixel is light; one heatmap at twice the resolution (not a marker a
-    # pixel: docs/performance.md), its gaps leaving the attention's colour around each pixel
+    # the light pixels over it in white, as opaque as they are light: the main image's polarity (light is light), the
+    # attention's colour showing through the dark ones and around each pixel; one heatmap at twice the resolution
+    # (not a marker a pixel: docs/performance.md)
     overlay = dict(type="heatmap", z=pixels, x0=-0.25, dx=0.5, y0=-0.25, dy=0.5, zmin=0, zmax=1, showscale=False,
-                   colorscale=[[0, "rgba(0,0,0,0)"], [1, "rgba(0,0,0,1)"]], xgap=4, ygap=4, hoverinfo="skip")
+                   colorscale=[[0, "rgba(255,255,255,0)"], [1, "rgba(255,255,255,1)"]], xgap=4, ygap=4,
+                   hoverinfo="skip")
     title = wrap_title(f"Each head's attention from {token_name(token)}, over the image (a row a layer)", width_px)
     top_px = 40 + 22 * title_lines(title)
     axis = dict(showticklabels=False, showgrid=False, zeroline=False, constrain="domain")

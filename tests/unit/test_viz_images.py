@@ -74,3 +74,24 @@ def test_rollout_and_flow_share_one_scale_and_the_positions_grid_puts_each_patch
     similarity = RNG.random((16, 16)).astype(np.float32)
     laid = grid_of_grids(similarity)
     np.testing.assert_array_equal(laid[5:9, 10:14].ravel(), similarity[6])  # patch 6: block row 1, column 2
+
+
+def _colour_at(colorscale, value: float) -> tuple:
+    """The (r, g, b, a) a Plotly colour scale of named or rgba stops gives ``value`` at its nearest stop."""
+    named = {"black": (0, 0, 0, 1.0), "white": (255, 255, 255, 1.0)}
+    stop = min(colorscale, key=lambda entry: abs(entry[0] - value))[1]
+    if stop in named:
+        return named[stop]
+    r, g, b, a = (float(part) for part in stop[stop.index("(") + 1:-1].split(","))
+    return r, g, b, a
+
+
+def test_the_heads_panels_draw_the_image_as_the_main_image_does_light_pixels_light():
+    """Issue 78, item 1: every panel drew the image as its negative (a light pixel black)."""
+    image = np.zeros((8, 8), np.float32)
+    image[0, 0] = 1.0  # one white pixel in a black image
+    main = image_and_prediction(image, "image", np.array([0.5, 0.5]), ["a", "b"]).data[0]
+    overlay = head_overlays(RNG.random((1, 2, 17, 17)).astype(np.float32), image, token=0).data[1]
+    white_main, white_panel = _colour_at(main.colorscale, 1.0), _colour_at(overlay.colorscale, 1.0)
+    assert white_main[:3] == white_panel[:3] == (255, 255, 255) and white_panel[3] == 1.0  # light drawn light
+    assert _colour_at(overlay.colorscale, 0.0)[3] == 0.0  # a dark pixel lets the attention's colour through
