@@ -133,3 +133,18 @@ def test_counting_declared_weights_leaves_nothing_for_keras_to_allocate(crafted)
         pass
     with zipfile.ZipFile(crafted["small"]) as archive:
         assert declared_weight_bytes(archive.read("config.json").decode()) == 4 * functional_model().count_params()
+
+
+def test_uploads_share_the_data_budget_oldest_out_first(crafted, tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path / "data"))
+    size_mb = crafted["small"].stat().st_size / 1e6
+    monkeypatch.setenv("ATTENTION_LAB_DATA_MB", str(size_mb * 1.5))  # room for one upload
+    registry = ExternalRegistry(budget_bytes=2**30, upload_dir=tmp_path / "data" / "uploads")
+    first = registry.add_upload(crafted["small"].read_bytes(), "first.keras")
+    other = _rewritten(crafted["small"], tmp_path / "other.keras", lambda c: {**c, "name": "other"})
+    second = registry.add_upload(other.read_bytes(), "second.keras")
+    kept = sorted(path.name for path in (tmp_path / "data" / "uploads").iterdir())
+    assert kept == [f"{second.split(':')[1]}.keras"], kept  # the older one went; the newest stays whatever its size
+    registry._models.clear()  # as after a restart
+    with pytest.raises(ValueError, match="not on this server"):
+        registry.get(first)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from transformer.external import PRESET_NAME, PRESETS_DIR_ENV, ExternalModel, load, load_preset, upload_limit_bytes
-from transformer.runtime.data_dir import data_dir
+from transformer.runtime.data_dir import data_dir, data_megabytes, folder_bytes
 
 BUDGET_ENV = "ATTENTION_LAB_EXTERNAL_MB"  # the loaded models' weights together, in MB (default 2048)
 UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: uploads/ in the data directory, or a
@@ -82,9 +82,31 @@ class ExternalRegistry:
             message = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {str(error)[:300]}"
             raise ValueError(message.replace(partial.name, filename)) from None
         partial.replace(path)
+        self._uploads_within_budget(path)
         with self._lock:
             self._keep(key, model)
         return key
+
+    def _uploads_within_budget(self, newest: Path) -> None:
+        """Remove the least recently used uploads (never ``newest``) until the data directory's models and uploads
+        together are within ``ATTENTION_LAB_DATA_MB``; a link to one removed says to upload it again."""
+        root = data_dir()
+        models = folder_bytes(root / "models") if root is not None else 0
+        uploads = []
+        for path in self.upload_dir.glob("*.keras"):
+            try:
+                uploads.append((path.stat().st_mtime, path.stat().st_size, path))
+            except FileNotFoundError:
+                continue
+        uploads.sort(key=lambda row: row[0])
+        total = models + sum(size for _, size, _ in uploads)
+        for _, size, path in uploads:
+            if total <= data_megabytes() * 1e6:
+                return
+            if path != newest:
+                path.unlink(missing_ok=True)
+                self.evicted.add(f"upload:{path.stem}")
+                total -= size
 
     def get(self, key: str) -> ExternalModel:
         """The model of ``key``, loaded on first use (a preset name downloads to keras-hub's cache once, on a
@@ -127,6 +149,7 @@ class ExternalRegistry:
             path.replace(aside)
             raise ValueError(f"The uploaded model {rest[:12]}… kept on this server is damaged: its file changed on "
                              f"disk since it was uploaded. It was set aside as {aside}; upload the file again.")
+        os.utime(path)  # opened now: the last upload to go when the data budget is reached
         try:
             return load(path, f"upload {rest[:12]}")
         except ValueError:  # a file kept before its checks existed, refused now: no link can trigger it again

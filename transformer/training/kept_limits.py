@@ -3,8 +3,7 @@ sentence that says so (shown on every page: `limit_problems`)."""
 
 from __future__ import annotations
 
-import math
-import os
+from transformer.runtime.data_dir import positive
 
 SESSION_MODELS_KEPT = 8  # default of ATTENTION_LAB_MODELS_KEPT
 SESSION_MODELS_MB = 256  # default of ATTENTION_LAB_MODELS_MB: the kept models' weights, together
@@ -27,18 +26,3 @@ def _read_limits() -> list[tuple]:
     """(value, problem or "") of each kept-models limit; a bad value reads as its default."""
     return [positive("ATTENTION_LAB_MODELS_KEPT", SESSION_MODELS_KEPT, int, "a whole number"),
             positive("ATTENTION_LAB_MODELS_MB", SESSION_MODELS_MB, float, "a number of megabytes")]
-
-
-def positive(name: str, default, kind, what: str) -> tuple:
-    """``(value, problem)`` of the environment variable ``name``: a ``kind`` above 0 and finite, else ``default``
-    with a sentence naming the value (unset: the default, no problem)."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default, ""
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = 0
-    if value > 0 and math.isfinite(value):
-        return value, ""
-    return default, f"{name} must be {what} above 0. Received: {name}={raw!r}; using {default}."

@@ -27,12 +27,10 @@ import time
 import uuid
 from pathlib import Path
 
-from transformer.runtime.data_dir import data_dir
-from transformer.training.kept_limits import positive
+from transformer.runtime.data_dir import data_dir, data_megabytes, positive
 
 KEPT_FILE = "kept.json"
-DATA_MB_ENV, DATA_MODELS_ENV = "ATTENTION_LAB_DATA_MB", "ATTENTION_LAB_DATA_MODELS"
-DATA_MB_DEFAULT, DATA_MODELS_DEFAULT = 2048, 200
+DATA_MODELS_ENV, DATA_MODELS_DEFAULT = "ATTENTION_LAB_DATA_MODELS", 200
 DROPPED = ".dropped"  # models/.dropped/<key>.json: the label and spec of a model the budget removed
 SET_ASIDE = ".set-aside"  # models/.set-aside/<key>-<time>/: a damaged model's files; <key>.json: its label and why
 RESERVED = {"set-aside"}  # the set-aside folder's name before it began with a dot: never a model
@@ -208,8 +206,7 @@ def set_aside_note(key: str) -> tuple[str, str] | None:
 def data_budget() -> tuple[int, float]:
     """``(models, MB)`` the disk keeps at most: ATTENTION_LAB_DATA_MODELS and ATTENTION_LAB_DATA_MB (their defaults
     where a value is not a positive number)."""
-    return (positive(DATA_MODELS_ENV, DATA_MODELS_DEFAULT, int, "a whole number")[0],
-            positive(DATA_MB_ENV, DATA_MB_DEFAULT, float, "a number of megabytes")[0])
+    return positive(DATA_MODELS_ENV, DATA_MODELS_DEFAULT, int, "a whole number")[0], data_megabytes()
 
 
 def _keep_within_budget() -> None:
