@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from transformer.service import QUERY_BLOCK, differ, fit_range, quadratic_share
-from ui import choices, data, state
+from transformer.service import QUERY_BLOCK, describe, differ, fit_range, quadratic_crossover, quadratic_share
+from ui import choices, data, model_config, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device
 from ui.text import percent
@@ -34,12 +34,38 @@ def memory_note(measured: bool, on_gpu: bool) -> str:
     return f"Memory: TensorFlow's measured peak for the runs on the {where}."
 
 
+def timed_size(values: dict) -> tuple[int, int, str]:
+    """``(d_model, heads, whose)``: the size of the model the sidebar shows (a trained model's own, a model from
+    outside's width and heads), or the sidebar's sliders; ``whose`` says which, in words."""
+    spec = model_config.source().spec()
+    if spec is not None:
+        return spec.d_model, spec.num_heads, "the sidebar's trained model's size"
+    if model_config.external():
+        try:
+            info = describe(values["weights"])
+        except ValueError:
+            info = None
+        if info is not None and info.width and info.heads and info.width % info.heads == 0:
+            return info.width, info.heads, "your model's width and heads (its own layers are not timed here)"
+    return values["d_model"], values["heads"], "the sidebar's size"
+
+
+def crossovers(series, d_model: int) -> list[tuple[float, str]]:
+    """Each series' N where its N² terms are half its FLOPs (its key/value heads move it), once each, in words."""
+    seen = {}
+    for one in series:
+        seen.setdefault(quadratic_crossover(d_model, one.kv_share), one.label.split(", ")[-1])
+    return [(n, f" ({what})" if len(seen) > 1 else "") for n, what in seen.items()]
+
+
 st.title("Cost")
-st.markdown("One multi-head attention layer of the sidebar's size, on random inputs, at N = 64 … the longest "
-            "length below, run block-wise (128 queries at a time) as the engine runs long sequences: under a full "
-            "mask, a sliding window of 128, the Sparse Transformer's stride of 64, and with fewer key/value heads.")
 values = state.current_values()
-d_model, heads, device = values["d_model"], values["heads"], session_device()
+d_model, heads, whose = timed_size(values)
+device = session_device()
+st.markdown(f"One multi-head attention layer of {whose} (d_model = {d_model}, {heads} heads), on random inputs, at "
+            "N = 64 … the longest length below, run block-wise (128 queries at a time) as the engine runs long "
+            "sequences: under a full mask, a sliding window of 128, the Sparse Transformer's stride of 64, and with "
+            "fewer key/value heads.")
 on_gpu = device.startswith("/GPU")
 left, right = st.columns([2, 3])
 longest = left.select_slider("Longest N", choices.COST_MAXIMA, key="cost_max", **PERSIST)
@@ -51,19 +77,22 @@ if right.button("Measure", type="primary", help="Takes a few seconds (longer at 
         series = data.cost(*key)
     lengths = series[0].lengths
     span = fit_range(lengths)
-    half = 2 * d_model  # where the N² terms are half the FLOPs: marked where it falls within the lengths
-    plot(cost_figure(series, "GPU" if on_gpu else "CPU", quadratic_from=half if lengths[0] <= half <= lengths[-1]
-                     else None), "cost")
+    marked = [(n, what) for n, what in crossovers(series, d_model) if lengths[0] <= n <= lengths[-1]]
+    plot(cost_figure(series, "GPU" if on_gpu else "CPU", quadratic_from=marked), "cost")
     fitted = f" from N = {span[0]} to {span[1]}" if span else ""
     st.markdown("\n".join(f"- **{one.label}**: time ∝ N^{one.exponent:.2f}{fitted} (each of the "
                           f"{len(one.exponents)} runs alone: {one.spread[0]:.2f} to {one.spread[1]:.2f})" if span
                           else f"- **{one.label}**: too few lengths from 256 up to fit an exponent" for one in series))
     if span:
         st.markdown(noise_note(series))
-    shares = ", ".join(f"{percent(quadratic_share(n, d_model))} at N = {n}" for n in (lengths[0], lengths[-1]))
-    marked = " (the red line)" if lengths[0] <= half <= lengths[-1] else ""
-    st.markdown(f"The N² terms (Q·Kᵀ and weights · V, 4·N²·d_model FLOPs) are {shares} of the layer's FLOPs, half "
-                f"from N = 2·d_model = {half}{marked}. The time grows more slowly than N² "
+    st.markdown("The N² terms (Q·Kᵀ and weights · V, 4·N²·d_model FLOPs) against the projections' "
+                "(4·N·d_model²·(1 + H_kv/H)): half the layer's FLOPs from N = d_model·(1 + H_kv/H)"
+                + (" (the red lines)" if marked else "") + ":\n" + "\n".join(
+                    f"- **{one.label}**: " + ", ".join(f"{percent(quadratic_share(n, d_model, one.kv_share))} at "
+                                                       f"N = {n}" for n in (lengths[0], lengths[-1]))
+                    + f", half from N = {quadratic_crossover(d_model, one.kv_share):g}"
+                    for one in series if one.label.startswith("full mask")))
+    st.markdown("The time grows more slowly than N² "
                 f"because this engine runs N/{QUERY_BLOCK} query blocks, each with fixed per-operation costs "
                 f"that grow linearly with N in all: on {'the GPU' if on_gpu else 'a CPU'} at these sizes they are "
                 "much of the time, so the slope approaches 2 only as N grows.")
@@ -77,5 +106,5 @@ if right.button("Measure", type="primary", help="Takes a few seconds (longer at 
                "before the scores. The exponent is fitted over the longest three lengths measured "
                "(from 256 up). " + memory_note(series[0].measured, on_gpu))
 else:
-    measured.info(f"Press **Measure** to time d_model = {d_model}, {heads} heads on this session's device "
+    measured.info(f"Press **Measure** to time d_model = {d_model}, {heads} heads ({whose}) on this session's device "
             f"({'GPU' if on_gpu else 'CPU'}) up to N = {longest}.", icon=":material/speed:")

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from transformer.analysis import cost as _cost
 from transformer.analysis import position_views as _position_views
-from transformer.analysis.cost import COST_LENGTHS, differ, fit_range, quadratic_share
+from transformer.analysis.cost import COST_LENGTHS, differ, fit_range, quadratic_crossover, quadratic_share
 from transformer.analysis.flow import FLOW_MAX_POSITIONS, attention_flow
 from transformer.analysis.heads import ROLES, has_position_axis, line_top_roles, role_text
 from transformer.analysis.measures import (
@@ -129,7 +129,8 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
            "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts", "timeline_of",
-           "preference_terms", "score_terms", "EXPLAINED_TASKS", "METHODS", "example_maps", "faithfulness",
+           "preference_terms", "quadratic_crossover", "score_terms", "EXPLAINED_TASKS", "METHODS", "example_maps",
+           "faithfulness",
            "is_measured", "IMAGE_MODELS", "example_image", "read_image", "IMAGE_TASKS", "image_task",
            "register_vision", "VISION_DEFAULTS", "VISION_PREFIX", "VisionSpec", "vision_label",
            "head_statistics", "heads_of", "induction_study", "is_external", "Job", "kept_label",

@@ -20,22 +20,32 @@ def _guides(lengths, anchor: float, axis: str) -> list[dict]:
             for power, dash, name in ((1, "dot", "∝ N"), (2, "dash", "∝ N²"))]
 
 
-def _quadratic_from(n: int) -> tuple[list[dict], list[dict]]:
-    """A dotted vertical line at N = ``n`` on both panels, where the N² terms become half the FLOPs."""
-    shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=n, x1=n, y0=0, y1=1,
-                   line=dict(color="#d62728", dash="dot", width=1)) for axis in ("", "2")]
-    notes = [dict(text=f"N = {n}: N² terms half the FLOPs", xref="x", yref="y domain", x=float(np.log10(n)), y=1,
-                  xanchor="left", yanchor="top", showarrow=False, font=dict(size=11, color="#d62728"))]
+def _quadratic_from(crossovers) -> tuple[list[dict], list[dict]]:
+    """A dotted vertical line on both panels at each ``(N, what)`` of ``crossovers``, where the N² terms become half
+    the FLOPs of that series' layer (its key/value heads move it), each noted once."""
+    shapes, notes = [], []
+    for index, (n, what) in enumerate(crossovers):
+        shapes += [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=n, x1=n, y0=0, y1=1,
+                        line=dict(color="#d62728", dash="dot", width=1)) for axis in ("", "2")]
+        notes.append(dict(text=f"N = {n:g}: N² terms half the FLOPs{what}", xref="x", yref="y domain",
+                          x=float(np.log10(n)), y=1 - 0.07 * index, xanchor="left", yanchor="top", showarrow=False,
+                          font=dict(size=11, color="#d62728")))
     return shapes, notes
 
 
-def cost_figure(series, device_label: str = "", quadratic_from: int | None = None) -> go.Figure:
+def exponent_text(exponent: float) -> str:
+    """`` (time ∝ N^1.23)``, or nothing for an exponent too few lengths could fit (NaN never reaches a label)."""
+    return f" (time ∝ N^{exponent:.2f})" if np.isfinite(exponent) else ""
+
+
+def cost_figure(series, device_label: str = "", quadratic_from=()) -> go.Figure:
     """``series``: `transformer.analysis.cost.Series` list. Left: seconds; right: bytes; both against N.
-    ``quadratic_from``: the N where the N² terms become half the layer's FLOPs (2·d_model), marked on both."""
+    ``quadratic_from``: ``((N, what), …)``, where the N² terms become half a series' FLOPs (d_model·(1 + H_kv/H)),
+    marked on both (an int: one, for every series)."""
     traces = []
     for index, one in enumerate(series):
         colour = COLORS[index % len(COLORS)]
-        name = f"{one.label} (time ∝ N^{one.exponent:.2f})"
+        name = one.label + exponent_text(one.exponent)
         for axis, values, unit in (("", one.seconds, "s"), ("2", [b / 2**20 for b in one.bytes], "MB")):
             traces.append(dict(type="scatter", mode="lines+markers", x=list(one.lengths), y=list(values),
                                name=name, legendgroup=name, showlegend=axis == "", line=dict(color=colour),
@@ -57,6 +67,8 @@ def cost_figure(series, device_label: str = "", quadratic_from: int | None = Non
                                                                       " (counted)")), anchor="x2"),
         legend=dict(orientation="h", y=-0.25, x=0),
     )
-    if quadratic_from is not None:
+    if isinstance(quadratic_from, (int, float)):
+        quadratic_from = ((quadratic_from, ""),)
+    if quadratic_from:
         layout["shapes"], layout["annotations"] = _quadratic_from(quadratic_from)
     return go.Figure(data=traces, layout={**layout, "template": TEMPLATE_JSON}, _validate=False)

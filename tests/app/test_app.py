@@ -1026,7 +1026,7 @@ def test_the_cost_page_measures_one_layer_on_a_click_and_keeps_the_longest_n_in_
     text = " ".join(m.value for m in at.markdown)
     assert "time ∝ N^" in text and "from N = 256 to 512" in text  # fitted over the upper range
     assert "each of the 5 runs alone" in text and "Against the full mask" in text  # read against the noise (#52.15)
-    assert "are 50% at N = 64, 89% at N = 512 of the layer's FLOPs, half from N = 2·d_model = 64" in text
+    assert "**full mask, all KV heads**: 50% at N = 64, 89% at N = 512, half from N = 64" in text
     assert [shape["x0"] for shape in figure["layout"]["shapes"]] == [64, 64]  # the red line, on both panels
     # the CPU allocator is TensorFlow's pool (the engine's default): its peak is measured, not counted
     caption = " ".join(c.value for c in at.caption)
@@ -1137,3 +1137,22 @@ def test_the_model_view_draws_every_layers_norms_on_one_scale_when_norms_are_on(
     expected = value_norms(LiveConfig(num_layers=3), stacks=("encoder",), lines=(0,))["encoder"][:, 0]
     assert model["layout"]["coloraxis"]["cmax"] == pytest.approx(float(expected.max()), rel=1e-3)
     assert "value-weighted norms" in model["layout"]["title"]["text"]
+
+
+def test_the_cost_page_times_the_model_the_sidebar_shows_and_one_crossover_per_series():
+    """Issue 78, items 2-4: it timed the hidden random-weights sliders for a trained model, printed `N^nan` with too
+    few lengths, and put every series' N² crossover at 2·d_model whatever its key/value heads."""
+    at = open_page("cost", {"weights": "reverse", "d_model": "128", "heads": "8", "cost_max": "256"})
+    no_errors(at)
+    asked = " ".join(i.value for i in at.info)
+    assert "d_model = 64, 4 heads" in asked and "128" not in asked, asked  # reverse's own size, as the sidebar shows
+    at.button[0].click().run()
+    no_errors(at)
+    (figure,) = specs(at)
+    names = [t.get("name", "") for t in figure["data"]]
+    assert not [name for name in names if "nan" in name.lower()], names
+    text = " ".join(m.value for m in at.markdown)
+    assert "nan" not in text.lower() and "too few lengths" in text
+    for crossover, series in ((128, "full mask, all KV heads"), (96, "full mask, 2 KV heads"),
+                              (80, "full mask, 1 KV head")):  # d_model·(1 + H_kv/H), at d_model 64 with 4 heads
+        assert f"**{series}**" in text and f"half from N = {crossover}" in text, (series, text)

@@ -317,3 +317,12 @@ def test_the_cost_exponents_come_with_their_spread_over_repeated_runs():
         runs = np.array(one.runs)  # (lengths, repeats)
         np.testing.assert_allclose(one.exponents, [fitted_exponent(one.lengths, runs[:, r]) for r in range(3)])
     assert differ((0.9, 1.0), (1.05, 1.2)) and not differ((0.9, 1.1), (1.0, 1.2))
+
+
+@pytest.mark.parametrize("d_model, kv_share", [(64, 1.0), (64, 2 / 8), (64, 1 / 8), (512, 0.5)])
+def test_each_series_crossover_is_where_its_own_quadratic_share_is_one_half(d_model, kv_share):
+    from transformer.analysis.cost import quadratic_crossover, quadratic_share
+
+    n = quadratic_crossover(d_model, kv_share)
+    assert quadratic_share(n, d_model, kv_share) == pytest.approx(0.5)
+    assert quadratic_crossover(64, 2 / 8) == 80 and quadratic_crossover(64, 1 / 8) == 72  # the figures

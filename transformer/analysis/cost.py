@@ -41,6 +41,7 @@ class Series:
     measured: bool = True  # False: the bytes are counted from the tensors' shapes (the CPU with malloc)
     runs: tuple = ()
     exponents: tuple = ()
+    kv_share: float = 1.0  # H_kv / H: the key/value heads the series ran with, as a share of the query heads
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -128,7 +129,8 @@ def attention_cost(d_model: int = 64, heads: int = 8, device: str = "/CPU:0", le
         each = [fitted_exponent(lengths, [times[r] for times in runs]) for r in range(repeats)]  # a fit a repeat
         measured.append(Series(label.replace("2 KV", f"{kv_counts['few']} KV"), tuple(lengths), tuple(seconds),
                                tuple(memory), fitted_exponent(lengths, seconds), tuple(density),
-                               measured=not any(counted), runs=tuple(runs), exponents=tuple(each)))
+                               measured=not any(counted), runs=tuple(runs), exponents=tuple(each),
+                               kv_share=kv_counts[kv] / heads))
     return measured
 
 
@@ -145,6 +147,12 @@ def quadratic_share(n: int, d_model: int, kv_share: float = 1.0) -> float:
     each, ``kv_share`` = H_kv / H). With every key/value head it is N / (N + 2·d_model): half at N = 2·d_model."""
     quadratic = 4 * n * n * d_model
     return quadratic / (quadratic + 4 * n * d_model**2 * (1 + kv_share))
+
+
+def quadratic_crossover(d_model: int, kv_share: float = 1.0) -> float:
+    """The N at which the N² terms are half the layer's FLOPs (`quadratic_share` = 1/2): 4·N²·d_model =
+    4·N·d_model²·(1 + kv_share), so N = d_model·(1 + kv_share): 2·d_model with every key/value head."""
+    return d_model * (1 + kv_share)
 
 
 def fitted_exponent(lengths, values, start: int = FIT_FROM) -> float:
