@@ -153,7 +153,7 @@ with heads_part:
          "heads", on_click=on_click)
     if norms is not None:
         st.caption(token_views.norms_caption(weights, shown_norms, result.special_keys(stack, element)[
-            view_of_line.key_positions], view_of_line.mask))
+            view_of_line.key_positions], view_of_line.mask, result.real_queries(stack, element)))
     elif cells == "norms" and cells_off:
         st.caption(f"Weights drawn: {cells_off}.")
     if blockwise:

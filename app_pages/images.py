@@ -7,7 +7,7 @@ import streamlit as st
 from transformer.service import IMAGE_MODELS, vision_label
 from ui import data, sidebar, state
 from ui.controls import PERSIST, clamp, fit_px, options_follow, plot
-from ui.text import as_text
+from ui.text import as_text, count
 from viz.images import (
     distance_figure,
     head_overlays,
@@ -25,7 +25,8 @@ st.title("Attention over images")
 st.markdown(
     "A **Vision Transformer** (Dosovitskiy et al. 2021) reads an image as a sequence: here an 8×8 image is cut into "
     "16 patches of 2×2 pixels, each linearly embedded, with a learned **CLS** token in front and learned positions; "
-    "two pre-norm encoder layers of 4 heads follow, and CLS's final state is classified. In **match**, patches 1–15 "
+    "pre-norm encoder layers follow (how many, and their heads, under the model's name: each model has its own), and "
+    "CLS's final state is classified. In **match**, patches 1–15 "
     "carry 15 different patterns and the top-left corner (patch 0) repeats one of them: the answer is the patch it "
     "repeats, so something must look from the corner to its match. **Click a pixel** to flip it and watch the "
     "attention move; click a patch in the heads' panels to look from it. Both models were trained here "
@@ -98,6 +99,9 @@ def images_view() -> None:
     flips = state.read("img_flip")
     image = edited(original, flips)
     reading = data.image_reading(name, image, sidebar.session_device())
+    layers, heads = reading.weights.shape[:2]  # (L, H, 17, 17): the shape is the model's own, as it ran
+    st.caption(f"This model: {count(layers, 'pre-norm encoder layer')} of {count(heads, 'head')}, read off its "
+               "attention.")
     right = None if flips else label
     title = f"{'Edited: ' if flips else ''}{'match image' if task == 'match' else 'test digit'} {pick}" + (
         f" · right answer: {reading.classes[label]}" if not flips else f" · {len(flips)} pixels flipped")

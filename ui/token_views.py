@@ -249,13 +249,13 @@ def flow_part(view: LineView, rolled: np.ndarray, focus, layers: int) -> None:
                "by the narrowest cut, so it spreads wider where many paths share a bottleneck.")
 
 
-def norms_caption(weights, norms, special, mask) -> str:
+def norms_caption(weights, norms, special, mask, real_queries=None) -> str:
     """What the norms say beside the weights for this layer: the share of each head's weight and of its norm that
-    falls on ``<s>``, ``</s>`` and padding (``special (N_k',)``), over the query rows with an allowed key.
-    ``weights``, ``norms``: ``(H, N_q, N_k')``; ``mask``: ``(N_q, N_k')``."""
+    falls on ``<s>``, ``</s>`` and padding (``special (N_k',)``), over the real query rows (``real_queries (N_q,)``,
+    not padding) with an allowed key. ``weights``, ``norms``: ``(H, N_q, N_k')``; ``mask``: ``(N_q, N_k')``."""
     text = ("Colour: each key's ‖α·f(x)‖, from 0 to the layer's largest (Kobayashi et al. 2020): how far it moves the "
             "query's output, not only how much it is looked at. The mean panel is the heads' norms averaged.")
-    rows = mask.any(axis=1)  # (N_q,)
+    rows = mask.any(axis=1) & (True if real_queries is None else np.asarray(real_queries, bool))  # (N_q,)
     if not special.any() or not rows.any():
         return text
     share = [np.nanmean(values[:, rows][..., special].sum(-1) / np.maximum(values[:, rows].sum(-1), 1e-12), axis=1)

@@ -1156,3 +1156,15 @@ def test_the_cost_page_times_the_model_the_sidebar_shows_and_one_crossover_per_s
     for crossover, series in ((128, "full mask, all KV heads"), (96, "full mask, 2 KV heads"),
                               (80, "full mask, 1 KV head")):  # d_model·(1 + H_kv/H), at d_model 64 with 4 heads
         assert f"**{series}**" in text and f"half from N = {crossover}" in text, (series, text)
+
+
+def test_the_norms_caption_counts_real_queries_only_so_padding_does_not_move_it():
+    """Issue 78, item 5: padding query rows (which still have keys) were averaged in, so the shares on `<s>`,
+    `</s>` and padding fell as the length grew (0.377 → 0.315 at 7, 0.322 → 0.265 at 10 for reverse L1H1)."""
+    said = []
+    for length in ("7", "10"):
+        at = open_page("attention", {"weights": "reverse", "cells": "norms", "stack": "decoder", "layer": "1",
+                                     "seq_len": length})
+        no_errors(at)
+        said.append([c.value for c in at.caption if "On `<s>`" in c.value])
+    assert said[0] and said[0] == said[1], said

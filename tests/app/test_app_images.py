@@ -141,3 +141,17 @@ def test_the_sidebar_shows_no_model_controls_this_page_does_not_run():
     masks.switch_page("app_pages/masks.py").run()
     no_errors(masks)
     assert masks.sidebar.select_slider(key="d_model").value == 128 and masks.session_state["seq_len"] == 9
+
+
+def test_the_page_states_the_shape_of_the_model_it_ran_not_a_fixed_one(monkeypatch):
+    """Issue 78, item 6: the introduction said "two pre-norm encoder layers of 4 heads" whatever model was chosen."""
+    from ui import data
+
+    reading = read_image("match", example_image("match", 0)[0])
+    one_layer = type(reading)(**{**reading.__dict__, "weights": reading.weights[:1, :2]})  # as a 1-layer, 2-head model
+    monkeypatch.setattr(data, "image_reading", lambda *arguments: one_layer)
+    at = open_page("images")
+    no_errors(at)
+    intro = " ".join(m.value for m in at.markdown)
+    assert "4 heads" not in intro and "two pre-norm" not in intro
+    assert any("This model: 1 pre-norm encoder layer of 2 heads" in c.value for c in at.caption)

@@ -100,6 +100,12 @@ class LiveResult:
         queries, keys = stack_sides(stack, self.source_tokens, self.target_tokens)
         return tuple(queries[line]), tuple(keys[line])
 
+    def real_queries(self, stack: str, line: int) -> np.ndarray:
+        """``(N_q,)`` bool: True for the queries of ``stack`` on ``line`` that are not padding (a padding query still
+        has keys: the padding mask masks keys)."""
+        ids = stack_sides(stack, self.source_ids, self.target_ids)[0][line]  # (N_q,)
+        return ~np.isin(ids, self.pad_ids)
+
     def special_keys(self, stack: str, line: int) -> np.ndarray:
         """``(N_k,)`` bool: True for the keys of ``stack`` on ``line`` that are padding, ``<s>`` or ``</s>``."""
         ids = stack_sides(stack, self.source_ids, self.target_ids)[1][line]  # (N_k,)
