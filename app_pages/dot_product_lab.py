@@ -54,7 +54,7 @@ plot(stages_figure([
     dict(values=stage["key_heads"], rows=key_labels, columns=dims, title="K"),
     dict(values=stage["value_heads"], rows=key_labels, columns=dims, title="V"),
     dict(values=stage["scores"], rows=query_labels, columns=key_labels, title="Q·Kᵀ"),
-    dict(values=stage["scaled"], rows=query_labels, columns=key_labels, title=f"÷ √d_k = ÷ {np.sqrt(d_k):.3g}"),
+    dict(values=stage["scaled"], rows=query_labels, columns=key_labels, title=f"÷ √d_k (√{d_k} = {np.sqrt(d_k):.3g})"),
     dict(values=stage["masked"], rows=query_labels, columns=key_labels, title="+ mask: −∞ if blocked", mask=mask),
     dict(values=stage["weights"], rows=query_labels, columns=key_labels, title="softmax", mask=mask, weights=True),
     dict(values=stage["context"], rows=query_labels, columns=dims, title="· V"),

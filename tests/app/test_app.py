@@ -424,6 +424,7 @@ def test_dot_product_lab_stages_and_fills():
     titles = [note["text"] for spec in specs(at) for note in spec["layout"].get("annotations", [])]
     assert any(t.startswith("Q<br>") and "(7, 16)" in t for t in titles)
     assert any(t.startswith("softmax") for t in titles)
+    assert any(t.startswith("÷ √d_k (√16 = 4)") for t in titles) and not [t for t in titles if "= ÷" in t]  # 78.13
     at.toggle(key="block_row").set_value(True).run()
     no_errors(at)
     fills = {spec["layout"]["title"]["text"]: spec for spec in specs(at) if "title" in spec["layout"]}
