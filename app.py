@@ -20,14 +20,14 @@ from ui.text import as_text  # noqa: E402
 streamlit_patches.keep_tensorflow_warm()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
 
-PAGES = [  # Home is the default page
-    st.Page(f"app_pages/{name}.py", title=title, icon=f":material/{icon}:",
-            **(dict(default=True) if name == "home" else dict(url_path=name)))
-    for name, title, icon, _ in pages.PAGES
-]
+PAGES = {  # Home is the default page; each entry's help says what it shows
+    name: st.Page(f"app_pages/{name}.py", title=title, icon=f":material/{icon}:", help=says.capitalize() or None,
+                  **(dict(default=True) if name == "home" else dict(url_path=name)))
+    for name, title, icon, says in pages.PAGES
+}
 
 state.load_url_once()
-page = st.navigation(PAGES)
+page = st.navigation({header: [PAGES[name] for name in names] for header, names in pages.SECTIONS}, expanded=True)
 st.set_page_config(page_title=f"{page.title} · Attention Lab")  # the browser tab names the page
 sidebar.render(page.url_path)
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)

@@ -1,4 +1,5 @@
-"""The app's pages: file and URL path, title, Material icon, and what Home says each one shows."""
+"""The app's pages: file and URL path, title, Material icon, and what Home (and the navigation's help) says each one
+shows; and the navigation's sections, in the order a newcomer meets them."""
 
 PAGES = (
     ("home", "Home", "home", ""),
@@ -17,4 +18,12 @@ PAGES = (
     ("cost", "Cost", "speed", "time and memory of one attention layer against N, by mask and key/value heads"),
     ("decode", "Decode", "play_circle", "a trained model writes its answer token by token, with its cache"),
     ("train", "Train", "model_training", "train a small model in the background, then look at its attention"),
+)
+
+SECTIONS = (  # (header, pages): every page in view, none folded behind "View more"
+    ("", ("home",)),
+    ("What you look at", ("masks", "positional_encoding", "attention", "images", "query_key")),
+    ("What explains it", ("dot_product_lab", "shapes", "heads", "induction", "explanations")),
+    ("What you measure", ("cost", "decode")),
+    ("What a class does", ("train",)),
 )

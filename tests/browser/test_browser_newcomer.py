@@ -182,3 +182,18 @@ def test_at_390_px_a_chart_is_first_drawn_at_its_columns_width(page, server, pat
     assert sorted(column for _, column in first) == sorted(told), (first, told)  # each drawn first from its answer
     if fit:
         assert page.evaluate("() => window.__wide") == []
+
+
+def test_every_page_is_in_the_sidebar_in_its_section_none_folded(page, server):
+    """Issue 78, item 15: past ten entries Streamlit folded Shapes, Cost, Decode and Train behind "View 4 more"."""
+    from ui.pages import PAGES, SECTIONS
+
+    open_page(page, server, "")
+    navigation = page.get_by_test_id("stSidebarNav")
+    navigation.wait_for(timeout=60_000)
+    assert page.get_by_test_id("stSidebarNavViewButton").count() == 0
+    for _, title, _, _ in PAGES:
+        link = navigation.get_by_role("link", name=title, exact=True)
+        assert link.count() == 1 and link.is_visible(), title
+    for header, _ in SECTIONS[1:]:
+        assert navigation.get_by_text(header, exact=True).is_visible(), header

@@ -30,3 +30,11 @@ def test_distance_and_entropy_are_drawn_on_fixed_scales():
     assert [(trace["zmin"], trace["zmax"]) for trace in cells] == [(0.0, 7.0), (0.0, 3.0)]  # N − 1, log2 N
     only_entropy = measure_grid(None, entropy, 4, length=8).to_dict()
     assert [trace["zmax"] for trace in only_entropy["data"] if trace.get("showscale") is False] == [3.0]
+
+
+def test_the_navigations_sections_hold_every_page_once():
+    from ui.pages import PAGES, SECTIONS
+
+    listed = [name for _, names in SECTIONS for name in names]
+    assert sorted(listed) == sorted(name for name, *_ in PAGES) and len(listed) == len(set(listed))
+    assert SECTIONS[0] == ("", ("home",))  # Home first, under no header
