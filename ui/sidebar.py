@@ -84,7 +84,7 @@ def _open_linked_model() -> None:
     if label is not None:
         state.setdefault("_my_models", {})[name] = label
         return
-    state.put("weights", "random")
+    state.fall_back_to_random()
     gone = dropped(name)
     if gone is not None:
         state.put(RETRAIN, gone[1])

@@ -254,6 +254,7 @@ TRAIN_OWNER, TRAIN_JOB = "_train_owner", "_train_job"
 YOURS = "_your_models"
 TRAIN_TASK = "train_task"
 HEAVY_PRESSED = "_heavy_pressed"
+LINKED = "_linked"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -275,6 +276,7 @@ SESSION_KEYS = {
     TRAIN_JOB: "this session's training job",
     YOURS: "{weights key: label} of the models from outside this session opened",
     HEAVY_PRESSED: "{run key}: the costly runs this session pressed Run it for (ui.heavy_runs)",
+    LINKED: "{field}: the fields the session's first link gave (the others took their defaults)",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 
@@ -344,10 +346,23 @@ def load_url_once() -> None:
     """On a session's first run: fill ``st.session_state`` from the URL (or the defaults)."""
     if has(LOADED):
         return
-    values, notices = parse_url(st.query_params.to_dict())
+    query = st.query_params.to_dict()
+    values, notices = parse_url(query)
     update(values)
     put(NOTICES, notices)
+    put(LINKED, set(query) & set(FIELDS))
     put(LOADED, True)
+
+
+def fall_back_to_random() -> None:
+    """Random weights in place of a model the link named and this server does not have, with the defaults a visit
+    without that link gets for every field the link left out (a trained model's defaults followed it: its example
+    lines, its length, its architecture); the link's own fields stay."""
+    put("weights", "random")
+    linked = get(LINKED, set())
+    for key in FIELDS:
+        if key != "weights" and key not in linked:
+            put(key, default_of(key, "random"))
 
 
 def current_values() -> dict:

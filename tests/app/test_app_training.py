@@ -201,3 +201,16 @@ def test_a_link_to_a_model_with_damaged_metadata_says_damaged_and_the_page_runs(
         said = " ".join(w.value for w in at.warning)
         assert "damaged" in said and str(tmp_path) not in said, said
         assert at.session_state["weights"] == "random" and at.session_state["d_model"] == 32
+
+
+def test_a_link_to_an_unknown_trained_model_falls_back_to_the_defaults_and_keeps_its_own_fields():
+    """Issue 78, item 9: the lines became the trained example's letters (run through random weights)."""
+    from ui.state import FIELDS
+
+    at = open_page("attention", {"weights": "session:deadbeef00", "d_model": "32", "heads": "2"})
+    no_errors(at)
+    assert any("No model trained on this server" in w.value for w in at.warning)
+    assert at.session_state["weights"] == "random"
+    assert at.session_state["src"] == FIELDS["src"].default and at.session_state["seq_len"] == FIELDS["seq_len"].default
+    assert (at.session_state["d_model"], at.session_state["heads"]) == (32, 2)  # the link's own fields stay
+    assert "src" not in at.query_params and at.query_params["d_model"] == "32"
