@@ -40,8 +40,10 @@ if missing_gpu_notice():
 left_out = state.write_url()
 if left_out:
     notices.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")
+state.put(state.NOTICE_SLOT, notices)  # a link's value a page corrects is said there too (state.correct)
 try:
     page.run()
 finally:  # a page's own changes to the state (a clamped step, Play off at the end) reach the link on this run
+    state.put(state.LINKED, set())  # past the first run, a correction is the user's own move, not the link's
     state.write_url()
     sidebar.draw_status()  # what the page's engine calls recorded

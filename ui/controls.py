@@ -24,9 +24,10 @@ PASSED, FAILED = ":green[:material/check_circle:]", ":red[:material/cancel:]"
 
 
 def clamp(key: str, high: int) -> None:
-    """Keep an index field within 0..high before its widget is drawn."""
+    """Keep an index field within 0..high before its widget is drawn (a link's value past it gets the link's
+    notice: `state.correct`)."""
     value = state.get(key, state.FIELDS[key].default)
-    state.put(key, min(max(0, value), max(0, high)))
+    state.correct(key, min(max(0, value), max(0, high)), f"this view has 0 to {max(0, high)}")
 
 
 def options_follow(key: str, labels) -> None:

@@ -57,6 +57,7 @@ from ui.choices import (
     TOP_PS,
     nearest_heads,
 )
+from ui.text import as_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 MAX_TEXT_CHARS = 20_000
@@ -255,6 +256,7 @@ YOURS = "_your_models"
 TRAIN_TASK = "train_task"
 HEAVY_PRESSED = "_heavy_pressed"
 LINKED = "_linked"
+NOTICE_SLOT = "_notice_slot"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -276,7 +278,9 @@ SESSION_KEYS = {
     TRAIN_JOB: "this session's training job",
     YOURS: "{weights key: label} of the models from outside this session opened",
     HEAVY_PRESSED: "{run key}: the costly runs this session pressed Run it for (ui.heavy_runs)",
-    LINKED: "{field}: the fields the session's first link gave (the others took their defaults)",
+    LINKED: "{field}: the fields the session's first link gave (the others took their defaults), until its first run "
+            "ends",
+    NOTICE_SLOT: "the container at the top of this run's page that the link's notices go in",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 
@@ -375,6 +379,22 @@ def write_url() -> list[str]:
     if params != st.query_params.to_dict():
         st.query_params.from_dict(params)
     return left_out
+
+
+def correct(key: str, value, why: str) -> None:
+    """Put ``value`` in ``key``: the correction of a value that does not fit the view (``why``, in words). A value
+    the link gave gets the link's notice, as a value that did not parse does (`parse_url`)."""
+    was = get(key, FIELDS[key].default)
+    put(key, value)
+    linked = get(LINKED, set())
+    if was != value and key in linked:
+        linked.discard(key)
+        message = f"Ignored the link's {key}={dump(was)[:40]!r} ({why}); using {dump(value)!r}."
+        slot = get(NOTICE_SLOT)
+        if slot is None:
+            notify(message)
+        else:
+            slot.warning(as_text(message), icon=":material/warning:")
 
 
 def notify(message: str) -> None:

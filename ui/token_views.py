@@ -134,7 +134,7 @@ def focus_controls(view, columns) -> tuple[str, int] | None:
     labels = dict(zip(positions, widget_labels(tokens, positions)))
     value = state.get("focus", NO_FOCUS)
     if value != NO_FOCUS and value not in labels:
-        state.put("focus", NO_FOCUS)
+        state.correct("focus", NO_FOCUS, f"this line has positions 0 to {max(labels, default=0)}")
     options_follow("focus", ["none", *labels.values()])
     focus = columns[0].select_slider(
         "Focus a key" if by_key else "Focus a query", [NO_FOCUS, *positions], key="focus",

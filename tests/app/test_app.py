@@ -1169,3 +1169,25 @@ def test_the_norms_caption_counts_real_queries_only_so_padding_does_not_move_it(
         no_errors(at)
         said.append([c.value for c in at.caption if "On `<s>`" in c.value])
     assert said[0] and said[0] == said[1], said
+
+
+@pytest.mark.parametrize("page, query, field, used", [
+    ("attention", {"layers": "2", "layer": "5"}, "layer", "1"),
+    ("attention", {"element": "15"}, "element", "2"),
+    ("attention", {"focus": "999"}, "focus", "-1"),
+    ("decode", {"weights": "dates", "dec_step": "64"}, "dec_step", None),
+    ("dot_product_lab", {"row": "50"}, "row", "6"),
+])
+def test_a_link_value_the_view_corrects_gets_the_links_notice(page, query, field, used):
+    """Issue 78, item 10: out-of-range values were corrected silently while values that did not parse were named."""
+    def said(at):  # what the warnings read (their Markdown source is escaped: it quotes the link)
+        texts = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning]
+        return [text for text in texts if "Ignored the link" in text and f"{field}=" in text]
+
+    at = open_page(page, query)
+    no_errors(at)
+    assert len(said(at)) == 1, [w.value for w in at.warning]
+    if used is not None:
+        assert f"using '{used}'" in said(at)[0], said(at)
+    at.run()  # the next run (a move of the user's own) says nothing more
+    assert not said(at)
