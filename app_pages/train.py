@@ -115,8 +115,8 @@ def progress(job, timed: bool) -> None:
     st.progress(min(1.0, job.step / job.spec.steps), text=training.status_line(job))
     if job.history:
         plot(progress_figure(job.history), "train_progress")
-    if not finished:
-        st.button("Stop", on_click=training.stop, args=(job,))
+    if not finished:  # pressed, it stays in its place, disabled: the status line says the job is stopping
+        st.button("Stop", on_click=training.stop, args=(job,), disabled=job.stop_requested)
     if not finished or timed:
         return
     if job.status == "failed":

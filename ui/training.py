@@ -93,6 +93,8 @@ def while_running(draw: Callable[[Job | None, bool], None], job: Job | None, sec
 
 def status_line(job: Job) -> str:
     """What the progress bar says: the place in the queue while waiting, the step while training."""
+    if job.stop_requested and not job.finished:  # acknowledged at once: the worker ends it at its next step
+        return f"stopping at step {job.step} of {job.spec.steps}: it keeps what it learned"
     if job.status == "waiting":
         place = pool().place(job)
         return f"waiting: {describe_wait(*place)}" if place else "waiting"

@@ -17,6 +17,14 @@ from viz.heads import ROLE_TITLES
 from viz.training import timeline_figure
 
 
+def snapshot_caption(loss: float, accuracy: float, measure: str) -> str:
+    """``"loss 0.412 · token accuracy 0.87"``; a snapshot taken before the first step has no loss yet, and says so
+    (never "nan")."""
+    if not np.isfinite(loss):
+        return f"no loss yet (before the first step) · {measure} {accuracy:.2f}"
+    return f"loss {loss:.3f} · {measure} {accuracy:.2f}"
+
+
 def formed_at(steps, scores, threshold: float = 0.5) -> int | None:
     """The first step at which some head's score ``(T, L, H)`` reaches ``threshold``; None when none does."""
     if not len(steps):  # only step 0 so far
@@ -83,7 +91,7 @@ def draw_timeline(shots: list, key: str, spec, title: str = "Attention over trai
     losses, accuracies = [shot.loss for shot in shots], [shot.accuracy for shot in shots]
     measure = shots[-1].measure
     with columns[2]:  # scrubs the head grid (and the timeline's marker) in the browser: ui.stepper
-        captions = [[(f"loss {loss:.3f} · {measure} {accuracy:.2f}", "")] for loss, accuracy in zip(losses, accuracies)]
+        captions = [[(snapshot_caption(loss, accuracy, measure), "")] for loss, accuracy in zip(losses, accuracies)]
         stepper("tl", index, [str(step) for step in steps], captions,
                 on_step=lambda moved: state.put("tl_step", steps[moved]))
     scores = np.stack([shot.scores[stack][role] for shot in shots])  # (T, L, H)

@@ -214,3 +214,18 @@ def test_a_link_to_an_unknown_trained_model_falls_back_to_the_defaults_and_keeps
     assert at.session_state["src"] == FIELDS["src"].default and at.session_state["seq_len"] == FIELDS["seq_len"].default
     assert (at.session_state["d_model"], at.session_state["heads"]) == (32, 2)  # the link's own fields stay
     assert "src" not in at.query_params and at.query_params["d_model"] == "32"
+
+
+def test_stop_is_acknowledged_at_once_and_a_step_without_a_loss_shows_no_nan(small_pool):
+    """Issue 78, item 8: 2.5 s after Stop the page still read "training: step 0 of 1500" with Stop showing, and the
+    timeline read "loss nan"."""
+    from ui.training_timeline import snapshot_caption
+
+    at = press_train(6000)
+    [button for button in at.button if button.label == "Stop"][0].click().run()
+    no_errors(at)
+    assert progress_text(at).startswith("stopping at step"), progress_text(at)
+    assert [button.disabled for button in at.button if button.label == "Stop"] in ([True], [])
+    small_pool.stop(at.session_state[training.JOB])
+    assert "nan" not in snapshot_caption(float("nan"), 0.03, "token accuracy")
+    assert snapshot_caption(0.4123, 0.87, "token accuracy") == "loss 0.412 · token accuracy 0.87"
