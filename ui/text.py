@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import re
 
-# What Markdown, its HTML and Streamlit's own directives (:red[…], :material/…:, emoji) read, escaped with a backslash
-# (CommonMark shows any backslash-escaped punctuation as itself)
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])")
+# What Markdown, its HTML and Streamlit's own directives read, each escaped with a backslash (CommonMark shows any
+# backslash-escaped punctuation as itself): links and images ([ ] !), HTML and autolinks (< > &), code, emphasis,
+# tables and maths (` * ~ | $), a colon that starts a directive, an icon, an emoji or a URL (:red[…], :material/…:,
+# :smile:, https://), a bare www. autolink, a line's heading or list mark, and an underscore at a word's edge
+_ACTIVE = re.compile(r"[\\`*\[\]<>!~|$&]|:(?=[A-Za-z/])|(?<=www)\.|^[#+\-=]|(?<!\w)_|_(?!\w)", re.MULTILINE)
 
 
 def as_text(text) -> str:
     """``text`` as Streamlit's Markdown shows it, character for character: for every message, caption or label that
     holds something from a link, a file or a person (a value that did not parse, a typed line, a model's name).
-    A line break stays a line break."""
-    return _MARKDOWN.sub(r"\\\1", str(text)).replace("\n", "  \n")
+    What only reads as itself stays as it is (``d_model``, ``(…)``, ``0.5``); a line break stays a line break."""
+    return _ACTIVE.sub(lambda found: "\\" + found.group(0), str(text)).replace("\n", "  \n")
 
 
 def count(number: int, noun: str, plural: str | None = None) -> str:
