@@ -27,6 +27,7 @@ PAGES = {  # Home is the default page; each entry's help says what it shows
 }
 
 state.load_url_once()
+state.apply_next_run()
 page = st.navigation({header: [PAGES[name] for name in names] for header, names in pages.SECTIONS}, expanded=True)
 st.set_page_config(page_title=f"{page.title} · Attention Lab")  # the browser tab names the page
 sidebar.render(page.url_path)

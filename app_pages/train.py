@@ -86,6 +86,18 @@ if submitted:
         st.warning(str(error))
 
 
+def _keep_and_link(job) -> None:
+    """A finished model is kept (every session's, on disk too) and named in the link at once: a teacher who copies
+    the link before pressing Explore keeps the model (the sidebar picks it on the next run)."""
+    name = training.register(job)
+    field = "img_model" if training.is_image_job(job) else "weights"
+    if state.get(field) == name:
+        return
+    state.setdefault(state.MY_IMAGES if training.is_image_job(job) else state.MY_MODELS, {})[name] = training.label(job)
+    state.put_next_run(**{field: name})
+    st.rerun()
+
+
 def _use_model(job) -> None:
     name = training.register(job)
     if training.is_image_job(job):  # the Images page, on the task's first image
@@ -125,6 +137,7 @@ def progress(job, timed: bool) -> None:
     if job.trained is None:
         st.info("Stopped before it started: nothing was trained.")
         return
+    _keep_and_link(job)
     measure = _image_measure(job.spec.task) if training.is_image_job(job) else \
         "Next-token accuracy on a repeated segment" if job.spec.architecture == "decoder-only" else \
         f"Exact-sequence accuracy (whole answer right, decoded greedily; lengths {job.spec.min_len}–" \

@@ -257,6 +257,7 @@ TRAIN_TASK = "train_task"
 HEAVY_PRESSED = "_heavy_pressed"
 LINKED = "_linked"
 NOTICE_SLOT = "_notice_slot"
+NEXT_RUN = "_next_run"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -281,6 +282,7 @@ SESSION_KEYS = {
     LINKED: "{field}: the fields the session's first link gave (the others took their defaults), until its first run "
             "ends",
     NOTICE_SLOT: "the container at the top of this run's page that the link's notices go in",
+    NEXT_RUN: "{field: value} to set at the start of the next run, before any widget is drawn (`put_next_run`)",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 
@@ -338,6 +340,16 @@ def open_page(page: str, **settings) -> None:
     (`follow_open_page`), since a callback may not switch pages."""
     update(settings)
     put(OPEN_PAGE, page)
+
+
+def put_next_run(**settings) -> None:
+    """Set ``settings`` at the start of the next run (a widget's value may not change once it is drawn)."""
+    put(NEXT_RUN, {**get(NEXT_RUN, {}), **settings})
+
+
+def apply_next_run() -> None:
+    """The settings `put_next_run` left, set now (the entry file calls it before drawing anything)."""
+    update(pop(NEXT_RUN, {}))
 
 
 def follow_open_page() -> None:

@@ -229,3 +229,16 @@ def test_stop_is_acknowledged_at_once_and_a_step_without_a_loss_shows_no_nan(sma
     small_pool.stop(at.session_state[training.JOB])
     assert "nan" not in snapshot_caption(float("nan"), 0.03, "token accuracy")
     assert snapshot_caption(0.4123, 0.87, "token accuracy") == "loss 0.412 · token accuracy 0.87"
+
+
+def test_a_finished_model_is_kept_and_named_in_the_link_before_explore(small_pool):
+    """Issue 78, item 7: done at 96 %, the link still had no weights= and nothing was kept until Explore."""
+    at = press_train(10)
+    wait_until_finished(at)
+    at.run()
+    no_errors(at)
+    name = pretrained.session_name(at.session_state[training.JOB].key)
+    assert at.session_state["weights"] == name and at.query_params["weights"] == name  # the link names it
+    assert pretrained.kept_label(name) is not None  # kept for every session (and on disk, with a data directory)
+    assert at.sidebar.selectbox(key="weights").value == name  # the sidebar shows it
+    assert "Explore this model's attention" in [button.label for button in at.button]
