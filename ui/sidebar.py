@@ -242,9 +242,10 @@ def render(page_path: str = "") -> None:
         state.notify(f"The model {state.get('weights')!r} is not available here; using random weights.")
         state.put("weights", "random")
     options_follow("weights", weight_options)
-    bar.selectbox("Weights", weight_options, key="weights", format_func=weights_label, on_change=_after_weights_change,
-                  help="Seeded random weights show the mechanism; trained models show learned attention; your model "
-                  "(below) a model from outside.", **PERSIST)
+    labels = {name: weights_label(name) for name in weight_options}  # read once, as drawn (a label is not re-read)
+    bar.selectbox("Weights", weight_options, key="weights", format_func=labels.__getitem__,
+                  on_change=_after_weights_change, help="Seeded random weights show the mechanism; trained models "
+                  "show learned attention; your model (below) a model from outside.", **PERSIST)
     _retrain_offer(bar)
     your_model.controls(bar)
     if info is not None and model_config.external():

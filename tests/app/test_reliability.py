@@ -70,7 +70,8 @@ def _set(at, how, key, value):
 
 
 def _messages(at, where):
-    return [element.value for element in getattr(at, where)]
+    """What the messages read: their Markdown source with the escapes of text from a link (ui.text.as_text) read."""
+    return [re.sub(r"\\(.)", r"\1", element.value) for element in getattr(at, where)]
 
 
 @pytest.mark.parametrize("page, how, key, value, where, text", CASES)

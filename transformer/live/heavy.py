@@ -256,9 +256,7 @@ def _serve(fd: int, niceness: int) -> None:
     message)``, until the parent closes its end."""
     os.nice(niceness)
     connection = Connection(fd)
-    import transformer  # noqa: F401, PLC0415  (the engine's set-up: the CPU allocator, the devices)
-
-    while True:
+    while True:  # a call's module imports the package, and with it the engine's set-up (its CPU allocator, devices)
         try:
             key, call, args, kwargs = connection.recv()
         except (EOFError, OSError):
