@@ -149,7 +149,7 @@ def test_kept_models_stay_under_a_count_least_recently_used_first_out(kept):
     assert pretrained.kept_label(b) is None and pretrained.kept_label(a) == "model a" and pretrained.kept_label(c)
     label, spec = pretrained.dropped(b)
     assert label == "model b" and spec == kept.spec
-    with pytest.raises(ValueError, match=r"'session:b1' \(model b\) was dropped to make room"):
+    with pytest.raises(ValueError, match=r"This link's model \(model b\) was dropped to make room"):
         pretrained.load_pretrained(b)
     with pytest.raises(ValueError, match="No model trained on this server is called 'session:zz'"):
         pretrained.check_name("session:zz")
