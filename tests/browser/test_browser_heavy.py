@@ -3,11 +3,11 @@ background lane, and a tab closed while its run computes ends the run's process 
 budget is lowered so that a small model counts as costly here."""
 
 import time
-from pathlib import Path
 
 import pytest
 from browser_pages import wait_for_charts
 from browser_support import close_tab, headless_chromium, new_tab, require_chromium, streamlit_server, wait_idle
+from heavy_lane import lane_processes  # bench/heavy_lane.py: the server's background-lane processes
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LONG = ("attention?d_model=512&heads=8&d_ff=1024&layers=6&seq_len=4096&src="  # minutes in the background lane
@@ -25,23 +25,6 @@ def server():
 def browser(server):
     with headless_chromium() as browser:
         yield browser
-
-
-def _lane_children(server_pid: int) -> list[int]:
-    """The background lane's processes among the server's children."""
-    found = []
-    for folder in Path("/proc").iterdir():
-        if not folder.name.isdigit():
-            continue
-        try:
-            status = (folder / "status").read_text()
-            command = (folder / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        parent = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:"))
-        if parent == server_pid and "transformer.live.heavy" in command:
-            found.append(int(folder.name))
-    return found
 
 
 def test_a_costly_link_shows_its_cost_and_draws_once_run_is_pressed(server, browser):
@@ -67,11 +50,11 @@ def test_a_tab_closed_while_its_run_computes_ends_the_runs_process(server, brows
         wait_idle(tab)
         tab.get_by_role("button", name="Run it").click()
         tab.get_by_text("Running in the background lane").wait_for(timeout=60_000)
-        assert _lane_children(process.pid), "no background process computes the run"
+        assert lane_processes(process.pid), "no background process computes the run"
     finally:
         close_tab(tab)
     for _ in range(40):  # the lane checks its owners twice a second
-        if not _lane_children(process.pid):
+        if not lane_processes(process.pid):
             break
         time.sleep(0.25)
-    assert not _lane_children(process.pid), "the run went on for a session that had gone"
+    assert not lane_processes(process.pid), "the run went on for a session that had gone"

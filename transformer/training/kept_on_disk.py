@@ -193,14 +193,20 @@ def damaged_message(key: str, label: str, why: str) -> str:
 
 def set_aside_note(key: str) -> tuple[str, str] | None:
     """``(label, why)`` of a model found damaged and set aside (after a restart too); None otherwise."""
+    found = _note(SET_ASIDE, key)
+    return None if found is None else (str(found.get("label", "")), str(found.get("why", "")))
+
+
+def _note(folder: str, key: str) -> dict | None:
+    """The note ``models/<folder>/<key>.json`` as a dict; None without one, or for one that does not read."""
     root = models_dir()
     if root is None or not _is_key(key):
         return None
     try:
-        found = json.loads((root / SET_ASIDE / f"{key}.json").read_text())
-        return str(found["label"]), str(found["why"])
-    except (OSError, ValueError, KeyError, TypeError):
+        found = json.loads((root / folder / f"{key}.json").read_text())
+    except (OSError, ValueError):
         return None
+    return found if isinstance(found, dict) else None
 
 
 def data_budget() -> tuple[int, float]:
@@ -254,11 +260,7 @@ def _remove(root: Path, folder: Path) -> None:
 
 def dropped(key: str) -> tuple[str, dict] | None:
     """``(label, note)`` of a model the disk budget removed (the note `keep` was given: its spec); None otherwise."""
-    root = models_dir()
-    if root is None or not _is_key(key):
+    found = _note(DROPPED, key)
+    if found is None or not isinstance(found.get("note"), dict):  # no note, or one that does not read: not dropped
         return None
-    try:
-        found = json.loads((root / DROPPED / f"{key}.json").read_text())
-        return str(found["label"]), dict(found["note"])
-    except (OSError, ValueError, KeyError, TypeError):  # no note, or one that does not read: not known as dropped
-        return None
+    return str(found.get("label", "")), found["note"]
