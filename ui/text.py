@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 
 # What Markdown, its HTML and Streamlit's own directives read, each escaped with a backslash (CommonMark shows any
-# backslash-escaped punctuation as itself): links and images ([ ] !), HTML and autolinks (< > &), code, emphasis,
-# tables and maths (` * ~ | $), a colon that starts a directive, an icon, an emoji or a URL (:red[…], :material/…:,
-# :smile:, https://), a bare www. autolink, a line's heading or list mark, and an underscore at a word's edge
-_ACTIVE = re.compile(r"[\\`*\[\]<>!~|$&]|:(?=[A-Za-z/])|(?<=www)\.|^[#+\-=]|(?<!\w)_|_(?!\w)", re.MULTILINE)
+# backslash-escaped punctuation as itself): links and images ([ ]: so "![" is no image), HTML and autolinks (< > &),
+# code, emphasis, tables and maths (` * ~ | $), a colon that starts a directive, an icon, an emoji or a URL
+# (:red[…], :material/…:, :smile:, https://), a bare www. autolink, a line's heading or list mark, and an underscore
+# at a word's edge
+_ACTIVE = re.compile(r"[\\`*\[\]<>~|$&]|:(?=[A-Za-z/])|(?<=www)\.|^[#+\-=]|(?<!\w)_|_(?!\w)", re.MULTILINE)
 
 
 def as_text(text) -> str:

@@ -20,7 +20,8 @@ def _plots(page) -> list[dict]:
 def test_the_heads_page_draws_each_role_and_a_strongest_head_opens_the_attention_page(page, server):
     open_page(page, server, "heads?roles_lines=repeated&roles_count=8")
     wait_for_charts(page)
-    page.get_by_text("Which heads matter").scroll_into_view_if_needed()  # charts are drawn as they come into view
+    # charts are drawn as they come into view (exact: the navigation's help for Heads says "which heads matter" too)
+    page.get_by_text("Which heads matter", exact=True).scroll_into_view_if_needed()
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
     plots = _plots(page)
     assert any("role scores over 8 lines of 20 positions" in plot["title"] and plot["heatmaps"] == 5
