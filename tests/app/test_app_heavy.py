@@ -43,3 +43,17 @@ def test_a_link_past_the_hard_limit_is_refused_with_its_figures_and_no_button(mo
     said = " ".join(e.value for e in at.error)
     assert "too large for a shared server" in said and "ATTENTION_LAB_RUN_MAX_GFLOP" in said, said
     assert not [button for button in at.button if button.label == "Run it"] and not specs(at)
+
+
+def test_the_views_of_a_costly_run_compute_in_the_background_lane_too(monkeypatch):
+    """A pressed run's norms grid and score terms run one line of the same model: on the shared engine thread they
+    would cost up to as much as the run itself, so they go to the lane with the page's press."""
+    monkeypatch.setenv(LIGHT_GFLOP_ENV, "0.000001")
+    heavy_runs._RESULTS.clear()
+    at = open_page("attention", {**LINK, "cells": "norms", "view": "Score terms"})
+    [button for button in at.button if button.label == "Run it"][0].click().run(timeout=240)
+    no_errors(at)
+    calls = {key[0] for key in heavy_runs._RESULTS}
+    assert {"run_live", "value_norms", "score_terms"} <= calls, calls
+    assert any("On `<s>`" in c.value or "‖α·f(x)‖" in c.value for c in at.caption)
+    assert len(specs(at)) >= 2  # the grid of norms and the score terms

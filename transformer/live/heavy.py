@@ -29,6 +29,10 @@ IDLE_SECONDS = 300.0  # a child with no run for this long ends (its memory goes 
 CALLS = {  # what the lane runs: a name the page gives, the function the child calls
     "run_live": "transformer.live.run:run_live",
     "attention_cost": "transformer.analysis.cost:attention_cost",
+    "value_norms": "transformer.live.value_norms:value_norms",  # the Attention page's views of a costly run
+    "score_terms": "transformer.live.score_terms:score_terms",
+    "attention_walkthrough": "transformer.live.walkthrough:attention_walkthrough",
+    "keras_difference": "transformer.live.walkthrough:keras_difference",
 }
 
 
