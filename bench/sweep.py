@@ -21,6 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
+from browser_pages import open_select
 from chart_support import click_chart
 from moves import focus_click_and_wait, kept_drawn, legend_toggle_and_wait, move_and_wait, redraws_after, step_and_wait
 from report import percentile, row
@@ -176,7 +177,7 @@ def move_lane(page, lane: Lane, index: int) -> float:
     if lane.select:
         box = page.get_by_test_id("stSelectbox").filter(has_text=lane.label).first
         return move_and_wait(page, lambda: page.get_by_role("option", name=option, exact=True).click(),
-                             prepare=box.click, what=f"{lane.page} · {lane.label} → {option}")
+                             prepare=lambda: open_select(box), what=f"{lane.page} · {lane.label} → {option}")
     if lane.options:
         radio = page.get_by_role("radiogroup", name=lane.label).get_by_role("radio", name=option, exact=True)
         # force: Streamlit's radio draws its own circle over the input, which a plain click waits on forever

@@ -6,6 +6,7 @@ from browser_pages import (
     CHART_TEXT_PROBLEMS,
     TALL_PX,
     open_page,
+    open_select,
     wait_for_charts,
     wait_for_every_chart,
     walk,
@@ -42,10 +43,7 @@ def test_choosing_decoder_only_in_the_sidebar_leaves_one_causal_stack(page, serv
     open_page(page, server, "attention?stack=cross")
     wait_for_charts(page)
     assert len(_stack_options(page)) == 3
-    architecture = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Architecture")
-    architecture.scroll_into_view_if_needed()  # below the pages' list: a click that scrolls closes the box it opens
-    page.wait_for_timeout(300)
-    architecture.click()
+    open_select(page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Architecture"))
     page.get_by_role("option", name="Decoder-only (GPT)").click()
     page.wait_for_function("() => location.search.includes('arch=decoder-only')", timeout=60_000)
     wait_idle(page)

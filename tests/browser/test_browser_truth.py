@@ -3,7 +3,7 @@ value the model ran with (the browser keeps a select slider's place among its op
 
 
 import pytest
-from browser_pages import CHART_TEXT_PROBLEMS, app_tab, open_page, text_collisions, wait_for_charts
+from browser_pages import CHART_TEXT_PROBLEMS, app_tab, open_page, open_select, text_collisions, wait_for_charts
 from browser_support import OUTPUT, wait_idle
 
 pytestmark = pytest.mark.browser
@@ -47,8 +47,7 @@ def test_the_neuron_views_key_slider_shows_its_token_after_the_line_changes(page
 def test_the_stack_picker_shows_the_stack_drawn_after_the_architecture_changes(page, server):
     open_page(page, server, "attention?arch=decoder-only")
     wait_for_charts(page)
-    architecture = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Architecture")
-    architecture.click()
+    open_select(page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Architecture"))
     page.get_by_role("option", name="Encoder-decoder", exact=False).first.click()
     wait_idle(page)
     wait_for_charts(page)

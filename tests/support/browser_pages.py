@@ -17,6 +17,14 @@ def open_page(page, server, path):
     return page
 
 
+def open_select(box) -> None:
+    """Open the select box ``box`` (a Playwright locator) as a person does: scrolled into view first, then clicked.
+    The sidebar's boxes sit below the list of pages: a click that has to scroll closes the list it opens."""
+    box.scroll_into_view_if_needed()
+    box.page.wait_for_timeout(300)
+    box.click()
+
+
 def go_to_page(page, path: str):
     """The sidebar's link to ``path`` (a page's URL path) clicked: the app's own navigation, no page load. Returns
     once that page's run is over."""
@@ -169,7 +177,7 @@ def press_train_task(page, server, task: str, steps: int) -> None:
     """On the Train page, ``task`` chosen and ``steps`` steps typed (no Enter: in the form it would submit the form
     with the old value), Train pressed."""
     open_page(page, server, "train")
-    page.get_by_test_id("stSelectbox").filter(has_text="Task").click()
+    open_select(page.get_by_test_id("stSelectbox").filter(has_text="Task"))
     page.get_by_role("option", name=task, exact=False).click()
     wait_idle(page)
     page.get_by_label("Steps").fill(str(steps))
