@@ -78,20 +78,19 @@ def _value_norms(config, stack, line):
     return value_norms(config, stacks=(stack,), lines=(line,))[stack][:, 0]
 
 
-def _view(call: str, cached, config, stack: str, lines, /, *args, **kwargs):
-    """A view of one stack of ``config`` beside its page's run: ``cached(config, *args)`` on the engine thread when
-    its estimated cost is light, else ``call`` in the background lane. A view computes at most what its page's run
-    does, which asked for the press already (a costly page stops before its views)."""
+def _costly(config, stack: str, lines):
+    """The estimate of a view of ``stack`` beside its page's run when it is costly (it then runs in the background
+    lane under the page's press: a view computes at most what the run does, and a costly page stops before its
+    views until pressed); None when it is light (the engine thread)."""
     estimate = _or_stop(run_cost, config, (stack,), lines)
-    if estimate.heavy:
-        return heavy_result(call, estimate, config, *args, pressed=True, **kwargs)
-    return _or_stop(cached, config, *args)
+    return estimate if estimate.heavy else None
 
 
 def norms_of(config, stack, line):
     """``(L, H, N_q, N_k)`` value-weighted norms ``‖α·f(x)‖`` of ``stack`` on ``line`` (cached)."""
-    if _or_stop(run_cost, config, (stack,), (line,)).heavy:
-        return _view("value_norms", None, config, stack, (line,), stacks=(stack,), lines=(line,))[stack][:, 0]
+    costly = _costly(config, stack, (line,))
+    if costly:
+        return heavy_result("value_norms", costly, config, pressed=True, stacks=(stack,), lines=(line,))[stack][:, 0]
     return _or_stop(_value_norms, config, stack, line)
 
 
@@ -102,8 +101,9 @@ def _score_terms(config, stack, layer, head, line, query):
 
 def terms_of(config, stack, layer, head, line, query):
     """`transformer.score_terms` of one query of ``line`` (cached): its score for every key, split by parts."""
-    if _or_stop(run_cost, config, (stack,), (line,)).heavy:
-        return _view("score_terms", None, config, stack, (line,), stack, layer, head, line, (query,))
+    costly = _costly(config, stack, (line,))
+    if costly:
+        return heavy_result("score_terms", costly, config, stack, layer, head, line, (query,), pressed=True)
     return _or_stop(_score_terms, config, stack, layer, head, line, query)
 
 
@@ -390,7 +390,9 @@ def sequence_lengths(config) -> tuple[int, int]:
 
 def walkthrough(config, stack, layer):
     """`attention_walkthrough` (cached); the status line gives its device and the time of that layer's run."""
-    walk = _view("attention_walkthrough", _walkthrough, config, stack, None, stack, layer)
+    costly = _costly(config, stack, None)
+    walk = heavy_result("attention_walkthrough", costly, config, stack, layer, pressed=True) if costly else \
+        _or_stop(_walkthrough, config, stack, layer)
     _status(device=walk.device_label, tensorflow=walk.tf_version, memory=memory_text(walk.device),
             timing=f"**attention layer run** {walk.compute_seconds * 1000:.1f} ms")
     return walk
@@ -398,6 +400,7 @@ def walkthrough(config, stack, layer):
 
 def keras_check(config, stack, layer, line) -> dict:
     """This engine against keras.layers.MultiHeadAttention on the live inputs of ``line`` (cached)."""
-    if _or_stop(run_cost, config, (stack,), (line,)).heavy:
-        return _view("keras_difference", None, config, stack, (line,), stack, layer, line=line)
+    costly = _costly(config, stack, (line,))
+    if costly:
+        return heavy_result("keras_difference", costly, config, stack, layer, pressed=True, line=line)
     return _or_stop(_keras_difference, config, stack, layer, line)
