@@ -14,7 +14,7 @@ from transformer.service import (
     measured_checks,
     role_text,
 )
-from ui import choices, data, model_config, token_views
+from ui import choices, data, model_config, openings, token_views
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -41,6 +41,7 @@ from viz.export import arrays_npz, matrix_csv
 from viz.pooling import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
 
 st.title("Attention")
+openings.show("attention")
 controls = st.columns([3, 2, 3])  # the toggles' labels fit whole from a 1000 px window up
 with controls[0]:
     stack = stack_picker()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from transformer.service import QUERY_BLOCK, describe, differ, fit_range, quadratic_crossover, quadratic_share
-from ui import choices, data, model_config, state
+from ui import choices, data, model_config, openings, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device
 from ui.text import percent
@@ -59,6 +59,7 @@ def crossovers(series, d_model: int) -> list[tuple[float, str]]:
 
 
 st.title("Cost")
+openings.show("cost")
 values = state.current_values()
 d_model, heads, whose = timed_size(values)
 device = session_device()

@@ -6,7 +6,7 @@ import datetime
 import streamlit as st
 
 from transformer.service import date_text, get_task, task_of
-from ui import choices, data, model_config, state
+from ui import choices, data, model_config, openings, state
 from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot_steps
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.stepper import stepper
@@ -14,6 +14,7 @@ from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 st.title("Decode")
+openings.show("decode")
 name = state.read("weights")  # the sidebar's model, as on every page
 config = model_config.live_config()
 outside = model_config.external()

@@ -5,7 +5,7 @@ import streamlit as st
 
 from transformer import masked_softmax
 from transformer.service import logsumexp_softmax, mask_fills, naive_softmax, stable_softmax
-from ui import choices, data, model_config, state
+from ui import choices, data, model_config, openings, state
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -23,6 +23,7 @@ from viz.lab import bars_figure, dimension_labels, scaling_figure, stages_figure
 from viz.labels import position_labels
 
 st.title("Dot-product lab")
+openings.show("dot_product_lab")
 not_for_your_model("This page opens one attention layer of the lab's own model step by step.")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
 config = model_config.live_config()

@@ -5,13 +5,14 @@ side."""
 import streamlit as st
 
 from transformer.service import EXPLAINED_TASKS, METHODS, available, is_measured, task_of
-from ui import choices, data, model_config, sidebar, state
+from ui import choices, data, model_config, openings, sidebar, state
 from ui.controls import PERSIST, element_picker, fit_px, plot
 from ui.sidebar import use_weights
 from viz.explanations import explanation_maps, faithfulness_bars
 
 st.title("Which explanation is right")
-st.markdown(
+openings.show("explanations")
+openings.how(
     "Attention is often read as an explanation: *this output came from that input*. Whether it is one was argued "
     "both ways (Jain & Wallace 2019, \"Attention is not Explanation\"; Wiegreffe & Pinter 2019, \"… not not "
     "Explanation\"). Here the right answer is known: each task says which source token each output token comes "

@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS, head_label, heads_of, measured, spec_of
-from ui import choices, data, link_values, model_config, sidebar, state
+from ui import choices, data, link_values, model_config, openings, sidebar, state
 from ui.controls import PERSIST, carried_over, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
@@ -19,9 +19,10 @@ ROLE_NOTES = {
 }
 
 st.title("Heads")
-st.caption("What each head does, scored over many lines: the share of its attention on a role's pattern "
-           "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
-           "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
+openings.show("heads")
+openings.how("What each head does, scored over many lines: the share of its attention on a role's pattern "
+             "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
+             "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
 weights = state.read("weights")
 trained = model_config.trained()
 controls = st.columns([3, 2, 2, 2])

@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer import LiveConfig
 from transformer.service import available, date_text, get_task, spec_of
-from ui import data, state
+from ui import data, openings, state
 from ui.controls import fit_px, plot
 from ui.lessons import LESSONS
 from ui.pages import PAGES
@@ -15,6 +15,7 @@ from ui.sidebar import use_weights, weights_label
 from viz.attention import head_grid
 
 st.title("Attention Lab")
+openings.show("home")
 TODAY = date_text(datetime.date.today(), "weekday")  # "Tuesday, 24 November 2026"
 
 

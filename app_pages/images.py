@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import IMAGE_MODELS, vision_label
-from ui import data, sidebar, state
+from ui import data, openings, sidebar, state
 from ui.controls import PERSIST, clamp, fit_px, options_follow, plot
 from ui.text import as_text, count
 from viz.images import (
@@ -22,7 +22,8 @@ MODEL_LABELS = {"match": "match (which patch does the corner repeat?)", "digits"
 DIGITS_TEST = 300
 
 st.title("Attention over images")
-st.markdown(
+openings.show("images")
+openings.how(
     "A **Vision Transformer** (Dosovitskiy et al. 2021) reads an image as a sequence: here an 8×8 image is cut into "
     "16 patches of 2×2 pixels, each linearly embedded, with a learned **CLS** token in front and learned positions; "
     "pre-norm encoder layers follow (how many, and their heads, under the model's name: each model has its own), and "

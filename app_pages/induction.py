@@ -4,20 +4,21 @@ which heads do it, what ablating them costs, and one line's loss at every positi
 import streamlit as st
 
 from transformer.service import GROUP_LABELS, GROUPS, available
-from ui import choices, data, state
+from ui import choices, data, openings, state
 from ui.controls import PERSIST, fit_px, plot
 from ui.sidebar import use_weights
 from viz.heads import role_grid
 from viz.induction import ablation_figure, position_loss_figure
 
 st.title("Induction heads")
-st.markdown("A model that has seen `A B` earlier in a line and now reads `A` again can predict `B` only from the "
-            "line itself. Olsson et al. (2022) found the circuit that does it in a two-layer attention-only model: a "
-            "**previous-token head** in layer 0 writes into each position which token came before it, and an "
-            "**induction head** in layer 1 looks for the position whose previous token is the current one and "
-            "copies what is there. The **induction** model shipped here was trained on lines of 300 random "
-            "syllables in which a segment appears twice, at random offsets (`python -m transformer.training.train "
-            "--task induction`, 105 s on 2 cores). Below: fresh lines of 48–64 tokens with a segment of 8–20.")
+openings.show("induction")
+openings.how("A model that has seen `A B` earlier in a line and now reads `A` again can predict `B` only from the "
+             "line itself. Olsson et al. (2022) found the circuit that does it in a two-layer attention-only model: a "
+             "**previous-token head** in layer 0 writes into each position which token came before it, and an "
+             "**induction head** in layer 1 looks for the position whose previous token is the current one and "
+             "copies what is there. The **induction** model shipped here was trained on lines of 300 random "
+             "syllables in which a segment appears twice, at random offsets (`python -m transformer.training.train "
+             "--task induction`, 105 s on 2 cores). Below: fresh lines of 48–64 tokens with a segment of 8–20.")
 if "induction" not in available():
     st.info("The induction model's weights are missing: run `python -m transformer.training.train --task "
             "induction`, or train one on the Train page.", icon=":material/info:")

@@ -4,13 +4,14 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import MASK_FAMILIES, SIZED_FAMILIES, size_range
-from ui import data, model_config, state
+from ui import data, model_config, openings, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, padding_notice, plot
 from ui.text import percent
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
 st.title("Masks")
+openings.show("masks")
 not_for_your_model("This page draws the lab's mask families and switches; a model from outside uses its own masks "
                    "(padding, and the look-ahead mask when causal), drawn grey on the Attention page.")
 st.caption("Blue: the query may attend to the key (True). Grey: blocked (False). Rows are queries, columns keys.")

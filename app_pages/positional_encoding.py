@@ -3,12 +3,13 @@ and ALiBi's biases for the current heads."""
 
 import streamlit as st
 
-from ui import data, model_config, state
+from ui import data, model_config, openings, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, parse_indices, plot
 from viz import positional
 from viz.export import arrays_npz, matrix_csv
 
 st.title("Positional encoding")
+openings.show("positional_encoding")
 not_for_your_model("This page draws the lab's own positional encodings; a model from outside has positions of its "
                    "own (learned, rotary …).")
 result = data.live(model_config.live_config())

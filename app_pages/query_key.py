@@ -4,15 +4,16 @@ own models; a click on a query opens it on the Attention page."""
 import streamlit as st
 
 from transformer.service import spec_of
-from ui import model_config, state
+from ui import model_config, openings, state
 from ui.controls import carried_over, stack_picker
 from ui.line_sources import line_controls, sidebar_values
 from ui.query_key_view import query_key_section
 
 st.title("Query–key space")
-st.caption("A head attends from a query to the keys nearest it in dot product. Here are the queries and keys of many "
-           "lines at once, as AttentionViz (Yeh et al., 2023) draws them: clusters show what the head groups "
-           "together, whatever the line.")
+openings.show("query_key")
+openings.how("A head attends from a query to the keys nearest it in dot product. Here are the queries and keys of many "
+             "lines at once, as AttentionViz (Yeh et al., 2023) draws them: clusters show what the head groups "
+             "together, whatever the line.")
 if model_config.external():
     st.info("The query–key space reads the lab's own models (their queries and keys); a model from outside is read "
             "through its attention weights only: see the Attention and Heads pages.", icon=":material/info:")

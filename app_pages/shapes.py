@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import data, model_config
+from ui import data, model_config, openings
 from ui.controls import PERSIST, STACK_NAMES, carried_over, not_for_your_model, plot
 from viz.shapes import tensor_diagram
 
@@ -33,6 +33,7 @@ AXES = {
 }
 
 st.title("Shapes")
+openings.show("shapes")
 not_for_your_model("This page reads the tensors inside one attention layer of the lab's own model.")
 config = model_config.live_config()
 carried_over(config, "shapes")

@@ -5,19 +5,20 @@ import dataclasses
 import streamlit as st
 
 from transformer.service import IMAGE_TASKS, TASKS, VISION_DEFAULTS, TrainSpec, kept_label, source_of, spec_of
-from ui import data, state, training
+from ui import data, openings, state, training
 from ui.controls import plot
 from ui.text import as_text
 from ui.training_timeline import draw_timeline, timeline_view
 from viz.training import progress_figure
 
 st.title("Train a model")
-st.markdown("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule, "
-            "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "
-            "predictions are greedy. The induction task trains a decoder-only, attention-only model on next tokens "
-            "instead (Adam at 3e-3); the image tasks (match, digits) train a Vision Transformer (Adam at 1e-3) whose "
-            "attention the Images page draws. It runs in a training process of its own, in turn with the other "
-            "sessions' jobs: the app stays usable meanwhile, and the timeline below shows every head's role forming.")
+openings.show("train")
+openings.how("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule, "
+             "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "
+             "predictions are greedy. The induction task trains a decoder-only, attention-only model on next tokens "
+             "instead (Adam at 3e-3); the image tasks (match, digits) train a Vision Transformer (Adam at 1e-3) whose "
+             "attention the Images page draws. It runs in a training process of its own, in turn with the other "
+             "sessions' jobs: the app stays usable meanwhile, and the timeline below shows every head's role forming.")
 
 # What the form starts from: the symbol tasks learn in seconds at this size; dates and translate start from their
 # shipped models' sizes (TrainSpec.for_task), with fewer steps so that a class can watch one train.

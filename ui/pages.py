@@ -18,12 +18,13 @@ PAGES = (
     ("cost", "Cost", "speed", "time and memory of one attention layer against N, by mask and key/value heads"),
     ("decode", "Decode", "play_circle", "a trained model writes its answer token by token, with its cache"),
     ("train", "Train", "model_training", "train a small model in the background, then look at its attention"),
+    ("glossary", "Glossary", "menu_book", "the lab's words in plain language: query, key, head, mask, softmax, …"),
 )
 
 SECTIONS = (  # (header, pages): every page in view, none folded behind "View more"
     ("", ("home",)),
     ("What you look at", ("masks", "positional_encoding", "attention", "images", "query_key")),
-    ("What explains it", ("dot_product_lab", "shapes", "heads", "induction", "explanations")),
+    ("What explains it", ("dot_product_lab", "shapes", "heads", "induction", "explanations", "glossary")),
     ("What you measure", ("cost", "decode")),
     ("What a class does", ("train",)),
 )

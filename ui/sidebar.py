@@ -219,7 +219,8 @@ def reset_all() -> None:
 # so there it says which model the page reads, and shows the device.
 OWN_MODEL_PAGES = {"images": "This page reads a Vision Transformer chosen on the page (its Model picker).",
                    "induction": "This page reads the shipped induction model (two attention-only layers) on fresh "
-                                "lines of its own."}
+                                "lines of its own.",
+                   "glossary": "This page reads no model: it explains the lab's words."}
 KEPT_FOR_OTHERS = " The model and lines set here belong to the other pages, and are kept for them."
 
 

@@ -8,19 +8,20 @@ import pytest
 from app_support import decode, heatmaps, no_errors, open_page, specs, weight_panels
 from chart_support import chart_elements, chart_payloads, stepped_payloads, steppers
 from hypothesis import given, settings, strategies
+from readability_support import opening
 
 from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
-from ui import choices, link_values, state
+from ui import choices, link_values, openings, state
 from ui.controls import FAILED, PASSED, filled_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
 
 pytestmark = pytest.mark.app
 PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "explanations", "images", "query_key",
-         "induction", "dot_product_lab", "shapes", "cost", "decode", "train"]
+         "induction", "dot_product_lab", "shapes", "cost", "decode", "train", "glossary"]
 # Cost draws once Measure is pressed, Decode and Explanations once a trained model is chosen
-CHARTLESS = ("train", "cost", "decode", "explanations")
+CHARTLESS = ("train", "cost", "decode", "explanations", "glossary")
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -28,6 +29,7 @@ def test_every_page_runs_without_exception(page):
     at = open_page(page)
     no_errors(at)
     assert not at.error, [e.value for e in at.error]
+    assert opening(at) == openings.OPENINGS[page]  # issue 78, item 11: its plain sentences come first
     assert not at.warning, [w.value for w in at.warning]  # the defaults need no correction
     if page not in CHARTLESS:
         assert chart_elements(at), "every page but home and train draws charts"

@@ -197,3 +197,23 @@ def test_every_page_is_in_the_sidebar_in_its_section_none_folded(page, server):
         assert link.count() == 1 and link.is_visible(), title
     for header, _ in SECTIONS[1:]:
         assert navigation.get_by_text(header, exact=True).is_visible(), header
+
+
+def test_a_pages_first_words_are_plain_and_a_term_opens_its_glossary_entry_in_view(page, server):
+    """Issue 78, item 11: the Attention page opens with its plain sentences, the first thing under its title; a term
+    there links to the glossary, which opens scrolled to an entry named in the address."""
+    from ui.openings import OPENINGS
+
+    open_page(page, server, "attention")
+    wait_for_charts(page)
+    first = page.get_by_test_id("stMarkdownContainer").filter(has_text="dark means a lot").first
+    assert first.is_visible()
+    assert first.inner_text().startswith("Each square shows how much one word")
+    link = first.get_by_role("link", name="query", exact=True)
+    assert link.get_attribute("href") == "glossary#query", OPENINGS["attention"]
+    page.goto(f"{server}/glossary#teacher-forcing")  # the last entry: far below the first screen
+    wait_idle(page)
+    page.locator("#teacher-forcing").wait_for(timeout=60_000)
+    page.wait_for_function("() => { const box = document.querySelector('#teacher-forcing').getBoundingClientRect(); "
+                           "return box.top >= 0 && box.bottom <= window.innerHeight; }", timeout=10_000)
+    assert "What a token is looking for" in page.get_by_test_id("stMain").inner_text()

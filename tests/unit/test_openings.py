@@ -1,0 +1,59 @@
+"""Every page opens with one or two plain sentences (issue 78, item 11): scored by textstat, their terms linked to
+the glossary, every glossary entry pointing at a page that shows it."""
+
+import re
+import statistics
+
+import pytest
+from readability_support import first_sentences, scores
+
+from ui import openings
+from ui.pages import PAGES
+
+PAGE_NAMES = [name for name, *_ in PAGES]
+LEAST_EASE, MOST_GRADE = 60.0, 9.0  # plain English; a first-year student reads grade 9 at once
+
+
+def test_every_page_has_an_opening_and_no_opening_lacks_a_page():
+    assert set(openings.OPENINGS) == set(PAGE_NAMES)
+
+
+@pytest.mark.parametrize("page", PAGE_NAMES)
+def test_each_opening_reads_as_plain_english(page):
+    words = first_sentences(openings.OPENINGS[page])
+    ease, grade = scores(words)
+    assert ease >= LEAST_EASE and grade <= MOST_GRADE, (page, ease, grade, words)
+
+
+def test_the_openings_median_reads_easily():
+    eases = [scores(first_sentences(text))[0] for text in openings.OPENINGS.values()]
+    assert statistics.median(eases) >= 75, eases
+
+
+def test_the_scores_tell_a_dense_sentence_from_a_plain_one():
+    """The measure can fail: the Cost page's opening before item 11, scored the same way."""
+    dense = ("One multi-head attention layer of the sidebar's size (d_model = 64, 4 heads), on random inputs, at N = 64 "
+             "… the longest length below, run block-wise (128 queries at a time) as the engine runs long sequences: "
+             "under a full mask, a sliding window of 128, the Sparse Transformer's stride of 64, and with fewer "
+             "key/value heads.")
+    ease, grade = scores(first_sentences(dense))
+    assert ease < LEAST_EASE and grade > MOST_GRADE, (ease, grade)
+
+
+def test_every_linked_term_has_a_glossary_entry():
+    anchors = {openings.anchor_of(name) for name, _, _ in openings.GLOSSARY}
+    for page, text in openings.OPENINGS.items():
+        for target in re.findall(r"\]\(([^)]*)\)", text):
+            where, _, anchor = target.partition("#")
+            assert where == openings.GLOSSARY_PAGE and anchor in anchors, (page, target)
+
+
+def test_every_glossary_entry_is_plain_and_names_a_page_that_shows_it():
+    for name, meaning, page in openings.GLOSSARY:
+        assert page in PAGE_NAMES, (name, page)
+        assert scores(meaning)[1] <= 12, (name, meaning)
+
+
+def test_the_openings_link_the_terms_a_newcomer_meets_first():
+    linked = {anchor for text in openings.OPENINGS.values() for anchor in re.findall(r"#([a-z-]+)\)", text)}
+    assert {"query", "key", "value", "head", "mask", "softmax", "attention", "token"} <= linked, linked

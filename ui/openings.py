@@ -1,0 +1,114 @@
+"""What each page says first, in plain words a first-year student reads at once (what the picture is, what to look
+at), and the glossary its terms link to. A page draws its opening under its title (``show``), and may fold its
+precise statement below it (``how``). tests/unit/test_openings.py scores every opening's readability."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+GLOSSARY_PAGE = "glossary"
+
+
+def term(word: str, anchor: str | None = None) -> str:
+    """``word`` as a link to its glossary entry (``anchor``: the entry, when ``word`` is an inflected form)."""
+    return f"[{word}]({GLOSSARY_PAGE}#{anchor or word.lower().replace(' ', '-')})"
+
+
+OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first use links to the glossary)
+    "home": f"A Transformer reads a line of text, and for each word it chooses which other words to look at: that "
+            f"choice is {term('attention')}. Here you change the model and watch where it looks.",
+    "masks": f"A {term('mask')} says which words each word may look at: blue cells are allowed, grey cells are "
+             "blocked. Each row is a word that looks, each column a word it may see.",
+    "positional_encoding": f"Attention alone does not know the order of the words, so the model adds a "
+                           f"{term('position signal', 'positional-encoding')} to each one. The pictures show these "
+                           "signals and how alike two positions look.",
+    "attention": f"Each square shows how much one word (a row, the {term('query')}) looks at another word (a column, "
+                 f"the {term('key')}): dark means a lot. Each {term('head')} looks in its own way, so each gets its "
+                 "own picture.",
+    "heads": f"Each {term('head')} learns a habit of its own, such as looking at the word just before. This page finds "
+             f"each head's habit and, for a trained model, turns heads off one at a time to see which ones matter "
+             f"({term('ablation')}).",
+    "explanations": "People often read attention as a reason: the model wrote this word because it looked at that "
+                    "one. Here we know the right answer, so we can test that idea and score six ways to explain.",
+    "images": f"A Transformer can read a picture too: it cuts the image into small squares and treats each square "
+              f"like a word. See which squares each {term('head')} looks at, and click a pixel to flip it.",
+    "query_key": f"A head looks from a {term('query')} to the {term('keys', 'key')} that point the same way as it. "
+                 "This map puts the queries and keys of many lines in one plane, so you can see what the head groups.",
+    "induction": f"If a line says A B and later A again, a good guess for the next word is B. An "
+                 f"{term('induction head')} makes that guess: it looks back at what came after A the first time.",
+    "dot_product_lab": f"One head's sum, one step at a time: compare each {term('query')} with each {term('key')}, "
+                       f"scale, {term('mask')}, turn the scores into weights ({term('softmax')}), then mix the "
+                       f"{term('values', 'value')}. Change a number and watch each step change.",
+    "shapes": f"Attention works on tables of numbers ({term('tensors', 'tensor')}), and each step changes their "
+              "shape. This page shows the shape at every step, read off the running model.",
+    "cost": "Attention compares every word with every other word, so its cost grows fast as lines get longer. This "
+            "page times one attention layer at many lengths and shows how time and memory grow.",
+    "decode": f"A trained model writes its answer one {term('token')} at a time. Step through it to see where it "
+              "looks at each step and which token it thinks comes next.",
+    "train": "Train a small model here in about a minute, then see what its attention learned on every page. You "
+             "can watch its heads change while it trains.",
+    GLOSSARY_PAGE: "Short meanings of the words this lab uses, in plain words. Each one says where to see it.",
+}
+
+GLOSSARY = (  # (term, what it means, where to see it: a page's file name); in the order a reader meets them
+    ("Token", "One piece of a line: a word, a letter or a symbol. The model reads a line as a list of tokens.",
+     "attention"),
+    ("Attention", "For each token, a set of weights over the other tokens that adds up to 1: how much it takes from "
+     "each one. Dark cells in the pictures are large weights.", "attention"),
+    ("Query", "What a token is looking for. It is a list of numbers made from the token.", "dot_product_lab"),
+    ("Key", "What a token offers to be found by. A query gives a high score to keys that point the same way.",
+     "dot_product_lab"),
+    ("Value", "What a token passes on once it is looked at. The output mixes the values by the attention weights.",
+     "dot_product_lab"),
+    ("Head", "One attention of its own inside a layer, with its own queries, keys and values. A layer runs several "
+     "heads side by side, and each learns a different habit.", "heads"),
+    ("Mask", "A table of yes and no: may this token look at that one? Blocked cells get a weight of 0.", "masks"),
+    ("Padding", "Filler tokens that make short lines as long as the longest. The padding mask stops anyone from "
+     "looking at them.", "masks"),
+    ("Look-ahead mask", "A mask that lets each token see only itself and the tokens before it, so a model that writes "
+     "cannot peek at what comes next.", "masks"),
+    ("Logit", "A raw score before it is turned into a weight or a probability. Larger means more likely.",
+     "dot_product_lab"),
+    ("Softmax", "Turns a row of scores into weights that are all positive and add up to 1. The largest score gets "
+     "the largest weight.", "dot_product_lab"),
+    ("Positional encoding", "Numbers added to each token that say where it stands in the line. Without them the "
+     "model could not tell 'dog bites man' from 'man bites dog'.", "positional_encoding"),
+    ("Tensor", "A table of numbers with any number of sides: a line of tokens is 2-D, a batch of lines 3-D.",
+     "shapes"),
+    ("Layer", "One round of attention followed by a small network. Models stack several, each reading what the one "
+     "before wrote.", "attention"),
+    ("Residual stream", "The running total each token carries from layer to layer: every layer reads it and adds "
+     "its own result to it.", "attention"),
+    ("Encoder and decoder", "The encoder reads the input line; the decoder writes the answer, looking at the encoder "
+     "through cross-attention. A decoder-only model (like GPT) just continues a line.", "attention"),
+    ("Cross-attention", "Attention from the tokens being written to the tokens of the input line.", "attention"),
+    ("Ablation", "Turning part of the model off (here, one head) to see what the model loses without it.", "heads"),
+    ("Rollout", "Attention followed through every layer at once: which input tokens a token drew on in the end.",
+     "attention"),
+    ("Induction head", "A head that finds an earlier place where the current token appeared and copies the token "
+     "that came after it.", "induction"),
+    ("Teacher forcing", "Training and scoring a model by feeding it the right answer so far, not its own guesses.",
+     "explanations"),
+)
+
+
+def anchor_of(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def page_title(page: str) -> str:
+    from ui.pages import PAGES
+    return next(title for name, title, _icon, _says in PAGES if name == page)
+
+
+def show(page: str) -> None:
+    """``page``'s opening, drawn first under its title."""
+    st.markdown(OPENINGS[page])
+
+
+def how(text: str) -> None:
+    """A page's precise statement, folded under its opening."""
+    with st.expander("How it is computed", icon=":material/functions:"):
+        st.markdown(text)
