@@ -100,3 +100,32 @@ def test_homes_page_list_fits_a_phone(browser, server):  # noqa: F811
             .map((link) => link.textContent)""")
         tab.screenshot(path=str(OUTPUT / "home-390.png"), full_page=True)
         assert not cut, cut
+
+
+# Every chart's toolbar (Plotly's mode bar) and title, as boxes on the screen: the pairs that overlap.
+TOOLBAR_ON_TITLE = """(selector) => [...document.querySelectorAll(selector)].flatMap((plot, index) => {
+    const bar = plot.querySelector('.modebar'), title = plot.querySelector('.gtitle');
+    if (!bar || !title || !title.textContent.trim()) return [];
+    const a = bar.getBoundingClientRect(), b = title.getBoundingClientRect();
+    const overlap = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    return overlap ? [`chart ${index}: "${title.textContent}" under the toolbar`] : [];
+})"""
+
+
+@pytest.mark.parametrize("path", ["attention", "images", ""])
+def test_at_390_px_the_toolbar_leaves_every_chart_title_readable(browser, server, path):  # noqa: F811
+    """#78.12: on a phone Plotly's toolbar covered the titles of Attention's head grid ("4 heads (d_k = 16) and their
+    mean"), the Images page's and Home's figure."""
+    from chart_support import PLOT  # noqa: PLC0415
+
+    with app_tab(browser, server, path, 390) as tab:
+        tab.wait_for_function(f"() => document.querySelectorAll('{PLOT} .gtitle').length > 0", timeout=60_000)
+        wait_idle(tab)
+        tab.wait_for_timeout(500)
+        first = tab.locator(PLOT).first
+        first.hover()  # the toolbar shows on hover (a tap on a phone)
+        tab.wait_for_timeout(300)
+        tab.screenshot(path=str(OUTPUT / f"toolbar-{path or 'home'}-390.png"))
+        assert tab.evaluate(f"() => document.querySelectorAll('{PLOT} .modebar').length") > 0
+        problems = tab.evaluate(TOOLBAR_ON_TITLE, PLOT)
+        assert not problems, problems

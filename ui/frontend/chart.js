@@ -134,6 +134,22 @@ function waitsForFit(node, sentFor) {
   return true;
 }
 
+// On a phone (a column narrower than NARROW_PX) Plotly's toolbar, at the chart's top right, covered the start of a
+// long title: there a titled chart is TOOLBAR_PX taller, its plot and title lower by as much, the band above them
+// the toolbar's. Wider, a title's line leaves the toolbar room as it is.
+const TOOLBAR_PX = 30;
+
+function roomForToolbar(layout, widthPx) {
+  const title = layout.title, text = typeof title === "string" ? title : (title && title.text);
+  if (!text || !widthPx || widthPx >= NARROW_PX) return;
+  const height = layout.height || 450, margin = { t: 100, ...(layout.margin || {}) };
+  const titled = typeof title === "string" ? { text: title } : { ...title };
+  const fromTop = titled.yref === "container" && typeof titled.y === "number" ? (1 - titled.y) * height : margin.t / 2;
+  layout.height = height + TOOLBAR_PX;
+  layout.margin = { ...margin, t: margin.t + TOOLBAR_PX };
+  layout.title = { yanchor: "middle", ...titled, yref: "container", y: 1 - (fromTop + TOOLBAR_PX) / layout.height };
+}
+
 // Saving a chart: the camera button saves a PNG at three times the screen's pixels (ui/chart.py's CONFIG: sharp on a
 // slide), this one an SVG (vectors: any size). Made once for a config: Plotly.react compares the config it is given
 // with the last one, a function by identity, and a config that differs costs a whole new plot and a react after it.
@@ -236,6 +252,7 @@ function shownFigure(node) {
 // layout) and the draw waits until it is in view.
 function draw(node, evenOutOfView = false) {
   const { figure, config, plotly_url, traces, column } = shownFigure(node);
+  roomForToolbar(figure.layout, node.parentElement.clientWidth);
   node.style.height = (figure.layout.height || 450) + "px";
   keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
   reportWidth(node);
