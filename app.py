@@ -8,11 +8,13 @@ import streamlit as st
 st.set_page_config(page_title="Attention Lab", page_icon=str(Path(__file__).parent / "assets" / "icon.png"),
                    layout="wide")
 
-from ui import chart, preload  # noqa: E402  (neither imports TensorFlow)
+from ui import chart, preload, starting  # noqa: E402  (none imports TensorFlow)
 
 chart.publish_plotly_js()
 chart.load_plotly_early()  # the browser fetches and compiles Plotly.js while TensorFlow is still importing
-preload.wait()  # `make run` imports TensorFlow while the server starts: let that import finish first
+# `make run` imports TensorFlow while the server starts: meanwhile the page's title and opening, then the import's end
+first_words = starting.while_the_engine_loads()
+preload.wait()
 from transformer.service import missing_gpu_notice  # noqa: E402
 from ui import pages, runtime, sidebar, state, streamlit_patches, training  # noqa: E402  (after set_page_config)
 from ui.text import as_text  # noqa: E402
@@ -42,6 +44,8 @@ left_out = state.write_url()
 if left_out:
     notices.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")
 state.put(state.NOTICE_SLOT, notices)  # a link's value a page corrects is said there too (state.correct)
+if first_words is not None:
+    first_words.empty()  # the page draws its own title and opening, in its place
 try:
     page.run()
 finally:  # a page's own changes to the state (a clamped step, Play off at the end) reach the link on this run

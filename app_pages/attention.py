@@ -40,7 +40,6 @@ from viz.attention import head_grid, model_view, single_head, window_starts
 from viz.export import arrays_npz, matrix_csv
 from viz.pooling import FULL_RESOLUTION, FULL_RESOLUTION_WINDOW
 
-st.title("Attention")
 openings.show("attention")
 controls = st.columns([3, 2, 3])  # the toggles' labels fit whole from a 1000 px window up
 with controls[0]:

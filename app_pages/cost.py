@@ -58,7 +58,6 @@ def crossovers(series, d_model: int) -> list[tuple[float, str]]:
     return [(n, f" ({what})" if len(seen) > 1 else "") for n, what in seen.items()]
 
 
-st.title("Cost")
 openings.show("cost")
 values = state.current_values()
 d_model, heads, whose = timed_size(values)

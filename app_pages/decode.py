@@ -13,7 +13,6 @@ from ui.stepper import stepper
 from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
-st.title("Decode")
 openings.show("decode")
 name = state.read("weights")  # the sidebar's model, as on every page
 config = model_config.live_config()

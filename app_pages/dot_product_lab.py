@@ -22,7 +22,6 @@ from ui.controls import (
 from viz.lab import bars_figure, dimension_labels, scaling_figure, stages_figure
 from viz.labels import position_labels
 
-st.title("Dot-product lab")
 openings.show("dot_product_lab")
 not_for_your_model("This page opens one attention layer of the lab's own model step by step.")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")

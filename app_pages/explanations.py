@@ -10,7 +10,6 @@ from ui.controls import PERSIST, element_picker, fit_px, plot
 from ui.sidebar import use_weights
 from viz.explanations import explanation_maps, faithfulness_bars
 
-st.title("Which explanation is right")
 openings.show("explanations")
 openings.how(
     "Attention is often read as an explanation: *this output came from that input*. Whether it is one was argued "

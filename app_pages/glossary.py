@@ -4,7 +4,6 @@ import streamlit as st
 
 from ui import openings
 
-st.title("Glossary")
 openings.show(openings.GLOSSARY_PAGE)
 for name, meaning, page in openings.GLOSSARY:
     st.subheader(name, anchor=openings.anchor_of(name))

@@ -18,7 +18,6 @@ ROLE_NOTES = {
     "self": "to itself",
 }
 
-st.title("Heads")
 openings.show("heads")
 openings.how("What each head does, scored over many lines: the share of its attention on a role's pattern "
              "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "

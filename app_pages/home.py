@@ -1,12 +1,9 @@
 """Home: attention that means something first (the dates model reading today's date), then every page."""
 
-import datetime
-
 import numpy as np
 import streamlit as st
 
-from transformer import LiveConfig
-from transformer.service import available, date_text, get_task, spec_of
+from transformer.service import available, get_task, spec_of
 from ui import data, openings, state
 from ui.controls import fit_px, plot
 from ui.lessons import LESSONS
@@ -14,9 +11,7 @@ from ui.pages import PAGES
 from ui.sidebar import use_weights, weights_label
 from viz.attention import head_grid
 
-st.title("Attention Lab")
 openings.show("home")
-TODAY = date_text(datetime.date.today(), "weekday")  # "Tuesday, 24 November 2026"
 
 
 def _decode(source: str) -> None:
@@ -33,13 +28,13 @@ def _open(weights: str, source: str, page: str, layer: int) -> None:
 
 
 if "dates" in available():
+    config, stacks = data.todays_date(device=state.current_values()["device"])
+    TODAY = config.source_text
     st.subheader(f"The dates model reads “{TODAY}”")
     st.caption(f"This picture: the trained **dates** model. Every other page draws the sidebar's model "
                f"(now: **{weights_label(state.current_values()['weights'])}**); the buttons below make it the "
                "dates, translate or reverse model.")
-    config = LiveConfig(weights="dates", source_text=TODAY, seq_len=len(TODAY),
-                        device=state.current_values()["device"])
-    result = data.live(config, stacks=("cross",), notices=False)
+    result = data.live(config, stacks=stacks, notices=False)
     layer = result.layers - 1
     weights = result.attention["cross"][layer, 0]  # (H, N_t, N_s): each output character's view of the source
     mean = weights.mean(axis=0, keepdims=True)  # (1, N_t, N_s)

@@ -21,7 +21,6 @@ from viz.images import (
 MODEL_LABELS = {"match": "match (which patch does the corner repeat?)", "digits": "digits (scikit-learn's 8×8)"}
 DIGITS_TEST = 300
 
-st.title("Attention over images")
 openings.show("images")
 openings.how(
     "A **Vision Transformer** (Dosovitskiy et al. 2021) reads an image as a sequence: here an 8×8 image is cut into "

@@ -10,7 +10,6 @@ from ui.sidebar import use_weights
 from viz.heads import role_grid
 from viz.induction import ablation_figure, position_loss_figure
 
-st.title("Induction heads")
 openings.show("induction")
 openings.how("A model that has seen `A B` earlier in a line and now reads `A` again can predict `B` only from the "
              "line itself. Olsson et al. (2022) found the circuit that does it in a two-layer attention-only model: a "

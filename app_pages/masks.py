@@ -10,7 +10,6 @@ from ui.text import percent
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
-st.title("Masks")
 openings.show("masks")
 not_for_your_model("This page draws the lab's mask families and switches; a model from outside uses its own masks "
                    "(padding, and the look-ahead mask when causal), drawn grey on the Attention page.")

@@ -8,7 +8,6 @@ from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model
 from viz import positional
 from viz.export import arrays_npz, matrix_csv
 
-st.title("Positional encoding")
 openings.show("positional_encoding")
 not_for_your_model("This page draws the lab's own positional encodings; a model from outside has positions of its "
                    "own (learned, rotary …).")

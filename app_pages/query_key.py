@@ -9,7 +9,6 @@ from ui.controls import carried_over, stack_picker
 from ui.line_sources import line_controls, sidebar_values
 from ui.query_key_view import query_key_section
 
-st.title("Query–key space")
 openings.show("query_key")
 openings.how("A head attends from a query to the keys nearest it in dot product. Here are the queries and keys of many "
              "lines at once, as AttentionViz (Yeh et al., 2023) draws them: clusters show what the head groups "

@@ -32,7 +32,6 @@ AXES = {
     "weights": ("B", "H", "N_q", "N_k"), "context": ("B", "H", "N_q", "d_k"),
 }
 
-st.title("Shapes")
 openings.show("shapes")
 not_for_your_model("This page reads the tensors inside one attention layer of the lab's own model.")
 config = model_config.live_config()

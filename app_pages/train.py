@@ -11,7 +11,6 @@ from ui.text import as_text
 from ui.training_timeline import draw_timeline, timeline_view
 from viz.training import progress_figure
 
-st.title("Train a model")
 openings.show("train")
 openings.how("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, ε 1e-9) with the warm-up schedule, "
              "label smoothing 0.1, teacher forcing behind a start symbol, padding left out of the loss; "

@@ -6,18 +6,21 @@ around every call costs a timer thread and a message to the browser on each reru
 
 from __future__ import annotations
 
+import datetime
 import functools
 
 import numpy as np
 import streamlit as st
 
 import transformer
-from transformer import attention_walkthrough, keras_difference, run_live, score_terms, value_norms
+from transformer import LiveConfig, attention_walkthrough, keras_difference, run_live, score_terms, value_norms
 from transformer.service import (
     COST_LENGTHS,
     attention_cost,
     attention_flow,
+    available,
     check_cost,
+    date_text,
     decode,
     example_maps,
     faithfulness,
@@ -241,6 +244,20 @@ def cost(d_model: int, heads: int, device: str, longest: int):
 def cost_measured(d_model: int, heads: int, device: str, longest: int) -> bool:
     """Whether those measurements were made already (a page then draws them without a click)."""
     return (d_model, heads, device, longest) in _MEASURED
+
+
+def todays_date(device: str = "auto"):
+    """Home's picture: the dates model reading today's date, as Home runs it (cross-attention only)."""
+    today = date_text(datetime.date.today(), "weekday")  # "Tuesday, 24 November 2026"
+    return LiveConfig(weights="dates", source_text=today, seq_len=len(today), device=device), ("cross",)
+
+
+def warm_home() -> None:
+    """Home's run computed and cached at start-up (`ui.preload`): a server's first visit is usually Home's, and it
+    then finds the model built and run (or waits for that computation already under way, not a second one)."""
+    if "dates" in available():
+        config, stacks = todays_date()
+        _live(config, stacks, None, ())
 
 
 @functools.lru_cache(maxsize=4)

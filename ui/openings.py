@@ -52,6 +52,14 @@ OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first
     GLOSSARY_PAGE: "Short meanings of the words this lab uses, in plain words. Each one says where to see it.",
 }
 
+HEADINGS = {  # a page's title where it says more than its name in the navigation (ui/pages.py)
+    "home": "Attention Lab",
+    "explanations": "Which explanation is right",
+    "images": "Attention over images",
+    "query_key": "Query–key space",
+    "train": "Train a model",
+}
+
 GLOSSARY = (  # (term, what it means, where to see it: a page's file name); in the order a reader meets them
     ("Token", "One piece of a line: a word, a letter or a symbol. The model reads a line as a list of tokens.",
      "attention"),
@@ -103,8 +111,14 @@ def page_title(page: str) -> str:
     return next(title for name, title, _icon, _says in PAGES if name == page)
 
 
+def heading(page: str) -> str:
+    return HEADINGS.get(page) or page_title(page)
+
+
 def show(page: str) -> None:
-    """``page``'s opening, drawn first under its title."""
+    """``page``'s title and its opening under it: what a page draws first (also while the engine loads:
+    ui/starting.py)."""
+    st.title(heading(page))
     st.markdown(OPENINGS[page])
 
 

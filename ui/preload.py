@@ -76,12 +76,14 @@ def _import_engine() -> None:
 
 
 def _warm_up() -> None:
-    """On a GPU, launch the default model's kernels once now (4–5 s on an H200) rather than at the first request;
-    on any device, compute what a page's first visit would otherwise wait for (the Dot-product lab's experiment)."""
+    """Compute what a page's first visit would otherwise wait for: Home's run (the dates model reading today's date),
+    then the Dot-product lab's experiment; on a GPU, launch the default model's kernels once now (4–5 s on an H200)
+    rather than at the first request."""
     from transformer import service
     from ui import data
 
     try:
+        data.warm_home()  # first: a server's first visit is usually Home's
         data.scaling()
         device = service.warm_up_device()
     except service.EngineStopped:  # the server is stopping (Ctrl-C, a replica's restart): nothing to warm up for

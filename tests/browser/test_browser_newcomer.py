@@ -217,3 +217,28 @@ def test_a_pages_first_words_are_plain_and_a_term_opens_its_glossary_entry_in_vi
     page.wait_for_function("() => { const box = document.querySelector('#teacher-forcing').getBoundingClientRect(); "
                            "return box.top >= 0 && box.bottom <= window.innerHeight; }", timeout=10_000)
     assert "What a token is looking for" in page.get_by_test_id("stMain").inner_text()
+
+
+def test_a_servers_first_visit_shows_the_page_before_the_engine_has_loaded(browser):
+    """#78.14: a first visit after `make run` drew nothing until TensorFlow was imported (17.9 s on a loaded host).
+    Now the page's own title and opening, and a line counting the seconds, come while the server still imports it
+    (its log has not yet said which device the engine runs on); then the page replaces them."""
+    from browser_support import ROOT, close_tab, new_tab, streamlit_server  # noqa: PLC0415
+
+    from ui.openings import OPENINGS  # noqa: PLC0415
+
+    with streamlit_server() as base_url:
+        log = ROOT / "test-output" / f"streamlit-{base_url.rsplit(':', 1)[1]}.log"
+        tab = new_tab(browser)
+        try:
+            tab.goto(f"{base_url}/attention")
+            tab.get_by_text("Starting the engine").wait_for(timeout=30_000)
+            assert "the engine runs on" not in log.read_text(), "the engine loaded before the page was drawn"
+            assert tab.locator("h1").inner_text() == "Attention"
+            assert tab.get_by_text("dark means a lot").is_visible(), OPENINGS["attention"]
+            wait_idle(tab)
+            wait_for_charts(tab)
+            assert "the engine runs on" in log.read_text()
+            assert tab.locator("h1").count() == 1 and tab.get_by_text("Starting the engine").count() == 0
+        finally:
+            close_tab(tab)

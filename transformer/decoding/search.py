@@ -35,11 +35,11 @@ def _decoder_functions(model, kind=None):
         hidden = tf.TensorSpec((None, None, model.d_model), tf.float32)
         kept = _ablation_specs(model, kind)
 
-        @tf.function(input_signature=[ids, mask, *kept])
+        @tf.function(input_signature=[ids, mask, *kept], autograph=False)  # plain Python: AutoGraph cost ~1 s
         def encode(src, memory_mask, *heads):
             return model.encode(src, memory_mask, hook=_ablation(heads, kind))[0]  # (B, N_s, D)
 
-        @tf.function(input_signature=[ids, hidden, mask, *kept])
+        @tf.function(input_signature=[ids, hidden, mask, *kept], autograph=False)
         def next_token(decoder_input, memory, memory_mask, *heads):
             hidden, _, _ = model.decode(decoder_input, memory, memory_mask, target_mask(decoder_input, PAD_ID),
                                         hook=_ablation(heads, kind))
@@ -215,7 +215,7 @@ def _step_function(model, with_memory: bool, kind: str | None):
             specs += [tf.TensorSpec((1, None, model.d_model), tf.float32), tf.TensorSpec((1, 1, 1, None), tf.bool)]
         specs += _ablation_specs(model, kind)
 
-        @tf.function(input_signature=specs)
+        @tf.function(input_signature=specs, autograph=False)
         def step(prefix, *rest):
             memory, src_mask = (rest[0], rest[1]) if with_memory else (None, None)
             causal = subsequent_mask(tf.shape(prefix)[1])[None, None]  # (1, 1, t, t)
