@@ -34,8 +34,8 @@ def test_the_scores_tell_a_dense_sentence_from_a_plain_one():
     """The measure can fail: the Cost page's opening before item 11, scored the same way."""
     dense = ("One multi-head attention layer of the sidebar's size (d_model = 64, 4 heads), on random inputs, at "
              "N = 64 … the longest length below, run block-wise (128 queries at a time) as the engine runs long "
-             "sequences: under a full mask, a sliding window of 128, the Sparse Transformer's stride of 64, and with fewer "
-             "key/value heads.")
+             "sequences: under a full mask, a sliding window of 128, the Sparse Transformer's stride of 64, and with "
+             "fewer key/value heads.")
     ease, grade = scores(first_sentences(dense))
     assert ease < LEAST_EASE and grade > MOST_GRADE, (ease, grade)
 
