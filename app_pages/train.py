@@ -4,7 +4,16 @@ import dataclasses
 
 import streamlit as st
 
-from transformer.service import IMAGE_TASKS, TASKS, VISION_DEFAULTS, TrainSpec, kept_label, source_of, spec_of
+from transformer.service import (
+    IMAGE_TASKS,
+    TASKS,
+    VISION_DEFAULTS,
+    TrainSpec,
+    kept_label,
+    quick_spec,
+    source_of,
+    spec_of,
+)
 from ui import data, openings, state, training
 from ui.controls import plot
 from ui.text import as_text
@@ -19,22 +28,12 @@ openings.how("Training follows the paper at this size: Adam (β1 0.9, β2 0.98, 
              "attention the Images page draws. It runs in a training process of its own, in turn with the other "
              "sessions' jobs: the app stays usable meanwhile, and the timeline below shows every head's role forming.")
 
-# What the form starts from: the symbol tasks learn in seconds at this size; dates and translate start from their
-# shipped models' sizes (TrainSpec.for_task), with fewer steps so that a class can watch one train.
-SYMBOL_DEFAULTS = dict(d_model=32, heads=2, layers=1, d_ff=128, steps=600)
-FORM_STEPS = 1500
-
-
 def form_defaults(task: str) -> dict:
-    if task in IMAGE_TASKS:  # the shipped image models' settings (docs/trained_models.md)
-        spec = VISION_DEFAULTS[task]
-        return dict(d_model=spec.d_model, heads=spec.num_heads, layers=spec.num_layers, d_ff=spec.d_ff,
-                    steps=spec.steps)
-    if not TASKS[task].own_lengths:
-        return SYMBOL_DEFAULTS
-    spec = TrainSpec.for_task(task)
-    return dict(d_model=spec.d_model, heads=spec.num_heads, layers=spec.num_layers, d_ff=spec.d_ff,
-                steps=min(spec.steps, FORM_STEPS))
+    """The form's sizes and steps for ``task``: the shipped image models' settings (docs/trained_models.md), else
+    the engine's quick run of it (`quick_spec`), under the form's names (`state.SHAPE_FIELDS`)."""
+    spec = VISION_DEFAULTS[task] if task in IMAGE_TASKS else quick_spec(task)
+    return {**{field: getattr(spec, name) for field, name in state.SHAPE_FIELDS.items()
+               if field in ("d_model", "heads", "layers", "d_ff")}, "steps": spec.steps}
 
 
 # The whole width: each task's description is a sentence (in a quarter of the form it was cut off). Outside the

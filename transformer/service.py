@@ -27,12 +27,20 @@ from transformer.analysis.measures import (
     without_keys,
 )
 from transformer.core.ablation import ABLATIONS, head_label
-from transformer.core.attention import head_counts, kv_head_counts
 from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
-from transformer.core.layers import NORMS
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
-from transformer.core.positional import POSITIONS
-from transformer.core.stacks import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS
+from transformer.core.shape import (
+    ARCHITECTURE_STACKS,
+    ARCHITECTURES,
+    MAX_HEADS,
+    MAX_LAYERS,
+    NORMS,
+    POSITIONS,
+    STACKS,
+    ModelShape,
+    head_counts,
+    kv_head_counts,
+)
 from transformer.external import MAX_TOKENS, upload_limit_bytes
 from transformer.external import registry as _registry
 from transformer.external.registry import EXTERNAL, check_key, is_external
@@ -46,7 +54,7 @@ from transformer.live import query_key as _query_key
 from transformer.live import run as _run
 from transformer.live import score_terms as _score_terms
 from transformer.live import warm_up as _warm_up
-from transformer.live.config import MAX_LAYERS, MAX_SEQ_LEN, SEED_BATCH, LiveConfig
+from transformer.live.config import MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 from transformer.live.faithfulness import EXPLAINED_TASKS, METHODS, is_measured
 from transformer.live.head_roles import (
     LINE_SOURCES,
@@ -92,7 +100,7 @@ from transformer.training.pretrained import (
     task_of,
     timeline_of,
 )
-from transformer.training.saved_model import TrainSpec
+from transformer.training.saved_model import TrainSpec, quick_spec
 from transformer.training.timeline import PROBE_LINES
 from transformer.training.train import TrainResult
 from transformer.training.vision import VISION_DEFAULTS, VisionSpec
@@ -123,7 +131,8 @@ run_cost = on_engine_thread(_run.run_cost)  # what a run_live would cost, before
 
 __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
            "DEVICE_CHOICES", "EXTERNAL", "FULL_ATTENTION_MAX", "GROUP_LABELS", "GROUPS", "LINE_SOURCES",
-           "MASK_FAMILIES", "MAX_LAYERS", "MAX_SEQ_LEN", "MAX_TOKENS", "NORMS", "PATTERN_FAMILIES", "POSITIONS",
+           "MASK_FAMILIES", "MAX_HEADS", "MAX_LAYERS", "ModelShape", "MAX_SEQ_LEN", "MAX_TOKENS", "NORMS",
+           "PATTERN_FAMILIES", "POSITIONS",
            "PROBE_LINES", "QUERY_BLOCK", "ROLES", "SEED_BATCH", "SESSION_PREFIX", "SHIPPED", "SIZED_FAMILIES",
            "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
@@ -140,6 +149,7 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "naive_softmax", "neuron_terms", "PoolSettings", "position_views", "quadratic_share", "query_key_space",
            "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
            "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
-           "TrainingPool", "TrainResult", "TrainSpec", "upload", "upload_limit_bytes", "visible_gpus", "warm_up_device",
+           "TrainingPool", "TrainResult", "TrainSpec", "quick_spec", "upload", "upload_limit_bytes", "visible_gpus",
+           "warm_up_device",
            "without_keys", "EngineStopped", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost"]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from transformer.service import MAX_SEQ_LEN, STACKS, head_counts, kv_head_counts
+from transformer.service import MAX_HEADS, MAX_SEQ_LEN, STACKS, head_counts, kv_head_counts
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-forward sublayer (attention only)
@@ -26,12 +26,11 @@ IMPORTANCE_COUNTS = (50, 100, 200, 500)  # examples each head's ablation is meas
 EXPLANATION_COUNTS = (10, 25, 50, 100, 200)  # examples the explanations are scored on
 INDUCTION_COUNTS = (50, 100, 200, 500)  # fresh lines the Induction page measures on
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
-MAX_HEADS_SHOWN = 64
 
 
 def head_choices(d_model: int) -> list[int]:
-    """The head counts the engine accepts for d_model, up to `MAX_HEADS_SHOWN`."""
-    return head_counts(d_model, MAX_HEADS_SHOWN)
+    """The head counts the engine accepts for d_model, up to its `MAX_HEADS`."""
+    return head_counts(d_model, MAX_HEADS)
 
 
 def kv_head_choices(heads: int) -> list[int]:

@@ -9,6 +9,7 @@ from typing import Any
 from transformer.service import (
     ABLATIONS,
     IMAGE_MODELS,
+    MAX_HEADS,
     MAX_LAYERS,
     SESSION_PREFIX,
     SHIPPED,
@@ -16,7 +17,6 @@ from transformer.service import (
     check_key,
     is_external,
 )
-from ui.choices import MAX_HEADS_SHOWN
 
 
 def number(raw: str, kind):
@@ -75,8 +75,8 @@ def image_model(raw: str) -> str:
 def heads(raw: str) -> list[int]:
     """``"1 3"`` -> ``[1, 3]``: distinct heads, in order."""
     values = sorted({number(part, int) for part in raw.split()})
-    if any(not 0 <= value < MAX_HEADS_SHOWN for value in values):
-        raise ValueError(f"must be whole numbers from 0 to {MAX_HEADS_SHOWN - 1}")
+    if any(not 0 <= value < MAX_HEADS for value in values):
+        raise ValueError(f"must be whole numbers from 0 to {MAX_HEADS - 1}")
     return values
 
 
@@ -103,8 +103,8 @@ def ablate(raw: str) -> list[str]:
     """``"c0.1 e1.0"`` -> the codes of heads that could exist (`head_triple`), sorted; whether this model has
     them is the engine's to say."""
     triples = sorted({head_triple(code) for code in raw.split()})
-    if any(layer >= MAX_LAYERS or head >= MAX_HEADS_SHOWN for _, layer, head in triples):
-        raise ValueError(f"layers go from 0 to {MAX_LAYERS - 1} and heads from 0 to {MAX_HEADS_SHOWN - 1}")
+    if any(layer >= MAX_LAYERS or head >= MAX_HEADS for _, layer, head in triples):
+        raise ValueError(f"layers go from 0 to {MAX_LAYERS - 1} and heads from 0 to {MAX_HEADS - 1}")
     return [head_code(*triple) for triple in triples]
 
 

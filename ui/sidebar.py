@@ -152,7 +152,7 @@ def _after_weights_change() -> None:
         state.put("src", task.example)
         state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
     state.put("seq_len", max(state.get("seq_len", 1), state.default_of("seq_len", name)))
-    own = dict(kv_heads=0, **state.trained_options(name))
+    own = dict(kv_heads=state.FIELDS["kv_heads"].default, **state.trained_options(name))  # one KV head per head
     if any(state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
         state.update(own)
         state.notify(f"The {spec.task} model is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "

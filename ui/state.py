@@ -21,6 +21,7 @@ from transformer.service import (
     DEVICE_CHOICES,
     LINE_SOURCES,
     MASK_FAMILIES,
+    MAX_HEADS,
     MAX_LAYERS,
     MAX_SEQ_LEN,
     NORMS,
@@ -28,6 +29,7 @@ from transformer.service import (
     POSITIONS,
     ROLES,
     SEED_BATCH,
+    ModelShape,
     Outside,
     RandomWeights,
     TrainSpec,
@@ -49,7 +51,6 @@ from ui.choices import (
     IMPORTANCE_COUNTS,
     INDUCTION_COUNTS,
     LOGIT_SIZES,
-    MAX_HEADS_SHOWN,
     ROLE_LINE_COUNTS,
     STACK_CHOICES,
     TEMPERATURES,
@@ -75,23 +76,24 @@ class Field:
     parse: Callable[[str], Any]
 
 
+SHAPE = ModelShape()  # the shape fields' defaults: the spec's own (transformer.core.shape)
 FIELDS: dict[str, Field] = {
     # model controls in the sidebar
     "weights": Field("random", link_values.weights),
-    "d_model": Field(64, link_values.choice(D_MODEL_CHOICES, int)),
-    "heads": Field(4, link_values.integer(1, MAX_HEADS_SHOWN)),
-    "d_ff": Field(256, link_values.choice(D_FF_CHOICES, int)),
-    "layers": Field(2, link_values.integer(1, MAX_LAYERS)),
+    "d_model": Field(SHAPE.d_model, link_values.choice(D_MODEL_CHOICES, int)),
+    "heads": Field(SHAPE.num_heads, link_values.integer(1, MAX_HEADS)),
+    "d_ff": Field(SHAPE.d_ff, link_values.choice(D_FF_CHOICES, int)),
+    "layers": Field(SHAPE.num_layers, link_values.integer(1, MAX_LAYERS)),
     "seq_len": Field(7, link_values.integer(1, MAX_SEQ_LEN)),
     "seed": Field(0, link_values.integer(0, 2**31 - 1)),
     "pads": Field("0 <pad>", link_values.text(200)),
     "src": Field(SEED_BATCH, link_values.text(MAX_TEXT_CHARS)),
     "tgt": Field(SEED_BATCH, link_values.text(MAX_TEXT_CHARS)),
     "device": Field("auto", link_values.choice(DEVICE_CHOICES)),
-    "positions": Field("sinusoidal", link_values.choice(POSITIONS)),
-    "kv_heads": Field(0, link_values.integer(0, MAX_HEADS_SHOWN)),  # 0: as many as the heads (the paper)
-    "arch": Field("encoder-decoder", link_values.choice(ARCHITECTURES)),
-    "norm": Field("post", link_values.choice(NORMS)),
+    "positions": Field(SHAPE.positions, link_values.choice(POSITIONS)),
+    "kv_heads": Field(0, link_values.integer(0, MAX_HEADS)),  # 0: as many as the heads (the paper)
+    "arch": Field(SHAPE.architecture, link_values.choice(ARCHITECTURES)),
+    "norm": Field(SHAPE.norm, link_values.choice(NORMS)),
     "mask_family": Field("paper", link_values.choice(MASK_FAMILIES)),
     "mask_size": Field(4, link_values.integer(0, MAX_SEQ_LEN)),
     "ablate": Field([], link_values.ablate),  # heads ablated, as head codes ("e0.1"); every page runs the ablated model
@@ -100,7 +102,7 @@ FIELDS: dict[str, Field] = {
     "stack": Field("encoder", link_values.choice(STACK_CHOICES)),
     "layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
     "element": Field(0, link_values.integer(0, 15)),
-    "head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),
+    "head": Field(0, link_values.integer(0, MAX_HEADS - 1)),
     "pad_mask": Field(True, link_values.flag),
     "future_mask": Field(True, link_values.flag),
     "pe_dims": Field("4 5 6 7", link_values.text(400)),
@@ -113,7 +115,7 @@ FIELDS: dict[str, Field] = {
     "focus_key": Field(False, link_values.flag),  # … focused as a key ("attended by"), not as a query
     "specials": Field(False, link_values.flag),  # … <s>, </s> and padding keys hidden, rows renormalised
     "hidden_heads": Field([], link_values.heads),  # the head view's heads switched off
-    "nv_head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),  # the neuron view's head
+    "nv_head": Field(0, link_values.integer(0, MAX_HEADS - 1)),  # the neuron view's head
     "nv_other": Field(0, link_values.integer(0, MAX_SEQ_LEN - 1)),  # the neuron view's key (or query, a key focused)
     "crop_q": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
     "crop_k": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
@@ -134,7 +136,7 @@ FIELDS: dict[str, Field] = {
     "img_flip": Field([], link_values.pixels),
     "img_from": Field(0, link_values.integer(0, 16)),
     "qk_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
-    "qk_head": Field(0, link_values.integer(0, MAX_HEADS_SHOWN - 1)),
+    "qk_head": Field(0, link_values.integer(0, MAX_HEADS - 1)),
     "qk_colour": Field("position", link_values.choice(QK_COLOURINGS)),
     # the Induction page
     "ind_seed": Field(0, link_values.integer(0, 2**31 - 1)),

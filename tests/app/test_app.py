@@ -13,6 +13,7 @@ from readability_support import opening
 from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
+from transformer.service import MAX_HEADS
 from ui import choices, link_values, openings, state
 from ui.controls import FAILED, PASSED, filled_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
@@ -354,7 +355,7 @@ def _field_values():
         "pads": strategies.text(max_size=200), "src": texts, "tgt": texts,
         "device": strategies.sampled_from(state.DEVICE_CHOICES),
         "stack": strategies.sampled_from(choices.STACK_CHOICES), "layer": strategies.integers(0, state.MAX_LAYERS - 1),
-        "element": strategies.integers(0, 15), "head": strategies.integers(0, choices.MAX_HEADS_SHOWN - 1),
+        "element": strategies.integers(0, 15), "head": strategies.integers(0, MAX_HEADS - 1),
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
         "pe_positions": texts, "step": strategies.integers(0, 7),
         "view": strategies.sampled_from(choices.ATTENTION_VIEWS),
@@ -370,13 +371,13 @@ def _field_values():
         "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(choices.LOGIT_SIZES),
         "focus": strategies.integers(-1, state.MAX_SEQ_LEN - 1), "focus_key": strategies.booleans(),
         "specials": strategies.booleans(),
-        "hidden_heads": strategies.lists(strategies.integers(0, choices.MAX_HEADS_SHOWN - 1), unique=True).map(sorted),
+        "hidden_heads": strategies.lists(strategies.integers(0, MAX_HEADS - 1), unique=True).map(sorted),
         "nv_other": strategies.integers(0, state.MAX_SEQ_LEN - 1),
-        "nv_head": strategies.integers(0, choices.MAX_HEADS_SHOWN - 1),
+        "nv_head": strategies.integers(0, MAX_HEADS - 1),
         "cost_max": strategies.sampled_from(choices.COST_MAXIMA),
         "ablate": strategies.lists(strategies.tuples(strategies.sampled_from(list(link_values.STACK_CODES)),
                                                      strategies.integers(0, state.MAX_LAYERS - 1),
-                                                     strategies.integers(0, choices.MAX_HEADS_SHOWN - 1)),
+                                                     strategies.integers(0, MAX_HEADS - 1)),
                                    unique=True).map(
             lambda triples: [link_values.head_code(*t) for t in sorted(triples)]),
         "ablation": strategies.sampled_from(link_values.ABLATION_CHOICES),
@@ -389,7 +390,7 @@ def _field_values():
         "tl_stack": strategies.sampled_from(("encoder", "decoder")), "tl_role": strategies.sampled_from(ROLES),
         "tl_step": strategies.integers(-1, 100_000),
         "qk_layer": strategies.integers(0, state.MAX_LAYERS - 1),
-        "qk_head": strategies.integers(0, choices.MAX_HEADS_SHOWN - 1),
+        "qk_head": strategies.integers(0, MAX_HEADS - 1),
         "qk_colour": strategies.sampled_from(QK_COLOURINGS),
         "cells": strategies.sampled_from(choices.CELLS),
         "ex_count": strategies.sampled_from(choices.EXPLANATION_COUNTS),

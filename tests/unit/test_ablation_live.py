@@ -11,7 +11,7 @@ from transformer import LiveConfig, ModelCache, run_live
 from transformer.analysis.heads import detection_pattern, line_top_roles, pattern_score
 from transformer.core.ablation import HeadAblation, check_ablation, kept_array
 from transformer.core.masks import padding_mask, target_mask
-from transformer.core.model import STACKS
+from transformer.core.shape import STACKS
 from transformer.live.decode import decode
 from transformer.live.head_roles import head_roles, repeated_lines
 from transformer.live.importance import head_importance, measure

@@ -10,8 +10,8 @@ import tensorflow as tf
 from numpy_reference import subsequent_mask, transformer_forward
 
 from transformer.core.ablation import HeadAblation
-from transformer.core.model import ARCHITECTURES, Transformer
-from transformer.core.positional import POSITIONS
+from transformer.core.model import Transformer
+from transformer.core.shape import ARCHITECTURES, POSITIONS
 from transformer.decoding import next_token_distribution
 from transformer.live.config import LiveConfig
 from transformer.live.decode import cache_gap, decode

@@ -227,7 +227,7 @@ def test_keras_gaps_see_a_twin_that_differs_and_leave_out_rows_with_no_key():
 
 
 def test_the_head_counts_offered_are_exactly_those_the_checks_accept():
-    from transformer.core.attention import head_counts, kv_head_counts
+    from transformer.core.shape import head_counts, kv_head_counts
 
     assert head_counts(12) == [1, 2, 3, 4, 6, 12] and head_counts(512, 64) == [1, 2, 4, 8, 16, 32, 64]
     assert kv_head_counts(8) == [1, 2, 4, 8] and kv_head_counts(6) == [1, 2, 3, 6]

@@ -21,10 +21,10 @@ from transformer import (
     sequence_lengths,
     stack_sides,
 )
+from transformer.core import shape as limits
 from transformer.core.model import Transformer
 from transformer.core.positional import positional_encoding
 from transformer.core.weight_init import seed_weights
-from transformer.live import config as limits
 from transformer.live import model_cache
 from transformer.live.config import ATTENTION_BUDGET_BYTES, MAX_SEQ_LEN, SEED_BATCH, VOCAB_SIZE, attention_bytes
 from transformer.live.inputs import encoding_array

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from transformer import LiveConfig, ModelCache, run_live
-from transformer.core.model import STACKS
+from transformer.core.shape import STACKS
 from transformer.live.decode import decode
 from transformer.live.plan import ablation_means
 from transformer.live.walkthrough import attention_walkthrough

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from transformer.analysis.measures import neuron_terms, score_bias
-from transformer.core.positional import POSITIONS
+from transformer.core.shape import POSITIONS
 from transformer.live.config import LiveConfig
 from transformer.live.walkthrough import attention_walkthrough
 from viz.neuron import neuron_view

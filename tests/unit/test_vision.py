@@ -221,8 +221,10 @@ def test_a_vision_model_trains_saves_and_loads_to_the_same_answers(tmp_path):
     loaded = load_vision(save_vision(result, tmp_path / "digits"), "digits")
     image = get_image_task("digits").test_image(0)[0]
     np.testing.assert_allclose(loaded.model(image[None])[0].numpy(), result.model(image[None])[0].numpy(), atol=1e-6)
-    with pytest.raises(ValueError, match="num_heads must divide d_model"):
+    with pytest.raises(ValueError, match="d_model must be divisible by num_heads"):  # the spec's one rule
         VisionSpec(d_model=10, num_heads=4).validate()
+    with pytest.raises(ValueError, match="pre-norm encoder with learned positions"):
+        VisionSpec(norm="post").validate()
 
 
 @pytest.mark.slow

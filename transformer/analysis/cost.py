@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from transformer.core.attention import MultiHeadAttention, check_heads
+from transformer.core.attention import MultiHeadAttention
 from transformer.core.blockwise import QUERY_BLOCK, BlockHook, LayerView, power_of_two_block
 from transformer.core.masks import family_mask
+from transformer.core.shape import check_heads
 
 COST_LENGTHS = (64, 128, 256, 512, 1024, 2048, 4096)
 FIT_FROM = 256  # the exponent is fitted from here up: below, fixed per-op costs dominate

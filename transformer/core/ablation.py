@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.attention import AttentionHook, attention_stages
-from transformer.core.stacks import STACKS
+from transformer.core.shape import STACKS
 
 ABLATIONS = ("zero", "mean")
 

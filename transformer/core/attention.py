@@ -16,6 +16,7 @@ import tensorflow as tf
 from transformer.core.dropout import apply_dropout, dropout_layer
 from transformer.core.linear import Linear
 from transformer.core.relative_positions import alibi_bias, rotary
+from transformer.core.shape import check_heads, check_kv_heads
 
 
 class AttentionStages(NamedTuple):
@@ -138,42 +139,6 @@ def batch_and_length(x):
     return tuple(dynamic[axis] if size is None else size for axis, size in enumerate(static))
 
 
-def check_heads(d_model, num_heads):
-    """Raise ValueError unless ``num_heads`` is a positive divisor of ``d_model``."""
-    if not isinstance(d_model, int) or d_model < 1:
-        raise ValueError(f"d_model must be a positive integer. Received: d_model={d_model!r}")
-    if not isinstance(num_heads, int) or num_heads < 1 or d_model % num_heads:
-        raise ValueError(
-            "d_model must be divisible by num_heads. "
-            f"Received: d_model={d_model}, num_heads={num_heads}"
-        )
-
-
-def check_kv_heads(num_heads, num_kv_heads):
-    """Raise ValueError unless ``num_kv_heads`` (key/value heads) divides ``num_heads`` (query heads)."""
-    if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, int) or num_kv_heads < 1 \
-            or num_heads % num_kv_heads:
-        raise ValueError("num_kv_heads must divide num_heads (1 = multi-query, num_heads = the paper). "
-                         f"Received: num_heads={num_heads}, num_kv_heads={num_kv_heads!r}")
-
-
-def head_counts(d_model: int, most: int | None = None) -> list[int]:
-    """Every head count `check_heads` accepts for ``d_model`` (up to ``most``), smallest first: the rule is
-    spelled once, there."""
-    return [heads for heads in range(1, min(d_model, most or d_model) + 1) if _accepts(check_heads, d_model, heads)]
-
-
-def kv_head_counts(num_heads: int) -> list[int]:
-    """Every key/value head count `check_kv_heads` accepts for ``num_heads`` query heads, smallest first."""
-    return [kv for kv in range(1, num_heads + 1) if _accepts(check_kv_heads, num_heads, kv)]
-
-
-def _accepts(check, *values) -> bool:
-    try:
-        check(*values)
-    except ValueError:
-        return False
-    return True
 
 
 IN_ATTENTION_POSITIONS = (None, "rope", "alibi")

@@ -10,6 +10,7 @@ import keras
 from transformer.core.attention import MaskConsumer, MultiHeadAttention
 from transformer.core.dropout import apply_dropout, dropout_layer
 from transformer.core.linear import Linear
+from transformer.core.shape import check_norm
 
 
 def _register(cls):
@@ -38,15 +39,6 @@ class FeedForward(keras.layers.Layer):
         config = super().get_config()
         config.update(d_model=self.d_model, d_ff=self.d_ff)
         return config
-
-
-NORMS = ("post", "pre")
-
-
-def check_norm(norm) -> None:
-    """Raise ValueError unless ``norm`` is one of `NORMS`."""
-    if norm not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS}. Received: norm={norm!r}")
 
 
 @_register

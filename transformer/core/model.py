@@ -11,11 +11,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.core.attention import AttentionCache, AttentionHook, check_heads
-from transformer.core.layers import Decoder, Encoder, check_norm
+from transformer.core.attention import AttentionCache, AttentionHook
+from transformer.core.layers import Decoder, Encoder
 from transformer.core.masks import cached_causal_mask
 from transformer.core.positional import ScaledEmbedding, in_attention, position_layer
-from transformer.core.stacks import ARCHITECTURE_STACKS, ARCHITECTURES, STACKS, check_architecture  # noqa: F401
+from transformer.core.shape import (
+    ARCHITECTURE_STACKS,
+    PAPER,
+    check_architecture,
+    check_heads,
+    check_norm,
+)
 
 
 def memory_mask(src_mask):
@@ -128,19 +134,19 @@ class Transformer(keras.Model):
         self,
         src_vocab_size,
         tgt_vocab_size,
-        d_model=512,
-        num_heads=8,
-        d_ff=2048,
-        num_encoder_layers=6,
-        num_decoder_layers=6,
+        d_model=PAPER.d_model,
+        num_heads=PAPER.num_heads,
+        d_ff=PAPER.d_ff,
+        num_encoder_layers=PAPER.num_layers,
+        num_decoder_layers=PAPER.num_layers,
         dropout=0.1,
         share_embeddings=False,
         share_output_weights=False,
-        positions="sinusoidal",
-        num_kv_heads=None,
+        positions=PAPER.positions,
+        num_kv_heads=PAPER.num_kv_heads,
         max_len=512,
-        norm="post",
-        architecture="encoder-decoder",
+        norm=PAPER.norm,
+        architecture=PAPER.architecture,
         **kwargs,
     ):
         super().__init__(**kwargs)

@@ -11,8 +11,9 @@ import tensorflow as tf
 from transformer.core.attention import batch_and_length
 from transformer.core.dropout import apply_dropout, dropout_layer
 from transformer.core.relative_positions import alibi_bias, alibi_slopes, rotary, rotary_frequencies
+from transformer.core.shape import POSITIONS
 
-__all__ = ["POSITIONS", "LearnedPositions", "NoPositions", "PositionalEncoding", "ScaledEmbedding", "alibi_bias",
+__all__ = ["LearnedPositions", "NoPositions", "PositionalEncoding", "ScaledEmbedding", "alibi_bias",
            "alibi_slopes", "in_attention", "position_layer", "positional_encoding", "rotary", "rotary_frequencies"]
 
 
@@ -92,7 +93,6 @@ class ScaledEmbedding(keras.layers.Layer):
         return config
 
 
-POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
 
 
 @keras.saving.register_keras_serializable(package="attention_lab")

@@ -1,4 +1,7 @@
-"""A model's shape, spelled once: its widths, depth, heads and options (nanoGPT's ``GPTConfig``).
+"""A model's shape, spelled once: its widths, depth, heads and options (nanoGPT's ``GPTConfig``), and every rule a
+shape keeps: the enumerations (stacks, architectures, norms, positions), the divisibility rules and the live engine's
+limits. A leaf: it imports nothing of the engine, and the layers take these names from here
+(tests/unit/test_shape_leaf.py keeps it so).
 
 The live configuration (`transformer.live.config.LiveConfig`), a training run (`TrainSpec`) and so a saved model's
 ``model.json`` are each a `ModelShape` with more fields; `Transformer.from_shape` builds one.
@@ -8,10 +11,81 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transformer.core.attention import check_heads, check_kv_heads
-from transformer.core.layers import check_norm
-from transformer.core.positional import POSITIONS
-from transformer.core.stacks import ARCHITECTURE_STACKS, check_architecture
+STACKS = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, cross-attention
+ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
+ARCHITECTURE_STACKS = {  # the attention stacks each architecture has
+    "encoder-decoder": STACKS,
+    "decoder-only": ("decoder",),
+    "encoder-only": ("encoder",),
+}
+
+
+def check_architecture(architecture) -> None:
+    """Raise ValueError unless ``architecture`` is one of `ARCHITECTURES`."""
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={architecture!r}")
+
+
+NORMS = ("post", "pre")
+
+
+def check_norm(norm) -> None:
+    """Raise ValueError unless ``norm`` is one of `NORMS`."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}. Received: norm={norm!r}")
+
+
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+
+# The live engine's limits (a trained model's own shape is checked by its training)
+MAX_D_MODEL = 1024
+MAX_D_FF = 4096
+MAX_LAYERS = 6
+MAX_HEADS = 64
+
+
+def check_range(name, value, low, high) -> None:
+    """ValueError unless ``value`` is an integer (not a bool) from ``low`` to ``high``, naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}. Received: {name}={value!r}")
+
+
+def check_heads(d_model, num_heads):
+    """Raise ValueError unless ``num_heads`` is a positive divisor of ``d_model``."""
+    if not isinstance(d_model, int) or d_model < 1:
+        raise ValueError(f"d_model must be a positive integer. Received: d_model={d_model!r}")
+    if not isinstance(num_heads, int) or num_heads < 1 or d_model % num_heads:
+        raise ValueError(
+            "d_model must be divisible by num_heads. "
+            f"Received: d_model={d_model}, num_heads={num_heads}"
+        )
+
+
+def check_kv_heads(num_heads, num_kv_heads):
+    """Raise ValueError unless ``num_kv_heads`` (key/value heads) divides ``num_heads`` (query heads)."""
+    if isinstance(num_kv_heads, bool) or not isinstance(num_kv_heads, int) or num_kv_heads < 1 \
+            or num_heads % num_kv_heads:
+        raise ValueError("num_kv_heads must divide num_heads (1 = multi-query, num_heads = the paper). "
+                         f"Received: num_heads={num_heads}, num_kv_heads={num_kv_heads!r}")
+
+
+def head_counts(d_model: int, most: int | None = None) -> list[int]:
+    """Every head count `check_heads` accepts for ``d_model`` (up to ``most``), smallest first: the rule is
+    spelled once, there."""
+    return [heads for heads in range(1, min(d_model, most or d_model) + 1) if _accepts(check_heads, d_model, heads)]
+
+
+def kv_head_counts(num_heads: int) -> list[int]:
+    """Every key/value head count `check_kv_heads` accepts for ``num_heads`` query heads, smallest first."""
+    return [kv for kv in range(1, num_heads + 1) if _accepts(check_kv_heads, num_heads, kv)]
+
+
+def _accepts(check, *values) -> bool:
+    try:
+        check(*values)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -20,10 +94,10 @@ class ModelShape:
     num_heads: int = 4  # H, divides d_model
     d_ff: int = 256  # feed-forward inner width; 0: no feed-forward sublayer (attention-only)
     num_layers: int = 2  # encoder layers = decoder layers
-    positions: str = "sinusoidal"  # transformer.core.positional.POSITIONS: how the model knows where a token is
+    positions: str = "sinusoidal"  # POSITIONS: how the model knows where a token is
     num_kv_heads: int | None = None  # key/value heads, a divisor of num_heads (None: num_heads, the paper)
-    norm: str = "post"  # transformer.core.layers.NORMS: LayerNorm after each residual sum (the paper) or before
-    architecture: str = "encoder-decoder"  # transformer.core.stacks.ARCHITECTURES: the stacks the model has
+    norm: str = "post"  # NORMS: LayerNorm after each residual sum (the paper) or before
+    architecture: str = "encoder-decoder"  # ARCHITECTURES: the stacks the model has
 
     @property
     def kv_heads(self) -> int:
@@ -32,7 +106,7 @@ class ModelShape:
 
     @property
     def stacks(self) -> tuple:
-        """The attention stacks the model has (`transformer.core.stacks.ARCHITECTURE_STACKS`)."""
+        """The attention stacks the model has (`ARCHITECTURE_STACKS`)."""
         return ARCHITECTURE_STACKS[self.architecture]
 
     def check_shape(self) -> None:
@@ -55,3 +129,7 @@ class ModelShape:
         return dict(d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff, num_encoder_layers=self.num_layers,
                     num_decoder_layers=self.num_layers, positions=self.positions, num_kv_heads=self.num_kv_heads,
                     norm=self.norm, architecture=self.architecture)
+
+
+PAPER = ModelShape(d_model=512, num_heads=8, d_ff=2048, num_layers=6)  # the paper's base model (its Table 3):
+# `Transformer`'s own defaults

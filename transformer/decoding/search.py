@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from transformer.core.ablation import HeadAblation
 from transformer.core.masks import padding_mask, subsequent_mask, target_mask
-from transformer.core.model import STACKS
+from transformer.core.shape import STACKS
 from transformer.tasks import END_ID, PAD_ID, START_ID
 
 MAX_TOP_K = 50

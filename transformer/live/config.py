@@ -5,18 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from transformer.core.blockwise import FULL_ATTENTION_MAX
-from transformer.core.layers import check_norm
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
-from transformer.core.shape import ModelShape
-from transformer.core.stacks import check_architecture
+from transformer.core.shape import ModelShape, check_architecture, check_norm, check_range
 from transformer.runtime.device import resolve_device
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
 MAX_SEQ_LEN = 4096  # above transformer.core.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
-MAX_D_MODEL = 1024
-MAX_D_FF = 4096
-MAX_LAYERS = 6
-MAX_HEADS = 64
 ATTENTION_BUDGET_BYTES = 256 * 2**20  # all attention weights of one run, float32
 
 SEED_BATCH = "1 2 3 4 5 0 0\n1 2 0 0 0 0 0\n1 2 3 4 5 6 7"
@@ -41,12 +35,6 @@ class LiveConfig(ModelShape):
     mask_size: int = 4  # the prefix length, window, stride or block size of a sized family
     ablate: tuple = ()  # ((stack, layer, head), …): heads whose output is replaced (transformer.core.ablation)
     ablation: str = "zero"  # … by zeros, or by its mean over the lines' real positions ("mean": ablation_means)
-
-
-def check_range(name, value, low, high) -> None:
-    """ValueError unless ``value`` is an integer (not a bool) from ``low`` to ``high``, naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}. Received: {name}={value!r}")
 
 
 def validate(config: LiveConfig) -> None:

@@ -17,7 +17,7 @@ import tensorflow as tf
 from transformer.analysis.explanations import head_mean, head_sum_normalised, source_flow, source_rollout
 from transformer.core.ablation import kept_array
 from transformer.core.masks import padding_mask, target_mask
-from transformer.core.model import STACKS
+from transformer.core.shape import STACKS
 from transformer.core.value_norms import value_weighted_norms
 from transformer.live.importance import ablated_loss, model_identity
 from transformer.runtime.kept_results import recall, remember

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from transformer.core.ablation import ABLATIONS, HeadAblation, check_ablation, head_means, kept_array
 from transformer.core.masks import padding_mask, target_mask
-from transformer.core.model import STACKS
+from transformer.core.shape import STACKS
 from transformer.decoding.search import greedy_decode, strip
 from transformer.live.sources import source_of
 from transformer.runtime.kept_results import recall, remember

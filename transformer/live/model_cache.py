@@ -17,8 +17,8 @@ import tensorflow as tf
 from transformer.core.ablation import HeadAblation, kept_array
 from transformer.core.blockwise import pooled_maps
 from transformer.core.linear import zero_kernels
-from transformer.core.model import STACKS, Transformer
-from transformer.core.shape import ModelShape
+from transformer.core.model import Transformer
+from transformer.core.shape import STACKS, ModelShape
 from transformer.core.weight_init import seed_weights
 from transformer.live.config import MAX_SEQ_LEN, VOCAB_SIZE
 from transformer.runtime.engine_thread import when_idle

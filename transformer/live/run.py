@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.blockwise import FULL_ATTENTION_MAX, blockwise_attention, power_of_two_block
-from transformer.core.model import ARCHITECTURE_STACKS, STACKS
+from transformer.core.shape import ARCHITECTURE_STACKS, STACKS
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import LiveConfig, check_budget
 from transformer.live.inputs import encoding_array

@@ -17,9 +17,10 @@ import tensorflow as tf
 
 from transformer.core import tokens
 from transformer.core.ablation import check_ablation
+from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, check_range
 from transformer.external import MAX_TOKENS
 from transformer.external.registry import EXTERNAL, check_key, is_external
-from transformer.live.config import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, VOCAB_SIZE, LiveConfig, check_range
+from transformer.live.config import VOCAB_SIZE, LiveConfig
 from transformer.live.inputs import Batches, Inputs, Masks, make_masks, notices
 from transformer.live.model_cache import shape_key
 from transformer.tasks import PAD, PAD_ID, START

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from transformer.core.blockwise import FULL_ATTENTION_MAX
-from transformer.core.model import STACKS
+from transformer.core.shape import STACKS
 from transformer.core.value_norms import value_weighted_norms
 from transformer.live.config import LiveConfig
 from transformer.live.model_cache import MODELS, ModelCache

@@ -217,7 +217,8 @@ def main(argv=None) -> None:
 def _main_vision(parser, argv) -> None:
     for name, value in asdict(VISION_DEFAULTS[parser.parse_known_args(argv)[0].task]).items():
         if name != "task":
-            parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+            parser.add_argument(f"--{name.replace('_', '-')}", type=int if value is None else type(value),
+                                default=value)
     parser.add_argument("--out", type=Path, default=PRETRAINED_DIR, help="folder that receives <task>/")
     args = vars(parser.parse_args(argv))
     out = args.pop("out")

@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from transformer.core.shape import ModelShape
 from transformer.core.vision import VisionTransformer
 from transformer.runtime.device import resolve_device
 from transformer.tasks.images import IMAGE, check_image, get_image_task
@@ -21,15 +22,16 @@ WEIGHTS_FILE, CONFIG_FILE = "weights.weights.h5", "model.json"
 
 
 @dataclass(frozen=True)
-class VisionSpec:
-    """One training run of a Vision Transformer: its size and how it is trained (Adam at ``learning_rate``, fresh
-    images each step for match, shifted training digits for digits)."""
+class VisionSpec(ModelShape):
+    """One training run of a Vision Transformer: its shape (a `ModelShape`: a pre-norm encoder with learned
+    positions, its own defaults) and how it is trained (Adam at ``learning_rate``, fresh images each step for match,
+    shifted training digits for digits)."""
 
+    d_ff: int = 0  # attention-only unless asked
+    positions: str = "learned"
+    norm: str = "pre"
+    architecture: str = "encoder-only"
     task: str = "match"
-    d_model: int = 64
-    num_heads: int = 4
-    num_layers: int = 2
-    d_ff: int = 0
     dropout: float = 0.0
     steps: int = 1500
     batch: int = 128
@@ -38,10 +40,15 @@ class VisionSpec:
 
     def validate(self) -> None:
         get_image_task(self.task)
-        if self.d_model % self.num_heads or min(self.d_model, self.num_heads, self.num_layers) < 1 or self.d_ff < 0:
-            raise ValueError(f"num_heads must divide d_model, and the sizes be positive. Received: d_model="
-                             f"{self.d_model}, num_heads={self.num_heads}, num_layers={self.num_layers}, d_ff="
-                             f"{self.d_ff}")
+        self.check_shape()
+        if min(self.num_layers, self.d_ff + 1) < 1:
+            raise ValueError(f"num_layers must be positive and d_ff 0 or more. Received: num_layers="
+                             f"{self.num_layers}, d_ff={self.d_ff}")
+        vit = (self.positions, self.norm, self.architecture, self.num_kv_heads)
+        if vit != ("learned", "pre", "encoder-only", None):
+            raise ValueError(f"A Vision Transformer here is a pre-norm encoder with learned positions and a key/value "
+                             f"head per head. Received: positions={self.positions!r}, norm={self.norm!r}, "
+                             f"architecture={self.architecture!r}, num_kv_heads={self.num_kv_heads}")
         if self.steps < 1 or self.batch < 1 or self.learning_rate <= 0:
             raise ValueError(f"steps, batch and learning_rate must be positive. Received: steps={self.steps}, "
                              f"batch={self.batch}, learning_rate={self.learning_rate}")
