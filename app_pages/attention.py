@@ -35,6 +35,7 @@ from ui.controls import (
     view_picker,
     window_start_picker,
 )
+from ui.state import F
 from ui.text import count
 from viz.attention import head_grid, model_view, single_head, window_starts
 from viz.export import arrays_npz, matrix_csv
@@ -63,7 +64,7 @@ with controls[1]:
 # the charts fill the places kept for them once the model has run with those values.
 query_lines, key_lines = stack_sides(stack, text.source_tokens, text.target_tokens)  # every line's tokens
 focus_row = st.columns([3, 2, 3])
-hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key="specials", help="Takes those keys' columns "
+hide_specials = focus_row[2].toggle("Hide `<s>`, `</s>` and padding", key=F.specials, help="Takes those keys' columns "
                                     "out and renormalises each row over the rest (attention sinks hide the rest "
                                     "of a row). Up to N = 512.", disabled=blockwise, **PERSIST) and not blockwise
 cells_off = "" if inside and not (config.ablate or blockwise) else (
@@ -71,7 +72,7 @@ cells_off = "" if inside and not (config.ablate or blockwise) else (
     "norms are measured in the whole model: clear the ablated heads" if config.ablate else
     f"norms need whole maps: up to N = {FULL_ATTENTION_MAX}")
 cells = focus_row[2].segmented_control(
-    "Cells", choices.CELLS, key="cells", required=True, disabled=bool(cells_off), label_visibility="collapsed",
+    "Cells", choices.CELLS, key=F.cells, required=True, disabled=bool(cells_off), label_visibility="collapsed",
     format_func={"weights": "Weights α", "norms": "Norms ‖α·f(x)‖"}.get,
     help="Weights: how much each key is looked at. Norms (Kobayashi et al. 2020): how much each key moves the "
          "query's output, ‖α·f(x)‖ with f(x) = (x·W_V + b_V)·W_O for the head: a key looked at but carrying a small "
@@ -87,7 +88,7 @@ heads_part = st.container()  # the line's notices, the head grid and its caption
 full_resolution, start = None, (0, 0)
 if max(n_q, n_k) > FULL_RESOLUTION:
     head = head_picker(heads, label="Open one head at full resolution")
-    full_resolution = st.expander(f"Head {head} at full resolution ({n_q}×{n_k})", key="full_res",
+    full_resolution = st.expander(f"Head {head} at full resolution ({n_q}×{n_k})", key=F.full_res,
                                   on_change="rerun")
     shown_k = n_k if blockwise else len(line_tokens.key_positions)
     if full_resolution.open and max(n_q, shown_k) > FULL_RESOLUTION_WINDOW:

@@ -6,6 +6,7 @@ from transformer.service import QUERY_BLOCK, describe, differ, fit_range, quadra
 from ui import choices, data, model_config, openings, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device
+from ui.state import F
 from ui.text import percent
 from viz.cost import cost_figure
 
@@ -68,7 +69,7 @@ st.markdown(f"One multi-head attention layer of {whose} (d_model = {d_model}, {h
             "fewer key/value heads.")
 on_gpu = device.startswith("/GPU")
 left, right = st.columns([2, 3])
-longest = left.select_slider("Longest N", choices.COST_MAXIMA, key="cost_max", **PERSIST)
+longest = left.select_slider("Longest N", choices.COST_MAXIMA, key=F.cost_max, **PERSIST)
 key = (d_model, heads, device, longest)
 measured = st.empty()  # the measurement's spinner, then its chart, replace the message asking for it
 if right.button("Measure", type="primary", help="Takes a few seconds (longer at N = 4096); the engine serves "

@@ -9,12 +9,13 @@ from transformer.service import date_text, get_task, task_of
 from ui import choices, data, model_config, openings, state
 from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot_steps
 from ui.sidebar import use_weights, weight_choices, weights_label
+from ui.state import F
 from ui.stepper import stepper
 from ui.text import count
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 openings.show("decode")
-name = state.read("weights")  # the sidebar's model, as on every page
+name = state.read(F.weights)  # the sidebar's model, as on every page
 config = model_config.live_config()
 outside = model_config.external()
 trained = model_config.trained()
@@ -77,41 +78,41 @@ def _from_the_start() -> None:
     state.update(dec_step=0, dec_play=False)
 
 
-source = st.text_input("Prompt" if prompting else "Source", key="dec_src", placeholder=example, max_chars=400,
+source = st.text_input("Prompt" if prompting else "Source", key=F.dec_src, placeholder=example, max_chars=400,
                        on_change=_from_the_start, help="One line in the model's own tokens; empty: the example "
                        "shown.", **PERSIST) or example
 settings = st.columns(5)
-mode = settings[0].radio("Choice", choices.DECODE_MODES, key="dec_mode", horizontal=True, **PERSIST)
-temperature = settings[1].select_slider("Temperature", choices.TEMPERATURES, key="dec_temp", **PERSIST,
+mode = settings[0].radio("Choice", choices.DECODE_MODES, key=F.dec_mode, horizontal=True, **PERSIST)
+temperature = settings[1].select_slider("Temperature", choices.TEMPERATURES, key=F.dec_temp, **PERSIST,
                                         help="The distribution is softmax(logits / temperature).")
-top_k = settings[2].select_slider("Top-k (sampling)", choices.TOP_KS, key="dec_top_k", disabled=mode == "greedy",
+top_k = settings[2].select_slider("Top-k (sampling)", choices.TOP_KS, key=F.dec_top_k, disabled=mode == "greedy",
                                   format_func=lambda k: "all" if k == 0 else str(k), **PERSIST)
-top_p = settings[3].select_slider("Top-p (sampling)", choices.TOP_PS, key="dec_top_p", disabled=mode == "greedy",
+top_p = settings[3].select_slider("Top-p (sampling)", choices.TOP_PS, key=F.dec_top_p, disabled=mode == "greedy",
                                   format_func=lambda p: "all" if p == 1.0 else str(p), **PERSIST,
                                   help="Nucleus sampling: the fewest most probable tokens whose probabilities reach "
                                   "p (after top-k).")
-seed = settings[4].number_input("Seed (sampling)", min_value=0, max_value=2**31 - 1, key="dec_seed",
+seed = settings[4].number_input("Seed (sampling)", min_value=0, max_value=2**31 - 1, key=F.dec_seed,
                                 disabled=mode == "greedy", **PERSIST)
 run = data.decoding(config, source, mode == "sampled", float(temperature), int(top_k), float(top_p), int(seed))
 last = len(run.steps) - 1
-clamp("dec_step", last)
+clamp(F.dec_step, last)
 if mode == "sampled" and top_k >= len(run.vocabulary):
     settings[2].caption(f"Top-k {top_k} is at least the vocabulary ({len(run.vocabulary)} tokens): it keeps every "
                         "token.")
 
 
 def _to_step(index: int) -> None:
-    state.put("dec_step", min(max(0, index), last))
+    state.put(F.dec_step, min(max(0, index), last))
 
 
 def _on_play() -> None:
     """Play at the last step plays again from the first."""
-    if state.get("dec_play") and state.read("dec_step") >= last:
-        state.put("dec_step", 0)
+    if state.get(F.dec_play) and state.read(F.dec_step) >= last:
+        state.put(F.dec_step, 0)
 
 
-if state.get("dec_play") and state.read("dec_step") >= last:  # played to the end: Play goes off
-    state.put("dec_play", False)
+if state.get(F.dec_play) and state.read(F.dec_step) >= last:  # played to the end: Play goes off
+    state.put(F.dec_play, False)
 
 
 def step_caption(index: int) -> list[tuple[str, str]]:
@@ -126,13 +127,13 @@ def step_caption(index: int) -> list[tuple[str, str]]:
 
 # Every step's charts are sent at once: the step control redraws them in the browser (ui.stepper), and the page's
 # run that follows sends the same (each step's figure is built once: `identity` is what they depend on).
-t = state.read("dec_step")
+t = state.read(F.dec_step)
 identity = (config, source, mode, float(temperature), int(top_k), float(top_p), int(seed))
 steps = st.columns([8, 2], vertical_alignment="center")
 with steps[0]:
     stepper("dec", t, [str(index) for index in range(last + 1)], [step_caption(i) for i in range(last + 1)],
             on_step=_to_step)
-playing = steps[1].toggle("Play", key="dec_play", on_change=_on_play, help="Step forward once a second; off at the "
+playing = steps[1].toggle("Play", key=F.dec_play, on_change=_on_play, help="Step forward once a second; off at the "
                           "last step (on again: from the first).", **PERSIST)
 final = run.steps[-1]
 
@@ -175,9 +176,9 @@ st.markdown(f"**{run.cache_bytes / 1024:.1f} KB** for {count(run.layers, 'layer'
             "prompt, then the tokens chosen) gives logits that differ from recomputing the whole prefix at each step "
             f"by at most **{run.cache_gap:.1e}**.")
 cache_columns = st.columns([1, 4])
-clamp("dec_cache_layer", run.layers - 1)
-options_follow("dec_cache_layer", range(run.layers))
-layer = cache_columns[0].selectbox("Layer", list(range(run.layers)), key="dec_cache_layer", **PERSIST)
+clamp(F.dec_cache_layer, run.layers - 1)
+options_follow(F.dec_cache_layer, range(run.layers))
+layer = cache_columns[0].selectbox("Layer", list(range(run.layers)), key=F.dec_cache_layer, **PERSIST)
 cache_columns[0].caption(f"Each step adds one position's keys and values per layer and key/value head "
                          f"({run.kv_heads} of {run.heads} heads × d_k × 2 × 4 bytes)"
                          + ("; the source's keys and values for cross-attention are computed once." if not prompting
@@ -191,8 +192,8 @@ with cache_columns[1]:
 @st.fragment(run_every=1.0 if playing and t < last else None)
 def _player() -> None:
     """While Play is on: one step forward a second (the whole page reruns to draw it)."""
-    if state.get("dec_play") and state.read("dec_step") < last:
-        _to_step(state.read("dec_step") + 1)
+    if state.get(F.dec_play) and state.read(F.dec_step) < last:
+        _to_step(state.read(F.dec_step) + 1)
         st.rerun()
 
 

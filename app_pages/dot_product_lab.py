@@ -19,6 +19,7 @@ from ui.controls import (
     plot,
     stack_picker,
 )
+from ui.state import F
 from viz.lab import bars_figure, dimension_labels, scaling_figure, stages_figure
 from viz.labels import position_labels
 
@@ -76,11 +77,11 @@ def mask_fill_section(scaled, mask, key_labels) -> None:
     attend), and this engine's masked softmax of it."""
     st.subheader("Filling the mask: select, add −1e9, or −∞")
     last_row = len(scaled) - 1
-    clamp("row", last_row)
-    scores_row_index = st.slider("Query row", 0, last_row, key="row", **PERSIST) if last_row else 0  # 0..0: none
+    clamp(F.row, last_row)
+    scores_row_index = st.slider("Query row", 0, last_row, key=F.row, **PERSIST) if last_row else 0  # 0..0: none
     scores_row = scaled[scores_row_index]
     row_mask = mask[scores_row_index].copy()
-    if st.toggle("Block every key of this row", key="block_row", **PERSIST):
+    if st.toggle("Block every key of this row", key=F.block_row, **PERSIST):
         row_mask[:] = False
     fills = mask_fills(scores_row, row_mask)
     engine = np.asarray(masked_softmax(scores_row[None].astype(np.float32), row_mask[None]))[0]
@@ -97,7 +98,7 @@ def mask_fill_section(scaled, mask, key_labels) -> None:
 def stable_softmax_section() -> None:
     """Three softmaxes of five logits of the chosen size: the naive one overflows."""
     st.subheader("A stable softmax")
-    scale = st.select_slider("Logit size", options=list(choices.LOGIT_SIZES), key="logit_size", **PERSIST)
+    scale = st.select_slider("Logit size", options=list(choices.LOGIT_SIZES), key=F.logit_size, **PERSIST)
     logits = np.linspace(-1.0, 1.0, 5) * scale
     cols = st.columns(3)
     for col, name, fn in zip(cols, ("naive exp(x)/Σexp(x)", "exp(x − max)", "exp(x − logsumexp)"),

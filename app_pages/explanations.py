@@ -8,6 +8,7 @@ from transformer.service import EXPLAINED_TASKS, METHODS, available, is_measured
 from ui import choices, data, model_config, openings, sidebar, state
 from ui.controls import PERSIST, element_picker, fit_px, plot
 from ui.sidebar import use_weights
+from ui.state import F
 from viz.explanations import explanation_maps, faithfulness_bars
 
 openings.show("explanations")
@@ -22,7 +23,7 @@ openings.how(
     "on the right answer: how often its top source token is the aligned one, and a deletion test — its top 1, 2, 3 "
     "source tokens replaced by `<pad>` (masked), the drop in the aligned output token's probability averaged over "
     "k (AOPC), against deleting k random source tokens.")
-weights = state.read("weights")
+weights = state.read(F.weights)
 if model_config.external() or task_of(weights) not in EXPLAINED_TASKS:
     st.info(f"Pick a trained model of {', '.join(EXPLAINED_TASKS)} under **Weights** (shipped or trained on the "
             "Train page): those tasks know each output token's source token.", icon=":material/info:")
@@ -31,7 +32,7 @@ if model_config.external() or task_of(weights) not in EXPLAINED_TASKS:
         column.button(name, key=f"explain_{name}", on_click=use_weights, args=(name,), use_container_width=True)
     st.stop()
 
-count = st.select_slider("Examples", choices.EXPLANATION_COUNTS, key="ex_count", **PERSIST,
+count = st.select_slider("Examples", choices.EXPLANATION_COUNTS, key=F.ex_count, **PERSIST,
                          help="Fresh examples of the task (the same ones for every method, drawn from seed 0).")
 device = sidebar.session_device()
 if not is_measured(weights, count, 0, device):
@@ -62,7 +63,7 @@ plot(faithfulness_bars(METHODS, scores.top1, scores.aopc, scores.random_aopc,
      "faithfulness")
 
 st.subheader("One line, every method")
-lines = [line for line in state.read("src").splitlines() if line.strip()]
+lines = [line for line in state.read(F.src).splitlines() if line.strip()]
 if not lines:
     st.info("Type a source line in the sidebar to see its maps.", icon=":material/info:")
     st.stop()

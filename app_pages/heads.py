@@ -8,6 +8,7 @@ from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS,
 from ui import choices, data, link_values, model_config, openings, sidebar, state
 from ui.controls import PERSIST, carried_over, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
+from ui.state import F
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
 
 ROLE_NOTES = {
@@ -22,20 +23,20 @@ openings.show("heads")
 openings.how("What each head does, scored over many lines: the share of its attention on a role's pattern "
              "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
              "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
-weights = state.read("weights")
+weights = state.read(F.weights)
 trained = model_config.trained()
 controls = st.columns([3, 2, 2, 2])
 with controls[0]:
     stack = stack_picker()
 lines_from, overrides = line_controls(controls[1], controls[2], trained)
-pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key="roles_pattern",
+pattern = controls[3].selectbox("Your pattern", ("", *PATTERN_FAMILIES), key=F.roles_pattern,
                                 format_func=lambda family: family or "none",
                                 help="A mask family of the Masks page, scored as a role: the share of each head's "
                                 "attention inside it (the Masks page's size).", disabled=stack == "cross",
                                 **PERSIST) or None
 config = model_config.live_config(**overrides)
 carried_over(config, "heads")
-size = state.read("mask_size") if pattern in SIZED_FAMILIES else 1
+size = state.read(F.mask_size) if pattern in SIZED_FAMILIES else 1
 roles = data.head_roles(config, stack, pattern, size)
 layers, heads = roles.entropy.shape
 where = f"{roles.lines} lines of {roles.length} positions ({LINE_LABELS[lines_from].lower()})"
@@ -112,9 +113,9 @@ if not trained:
                 "With random weights, ablate heads in the sidebar and watch the other pages change.")
     st.stop()
 columns = st.columns(3)
-kind = columns[0].radio("Ablate with", link_values.ABLATION_CHOICES, key="imp_kind", horizontal=True,
+kind = columns[0].radio("Ablate with", link_values.ABLATION_CHOICES, key=F.imp_kind, horizontal=True,
                         format_func=link_values.ABLATION_LABELS.get, **PERSIST)
-count = columns[1].select_slider("Examples", choices.IMPORTANCE_COUNTS, key="imp_count", **PERSIST)
+count = columns[1].select_slider("Examples", choices.IMPORTANCE_COUNTS, key=F.imp_count, **PERSIST)
 device = sidebar.session_device()
 triples = heads_of(weights)
 if not measured(weights, count, kind, 0, device):

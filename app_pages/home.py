@@ -9,6 +9,7 @@ from ui.controls import fit_px, plot
 from ui.lessons import LESSONS
 from ui.pages import PAGES
 from ui.sidebar import use_weights, weights_label
+from ui.state import F
 from viz.attention import head_grid
 
 openings.show("home")
@@ -24,7 +25,7 @@ def _open(weights: str, source: str, page: str, layer: int) -> None:
     """Select a trained model with ``source`` as its input, the cross-attention of ``layer`` on view (the picture
     drawn here), no token focused; then open ``page``."""
     state.open_page(page, weights=weights, src=source, stack="cross", layer=layer, element=0, focus=-1,
-                    seq_len=max(state.get("seq_len", 1), state.default_of("seq_len", weights)))
+                    seq_len=max(state.value(F.seq_len), state.default_of(F.seq_len, weights)))
 
 
 if "dates" in available():

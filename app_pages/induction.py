@@ -7,6 +7,7 @@ from transformer.service import GROUP_LABELS, GROUPS, available
 from ui import choices, data, openings, state
 from ui.controls import PERSIST, fit_px, plot
 from ui.sidebar import use_weights
+from ui.state import F
 from viz.heads import role_grid
 from viz.induction import ablation_figure, position_loss_figure
 
@@ -23,11 +24,11 @@ if "induction" not in available():
             "induction`, or train one on the Train page.", icon=":material/info:")
     st.stop()
 controls = st.columns(2)
-seed = controls[0].number_input("Lines (seed)", min_value=0, max_value=2**31 - 1, key="ind_seed", **PERSIST,
+seed = controls[0].number_input("Lines (seed)", min_value=0, max_value=2**31 - 1, key=F.ind_seed, **PERSIST,
                                 help="The fresh lines are drawn from this seed; the chart below shows the first.")
-count = controls[1].select_slider("How many lines", choices.INDUCTION_COUNTS, key="ind_count", **PERSIST)
-device = state.get("device", "auto")
-study = data.induction(int(seed), int(count), state.read("ind_ablate"), device)  # the loss chart's study (below)
+count = controls[1].select_slider("How many lines", choices.INDUCTION_COUNTS, key=F.ind_count, **PERSIST)
+device = state.value(F.device)
+study = data.induction(int(seed), int(count), state.read(F.ind_ablate), device)  # the loss chart's study (below)
 base = study.accuracy["none"]
 metrics = [*st.columns(2), *st.columns(2)]  # two rows of two: four to a row cut the labels off with "…"
 metrics[0].metric("Second occurrence: next tokens right", f"{base['second']:.1%}",
@@ -46,7 +47,7 @@ line = study.line
 def loss_view() -> None:
     """The loss along the first line and the heads it ablates: a click on the radio reruns this alone, not the page
     and its sidebar (docs/performance.md). The study is the page's (cached): only its loss depends on the radio."""
-    ablated = st.radio("Ablate (zero) in the loss chart", GROUPS, key="ind_ablate", format_func=GROUP_LABELS.get,
+    ablated = st.radio("Ablate (zero) in the loss chart", GROUPS, key=F.ind_ablate, format_func=GROUP_LABELS.get,
                        horizontal=True, **PERSIST)
     shown = data.induction(int(seed), int(count), ablated, device)
     plot(position_loss_figure(line.tokens, shown.loss, line.first, line.second, line.size, shown.vocabulary,

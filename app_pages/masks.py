@@ -6,6 +6,7 @@ import streamlit as st
 from transformer.service import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from ui import data, model_config, openings, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, padding_notice, plot
+from ui.state import F
 from ui.text import percent
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
@@ -29,21 +30,21 @@ if model_config.trained():  # the family is the random-weights model's: a traine
                                                  key="_own_mask_family", disabled=True, required=True)
     family_columns[1].caption("**Locked by the trained model:** it runs with the masks it was trained with (the "
                               "paper's) on every page. Seeded random weights bring back your family "
-                              f"({state.read('mask_family')}).")
+                              f"({state.read(F.mask_family)}).")
 else:
-    family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, key="mask_family",
+    family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, key=F.mask_family,
                                                  required=True, help="Applied live to encoder and decoder "
                                                  "self-attention (with padding) on every page; cross-attention "
                                                  "keeps the padding mask.", **PERSIST)
 if family in SIZED_FAMILIES:
-    low, length = size_range(family, state.read("seq_len"))
-    size = state.get("mask_size", state.FIELDS["mask_size"].default)
+    low, length = size_range(family, state.read(F.seq_len))
+    size = state.value(F.mask_size)
     if not low <= size <= length:
-        state.put("mask_size", min(max(low, size), length))
+        state.put(F.mask_size, min(max(low, size), length))
         st.warning(f"The {SIZED_FAMILIES[family]} {size} does not fit N = {length}; it is "
-                   f"{state.read('mask_size')} now.", icon=":material/warning:")
+                   f"{state.read(F.mask_size)} now.", icon=":material/warning:")
     if length > low:  # a slider needs two stops
-        family_columns[1].slider(SIZED_FAMILIES[family].capitalize(), low, length, key="mask_size", **PERSIST)
+        family_columns[1].slider(SIZED_FAMILIES[family].capitalize(), low, length, key=F.mask_size, **PERSIST)
 st.markdown(FAMILY_NOTES[family])  # what was just chosen comes first: its note, then its own chart
 result = data.live(model_config.live_config())
 batch, length = result.source_ids.shape

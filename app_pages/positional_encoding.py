@@ -5,6 +5,7 @@ import streamlit as st
 
 from ui import data, model_config, openings, state
 from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, parse_indices, plot
+from ui.state import F
 from viz import positional
 from viz.export import arrays_npz, matrix_csv
 
@@ -36,9 +37,9 @@ def sinusoid_section() -> None:
     plot(positional.encoding_heatmap(encoding), "pe_heatmap")
 
     left, right = st.columns(2)
-    dims_text = left.text_input("Dimensions to plot", key="pe_dims", help="Space-separated, e.g. 4 5 6 7.", **PERSIST)
+    dims_text = left.text_input("Dimensions to plot", key=F.pe_dims, help="Space-separated, e.g. 4 5 6 7.", **PERSIST)
     first_positions = list(range(min(8, length)))  # empty box: these, shown greyed, whatever the length
-    positions_text = right.text_input("Positions to plot", key="pe_positions", placeholder=" ".join(
+    positions_text = right.text_input("Positions to plot", key=F.pe_positions, placeholder=" ".join(
         map(str, first_positions)), help="Space-separated. Empty: the first 8.", **PERSIST)
     dims = parse_indices(dims_text, d_model, "dimensions") or list(range(min(4, d_model)))
     positions = parse_indices(positions_text, length, "positions") or first_positions

@@ -8,6 +8,7 @@ from ui import model_config, openings, state
 from ui.controls import carried_over, stack_picker
 from ui.line_sources import line_controls, sidebar_values
 from ui.query_key_view import query_key_section
+from ui.state import F
 
 openings.show("query_key")
 openings.how("A head attends from a query to the keys nearest it in dot product. Here are the queries and keys of many "
@@ -17,7 +18,7 @@ if model_config.external():
     st.info("The query–key space reads the lab's own models (their queries and keys); a model from outside is read "
             "through its attention weights only: see the Attention and Heads pages.", icon=":material/info:")
     st.stop()
-weights = state.read("weights")
+weights = state.read(F.weights)
 trained = model_config.trained()  # (a model from outside stopped above)
 controls = st.columns([3, 2, 2])
 with controls[0]:

@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import data, model_config, openings
 from ui.controls import PERSIST, STACK_NAMES, carried_over, not_for_your_model, plot
+from ui.state import F
 from viz.shapes import tensor_diagram
 
 STEPS = [
@@ -46,7 +47,7 @@ st.markdown(f"{STACK_NAMES[stack]} of layer 0 with **B = {B}**, **N = {N}**, **d
             f"**H = {H}**, **H_kv = {H_kv}**, **d_k = d_model / H = {d_k}** — the shapes below are read off the "
             "real tensors.")
 
-step = st.select_slider("Step", options=list(range(len(STEPS))), key="step",
+step = st.select_slider("Step", options=list(range(len(STEPS))), key=F.step,
                         format_func=lambda i: f"{i + 1}. {STEPS[i][0]}", **PERSIST)
 title, names, _, caption = STEPS[step]
 st.subheader(f"{step + 1}. {title}")

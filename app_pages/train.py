@@ -16,6 +16,7 @@ from transformer.service import (
 )
 from ui import data, openings, state, training
 from ui.controls import plot
+from ui.state import F
 from ui.text import as_text
 from ui.training_timeline import draw_timeline, timeline_view
 from viz.training import progress_figure
@@ -39,7 +40,8 @@ def form_defaults(task: str) -> dict:
 # The whole width: each task's description is a sentence (in a quarter of the form it was cut off). Outside the
 # form, so that choosing a task sets the form to that task's own settings.
 DESCRIPTIONS = {name: rules.description for name, rules in {**TASKS, **IMAGE_TASKS}.items()}
-task = st.selectbox("Task", list(DESCRIPTIONS), format_func=lambda t: f"{t} — {DESCRIPTIONS[t]}", key="train_task")
+task = st.selectbox("Task", list(DESCRIPTIONS), format_func=lambda t: f"{t} — {DESCRIPTIONS[t]}",
+                    key=state.TRAIN_TASK)
 image_task = task in IMAGE_TASKS
 st.caption("A Vision Transformer of the sizes below: once trained, the Images page's Model picker lists it, for this "
            "session and any that opens its link. It has no timeline: the heads' roles it scores are roles among "
@@ -103,10 +105,10 @@ def _use_model(job) -> None:
         state.setdefault(state.MY_IMAGES, {})[name] = training.label(job)
         state.open_page("app_pages/images.py", img_model=name, img_pick=0, img_flip=[], img_from=0)
         return
-    state.setdefault("_my_models", {})[name] = training.label(job)
-    state.put("weights", name)
-    state.put("src", TASKS[job.spec.task].example)
-    state.put("seq_len", max(state.get("seq_len", 1), job.spec.max_len))
+    state.setdefault(state.MY_MODELS, {})[name] = training.label(job)
+    state.put(F.weights, name)
+    state.put(F.src, TASKS[job.spec.task].example)
+    state.put(F.seq_len, max(state.value(F.seq_len), job.spec.max_len))
     # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer
     stack = "decoder" if job.spec.architecture == "decoder-only" else "cross"
     state.open_page("app_pages/attention.py", stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
@@ -158,7 +160,7 @@ def progress_and_timeline(job, timed: bool) -> None:
 # st.rerun() crossed the other's timer tick in flight and the browser stayed "running" for good with no message
 # going either way (the timeline's browser test, 2 full runs in 7; the test now says so when it happens).
 training.while_running(progress_and_timeline, state.get(training.JOB), 1.0)
-kept = state.get("weights", "random")
+kept = state.value(F.weights)
 if state.get(training.JOB) is None and source_of(kept).trained_here:  # opened by its link
     shots = data.timeline_of(kept)
     if shots:

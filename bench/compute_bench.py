@@ -209,8 +209,8 @@ def new_seed_on_the_largest_model(repeats: int = 3):
 
     Run after the memory part: this process's RSS stays ~900 MB higher once the model has been built (even
     after a full garbage collection), which would be in the memory part's baseline."""
-    from transformer.core.weight_init import seed_weights
     from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_LAYERS
+    from transformer.core.weight_init import seed_weights
     from transformer.live.config import LiveConfig
     from transformer.live.model_cache import ModelCache
     from transformer.live.plan import resolved

@@ -11,6 +11,7 @@ import streamlit as st
 from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES, Trained, source_of
 from ui import choices, model_config, state
 from ui.chart import chart, column_px, stepped_chart
+from ui.state import F
 from ui.text import as_text, count, percent
 
 PERSIST = dict(persist_state="session")
@@ -44,11 +45,11 @@ def options_follow(key: str, labels) -> None:
 
 def element_picker(batch: int, column=st) -> int:
     """Which batch element (source/target line) to draw."""
-    clamp("element", batch - 1)
+    clamp(F.element, batch - 1)
     if batch == 1:
         return 0
-    options_follow("element", range(batch))
-    return column.selectbox("Sequence (batch element)", list(range(batch)), key="element",
+    options_follow(F.element, range(batch))
+    return column.selectbox("Sequence (batch element)", list(range(batch)), key=F.element,
                             format_func=lambda b: f"line {b + 1}", **PERSIST)
 
 
@@ -62,10 +63,10 @@ def stack_picker(column=st) -> str:
     """The attention stack to draw, among those the sidebar's architecture has (the picked one kept if it can)."""
     architecture = model_config.architecture()
     available = ARCHITECTURE_STACKS[architecture]
-    if state.get("stack") not in available:
-        state.put("stack", available[0])
-    options_follow("stack", available)
-    stack = column.radio("Attention", available, key="stack", format_func=STACK_NAMES.get, horizontal=True,
+    if state.get(F.stack) not in available:
+        state.put(F.stack, available[0])
+    options_follow(F.stack, available)
+    stack = column.radio("Attention", available, key=F.stack, format_func=STACK_NAMES.get, horizontal=True,
                          **PERSIST)
     if architecture in ABSENT:
         column.caption(ABSENT[architecture])
@@ -73,13 +74,13 @@ def stack_picker(column=st) -> str:
 
 
 def layer_picker(layers: int, column=st) -> int:
-    clamp("layer", layers - 1)
+    clamp(F.layer, layers - 1)
     if layers == 1:
         return 0
-    return column.slider("Layer", 0, layers - 1, key="layer", **PERSIST)
+    return column.slider("Layer", 0, layers - 1, key=F.layer, **PERSIST)
 
 
-def head_picker(heads: int, column=st, label="Head", key="head") -> int:
+def head_picker(heads: int, column=st, label="Head", key=F.head) -> int:
     clamp(key, heads - 1)
     if heads == 1:
         return 0
@@ -98,7 +99,7 @@ def window_start_picker(key: str, starts: list[int], label: str, column=st) -> i
 
 def view_picker(column=st) -> str:
     """Which of the Attention page's views (checks, statistics, model view) is shown under the heads."""
-    return column.segmented_control("View", choices.ATTENTION_VIEWS, key="view", required=True,
+    return column.segmented_control("View", choices.ATTENTION_VIEWS, key=F.view, required=True,
                                     label_visibility="collapsed", **PERSIST)
 
 
@@ -116,8 +117,8 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
                       help="The trained model runs with the masks it was trained with.")
         column.caption("Locked on: a trained model runs with the masks it was trained with.")
         return True, True
-    padding = column.toggle("Padding mask", key="pad_mask", help="Off: padded keys may be attended to.", **PERSIST)
-    future = column.toggle("Look-ahead mask", key="future_mask", disabled=stack == "encoder",
+    padding = column.toggle("Padding mask", key=F.pad_mask, help="Off: padded keys may be attended to.", **PERSIST)
+    future = column.toggle("Look-ahead mask", key=F.future_mask, disabled=stack == "encoder",
                            help="Only the decoder's self-attention has one: the encoder sees every position."
                            if stack == "encoder" else "Off: the decoder may attend to later positions.", **PERSIST)
     return padding, future
@@ -211,9 +212,9 @@ def filled_text(text: str, length: int, pads, limit: int = state.MAX_TEXT_CHARS)
 
 
 def _fill_length(length: int) -> None:
-    pads = state.pad_symbols(state.get("pads", ""))
-    for key in ("src", "tgt"):
-        state.put(key, filled_text(state.get(key, ""), length, pads))
+    pads = state.pad_symbols(state.value(F.pads))
+    for key in (F.src, F.tgt):
+        state.put(key, filled_text(state.value(key), length, pads))
 
 
 def not_for_your_model(what: str) -> None:

@@ -298,15 +298,15 @@ def memory_text(device: str) -> str:
 
 def _status(**parts) -> None:
     """Record the sidebar's status line (device, tensorflow, timing); parts not given keep their last value."""
-    status = {**state.get("_status_parts", {}), **parts}
-    state.put("_status_parts", status)
+    status = {**state.get(state.STATUS_PARTS, {}), **parts}
+    state.put(state.STATUS_PARTS, status)
     text = " · ".join(filter(None, [
         f"**Device:** {status['device']}" if "device" in status else "",
         f"**TensorFlow** {status['tensorflow']}" if "tensorflow" in status else "",
         status.get("memory", ""),
         status.get("timing", ""),
     ]))
-    state.put("_last_status", text)  # the sidebar draws it once the page has run (sidebar.draw_status)
+    state.put(state.LAST_STATUS, text)  # the sidebar draws it once the page has run (sidebar.draw_status)
 
 
 def live(config, stacks=(), lines=None, notices=True, windows=()):

@@ -11,6 +11,7 @@ from transformer.service import (
     IMAGE_MODELS,
     MAX_HEADS,
     MAX_LAYERS,
+    RANDOM,
     SESSION_PREFIX,
     SHIPPED,
     VISION_PREFIX,
@@ -59,7 +60,7 @@ def _trained_here(raw: str, prefix: str) -> bool:
 
 
 def weights(raw: str) -> str:
-    if raw == "random" or raw in SHIPPED or _trained_here(raw, SESSION_PREFIX):
+    if raw == RANDOM or raw in SHIPPED or _trained_here(raw, SESSION_PREFIX):
         return raw
     if is_external(raw):
         return check_key(raw)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import data, state
 from ui.controls import PERSIST, clamp, plot
+from ui.state import F
 from ui.text import percent
 from viz.query_key import COLOURINGS, query_key_figure
 
@@ -21,12 +22,12 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
                "scaled to equal mean norms and the keys are then moved onto the queries' centroid, as AttentionViz "
                "does: neither changes which key a query prefers, and near means attended. Click a query to open it "
                "on the Attention page.")
-    clamp("qk_layer", layers - 1)
-    clamp("qk_head", heads - 1)
+    clamp(F.qk_layer, layers - 1)
+    clamp(F.qk_head, heads - 1)
     columns = st.columns(3)
-    layer = columns[0].slider("Layer", 0, max(layers - 1, 1), key="qk_layer", disabled=layers < 2, **PERSIST)
-    head = columns[1].slider("Head", 0, max(heads - 1, 1), key="qk_head", disabled=heads < 2, **PERSIST)
-    colour = columns[2].radio("Colour by", COLOURINGS, key="qk_colour", format_func=COLOUR_LABELS.get,
+    layer = columns[0].slider("Layer", 0, max(layers - 1, 1), key=F.qk_layer, disabled=layers < 2, **PERSIST)
+    head = columns[1].slider("Head", 0, max(heads - 1, 1), key=F.qk_head, disabled=heads < 2, **PERSIST)
+    colour = columns[2].radio("Colour by", COLOURINGS, key=F.qk_colour, format_func=COLOUR_LABELS.get,
                               horizontal=True, **PERSIST)
     space = data.query_key(config, stack, layer, head)
 

@@ -8,6 +8,7 @@ from transformer.service import (
     ARCHITECTURE_STACKS,
     MAX_LAYERS,
     MAX_SEQ_LEN,
+    RANDOM,
     accuracy_of,
     available,
     dropped,
@@ -23,6 +24,7 @@ from transformer.service import (
 from ui import choices, model_config, state, training, your_model
 from ui.ablation_controls import ablation_controls
 from ui.controls import PERSIST, options_follow
+from ui.state import F
 from ui.text import count
 
 POSITION_LABELS = {"sinusoidal": "Sinusoidal (the paper)", "learned": "Learned table", "rope": "Rotary (RoPE)",
@@ -60,13 +62,13 @@ def model_size_text(config) -> str:
 
 def session_device() -> str:
     """The device this session's computations run on (its Device control)."""
-    return resolve_device(state.get("device", "auto"))
+    return resolve_device(state.value(F.device))
 
 
 def weight_choices() -> list[str]:
-    current = state.get("weights", "random")
+    current = state.value(F.weights)
     yours = list(state.get(your_model.YOURS, {})) + ([current] if model_config.is_outside(current) else [])
-    return ["random"] + available() + list(state.get("_my_models", [])) + list(dict.fromkeys(
+    return [RANDOM] + available() + list(state.get(state.MY_MODELS, [])) + list(dict.fromkeys(
         yours))
 
 
@@ -77,12 +79,12 @@ def _open_linked_model() -> None:
     """A link to a model trained on this server (in any session) opens it while the server keeps it; one it has
     dropped to make room is said plainly and offered to train again (`retrain_offer`); the weights are the random
     ones."""
-    name = state.get("weights", "random")
-    if not source_of(name).trained_here or name in state.get("_my_models", {}):
+    name = state.value(F.weights)
+    if not source_of(name).trained_here or name in state.get(state.MY_MODELS, {}):
         return
     label = kept_label(name)
     if label is not None:
-        state.setdefault("_my_models", {})[name] = label
+        state.setdefault(state.MY_MODELS, {})[name] = label
         return
     state.fall_back_to_random()
     gone = dropped(name)
@@ -96,7 +98,7 @@ def _retrain_offer(bar) -> None:
     """The button that trains a dropped model of a link again (same settings and seed), then opens the Train
     page."""
     spec = state.get(RETRAIN)
-    if spec is None or not model_config.is_random(state.get("weights", "")):
+    if spec is None or not model_config.is_random(state.value(F.weights)):
         return
     if not bar.button("Train it again", icon=":material/replay:", help=f"{spec.task}: {spec.options}"):
         return
@@ -115,7 +117,7 @@ def weights_label(name: str) -> str:
     if model_config.is_outside(name):
         return your_model.label(name)
     if source_of(name).trained_here:
-        return session_model_label(name, state.get("_my_models", {}))
+        return session_model_label(name, state.get(state.MY_MODELS, {}))
     return f"Trained: {name}"
 
 
@@ -129,30 +131,30 @@ def session_model_label(name: str, labels: dict) -> str:
 
 def use_weights(name: str) -> None:
     """Make ``name`` the sidebar's model, as choosing it under Weights does (a button's callback)."""
-    state.put("weights", name)
+    state.put(F.weights, name)
     _after_weights_change()
 
 
 def _after_weights_change() -> None:
     """A trained model reads its own tokens: swap in its task's example if the source text has others, and
     make the sequence length the model's own where the current one would cut its sources."""
-    name = state.read("weights")
+    name = state.read(F.weights)
     if model_config.is_outside(name):
         if name in state.get(state.EXTERNAL_ARCHITECTURES, {}):
-            state.put("arch", state.read(state.EXTERNAL_ARCHITECTURES)[name])
+            state.put(F.arch, state.read(state.EXTERNAL_ARCHITECTURES)[name])
         state.update(src=state.EXTERNAL_EXAMPLE, seq_len=state.EXTERNAL_LENGTH, ablate=[])
         return
-    if state.get("arch") in ("decoder-only", "encoder-only") and \
-            model_config.is_outside(state.get("_last_weights", "")):
-        state.put("arch", "encoder-decoder")  # back from a model from outside's one stack
+    if state.get(F.arch) in ("decoder-only", "encoder-only") and \
+            model_config.is_outside(state.get(state.LAST_WEIGHTS, "")):
+        state.put(F.arch, "encoder-decoder")  # back from a model from outside's one stack
     if model_config.is_random(name):
         return
     task, spec = get_task(task_of(name)), spec_of(name)  # read, not loaded: no TensorFlow here
-    if not _reads(task, state.get("src", "")):
-        state.put("src", task.example)
+    if not _reads(task, state.value(F.src)):
+        state.put(F.src, task.example)
         state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
-    state.put("seq_len", max(state.get("seq_len", 1), state.default_of("seq_len", name)))
-    own = dict(kv_heads=state.FIELDS["kv_heads"].default, **state.trained_options(name))  # one KV head per head
+    state.put(F.seq_len, max(state.value(F.seq_len), state.default_of(F.seq_len, name)))
+    own = dict(kv_heads=state.FIELDS[F.kv_heads].default, **state.trained_options(name))  # one KV head per head
     if any(state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
         state.update(own)
         state.notify(f"The {spec.task} model is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
@@ -225,8 +227,9 @@ KEPT_FOR_OTHERS = " The model and lines set here belong to the other pages, and 
 
 
 def render(page_path: str = "") -> None:
-    """Draw the shared controls; their values live in the session under the field names (`ui.state`).
-    ``page_path``: the page drawn (`OWN_MODEL_PAGES` get no model controls)."""
+    """The shared controls: the session's model state settled first (`settle`), then drawn; their values live in
+    the session under the field names (`ui.state`). ``page_path``: the page drawn (`OWN_MODEL_PAGES` get no model
+    controls)."""
     bar = st.sidebar
     bar.button("Reset every setting", key="reset_all", on_click=reset_all, icon=":material/restart_alt:",
                help="Random weights, the paper's sizes and masks, the seed lines, every page's controls at their "
@@ -234,117 +237,140 @@ def render(page_path: str = "") -> None:
     bar.subheader("Model")
     if page_path in OWN_MODEL_PAGES:
         bar.caption(OWN_MODEL_PAGES[page_path] + KEPT_FOR_OTHERS)
-        _device_and_status(bar)
-        return
+    else:
+        weight_options, info, spec = settle()
+        _draw_weights(bar, weight_options)
+        if info is not None and model_config.external():
+            your_model.sidebar(bar, info)
+        else:
+            _draw_shape(bar, spec)
+            _draw_input(bar, spec)
+    _device_and_status(bar)
+
+
+def settle() -> tuple[list, object, object]:
+    """Before anything is drawn: a linked model opened, a model this server lacks replaced by random weights (and
+    said), every dependent control's options followed (`options_follow`) and a KV-heads value its heads cannot
+    take reset. Returns the Weights options, the model from outside opened (or None) and a trained model's spec
+    (None for random weights)."""
     _open_linked_model()
     info = your_model.opened()
     weight_options = weight_choices()
-    if state.get("weights") not in weight_options:
-        state.notify(f"The model {state.get('weights')!r} is not available here; using random weights.")
-        state.put("weights", "random")
-    options_follow("weights", weight_options)
+    if state.get(F.weights) not in weight_options:
+        state.notify(f"The model {state.get(F.weights)!r} is not available here; using random weights.")
+        state.put(F.weights, RANDOM)
+    options_follow(F.weights, weight_options)
+    weights = state.read(F.weights)
+    state.put(state.LAST_WEIGHTS, weights)
+    if info is not None and model_config.external():  # its own shape: none of the sidebar's
+        return weight_options, info, None
+    spec = None if model_config.is_random(weights) else spec_of(weights)
+    if not spec:
+        options_follow(F.heads, [str(h) for h in choices.head_choices(state.read(F.d_model))])
+    heads = spec.num_heads if spec else state.read(F.heads)
+    if state.value(F.kv_heads) not in choices.kv_head_choices(state.read(F.heads)):
+        state.put(F.kv_heads, 0)
+    if heads > 1 and not spec:
+        options_follow(F.kv_heads, [kv_label(heads, k) for k in choices.kv_head_choices(heads)])
+    options_follow(F.seq_len, choices.seq_len_choices(state.read(F.seq_len)))
+    return weight_options, info, spec
+
+
+def _draw_weights(bar, weight_options: list) -> None:
+    """The Weights box, the offer to train a dropped model again, and the Your model box."""
     labels = {name: weights_label(name) for name in weight_options}  # read once, as drawn (a label is not re-read)
-    bar.selectbox("Weights", weight_options, key="weights", format_func=labels.__getitem__,
+    bar.selectbox("Weights", weight_options, key=F.weights, format_func=labels.__getitem__,
                   on_change=_after_weights_change, help="Seeded random weights show the mechanism; trained models "
                   "show learned attention; your model (below) a model from outside.", **PERSIST)
     _retrain_offer(bar)
     your_model.controls(bar)
-    if info is not None and model_config.external():
-        your_model.sidebar(bar, info)
-        state.put("_last_weights", state.read("weights"))
-        _device_and_status(bar)
-        return
-    state.put("_last_weights", state.read("weights"))
-    trained = not model_config.is_random(state.read("weights"))  # (a model from outside returned above)
-    spec = spec_of(state.read("weights")) if trained else None
-    if trained:
-        _locked_caption(bar, state.read("weights"))
-    shown = _ModelControls(spec, state.read("weights"))
-    shown.control(bar.selectbox, "Architecture", "arch", lambda s: list(ARCHITECTURE_LABELS).index(s.architecture),
+
+
+def _draw_shape(bar, spec) -> None:
+    """The model's shape: the sidebar's own for random weights, a trained model's greyed (``spec``)."""
+    weights = state.read(F.weights)
+    if spec:
+        _locked_caption(bar, weights)
+    shown = _ModelControls(spec, weights)
+    shown.control(bar.selectbox, "Architecture", F.arch, lambda s: list(ARCHITECTURE_LABELS).index(s.architecture),
                   options=list(ARCHITECTURE_LABELS),
                   format_func=ARCHITECTURE_LABELS.get, value_argument="index",
                   help="Encoder-decoder: the paper's two stacks and cross-attention. Decoder-only: one causal stack "
                   "over the target lines, next-token logits (GPT, Llama). Encoder-only: one bidirectional stack over "
                   "the source lines (BERT).")
-    shown.control(bar.radio, "Norm", "norm", lambda s: list(NORM_LABELS).index(s.norm), options=list(NORM_LABELS),
+    shown.control(bar.radio, "Norm", F.norm, lambda s: list(NORM_LABELS).index(s.norm), options=list(NORM_LABELS),
                   format_func=NORM_LABELS.get, value_argument="index", horizontal=True,
                   help="Post-norm: LayerNorm(x + Sublayer(x)), as in the paper. Pre-norm: x + Sublayer(LayerNorm(x)) "
                   "and a final LayerNorm on each stack, as GPT-2 and most models since.")
-    shown.control(bar.select_slider, "d_model", "d_model", lambda s: s.d_model,
+    shown.control(bar.select_slider, "d_model", F.d_model, lambda s: s.d_model,
                   options=_with(choices.D_MODEL_CHOICES, spec and spec.d_model), on_change=_fix_shape,
                   help="Width of every token vector.")
-    d_model = spec.d_model if spec else state.read("d_model")
-    head_options = choices.head_choices(d_model)
-    if not spec:
-        options_follow("heads", [str(h) for h in head_options])
-    shown.control(bar.select_slider, "Heads (h)", "heads", lambda s: s.num_heads, options=head_options,
-                  on_change=_fix_shape,
+    shown.control(bar.select_slider, "Heads (h)", F.heads, lambda s: s.num_heads,
+                  options=choices.head_choices(spec.d_model if spec else state.read(F.d_model)), on_change=_fix_shape,
                   help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.")
-    heads = spec.num_heads if spec else state.read("heads")
-    if state.get("kv_heads", 0) not in choices.kv_head_choices(state.read("heads")):
-        state.put("kv_heads", 0)
+    heads = spec.num_heads if spec else state.read(F.heads)
     if heads > 1:
-        kv_options = choices.kv_head_choices(heads)
-        if not spec:
-            options_follow("kv_heads", [kv_label(heads, k) for k in kv_options])
-        shown.control(bar.select_slider, "KV heads", "kv_heads", lambda s: 0, options=kv_options,
+        shown.control(bar.select_slider, "KV heads", F.kv_heads, lambda s: 0, options=choices.kv_head_choices(heads),
                       format_func=lambda k: kv_label(heads, k),
                       help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
                       "heads. Fewer means a smaller key/value cache when decoding.")
-    shown.control(bar.selectbox, "Positions", "positions", lambda s: list(POSITION_LABELS).index(s.positions),
+    shown.control(bar.selectbox, "Positions", F.positions, lambda s: list(POSITION_LABELS).index(s.positions),
                   options=list(POSITION_LABELS),
                   format_func=POSITION_LABELS.get, value_argument="index",
                   help="How the model knows where a token is: added to the embeddings (sinusoidal, learned) or "
                   "inside self-attention (RoPE rotates queries and keys; ALiBi adds −slope·|i − j| to the "
                   "logits); none: attention alone cannot tell positions apart.")
-    if not trained:
+    if not spec:
         bar.caption(model_size_text(model_config.live_config()))
-    shown.control(bar.select_slider, "d_ff", "d_ff", lambda s: s.d_ff,
+    shown.control(bar.select_slider, "d_ff", F.d_ff, lambda s: s.d_ff,
                   options=_with(choices.D_FF_CHOICES, spec and spec.d_ff),
                   format_func=lambda width: "0 (none)" if width == 0 else str(width),
                   help="Inner width of the position-wise feed-forward network; 0: no feed-forward sublayer (an "
                   "attention-only model, as in the interpretability papers).")
-    shown.control(bar.slider, "Layers (N)", "layers", lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
+    shown.control(bar.slider, "Layers (N)", F.layers, lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
                   help="Layers of each stack (encoder layers = decoder layers).")
     ablation_controls(bar, spec)
-    options_follow("seq_len", choices.seq_len_choices(state.read("seq_len")))
-    bar.select_slider("Sequence length", options=choices.seq_len_choices(state.read("seq_len")), key="seq_len",
+
+
+def _draw_input(bar, spec) -> None:
+    """The length, the seed, the pads and the lines: which boxes the model reads said on them."""
+    shown = _ModelControls(spec, state.read(F.weights))
+    bar.select_slider("Sequence length", options=choices.seq_len_choices(state.read(F.seq_len)), key=F.seq_len,
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
                       f"stops at every length up to 32, then at 36, 40 … {MAX_SEQ_LEN}; a link may hold any "
                       f"length from 1 to {MAX_SEQ_LEN}.", **PERSIST)
-    shown.control(bar.number_input, "Random seed", "seed", lambda s: s.seed, min_value=0, max_value=2**31 - 1,
+    shown.control(bar.number_input, "Random seed", F.seed, lambda s: s.seed, min_value=0, max_value=2**31 - 1,
                   step=1, help="Seeds the random weights: the same seed gives the same pictures. Each weight is "
                   "drawn from the seed and its place in the model: changing the heads keeps every weight, and adding "
                   "a layer or changing d_ff keeps the ones the two models share (a trained model: its training's).")
     bar.subheader("Input")
-    shown.control(bar.text_input, "Pad symbols", "pads", lambda s: "<pad>", max_chars=200,
+    shown.control(bar.text_input, "Pad symbols", F.pads, lambda s: "<pad>", max_chars=200,
                   help="One or several, separated by spaces. The first one pads short lines.")
     stacks = ARCHITECTURE_STACKS[model_config.architecture()]
     # which text boxes the model reads (a trained model reads the source lines, whatever its stacks)
-    reads_source, reads_target = "encoder" in stacks or trained, "decoder" in stacks
-    bar.text_area("Source sequences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
+    reads_source, reads_target = "encoder" in stacks or spec is not None, "decoder" in stacks
+    bar.text_area("Source sequences", key=F.src, height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One sequence per line, tokens separated by spaces (the encoder's input)." if reads_source
                   else "A decoder-only model has no encoder: it reads the target lines alone.", **PERSIST)
-    shown.control(bar.text_area, "Target sequences", "tgt", lambda s: "", height=110, max_chars=state.MAX_TEXT_CHARS,
+    shown.control(bar.text_area, "Target sequences", F.tgt, lambda s: "", height=110, max_chars=state.MAX_TEXT_CHARS,
                   placeholder="A trained model's decoder reads <s> and its own prediction.",
                   help="One line per source line (the decoder's input)." if reads_target
                   else "An encoder-only model has no decoder: it reads the source lines alone.")
-    if not (reads_source and reads_target) and not trained:
-        bar.caption(f"A {state.read('arch')} model reads the **{'target' if reads_target else 'source'}** lines "
+    if not (reads_source and reads_target) and spec is None:
+        bar.caption(f"A {state.read(F.arch)} model reads the **{'target' if reads_target else 'source'}** lines "
                     "only; the other box keeps its lines for the other architectures.")
-    _device_and_status(bar)
 
 
 def _device_and_status(bar) -> None:
     """The Device control, and the slot the status line fills once the page has run (`draw_status`)."""
-    bar.radio("Device", state.DEVICE_CHOICES, key="device", horizontal=True,
+    bar.radio("Device", state.DEVICE_CHOICES, key=F.device, horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
-    state.put("_status_slot", bar.empty())
+    state.put(state.STATUS_SLOT, bar.empty())
 
 
 def draw_status() -> None:
     """The status line (device, TensorFlow, timings) the page's engine calls recorded (`ui.data`), in the slot
     `render` left for it; the last one where this run recorded none."""
-    slot = state.get("_status_slot")
-    if slot is not None and state.has("_last_status"):
-        slot.caption(state.read("_last_status"))
+    slot = state.get(state.STATUS_SLOT)
+    if slot is not None and state.has(state.LAST_STATUS):
+        slot.caption(state.read(state.LAST_STATUS))

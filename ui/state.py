@@ -27,6 +27,7 @@ from transformer.service import (
     NORMS,
     PATTERN_FAMILIES,
     POSITIONS,
+    RANDOM,
     ROLES,
     SEED_BATCH,
     ModelShape,
@@ -79,7 +80,7 @@ class Field:
 SHAPE = ModelShape()  # the shape fields' defaults: the spec's own (transformer.core.shape)
 FIELDS: dict[str, Field] = {
     # model controls in the sidebar
-    "weights": Field("random", link_values.weights),
+    "weights": Field(RANDOM, link_values.weights),
     "d_model": Field(SHAPE.d_model, link_values.choice(D_MODEL_CHOICES, int)),
     "heads": Field(SHAPE.num_heads, link_values.integer(1, MAX_HEADS)),
     "d_ff": Field(SHAPE.d_ff, link_values.choice(D_FF_CHOICES, int)),
@@ -160,6 +161,20 @@ FIELDS: dict[str, Field] = {
     "dec_cache_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
 }
 
+
+
+class _FieldNames:
+    """The fields' names as attributes (``F.weights == "weights"``): callers name a field by attribute, never by a
+    string, so that a mistyped name is an AttributeError wherever the line runs, in the tests first."""
+
+    def __getattr__(self, name: str) -> str:
+        if name in FIELDS:
+            return name
+        raise AttributeError(f"{name!r} is not a field of ui/state.FIELDS")
+
+
+F = _FieldNames()
+
 DUMPERS = {bool: lambda value: "1" if value else "0", list: lambda value: " ".join(map(str, value))}
 
 
@@ -194,7 +209,7 @@ def parse_url(query: dict) -> tuple[dict, list[str]]:
     if "dec_model" in query and "weights" not in query:  # a link from when Decode had a model picker of its own
         query = {**query, "weights": query["dec_model"]}
     for key, field in FIELDS.items():  # weights first: the source's default depends on it
-        default = default_of(key, values.get("weights", "random"))
+        default = default_of(key, values.get("weights", RANDOM))
         values[key] = default
         if key not in query:
             continue
@@ -232,7 +247,7 @@ def url_params(values: dict) -> tuple[dict, list[str]]:
     params, left_out = {}, []
     for key, field in FIELDS.items():
         value = values.get(key, field.default)
-        if value == default_of(key, values.get("weights", "random")):
+        if value == default_of(key, values.get("weights", RANDOM)):
             continue
         text = dump(value)
         if len(text) > URL_TEXT_LIMIT:
@@ -299,6 +314,11 @@ def _declared(key: str) -> str:
 def get(key: str, default=None):
     """The session's value of ``key``, or ``default`` when it has none."""
     return st.session_state.get(_declared(key), default)
+
+
+def value(key: str):
+    """The session's value of the field ``key``, or its declared default (`FIELDS`) when it has none."""
+    return st.session_state.get(_declared(key), FIELDS[key].default)
 
 
 def read(key: str):
@@ -376,11 +396,11 @@ def fall_back_to_random() -> None:
     """Random weights in place of a model the link named and this server does not have, with the defaults a visit
     without that link gets for every field the link left out (a trained model's defaults followed it: its example
     lines, its length, its architecture); the link's own fields stay."""
-    put("weights", "random")
+    put("weights", RANDOM)
     linked = get(LINKED, set())
     for key in FIELDS:
         if key != "weights" and key not in linked:
-            put(key, default_of(key, "random"))
+            put(key, default_of(key, RANDOM))
 
 
 def current_values() -> dict:

@@ -23,6 +23,7 @@ from transformer.service import (
 )
 from ui import data, state
 from ui.controls import PERSIST, clamp, fit_px, head_picker, options_follow, plot
+from ui.state import F
 from ui.text import count, percent
 from viz.attention import head_grid
 from viz.flow import flow_beside_rollout
@@ -127,17 +128,17 @@ def exact_windows(seq_len: int, n_q: int, n_k: int, full_res: tuple | None, head
 def focus_controls(view, columns) -> tuple[str, int] | None:
     """The focus picker, its "attended by" switch and the specials switch's neighbour; returns the focus as
     ``("query" | "key", position)`` or None."""
-    by_key = columns[1].toggle("Attended by", key="focus_key", help="Focus a key (a column: who attends to it) "
+    by_key = columns[1].toggle("Attended by", key=F.focus_key, help="Focus a key (a column: who attends to it) "
                                "instead of a query (a row: what it attends to).", **PERSIST)
     tokens = view.key_tokens if by_key else view.query_tokens
     positions = view.key_positions.tolist() if by_key else list(range(len(tokens)))
     labels = dict(zip(positions, widget_labels(tokens, positions)))
-    value = state.get("focus", NO_FOCUS)
+    value = state.value(F.focus)
     if value != NO_FOCUS and value not in labels:
-        state.correct("focus", NO_FOCUS, f"this line has positions 0 to {max(labels, default=0)}")
-    options_follow("focus", ["none", *labels.values()])
+        state.correct(F.focus, NO_FOCUS, f"this line has positions 0 to {max(labels, default=0)}")
+    options_follow(F.focus, ["none", *labels.values()])
     focus = columns[0].select_slider(
-        "Focus a key" if by_key else "Focus a query", [NO_FOCUS, *positions], key="focus",
+        "Focus a key" if by_key else "Focus a query", [NO_FOCUS, *positions], key=F.focus,
         format_func=lambda p: "none" if p == NO_FOCUS else labels[p],
         help="Outlined in every head and in the model view; or click a cell of a chart.", **PERSIST)
     return None if focus == NO_FOCUS else ("key" if by_key else "query", focus)
@@ -145,7 +146,7 @@ def focus_controls(view, columns) -> tuple[str, int] | None:
 
 def click_side() -> str:
     """The side a click on a heatmap cell focuses: "key" with Attended by on, else "query" (`on_chart_click`)."""
-    return "key" if state.get("focus_key", False) else "query"
+    return "key" if state.value(F.focus_key) else "query"
 
 
 def on_chart_click(view: LineView):
@@ -158,9 +159,9 @@ def on_chart_click(view: LineView):
             position = int(view.key_positions[index])
         else:
             position = int(cell.get("query", 0))
-        same = state.get("focus") == position and state.get("focus_key", False) == by_key
-        state.put("focus_key", by_key)
-        state.put("focus", NO_FOCUS if same else position)
+        same = state.get(F.focus) == position and state.value(F.focus_key) == by_key
+        state.put(F.focus_key, by_key)
+        state.put(F.focus, NO_FOCUS if same else position)
     return clicked
 
 
@@ -176,8 +177,8 @@ def head_view_section(view: LineView, layer: int, focus, exact=None) -> None:
     """The head view of ``layer``; ``exact``: a block-wise run's ``(first query, first key)`` and ``(L, H, rows,
     cols)`` weights of the window around the focus (`exact_windows`), drawn instead of the pooled maps."""
     heads = view.weights.shape[1]
-    hidden = [h for h in state.get("hidden_heads", []) if h < heads]
-    state.put("hidden_heads", hidden)
+    hidden = [h for h in state.value(F.hidden_heads) if h < heads]
+    state.put(F.hidden_heads, hidden)
     st.caption("Queries on the left, keys on the right; a line for each weight, its opacity the weight "
                f"(0–1), one colour a head. Click a head in the legend to hide or show its lines (drawn in your "
                "browser, kept in the link); hover a token to keep only its lines; click it to focus it everywhere. "
@@ -189,7 +190,7 @@ def head_view_section(view: LineView, layer: int, focus, exact=None) -> None:
                     focus=drawn_focus(view, focus), title="<br>".join(filter(None, (f"layer {layer}", view.note))),
                     width_px=fit_px("head_view"))
     plot(fig, "head_view", on_click=on_chart_click(view), hidden=[f"head {h}" for h in hidden],
-         on_hide=lambda groups: state.put("hidden_heads", head_numbers(groups, heads)))
+         on_hide=lambda groups: state.put(F.hidden_heads, head_numbers(groups, heads)))
 
 
 def head_numbers(groups, heads: int) -> list[int]:
@@ -271,13 +272,13 @@ def norms_caption(weights, norms, special, mask, real_queries=None) -> str:
 def pair_picker(heads: int, query_tokens, key_tokens, focus) -> tuple[int, int, int]:
     """``(head, query, key)`` of the views that read one head's query–key pair (the neuron view, the score terms):
     the focused token and the other side's picked one (`nv_head`, `nv_other`)."""
-    head = head_picker(heads, key="nv_head")
+    head = head_picker(heads, key=F.nv_head)
     by_key = focus is not None and focus[0] == "key"
     other_count = len(query_tokens) if by_key else len(key_tokens)
-    clamp("nv_other", other_count - 1)
+    clamp(F.nv_other, other_count - 1)
     other_labels = widget_labels(query_tokens if by_key else key_tokens)  # once, not once an option
-    options_follow("nv_other", other_labels)
-    other = st.select_slider("Query" if by_key else "Key", list(range(other_count)), key="nv_other",
+    options_follow(F.nv_other, other_labels)
+    other = st.select_slider("Query" if by_key else "Key", list(range(other_count)), key=F.nv_other,
                              format_func=other_labels.__getitem__, **PERSIST)
     fixed = focus[1] if focus is not None else 0
     if focus is None:

@@ -30,6 +30,7 @@ from transformer.service import (
 )
 from ui import state
 from ui.runtime import client_address, session_alive, session_id
+from ui.state import F
 from ui.text import count
 
 _pool: TrainingPool | None = None
@@ -65,7 +66,7 @@ def submit(spec: TrainSpec | VisionSpec) -> Job:
     owner = state.setdefault(OWNER, uuid.uuid4().hex)
     running = pool()
     running.owner_alive = session_alive
-    job = running.submit(spec, owner, state.get("device", "auto"), client=client_address(), session=session_id())
+    job = running.submit(spec, owner, state.value(F.device), client=client_address(), session=session_id())
     state.put(JOB, job)
     return job
 

@@ -11,6 +11,7 @@ import streamlit as st
 from transformer.service import PROBE_LINES
 from ui import state
 from ui.controls import PERSIST, options_follow, plot, plot_steps
+from ui.state import F
 from ui.stepper import stepper
 from viz.attention import model_view
 from viz.heads import ROLE_TITLES
@@ -68,32 +69,32 @@ def draw_timeline(shots: list, key: str, spec, title: str = "Attention over trai
     stacks = list(shots[0].scores)
     steps = [shot.step for shot in shots]
     columns = st.columns([1, 1, 3])
-    if state.get("_tl_job") != job.key:  # a new run opens on the heads its task is about
-        state.update(_tl_job=job.key, **dict(zip(("tl_stack", "tl_role"), task_role(stacks))))
-    if state.get("tl_stack") not in stacks:
-        state.put("tl_stack", stacks[-1])
-    options_follow("tl_stack", stacks)
-    stack = columns[0].selectbox("Stack", stacks, key="tl_stack", help="The stack whose heads are scored: "
+    if state.get(state.TIMELINE_JOB) != job.key:  # a new run opens on the heads its task is about
+        state.update({state.TIMELINE_JOB: job.key, **dict(zip((F.tl_stack, F.tl_role), task_role(stacks)))})
+    if state.get(F.tl_stack) not in stacks:
+        state.put(F.tl_stack, stacks[-1])
+    options_follow(F.tl_stack, stacks)
+    stack = columns[0].selectbox("Stack", stacks, key=F.tl_stack, help="The stack whose heads are scored: "
                                  "self-attention on token roles, cross-attention on the task's alignment.", **PERSIST)
     roles = list(shots[0].scores[stack])
-    if state.get("tl_role") not in roles:
-        state.put("tl_role", roles[0])
-    options_follow("tl_role", roles)
-    role = columns[1].selectbox("Role", roles, key="tl_role", format_func=ROLE_TITLES.get, **PERSIST,
+    if state.get(F.tl_role) not in roles:
+        state.put(F.tl_role, roles[0])
+    options_follow(F.tl_role, roles)
+    role = columns[1].selectbox("Role", roles, key=F.tl_role, format_func=ROLE_TITLES.get, **PERSIST,
                                 help="TransformerLens's detection patterns (self-attention), or the weight on the "
                                 "source token each output comes from (cross-attention), on the same probe lines at "
                                 "every snapshot.")
-    chosen = state.get("tl_step", -1)
-    following = chosen < 0 or chosen == state.get("_tl_latest")  # at the latest: stay there as it grows
-    state.put("tl_step", steps[-1] if following else _nearest(chosen, steps))
-    state.put("_tl_latest", steps[-1])
-    index = steps.index(state.get("tl_step"))
+    chosen = state.value(F.tl_step)
+    following = chosen < 0 or chosen == state.get(state.TIMELINE_LATEST)  # at the latest: stay there as it grows
+    state.put(F.tl_step, steps[-1] if following else _nearest(chosen, steps))
+    state.put(state.TIMELINE_LATEST, steps[-1])
+    index = steps.index(state.get(F.tl_step))
     losses, accuracies = [shot.loss for shot in shots], [shot.accuracy for shot in shots]
     measure = shots[-1].measure
     with columns[2]:  # scrubs the head grid (and the timeline's marker) in the browser: ui.stepper
         captions = [[(snapshot_caption(loss, accuracy, measure), "")] for loss, accuracy in zip(losses, accuracies)]
         stepper("tl", index, [str(step) for step in steps], captions,
-                on_step=lambda moved: state.put("tl_step", steps[moved]))
+                on_step=lambda moved: state.put(F.tl_step, steps[moved]))
     scores = np.stack([shot.scores[stack][role] for shot in shots])  # (T, L, H)
     # every snapshot's figures are sent: the identity names what each depends on (the run, and its length for the
     # timeline, whose curves grow), so each is built once

@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.service import EXTERNAL, MAX_TOKENS, check_key, describe, upload, upload_limit_bytes
+from transformer.service import (
+    EXTERNAL,
+    MAX_TOKENS,
+    RANDOM,
+    describe,
+    preset_key,
+    upload,
+    upload_limit_bytes,
+)
 from ui import choices, model_config, state
 from ui.controls import PERSIST, options_follow
+from ui.state import F
 from ui.text import as_text, count
 
 YOURS = state.YOURS
@@ -28,21 +37,21 @@ def _use(info) -> None:
     """Make the model from outside described by ``info`` the sidebar's model."""
     _remember(info)
     state.update(weights=info.key, arch=info.architecture, ablate=[])
-    if not model_config.is_outside(state.get("_last_weights", "")) or not info.tokenizer:
+    if not model_config.is_outside(state.get(state.LAST_WEIGHTS, "")) or not info.tokenizer:
         state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
                                 seq_len=state.EXTERNAL_LENGTH)
 
 
 def _load_preset() -> None:
-    name = state.get("_preset_name", "").strip()
+    name = state.get(state.PRESET_NAME, "").strip()
     try:
-        _use(describe(check_key(f"hub:{name}")))
+        _use(describe(preset_key(name)))
     except ValueError as error:
         state.notify(f"The preset {name[:60]!r} could not be opened: {error}")
 
 
 def _load_upload() -> None:
-    uploaded = state.get("_upload")
+    uploaded = state.get(state.UPLOAD)
     if uploaded is None:
         return
     try:
@@ -68,7 +77,7 @@ def controls(bar) -> None:
 def opened():
     """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
     (the weights go back to random, with a notice). Before the Weights box is drawn."""
-    key = state.get("weights", "random")
+    key = state.value(F.weights)
     if not model_config.is_outside(key):
         return None
     if key in EXTERNAL.evicted:
@@ -78,21 +87,21 @@ def opened():
         return describe(key)
     except ValueError as error:
         state.notify(f"The model {key[:80]!r} could not be opened: {error} Using random weights.")
-        state.update(weights="random", arch="encoder-decoder", src=state.FIELDS["src"].default,
-                                seq_len=state.FIELDS["seq_len"].default)
+        state.update(weights=RANDOM, arch="encoder-decoder", src=state.FIELDS[F.src].default,
+                                seq_len=state.FIELDS[F.seq_len].default)
         return None
 
 
 def sidebar(bar, info) -> None:
     """A model from outside: its description, and the controls that apply (the lab's sizes do not)."""
     _remember(info)
-    state.put("arch", info.architecture)  # its one stack, whatever the link said
+    state.put(F.arch, info.architecture)  # its one stack, whatever the link said
     bar.caption(f"**Your model:** {as_text(info.name)}, {info.masks_text}, "  # the name is the upload's: untrusted
                 f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
                 "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
                 + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
-    lengths = [n for n in choices.seq_len_choices(state.read("seq_len")) if n <= MAX_TOKENS]
-    options_follow("seq_len", lengths)
-    bar.select_slider("Sequence length", options=lengths, key="seq_len", **PERSIST)
-    bar.text_area("Sentences", key="src", height=110, max_chars=state.MAX_TEXT_CHARS,
+    lengths = [n for n in choices.seq_len_choices(state.read(F.seq_len)) if n <= MAX_TOKENS]
+    options_follow(F.seq_len, lengths)
+    bar.select_slider("Sequence length", options=lengths, key=F.seq_len, **PERSIST)
+    bar.text_area("Sentences", key=F.src, height=110, max_chars=state.MAX_TEXT_CHARS,
                   help="One per line, in the model's own words: its tokenizer splits them.", **PERSIST)

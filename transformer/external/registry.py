@@ -30,9 +30,17 @@ UPLOAD_DIR_ENV = "ATTENTION_LAB_UPLOAD_DIR"  # where uploads are kept (default: 
 HASH = re.compile(r"^[0-9a-f]{64}$")
 
 
+HUB_PREFIX, UPLOAD_PREFIX = "hub:", "upload:"
+
+
 def is_external(weights: str) -> bool:
     """Whether ``weights`` names a model from outside (``hub:…`` or ``upload:…``)."""
-    return weights.startswith(("hub:", "upload:"))
+    return weights.startswith((HUB_PREFIX, UPLOAD_PREFIX))
+
+
+def preset_key(name: str) -> str:
+    """The ``weights`` value of the keras-hub preset ``name``, checked (`check_key`)."""
+    return check_key(HUB_PREFIX + name)
 
 
 def check_key(weights: str) -> str:

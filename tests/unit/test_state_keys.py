@@ -1,0 +1,74 @@
+"""State by attribute (issue 79, step 4): outside `ui/state.py` the UI names a field by attribute (`state.F.<name>`)
+and a session key by its declared constant, never by a string; a field's default is written once (`state.FIELDS`),
+never again at a call; the random-weights and preset names come from the engine. A mistyped name fails where the
+line runs, so in the tests first. Each check also runs on a planted violation."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from ui import state
+
+ROOT = Path(__file__).resolve().parents[2]
+ACCESSORS = {"get", "put", "read", "has", "pop", "setdefault", "drop", "value", "correct", "default_of"}
+SOURCE_NAMES = ("random",)
+SOURCE_PREFIXES = ("hub:", "upload:", "image:")
+
+
+def ui_files():
+    yield ROOT / "app.py"
+    for folder in ("ui", "app_pages"):
+        yield from sorted(path for path in (ROOT / folder).rglob("*.py") if path.name != "state.py"
+                          or path.parent.name != "ui")
+
+
+def _is_state_call(node) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ACCESSORS \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id == "state"
+
+
+def string_keys(source: str) -> list[str]:
+    """Lines of ``source`` that call a state accessor with a string key, index `FIELDS` by a string, or give a
+    field an inline default (``state.get(F.x, default)``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if _is_state_call(node) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found.append(f"{node.lineno}: state.{node.func.attr}({first.value!r})")
+            elif node.func.attr == "get" and len(node.args) > 1 and isinstance(first, ast.Attribute) \
+                    and isinstance(first.value, ast.Name) and first.value.id == "F":
+                found.append(f"{node.lineno}: state.get(F.{first.attr}, …): an inline default")
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "FIELDS" \
+                and isinstance(node.slice, ast.Constant):
+            found.append(f"{node.lineno}: FIELDS[{node.slice.value!r}]")
+    return found
+
+
+def source_literals(source: str) -> list[str]:
+    """Lines of ``source`` whose strings spell a model source's name or prefix (the engine's names are used)."""
+    return [f"{node.lineno}: {node.value!r}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (node.value in SOURCE_NAMES or node.value.startswith(SOURCE_PREFIXES))]
+
+
+def test_no_state_key_is_a_string_outside_the_state_module():
+    found = {path.relative_to(ROOT).as_posix(): string_keys(path.read_text()) for path in ui_files()}
+    assert {path: lines for path, lines in found.items() if lines} == {}
+    planted = 'state.get("weights")\nstate.get(F.device, "auto")\nx = state.FIELDS["src"].default\n'
+    assert [line.split(":")[0] for line in string_keys(planted)] == ["1", "2", "3"]
+
+
+def test_no_source_name_or_prefix_is_spelled_in_the_ui():
+    found = {path.relative_to(ROOT).as_posix(): source_literals(path.read_text()) for path in ui_files()}
+    assert {path: lines for path, lines in found.items() if lines} == {}
+    assert len(source_literals('weights = "random"\nkey = f"hub:{name}"\n')) == 2
+
+
+def test_a_mistyped_field_or_key_fails_at_once():
+    assert state.F.weights == "weights"
+    with pytest.raises(AttributeError, match="wieghts"):
+        state.F.wieghts  # noqa: B018
+    with pytest.raises(KeyError, match="_my_modles"):
+        state.get("_my_modles")
