@@ -143,7 +143,8 @@ with heads_part:
                                       + (": value-weighted norms ‖α·f(x)‖" if norms is not None else ""),
                                       view_of_line.note if norms is None else
                                       view_of_line.note.replace(", rows renormalised", ""))))
-    kv_heads = heads if model_config.trained() else config.kv_heads
+    spec = model_config.source().spec()  # a trained model: its own key/value heads, not the sidebar's
+    kv_heads = spec.kv_heads if spec else config.kv_heads
     group = heads // kv_heads  # query heads that share one key/value head
     names = [f"head {h}" + (f" · kv {h // group}" if group > 1 else "") for h in range(heads)]
     columns = group if 1 < group <= 8 and heads > group else (5 if heads < 5 else 4)  # a row a key/value group

@@ -41,7 +41,7 @@ def timed_size(values: dict) -> tuple[int, int, str]:
     spec = model_config.source().spec()
     if spec is not None:
         return spec.d_model, spec.num_heads, "the sidebar's trained model's size"
-    if model_config.external():
+    if model_config.supports().own_tokens:
         try:
             info = describe(values["weights"])
         except ValueError:

@@ -17,8 +17,8 @@ from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_atte
 openings.show("decode")
 name = state.read(F.weights)  # the sidebar's model, as on every page
 config = model_config.live_config()
-outside = model_config.external()
-trained = model_config.trained()
+outside = model_config.supports().own_tokens
+trained = model_config.supports().predictions  # a trained model writes its task's answer
 if outside and config.architecture != "decoder-only":
     not_for_your_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to decode.")
 # random weights (decoder-only), a trained decoder-only model and a causal model from outside continue a prompt
@@ -46,8 +46,8 @@ else:
     st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
                 "written so far (the look-ahead mask lets the newest position see only that), looks at the source "
                 "through cross-attention, and chooses the next token from its distribution.")
-if model_config.is_random(name) and not prompting:
-    models = [model for model in weight_choices() if not model_config.is_random(model)]
+if model_config.supports(name).shape and not prompting:
+    models = [model for model in weight_choices() if not model_config.supports(model).shape]
     why = ("An encoder-only model has no decoder: it does not write. " if config.architecture == "encoder-only"
            else "")
     st.info(why + "Decoding needs a trained model (the sidebar's **Weights** are seeded random weights), or a "

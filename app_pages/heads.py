@@ -24,7 +24,7 @@ openings.how("What each head does, scored over many lines: the share of its atte
              "(TransformerLens's head detector), averaged over the query rows where the pattern has a cell, padding's "
              "rows left out. 1: all of it. Below: how far a head looks and how spread out it is.")
 weights = state.read(F.weights)
-trained = model_config.trained()
+trained = model_config.supports().predictions  # a trained model: its task's lines, its heads' worth
 controls = st.columns([3, 2, 2, 2])
 with controls[0]:
     stack = stack_picker()
@@ -98,7 +98,7 @@ st.page_link("app_pages/query_key.py", label="One head's queries and keys over t
              icon=":material/scatter_plot:")
 
 st.subheader("Which heads matter")
-if model_config.external():
+if model_config.supports().own_tokens:
     st.markdown("Ablating a model from outside's heads is not here yet: its roles above are scored as for any "
                 "model.")
     st.stop()

@@ -25,7 +25,7 @@ FAMILY_NOTES = {
     "block": "Block-local: queries see the keys of their own block of b positions, both ways.",
 }
 family_columns = st.columns([3, 2])
-if model_config.trained():  # the family is the random-weights model's: a trained model runs with its own
+if model_config.supports().own_masks:  # the family is the random-weights model's: a trained model runs with its own
     family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, default="paper",
                                                  key="_own_mask_family", disabled=True, required=True)
     family_columns[1].caption("**Locked by the trained model:** it runs with the masks it was trained with (the "

@@ -14,12 +14,12 @@ openings.show("query_key")
 openings.how("A head attends from a query to the keys nearest it in dot product. Here are the queries and keys of many "
              "lines at once, as AttentionViz (Yeh et al., 2023) draws them: clusters show what the head groups "
              "together, whatever the line.")
-if model_config.external():
+if not model_config.supports().inside:
     st.info("The query–key space reads the lab's own models (their queries and keys); a model from outside is read "
             "through its attention weights only: see the Attention and Heads pages.", icon=":material/info:")
     st.stop()
 weights = state.read(F.weights)
-trained = model_config.trained()  # (a model from outside stopped above)
+trained = model_config.supports().predictions  # a trained model: its task's lines (outside stopped above)
 controls = st.columns([3, 2, 2])
 with controls[0]:
     stack = stack_picker()

@@ -69,7 +69,18 @@ from transformer.live.importance import head_importance, heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
 from transformer.live.run_cost import RunCost, check_cost, measure_cost
-from transformer.live.sources import RANDOM, ModelSource, Outside, RandomWeights, Trained, source_of
+from transformer.live.sources import (
+    EXTERNAL_EXAMPLE,
+    EXTERNAL_IDS_EXAMPLE,
+    EXTERNAL_LENGTH,
+    RANDOM,
+    ModelSource,
+    Outside,
+    RandomWeights,
+    Supports,
+    Trained,
+    source_of,
+)
 from transformer.runtime.device import (
     DEVICE_CHOICES,
     device_label,
@@ -149,7 +160,9 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "naive_softmax", "neuron_terms", "PoolSettings", "position_views", "quadratic_share", "query_key_space",
            "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
            "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
-           "TrainingPool", "TrainResult", "TrainSpec", "quick_spec", "RANDOM", "preset_key", "upload",
+           "TrainingPool", "TrainResult", "TrainSpec", "quick_spec", "RANDOM", "preset_key", "Supports",
+           "EXTERNAL_EXAMPLE", "EXTERNAL_IDS_EXAMPLE",
+           "EXTERNAL_LENGTH", "upload",
            "upload_limit_bytes", "visible_gpus",
            "warm_up_device",
            "without_keys", "EngineStopped", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES, Trained, source_of
+from transformer.service import ARCHITECTURE_STACKS, SIZED_FAMILIES, source_of
 from ui import choices, model_config, state
 from ui.chart import chart, column_px, stepped_chart
 from ui.state import F
@@ -106,11 +106,11 @@ def view_picker(column=st) -> str:
 def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
     """The two mask switches; the look-ahead one is greyed out on the encoder's view, which it cannot change (it
     changes cross-attention through the decoder's queries)."""
-    if model_config.external():  # its masks are its own: switches that changed nothing would say something untrue
+    if model_config.supports().own_tokens:  # its masks are its own: switches that changed nothing would say untruths
         column.caption("Your model's masks are its own: padding (never run: each line runs at its own length) and, "
                        "for a causal model, the look-ahead mask.")
         return True, True
-    if model_config.trained():  # locked on, as it runs: the random-weights model's switches keep their values
+    if model_config.supports().own_masks:  # locked on, as it runs: the random-weights model's switches keep theirs
         column.toggle("Padding mask", value=True, disabled=True, key="_own_pad_mask",
                       help="The trained model runs with the masks it was trained with.")
         column.toggle("Look-ahead mask", value=True, disabled=True, key="_own_future_mask",
@@ -150,7 +150,7 @@ def variant_note(config, kv_heads: int, heads: int) -> str:
         parts.append(config.architecture)
     if config.norm != "post":
         parts.append(f"{config.norm}-norm")
-    if config.d_ff == 0 and not isinstance(source_of(config.weights), Trained):
+    if config.d_ff == 0 and source_of(config.weights).supports.shape:  # the sidebar's d_ff is the model's
         parts.append("attention only (d_ff 0)")
     if config.positions != "sinusoidal":
         parts.append(f"positions: {config.positions}")
@@ -185,7 +185,7 @@ def padding_notice(result, container=st) -> None:
     values = state.current_values()
     said = (f"**{percent(share)} of every source line is padding** (grey): the lines hold a few tokens and the "
             f"sequence length is N = {length}, so each is padded to it.")
-    if not model_config.is_random(values["weights"]):
+    if not model_config.supports(values["weights"]).shape:
         container.info(said + " A trained model reads its own task's lines: a shorter length shows more.",
                        icon=":material/density_small:")
         return
@@ -218,8 +218,9 @@ def _fill_length(length: int) -> None:
 
 
 def not_for_your_model(what: str) -> None:
-    """On a page that draws the lab's own model only: with a model from outside, say why and stop the page."""
-    if model_config.external():
+    """On a page that draws the lab's own model only: with a model it cannot open (from outside), say why and stop
+    the page."""
+    if not model_config.supports().inside:
         st.info(f"{what} A model from outside is read through its attention weights: the Attention and Heads pages "
                 "draw it. Pick seeded random or trained weights in the sidebar to see this page.",
                 icon=":material/info:")

@@ -4,7 +4,7 @@ stack)."""
 
 from __future__ import annotations
 
-from transformer.service import LiveConfig, ModelSource, Outside, RandomWeights, Trained, source_of
+from transformer.service import LiveConfig, ModelSource, Supports, source_of
 from ui import link_values, state
 
 
@@ -13,37 +13,22 @@ def source() -> ModelSource:
     return source_of(state.current_values()["weights"])
 
 
-def is_random(weights: str) -> bool:
-    """Whether ``weights`` (a Weights value) names seeded random weights."""
-    return isinstance(source_of(weights), RandomWeights)
-
-
-def is_outside(weights: str) -> bool:
-    """Whether ``weights`` names a model from outside (a keras-hub preset or an upload)."""
-    return isinstance(source_of(weights), Outside)
-
-
-def external() -> bool:
-    """Whether the sidebar's model is from outside (a keras-hub preset or an upload)."""
-    return isinstance(source(), Outside)
+def supports(weights: str | None = None) -> Supports:
+    """What the model ``weights`` names (the sidebar's when None) can do here: the UI asks this, never the
+    source's type (`transformer.service.Supports`: its shape the sidebar's, its own masks, its own tokens, …)."""
+    return source_of(state.current_values()["weights"] if weights is None else weights).supports
 
 
 def architecture() -> str:
     """The architecture the pages draw: the sidebar's, a trained model's own, or a model from outside's (its one
     stack: the sidebar reads it when the model is chosen)."""
     values = state.current_values()
-    if is_outside(values["weights"]):
+    if supports(values["weights"]).own_tokens:
         return state.get(state.EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
     return state.trained_options(values["weights"]).get("arch", values["arch"])
 
 
 TRAINED_MASKS = dict(mask_family="paper", padding_masks=True, look_ahead_mask=True)  # a trained model's own masks
-
-
-def trained() -> bool:
-    """Whether the sidebar's model is one the lab trained (shipped or trained here): it runs with the masks it was
-    trained with (`TRAINED_MASKS`), so the mask family and the mask switches show them locked."""
-    return isinstance(source(), Trained)
 
 
 def live_config(**overrides) -> LiveConfig:
@@ -52,11 +37,12 @@ def live_config(**overrides) -> LiveConfig:
     values = state.current_values()
     shape = state.shape_options(values)
     config = LiveConfig(
-        **{**shape, "architecture": architecture() if is_outside(values["weights"]) else shape["architecture"]},
+        **{**shape, "architecture": architecture() if supports(values["weights"]).own_tokens
+           else shape["architecture"]},
         seq_len=values["seq_len"], pad_symbols=state.pad_symbols(values["pads"]), source_text=values["src"],
         target_text=values["tgt"], seed=values["seed"], device=values["device"], weights=values["weights"],
         mask_family=values["mask_family"], mask_size=values["mask_size"],
         ablate=tuple(link_values.head_triple(code) for code in values["ablate"]), ablation=values["ablation"],
     )
-    own_masks = TRAINED_MASKS if isinstance(source_of(values["weights"]), Trained) else {}
+    own_masks = TRAINED_MASKS if supports(values["weights"]).own_masks else {}  # locked as it runs
     return LiveConfig(**{**config.__dict__, **overrides, **own_masks})

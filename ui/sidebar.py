@@ -6,6 +6,8 @@ import streamlit as st
 
 from transformer.service import (
     ARCHITECTURE_STACKS,
+    EXTERNAL_EXAMPLE,
+    EXTERNAL_LENGTH,
     MAX_LAYERS,
     MAX_SEQ_LEN,
     RANDOM,
@@ -67,7 +69,7 @@ def session_device() -> str:
 
 def weight_choices() -> list[str]:
     current = state.value(F.weights)
-    yours = list(state.get(your_model.YOURS, {})) + ([current] if model_config.is_outside(current) else [])
+    yours = list(state.get(your_model.YOURS, {})) + ([current] if model_config.supports(current).own_tokens else [])
     return [RANDOM] + available() + list(state.get(state.MY_MODELS, [])) + list(dict.fromkeys(
         yours))
 
@@ -98,7 +100,7 @@ def _retrain_offer(bar) -> None:
     """The button that trains a dropped model of a link again (same settings and seed), then opens the Train
     page."""
     spec = state.get(RETRAIN)
-    if spec is None or not model_config.is_random(state.value(F.weights)):
+    if spec is None or not model_config.supports(state.value(F.weights)).shape:
         return
     if not bar.button("Train it again", icon=":material/replay:", help=f"{spec.task}: {spec.options}"):
         return
@@ -112,9 +114,9 @@ def _retrain_offer(bar) -> None:
 
 
 def weights_label(name: str) -> str:
-    if model_config.is_random(name):
+    if model_config.supports(name).shape:
         return "Seeded random weights"
-    if model_config.is_outside(name):
+    if model_config.supports(name).own_tokens:
         return your_model.label(name)
     if source_of(name).trained_here:
         return session_model_label(name, state.get(state.MY_MODELS, {}))
@@ -139,15 +141,15 @@ def _after_weights_change() -> None:
     """A trained model reads its own tokens: swap in its task's example if the source text has others, and
     make the sequence length the model's own where the current one would cut its sources."""
     name = state.read(F.weights)
-    if model_config.is_outside(name):
+    if model_config.supports(name).own_tokens:
         if name in state.get(state.EXTERNAL_ARCHITECTURES, {}):
             state.put(F.arch, state.read(state.EXTERNAL_ARCHITECTURES)[name])
-        state.update(src=state.EXTERNAL_EXAMPLE, seq_len=state.EXTERNAL_LENGTH, ablate=[])
+        state.update(src=EXTERNAL_EXAMPLE, seq_len=EXTERNAL_LENGTH, ablate=[])
         return
     if state.get(F.arch) in ("decoder-only", "encoder-only") and \
-            model_config.is_outside(state.get(state.LAST_WEIGHTS, "")):
+            model_config.supports(state.get(state.LAST_WEIGHTS, "")).own_tokens:
         state.put(F.arch, "encoder-decoder")  # back from a model from outside's one stack
-    if model_config.is_random(name):
+    if model_config.supports(name).shape:
         return
     task, spec = get_task(task_of(name)), spec_of(name)  # read, not loaded: no TensorFlow here
     if not _reads(task, state.value(F.src)):
@@ -240,7 +242,7 @@ def render(page_path: str = "") -> None:
     else:
         weight_options, info, spec = settle()
         _draw_weights(bar, weight_options)
-        if info is not None and model_config.external():
+        if info is not None and model_config.supports().own_tokens:
             your_model.sidebar(bar, info)
         else:
             _draw_shape(bar, spec)
@@ -262,9 +264,9 @@ def settle() -> tuple[list, object, object]:
     options_follow(F.weights, weight_options)
     weights = state.read(F.weights)
     state.put(state.LAST_WEIGHTS, weights)
-    if info is not None and model_config.external():  # its own shape: none of the sidebar's
+    if info is not None and model_config.supports().own_tokens:  # its own shape: none of the sidebar's
         return weight_options, info, None
-    spec = None if model_config.is_random(weights) else spec_of(weights)
+    spec = None if model_config.supports(weights).shape else spec_of(weights)
     if not spec:
         options_follow(F.heads, [str(h) for h in choices.head_choices(state.read(F.d_model))])
     heads = spec.num_heads if spec else state.read(F.heads)

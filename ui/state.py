@@ -31,10 +31,6 @@ from transformer.service import (
     ROLES,
     SEED_BATCH,
     ModelShape,
-    Outside,
-    RandomWeights,
-    TrainSpec,
-    get_task,
     head_counts,
     kv_head_counts,
     source_of,
@@ -65,10 +61,6 @@ from viz.query_key import COLOURINGS as QK_COLOURINGS
 MAX_TEXT_CHARS = 20_000
 URL_TEXT_LIMIT = 4_000  # longer texts are left out of the link (with a notice)
 NOTICES = "_notices"
-TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"
-EXTERNAL_EXAMPLE = "The cat sat on the mat because the mat was warm.\nThe teacher told the student that she was right."
-EXTERNAL_IDS_EXAMPLE = "3 1 4 1 5 9 2 6\n2 7 1 8 2 8"  # a model with no tokenizer reads ids
-EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces: longer than the lab's toy lines
 
 
 @dataclass(frozen=True)
@@ -183,24 +175,16 @@ def dump(value) -> str:
 
 
 def default_of(key: str, weights: str):
-    """The value a link leaves out for ``key``: a trained model's source is its task's example, not the seed's,
-    and its sequence length the longest source it was trained on where that is longer than the default; a model
-    from outside reads `EXTERNAL_EXAMPLE`. A trained model's architecture, norm and positions are its own."""
+    """The value a link leaves out for ``key``: the lines and length the model starts from (its source's
+    `default_lines`: a trained model's task example, a model from outside's sentences); a trained model's
+    architecture, norm and positions are its own."""
     own = trained_options(weights) if key in ("arch", "norm", "positions") else {}
     if key in own:
         return own[key]
-    source = source_of(weights)
-    if isinstance(source, RandomWeights) or key not in ("src", "seq_len"):
+    if key not in ("src", "seq_len"):
         return FIELDS[key].default
-    if isinstance(source, Outside):
-        return EXTERNAL_EXAMPLE if key == "src" else EXTERNAL_LENGTH
-    task = source.task()
-    if task is None:
-        return TRAINED_EXAMPLE if key == "src" else FIELDS[key].default
-    if key == "src":
-        return get_task(task).example
-    own = get_task(task).own_lengths  # dates, translate: a length that holds their sources
-    return max(FIELDS[key].default, TrainSpec.for_task(task).max_len) if own else FIELDS[key].default
+    lines, length = source_of(weights).default_lines(FIELDS[F.seq_len].default)  # the model's own, where they differ
+    return length if key == "seq_len" else FIELDS[key].default if lines is None else lines
 
 
 def parse_url(query: dict) -> tuple[dict, list[str]]:

@@ -7,6 +7,9 @@ import streamlit as st
 
 from transformer.service import (
     EXTERNAL,
+    EXTERNAL_EXAMPLE,
+    EXTERNAL_IDS_EXAMPLE,
+    EXTERNAL_LENGTH,
     MAX_TOKENS,
     RANDOM,
     describe,
@@ -37,9 +40,9 @@ def _use(info) -> None:
     """Make the model from outside described by ``info`` the sidebar's model."""
     _remember(info)
     state.update(weights=info.key, arch=info.architecture, ablate=[])
-    if not model_config.is_outside(state.get(state.LAST_WEIGHTS, "")) or not info.tokenizer:
-        state.update(src=state.EXTERNAL_EXAMPLE if info.tokenizer else state.EXTERNAL_IDS_EXAMPLE,
-                                seq_len=state.EXTERNAL_LENGTH)
+    if not model_config.supports(state.get(state.LAST_WEIGHTS, "")).own_tokens or not info.tokenizer:
+        state.update(src=EXTERNAL_EXAMPLE if info.tokenizer else EXTERNAL_IDS_EXAMPLE,
+                                seq_len=EXTERNAL_LENGTH)
 
 
 def _load_preset() -> None:
@@ -62,7 +65,7 @@ def _load_upload() -> None:
 
 def controls(bar) -> None:
     """A keras-hub preset by name, or a .keras file: loaded on the engine, shared by the server's sessions."""
-    with bar.expander("Your model", expanded=model_config.external()):
+    with bar.expander("Your model", expanded=model_config.supports().own_tokens):
         st.text_input("keras-hub preset", key="_preset_name", placeholder="bert_tiny_en_uncased",
                       help="A keras-hub preset name (downloaded to keras-hub's cache the first time, on a server "
                       "online; a server's ATTENTION_LAB_PRESETS_DIR is looked in first). Read: BERT, RoBERTa, "
@@ -78,7 +81,7 @@ def opened():
     """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
     (the weights go back to random, with a notice). Before the Weights box is drawn."""
     key = state.value(F.weights)
-    if not model_config.is_outside(key):
+    if not model_config.supports(key).own_tokens:
         return None
     if key in EXTERNAL.evicted:
         state.notify(f"{label(key)} was unloaded to make room for other models on this server (it holds "

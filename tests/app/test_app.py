@@ -13,6 +13,7 @@ from readability_support import opening
 from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
+from transformer.live.sources import TRAINED_EXAMPLE
 from transformer.service import MAX_HEADS
 from ui import choices, link_values, openings, state
 from ui.controls import FAILED, PASSED, filled_text
@@ -324,8 +325,8 @@ def test_url_parameters_are_read_back_into_the_controls():
 
 @pytest.mark.parametrize("values", [
     {"weights": "reverse", "src": state.SEED_BATCH},  # a link without src opens a trained model on its example
-    {"weights": "reverse", "src": state.TRAINED_EXAMPLE},
-    {"weights": "random", "src": state.TRAINED_EXAMPLE},
+    {"weights": "reverse", "src": TRAINED_EXAMPLE},
+    {"weights": "random", "src": TRAINED_EXAMPLE},
     {"weights": "random", "src": state.SEED_BATCH, "seq_len": 9, "pad_mask": False},
 ])
 def test_a_link_gives_back_the_values_it_was_made_from(values):
@@ -337,7 +338,7 @@ def test_a_link_gives_back_the_values_it_was_made_from(values):
 
 def _field_values():
     """Any valid value of every field (texts short enough for a link), heads dividing d_model."""
-    texts = strategies.sampled_from([state.SEED_BATCH, state.TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
+    texts = strategies.sampled_from([state.SEED_BATCH, TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
     heads_and_kv = strategies.sampled_from(choices.D_MODEL_CHOICES).flatmap(
         lambda d_model: strategies.sampled_from(choices.head_choices(d_model)).flatmap(
             lambda heads: strategies.tuples(strategies.just(d_model), strategies.just(heads),

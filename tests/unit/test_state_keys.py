@@ -66,6 +66,30 @@ def test_no_source_name_or_prefix_is_spelled_in_the_ui():
     assert len(source_literals('weights = "random"\nkey = f"hub:{name}"\n')) == 2
 
 
+SOURCE_TYPES = {"RandomWeights", "Trained", "Outside"}
+
+
+def type_switches(source: str) -> list[str]:
+    """Lines of ``source`` that ask a model source its type (an ``isinstance`` of a source class, or one imported)
+    rather than what it supports (issue 79, step 2)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and SOURCE_TYPES & {alias.name for alias in node.names}:
+            found.append(f"{node.lineno}: imports {sorted(SOURCE_TYPES & {a.name for a in node.names})}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance" \
+                and SOURCE_TYPES & {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}:
+            found.append(f"{node.lineno}: isinstance of a source")
+    return found
+
+
+def test_the_ui_asks_a_source_what_it_supports_never_its_type():
+    found = {path.relative_to(ROOT).as_posix(): type_switches(path.read_text()) for path in ui_files()}
+    found["ui/state.py"] = type_switches((ROOT / "ui" / "state.py").read_text())
+    assert {path: lines for path, lines in found.items() if lines} == {}
+    planted = "from transformer.service import Outside\nif isinstance(source, (Trained, Outside)):\n    pass\n"
+    assert len(type_switches(planted)) == 2
+
+
 def test_a_mistyped_field_or_key_fails_at_once():
     assert state.F.weights == "weights"
     with pytest.raises(AttributeError, match="wieghts"):

@@ -13,7 +13,6 @@ from transformer.decoding.search import Decoding, Line, Step, check_settings, ch
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import VOCAB_SIZE, LiveConfig
 from transformer.live.plan import Resolved, ablation_means, resolved
-from transformer.live.sources import Trained
 from transformer.runtime.device import device_label
 from transformer.tasks import END, END_ID, START_ID
 from transformer.training.pretrained import Pretrained, load_pretrained
@@ -82,7 +81,7 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
     if not checked.source.supports.inside:
         return decode_external(config, text.strip(), sample, temperature, top_k, top_p, seed,
                                PROMPT_STEPS if max_steps is None else max_steps, checked.device)
-    trained = isinstance(checked.source, Trained)
+    trained = checked.source.supports.predictions  # a trained model answers its task
     if trained:
         pretrained = load_pretrained(config.weights, checked.device)
         line, vocabulary = _source_line(pretrained, text.strip()), pretrained.vocab
@@ -136,7 +135,7 @@ def cache_gap(config: LiveConfig, steps: int = 8) -> float:
     decodes ``config``'s first source line (encoder-decoder, from its first target token) or continues its first
     target line (decoder-only). ValueError for an encoder-only model (it does not decode)."""
     checked = resolved(config)
-    trained = isinstance(checked.source, Trained)
+    trained = checked.source.supports.predictions  # a trained model answers its task
     if config.architecture == "encoder-only" and not trained:
         raise ValueError("An encoder-only model does not decode: it has no cache. "
                          f"Received: architecture={config.architecture!r}")

@@ -23,12 +23,18 @@ from transformer.external.registry import EXTERNAL, check_key, is_external
 from transformer.live.config import VOCAB_SIZE, LiveConfig
 from transformer.live.inputs import Batches, Inputs, Masks, make_masks, notices
 from transformer.live.model_cache import shape_key
-from transformer.tasks import PAD, PAD_ID, START
+from transformer.tasks import PAD, PAD_ID, START, get_task
 from transformer.tasks.induction import NO_RULE
 from transformer.training import answers
 from transformer.training.pretrained import SESSION_PREFIX, check_config, load_pretrained, spec_of, task_of
+from transformer.training.saved_model import TrainSpec
 
 RANDOM = "random"  # the ``weights`` value of seeded random weights
+# The lines a visit starts from where the lab's own do not fit the model (`ModelSource.default_lines`)
+TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"  # a model trained here on a task that is no longer known
+EXTERNAL_EXAMPLE = "The cat sat on the mat because the mat was warm.\nThe teacher told the student that she was right."
+EXTERNAL_IDS_EXAMPLE = "3 1 4 1 5 9 2 6\n2 7 1 8 2 8"  # a model from outside with no tokenizer reads ids
+EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces: longer than the lab's toy lines
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,8 @@ class Supports:
     shape: bool  # its shape is the configuration's (d_model, heads, layers, …); else the model's own
     inside: bool  # it runs as the lab's own Keras model: one layer opened up, the Keras check, score terms, norms
     predictions: bool  # it answers its lines (a trained model's greedy answer, or its next tokens)
+    own_masks: bool  # it runs with the masks it was trained with: the mask family and switches show them locked
+    own_tokens: bool  # it reads text with its own tokenizer; its stacks and masks are its own (a model from outside)
 
 
 class ModelSource:
@@ -71,6 +79,11 @@ class ModelSource:
         shape is the model's (random weights) or the model is not the lab's."""
         return None
 
+    def default_lines(self, length: int) -> tuple[str | None, int]:
+        """The source lines and the sequence length a visit to this model starts from, where the lab's seed lines
+        and ``length`` (the lab's default) do not fit it; None: the lab's own lines."""
+        return None, length
+
     def task(self) -> str | None:
         """The task it was trained on; None for random weights or a model from outside."""
         return None
@@ -100,7 +113,8 @@ class RandomWeights(ModelSource):
     """Seeded random weights of the configuration's shape: every switch, family and variant applies."""
 
     kind = "random"
-    supports = Supports(ablation=True, masks=True, shape=True, inside=True, predictions=False)
+    supports = Supports(ablation=True, masks=True, shape=True, inside=True, predictions=False, own_masks=False,
+                        own_tokens=False)
 
     def check(self, config: LiveConfig) -> tuple:
         check_range("d_model", config.d_model, 1, MAX_D_MODEL)
@@ -127,7 +141,8 @@ class Trained(ModelSource):
     """A model the lab trained (shipped, or trained on this server): its own shape, vocabulary and masks."""
 
     kind = "trained"
-    supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=True)
+    supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=True, own_masks=True,
+                        own_tokens=False)
 
     def check(self, config: LiveConfig) -> tuple:
         check_config(config)  # its name and the options it was trained with, before anything loads
@@ -144,6 +159,14 @@ class Trained(ModelSource):
     def task(self) -> str | None:
         return task_of(self.weights)
 
+    def default_lines(self, length: int) -> tuple[str | None, int]:
+        """Its task's example, at a length that holds its task's sources (dates, translate: longer than the lab's)."""
+        task = self.task()
+        if task is None:
+            return TRAINED_EXAMPLE, length
+        rules = get_task(task)
+        return rules.example, max(length, TrainSpec.for_task(task).max_len) if rules.own_lengths else length
+
     def loader(self, device: str):
         return lambda: load_pretrained(self.weights, device).model
 
@@ -158,7 +181,8 @@ class Outside(ModelSource):
     own tokenizer and masks; nothing inside it is opened or changed."""
 
     kind = "outside"
-    supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False)
+    supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False, own_masks=False,
+                        own_tokens=True)
 
     def check(self, config: LiveConfig) -> tuple:
         check_key(config.weights)
@@ -169,6 +193,9 @@ class Outside(ModelSource):
             raise ValueError(f"Heads are ablated in the lab's own models; a model from outside is read as it is. "
                              f"Received: {len(config.ablate)} heads ablated with weights={config.weights!r}")
         return ()
+
+    def default_lines(self, length: int) -> tuple[str | None, int]:
+        return EXTERNAL_EXAMPLE, EXTERNAL_LENGTH
 
     def loader(self, device: str):
         raise ValueError(f"A model from outside ({self.weights}) is read through its attention weights, not run as "
