@@ -27,33 +27,31 @@ from transformer.core.layers import Decoder, DecoderBlock, Encoder, EncoderBlock
 from transformer.core.masks import padding_mask, subsequent_mask, target_mask
 from transformer.core.model import Transformer
 from transformer.core.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
-from transformer.live import run as _run
-from transformer.live import score_terms as _score_terms
-from transformer.live import value_norms as _value_norms
-from transformer.live import walkthrough as _walkthrough
 from transformer.live.config import LiveConfig
 from transformer.live.model_cache import ModelCache
 from transformer.live.run import LiveResult, stack_sides
 from transformer.live.walkthrough import Walkthrough
 from transformer.runtime.device import device_label, resolve_device, visible_gpus
-from transformer.runtime.engine_thread import on_engine_thread
-from transformer.training.pretrained import Pretrained, load_pretrained
 
-# What computes runs on the one engine thread (transformer.runtime.engine_thread), wrapped here at the door: the
-# engine's own modules call each other directly, already on it.
-run_live = on_engine_thread(_run.run_live)
-line_count = on_engine_thread(_run.line_count)  # its masks are made (and cached) by TensorFlow, as run_live's
-sequence_lengths = on_engine_thread(_run.sequence_lengths)
-attention_walkthrough = on_engine_thread(_walkthrough.attention_walkthrough)
-keras_difference = on_engine_thread(_walkthrough.keras_difference)
-score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends: its scores split by parts
-value_norms = on_engine_thread(_value_norms.value_norms)  # how much a head moves: ‖α·f(x)‖ (Kobayashi et al.)
+# What computes is the service's (transformer/service.py), on the one engine thread: the face re-exports it.
+from transformer.service import (
+    attention_walkthrough,
+    keras_difference,
+    line_count,
+    read_lines,
+    run_live,
+    score_terms,
+    sequence_lengths,
+    value_norms,
+)
+from transformer.training.pretrained import Pretrained, load_pretrained
 
 __all__ = [
     "AttentionStages", "Decoder", "DecoderBlock", "Encoder", "EncoderBlock", "FeedForward", "LiveConfig",
     "LiveResult", "ModelCache", "MultiHeadAttention", "PositionalEncoding", "Pretrained", "ResidualBlock",
     "ScaledEmbedding", "Transformer", "Walkthrough", "attention_stages", "attention_walkthrough", "device_label",
-    "keras_difference", "line_count", "load_pretrained", "masked_softmax", "padding_mask", "positional_encoding",
+    "keras_difference", "line_count", "load_pretrained", "read_lines", "masked_softmax", "padding_mask",
+    "positional_encoding",
     "resolve_device", "run_live", "score_terms", "scaled_dot_product_attention", "sequence_lengths", "stack_sides",
     "subsequent_mask", "value_norms",
     "target_mask", "visible_gpus",

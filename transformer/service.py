@@ -53,6 +53,8 @@ from transformer.live import induction as _induction
 from transformer.live import query_key as _query_key
 from transformer.live import run as _run
 from transformer.live import score_terms as _score_terms
+from transformer.live import value_norms as _value_norms
+from transformer.live import walkthrough as _walkthrough
 from transformer.live import warm_up as _warm_up
 from transformer.live.config import MAX_SEQ_LEN, SEED_BATCH, LiveConfig
 from transformer.live.faithfulness import EXPLAINED_TASKS, METHODS, is_measured
@@ -119,9 +121,8 @@ from transformer.training.vision_kept import VISION_PREFIX, vision_label
 from transformer.training.vision_kept import register_vision as _register_vision
 
 TF_VERSION = tf.__version__
-# What computes runs on the one engine thread (transformer.runtime.engine_thread), wrapped here at the door (and
-# in the package face for what it serves: run_live, line_count, sequence_lengths, the walkthrough, the Keras check);
-# the engine's own modules call each other directly, already on it.
+# What computes runs on the one engine thread (transformer.runtime.engine_thread), wrapped here, the one door (the
+# package face re-exports what it serves); the engine's own modules call each other directly, already on it.
 attention_cost = on_engine_thread(_cost.attention_cost)
 position_views = on_engine_thread(_position_views.position_views)
 describe = on_engine_thread(_registry.describe)
@@ -134,7 +135,14 @@ faithfulness = on_engine_thread(_faithfulness.faithfulness)
 example_maps = on_engine_thread(_faithfulness.example_maps)
 read_image = on_engine_thread(_images.read_image)
 query_key_space = on_engine_thread(_query_key.query_key_space)
-score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends (also served by the package face)
+run_live = on_engine_thread(_run.run_live)
+read_lines = on_engine_thread(_run.read_lines)  # the lines as the model reads them, no attention computed
+line_count = on_engine_thread(_run.line_count)  # its masks are made (and cached) by TensorFlow, as run_live's
+sequence_lengths = on_engine_thread(_run.sequence_lengths)
+attention_walkthrough = on_engine_thread(_walkthrough.attention_walkthrough)
+keras_difference = on_engine_thread(_walkthrough.keras_difference)
+score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends: its scores split by parts
+value_norms = on_engine_thread(_value_norms.value_norms)  # how much a head moves: ‖α·f(x)‖ (Kobayashi et al.)
 warm_up_device = on_engine_thread(_warm_up.warm_up_device)
 rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
 register_vision = on_engine_thread(_register_vision)  # a finished image job's weights into a kept model
@@ -160,7 +168,9 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "naive_softmax", "neuron_terms", "PoolSettings", "position_views", "quadratic_share", "query_key_space",
            "QueueFull", "rebuild_trained", "register", "repeated_lines", "resolve_device", "role_text",
            "scaling_experiment", "score_bias", "session_name", "size_range", "spec_of", "stable_softmax", "task_of",
-           "TrainingPool", "TrainResult", "TrainSpec", "quick_spec", "RANDOM", "preset_key", "Supports",
+           "TrainingPool", "TrainResult", "TrainSpec", "quick_spec", "run_live", "read_lines", "line_count",
+           "sequence_lengths",
+           "attention_walkthrough", "keras_difference", "value_norms", "RANDOM", "preset_key", "Supports",
            "EXTERNAL_EXAMPLE", "EXTERNAL_IDS_EXAMPLE",
            "EXTERNAL_LENGTH", "upload",
            "upload_limit_bytes", "visible_gpus",

@@ -274,6 +274,12 @@ def run_live(config: LiveConfig, cache: ModelCache = MODELS, *, stacks=STACKS, l
     )
 
 
+def read_lines(config: LiveConfig, cache: ModelCache = MODELS) -> LiveResult:
+    """``config``'s lines as its model reads them (tokens, ids, masks, the model's sizes, a trained model's
+    answers), no attention computed: `run_live` asked for no stacks."""
+    return run_live(config, cache, stacks=())
+
+
 def _lengths(plan: Plan) -> tuple[int, int]:
     """``(N_source, N_target)`` of ``plan``'s lines as the model runs them."""
     batches = plan.inputs.batches
