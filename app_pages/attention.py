@@ -50,7 +50,7 @@ with controls[2]:
 config = model_config.live_config(padding_masks=padding_on, look_ahead_mask=future_on)
 inside = model_config.source().supports.inside  # the lab's own model: its intermediates are read (not from outside)
 carried_over(config, "attention")
-text = data.text_of(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet; a bad
+text = data.read_lines(config)  # the lines' tokens, masks and the model's sizes: no attention computed yet; a bad
 batch = len(text.source_tokens)  # configuration's message goes full width, under the controls
 with controls[1]:
     element = element_picker(batch)
@@ -116,7 +116,7 @@ windows = token_views.exact_windows(  # {name: window} a block-wise run (N > 512
     head_view=view == "Head view", focus=focus)
 
 with heads_part:
-    result = data.live(config, stacks=(stack,), lines=(element,), windows=tuple(windows.values()))  # stack, line
+    result = data.run_live(config, stacks=(stack,), lines=(element,), windows=tuple(windows.values()))  # stack, line
 exact_maps = {name: maps[:, 0] for name, maps in zip(windows, result.window_weights.get(stack, ()))}  # (L, H, r, c)
 line_maps = result.attention[stack][:, 0]  # (L, H, N_q, N_k), max-pooled by result.attention_factor above 512
 mask = result.mask_of(stack, element, layer)  # (N_q, N_k): this layer's
@@ -126,7 +126,7 @@ on_click = token_views.on_chart_click(view_of_line)
 click_side = token_views.click_side()  # a click's focus is drawn in the browser at once, then sent (viz/panels.js)
 weights = view_of_line.weights[layer]  # (H, N_q, N_k'), specials' columns out when hidden
 with_mean = np.concatenate([weights, weights.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
-norms = data.norms_of(config, stack, element) if norms_on else None  # (L, H, N_q, N_k)
+norms = data.value_norms(config, stack, line=element) if norms_on else None  # (L, H, N_q, N_k)
 if norms is not None:
     shown_norms = np.take(norms[layer], view_of_line.key_positions, axis=-1)  # (H, N_q, N_k'): not renormalised
     grid_cells = np.concatenate([shown_norms, shown_norms.mean(0, keepdims=True)])  # (H + 1, N_q, N_k')
@@ -197,7 +197,7 @@ elif view == "Checks" and blockwise:
           if totals.compiled_blocks else []),
         f"Keras's layers hold the whole (B, H, N, N) weights: compared up to N = {FULL_ATTENTION_MAX}."]))
 elif view == "Checks":
-    gaps = data.keras_check(config, stack, layer, element) if inside else {}  # {}: RoPE, ALiBi (no Keras)
+    gaps = data.keras_difference(config, stack, layer, line=element) if inside else {}  # {}: RoPE, ALiBi (no Keras)
     checks = attention_checks(line_maps, result.masks_of(stack, element), gaps)  # each layer with its own mask
     st.markdown("\n\n".join([  # one element: each element costs the browser ~2 ms per rerun
         f"Every layer and head of line {element + 1}:",

@@ -75,7 +75,7 @@ measured = st.empty()  # the measurement's spinner, then its chart, replace the 
 if right.button("Measure", type="primary", help="Takes a few seconds (longer at N = 4096); the engine serves "
                 "other sessions' moves in between.") or data.cost_measured(*key):
     with measured.container():
-        series = data.cost(*key)
+        series = data.attention_cost(*key)
     lengths = series[0].lengths
     span = fit_range(lengths)
     marked = [(n, what) for n, what in crossovers(series, d_model) if lengths[0] <= n <= lengths[-1]]

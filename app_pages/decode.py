@@ -93,7 +93,8 @@ top_p = settings[3].select_slider("Top-p (sampling)", choices.TOP_PS, key=F.dec_
                                   "p (after top-k).")
 seed = settings[4].number_input("Seed (sampling)", min_value=0, max_value=2**31 - 1, key=F.dec_seed,
                                 disabled=mode == "greedy", **PERSIST)
-run = data.decoding(config, source, mode == "sampled", float(temperature), int(top_k), float(top_p), int(seed))
+run = data.decode(config, source, sample=mode == "sampled", temperature=float(temperature), top_k=int(top_k),
+                  top_p=float(top_p), seed=int(seed))
 last = len(run.steps) - 1
 clamp(F.dec_step, last)
 if mode == "sampled" and top_k >= len(run.vocabulary):

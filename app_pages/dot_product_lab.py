@@ -28,7 +28,7 @@ not_for_your_model("This page opens one attention layer of the lab's own model s
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
 config = model_config.live_config()
 carried_over(config, "dot_product_lab")
-result = data.live(config)
+result = data.run_live(config)
 layers, batch, heads = result.layers, result.source_ids.shape[0], result.heads
 top = st.columns(4)
 with top[0]:
@@ -40,7 +40,7 @@ with top[2]:
 with top[3]:
     head = head_picker(heads)
 
-walk = data.walkthrough(config, stack, layer)
+walk = data.attention_walkthrough(config, stack, layer)
 t = {name: array[element] for name, array in walk.tensors.items()}
 query_labels, key_labels = (position_labels(tokens) for tokens in result.tokens_of(stack, element))
 mask = walk.mask[element]  # (N_q, N_k)
@@ -65,7 +65,7 @@ st.subheader("Why divide by √d_k")
 st.markdown("For q, k with independent N(0, 1) entries, q·k has variance d_k: the softmax saturates (its entropy "
             "collapses) as d_k grows. Dividing by √d_k brings the variance back to 1. Measured now on random "
             "vectors:")
-plot(scaling_figure(data.scaling(), fit_px=fit_px("lab_scaling")), "lab_scaling")
+plot(scaling_figure(data.scaling_experiment(), fit_px=fit_px("lab_scaling")), "lab_scaling")
 
 
 

@@ -46,8 +46,8 @@ if not is_measured(weights, count, 0, device):
         st.stop()
     offer.empty()
     with st.spinner(f"Scoring six methods on {count} examples of {task_of(weights)}…"):
-        data.explanations(weights, count, device)
-scores = data.explanations(weights, count, device)
+        data.faithfulness(weights, count, device)
+scores = data.faithfulness(weights, count, device)
 layer, head = scores.head
 st.markdown(f"**{scores.outputs}** aligned output tokens of {count} examples; the model gives them probability "
             f"**{scores.base:.3f}** on average. The head whose ablation costs the most: cross-attention layer "
@@ -68,7 +68,7 @@ if not lines:
     st.info("Type a source line in the sidebar to see its maps.", icon=":material/info:")
     st.stop()
 element = element_picker(len(lines))
-example = data.explanation_example(weights, lines[element], count, device)
+example = data.example_maps(weights, lines[element], count, device)
 plot(explanation_maps(example.maps, example.source_tokens, example.target_tokens, example.aligned,
                       fit_px("explanation_maps")), "explanation_maps")
 st.caption("Rows are the right answer's tokens (teacher forced), columns the source's; each row is scaled to its "

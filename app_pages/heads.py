@@ -126,10 +126,10 @@ if not measured(weights, count, kind, 0, device):
         st.caption(f"{len(triples) + 1} runs of the model on {count} examples each (about 10 s for 200 on two cores).")
         st.stop()
     bar = st.progress(0.0, text="Measuring the model as it is")
-    data.ablation_measure(weights, (), count, kind, device)
+    data.measure_ablation(weights, (), count, kind, device)
     for done, triple in enumerate(triples, start=1):
         bar.progress(done / len(triples), text=f"Ablating {head_label(triple)} ({done} of {len(triples)})")
-        data.ablation_measure(weights, (triple,), count, kind, device)
+        data.measure_ablation(weights, (triple,), count, kind, device)
     bar.empty()
 importance = data.head_importance(weights, count, kind, device)
 st.markdown(f"The model as it is: loss **{importance.loss:.3f}**, exact accuracy **{importance.accuracy:.1%}** on "

@@ -35,7 +35,7 @@ if "dates" in available():
     st.caption(f"This picture: the trained **dates** model. Every other page draws the sidebar's model "
                f"(now: **{weights_label(state.current_values()['weights'])}**); the buttons below make it the "
                "dates, translate or reverse model.")
-    result = data.live(config, stacks=stacks, notices=False)
+    result = data.run_live(config, stacks=stacks, notices=False)
     layer = result.layers - 1
     weights = result.attention["cross"][layer, 0]  # (H, N_t, N_s): each output character's view of the source
     mean = weights.mean(axis=0, keepdims=True)  # (1, N_t, N_s)

@@ -80,7 +80,7 @@ def _image_controls() -> tuple[str, str, int, int]:
     controls = st.columns([3, 2, 2])
     name = controls[0].radio("Model", list(labels), key=F.img_model, format_func=labels.get, horizontal=True,
                              on_change=_new_image, **PERSIST)
-    task = data.image_task_of(name)
+    task = data.image_task(name)
     if task == "digits":
         if state.read(F.img_pick) >= DIGITS_TEST:
             st.warning(f"The digits have test images 0–{DIGITS_TEST - 1}: showing image 0.", icon=":material/warning:")
@@ -120,7 +120,7 @@ def images_view() -> None:
     original, label = data.example_image(name, pick)
     flips = state.read(F.img_flip)
     image = edited(original, flips)
-    reading = data.image_reading(name, image, sidebar.session_device())
+    reading = data.read_image(name, image, sidebar.session_device())
     layers, heads = reading.weights.shape[:2]  # (L, H, 17, 17): the shape is the model's own, as it ran
     st.caption(f"This model: {count(layers, 'pre-norm encoder layer')} of {count(heads, 'head')}, read off its "
                "attention.")

@@ -28,7 +28,7 @@ seed = controls[0].number_input("Lines (seed)", min_value=0, max_value=2**31 - 1
                                 help="The fresh lines are drawn from this seed; the chart below shows the first.")
 count = controls[1].select_slider("How many lines", choices.INDUCTION_COUNTS, key=F.ind_count, **PERSIST)
 device = state.value(F.device)
-study = data.induction(int(seed), int(count), state.read(F.ind_ablate), device)  # the loss chart's study (below)
+study = data.induction_study(int(seed), int(count), state.read(F.ind_ablate), device)  # the loss chart's study (below)
 base = study.accuracy["none"]
 metrics = [*st.columns(2), *st.columns(2)]  # two rows of two: four to a row cut the labels off with "…"
 metrics[0].metric("Second occurrence: next tokens right", f"{base['second']:.1%}",
@@ -49,7 +49,7 @@ def loss_view() -> None:
     and its sidebar (docs/performance.md). The study is the page's (cached): only its loss depends on the radio."""
     ablated = st.radio("Ablate (zero) in the loss chart", GROUPS, key=F.ind_ablate, format_func=GROUP_LABELS.get,
                        horizontal=True, **PERSIST)
-    shown = data.induction(int(seed), int(count), ablated, device)
+    shown = data.induction_study(int(seed), int(count), ablated, device)
     plot(position_loss_figure(line.tokens, shown.loss, line.first, line.second, line.size, shown.vocabulary,
                               f"next-token loss along the first line<br>({GROUP_LABELS[ablated]} ablated)",
                               fit_px=fit_px("ind_loss")), "ind_loss")

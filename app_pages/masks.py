@@ -46,7 +46,7 @@ if family in SIZED_FAMILIES:
     if length > low:  # a slider needs two stops
         family_columns[1].slider(SIZED_FAMILIES[family].capitalize(), low, length, key=F.mask_size, **PERSIST)
 st.markdown(FAMILY_NOTES[family])  # what was just chosen comes first: its note, then its own chart
-result = data.live(model_config.live_config())
+result = data.run_live(model_config.live_config())
 batch, length = result.source_ids.shape
 titles = [f"line {b + 1}" for b in range(batch)]
 padding_notice(result)

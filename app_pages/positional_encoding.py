@@ -12,7 +12,7 @@ from viz.export import arrays_npz, matrix_csv
 openings.show("positional_encoding")
 not_for_your_model("This page draws the lab's own positional encodings; a model from outside has positions of its "
                    "own (learned, rotary …).")
-result = data.live(model_config.live_config())
+result = data.run_live(model_config.live_config())
 encoding = result.positional_encoding
 length, d_model = encoding.shape
 d_k = d_model // result.heads

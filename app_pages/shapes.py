@@ -38,7 +38,7 @@ not_for_your_model("This page reads the tensors inside one attention layer of th
 config = model_config.live_config()
 carried_over(config, "shapes")
 stack = config.stacks[0]  # the encoder's self-attention; a decoder-only model's causal self-attention
-walk = data.walkthrough(config, stack, 0)
+walk = data.attention_walkthrough(config, stack, 0)
 shapes = walk.shapes
 B, N, d_model = shapes["query"]
 H, d_k = shapes["query_heads"][1], shapes["query_heads"][3]

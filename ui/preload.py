@@ -84,7 +84,7 @@ def _warm_up() -> None:
 
     try:
         data.warm_home()  # first: a server's first visit is usually Home's
-        data.scaling()
+        data.scaling_experiment()
         device = service.warm_up_device()
     except service.EngineStopped:  # the server is stopping (Ctrl-C, a replica's restart): nothing to warm up for
         return

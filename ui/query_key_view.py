@@ -29,7 +29,7 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
     head = columns[1].slider("Head", 0, max(heads - 1, 1), key=F.qk_head, disabled=heads < 2, **PERSIST)
     colour = columns[2].radio("Colour by", COLOURINGS, key=F.qk_colour, format_func=COLOUR_LABELS.get,
                               horizontal=True, **PERSIST)
-    space = data.query_key(config, stack, layer, head)
+    space = data.query_key_space(config, stack, layer, head)
 
     def focus(clicked: dict) -> None:
         if "query" not in clicked:

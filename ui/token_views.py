@@ -239,7 +239,7 @@ def flow_part(view: LineView, rolled: np.ndarray, focus, layers: int) -> None:
         st.caption("Focus a query (above, or click a row) to see its attention flow beside its rollout.")
         return
     query = focus[1]
-    flow = data.flow_of(view.all_weights, query)  # (N,)
+    flow = data.attention_flow(view.all_weights, query)  # (N,)
     if view.hidden:
         flow = without_keys(flow[None], ~np.isin(np.arange(n), view.key_positions))[0]  # (N_k',)
     plot(flow_beside_rollout(rolled[query], flow, view.key_tokens, position_labels(view.query_tokens)[query],
@@ -291,7 +291,7 @@ def terms_section(result, config, stack: str, layer: int, line: int, focus) -> N
     key made it win against the other keys the query may see."""
     query_tokens, key_tokens = result.tokens_of(stack, line)
     head, query, key = pair_picker(result.heads, query_tokens, key_tokens, focus)
-    split = data.terms_of(config, stack, layer, head, line, query)
+    split = data.score_terms(config, stack, layer, head, line=line, query=query)
     if np.isnan(split.scores[0, key]):
         st.info("This key is masked for this query: it has no score to split. Pick another key.",
                 icon=":material/info:")
@@ -311,7 +311,7 @@ def terms_section(result, config, stack: str, layer: int, line: int, focus) -> N
 
 def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> None:
     """q, k, q∘k, the logit and the softmax of one head's query–key pair, read off the live tensors."""
-    walk = data.walkthrough(config, stack, layer)
+    walk = data.attention_walkthrough(config, stack, layer)
     q, k = walk.tensors["query_heads"][line], walk.tensors["key_heads"][line]  # (H, N_q, d_k), (H, N_k, d_k)
     mask = walk.mask[line]  # (N_q, N_k)
     query_tokens, key_tokens = result.tokens_of(stack, line)

@@ -149,7 +149,7 @@ def test_the_page_states_the_shape_of_the_model_it_ran_not_a_fixed_one(monkeypat
 
     reading = read_image("match", example_image("match", 0)[0])
     one_layer = type(reading)(**{**reading.__dict__, "weights": reading.weights[:1, :2]})  # as a 1-layer, 2-head model
-    monkeypatch.setattr(data, "image_reading", lambda *arguments: one_layer)
+    monkeypatch.setattr(data, "read_image", lambda *arguments: one_layer)
     at = open_page("images")
     no_errors(at)
     intro = " ".join(m.value for m in at.markdown)

@@ -181,11 +181,11 @@ def test_a_driver_without_a_gpu_in_tensorflow_gets_a_notice_with_the_fix(tmp_pat
 def test_the_status_line_gives_the_gpus_memory_in_use_and_total(monkeypatch):
     from ui import data
 
-    monkeypatch.setattr(data, "device_memory", lambda device: (int(0.5 * 2**30), 24 * 2**30) if "GPU" in device
+    monkeypatch.setattr(data.service, "memory_in_use", lambda device: (int(0.5 * 2**30), 24 * 2**30) if "GPU" in device
                         else None)
     assert data.memory_text("/GPU:0") == "**GPU memory** 0.50 / 24.0 GB"
     assert data.memory_text("/CPU:0") == ""
-    monkeypatch.setattr(data, "device_memory", lambda device: (2**30, None))  # the driver gave no total
+    monkeypatch.setattr(data.service, "memory_in_use", lambda device: (2**30, None))  # the driver gave no total
     assert data.memory_text("/GPU:0") == "**GPU memory** 1.00 GB"
 
 
@@ -211,10 +211,10 @@ def test_the_start_up_warm_up_computes_the_dot_product_labs_experiment_once_for_
     """The lab's first visit waited 0.5–0.8 s for a fixed NumPy experiment; the server computes it at start."""
     from ui import data, preload
 
-    data.scaling.cache_clear()
+    data.scaling_experiment.cache_clear()
     preload._warm_up()
-    assert data.scaling.cache_info().currsize == 1
-    assert data.scaling() is data.scaling()  # the page reads the one computed at start
+    assert data.scaling_experiment.cache_info().currsize == 1
+    assert data.scaling_experiment() is data.scaling_experiment()  # the page reads the one computed at start
 
 
 @pytest.mark.slow
