@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.service import date_text, get_task, task_of
 from ui import choices, data, model_config, openings, state
-from ui.controls import PERSIST, clamp, fit_px, not_for_your_model, options_follow, plot_steps
+from ui.controls import PERSIST, clamp, fit_px, not_for_external_model, options_follow, plot_steps
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.state import F
 from ui.stepper import stepper
@@ -20,7 +20,8 @@ config = model_config.live_config()
 outside = model_config.supports().own_tokens
 trained = model_config.supports().predictions  # a trained model writes its task's answer
 if outside and config.architecture != "decoder-only":
-    not_for_your_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to decode.")
+    not_for_external_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to "
+                           "decode.")
 # random weights (decoder-only), a trained decoder-only model and a causal model from outside continue a prompt
 prompting = config.architecture == "decoder-only"
 if outside:

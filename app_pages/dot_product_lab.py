@@ -15,7 +15,7 @@ from ui.controls import (
     fit_px,
     head_picker,
     layer_picker,
-    not_for_your_model,
+    not_for_external_model,
     plot,
     stack_picker,
 )
@@ -24,7 +24,7 @@ from viz.lab import bars_figure, dimension_labels, scaling_figure, stages_figure
 from viz.labels import position_labels
 
 openings.show("dot_product_lab")
-not_for_your_model("This page opens one attention layer of the lab's own model step by step.")
+not_for_external_model("This page opens one attention layer of the lab's own model step by step.")
 st.markdown("softmax(Q·Kᵀ / √d_k + mask) · V for one head of the live model, one stage at a time.")
 config = model_config.live_config()
 carried_over(config, "dot_product_lab")

@@ -5,14 +5,14 @@ import streamlit as st
 
 from transformer.service import MASK_FAMILIES, SIZED_FAMILIES, size_range
 from ui import data, model_config, openings, state
-from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, padding_notice, plot
+from ui.controls import PERSIST, Download, downloads, fit_px, not_for_external_model, padding_notice, plot
 from ui.state import F
 from ui.text import percent
 from viz.export import arrays_npz, matrix_csv
 from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
 openings.show("masks")
-not_for_your_model("This page draws the lab's mask families and switches; a model from outside uses its own masks "
+not_for_external_model("This page draws the lab's mask families and switches; a model from outside uses its own masks "
                    "(padding, and the look-ahead mask when causal), drawn grey on the Attention page.")
 st.caption("Blue: the query may attend to the key (True). Grey: blocked (False). Rows are queries, columns keys.")
 FAMILY_NOTES = {

@@ -4,13 +4,13 @@ and ALiBi's biases for the current heads."""
 import streamlit as st
 
 from ui import data, model_config, openings, state
-from ui.controls import PERSIST, Download, downloads, fit_px, not_for_your_model, parse_indices, plot
+from ui.controls import PERSIST, Download, downloads, fit_px, not_for_external_model, parse_indices, plot
 from ui.state import F
 from viz import positional
 from viz.export import arrays_npz, matrix_csv
 
 openings.show("positional_encoding")
-not_for_your_model("This page draws the lab's own positional encodings; a model from outside has positions of its "
+not_for_external_model("This page draws the lab's own positional encodings; a model from outside has positions of its "
                    "own (learned, rotary …).")
 result = data.run_live(model_config.live_config())
 encoding = result.positional_encoding

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui import data, model_config, openings
-from ui.controls import PERSIST, STACK_NAMES, carried_over, not_for_your_model, plot
+from ui.controls import PERSIST, STACK_NAMES, carried_over, not_for_external_model, plot
 from ui.state import F
 from viz.shapes import tensor_diagram
 
@@ -34,7 +34,7 @@ AXES = {
 }
 
 openings.show("shapes")
-not_for_your_model("This page reads the tensors inside one attention layer of the lab's own model.")
+not_for_external_model("This page reads the tensors inside one attention layer of the lab's own model.")
 config = model_config.live_config()
 carried_over(config, "shapes")
 stack = config.stacks[0]  # the encoder's self-attention; a decoder-only model's causal self-attention

@@ -165,7 +165,7 @@ def redraws_after(page, drawn: int) -> int:
 
 
 def kept_drawn(page) -> int:
-    """Charts Plotly drew when idle under their kept copies (kept_drawings.js) since `step_and_wait`."""
+    """Charts Plotly drew when idle under their kept copies (drawing_copies.js) since `step_and_wait`."""
     return page.evaluate("() => window.__keptDrawn")
 
 

@@ -76,8 +76,8 @@ from transformer.live.sources import (
     EXTERNAL_IDS_EXAMPLE,
     EXTERNAL_LENGTH,
     RANDOM,
+    External,
     ModelSource,
-    Outside,
     RandomWeights,
     Supports,
     Trained,
@@ -175,5 +175,5 @@ __all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "AR
            "EXTERNAL_LENGTH", "upload",
            "upload_limit_bytes", "visible_gpus",
            "warm_up_device",
-           "without_keys", "EngineStopped", "ModelSource", "Outside", "RandomWeights", "Trained", "source_of",
+           "without_keys", "EngineStopped", "ModelSource", "External", "RandomWeights", "Trained", "source_of",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost"]

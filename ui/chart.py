@@ -55,7 +55,7 @@ def frontend(*names: str | Path) -> str:
 
 
 _JS = frontend("load_plotly.js", "after_paint.js", *VIEW_SCRIPTS, "group_layers.js", "legend_groups.js",
-               "stepped_charts.js", "kept_drawings.js", "chart.js")
+               "stepped_charts.js", "drawing_copies.js", "chart.js")
 STALE_FADE_CSS = frontend("stale_fade.css")
 _EARLY_LOADER_JS = frontend("load_plotly.js", "streamlit_patches.js", "early_loader.js")
 

@@ -217,7 +217,7 @@ def _fill_length(length: int) -> None:
         state.put(key, filled_text(state.value(key), length, pads))
 
 
-def not_for_your_model(what: str) -> None:
+def not_for_external_model(what: str) -> None:
     """On a page that draws the lab's own model only: with a model it cannot open (from outside), say why and stop
     the page."""
     if not model_config.supports().inside:

@@ -23,7 +23,7 @@ from transformer.service import (
     spec_of,
     task_of,
 )
-from ui import choices, model_config, state, training, your_model
+from ui import choices, external_model, model_config, state, training
 from ui.ablation_controls import ablation_controls
 from ui.controls import PERSIST, options_follow
 from ui.state import F
@@ -69,7 +69,8 @@ def session_device() -> str:
 
 def weight_choices() -> list[str]:
     current = state.value(F.weights)
-    yours = list(state.get(your_model.YOURS, {})) + ([current] if model_config.supports(current).own_tokens else [])
+    yours = list(state.get(external_model.EXTERNAL_MODELS, {})) + \
+        ([current] if model_config.supports(current).own_tokens else [])
     return [RANDOM] + available() + list(state.get(state.MY_MODELS, [])) + list(dict.fromkeys(
         yours))
 
@@ -117,7 +118,7 @@ def weights_label(name: str) -> str:
     if model_config.supports(name).shape:
         return "Seeded random weights"
     if model_config.supports(name).own_tokens:
-        return your_model.label(name)
+        return external_model.label(name)
     if source_of(name).trained_here:
         return session_model_label(name, state.get(state.MY_MODELS, {}))
     return f"Trained: {name}"
@@ -243,7 +244,7 @@ def render(page_path: str = "") -> None:
         weight_options, info, spec = settle()
         _draw_weights(bar, weight_options)
         if info is not None and model_config.supports().own_tokens:
-            your_model.sidebar(bar, info)
+            external_model.sidebar(bar, info)
         else:
             _draw_shape(bar, spec)
             _draw_input(bar, spec)
@@ -256,7 +257,7 @@ def settle() -> tuple[list, object, object]:
     take reset. Returns the Weights options, the model from outside opened (or None) and a trained model's spec
     (None for random weights)."""
     _open_linked_model()
-    info = your_model.opened()
+    info = external_model.opened()
     weight_options = weight_choices()
     if state.get(F.weights) not in weight_options:
         state.notify(f"The model {state.get(F.weights)!r} is not available here; using random weights.")
@@ -285,7 +286,7 @@ def _draw_weights(bar, weight_options: list) -> None:
                   on_change=_after_weights_change, help="Seeded random weights show the mechanism; trained models "
                   "show learned attention; your model (below) a model from outside.", **PERSIST)
     _retrain_offer(bar)
-    your_model.controls(bar)
+    external_model.controls(bar)
 
 
 def _draw_shape(bar, spec) -> None:

@@ -253,7 +253,7 @@ PRESET_NAME, UPLOAD = "_preset_name", "_upload"
 EXTERNAL_ARCHITECTURES = "_external_architectures"
 RETRAIN = "_retrain"
 TRAIN_OWNER, TRAIN_JOB = "_train_owner", "_train_job"
-YOURS = "_your_models"
+EXTERNAL_MODELS = "_external_models"
 TRAIN_TASK = "train_task"
 HEAVY_PRESSED = "_heavy_pressed"
 LINKED = "_linked"
@@ -278,7 +278,7 @@ SESSION_KEYS = {
     RETRAIN: "the spec of a dropped model a link named, offered to train again",
     TRAIN_OWNER: "this session's name in the training pool's queue",
     TRAIN_JOB: "this session's training job",
-    YOURS: "{weights key: label} of the models from outside this session opened",
+    EXTERNAL_MODELS: "{weights key: label} of the models from outside this session opened",
     HEAVY_PRESSED: "{run key}: the costly runs this session pressed Run it for (ui.heavy_runs)",
     LINKED: "{field}: the fields the session's first link gave (the others took their defaults), until its first run "
             "ends",

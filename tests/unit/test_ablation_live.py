@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from transformer import LiveConfig, ModelCache, run_live
 from transformer.analysis.heads import detection_pattern, line_top_roles, pattern_score
-from transformer.core.ablation import HeadAblation, check_ablation, kept_array
+from transformer.core.ablation import HeadAblation, active_heads, check_ablation
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.shape import STACKS
 from transformer.live.decode import decode
@@ -77,10 +77,10 @@ def test_ablating_every_head_is_refused():
         run_live(replace(BASE, ablate=every[:1], seq_len=600), ModelCache())
 
 
-def test_kept_array_marks_the_ablated_heads():
-    kept = kept_array((("cross", 1, 2), ("encoder", 0, 0)), 2, 3)
-    assert kept.shape == (3, 2, 3) and kept.sum() == 16
-    assert kept[2, 1, 2] == 0 and kept[0, 0, 0] == 0
+def test_active_heads_marks_the_ablated_heads():
+    active = active_heads((("cross", 1, 2), ("encoder", 0, 0)), 2, 3)
+    assert active.shape == (3, 2, 3) and active.sum() == 16
+    assert active[2, 1, 2] == 0 and active[0, 0, 0] == 0
 
 
 @pytest.mark.slow

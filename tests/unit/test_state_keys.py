@@ -66,7 +66,7 @@ def test_no_source_name_or_prefix_is_spelled_in_the_ui():
     assert len(source_literals('weights = "random"\nkey = f"hub:{name}"\n')) == 2
 
 
-SOURCE_TYPES = {"RandomWeights", "Trained", "Outside"}
+SOURCE_TYPES = {"RandomWeights", "Trained", "External"}
 
 
 def type_switches(source: str) -> list[str]:
@@ -86,7 +86,7 @@ def test_the_ui_asks_a_source_what_it_supports_never_its_type():
     found = {path.relative_to(ROOT).as_posix(): type_switches(path.read_text()) for path in ui_files()}
     found["ui/state.py"] = type_switches((ROOT / "ui" / "state.py").read_text())
     assert {path: lines for path, lines in found.items() if lines} == {}
-    planted = "from transformer.service import Outside\nif isinstance(source, (Trained, Outside)):\n    pass\n"
+    planted = "from transformer.service import External\nif isinstance(source, (Trained, External)):\n    pass\n"
     assert len(type_switches(planted)) == 2
 
 

@@ -1,8 +1,8 @@
 """Head ablation through the attention layers' override point: an `AttentionHook` whose kernel replaces some
 heads' context before the heads are merged (zero- or mean-ablation).
 
-An ablation names heads as ``(stack, layer, head)`` triples (``stack`` among `STACKS`). `kept_array` turns them
-into a ``(stacks, L, H)`` array of 1 (kept) and 0 (ablated), which `HeadAblation.of_kept` reads as a tensor, so
+An ablation names heads as ``(stack, layer, head)`` triples (``stack`` among `STACKS`). `active_heads` turns them
+into a ``(stacks, L, H)`` array of 1 (active) and 0 (ablated), which `HeadAblation.of_active` reads as a tensor, so
 that one traced function serves every set of ablated heads.
 
 Mean-ablation's mean is defined once (`head_means`): each head's context averaged over the real (not padding) query
@@ -39,12 +39,12 @@ def check_ablation(ablate, kind: str, stacks: tuple, layers: int, heads: int) ->
     return tuple((stack, int(layer), int(head)) for stack, layer, head in triples)
 
 
-def kept_array(ablate, layers: int, heads: int) -> np.ndarray:
+def active_heads(ablate, layers: int, heads: int) -> np.ndarray:
     """``(len(STACKS), L, H)`` float32: 0 for each ``(stack, layer, head)`` in ``ablate``, 1 elsewhere."""
-    kept = np.ones((len(STACKS), layers, heads), np.float32)
+    active = np.ones((len(STACKS), layers, heads), np.float32)
     for stack, layer, head in ablate:
-        kept[STACKS.index(stack), layer, head] = 0.0
-    return kept
+        active[STACKS.index(stack), layer, head] = 0.0
+    return active
 
 
 def head_label(triple) -> str:
@@ -66,23 +66,23 @@ class HeadAblation(AttentionHook):
             raise ValueError("Mean-ablation replaces a head by its mean over stated lines: give the means "
                              "(transformer.core.ablation.head_means). Received: means=None")
         self.heads, self.kind = {site: tuple(chosen) for site, chosen in heads.items() if chosen}, kind
-        self.kept = None  # (stacks, L, H) tensor of `of_kept`
+        self.active = None  # (stacks, L, H) tensor of `of_active`
         self.means = None if kind == "zero" else _as_tensor(means)  # (stacks, L, H, d_v)
 
     @classmethod
-    def of_kept(cls, kept, kind: str = "zero", means=None) -> HeadAblation:
-        """The ablation of a ``(len(STACKS), L, H)`` kept array or tensor (`kept_array`): every layer goes through
-        the ablating kernel, so the same traced function serves any set of heads. A ``tf.Variable`` (``kept`` or
+    def of_active(cls, active, kind: str = "zero", means=None) -> HeadAblation:
+        """The ablation of a ``(len(STACKS), L, H)`` active array or tensor (`active_heads`): every layer goes through
+        the ablating kernel, so the same traced function serves any set of heads. A ``tf.Variable`` (``active`` or
         ``means``) is read at each call: set it, and the next call ablates the new heads."""
         hook = cls({}, kind, means)
-        hook.kept = _as_tensor(kept)  # (S, L, H)
+        hook.active = _as_tensor(active)  # (S, L, H)
         return hook
 
     def kernel(self, layer):
         stack, index = layer.site
         means = None if self.means is None else self.means[STACKS.index(stack), index]  # (H, d_v)
-        if self.kept is not None:
-            return _AblatedHeads(self.kept[STACKS.index(stack), index], self.kind, means)  # (H,)
+        if self.active is not None:
+            return _AblatedHeads(self.active[STACKS.index(stack), index], self.kind, means)  # (H,)
         ablated = self.heads.get(layer.site)
         if not ablated:
             return None
@@ -96,18 +96,18 @@ def _as_tensor(values):
 class _AblatedHeads:
     """Scaled dot-product attention with some heads' context replaced (`HeadAblation`)."""
 
-    def __init__(self, kept, kind: str, means=None):
+    def __init__(self, active, kind: str, means=None):
         self.kind = kind
-        self.kept = tf.reshape(tf.convert_to_tensor(kept, tf.float32), (1, -1, 1, 1))  # (1, H, 1, 1): 0 = ablated
+        self.active = tf.reshape(tf.convert_to_tensor(active, tf.float32), (1, -1, 1, 1))  # (1, H, 1, 1): 0 = ablated
         self.means = None if means is None else tf.expand_dims(tf.expand_dims(means, 0), 2)  # (1, H, 1, d_v)
 
     def attend(self, q, k, v, mask=None, bias=None):
         stages = attention_stages(q, k, v, mask, bias=bias)
         context = stages.output  # (B, H, N_q, d_v)
-        kept = tf.cast(self.kept, context.dtype)  # (1, H, 1, 1)
+        active = tf.cast(self.active, context.dtype)  # (1, H, 1, 1)
         if self.kind == "zero":
-            return context * kept, stages.weights
-        return context * kept + tf.cast(self.means, context.dtype) * (1 - kept), stages.weights
+            return context * active, stages.weights
+        return context * active + tf.cast(self.means, context.dtype) * (1 - active), stages.weights
 
 
 def head_means(model, src, tgt, src_mask, tgt_mask, pad_ids) -> np.ndarray:
@@ -157,5 +157,5 @@ def decoder_ablation(model, ablate, kind: str = "zero", means=None) -> HeadAblat
     ("zero" or "mean", with the heads' ``means`` ``(stacks, L, H, d_v)``), or None."""
     if not ablate:
         return None
-    return HeadAblation.of_kept(kept_array([("decoder", layer, head) for layer, head in ablate], model.num_layers,
+    return HeadAblation.of_active(active_heads([("decoder", layer, head) for layer, head in ablate], model.num_layers,
                                            model.num_heads), kind, means)

@@ -26,20 +26,20 @@ MAX_TOP_K = 50
 
 def _decoder_functions(model, kind=None):
     """Traced encode and next-token steps of an encoder-decoder ``model`` (once per model and ablation kind; batch
-    and lengths free). With an ablation ``kind`` ("zero" or "mean") both take last arguments, the kept heads
-    ``(stacks, L, H)`` (`transformer.core.ablation.kept_array`) and, for "mean", the heads' means ``(stacks, L,
+    and lengths free). With an ablation ``kind`` ("zero" or "mean") both take last arguments, the active heads
+    ``(stacks, L, H)`` (`transformer.core.ablation.active_heads`) and, for "mean", the heads' means ``(stacks, L,
     H, d_v)`` (`head_means`): one graph for every set of ablated heads."""
     name = f"_greedy_functions_{kind or 'plain'}"
     if not hasattr(model, name):
         ids, mask = tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, 1, 1, None), tf.bool)
         hidden = tf.TensorSpec((None, None, model.d_model), tf.float32)
-        kept = _ablation_specs(model, kind)
+        active = _ablation_specs(model, kind)
 
-        @tf.function(input_signature=[ids, mask, *kept], autograph=False)  # plain Python: AutoGraph cost ~1 s
+        @tf.function(input_signature=[ids, mask, *active], autograph=False)  # plain Python: AutoGraph cost ~1 s
         def encode(src, memory_mask, *heads):
             return model.encode(src, memory_mask, hook=_ablation(heads, kind))[0]  # (B, N_s, D)
 
-        @tf.function(input_signature=[ids, hidden, mask, *kept], autograph=False)
+        @tf.function(input_signature=[ids, hidden, mask, *active], autograph=False)
         def next_token(decoder_input, memory, memory_mask, *heads):
             hidden, _, _ = model.decode(decoder_input, memory, memory_mask, target_mask(decoder_input, PAD_ID),
                                         hook=_ablation(heads, kind))
@@ -50,34 +50,34 @@ def _decoder_functions(model, kind=None):
 
 
 def _ablation_specs(model, kind) -> list:
-    """The traced arguments of an ablation of ``kind``: none, the kept heads ``(S, L, H)``, and for "mean" the
+    """The traced arguments of an ablation of ``kind``: none, the active heads ``(S, L, H)``, and for "mean" the
     heads' means ``(S, L, H, d_v)``."""
     if not kind:
         return []
-    kept = [tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)]
+    active = [tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)]
     depth = model.d_model // model.num_heads
-    return kept + ([tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads, depth), tf.float32)]
+    return active + ([tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads, depth), tf.float32)]
                    if kind == "mean" else [])
 
 
 def _ablation(heads: tuple, kind):
-    """The `HeadAblation` of a traced function's ablation arguments (``heads``: (), ``(kept,)`` or ``(kept,
+    """The `HeadAblation` of a traced function's ablation arguments (``heads``: (), ``(active,)`` or ``(active,
     means)``), or None."""
-    return HeadAblation.of_kept(heads[0], kind, heads[1] if len(heads) > 1 else None) if heads else None
+    return HeadAblation.of_active(heads[0], kind, heads[1] if len(heads) > 1 else None) if heads else None
 
 
 def ablation_arguments(ablation) -> list:
-    """``ablation`` (None, or ``(kept, kind[, means])``) as the traced functions' last arguments."""
+    """``ablation`` (None, or ``(active, kind[, means])``) as the traced functions' last arguments."""
     if not ablation:
         return []
-    kept, kind, *means = ablation
-    return [tf.constant(kept, tf.float32)] + ([tf.constant(means[0], tf.float32)] if kind == "mean" else [])
+    active, kind, *means = ablation
+    return [tf.constant(active, tf.float32)] + ([tf.constant(means[0], tf.float32)] if kind == "mean" else [])
 
 
 def greedy_decode(model, src, max_steps: int, ablation=None):
     """Greedy decoding by an encoder-decoder: ``src (B, N_s)`` -> predicted ids ``(B, <= max_steps)``, stopping at
-    </s>. ``ablation``: None, or ``(kept (stacks, L, H), kind[, means (stacks, L, H, d_v)])``: those heads ablated
-    (`HeadAblation.of_kept`; the means for "mean")."""
+    </s>. ``ablation``: None, or ``(active (stacks, L, H), kind[, means (stacks, L, H, d_v)])``: those heads ablated
+    (`HeadAblation.of_active`; the means for "mean")."""
     encode, next_token = _decoder_functions(model, ablation[1] if ablation else None)
     heads = ablation_arguments(ablation)  # (S, L, H)[, (S, L, H, d_v)]
     src = np.asarray(src, np.int32)
@@ -204,9 +204,9 @@ class Line:
 
 def _step_function(model, with_memory: bool, kind: str | None):
     """The whole model on a prefix, traced once per model (and per kind of call): ``step(prefix (1, t), [memory
-    (1, N_s, D), src_mask (1, 1, 1, N_s)], [kept (stacks, L, H)[, means (stacks, L, H, d_v)]])`` -> ``(logits (V,)
-    of the last position, its self-attention (L, H, t), its cross-attention (L, H, N_s) or (0,))``; ``kept``: the
-    heads ablated by ``kind`` as `HeadAblation.of_kept` reads them. One graph serves every prefix length and every
+    (1, N_s, D), src_mask (1, 1, 1, N_s)], [active (stacks, L, H)[, means (stacks, L, H, d_v)]])`` -> ``(logits (V,)
+    of the last position, its self-attention (L, H, t), its cross-attention (L, H, N_s) or (0,))``; ``active``: the
+    heads ablated by ``kind`` as `HeadAblation.of_active` reads them. One graph serves every prefix length and every
     set of ablated heads."""
     name = f"_decode_step_{'memory' if with_memory else 'alone'}_{kind or 'plain'}"
     if not hasattr(model, name):
@@ -233,7 +233,7 @@ def _step_function(model, with_memory: bool, kind: str | None):
 def run_steps(model, line: Line, max_steps: int, choose, ablation=None) -> tuple[list, object, float]:
     """Decode ``line`` with ``model`` step by step, each step the whole model on the prefix (traced), then the same
     line through the key/value cache once (the prompt, then every chosen token) to check it; ``ablation``: None, or
-    ``(kept (stacks, L, H), kind[, means (stacks, L, H, d_v)])`` as `greedy_decode` takes it.
+    ``(active (stacks, L, H), kind[, means (stacks, L, H, d_v)])`` as `greedy_decode` takes it.
 
     ``choose(logits (choices,)) -> (probabilities, chosen id)``. Returns ``(steps, cache, gap)``: per step
     ``(prefix ids, self weights (L, H, t), cross weights (L, H, N_s) or None, probabilities, chosen id)``; ``gap``:

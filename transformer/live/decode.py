@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core import tokens
-from transformer.core.ablation import kept_array
+from transformer.core.ablation import active_heads
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
 from transformer.external.registry import EXTERNAL
 from transformer.live.config import VOCAB_SIZE, LiveConfig
@@ -118,15 +118,15 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
 
 
 def _ablation(checked: Resolved, model):
-    """The configuration's ablated heads (checked once: `Resolved.ablate`) as `run_steps` takes them: ``(kept
+    """The configuration's ablated heads (checked once: `Resolved.ablate`) as `run_steps` takes them: ``(active
     (stacks, L, H), kind[, means])``, or None. A mean-ablated head's mean is the one every page uses: over the real
     positions of the configuration's lines (the sidebar's), in the model without ablation (`ablation_means`), so a
     step decodes as the pages predict."""
     config, ablate = checked.config, checked.ablate
     if not ablate:
         return None
-    kept = kept_array(ablate, model.num_layers, model.num_heads)
-    return (kept, "mean", ablation_means(config)) if config.ablation == "mean" else (kept, "zero")
+    active = active_heads(ablate, model.num_layers, model.num_heads)
+    return (active, "mean", ablation_means(config)) if config.ablation == "mean" else (active, "zero")
 
 
 def cache_gap(config: LiveConfig, steps: int = 8) -> float:

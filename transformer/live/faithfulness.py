@@ -15,12 +15,12 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.analysis.explanations import head_mean, head_sum_normalised, source_flow, source_rollout
-from transformer.core.ablation import kept_array
+from transformer.core.ablation import active_heads
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.shape import STACKS
 from transformer.core.value_norms import value_weighted_norms
 from transformer.live.importance import ablated_loss, model_identity
-from transformer.runtime.kept_results import recall, remember
+from transformer.runtime.stored_results import recall, remember
 from transformer.tasks import PAD_ID, get_task, make_batch
 from transformer.training.pretrained import load_pretrained, task_of
 
@@ -127,7 +127,7 @@ def _costliest_cross_head(model, src, decoder_input, labels) -> tuple[int, int]:
     loss = ablated_loss(model, "zero")
     means = tf.zeros((len(STACKS), model.num_layers, model.num_heads, model.d_model // model.num_heads))
     costs = {(layer, head): float(loss(src, decoder_input, labels,
-                                       tf.constant(kept_array([("cross", layer, head)], model.num_layers,
+                                       tf.constant(active_heads([("cross", layer, head)], model.num_layers,
                                                               model.num_heads)), means))
              for layer in range(model.num_layers) for head in range(model.num_heads)}
     return max(costs, key=costs.get)

@@ -2,7 +2,7 @@
 and exact accuracy (greedy decoding) on fresh examples of the task.
 
 One traced loss function and one pair of traced decoding functions per model and ablation kind serve every head
-(the kept heads are an argument: `transformer.core.ablation.kept_array`).
+(the active heads are an argument: `transformer.core.ablation.active_heads`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from transformer.core.ablation import ABLATIONS, HeadAblation, check_ablation, head_means, kept_array
+from transformer.core.ablation import ABLATIONS, HeadAblation, active_heads, check_ablation, head_means
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.shape import STACKS
 from transformer.decoding.search import greedy_decode, strip
 from transformer.live.sources import source_of
-from transformer.runtime.kept_results import recall, remember
+from transformer.runtime.stored_results import recall, remember
 from transformer.tasks import PAD_ID, make_batch
 from transformer.training.pretrained import load_pretrained
 from transformer.training.saved_model import CONFIG_FILE, PRETRAINED_DIR
@@ -58,20 +58,20 @@ class Importance:
 
 
 def ablated_loss(model, kind: str):
-    """Traced ``loss(src, decoder_input, labels, kept, means)``: mean cross-entropy over the labels that are not
-    padding, teacher forced, with the heads ``kept`` (``(stacks, L, H)``) lets through and the others replaced by
+    """Traced ``loss(src, decoder_input, labels, active, means)``: mean cross-entropy over the labels that are not
+    padding, teacher forced, with the heads ``active`` (``(stacks, L, H)``) lets through and the others replaced by
     zeros or by ``means`` ``(stacks, L, H, d_v)``."""
     name = f"_importance_loss_{kind}"
     if not hasattr(model, name):
         ids = tf.TensorSpec((None, None), tf.int32)
-        kept = tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)
+        active = tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads), tf.float32)
         means = tf.TensorSpec((len(STACKS), model.num_layers, model.num_heads, model.d_model // model.num_heads),
                               tf.float32)
 
-        @tf.function(input_signature=[ids, ids, ids, kept, means], autograph=False)
+        @tf.function(input_signature=[ids, ids, ids, active, means], autograph=False)
         def loss(src, decoder_input, labels, heads, head_means):
             logits, _ = model(src, decoder_input, padding_mask(src, PAD_ID), target_mask(decoder_input, PAD_ID),
-                              hook=HeadAblation.of_kept(heads, kind, head_means))  # (B, N_t, V)
+                              hook=HeadAblation.of_active(heads, kind, head_means))  # (B, N_t, V)
             per_token = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # (B, N_t)
             real = tf.cast(labels != PAD_ID, tf.float32)  # (B, N_t)
             return tf.reduce_sum(per_token * real) / tf.reduce_sum(real)
@@ -138,12 +138,12 @@ def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero",
         _MEASURED[key] = tuple(found)  # measured before this server (re)started: kept in the data directory
     if key not in _MEASURED:
         examples = _examples(name, count, seed, device)
-        kept = kept_array(ablate, model.num_layers, model.num_heads)  # (S, L, H)
+        active = active_heads(ablate, model.num_layers, model.num_heads)  # (S, L, H)
         means = _example_means(name, count, seed, device)  # (S, L, H, d_v)
         with tf.device(device):
             value = float(ablated_loss(model, kind)(examples.src, examples.decoder_input, examples.labels,
-                                                      tf.constant(kept), tf.constant(means)))
-            predicted = greedy_decode(model, examples.src, examples.steps, (kept, kind, means))
+                                                      tf.constant(active), tf.constant(means)))
+            predicted = greedy_decode(model, examples.src, examples.steps, (active, kind, means))
         right = [strip(row) == answer for row, answer in zip(predicted, examples.answers)]
         _MEASURED[key] = (value, float(np.mean(right)))
         remember("measures", kept_key, list(_MEASURED[key]))

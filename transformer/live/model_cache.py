@@ -14,7 +14,7 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from transformer.core.ablation import HeadAblation, kept_array
+from transformer.core.ablation import HeadAblation, active_heads
 from transformer.core.blockwise import pooled_maps
 from transformer.core.linear import zero_kernels
 from transformer.core.model import Transformer
@@ -39,7 +39,7 @@ class CachedModel:
         self.device = device
         self.seed = seed  # the seed the random weights were last drawn from (None: trained weights)
         self.functions = {}
-        self._kept = None  # `_kept_heads`, made on first use
+        self._active = None  # `_active_heads`, made on first use
         self._means = None  # `_head_means`, made on first use
         self.weight_bytes = sum(int(np.prod(weight.shape)) * np.dtype(weight.dtype).itemsize
                                 for weight in model.weights)
@@ -53,7 +53,7 @@ class CachedModel:
         max-pooled ``pool × pool`` on the model's device (`transformer.core.blockwise.pooled_maps`)."""
         kind = kind if ablate else None
         if ablate:
-            self._set_kept(ablate, means)
+            self._set_active(ablate, means)
         key = ("attention", stacks, *([kind] if kind else []), *([("pool", pool)] if pool > 1 else []))
         return self.function(key, lambda: self._attention(stacks, kind, pool))
 
@@ -67,16 +67,16 @@ class CachedModel:
         """Functions still running eagerly."""
         return [function for function in self.functions.values() if not function.traced]
 
-    def _kept_heads(self) -> tf.Variable:
+    def _active_heads(self) -> tf.Variable:
         """The heads an ablated function keeps, ``(stacks, L, H)``: set before each call (on the engine thread)."""
-        if self._kept is None:
+        if self._active is None:
             with tf.device(self.device):
-                self._kept = tf.Variable(kept_array((), self.model.num_layers, self.model.num_heads),
+                self._active = tf.Variable(active_heads((), self.model.num_layers, self.model.num_heads),
                                          trainable=False)
-        return self._kept
+        return self._active
 
     def _head_means(self) -> tf.Variable:
-        """Mean-ablation's means, ``(stacks, L, H, d_v)``: set before each call, as the kept heads."""
+        """Mean-ablation's means, ``(stacks, L, H, d_v)``: set before each call, as the active heads."""
         if self._means is None:
             model = self.model
             with tf.device(self.device):
@@ -85,27 +85,27 @@ class CachedModel:
         return self._means
 
     def ablation_hook(self, ablate: tuple, kind: str, means=None):
-        """None without ablated heads; else a `HeadAblation` reading the kept heads (and ``means`` for "mean"), set
+        """None without ablated heads; else a `HeadAblation` reading the active heads (and ``means`` for "mean"), set
         to ``ablate`` now: a function made with it serves every set of heads of ``kind``."""
         if not ablate:
             return None
-        kept = self._set_kept(ablate, means)
-        return HeadAblation.of_kept(kept, kind, self._head_means() if kind == "mean" else None)
+        active = self._set_active(ablate, means)
+        return HeadAblation.of_active(active, kind, self._head_means() if kind == "mean" else None)
 
-    def _set_kept(self, ablate: tuple, means=None) -> tf.Variable:
-        """The kept-heads variable, set to keep every head but ``ablate``'s; the means variable set to ``means``."""
-        kept = self._kept_heads()
-        kept.assign(kept_array(ablate, self.model.num_layers, self.model.num_heads))
+    def _set_active(self, ablate: tuple, means=None) -> tf.Variable:
+        """The active-heads variable, every head active but ``ablate``'s; the means variable set to ``means``."""
+        active = self._active_heads()
+        active.assign(active_heads(ablate, self.model.num_layers, self.model.num_heads))
         if means is not None:
             self._head_means().assign(means)
-        return kept
+        return active
 
     def _attention(self, stacks: tuple, kind: str | None = None, pool: int = 1):
-        kept = self._kept_heads() if kind else None
+        active = self._active_heads() if kind else None
         means = self._head_means() if kind == "mean" else None
 
         def attention(src, tgt, src_mask, tgt_mask):
-            hook = HeadAblation.of_kept(kept, kind, means) if kind else None
+            hook = HeadAblation.of_active(active, kind, means) if kind else None
             weights = self.model.attention_maps(stacks, src, tgt, src_mask, tgt_mask, hook=hook)
             return {name: pooled_maps(tf.stack(weights[name]), pool) for name in stacks}  # (L, B, H, N_q/p, N_k/p)
         return attention

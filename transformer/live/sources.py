@@ -1,5 +1,5 @@
 """Where a model comes from, as types: `RandomWeights` (seeded, of the configuration's shape), `Trained` (a model
-the lab trained: shipped, or trained on this server) and `Outside` (a keras-hub preset or an uploaded file).
+the lab trained: shipped, or trained on this server) and `External` (a keras-hub preset or an uploaded file).
 
 `source_of` is the one reader of a configuration's ``weights``; everything else asks the source what the model is
 (`ModelSource.kind`), what it supports (`Supports`), what it was trained as (`ModelSource.spec`), and reads its
@@ -176,7 +176,7 @@ class Trained(ModelSource):
             return Inputs(batches, predictions, make_masks(config, batches), means)
 
 
-class Outside(ModelSource):
+class External(ModelSource):
     """A model from outside (``hub:<preset>`` or ``upload:<hash>``): read through its attention weights, with its
     own tokenizer and masks; nothing inside it is opened or changed."""
 
@@ -211,7 +211,7 @@ def source_of(weights: str) -> ModelSource:
     `transformer.external.registry`), else a trained model's name (checked when a configuration is resolved)."""
     if weights == RANDOM:
         return RandomWeights(weights)
-    return Outside(weights) if is_external(weights) else Trained(weights)
+    return External(weights) if is_external(weights) else Trained(weights)
 
 
 # How each source reads its lines: random weights (`encode_batches`), a trained model (`encode_trained`), a model

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from transformer.core.ablation import kept_array
+from transformer.core.ablation import active_heads
 from transformer.core.masks import padding_mask, target_mask
 from transformer.decoding.search import greedy_decode, strip
 from transformer.tasks import PAD_ID, START_ID
@@ -33,7 +33,7 @@ def predictions(pretrained, sources: list[list[str]], extra_steps: int = 1, abla
         src[row, : len(line)] = pretrained.vocab.encode(line)
     with tf.device(pretrained.device):
         model = pretrained.model
-        ablation = (kept_array(ablate, model.num_layers, model.num_heads), kind, means) if ablate else None
+        ablation = (active_heads(ablate, model.num_layers, model.num_heads), kind, means) if ablate else None
         predicted = greedy_decode(model, src, pretrained.rules.target_length(longest) + extra_steps, ablation)
     remembered[key] = [strip(row) for row in predicted]
     while len(remembered) > PREDICTIONS_KEPT:

@@ -260,7 +260,7 @@ function draw(node, evenOutOfView = false) {
   if (node.alStale || waitsForFit(node, column)) return;
   const drawing = (node.alDrawing || 0) + 1;
   node.alDrawing = drawing;
-  // a figure drawn before, with other traces than those drawn now (kept_drawings.js): its copy now, Plotly's drawing
+  // a figure drawn before, with other traces than those drawn now (drawing_copies.js): its copy now, Plotly's drawing
   // when the browser is idle
   if (traces !== node.alDrawnTraces && showPicture(node, drawingKey(node, traces))) {
     node.alDrawnStep = node.alShownStep;
@@ -270,7 +270,7 @@ function draw(node, evenOutOfView = false) {
   return plotted(node, drawing, figure, config, plotly_url, traces);
 }
 
-// Plotly's drawing of draw()'s figure (unless a later draw began), then its copy kept (kept_drawings.js) and any copy
+// Plotly's drawing of draw()'s figure (unless a later draw began), then its copy kept (drawing_copies.js) and any copy
 // shown over the chart taken away. `kept`: the figure's copy is on the screen already (node.alDrawingKept says so
 // while Plotly is called: bench/moves.py counts these draws apart).
 function plotted(node, drawing, figure, config, plotly_url, traces, kept = false) {

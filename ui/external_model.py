@@ -22,17 +22,17 @@ from ui.controls import PERSIST, options_follow
 from ui.state import F
 from ui.text import as_text, count
 
-YOURS = state.YOURS
+EXTERNAL_MODELS = state.EXTERNAL_MODELS
 
 
 def label(name: str) -> str:
     """How the Weights box names a model from outside."""
-    return f"Your model: {state.get(YOURS, {}).get(name, name.partition(':')[2][:24])}"
+    return f"Your model: {state.get(EXTERNAL_MODELS, {}).get(name, name.partition(':')[2][:24])}"
 
 
 def _remember(info) -> None:
     """This session knows the model of ``info``: its label and its one stack's architecture."""
-    state.setdefault(YOURS, {})[info.key] = info.name
+    state.setdefault(EXTERNAL_MODELS, {})[info.key] = info.name
     state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[info.key] = info.architecture
 
 

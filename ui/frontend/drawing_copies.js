@@ -1,4 +1,4 @@
-// Drawings kept, part of the chart component (ui/chart.py): a copy of the DOM Plotly drew for a figure, at the
+// Copies of drawings, part of the chart component (ui/chart.py): a copy of the DOM Plotly drew for a figure, at the
 // chart's width and theme. A move back to a figure drawn before (a step of a step group, or a control scrubbed back
 // to a value: the server sends the same figure's text) puts its copy over the chart at once, and Plotly draws the
 // chart for real when the browser is next idle; the copy answers no hover meanwhile (docs/performance.md). A chart
@@ -6,7 +6,7 @@
 const KEPT_STEPS = 16;  // copies a stepped chart keeps (the oldest out first): a few MB at most
 const KEPT_FIGURES = 3;  // copies a chart keeps: the figure on the screen and the two before it
 
-function drawingKey(node, traces) {  // what a kept drawing is found by: a step's traces, a chart's whole text
+function drawingKey(node, traces) {  // what a drawing's copy is found by: a step's traces, a chart's whole text
   if (node.alParsed.frames) return traces;
   return hiddenOf(node.alText) === null ? node.alText : null;
 }
@@ -23,10 +23,10 @@ function keepPicture(node, key) {  // after Plotly drew the figure `key` names
   const live = node.querySelector(":scope > .plot-container");
   if (key === null || !live || live.querySelector("canvas")) return;  // a canvas's pixels are not copied
   node.alPictures = node.alPictures || new Map();
-  const kept = node.alPictures.get(key);
+  const copy = node.alPictures.get(key);
   node.alPictures.delete(key);
-  if (kept && kept.drawnAs === drawnAs(node)) {  // the same drawing kept already: the newest now, not copied again
-    node.alPictures.set(key, kept);
+  if (copy && copy.drawnAs === drawnAs(node)) {  // the same drawing copied already: the newest now, not copied again
+    node.alPictures.set(key, copy);
     return;
   }
   const picture = live.cloneNode(true);
@@ -37,11 +37,11 @@ function keepPicture(node, key) {  // after Plotly drew the figure `key` names
 }
 
 function showPicture(node, key) {  // true: the figure's copy is over the chart now (the live chart hidden under it)
-  const kept = key !== null && node.data && node.alPictures && node.alPictures.get(key);
+  const copy = key !== null && node.data && node.alPictures && node.alPictures.get(key);
   const live = node.querySelector(":scope > .plot-container");
-  if (!kept || kept.look !== lookOf(node) || !live) return false;
+  if (!copy || copy.look !== lookOf(node) || !live) return false;
   if (node.alPicture) node.alPicture.remove();
-  const picture = kept.picture;
+  const picture = copy.picture;
   // beside the chart's node, over it: inside it, Plotly would take the copy for its own container
   node.parentElement.style.position = "relative";
   Object.assign(picture.style, { position: "absolute", left: `${node.offsetLeft}px`, top: `${node.offsetTop}px`,
