@@ -47,9 +47,12 @@ INSTALL = UV_LINK_MODE=copy $(BIN)/uv pip install --quiet --compile-bytecode --p
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) || $(BIN)/python -m pip install --quiet --upgrade pip
 
-$(RUNTIME): $(RUNTIME_REQUIREMENTS) | $(BIN)/python
+# uv itself, also into a venv made before make used it; where it cannot be had, INSTALL falls back to pip
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) || echo "uv could not be installed: pip installs instead."
+
+$(RUNTIME): $(RUNTIME_REQUIREMENTS) | $(BIN)/python $(BIN)/uv
 	@echo "Installing the $(MODE) packages ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
 	rm -f $(VENV)/.runtime-*
 	$(if $(filter cpu,$(MODE)),$(BIN)/python -m pip freeze | grep '^nvidia-' | cut -d= -f1 | xargs -r $(BIN)/python -m pip uninstall --quiet -y)
