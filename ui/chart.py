@@ -44,22 +44,31 @@ STALE_FADE_ATTRIBUTE = "data-al-slow-run"
 VIEW_SCRIPTS = sorted((ROOT / "viz").glob("*.js"))  # each view's browser code, beside its figure builder
 
 
+def constants() -> dict:
+    """What the browser code reads of the server's: the sizes, names and message names (`ui.chart_protocol`), as
+    one object, ``AL``, at the head of each component's code."""
+    return {"TICK_PX": TICK_PX, "NARROW_PX": NARROW_PX, "CHART_CLASS": CHART_CLASS,
+            "STALE_FADE_ATTRIBUTE": STALE_FADE_ATTRIBUTE, **protocol.NAMES}
+
+
 def frontend(*names: str | Path) -> str:
-    """The files ``names`` (of ``ui/frontend/``, or paths) joined, with their ``__NAME__`` placeholders filled in."""
-    values = {"__TICK_PX__": str(TICK_PX), "__CHART_CLASS__": CHART_CLASS, "__NARROW_PX__": str(NARROW_PX),
-              "__STALE_FADE_ATTRIBUTE__": STALE_FADE_ATTRIBUTE, **protocol.PLACEHOLDERS}
-    text = "\n".join((FRONTEND_DIR / name).read_text() for name in names)
-    for placeholder, value in values.items():
-        text = text.replace(placeholder, value)
-    return text
+    """The JavaScript files ``names`` (of ``ui/frontend/``, or paths) joined, after the constants' object ``AL``."""
+    head = f"const AL = Object.freeze({json.dumps(constants())});  // ui/chart.py constants()\n"
+    return head + "\n".join((FRONTEND_DIR / name).read_text() for name in names)
+
+
+def stylesheet(name: str) -> str:
+    """The CSS file ``name`` of ``ui/frontend/``, the stale-fade attribute's name filled in (a selector cannot read
+    a variable)."""
+    return (FRONTEND_DIR / name).read_text().replace("__STALE_FADE_ATTRIBUTE__", STALE_FADE_ATTRIBUTE)
 
 
 _JS = frontend("load_plotly.js", "after_paint.js", *VIEW_SCRIPTS, "group_layers.js", "legend_groups.js",
                "stepped_charts.js", "drawing_copies.js", "chart.js")
-STALE_FADE_CSS = frontend("stale_fade.css")
+STALE_FADE_CSS = stylesheet("stale_fade.css")
 _EARLY_LOADER_JS = frontend("load_plotly.js", "streamlit_patches.js", "early_loader.js")
 
-_component = st.components.v2.component(COMPONENT_NAME, js=_JS, css=frontend("chart.css"), isolate_styles=False)
+_component = st.components.v2.component(COMPONENT_NAME, js=_JS, css=stylesheet("chart.css"), isolate_styles=False)
 
 EARLY_LOADER_NAME = "attention_lab_plotly_early"
 _early_loader = st.components.v2.component(EARLY_LOADER_NAME, js=_EARLY_LOADER_JS, css=STALE_FADE_CSS,

@@ -1,6 +1,6 @@
 """The messages of the app's two browser components, declared once: what the page sends (a JSON document, its keys
 in this order: the browser reads the first key of a chart's text to tell the kinds apart) and what the browser sends
-back (state and trigger values, by name). `ui.chart.frontend` fills the names into the browser code."""
+back (state and trigger values, by name). `ui.chart.constants` hands the names to the browser code."""
 
 from __future__ import annotations
 
@@ -45,6 +45,5 @@ CLICK = "click"  # a chart's trigger: {"query", "key"} a heatmap cell, {"query"}
 LEGEND = "legend"  # a chart's trigger: {"hidden": the legend groups now hidden, "at"}
 STEP = "step"  # a step control's trigger: {"index": the step moved to, "at"}
 
-# The names as the browser code spells them (JSON strings), for ui.chart.frontend's placeholders.
-PLACEHOLDERS = {f"__{name}__": f'"{value}"' for name, value in
-                {"COLUMN_PX": COLUMN_PX, "CLICK": CLICK, "LEGEND": LEGEND, "STEP": STEP}.items()}
+# The names as the browser code reads them: AL.COLUMN_PX, AL.CLICK, … (ui.chart.constants)
+NAMES = {"COLUMN_PX": COLUMN_PX, "CLICK": CLICK, "LEGEND": LEGEND, "STEP": STEP}

@@ -9,12 +9,12 @@ import json
 
 import streamlit as st
 
-from ui.chart import frontend, sent
+from ui.chart import frontend, sent, stylesheet
 from ui.chart_protocol import STEP, StepperMessage
 
 STEPPER_NAME = "attention_lab_stepper"
 _component = st.components.v2.component(STEPPER_NAME, js=frontend("after_paint.js", "stepper.js"),
-                                        css=frontend("stepper.css"),
+                                        css=stylesheet("stepper.css"),
                                         isolate_styles=False)
 
 

@@ -88,18 +88,25 @@ def test_each_views_browser_code_sits_beside_its_figure_builder_and_is_loaded():
     assert "function hoverLines" in chart._JS and not chart.FRONTEND_DIR.joinpath("head_view.js").exists()
 
 
-def test_the_frontend_files_are_read_with_every_placeholder_filled():
+def test_the_browser_code_reads_the_servers_constants_from_one_object_not_by_text_substitution():
+    """Issue 79, step 5: the sizes and the message names arrive as one object, ``AL``, at the head of each
+    component's code (from `ui.chart_protocol`, so that both sides spell a message's name once); no placeholder is
+    left for text substitution in the JavaScript."""
+    import json
     import re
 
-    stepper_js = chart.frontend("after_paint.js", "stepper.js")
-    for text in (chart._JS, chart._EARLY_LOADER_JS, chart.STALE_FADE_CSS, stepper_js):
-        assert not re.search(r"__[A-Z_]+__", text)
     from ui import chart_protocol as protocol
 
-    for name in (protocol.COLUMN_PX, protocol.CLICK, protocol.LEGEND):  # the names sent back, as declared
-        assert f'"{name}"' in chart._JS
-    assert f'"{protocol.STEP}"' in stepper_js
-    assert f'".{chart.CHART_CLASS}"' in chart._JS and chart.STALE_FADE_ATTRIBUTE in chart.STALE_FADE_CSS
+    stepper_js = chart.frontend("after_paint.js", "stepper.js")
+    for text in (chart._JS, chart._EARLY_LOADER_JS, stepper_js):
+        head, _, code = text.partition("\n")
+        assert head.startswith("const AL = Object.freeze(") and not re.search(r"__[A-Z_]+__", code)
+        sent = json.loads(head.removeprefix("const AL = Object.freeze(").split(");")[0])
+        assert {name: sent[name] for name in protocol.NAMES} == protocol.NAMES
+        assert sent["CHART_CLASS"] == chart.CHART_CLASS
+    assert not re.search(r"__[A-Z_]+__", chart.STALE_FADE_CSS) and chart.STALE_FADE_ATTRIBUTE in chart.STALE_FADE_CSS
+    for name in protocol.NAMES:  # each name sent back is read from the object where it is used
+        assert f"AL.{name}" in chart._JS + stepper_js
     assert "history.pushState" in chart._EARLY_LOADER_JS and "loadPlotly" in chart._EARLY_LOADER_JS
 
 

@@ -1,7 +1,7 @@
 // The chart component: one Plotly node per chart key, updated with Plotly.react (ui/chart.py). Its messages, both
 // ways, are declared in ui/chart_protocol.py.
 // Its placeholders (a name in double underscores) are filled in by ui/chart.py.
-const MIN_LABEL_PX = __TICK_PX__;  // room along an axis for one rotated tick label (viz.sizes.TICK_PX)
+const MIN_LABEL_PX = AL.TICK_PX;  // room along an axis for one rotated tick label (viz.sizes.TICK_PX)
 
 function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x axes whose labels the server chose
   const chosen = {};
@@ -109,7 +109,7 @@ function keepMinWidth(node, widthPx) {
 // steps of 10 px, and the page lays the grid out to fit it (fewer panels to a row): a state value, so the page
 // runs again. Once told, it keeps telling while the column stays narrow; else it says 0, the default, so a
 // chart that fits its column never makes the page run again.
-const NARROW_PX = __NARROW_PX__;
+const NARROW_PX = AL.NARROW_PX;
 
 function reportWidth(node) {
   const width = node.parentElement.clientWidth;
@@ -117,7 +117,7 @@ function reportWidth(node) {
   const reported = narrow ? Math.floor(width / 10) * 10 : 0;
   if (!node.alSetState || reported === (node.alReported ?? 0)) return;
   node.alReported = reported;
-  node.alSetState(__COLUMN_PX__, reported);  // ui/chart_protocol.py
+  node.alSetState(AL.COLUMN_PX, reported);  // ui/chart_protocol.py
 }
 
 // A chart's first figure, sent before the page knew the column's width its browser told (a message carries the
@@ -191,7 +191,7 @@ function listen(node) {
     const point = event.points && event.points[0];
     const clicked = point && clickedPositions(point);
     if (!clicked || !node.alClickable || !node.alSetTrigger) return;
-    const at = Date.now(), tell = () => node.alSetTrigger(__CLICK__, { ...clicked, at });
+    const at = Date.now(), tell = () => node.alSetTrigger(AL.CLICK, { ...clicked, at });
     // viz/panels.js draws the focus at once where the figure says how; the server hears of it once the outlines
     // are on the screen (its run's messages would hold that frame back)
     if (drawFocus(node, point)) afterPaint(tell); else tell();
@@ -348,7 +348,7 @@ function shown(node, drawing, traces) {
 
 function setUp(parentElement) {
   const node = document.createElement("div");
-  node.className = "__CHART_CLASS__";
+  node.className = AL.CHART_CLASS;
   parentElement.appendChild(node);
   let width = 0;
   const resize = new ResizeObserver(() => {  // the sidebar opening, an expander opening, the window
@@ -391,7 +391,7 @@ function setUp(parentElement) {
 
 export default function (component) {
   const { data, parentElement, setTriggerValue, setStateValue } = component;
-  const node = parentElement.querySelector(".__CHART_CLASS__") || setUp(parentElement);
+  const node = parentElement.querySelector("." + AL.CHART_CLASS) || setUp(parentElement);
   node.alSetTrigger = setTriggerValue;
   node.alSetState = setStateValue;
   const text = new TextDecoder().decode(data);

@@ -82,7 +82,7 @@ function tellHidden(node) {  // after a legend click: the groups now hidden, to 
   if (node.alToldHidden && sameGroups(hidden, node.alToldHidden)) return;
   node.alToldHidden = hidden;
   node.alToldHiddenAt = Date.now();
-  afterPaint(() => node.alSetTrigger(__LEGEND__, { hidden, at: node.alToldHiddenAt }));
+  afterPaint(() => node.alSetTrigger(AL.LEGEND, { hidden, at: node.alToldHiddenAt }));
 }
 
 // A new text whose figure is the one drawn and whose hidden groups are the ones shown (the server caught up with

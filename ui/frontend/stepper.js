@@ -61,7 +61,7 @@ function show(node, index, tell) {
   if (tell && step !== node.alTold) {
     node.alTold = step;
     node.alToldAt = Date.now();
-    afterPaint(() => node.alSetTrigger(__STEP__, { index: step, at: node.alToldAt }));  // ui/chart_protocol.py
+    afterPaint(() => node.alSetTrigger(AL.STEP, { index: step, at: node.alToldAt }));  // ui/chart_protocol.py
   }
 }
 

@@ -10,9 +10,9 @@ function fadeSlowRuns(app) {  // once per page: marks <html> while a rerun has l
     if (app.getAttribute("data-test-script-state") === "notRunning") {
       clearTimeout(timer);
       timer = null;
-      root.removeAttribute("__STALE_FADE_ATTRIBUTE__");
-    } else if (timer === null && !root.hasAttribute("__STALE_FADE_ATTRIBUTE__")) {
-      timer = setTimeout(() => { timer = null; root.setAttribute("__STALE_FADE_ATTRIBUTE__", ""); }, 500);
+      root.removeAttribute(AL.STALE_FADE_ATTRIBUTE);
+    } else if (timer === null && !root.hasAttribute(AL.STALE_FADE_ATTRIBUTE)) {
+      timer = setTimeout(() => { timer = null; root.setAttribute(AL.STALE_FADE_ATTRIBUTE, ""); }, 500);
     }
   };
   new MutationObserver(update).observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
