@@ -44,8 +44,7 @@ left_out = state.write_url()
 if left_out:
     notices.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")
 state.put(state.NOTICE_SLOT, notices)  # a link's value a page corrects is said there too (state.correct)
-if first_words is not None:
-    first_words.empty()  # the page draws its own title and opening, in its place
+first_words.empty()  # the page draws its own title and opening, below the slot they were in
 try:
     page.run()
 finally:  # a page's own changes to the state (a clamped step, Play off at the end) reach the link on this run

@@ -73,6 +73,9 @@ def _busy_seconds(devtools) -> float:
     return next(metric["value"] for metric in metrics if metric["name"] == "TaskDuration")
 
 
+UNSWEPT = {"glossary": "text and links only: no control to move, no chart"}  # pages without a lane, and why
+
+
 def lanes() -> list[Lane]:
     """Every page × its sliders (sidebar and page), at each page's defaults unless a page needs a model or lines."""
     pages = {

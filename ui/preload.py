@@ -14,6 +14,7 @@ unless ``TF_CPP_MIN_LOG_LEVEL`` is set; one line then says which device the engi
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -75,6 +76,17 @@ def _import_engine() -> None:
     _warm_up()
 
 
+THREAD = "preload-engine"
+
+
+class _NoPageHere(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warning for this thread alone: its calls of the pages' cached
+    functions (`_warm_up`) run with no page on purpose, and `make run` prints no warning at start."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.threadName == THREAD and "missing ScriptRunContext" in record.getMessage())
+
+
 def _warm_up() -> None:
     """Compute what a page's first visit would otherwise wait for: Home's run (the dates model reading today's date),
     then the Dot-product lab's experiment; on a GPU, launch the default model's kernels once now (4–5 s on an H200)
@@ -99,7 +111,8 @@ def start() -> None:
     """Begin the imports in a daemon thread (once)."""
     if not _started.is_set():
         _started.set()
-        threading.Thread(target=_import_engine, name="preload-engine", daemon=True).start()
+        logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_NoPageHere())
+        threading.Thread(target=_import_engine, name=THREAD, daemon=True).start()
 
 
 def wait(timeout: float = 300.0) -> bool:

@@ -23,10 +23,12 @@ def page_of(url: str) -> str:
 
 def while_the_engine_loads():
     """Until the background import is over: the asked page's title and opening, and the seconds waited so far.
-    Returns their slot, for the page to clear once it draws; None when nothing was pending."""
-    if preload.wait(timeout=0):
-        return None
+    Returns their slot, for the page to clear once it draws. The slot is drawn on every run, empty once the engine
+    is loaded: Streamlit matches a rerun's elements with the page's by their place, and a slot in the first run
+    alone moved every chart of the next one (each was built again)."""
     slot = st.empty()
+    if preload.wait(timeout=0):
+        return slot
     with slot.container():
         openings.show(page_of(st.context.url))
         line = st.empty()

@@ -469,6 +469,9 @@ def test_the_full_resolution_head_is_drawn_when_opened_and_the_link_keeps_it_ope
     assert "full_res=1" in page.url
     page.goto(page.url)
     wait_idle(page)
+    # the link opens the expander; its chart is drawn once in view, as every chart is (below the page's opening)
+    expander = page.get_by_test_id("stExpander").filter(has_text="Head 0 at full resolution (200×200)")
+    expander.get_by_test_id("stExpanderDetails").scroll_into_view_if_needed()
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 2", timeout=60_000)
 
 

@@ -144,7 +144,11 @@ function roomForToolbar(layout, widthPx) {
   if (!text || !widthPx || widthPx >= NARROW_PX) return;
   const height = layout.height || 450, margin = { t: 100, ...(layout.margin || {}) };
   const titled = typeof title === "string" ? { text: title } : { ...title };
-  const fromTop = titled.yref === "container" && typeof titled.y === "number" ? (1 - titled.y) * height : margin.t / 2;
+  // where its first line's middle is: set by the figure, or Plotly's own place (that line's baseline at the top
+  // margin's middle; its middle ~0.35 of the font's size above)
+  const size = (titled.font && titled.font.size) || 17;
+  const fromTop = titled.yref === "container" && typeof titled.y === "number" ? (1 - titled.y) * height
+    : margin.t / 2 - 0.35 * size;
   layout.height = height + TOOLBAR_PX;
   layout.margin = { ...margin, t: margin.t + TOOLBAR_PX };
   layout.title = { yanchor: "middle", ...titled, yref: "container", y: 1 - (fromTop + TOOLBAR_PX) / layout.height };
