@@ -178,6 +178,7 @@ if full_resolution is not None and full_resolution.open:  # computed and sent on
                          focus=drawn_focus, window=blockwise, click_side=click_side, **one_scale),
              "single_head", on_click=on_click)
 
+openings.show_view(view)  # what the view shows, in plain words (issue 78, item 11)
 if blockwise and view in token_views.WHOLE_MAP_VIEWS:
     st.info(f"The {view.lower()} needs every weight of a layer at once: up to N = {FULL_ATTENTION_MAX} (N = {n_q} "
             "runs block-wise). The heads above, the head view, the model view and the checks work at every length.",

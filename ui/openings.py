@@ -52,6 +52,23 @@ OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first
     GLOSSARY_PAGE: "Short meanings of the words this lab uses, in plain words. Each one says where to see it.",
 }
 
+VIEW_OPENINGS = {  # the Attention page's views (ui/choices.ATTENTION_VIEWS): what each shows, in plain words
+    "Checks": f"These checks test that the weights make sense: each row of {term('attention')} adds up to 1, and "
+              "blocked cells get 0. They also compare this model with the attention layer Keras ships.",
+    "Statistics": f"One row for each {term('head')}: how spread out its looking is ({term('entropy')}), how far away "
+                  "it looks, and how much goes to padding. A head that looks at one word has low entropy.",
+    "Model view": f"Every {term('layer')} and every head at once, each as a small picture. Look for heads that draw "
+                  "the same shape, such as a line just below the diagonal.",
+    "Head view": "Lines join each word on the left to the words it looks at on the right: a darker line means more. "
+                 "Click a head in the legend to hide its lines.",
+    "Rollout": f"{term('Rollout')} follows attention through all the layers at once: which input words each word "
+               "drew on in the end. Flow is a second way to follow it.",
+    "Neuron view": f"How one {term('query')} meets each {term('key')}: their numbers are multiplied pair by pair, and "
+                   "the sum is the score. Pick a query to see why it scores each key as it does.",
+    "Score terms": "Why a head looks where it does: one score split into the parts that made it. The biggest part "
+                   "says what in the key made it win.",
+}
+
 HEADINGS = {  # a page's title where it says more than its name in the navigation (ui/pages.py)
     "home": "Attention Lab",
     "explanations": "Which explanation is right",
@@ -81,6 +98,8 @@ GLOSSARY = (  # (term, what it means, where to see it: a page's file name); in t
      "dot_product_lab"),
     ("Softmax", "Turns a row of scores into weights that are all positive and add up to 1. The largest score gets "
      "the largest weight.", "dot_product_lab"),
+    ("Entropy", "How spread out a head's weights are, in bits: 0 when it looks at one token alone, higher when it "
+     "spreads its weight over many.", "attention"),
     ("Positional encoding", "Numbers added to each token that say where it stands in the line. Without them the "
      "model could not tell 'dog bites man' from 'man bites dog'.", "positional_encoding"),
     ("Tensor", "A table of numbers with any number of sides: a line of tokens is 2-D, a batch of lines 3-D.",
@@ -120,6 +139,12 @@ def show(page: str) -> None:
     ui/starting.py)."""
     st.title(heading(page))
     st.markdown(OPENINGS[page])
+
+
+def show_view(view: str) -> None:
+    """The Attention page's ``view``'s opening, drawn above it (one element whatever the view, so that a switch
+    moves nothing)."""
+    st.markdown(VIEW_OPENINGS[view])
 
 
 def how(text: str) -> None:

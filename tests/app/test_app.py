@@ -1195,3 +1195,11 @@ def test_a_link_value_the_view_corrects_gets_the_links_notice(page, query, field
         assert f"using '{used}'" in said(at)[0], said(at)
     at.run()  # the next run (a move of the user's own) says nothing more
     assert not said(at)
+
+
+@pytest.mark.parametrize("view", choices.ATTENTION_VIEWS)
+def test_each_attention_view_opens_with_its_plain_sentences(view):
+    """Issue 78, item 11: every view, not only every page, says first what it shows."""
+    at = open_page("attention", {"view": view})
+    no_errors(at)
+    assert openings.VIEW_OPENINGS[view] in [element.value for element in at.markdown]

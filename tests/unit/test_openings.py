@@ -8,6 +8,7 @@ import pytest
 from readability_support import first_sentences, scores
 
 from ui import openings
+from ui.choices import ATTENTION_VIEWS
 from ui.pages import PAGES
 
 PAGE_NAMES = [name for name, *_ in PAGES]
@@ -23,6 +24,17 @@ def test_each_opening_reads_as_plain_english(page):
     words = first_sentences(openings.OPENINGS[page])
     ease, grade = scores(words)
     assert ease >= LEAST_EASE and grade <= MOST_GRADE, (page, ease, grade, words)
+
+
+@pytest.mark.parametrize("view", ATTENTION_VIEWS)
+def test_each_attention_views_opening_reads_as_plain_english(view):
+    words = first_sentences(openings.VIEW_OPENINGS[view])
+    ease, grade = scores(words)
+    assert ease >= LEAST_EASE and grade <= MOST_GRADE, (view, ease, grade, words)
+
+
+def test_every_attention_view_has_an_opening():
+    assert set(openings.VIEW_OPENINGS) == set(ATTENTION_VIEWS)
 
 
 def test_the_openings_median_reads_easily():
@@ -42,7 +54,7 @@ def test_the_scores_tell_a_dense_sentence_from_a_plain_one():
 
 def test_every_linked_term_has_a_glossary_entry():
     anchors = {openings.anchor_of(name) for name, _, _ in openings.GLOSSARY}
-    for page, text in openings.OPENINGS.items():
+    for page, text in {**openings.OPENINGS, **openings.VIEW_OPENINGS}.items():
         for target in re.findall(r"\]\(([^)]*)\)", text):
             where, _, anchor = target.partition("#")
             assert where == openings.GLOSSARY_PAGE and anchor in anchors, (page, target)
