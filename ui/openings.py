@@ -8,12 +8,19 @@ import re
 
 import streamlit as st
 
+from ui.pages import PAGES
+
 GLOSSARY_PAGE = "glossary"
+
+
+def anchor_of(name: str) -> str:
+    """A glossary entry's anchor: ``"Look-ahead mask"`` -> ``"look-ahead-mask"``."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def term(word: str, anchor: str | None = None) -> str:
     """``word`` as a link to its glossary entry (``anchor``: the entry, when ``word`` is an inflected form)."""
-    return f"[{word}]({GLOSSARY_PAGE}#{anchor or word.lower().replace(' ', '-')})"
+    return f"[{word}]({GLOSSARY_PAGE}#{anchor or anchor_of(word)})"
 
 
 OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first use links to the glossary)
@@ -121,12 +128,7 @@ GLOSSARY = (  # (term, what it means, where to see it: a page's file name); in t
 )
 
 
-def anchor_of(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-
-
 def page_title(page: str) -> str:
-    from ui.pages import PAGES
     return next(title for name, title, _icon, _says in PAGES if name == page)
 
 

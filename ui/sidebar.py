@@ -158,7 +158,7 @@ def _after_weights_change() -> None:
         state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
     state.put(F.seq_len, max(state.value(F.seq_len), state.default_of(F.seq_len, name)))
     own = dict(kv_heads=state.FIELDS[F.kv_heads].default, **state.trained_options(name))  # one KV head per head
-    if any(state.get(key, state.FIELDS[key].default) != value for key, value in own.items()):
+    if any(state.value(key) != value for key, value in own.items()):
         state.update(own)
         state.notify(f"The {spec.task} model is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
                      "positions and a key/value head per head: the Architecture, Norm, Positions and KV heads "
@@ -243,7 +243,7 @@ def render(page_path: str = "") -> None:
     else:
         weight_options, info, spec = settle()
         _draw_weights(bar, weight_options)
-        if info is not None and model_config.supports().own_tokens:
+        if info is not None:
             external_model.sidebar(bar, info)
         else:
             _draw_shape(bar, spec)
@@ -254,8 +254,8 @@ def render(page_path: str = "") -> None:
 def settle() -> tuple[list, object, object]:
     """Before anything is drawn: a linked model opened, a model this server lacks replaced by random weights (and
     said), every dependent control's options followed (`options_follow`) and a KV-heads value its heads cannot
-    take reset. Returns the Weights options, the model from outside opened (or None) and a trained model's spec
-    (None for random weights)."""
+    take reset. Returns the Weights options, the model from outside in use (None when the sidebar's model is the
+    lab's) and a trained model's spec (None for random weights)."""
     _open_linked_model()
     info = external_model.opened()
     weight_options = weight_choices()
@@ -265,8 +265,9 @@ def settle() -> tuple[list, object, object]:
     options_follow(F.weights, weight_options)
     weights = state.read(F.weights)
     state.put(state.LAST_WEIGHTS, weights)
-    if info is not None and model_config.supports().own_tokens:  # its own shape: none of the sidebar's
+    if info is not None and model_config.supports(weights).own_tokens:  # its own shape: none of the sidebar's
         return weight_options, info, None
+    info = None
     spec = None if model_config.supports(weights).shape else spec_of(weights)
     if not spec:
         options_follow(F.heads, [str(h) for h in choices.head_choices(state.read(F.d_model))])

@@ -154,7 +154,6 @@ FIELDS: dict[str, Field] = {
 }
 
 
-
 class _FieldNames:
     """The fields' names as attributes (``F.weights == "weights"``): callers name a field by attribute, never by a
     string, so that a mistyped name is an AttributeError wherever the line runs, in the tests first."""
@@ -184,7 +183,9 @@ def default_of(key: str, weights: str):
     if key not in ("src", "seq_len"):
         return FIELDS[key].default
     lines, length = source_of(weights).default_lines(FIELDS[F.seq_len].default)  # the model's own, where they differ
-    return length if key == "seq_len" else FIELDS[key].default if lines is None else lines
+    if key == "seq_len":
+        return length
+    return FIELDS[key].default if lines is None else lines
 
 
 def parse_url(query: dict) -> tuple[dict, list[str]]:
@@ -388,7 +389,7 @@ def fall_back_to_random() -> None:
 
 
 def current_values() -> dict:
-    return {key: get(key, field.default) for key, field in FIELDS.items()}
+    return {key: value(key) for key in FIELDS}
 
 
 def write_url() -> list[str]:

@@ -41,7 +41,7 @@ class VisionSpec(ModelShape):
     def validate(self) -> None:
         get_image_task(self.task)
         self.check_shape()
-        if min(self.num_layers, self.d_ff + 1) < 1:
+        if self.num_layers < 1 or self.d_ff < 0:
             raise ValueError(f"num_layers must be positive and d_ff 0 or more. Received: num_layers="
                              f"{self.num_layers}, d_ff={self.d_ff}")
         vit = (self.positions, self.norm, self.architecture, self.num_kv_heads)
