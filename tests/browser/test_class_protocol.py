@@ -64,8 +64,9 @@ def test_a_load_test_session_counts_a_seen_figure_drawn_when_its_kept_copy_is_sh
         thumb.press("ArrowRight")  # 7: a new figure, then 6 again: the first one, whose copy was kept
         tab.wait_for_function(f"() => {load_test.rows_are(7)}", timeout=60_000)
         wait_idle(tab)
-        # the first chart's copies of both figures, made when the browser was idle (6's may come after 7's draw)
-        tab.wait_for_function("() => document.querySelector('.al-chart')?.alPictures?.size >= 2", timeout=10_000)
+        # the first chart's copies of both figures, made when the browser was idle (6's may come after 7's draw; on a
+        # 2-core host running two workers' browsers, idle time can come late: a wait, not a speed target)
+        tab.wait_for_function("() => document.querySelector('.al-chart')?.alPictures?.size >= 2", timeout=30_000)
         copies = tab.evaluate(f"() => {load_test.COPIES_SHOWN}")
         thumb.focus()
         plotted = tab.evaluate(MOVE_UNTIL_DRAWN, ["ArrowLeft", load_test.drawn(6, copies), load_test.rows_are(6)])
