@@ -29,7 +29,7 @@ from transformer.core.model import Transformer
 from transformer.core.positional import PositionalEncoding, ScaledEmbedding, positional_encoding
 from transformer.live.config import LiveConfig
 from transformer.live.model_cache import ModelCache
-from transformer.live.run import LiveResult, stack_sides
+from transformer.live.result import LiveResult, stack_sides
 from transformer.live.walkthrough import Walkthrough
 from transformer.runtime.device import device_label, resolve_device, visible_gpus
 

@@ -90,6 +90,24 @@ def test_the_ui_asks_a_source_what_it_supports_never_its_type():
     assert len(type_switches(planted)) == 2
 
 
+# The engine's own run and decoding (issue 79, step 2): a model from outside runs itself (its source's `own_run` and
+# `own_decoding`, transformer/live/outside.py); these modules name neither it nor its registry, nor ask `inside`.
+OUTSIDE_WORDS = ("EXTERNAL", "supports.inside", "External", "outside_")
+
+
+def outside_branches(source: str) -> list[str]:
+    return [f"{number}: {word}" for number, line in enumerate(source.splitlines(), 1) for word in OUTSIDE_WORDS
+            if word in line and not line.lstrip().startswith("#")]
+
+
+def test_the_engines_run_and_decoding_leave_a_model_from_outside_to_its_source():
+    live = ROOT / "transformer" / "live"
+    found = {name: outside_branches((live / name).read_text()) for name in ("run.py", "decode.py")}
+    assert found == {"run.py": [], "decode.py": []}
+    planted = "from transformer.external.registry import EXTERNAL\nif not plan.source.supports.inside:\n"
+    assert len(outside_branches(planted)) == 2
+
+
 def test_a_mistyped_field_or_key_fails_at_once():
     assert state.F.weights == "weights"
     with pytest.raises(AttributeError, match="wieghts"):

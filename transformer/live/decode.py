@@ -10,7 +10,6 @@ import tensorflow as tf
 from transformer.core import tokens
 from transformer.core.ablation import active_heads
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
-from transformer.external.registry import EXTERNAL
 from transformer.live.config import VOCAB_SIZE, LiveConfig
 from transformer.live.plan import Resolved, ablation_means, resolved
 from transformer.runtime.device import device_label
@@ -40,47 +39,16 @@ def _source_line(pretrained: Pretrained, text: str) -> Line:
     return Line(np.array([ids], np.int32), [START_ID], len(pretrained.vocab), END_ID)  # src (1, N_s)
 
 
-class _TokenizerVocabulary:
-    """A model from outside's pieces as the Decode page reads a vocabulary (``decode(ids) -> tokens``)."""
-
-    def __init__(self, model):
-        self.decode = model.pieces
-
-
-def decode_external(config: LiveConfig, text: str, sample: bool, temperature: float, top_k: int, top_p: float,
-                    seed: int, max_steps: int, device: str = "/CPU:0") -> Decoding:
-    """A causal model from outside continues ``text`` for ``max_steps`` tokens, the whole model run on the prefix at
-    each step (no key/value cache: ``cache`` is empty and ``cache_gap`` NaN)."""
-    model = EXTERNAL.get(config.weights)
-    if not model.causal:
-        raise ValueError(f"{model.name} is a bidirectional encoder: it does not write text. Received: "
-                         f"weights={config.weights!r}")
-    check_settings(temperature, top_k, top_p, max_steps)
-    prompt = [int(i) for i in model.token_ids(text)]
-    choose, prefix, steps = chooser(sample, temperature, top_k, top_p, seed), list(prompt), []
-    vocabulary = _TokenizerVocabulary(model)
-    with tf.device(device):
-        for _ in range(max_steps):
-            logits, weights = model.logits_and_weights(prefix)  # (t, V), (L, H, t, t)
-            probabilities, chosen = choose(logits[-1])
-            steps.append(Step(tuple(vocabulary.decode(prefix)), weights[:, :, -1], None, probabilities,
-                              vocabulary.decode([chosen])[0]))
-            prefix.append(chosen)
-    continuation = vocabulary.decode(prefix[len(prompt):])
-    return Decoding(config.weights, (), tuple(steps), " ".join(continuation), None, (), 0, float("nan"), vocabulary,
-                    model.num_layers, model.num_heads, device_label(device),
-                    prompt=tuple(vocabulary.decode(prompt)), kv_heads=model.num_heads)
-
-
 def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: float = 1.0, top_k: int = 0,
            top_p: float = 1.0, seed: int = 0, max_steps: int | None = None) -> Decoding:
     """Decode ``text`` step by step with ``config``'s model: a trained model's answer to the source line, or a
     random decoder-only model's continuation of the prompt (`PROMPT_STEPS` tokens). ValueError naming bad settings,
     tokens outside the model's vocabulary, or a model that does not decode."""
     checked = resolved(config)
-    if not checked.source.supports.inside:
-        return decode_external(config, text.strip(), sample, temperature, top_k, top_p, seed,
-                               PROMPT_STEPS if max_steps is None else max_steps, checked.device)
+    own = checked.source.own_decoding(config, text.strip(), checked.device, max_steps, sample=sample,
+                                      temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    if own is not None:  # a model from outside: transformer.live.outside
+        return own
     trained = checked.source.supports.predictions  # a trained model answers its task
     if trained:
         pretrained = load_pretrained(config.weights, checked.device)

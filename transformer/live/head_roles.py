@@ -22,7 +22,8 @@ from transformer.analysis.heads import (
 from transformer.core import tokens
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, family_mask, size_range
 from transformer.live.config import LiveConfig
-from transformer.live.run import run_live, stack_sides
+from transformer.live.result import stack_sides
+from transformer.live.run import run_live
 from transformer.live.sources import source_of
 from transformer.tasks import get_task
 

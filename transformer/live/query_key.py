@@ -10,7 +10,7 @@ import numpy as np
 from transformer.analysis.query_key import joint_projection, query_correlation
 from transformer.live.config import LiveConfig
 from transformer.live.plan import plan_of, resolved
-from transformer.live.run import stack_sides
+from transformer.live.result import stack_sides
 from transformer.live.walkthrough import attention_walkthrough
 
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 import tensorflow as tf
 
 from transformer.core import tokens
 from transformer.core.ablation import check_ablation
 from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, check_range
 from transformer.external import MAX_TOKENS
-from transformer.external.registry import EXTERNAL, check_key, is_external
+from transformer.external.registry import check_key, is_external
 from transformer.live.config import VOCAB_SIZE, LiveConfig
-from transformer.live.inputs import Batches, Inputs, Masks, make_masks, notices
+from transformer.live.inputs import Batches, Inputs, make_masks, notices
 from transformer.live.model_cache import shape_key
+from transformer.live.outside import OUTSIDE_STEPS, decode_outside, encode_outside, run_outside
 from transformer.tasks import PAD, PAD_ID, START, get_task
 from transformer.tasks.induction import NO_RULE
 from transformer.training import answers
@@ -107,6 +107,16 @@ class ModelSource:
         heads of ``ablate`` (`check`'s) ablated; ``means``: mean-ablation's, ``(stacks, L, H, d_v)``). ValueError on
         bad text, pads or tokens it does not know."""
         raise NotImplementedError
+
+    def own_run(self, config: LiveConfig, inputs: Inputs, device: str, stacks: tuple, rows: tuple):
+        """`run_live`'s `LiveResult` of ``stacks`` for the lines ``rows``, for a model that runs itself (a model from
+        outside); None: the lab's own Keras model runs it."""
+        return None
+
+    def own_decoding(self, config: LiveConfig, text: str, device: str, max_steps: int | None, **settings):
+        """`decode`'s `Decoding` of ``text`` (``settings``: sample, temperature, top_k, top_p, seed), for a model
+        that decodes itself; None: the lab's own model decodes it."""
+        return None
 
 
 class RandomWeights(ModelSource):
@@ -203,7 +213,14 @@ class External(ModelSource):
                          "it.")
 
     def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
-        return encode_external(config)  # each line at its own length, its masks its own: no TensorFlow op here
+        return encode_outside(config)  # each line at its own length, its masks its own: no TensorFlow op here
+
+    def own_run(self, config: LiveConfig, inputs: Inputs, device: str, stacks: tuple, rows: tuple):
+        return run_outside(config, inputs, device, stacks, rows)
+
+    def own_decoding(self, config: LiveConfig, text: str, device: str, max_steps: int | None, **settings):
+        return decode_outside(config, text, max_steps=OUTSIDE_STEPS if max_steps is None else max_steps,
+                              device=device, **settings)
 
 
 def source_of(weights: str) -> ModelSource:
@@ -214,8 +231,8 @@ def source_of(weights: str) -> ModelSource:
     return External(weights) if is_external(weights) else Trained(weights)
 
 
-# How each source reads its lines: random weights (`encode_batches`), a trained model (`encode_trained`), a model
-# from outside (`encode_external`).
+# How each source reads its lines: random weights (`encode_batches`), a trained model (`encode_trained`); a model
+# from outside's are in transformer.live.outside (`encode_outside`).
 
 def _lines_text(count: int) -> str:
     return f"{count} line" if count == 1 else f"{count} lines"
@@ -295,33 +312,3 @@ def _prediction(model, text: str, predicted: list[str]) -> dict:
     prediction, expected = model.rules.target_text(predicted), model.expected(text)
     return dict(source=text, prediction=prediction, expected=expected if expected is not None else "—",
                 correct=prediction == expected)
-
-EXTERNAL_PAD = "<pad>"  # a model from outside runs each line at its own length: its padding is only drawn
-EXTERNAL_PAD_ID = -1  # never one of its ids
-
-
-def encode_external(config: LiveConfig) -> Inputs:
-    """A model from outside: each source line in its tokenizer's pieces (cut to ``seq_len``), the same lines on
-    the target side (a causal model's one stack reads them there); padding is drawn, never run. Its masks are its
-    own: padding, and the look-ahead mask for a causal model (the lab's switches and families do not apply)."""
-    model = EXTERNAL.get(config.weights)
-    texts = tokens.text_lines(config.source_text, "source")
-    ids = [model.token_ids(text) for text in texts]
-    pieces = [model.pieces(line) for line in ids]
-    n = config.seq_len
-    padded = np.full((len(texts), n), EXTERNAL_PAD_ID, np.int32)  # (B, N)
-    for row, line in enumerate(ids):
-        padded[row, : min(len(line), n)] = line[:n]
-    labels = tuple(tuple(line[:n]) + (EXTERNAL_PAD,) * max(0, n - len(line)) for line in pieces)
-    batch = tokens.EncodedBatch(padded, labels, tuple(len(line) for line in ids), tuple(len(line) > n for line in ids))
-    said = notices(batch, batch, (EXTERNAL_PAD_ID,), n)
-    batches = Batches(batch, batch, (EXTERNAL_PAD_ID,), said)
-    padding = padded != EXTERNAL_PAD_ID  # (B, N)
-    source_padding = padding[:, None, None, :]  # (B, 1, 1, N)
-    future = np.tril(np.ones((n, n), bool))  # (N, N)
-    target = source_padding & future  # (B, 1, N, N)
-    run_target = target if model.causal else np.broadcast_to(source_padding, target.shape)
-    masks = Masks(source_padding, source_padding, future, target, source_padding, run_target)
-    for mask in vars(masks).values():
-        mask.flags.writeable = False
-    return Inputs(batches, (), masks)
