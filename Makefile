@@ -63,11 +63,19 @@ $(VENV)/.test: requirements-test.txt $(RUNTIME)
 	$(call INSTALL,requirements-test.txt)
 	touch $@
 
+# TypeScript's checker, for the browser code (npm, pinned by package-lock.json; nothing is built or served from it)
+NODE_TOOLS := node_modules/.package-lock.json
+TS_CONFIGS := $(filter-out %.base.json,$(wildcard ui/frontend/tsconfig.*.json))
+
+$(NODE_TOOLS): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 run: $(RUNTIME)
 	@echo "Engine packages: the $(MODE) set ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
 	$(BIN)/python serve.py --server.address $(HOST) --server.port $(PORT)
 
-test: $(VENV)/.test
+test: $(VENV)/.test $(NODE_TOOLS)
 	@echo "Engine packages: the $(MODE) set ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
 	$(BIN)/python -m pytest $(PYTEST_WORKERS) --durations=15
 
@@ -76,12 +84,15 @@ gpu-check: $(RUNTIME)
 	$(BIN)/python bench/gpu_check.py
 
 # The inner loop, under a minute: no browser, no AppTest, nothing marked slow.
-test-fast: $(VENV)/.test
+test-fast: $(VENV)/.test $(NODE_TOOLS)
 	$(BIN)/python -m pytest $(PYTEST_WORKERS) -m "not browser and not app and not slow"
 
-# ruff: lint and import order (settings in pyproject.toml).
-lint: $(VENV)/.test
+# ruff: lint and import order (settings in pyproject.toml); the browser code's declarations current, and each
+# component's code checked by TypeScript's checker as the one program the browser runs (ui/chart.py BUNDLES).
+lint: $(VENV)/.test $(NODE_TOOLS)
 	$(BIN)/ruff check .
+	$(BIN)/python -m ui.browser_types --check
+	for config in $(TS_CONFIGS); do node_modules/.bin/tsc -p $$config || exit 1; done
 
 # Benchmarks print a table and write it to BENCHMARKS.md (they need Debian's chromium).
 bench: $(VENV)/.test
@@ -111,4 +122,4 @@ churn-test: $(VENV)/.test
 	$(BIN)/python bench/architecture_churn.py --write
 
 clean:
-	rm -rf $(VENV) test-output .pytest_cache
+	rm -rf $(VENV) node_modules test-output .pytest_cache

@@ -71,7 +71,7 @@ def rows_are(length):
     return f"({CHART}?._fullData?.[0]?.z?.length === {length})"
 
 
-COPIES_SHOWN = "(document.querySelector('.al-chart')?.alPicturesShown || 0)"  # ui/frontend/drawing_copies.js
+COPIES_SHOWN = "(document.querySelector('.al-chart')?.al.picturesShown || 0)"  # ui/frontend/drawing_copies.js
 
 
 def drawn(length, copies_before):

@@ -64,9 +64,9 @@ def move_and_wait(page, act, prepare=None, what="a move"):
 # control's step (ui/frontend/chart.js sets alDrawnStep once Plotly has drawn it).
 STEP_DRAWN = """(group) => {
     const charts = [...document.querySelectorAll('.al-chart')]
-        .filter((node) => node.alParsed && node.alParsed.group === group);
-    return charts.some((node) => !node.alStale)  // one in view at least: a move that draws nothing is no move
-        && charts.every((node) => node.alStale || node.alDrawnStep === window.alSteps[group]);
+        .filter((node) => node.al.parsed && node.al.parsed.group === group);
+    return charts.some((node) => !node.al.stale)  // one in view at least: a move that draws nothing is no move
+        && charts.every((node) => node.al.stale || node.al.drawnStep === window.alSteps[group]);
 }"""
 # Plotly's draws counted, but those that make a kept step's copy live again when the browser is idle (chart.js's
 # alDrawingKept: the step was on the screen before them), counted apart.
@@ -75,7 +75,7 @@ COUNT_DRAWS = """() => {
         for (const name of ['react', 'relayout']) {
             const original = window.Plotly[name];
             window.Plotly[name] = (node, ...rest) => {
-                if (node.alDrawingKept) window.__keptDrawn = (window.__keptDrawn || 0) + 1;
+                if (node.al.drawingKept) window.__keptDrawn = (window.__keptDrawn || 0) + 1;
                 else window.__draws = (window.__draws || 0) + 1;
                 return original(node, ...rest);
             };
@@ -106,10 +106,10 @@ TIME_TOGGLE = f"""(group) => {{
     window.__viewSeconds = null;
     const node = [...document.querySelectorAll('.al-chart')]
         .find((chart) => (chart.data || []).some((trace) => trace.legendgroup === group));
-    const before = node.alHiddenDrawn || 0;
+    const before = node.al.hiddenDrawn || 0;
     window.addEventListener('mousedown', () => {{
         const pressed = performance.now(), painted = {PAINTED};
-        const poll = () => (node.alHiddenDrawn || 0) > before ? painted(pressed) : setTimeout(poll, 0);
+        const poll = () => (node.al.hiddenDrawn || 0) > before ? painted(pressed) : setTimeout(poll, 0);
         setTimeout(poll, 0);
     }}, {{capture: true, once: true}});
 }}"""
@@ -117,10 +117,10 @@ TIME_TOGGLE = f"""(group) => {{
 # (alShapes); timed until they change and are painted.
 TIME_FOCUS = f"""(index) => {{
     window.__viewSeconds = null;
-    const node = document.querySelectorAll('.al-chart')[index], before = node.alShapes;
+    const node = document.querySelectorAll('.al-chart')[index], before = node.al.shapes;
     window.addEventListener('mousedown', () => {{
         const pressed = performance.now(), painted = {PAINTED};
-        const poll = () => node.alShapes !== before ? painted(pressed) : setTimeout(poll, 0);
+        const poll = () => node.al.shapes !== before ? painted(pressed) : setTimeout(poll, 0);
         setTimeout(poll, 0);
     }}, {{capture: true, once: true}});
 }}"""

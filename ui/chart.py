@@ -48,7 +48,7 @@ def constants() -> dict:
     """What the browser code reads of the server's: the sizes, names and message names (`ui.chart_protocol`), as
     one object, ``AL``, at the head of each component's code."""
     return {"TICK_PX": TICK_PX, "NARROW_PX": NARROW_PX, "CHART_CLASS": CHART_CLASS,
-            "STALE_FADE_ATTRIBUTE": STALE_FADE_ATTRIBUTE, **protocol.NAMES}
+            "STALE_FADE_ATTRIBUTE": STALE_FADE_ATTRIBUTE, "BULK": protocol.BULK, **protocol.NAMES}
 
 
 def frontend(*names: str | Path) -> str:
@@ -63,10 +63,17 @@ def stylesheet(name: str) -> str:
     return (FRONTEND_DIR / name).read_text().replace("__STALE_FADE_ATTRIBUTE__", STALE_FADE_ATTRIBUTE)
 
 
-_JS = frontend("load_plotly.js", "after_paint.js", *VIEW_SCRIPTS, "group_layers.js", "legend_groups.js",
-               "stepped_charts.js", "drawing_copies.js", "chart.js")
+# Each component's browser code: these files (of ui/frontend/, or paths) joined in this order after `AL`, and checked
+# as one program by TypeScript's checker (`make lint`: ui/frontend/tsconfig.<name>.json lists the same files)
+BUNDLES = {
+    "chart": ("load_plotly.js", "after_paint.js", *VIEW_SCRIPTS, "chart_messages.js", "group_layers.js",
+              "legend_groups.js", "stepped_charts.js", "drawing_copies.js", "chart.js"),
+    "early": ("load_plotly.js", "streamlit_patches.js", "early_loader.js"),
+    "stepper": ("after_paint.js", "stepper.js"),
+}
+_JS = frontend(*BUNDLES["chart"])
 STALE_FADE_CSS = stylesheet("stale_fade.css")
-_EARLY_LOADER_JS = frontend("load_plotly.js", "streamlit_patches.js", "early_loader.js")
+_EARLY_LOADER_JS = frontend(*BUNDLES["early"])
 
 _component = st.components.v2.component(COMPONENT_NAME, js=_JS, css=stylesheet("chart.css"), isolate_styles=False)
 
@@ -78,7 +85,8 @@ _early_loader = st.components.v2.component(EARLY_LOADER_NAME, js=_EARLY_LOADER_J
 def load_plotly_early() -> None:
     """Have the browser start loading Plotly.js and the widgets' code now (an invisible element, the same
     on every run)."""
-    message = {"plotly_url": plotly_url(), "widget_modules": list(widget_module_urls(served_path("/static/js/")))}
+    message: protocol.EarlyLoaderMessage = {"kind": "early", "plotly_url": plotly_url(),
+                                            "widget_modules": list(widget_module_urls(served_path("/static/js/")))}
     _early_loader(key="plotly_early", data=json.dumps(message).encode())
 
 
@@ -115,25 +123,26 @@ CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale
 
 
 def chart_payload(fig, hidden=None, column: int = 0) -> bytes:
-    """What one chart sends: a JSON document {"config", "plotly_url", "column", "figure"} as UTF-8 bytes, and first
-    {"hidden": the legend groups hidden} when ``hidden`` is given. ``column``: the column's width its browser told
-    (0: none); a new one changes the text, so the browser hears back even where the figure is the same.
+    """What one chart sends: a JSON document {"kind", "config", "plotly_url", "column", "figure"} as UTF-8 bytes,
+    with {"hidden": the legend groups hidden} after its kind when ``hidden`` is given. ``column``: the column's width
+    its browser told (0: none); a new one changes the text, so the browser hears back even where the figure is the
+    same.
 
     The figure is Plotly's own JSON (NumPy arrays as base64 typed arrays), spliced in
     as it is rather than parsed and dumped again.
     """
-    message: protocol.ChartMessage = {} if hidden is None else {"hidden": list(hidden)}
-    message.update(config=CONFIG, plotly_url=plotly_url(), column=column)
-    return f'{json.dumps(message)[:-1]}, "figure": {pio.to_json(fig, validate=False)}}}'.encode()
+    message = {"kind": "chart"} if hidden is None else {"kind": "chart", "hidden": list(hidden)}
+    message.update(config=CONFIG, plotly_url=plotly_url(), column=column)  # a protocol.ChartMessage but its figure
+    return f'{json.dumps(message)[:-1]}, "{protocol.BULK["chart"]}": {pio.to_json(fig, validate=False)}}}'.encode()
 
 
 def stepped_payload(frames: list[str], group: str, index: int, column: int = 0) -> bytes:
-    """What a chart of a step group sends: {"index", "group", "config", "plotly_url", "column", "frames"}, ``frames``
-    each step's figure as Plotly's JSON text, ``index`` the step the server shows (first: the browser reads it alone),
-    ``column`` as `chart_payload`'s."""
-    head = json.dumps({"index": index, "group": group, "config": CONFIG, "plotly_url": plotly_url(),
-                       "column": column})[:-1]
-    return f'{head}, "frames": [{", ".join(frames)}]}}'.encode()  # a protocol.SteppedChartMessage
+    """What a chart of a step group sends: {"kind", "index", "group", "config", "plotly_url", "column", "frames"},
+    ``frames`` each step's figure as Plotly's JSON text, ``index`` the step the server shows, ``column`` as
+    `chart_payload`'s."""
+    head = json.dumps({"kind": "stepped", "index": index, "group": group, "config": CONFIG,
+                       "plotly_url": plotly_url(), "column": column})[:-1]
+    return f'{head}, "{protocol.BULK["stepped"]}": [{", ".join(frames)}]}}'.encode()  # a protocol.SteppedChartMessage
 
 
 class FrameCache:

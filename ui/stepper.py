@@ -9,11 +9,11 @@ import json
 
 import streamlit as st
 
-from ui.chart import frontend, sent, stylesheet
+from ui.chart import BUNDLES, frontend, sent, stylesheet
 from ui.chart_protocol import STEP, StepperMessage
 
 STEPPER_NAME = "attention_lab_stepper"
-_component = st.components.v2.component(STEPPER_NAME, js=frontend("after_paint.js", "stepper.js"),
+_component = st.components.v2.component(STEPPER_NAME, js=frontend(*BUNDLES["stepper"]),
                                         css=stylesheet("stepper.css"),
                                         isolate_styles=False)
 
@@ -23,7 +23,8 @@ def stepper(group: str, index: int, names: list[str], captions: list[list[tuple[
     """Draw ``group``'s control at step ``index`` (0-based) of ``len(names)``; ``names``: what each step is called
     beside ``label``; ``captions``: each step's caption as ``[(text, style), …]`` (style "", "b", "code" or "b code";
     the text is drawn as text). ``on_step(index)`` runs (before the rerun it starts) when the viewer moves to a step."""
-    payload: StepperMessage = {"group": group, "label": label, "index": int(index), "names": list(names),
+    payload: StepperMessage = {"kind": "stepper", "group": group, "label": label, "index": int(index),
+                               "names": list(names),
                                "captions": [[list(segment) for segment in segments] for segments in captions]}
     key = f"step_{group}"
     _component(key=key, data=json.dumps(payload).encode(), **{f"on_{STEP}_change": lambda: on_step(moved_to(key))})

@@ -1,13 +1,15 @@
+// @ts-check
 // The head view's browser code, beside its figure builder (viz/head_view.py), part of the chart component
 // (ui/chart.py, which loads every viz/*.js). Its figure draws its
 // lines as path shapes, a segment "M0,query L1,key" a line, in their head's legend group, and layout.meta.lines
 // gives each line shape's lines as numbers ({shape index: {query, key}}). Hovering a token keeps only its lines,
 // leaving it restores them: a relayout of the shapes (a head hidden in the legend stays hidden).
 
+/** @param {ChartNode} node @param {string} side @param {number | null} row */
 function hoverLines(node, side, row) {
   const end = side === "query" ? 0 : 1;
-  const shapes = node.layout.shapes.map((shape, index) => {
-    const lines = node.alLines.get(index);
+  const shapes = node.layout.shapes.map((/** @type {PlotlyLayout} */ shape, /** @type {number} */ index) => {
+    const lines = node.al.lines.get(index);
     if (!lines) return shape;
     const kept = row === null ? lines : lines.filter((line) => line[end] === row);
     return { ...shape, path: kept.map(([query, key]) => `M0,${query}L1,${key}`).join("") };
@@ -15,13 +17,15 @@ function hoverLines(node, side, row) {
   window.Plotly.relayout(node, { shapes });
 }
 
+/** @param {{dtype: string, bdata: string}} array @returns {number[]} */
 function positions({ dtype, bdata }) {  // a typed array as viz/head_view.py sends it: bytes ("u1") or int16, base64
   const bytes = Uint8Array.from(atob(bdata), (character) => character.charCodeAt(0));
   return Array.from(dtype === "u1" ? bytes : new Int16Array(bytes.buffer));
 }
 
+/** @param {ChartNode} node @param {Record<string, {query: any, key: any}> | undefined} lines */
 function keepLines(node, lines) {  // {shape index: [[query, key] …]} of the head view's lines as the server drew them
-  node.alLines = lines ? new Map(Object.entries(lines).map(([index, ends]) => {
+  node.al.lines = lines ? new Map(Object.entries(lines).map(([index, ends]) => {
     const query = positions(ends.query), key = positions(ends.key);
     return [Number(index), query.map((row, line) => [row, key[line]])];
   })) : null;

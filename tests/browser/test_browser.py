@@ -144,7 +144,7 @@ def test_printing_the_page_draws_the_charts_out_of_view_too(page, server):
     wait_for_charts(page)
     thumb = slider_thumb(page, "Sequence length")
     press_until_redrawn(page, thumb, "ArrowRight", 8)
-    behind = f"() => [...document.querySelectorAll('.{CHART_CLASS}')].filter((node) => node.alStale || !node._fullData).length"
+    behind = f"() => [...document.querySelectorAll('.{CHART_CLASS}')].filter((node) => node.al.stale || !node._fullData).length"
     assert page.evaluate(behind) > 0
     page.pdf(path=str(OUTPUT / "dot_product_lab.pdf"))  # Chromium's print to PDF fires beforeprint
     assert page.evaluate(behind) == 0
@@ -530,9 +530,9 @@ DRAWS_WHEN_SHOWN = """(step) => {  // the Plotly draws made by the time every ch
     window.addEventListener('mousedown', () => {
         const charts = [...document.querySelectorAll('.al-chart')], shown = () => {
             window.__drawsWhenShown = window.__drawTimes.length;
-            window.__shownSvgs = charts.map((node) => node.alPicture?.querySelector('.main-svg').outerHTML);
+            window.__shownSvgs = charts.map((node) => node.al.picture?.querySelector('.main-svg').outerHTML);
         };
-        const poll = () => charts.every((node) => node.alDrawnStep === step) ? shown() : setTimeout(poll, 0);
+        const poll = () => charts.every((node) => node.al.drawnStep === step) ? shown() : setTimeout(poll, 0);
         setTimeout(poll, 0);
     }, {capture: true, once: true});
 }"""
@@ -623,11 +623,11 @@ COPIES_WHEN_SHOWN = """() => {  // each chart's Plotly draws before its kept cop
     const charts = [...document.querySelectorAll('.al-chart')], draws = new Map();
     const react = window.Plotly.react;
     window.Plotly.react = (node, ...rest) => { draws.set(node, (draws.get(node) || 0) + 1); return react(node, ...rest); };
-    const before = charts.map((node) => node.alPicturesShown || 0);
+    const before = charts.map((node) => node.al.picturesShown || 0);
     const poll = () => {
         charts.forEach((node, index) => {
-            if ((node.alPicturesShown || 0) > before[index] && !window.__copies[index]) window.__copies[index] =
-                [draws.get(node) || 0, node.alPicture.querySelector('.main-svg').outerHTML];
+            if ((node.al.picturesShown || 0) > before[index] && !window.__copies[index]) window.__copies[index] =
+                [draws.get(node) || 0, node.al.picture.querySelector('.main-svg').outerHTML];
         });
         if (window.__copies.filter(Boolean).length < charts.length) setTimeout(poll, 0);
     };
@@ -644,12 +644,12 @@ COPIED_AT_DRAW = """() => {
     window.Plotly.react = (node, ...rest) => {
         const drawn = react(node, ...rest);
         drawn.then(() => Promise.resolve().then(() =>
-            window.__copiedAtDraw.push(Boolean(node.alPictures && node.alPictures.has(node.alText)))));
+            window.__copiedAtDraw.push(Boolean(node.al.pictures && node.al.pictures.has(node.al.text)))));
         return drawn;
     };
 }"""
-COPIED_NOW = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].filter((node) => !node.alStale && node.data)
-    .map((node) => Boolean(node.alPictures && node.alPictures.has(node.alText)))"""
+COPIED_NOW = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].filter((node) => !node.al.stale && node.data)
+    .map((node) => Boolean(node.al.pictures && node.al.pictures.has(node.al.text)))"""
 
 
 def test_a_figure_drawn_before_is_shown_from_its_copy_then_drawn_by_plotly(page, server):
@@ -679,7 +679,7 @@ def test_a_figure_drawn_before_is_shown_from_its_copy_then_drawn_by_plotly(page,
     assert shown, copies  # the charts whose figure came back
     drawn = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((plot) => "
                           "[plot.querySelector('.main-svg').outerHTML, plot.querySelectorAll('.plot-container').length, "
-                          "plot.querySelector('.plot-container').style.visibility, plot.alPicture])")
+                          "plot.querySelector('.plot-container').style.visibility, plot.al.picture])")
     for index, (draws_before, svg) in shown:
         assert draws_before == 0, (index, draws_before)  # on the screen before Plotly drew anything
         assert drawn[index][0] == svg, index  # the copy was Plotly's own drawing of that figure

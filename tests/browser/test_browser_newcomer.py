@@ -153,7 +153,7 @@ RECORD_DRAWINGS = f"""() => {{
             if (drawn > column + 1) window.__wide.push([drawn, column]);
             if (drawn && !plot.__seen) {{
                 plot.__seen = true;
-                window.__first.push([drawn, JSON.parse(plot.alText).column]);
+                window.__first.push([drawn, JSON.parse(plot.al.text).column]);
             }}
         }}
         requestAnimationFrame(look);
@@ -177,7 +177,7 @@ def test_at_390_px_a_chart_is_first_drawn_at_its_columns_width(page, server, pat
     page.wait_for_function(f"() => [...document.querySelectorAll('{PLOT}')].filter((plot) => plot._fullLayout).length "
                            f"=== {charts}", timeout=60_000)
     wait_idle(page)
-    told = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((plot) => plot.alReported || 0)")
+    told = page.evaluate(f"() => [...document.querySelectorAll('{PLOT}')].map((plot) => plot.al.reported || 0)")
     first = page.evaluate("() => window.__first")
     assert sorted(column for _, column in first) == sorted(told), (first, told)  # each drawn first from its answer
     if fit:

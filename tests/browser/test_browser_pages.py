@@ -76,7 +76,7 @@ SIDEWAYS = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((node)
 
 # Every chart kept wider than its column (ui/frontend/chart.js's keepMinWidth) has told the page its column's width.
 REPORTED = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].every((node) =>
-    !(node.alMinWidth > node.parentElement.clientWidth) || node.alReported)"""
+    !(node.al.minWidth > node.parentElement.clientWidth) || node.al.reported)"""
 
 
 def _fits_a_1000_px_window(page, path: str) -> None:

@@ -61,7 +61,7 @@ def test_a_load_test_session_counts_a_seen_figure_drawn_when_its_kept_copy_is_sh
         tab.wait_for_function(f"() => {load_test.rows_are(6)}", timeout=60_000)
         # 6's copy is made when the browser is next idle after its drawing, and only if no other draw began by then: a
         # move made before that would leave 6 with no copy to show (the race a 2-core host lost on CI)
-        tab.wait_for_function("() => document.querySelector('.al-chart')?.alPictures?.size >= 1", timeout=30_000)
+        tab.wait_for_function("() => document.querySelector('.al-chart')?.al.pictures?.size >= 1", timeout=30_000)
         thumb = tab.get_by_test_id("stSlider").filter(has_text="Sequence length").get_by_role("slider")
         thumb.focus()
         thumb.press("ArrowRight")  # 7: a new figure, then 6 again: the first one, whose copy was kept
@@ -69,7 +69,7 @@ def test_a_load_test_session_counts_a_seen_figure_drawn_when_its_kept_copy_is_sh
         wait_idle(tab)
         # the first chart's copies of both figures, made when the browser was idle (on a 2-core host running two
         # workers' browsers, idle time can come late: a wait, not a speed target)
-        tab.wait_for_function("() => document.querySelector('.al-chart')?.alPictures?.size >= 2", timeout=30_000)
+        tab.wait_for_function("() => document.querySelector('.al-chart')?.al.pictures?.size >= 2", timeout=30_000)
         copies = tab.evaluate(f"() => {load_test.COPIES_SHOWN}")
         thumb.focus()
         plotted = tab.evaluate(MOVE_UNTIL_DRAWN, ["ArrowLeft", load_test.drawn(6, copies), load_test.rows_are(6)])

@@ -28,7 +28,7 @@ def test_the_payload_carries_plotlys_own_json_of_the_figure_and_the_config():
 def test_a_stepped_payload_carries_every_steps_figure_and_the_step_first():
     figures = [go.Figure(go.Bar(y=[step, 1])) for step in range(3)]
     text = chart.stepped_payload([pio.to_json(figure, validate=False) for figure in figures], "dec", 2).decode()
-    assert text.startswith('{"index": 2, "group": "dec"')  # ui/frontend/chart.js reads the step from the first key
+    assert text.startswith('{"kind": "stepped", "index": 2, "group": "dec"')  # read by name: chart_messages.js
     sent = json.loads(text)
     assert sent["frames"] == [json.loads(pio.to_json(figure, validate=False)) for figure in figures]
     assert sent["config"] == chart.CONFIG and sent["plotly_url"] == "/app/static/plotly.min.js"
@@ -97,7 +97,7 @@ def test_the_browser_code_reads_the_servers_constants_from_one_object_not_by_tex
 
     from ui import chart_protocol as protocol
 
-    stepper_js = chart.frontend("after_paint.js", "stepper.js")
+    stepper_js = chart.frontend(*chart.BUNDLES["stepper"])
     for text in (chart._JS, chart._EARLY_LOADER_JS, stepper_js):
         head, _, code = text.partition("\n")
         assert head.startswith("const AL = Object.freeze(") and not re.search(r"__[A-Z_]+__", code)

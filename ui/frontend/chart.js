@@ -1,9 +1,12 @@
+// @ts-check
 // The chart component: one Plotly node per chart key, updated with Plotly.react (ui/chart.py). Its messages, both
-// ways, are declared in ui/chart_protocol.py.
-// Its placeholders (a name in double underscores) are filled in by ui/chart.py.
+// ways, are declared in ui/chart_protocol.py (their types: server.d.ts); a chart's state is one object, node.al
+// (newChartState; its type, ChartState: browser.d.ts).
 const MIN_LABEL_PX = AL.TICK_PX;  // room along an axis for one rotated tick label (viz.sizes.TICK_PX)
 
-function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x axes whose labels the server chose
+/** {axis name: tickvals} of the category x axes whose labels the server chose. @param {PlotlyLayout} layout */
+function chosenKeyLabels(layout) {
+  /** @type {Record<string, unknown[]>} */
   const chosen = {};
   for (const [name, axis] of Object.entries(layout))
     if (name.startsWith("xaxis") && axis && axis.type === "category" && Array.isArray(axis.tickvals))
@@ -11,9 +14,11 @@ function chosenKeyLabels(layout) {  // {axis name: tickvals} of the category x a
   return chosen;
 }
 
-function categoryIndex(data, xId, axis) {  // a category axis's order, as Plotly makes it: named on the axis, or
-  if (axis && Array.isArray(axis.categoryarray))  // first seen, trace by trace
-    return new Map(axis.categoryarray.map((category, place) => [category, place]));
+/** A category axis's order, as Plotly makes it: named on the axis, or first seen, trace by trace.
+ * @param {PlotlyTrace[]} data @param {string} xId @param {PlotlyLayout | undefined} axis @returns {Map<unknown, number>} */
+function categoryIndex(data, xId, axis) {
+  if (axis && Array.isArray(axis.categoryarray))
+    return new Map(axis.categoryarray.map((/** @type {unknown} */ category, /** @type {number} */ place) => [category, place]));
   const index = new Map();
   for (const trace of data)
     if ((trace.xaxis || "x") === xId && Array.isArray(trace.x))
@@ -24,7 +29,10 @@ function categoryIndex(data, xId, axis) {  // a category axis's order, as Plotly
 // The server chooses the labelled keys for a wide chart. A chart `widthPx` wide keeps every k-th of each
 // panel's labels (its first one always) so that no two overlap: {axis name: the tickvals to draw}. Worked out
 // from the figure before it is drawn (the axes have fixed margins), so a move draws once.
+/** @param {PlotlyLayout} layout @param {PlotlyTrace[]} data @param {number} widthPx
+ * @param {Record<string, unknown[]>} chosenByAxis @returns {Record<string, unknown[]>} */
 function fitKeyLabels(layout, data, widthPx, chosenByAxis) {
+  /** @type {Record<string, unknown[]>} */
   const fitted = {};
   for (const [name, chosen] of Object.entries(chosenByAxis)) {
     const margin = layout.margin || {}, domain = layout[name].domain || [0, 1];
@@ -42,9 +50,11 @@ function fitKeyLabels(layout, data, widthPx, chosenByAxis) {
   return fitted;
 }
 
-function refitKeyLabels(node) {  // after a resize
+/** After a resize. @param {ChartNode} node */
+function refitKeyLabels(node) {
+  /** @type {Record<string, unknown[]>} */
   const update = {};
-  for (const [name, kept] of Object.entries(fitKeyLabels(node.layout, node.data, node.clientWidth, node.alKeyLabels || {})))
+  for (const [name, kept] of Object.entries(fitKeyLabels(node.layout, node.data, node.clientWidth, node.al.keyLabels || {})))
     if (kept.length !== node.layout[name].tickvals.length) update[name + ".tickvals"] = kept;
   if (Object.keys(update).length) return window.Plotly.relayout(node, update);
 }
@@ -53,12 +63,14 @@ function refitKeyLabels(node) {  // after a resize
 // (--st-background-color …; "" outside Streamlit), and they change when the viewer switches theme.
 const THEME_PROPERTIES = ["--st-background-color", "--st-text-color", "--st-border-color"];
 
-function themeOf(node) {  // [background, text, border]
+/** [background, text, border]. @param {Element} node */
+function themeOf(node) {
   const style = getComputedStyle(node);
   return THEME_PROPERTIES.map((name) => style.getPropertyValue(name).trim());
 }
 
-function isDark(colour) {  // "#RRGGBB…": true when its relative luminance is below one half
+/** "#RRGGBB…": true when its relative luminance is below one half. @param {string} colour */
+function isDark(colour) {
   const match = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})/i.exec(colour);
   if (!match) return false;
   const [red, green, blue] = match.slice(1).map((hex) => parseInt(hex, 16) / 255);
@@ -68,8 +80,10 @@ function isDark(colour) {  // "#RRGGBB…": true when its relative luminance is 
 // The layout in the page's colours: its background and text colour, and in a dark theme faint grid lines and
 // axis lines that show on it (Plotly's own are drawn for a light background; its tool bar follows the background
 // by itself). The data keep their colours (weights, masks, encodings): a colour means the same in every theme.
+/** @param {PlotlyLayout} layout @param {string[]} theme [background, text, border] @returns {PlotlyLayout} */
 function themedLayout(layout, [background, text, border]) {
   if (!background) return layout;
+  /** @type {PlotlyLayout} */
   const themed = { ...layout, paper_bgcolor: background, font: { ...layout.font, color: text } };
   if (!layout.plot_bgcolor || layout.plot_bgcolor === "white") themed.plot_bgcolor = background;
   if (isDark(background)) {  // on each axis (xaxis, xaxis2 …, and the default pair): the axes set none of these
@@ -84,12 +98,13 @@ function themedLayout(layout, [background, text, border]) {
 // after its figure changed: a slider move redraws what the viewer can see, not every chart of a long page.
 const DRAW_MARGIN = "200px";
 
+/** @param {ChartNode} node */
 function watchVisibility(node) {
   // scrollMargin widens Streamlit's scrolling main block as rootMargin widens the window (ignored where unsupported)
   const watcher = new IntersectionObserver((entries) => {
-    node.alInView = entries[entries.length - 1].isIntersecting;
-    if (node.alInView && node.alStale) draw(node);
-  }, { rootMargin: DRAW_MARGIN, scrollMargin: DRAW_MARGIN });
+    node.al.inView = entries[entries.length - 1].isIntersecting;
+    if (node.al.inView && node.al.stale) draw(node);
+  }, /** @type {IntersectionObserverInit} */ ({ rootMargin: DRAW_MARGIN, scrollMargin: DRAW_MARGIN }));
   watcher.observe(node);
   return watcher;
 }
@@ -97,8 +112,9 @@ function watchVisibility(node) {
 // A grid of panels is not drawn narrower than its figure asks (viz.panels.min_width_meta: the panels' titles stay
 // apart): in a narrower column (a phone) it keeps that width, its wrapper scrolling sideways, until the page has
 // laid it out for the column (reportWidth); a grid that cannot fit (the model view's heads) keeps scrolling.
+/** @param {ChartNode} node @param {number | undefined} widthPx */
 function keepMinWidth(node, widthPx) {
-  node.alMinWidth = widthPx || 0;
+  node.al.minWidth = widthPx || 0;
   const minWidth = widthPx ? widthPx + "px" : "";
   if (node.style.minWidth === minWidth) return;
   node.style.minWidth = minWidth;
@@ -111,13 +127,14 @@ function keepMinWidth(node, widthPx) {
 // chart that fits its column never makes the page run again.
 const NARROW_PX = AL.NARROW_PX;
 
+/** @param {ChartNode} node */
 function reportWidth(node) {
   const width = node.parentElement.clientWidth;
-  const narrow = width && width < NARROW_PX && (node.alReported || (node.alMinWidth || 0) > width);
+  const narrow = width && width < NARROW_PX && (node.al.reported || (node.al.minWidth || 0) > width);
   const reported = narrow ? Math.floor(width / 10) * 10 : 0;
-  if (!node.alSetState || reported === (node.alReported ?? 0)) return;
-  node.alReported = reported;
-  node.alSetState(AL.COLUMN_PX, reported);  // ui/chart_protocol.py
+  if (!node.al.setState || reported === (node.al.reported ?? 0)) return;
+  node.al.reported = reported;
+  node.al.setState(AL.COLUMN_PX, reported);  // ui/chart_protocol.py
 }
 
 // A chart's first figure, sent before the page knew the column's width its browser told (a message carries the
@@ -126,11 +143,12 @@ function reportWidth(node) {
 // was otherwise drawn wider than the screen, then drawn again 0.3 s later. Without an answer, FIT_WAIT_MS draws it.
 const FIT_WAIT_MS = 5000;
 
+/** @param {ChartNode} node @param {number} sentFor the column's width its figure was laid out for */
 function waitsForFit(node, sentFor) {
-  if (node.data || !node.alReported || sentFor === node.alReported || node.alFitWaitOver) return false;
+  if (node.data || !node.al.reported || sentFor === node.al.reported || node.al.fitWaitOver) return false;
   keepMinWidth(node, 0);  // an empty box the column's width meanwhile, not one to scroll sideways
-  clearTimeout(node.alFitTimer);
-  node.alFitTimer = setTimeout(() => { node.alFitWaitOver = true; if (!node.data) draw(node); }, FIT_WAIT_MS);
+  clearTimeout(node.al.fitTimer);
+  node.al.fitTimer = window.setTimeout(() => { node.al.fitWaitOver = true; if (!node.data) draw(node); }, FIT_WAIT_MS);
   return true;
 }
 
@@ -139,6 +157,7 @@ function waitsForFit(node, sentFor) {
 // the toolbar's. Wider, a title's line leaves the toolbar room as it is.
 const TOOLBAR_PX = 30;
 
+/** @param {PlotlyLayout} layout @param {number} widthPx */
 function roomForToolbar(layout, widthPx) {
   const title = layout.title, text = typeof title === "string" ? title : (title && title.text);
   if (!text || !widthPx || widthPx >= NARROW_PX) return;
@@ -159,17 +178,19 @@ function roomForToolbar(layout, widthPx) {
 // with the last one, a function by identity, and a config that differs costs a whole new plot and a react after it.
 const exportConfigs = new Map();  // config's JSON -> the config with the SVG button
 
+/** @param {Record<string, any>} config @param {any} Plotly */
 function exportConfig(config, Plotly) {
   const key = JSON.stringify(config);
   if (!exportConfigs.has(key)) exportConfigs.set(key, withSvgButton(config, Plotly));
   return exportConfigs.get(key);
 }
 
+/** @param {Record<string, any>} config @param {any} Plotly */
 function withSvgButton(config, Plotly) {
   const svg = {
     name: "Download plot as SVG (for slides and print)",
     icon: (Plotly.Icons && Plotly.Icons.disk) || Plotly.Icons.camera,
-    click: (gd) => Plotly.downloadImage(gd, { format: "svg", filename: config.toImageButtonOptions.filename,
+    click: (/** @type {ChartNode} */ gd) => Plotly.downloadImage(gd, { format: "svg", filename: config.toImageButtonOptions.filename,
                                              width: gd._fullLayout.width, height: gd._fullLayout.height }),
   };
   return { ...config, modeBarButtonsToAdd: [svg] };
@@ -181,6 +202,7 @@ function withSvgButton(config, Plotly) {
 // by meta.first (a cropped window's first query and key; viz/panels.py's click_meta); a head-view token gives its
 // own side; a query of the query–key space (viz/query_key.py) its position and its line (customdata: token, line
 // from 1, position).
+/** @param {any} point a Plotly event's point @returns {Partial<Click> | null} */
 function clickedPositions(point) {
   const meta = point.data.meta || {};
   if (meta.side) return { [meta.side]: meta.first + point.pointNumber };
@@ -190,32 +212,33 @@ function clickedPositions(point) {
   return { query: query0 + row * factor, key: key0 + (meta.stride ? column % meta.stride : column) * factor };
 }
 
+/** @param {ChartNode} node */
 function listen(node) {
   node.on("plotly_click", (event) => {
     const point = event.points && event.points[0];
     const clicked = point && clickedPositions(point);
-    if (!clicked || !node.alClickable || !node.alSetTrigger) return;
-    const at = Date.now(), tell = () => node.alSetTrigger(AL.CLICK, { ...clicked, at });
+    if (!clicked || !node.al.clickable || !node.al.setTrigger) return;
+    const at = Date.now(), tell = () => node.al.setTrigger(AL.CLICK, { ...clicked, at });
     // viz/panels.js draws the focus at once where the figure says how; the server hears of it once the outlines
     // are on the screen (its run's messages would hold that frame back)
     if (drawFocus(node, point)) afterPaint(tell); else tell();
   });
   node.on("plotly_hover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
-    if (node.alLines && meta && meta.side) hoverLines(node, meta.side, point.pointNumber);
+    if (node.al.lines && meta && meta.side) hoverLines(node, meta.side, point.pointNumber);
   });
   // A legend click on a chart whose groups the page keeps: toggled at once (Plotly's own would wait out its
   // double-click delay, 300 ms), then told to the server.
   node.on("plotly_legendclick", (event) => {
-    if (hiddenOf(node.alText) === null || !event.data[event.curveNumber].legendgroup) return true;
+    if (hiddenOf(node.al.head) === null || !event.data[event.curveNumber].legendgroup) return true;
     toggleGroup(node, event.data[event.curveNumber].legendgroup);
     return false;  // Plotly's own toggle not run
   });
   // Plotly's double click shows one group alone: a state the page would not keep (nor the link); not run there
-  node.on("plotly_legenddoubleclick", () => hiddenOf(node.alText) === null);
+  node.on("plotly_legenddoubleclick", () => hiddenOf(node.al.head) === null);
   node.on("plotly_unhover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
-    if (node.alLines && meta && meta.side) hoverLines(node, meta.side, null);
+    if (node.al.lines && meta && meta.side) hoverLines(node, meta.side, null);
   });
 }
 
@@ -224,6 +247,7 @@ function listen(node) {
 // Plotly.react given the same trace objects recomputes none of them, and a change of the shapes and the title
 // alone (a focused token: the outlines, the head view's lines and what its title counts) is a relayout of those
 // two: ~60 → ~5 ms for a 64 × 64 head grid here.
+/** @param {string} text */
 function tracesText(text) {
   const start = text.indexOf('"figure":');
   return text.slice(start, text.indexOf('"layout":', start));
@@ -231,7 +255,9 @@ function tracesText(text) {
 
 // `layout` without the keys named (a dotted name: a key of a key), left out rather than set to null: a layout that
 // gains its first focus outline would otherwise place "shapes" elsewhere in the text and compare as another layout.
+/** @param {PlotlyLayout} layout @param {string[]} names */
 function withoutKeys(layout, names) {
+  /** @type {PlotlyLayout} */
   const kept = { ...layout, meta: { ...(layout.meta || {}) } };
   for (const name of names) {
     const [first, second] = name.split(".");
@@ -242,32 +268,39 @@ function withoutKeys(layout, names) {
 
 // What to draw: {figure, config, plotly_url, traces}; `traces` names the figure's traces (a stepped chart's
 // figures and its step, or a single figure's trace text) so that a move that keeps them redraws only the layout.
+/** @param {ChartNode} node
+ * @returns {{figure: PlotlyFigure, config: Record<string, any>, plotly_url: string, column: number, traces: string}} */
 function shownFigure(node) {
-  const parsed = node.alParsed;
-  if (!parsed.frames) return { ...JSON.parse(node.alText), traces: tracesText(node.alText) };
-  node.alShownStep = shownStep(parsed);
-  return { figure: structuredClone(parsed.frames[node.alShownStep]), config: parsed.config,
-           plotly_url: parsed.plotly_url, column: parsed.column,
-           traces: framesKey(node.alText) + "#" + node.alShownStep };
+  const parsed = node.al.parsed;
+  if (!parsed.frames) {
+    /** @type {ChartMessage} */
+    const message = JSON.parse(node.al.text);
+    return { ...message, figure: /** @type {PlotlyFigure} */ (message.figure), traces: tracesText(node.al.text) };
+  }
+  node.al.shownStep = shownStep(parsed);
+  return { figure: /** @type {PlotlyFigure} */ (structuredClone(parsed.frames[node.al.shownStep])),
+           config: parsed.config, plotly_url: parsed.plotly_url, column: parsed.column,
+           traces: framesKey(node.al.text, node.al.head) + "#" + node.al.shownStep };
 }
 
-// node.alText's figure (a stepped chart's: its step's), in node.alTheme's colours, with the key labels that fit
+// node.al.text's figure (a stepped chart's: its step's), in node.al.theme's colours, with the key labels that fit
 // (one Plotly.react). Out of view (unless `evenOutOfView`), only the chart's height is set (the page keeps its
 // layout) and the draw waits until it is in view.
+/** @param {ChartNode} node @param {boolean} evenOutOfView @returns {Promise<void> | undefined} */
 function draw(node, evenOutOfView = false) {
   const { figure, config, plotly_url, traces, column } = shownFigure(node);
   roomForToolbar(figure.layout, node.parentElement.clientWidth);
   node.style.height = (figure.layout.height || 450) + "px";
   keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
   reportWidth(node);
-  node.alStale = !(node.alInView || evenOutOfView);
-  if (node.alStale || waitsForFit(node, column)) return;
-  const drawing = (node.alDrawing || 0) + 1;
-  node.alDrawing = drawing;
+  node.al.stale = !(node.al.inView || evenOutOfView);
+  if (node.al.stale || waitsForFit(node, column)) return;
+  const drawing = (node.al.drawing || 0) + 1;
+  node.al.drawing = drawing;
   // a figure drawn before, with other traces than those drawn now (drawing_copies.js): its copy now, Plotly's drawing
   // when the browser is idle
-  if (traces !== node.alDrawnTraces && showPicture(node, drawingKey(node, traces))) {
-    node.alDrawnStep = node.alShownStep;
+  if (traces !== node.al.drawnTraces && showPicture(node, drawingKey(node, traces))) {
+    node.al.drawnStep = node.al.shownStep;
     afterPaint(() => plotted(node, drawing, figure, config, plotly_url, traces, true));
     return;
   }
@@ -275,65 +308,70 @@ function draw(node, evenOutOfView = false) {
 }
 
 // Plotly's drawing of draw()'s figure (unless a later draw began), then its copy kept (drawing_copies.js) and any copy
-// shown over the chart taken away. `kept`: the figure's copy is on the screen already (node.alDrawingKept says so
+// shown over the chart taken away. `kept`: the figure's copy is on the screen already (node.al.drawingKept says so
 // while Plotly is called: bench/moves.py counts these draws apart).
+/** @param {ChartNode} node @param {number} drawing @param {PlotlyFigure} figure @param {Record<string, any>} config
+ * @param {string} plotly_url @param {string} traces @param {boolean} kept @returns {Promise<void>} */
 function plotted(node, drawing, figure, config, plotly_url, traces, kept = false) {
   return loadPlotly(plotly_url).then((Plotly) => {
-    if (node.alDrawing !== drawing) return;
-    node.alDrawingKept = kept;
-    try { return plottedNow(node, drawing, figure, config, traces, Plotly); } finally { node.alDrawingKept = false; }
+    if (node.al.drawing !== drawing) return;
+    node.al.drawingKept = kept;
+    try { return plottedNow(node, drawing, figure, config, traces, Plotly); } finally { node.al.drawingKept = false; }
   }).catch((error) => {
     dropPicture(node);
     node.textContent = "The chart could not be drawn: " + error.message;
   });
 }
 
+/** @param {ChartNode} node @param {number} drawing @param {PlotlyFigure} figure @param {Record<string, any>} config
+ * @param {string} traces @param {any} Plotly @returns {Promise<void> | undefined} */
 function plottedNow(node, drawing, figure, config, traces, Plotly) {
-  node.alKeyLabels = chosenKeyLabels(figure.layout);
-  const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.alKeyLabels);
+  node.al.keyLabels = chosenKeyLabels(figure.layout);
+  const fitted = fitKeyLabels(figure.layout, figure.data, node.clientWidth, node.al.keyLabels);
   for (const [name, kept] of Object.entries(fitted)) figure.layout[name] = { ...figure.layout[name], tickvals: kept };
-  node.alClickable = Boolean((figure.layout.meta || {}).click);
+  node.al.clickable = Boolean((figure.layout.meta || {}).click);
   node.classList.toggle("al-lines", Boolean((figure.layout.meta || {}).head_view));  // ui/frontend/chart.css
-  const layout = themedLayout(figure.layout, node.alTheme);
+  const layout = themedLayout(figure.layout, node.al.theme);
   // what a relayout would not redraw (the head view's meta.lines name the shapes' lines: they go with the shapes)
   const lines = (layout.meta || {}).lines;
   const rest = JSON.stringify(withoutKeys(layout, ["shapes", "title", "meta.lines", "meta.focus"]));
   // the groups this browser shows hidden; the server's on a first draw, or when it changed them (a reset, a link)
-  const serverHidden = hiddenOf(node.alText);
-  const hidden = serverHidden !== null && (!node.data || node.alServerHidden !== JSON.stringify(serverHidden))
+  const serverHidden = hiddenOf(node.al.head);
+  const hidden = serverHidden !== null && (!node.data || node.al.serverHidden !== JSON.stringify(serverHidden))
     ? new Set(serverHidden) : hiddenGroups(node);
-  node.alServerHidden = JSON.stringify(serverHidden);
+  node.al.serverHidden = JSON.stringify(serverHidden);
   if (serverHidden !== null) layerGroupsOf(node);  // group_layers.js: each group's lines a layer of their own
   layout.shapes = hideGroups(layout.shapes || [], hidden);
   const title = JSON.stringify(layout.title || ""), sameHidden = sameGroups(hidden, hiddenGroups(node));
   const shapes = shapesText(layout.shapes);
-  if (node.data && traces === node.alDrawnTraces && rest === node.alDrawnLayout && sameHidden) {  // shapes, title
+  if (node.data && traces === node.al.drawnTraces && rest === node.al.drawnLayout && sameHidden) {  // shapes, title
     node.layout.meta = layout.meta;  // (not drawn) a grid's focus as the server has it now
-    if (shapes === node.alShapes && title === node.alDrawnTitle) {  // a focus this browser drew already
-      node.alDrawnStep = node.alShownStep;
+    if (shapes === node.al.shapes && title === node.al.drawnTitle) {  // a focus this browser drew already
+      node.al.drawnStep = node.al.shownStep;
       shown(node, drawing, traces);
       return;
     }
+    /** @type {PlotlyLayout} */
     const update = { shapes: layout.shapes };
-    if (title !== node.alDrawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
-    node.alDrawnTitle = title;
-    node.alShapes = shapes;
+    if (title !== node.al.drawnTitle) update.title = layout.title || null;  // a title redraw: ~5 ms
+    node.al.drawnTitle = title;
+    node.al.shapes = shapes;
     return Plotly.relayout(node, update).then(() => {
       keepLines(node, lines);
-      node.alDrawnStep = node.alShownStep;
+      node.al.drawnStep = node.al.shownStep;
       shown(node, drawing, traces);
     });
   }
-  const data = node.data && traces === node.alDrawnTraces && sameHidden ? node.data : hideGroups(figure.data, hidden);
+  const data = node.data && traces === node.al.drawnTraces && sameHidden ? node.data : hideGroups(figure.data, hidden);
   return Plotly.react(node, data, layout, exportConfig(config, Plotly))
     .then(() => {
-      node.alDrawnTraces = traces;
-      node.alDrawnLayout = rest;
-      node.alDrawnTitle = title;
-      node.alShapes = shapes;
-      if (!node.alListening) { listen(node); node.alListening = true; }
+      node.al.drawnTraces = traces;
+      node.al.drawnLayout = rest;
+      node.al.drawnTitle = title;
+      node.al.shapes = shapes;
+      if (!node.al.listening) { listen(node); node.al.listening = true; }
       keepLines(node, lines);
-      node.alDrawnStep = node.alShownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
+      node.al.drawnStep = node.al.shownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
       shown(node, drawing, traces);
     });
 }
@@ -341,19 +379,34 @@ function plottedNow(node, drawing, figure, config, traces, Plotly) {
 // Plotly's drawing of `drawing` is on the chart: its copy is made when the browser is next idle, not in the frame
 // that shows the move (a copy serves a later move; docs/performance.md), unless another draw or a focus drawn in the
 // browser (viz/panels.js) changed the chart meanwhile.
+/** @param {ChartNode} node @param {number} drawing @param {string} traces */
 function shown(node, drawing, traces) {
-  if (node.alDrawing !== drawing) return;
+  if (node.al.drawing !== drawing) return;
   dropPicture(node);
-  const key = drawingKey(node, traces), shapes = node.alShapes;
+  const key = drawingKey(node, traces), shapes = node.al.shapes;
   afterPaint(() => {
-    if (node.alDrawing === drawing && node.alShapes === shapes) keepPicture(node, key);
+    if (node.al.drawing === drawing && node.al.shapes === shapes) keepPicture(node, key);
   });
 }
 
+/** A chart's state when its node is made: nothing sent, drawn or told yet. @param {Element} node @returns {ChartState} */
+function newChartState(node) {
+  return {
+    text: "", head: null, parsed: {}, shownStep: -1, drawnStep: -1, theme: themeOf(node), inView: false, stale: false,
+    drawing: 0, drawingKept: false, drawnTraces: null, drawnLayout: null, drawnTitle: null, shapes: null,
+    keyLabels: {}, clickable: false, listening: false, lines: null, minWidth: 0, reported: 0, fitTimer: 0,
+    fitWaitOver: false, serverHidden: "", toldHidden: null, toldHiddenAt: 0, hiddenDrawn: 0, groupLayers: null,
+    layersWatcher: null, pictures: new Map(), picture: null, picturesShown: 0, setTrigger: null, setState: null,
+    cleanup: () => {},
+  };
+}
+
+/** The chart's node in `parentElement`, its state, and what it watches. @param {HTMLElement} parentElement */
 function setUp(parentElement) {
-  const node = document.createElement("div");
+  const node = /** @type {ChartNode} */ (document.createElement("div"));
   node.className = AL.CHART_CLASS;
   parentElement.appendChild(node);
+  node.al = newChartState(node);  // the theme then kept by a switch (watchTheme): not read again on every draw
   let width = 0;
   const resize = new ResizeObserver(() => {  // the sidebar opening, an expander opening, the window
     reportWidth(node);
@@ -365,51 +418,71 @@ function setUp(parentElement) {
   resize.observe(parentElement);  // the column: a chart kept wider than it (min-width) does not shrink with it
   const visibility = watchVisibility(node);  // its first report comes after this first run: then the first draw
   const drawForPrint = () => {  // printing (or saving as PDF) shows the whole page: draw the charts out of view too
-    if (node.alStale) draw(node, true);
+    if (node.al.stale) draw(node, true);
   };
   window.addEventListener("beforeprint", drawForPrint);
-  node.alTheme = themeOf(node);  // then kept by a switch (below): not read again on every draw
-  // A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure.
-  // Read once the switch has settled (it restyles more than one element).
-  let pending = null;
+  const unwatchTheme = watchTheme(node, parentElement);
+  const followStep = (/** @type {CustomEvent<{group: string}>} */ event) => {  // its step control moved here
+    if (node.al.parsed.frames && event.detail.group === node.al.parsed.group &&
+        shownStep(node.al.parsed) !== node.al.shownStep) draw(node);
+  };
+  window.addEventListener("al-step", followStep);
+  node.al.cleanup = () => {
+    clearTimeout(node.al.fitTimer);
+    resize.disconnect();
+    visibility.disconnect();
+    unwatchTheme();
+    window.removeEventListener("beforeprint", drawForPrint);
+    window.removeEventListener("al-step", followStep);
+    node.al.pictures.clear();
+    if (node.al.layersWatcher) node.al.layersWatcher.disconnect();
+    if (window.Plotly) window.Plotly.purge(node);
+  };
+  return node;
+}
+
+// A theme switch (the viewer's settings, or the system's light/dark) restyles the wrapper, not the figure. Read once
+// the switch has settled (it restyles more than one element). Returns what stops the watching.
+/** @param {ChartNode} node @param {HTMLElement} parentElement @returns {() => void} */
+function watchTheme(node, parentElement) {
+  let pending = 0;
   const retheme = new MutationObserver(() => {
-    if (pending !== null) return;
-    pending = setTimeout(() => {
-      pending = null;
+    if (pending) return;
+    pending = window.setTimeout(() => {
+      pending = 0;
       const theme = themeOf(node);
-      if (!node.alText || theme.join() === node.alTheme.join()) return;
-      node.alTheme = theme;
+      if (!node.al.text || theme.join() === node.al.theme.join()) return;
+      node.al.theme = theme;
       draw(node);
     }, 50);
   });
   for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
     retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
-  const followStep = (event) => {  // the group's step control moved in this browser
-    if (node.alParsed && node.alParsed.frames && event.detail.group === node.alParsed.group &&
-        shownStep(node.alParsed) !== node.alShownStep) draw(node);
-  };
-  window.addEventListener("al-step", followStep);
-  node.alCleanup = () => { clearTimeout(node.alFitTimer); resize.disconnect(); visibility.disconnect(); window.removeEventListener("beforeprint", drawForPrint); window.removeEventListener("al-step", followStep); retheme.disconnect(); clearTimeout(pending); node.alPictures = null; if (node.alLayersWatcher) node.alLayersWatcher.disconnect(); if (window.Plotly) window.Plotly.purge(node); };
-  return node;
+  return () => { retheme.disconnect(); clearTimeout(pending); };
 }
 
+/** Streamlit calls it with each message (a chart's or a stepped chart's: ui/chart_protocol.py).
+ * @param {ComponentArgs} component */
 export default function (component) {
   const { data, parentElement, setTriggerValue, setStateValue } = component;
-  const node = parentElement.querySelector("." + AL.CHART_CLASS) || setUp(parentElement);
-  node.alSetTrigger = setTriggerValue;
-  node.alSetState = setStateValue;
+  const node = /** @type {ChartNode | null} */ (parentElement.querySelector("." + AL.CHART_CLASS)) || setUp(parentElement);
+  node.al.setTrigger = setTriggerValue;
+  node.al.setState = setStateValue;
   const text = new TextDecoder().decode(data);
-  if (text !== node.alText && onlyHiddenCaughtUp(node, text)) {
-    node.alText = text;
-    node.alServerHidden = JSON.stringify(hiddenOf(text));
-  } else if (text !== node.alText) {  // an unchanged figure is not drawn again
-    const stepped = text.startsWith('{"index":');
-    const same = stepped && node.alText && node.alParsed.frames && framesKey(text) === framesKey(node.alText);
-    node.alText = text;
-    node.alParsed = same ? { ...node.alParsed, index: JSON.parse(text.slice(0, text.indexOf(",")) + "}").index }
-      : stepped ? JSON.parse(text) : {};
-    // a stepped chart whose figures came again (the server caught up with a step drawn here) is not drawn again
-    if (!same || shownStep(node.alParsed) !== node.alShownStep) draw(node);
+  if (text === node.al.text) return node.al.cleanup;  // an unchanged figure is not drawn again
+  const head = headOf(text);
+  if (onlyHiddenCaughtUp(node, text, head)) {
+    node.al.text = text;
+    node.al.head = head;
+    node.al.serverHidden = JSON.stringify(hiddenOf(head));
+    return node.al.cleanup;
   }
-  return node.alCleanup;  // Streamlit keeps the last one returned and calls it on unmount
+  const stepped = head.kind === "stepped";
+  const same = stepped && node.al.parsed.frames && framesKey(text, head) === framesKey(node.al.text, node.al.head);
+  node.al.text = text;
+  node.al.head = head;
+  node.al.parsed = same ? { ...node.al.parsed, index: head.index } : stepped ? JSON.parse(text) : {};
+  // a stepped chart whose figures came again (the server caught up with a step drawn here) is not drawn again
+  if (!same || shownStep(node.al.parsed) !== node.al.shownStep) draw(node);
+  return node.al.cleanup;  // Streamlit keeps the last one returned and calls it on unmount
 }

@@ -1,10 +1,13 @@
+// @ts-check
 // The early loader: fetches Plotly.js and the sidebar widgets' code while the server still imports
 // TensorFlow, and installs the browser-side Streamlit patches. Its element takes no room on the page.
+/** @param {ComponentArgs} component */
 export default function ({ data, parentElement }) {
   replaceQueryChanges();
   fadeSlowRuns(parentElement.closest('[data-testid="stApp"]'));
-  const slot = parentElement.closest('[data-testid="stElementContainer"]');
+  const slot = /** @type {HTMLElement | null} */ (parentElement.closest('[data-testid="stElementContainer"]'));
   if (slot) slot.style.display = "none";
+  /** @type {EarlyLoaderMessage} */
   const { plotly_url, widget_modules } = JSON.parse(new TextDecoder().decode(data));
   loadPlotly(plotly_url).catch(() => {});  // a chart that needs it reports a failure
   // Streamlit's own code for these widgets, fetched now rather than when the first sidebar arrives: the same

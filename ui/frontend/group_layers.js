@@ -1,3 +1,4 @@
+// @ts-check
 // Each legend group's line shapes in a layer of their own (the head view's heads), part of the chart component
 // (ui/chart.py). Chromium rasterises an SVG as one picture, so with every head's lines in Plotly's SVG, hiding one
 // head rasterised every line that stays (100-300 ms at N = 64 on 2 cores: docs/performance.md). As Plotly draws a
@@ -6,6 +7,7 @@
 const MAX_GROUP_LAYERS = 16;  // a layer is the plot's size in memory: a chart with more groups keeps Plotly's SVG
 const LAYER_CLASS = "al-group-layer";
 
+/** @param {ChartNode} node @param {SVGPathElement} path @returns {string | undefined} */
 function groupOfPath(node, path) {  // the legend group of the shape a path draws, or undefined
   const shape = ((node.layout || {}).shapes || [])[Number(path.dataset.index)];
   return shape && shape.legendgroup;
@@ -13,31 +15,34 @@ function groupOfPath(node, path) {  // the legend group of the shape a path draw
 
 // Watches the chart's DOM (once): whenever Plotly draws shapes (a react, a relayout of the lines, a resize), the
 // groups' new paths go to their layers before the browser paints.
+/** @param {ChartNode} node */
 function layerGroupsOf(node) {
-  if (node.alGroupLayers) return;
-  node.alGroupLayers = new Map();  // group -> its <svg>
-  node.alLayersWatcher = new MutationObserver((records) => {
+  if (node.al.groupLayers) return;
+  node.al.groupLayers = new Map();  // group -> its <svg>
+  node.al.layersWatcher = new MutationObserver((records) => {
     if (records.some(drewShapes)) moveToLayers(node);
   });
-  node.alLayersWatcher.observe(node, { childList: true, subtree: true });
+  node.al.layersWatcher.observe(node, { childList: true, subtree: true });
   moveToLayers(node);
 }
 
+/** @param {MutationRecord} record */
 function drewShapes(record) {  // a record of Plotly adding or removing shape paths (or a subplot holding them)
-  const target = record.target;
+  const target = /** @type {Element} */ (record.target);
   if (target.closest && target.closest(".shapelayer")) return true;
-  return [...record.addedNodes].some((added) => added.querySelector && added.querySelector(".shapelayer"));
+  return [...record.addedNodes].some((added) => added instanceof Element && added.querySelector(".shapelayer"));
 }
 
+/** @param {ChartNode} node */
 function moveToLayers(node) {
-  const main = node.querySelector(".main-svg"), layers = node.alGroupLayers;
+  const main = node.querySelector(".main-svg"), layers = node.al.groupLayers;
   const groups = new Set(((node.layout || {}).shapes || []).map((shape) => shape.legendgroup).filter(Boolean));
   if (!main || !groups.size || groups.size > MAX_GROUP_LAYERS) {  // back in Plotly's SVG at its next draw
     for (const layer of layers.values()) layer.remove();
     layers.clear();
     return;
   }
-  for (const path of node.querySelectorAll(".shapelayer path[data-index]")) {
+  for (const path of node.querySelectorAll(/** @type {"path"} */ (".shapelayer path[data-index]"))) {
     const group = groupOfPath(node, path);
     if (!group) continue;
     const layer = layerOf(node, group, main);
@@ -48,7 +53,7 @@ function moveToLayers(node) {
   }
   const drawn = (node._fullLayout || {}).shapes || [];
   for (const [group, layer] of layers) {
-    for (const path of [...layer.children]) {  // a path of a shape Plotly no longer draws (hidden, or gone)
+    for (const path of /** @type {SVGPathElement[]} */ ([...layer.children])) {  // a path of a shape Plotly no longer draws (hidden, or gone)
       const shape = drawn[Number(path.dataset.index)];
       if (!shape || shape.visible !== true || shape.legendgroup !== group) path.remove();
     }
@@ -56,27 +61,30 @@ function moveToLayers(node) {
   }
 }
 
+/** @param {ChartNode} node @param {string} group @param {Element} main @returns {SVGSVGElement} */
 function layerOf(node, group, main) {  // the group's <svg> over the plot, the size of Plotly's, above its drawing
-  let layer = node.alGroupLayers.get(group);
+  let layer = node.al.groupLayers.get(group);
   if (!layer || layer.parentNode !== main.parentNode) {
     if (layer) layer.remove();
     layer = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     layer.classList.add(LAYER_CLASS);
     layer.dataset.group = group;
-    node.alGroupLayers.set(group, layer);
+    node.al.groupLayers.set(group, layer);
   }
   for (const size of ["width", "height"])
     if (layer.getAttribute(size) !== main.getAttribute(size)) layer.setAttribute(size, main.getAttribute(size));
   if (!layer.parentNode) {  // over Plotly's drawing, in Plotly's order of the groups, under the legend
-    const shapes = node.layout.shapes, first = (name) => shapes.findIndex((shape) => shape.legendgroup === name);
+    const shapes = node.layout.shapes;
+    const first = (/** @type {string} */ name) => shapes.findIndex((/** @type {PlotlyLayout} */ shape) => shape.legendgroup === name);
     let before = main;
-    while (before.nextSibling && before.nextSibling.classList && before.nextSibling.classList.contains(LAYER_CLASS) &&
-           first(before.nextSibling.dataset.group) < first(group)) before = before.nextSibling;
+    const next = () => /** @type {SVGSVGElement | null} */ (before.nextElementSibling);
+    while (next() && next().classList.contains(LAYER_CLASS) && first(next().dataset.group) < first(group)) before = next();
     before.after(layer);
   }
   return layer;
 }
 
+/** @param {ChartNode} node @param {string} group */
 function groupLayer(node, group) {  // a group's layer, when its lines are in one
-  return node.alGroupLayers ? node.alGroupLayers.get(group) : undefined;
+  return node.al.groupLayers ? node.al.groupLayers.get(group) : undefined;
 }

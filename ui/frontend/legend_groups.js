@@ -1,29 +1,25 @@
+// @ts-check
 // Legend groups a page keeps (the head view's heads), part of the chart component (ui/chart.py).
 
 // A legend group the viewer hid (a head of the head view: its legend entry and its line shapes) stays hidden when
 // the server sends a new figure.
+/** @param {ChartNode} node */
 function hiddenGroups(node) {
   return new Set((node.data || []).filter((trace) => trace.legendgroup && trace.visible === "legendonly")
     .map((trace) => trace.legendgroup));
 }
 
-// A chart whose legend groups the page keeps (ui/chart.py's `hidden`: the head view's heads) sends them first,
-// {"hidden": [...], "config": …}. The viewer hides and shows them here (a legend click: Plotly's own, no round
+// A chart whose legend groups the page keeps (ui/chart.py's `hidden`: the head view's heads) sends them in its head
+// (chart_messages.js hiddenOf). The viewer hides and shows them here (a legend click: Plotly's own, no round
 // trip), and the chart tells the server after the next paint; the server's answer, the same groups, is not drawn.
 const SETTLE_MS = 2000;  // within this long of a click here, a server's groups that are not the ones told are stale
 
-function hiddenOf(text) {  // the groups the server keeps hidden, or null for a chart without them
-  return text.startsWith('{"hidden":') ? JSON.parse(text.slice(0, text.indexOf(', "config":')) + "}").hidden : null;
-}
-
-function withoutHidden(text) {
-  return text.startsWith('{"hidden":') ? text.slice(text.indexOf('"config":')) : text;
-}
-
+/** @param {Iterable<string>} one @param {Iterable<string>} other */
 function sameGroups(one, other) {
   return [...one].sort().join("\n") === [...other].sort().join("\n");
 }
 
+/** @param {ChartNode} node @param {string} group */
 function toggleGroup(node, group) {  // a legend group's traces and shapes hidden or shown
   const hidden = hiddenGroups(node);
   if (!hidden.delete(group)) hidden.add(group);
@@ -33,23 +29,27 @@ function toggleGroup(node, group) {  // a legend group's traces and shapes hidde
   const done = drawn ? Promise.resolve() : window.Plotly.update(node, { visible: groupVisibility(node, hidden) },
     { shapes: (node.layout.shapes || []).map((shape) => withVisibility(shape, hidden)) }, groupTraces(node));
   return done.then(() => {
-    node.alHiddenDrawn = (node.alHiddenDrawn || 0) + 1;  // bench/moves.py waits for it
+    node.al.hiddenDrawn = (node.al.hiddenDrawn || 0) + 1;  // bench/moves.py waits for it
     tellHidden(node);
   });
 }
 
+/** @param {ChartNode} node */
 function groupTraces(node) {
   return node.data.flatMap((trace, index) => (trace.legendgroup ? [index] : []));
 }
 
+/** @param {string} group @param {Set<string>} hidden */
 function visibilityOf(group, hidden) {  // Plotly's word for a group's traces and shapes
   return hidden.has(group) ? "legendonly" : true;
 }
 
+/** @param {ChartNode} node @param {Set<string>} hidden */
 function groupVisibility(node, hidden) {
   return groupTraces(node).map((index) => visibilityOf(node.data[index].legendgroup, hidden));
 }
 
+/** @param {PlotlyShape} item @param {Set<string>} hidden */
 function withVisibility(item, hidden) {
   return item.legendgroup ? { ...item, visible: visibilityOf(item.legendgroup, hidden) } : item;
 }
@@ -59,42 +59,47 @@ function withVisibility(item, hidden) {
 // docs/performance.md): the group's layer faded (group_layers.js: nothing rasterised again), or its paths hidden.
 // The figure's data and layout say the same, so every later draw (a relayout of the shapes, a react, a resize, a
 // saved SVG) draws it so. False, nothing changed: not drawn.
+/** @param {ChartNode} node @param {string} group @param {Set<string>} hidden */
 function restyleDrawn(node, group, hidden) {
   const shapes = node.layout.shapes || [];
   const indices = shapes.flatMap((shape, index) => (shape.legendgroup === group ? [index] : []));
-  const paths = indices.map((index) => node.querySelector(
-    `.shapelayer path[data-index="${index}"], .al-group-layer path[data-index="${index}"]`));
-  const entries = [...node.querySelectorAll(".legend .traces")]  // d3's bound data: [{trace}]
-    .filter((entry) => ((entry.__data__ || [])[0] || {}).trace?.legendgroup === group);
+  const paths = indices.map((index) => node.querySelector(/** @type {"path"} */ (
+    `.shapelayer path[data-index="${index}"], .al-group-layer path[data-index="${index}"]`)));
+  const entries = /** @type {(HTMLElement & {__data__?: any})[]} */ ([...node.querySelectorAll(".legend .traces")])
+    .filter((entry) => ((entry.__data__ || [])[0] || {}).trace?.legendgroup === group);  // d3's bound data: [{trace}]
   if (paths.some((path) => !path) || !entries.length) return false;
   const hide = hidden.has(group), layer = groupLayer(node, group);
   if (layer && paths.every((path) => path.parentNode === layer)) layer.style.opacity = hide ? "0" : "";
   else for (const path of paths) path.style.display = hide ? "none" : "";
-  for (const entry of entries) entry.style.opacity = hide ? 0.5 : 1;
+  for (const entry of entries) entry.style.opacity = hide ? "0.5" : "1";
   for (const index of indices) shapes[index] = withVisibility(shapes[index], hidden);
   for (const trace of node.data) if (trace.legendgroup === group) trace.visible = visibilityOf(group, hidden);
   return true;
 }
 
-function tellHidden(node) {  // after a legend click: the groups now hidden, to the server
-  if (!node.alSetTrigger || hiddenOf(node.alText) === null) return;
+/** After a legend click: the groups now hidden, to the server. @param {ChartNode} node */
+function tellHidden(node) {
+  if (!node.al.setTrigger || hiddenOf(node.al.head) === null) return;
   const hidden = [...hiddenGroups(node)].sort();
-  if (node.alToldHidden && sameGroups(hidden, node.alToldHidden)) return;
-  node.alToldHidden = hidden;
-  node.alToldHiddenAt = Date.now();
-  afterPaint(() => node.alSetTrigger(AL.LEGEND, { hidden, at: node.alToldHiddenAt }));
+  if (node.al.toldHidden && sameGroups(hidden, node.al.toldHidden)) return;
+  node.al.toldHidden = hidden;
+  node.al.toldHiddenAt = Date.now();
+  afterPaint(() => node.al.setTrigger(AL.LEGEND, { hidden, at: node.al.toldHiddenAt }));
 }
 
 // A new text whose figure is the one drawn and whose hidden groups are the ones shown (the server caught up with
 // a click here), or are stale: nothing to draw.
-function onlyHiddenCaughtUp(node, text) {
-  const hidden = hiddenOf(text);
-  if (hidden === null || !node.data || !node.alText || withoutHidden(text) !== withoutHidden(node.alText)) return false;
+/** @param {ChartNode} node @param {string} text @param {MessageHead} head its head */
+function onlyHiddenCaughtUp(node, text, head) {
+  const hidden = hiddenOf(head);
+  if (hidden === null || !node.data || !node.al.head || !sameButHidden(text, head, node.al.text, node.al.head))
+    return false;
   if (sameGroups(hidden, hiddenGroups(node))) return true;
-  const told = node.alToldHidden;
-  return Boolean(told) && !sameGroups(hidden, told) && Date.now() - (node.alToldHiddenAt || 0) < SETTLE_MS;
+  const told = node.al.toldHidden;
+  return Boolean(told) && !sameGroups(hidden, told) && Date.now() - (node.al.toldHiddenAt || 0) < SETTLE_MS;
 }
 
+/** @template {PlotlyShape} T @param {T[]} items @param {Set<string>} hidden @returns {T[]} */
 function hideGroups(items, hidden) {
   return hidden.size ? items.map((item) => (hidden.has(item.legendgroup) ? { ...item, visible: "legendonly" } : item))
     : items;

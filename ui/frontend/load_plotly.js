@@ -1,6 +1,8 @@
+// @ts-check
 // Loads the Plotly.js that ships in the installed plotly package, once per page (ui/chart.py).
 const PLOTLY_GLOBAL = "__attentionLabPlotly";
 
+/** @param {string} url @returns {Promise<any>} */
 function loadPlotly(url) {  // one <script> per page, shared by every chart and the early loader
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!window[PLOTLY_GLOBAL]) {

@@ -1,10 +1,13 @@
+// @ts-check
 // Browser-side Streamlit patches, listed in ui/streamlit_patches.py's table.
 
 // Fade stale elements only once a rerun has lasted 0.5 s (see stale_fade.css): a short rerun makes no layer.
-function fadeSlowRuns(app) {  // once per page: marks <html> while a rerun has lasted 0.5 s or more
+/** Once per page: marks <html> while a rerun has lasted 0.5 s or more. @param {Element | null} app */
+function fadeSlowRuns(app) {
   if (!app || window.__attentionLabFade) return;
   window.__attentionLabFade = true;
   const root = document.documentElement;
+  /** @type {number | null} */
   let timer = null;
   const update = () => {
     if (app.getAttribute("data-test-script-state") === "notRunning") {
@@ -12,7 +15,7 @@ function fadeSlowRuns(app) {  // once per page: marks <html> while a rerun has l
       timer = null;
       root.removeAttribute(AL.STALE_FADE_ATTRIBUTE);
     } else if (timer === null && !root.hasAttribute(AL.STALE_FADE_ATTRIBUTE)) {
-      timer = setTimeout(() => { timer = null; root.setAttribute(AL.STALE_FADE_ATTRIBUTE, ""); }, 500);
+      timer = window.setTimeout(() => { timer = null; root.setAttribute(AL.STALE_FADE_ATTRIBUTE, ""); }, 500);
     }
   };
   new MutationObserver(update).observe(app, { attributes: true, attributeFilter: ["data-test-script-state"] });
