@@ -1,0 +1,45 @@
+"""How a class's answers are marked and counted (classroom/questions.py), against sums written out by hand."""
+
+import numpy as np
+import pytest
+
+from classroom.questions import Mark, check_given, mark, tally
+
+WHERE = {"options": ["<s>", "the", "cat", "the"]}
+CELLS = {"queries": ["a", "b", "c"], "keys": ["a", "b", "c"]}
+CAUSAL = np.tril(np.ones((3, 3), bool)).tolist()
+
+
+def test_where_a_query_looks_is_marked_by_the_weight_given_the_key_chosen():
+    answer = {"weights": [0.1, 0.2, 0.6, 0.1]}
+    assert mark("where", WHERE, answer, {"key": 2}) == Mark(True, 0.6)
+    assert mark("where", WHERE, answer, {"key": 3}) == Mark(False, 0.1)
+    given = [{"key": 2}, {"key": 2}, {"key": 1}, {"key": 3}, {"key": 1}]
+    counted = tally("where", WHERE, given, answer)
+    assert counted.counts.tolist() == [0, 2, 2, 1] and counted.answered == 5
+    assert counted.accuracy == pytest.approx(2 / 5)
+    assert counted.mean_score == pytest.approx((0.6 * 2 + 0.2 * 2 + 0.1) / 5)
+    assert counted.common_wrong == ("key 1: the", 2)  # key 3 is another "the", chosen once: told apart
+    assert tally("where", WHERE, given).accuracy is None  # before the reveal: counts only
+
+
+def test_which_cells_may_attend_is_marked_cell_by_cell():
+    causal = check_given("cells", CELLS, {"cells": [[0, 0], [1, 0], [1, 1], [2, 0], [2, 1], [2, 2]]})
+    everything = check_given("cells", CELLS, {"cells": [[q, k] for q in range(3) for k in range(3)]})
+    assert mark("cells", CELLS, {"mask": CAUSAL}, causal) == Mark(True, 1.0)
+    assert mark("cells", CELLS, {"mask": CAUSAL}, everything) == Mark(False, 6 / 9)
+    counted = tally("cells", CELLS, [causal, everything], {"mask": CAUSAL})
+    assert counted.counts.tolist() == [[2, 1, 1], [2, 2, 1], [2, 2, 2]]
+    assert counted.accuracy == 0.5 and counted.common_wrong == ("9 cells", 1)
+
+
+def test_a_pick_one_and_a_typed_token_are_right_or_wrong():
+    shown = {"options": ["A", "B", "C"]}
+    assert mark("choice", shown, {"option": 1}, {"option": 1}) == Mark(True, 1.0)
+    assert tally("head", shown, [{"head": 0}, {"head": 2}, {"head": 2}], {"head": 2}).counts.tolist() == [1, 0, 2]
+    assert check_given("next", {}, {"token": "  cat \n"}) == {"token": "cat"}
+    assert tally("next", {}, [{"token": "cat"}, {"token": "dog"}, {"token": "cat"}], {"token": "dog"}).counts == \
+        {"cat": 2, "dog": 1}
+    for bad in ({"token": ""}, {"token": "x" * 41}):
+        with pytest.raises(ValueError, match="one token"):
+            check_given("next", {}, bad)
