@@ -16,7 +16,7 @@ chart.load_plotly_early()  # the browser fetches and compiles Plotly.js while Te
 first_words = starting.while_the_engine_loads()
 preload.wait()
 from transformer.service import missing_gpu_notice  # noqa: E402
-from ui import pages, runtime, sidebar, state, streamlit_patches, training  # noqa: E402  (after set_page_config)
+from ui import class_room, pages, runtime, sidebar, state, streamlit_patches, training  # noqa: E402  (after set_page_config)
 from ui.text import as_text  # noqa: E402
 
 streamlit_patches.keep_tensorflow_warm()
@@ -33,6 +33,7 @@ state.apply_next_run()
 page = st.navigation({header: [PAGES[name] for name in names] for header, names in pages.SECTIONS}, expanded=True)
 st.set_page_config(page_title=f"{page.title} · Attention Lab")  # the browser tab names the page
 sidebar.render(page.url_path)
+class_room.ask_button(page.url_path)  # a teacher's Ask the class, on a page that asks
 notices = st.container()  # always drawn: a notice coming or going must not shift the page's charts (ui.data)
 for notice in state.pop(state.NOTICES, []):
     notices.warning(as_text(notice), icon=":material/warning:")  # a notice may quote a link's value

@@ -83,6 +83,7 @@ from transformer.live.sources import (
     Trained,
     source_of,
 )
+from transformer.runtime.data_dir import data_dir
 from transformer.runtime.device import (
     DEVICE_CHOICES,
     device_label,
@@ -148,7 +149,8 @@ rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights i
 register_vision = on_engine_thread(_register_vision)  # a finished image job's weights into a kept model
 run_cost = on_engine_thread(_run.run_cost)  # what a run_live would cost, before it runs (it reads the lines)
 
-__all__ = ["TF_VERSION", "device_label", "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
+__all__ = ["TF_VERSION", "device_label", "data_dir",
+           "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
            "DEVICE_CHOICES", "EXTERNAL", "FULL_ATTENTION_MAX", "GROUP_LABELS", "GROUPS", "LINE_SOURCES",
            "MASK_FAMILIES", "MAX_HEADS", "MAX_LAYERS", "ModelShape", "MAX_SEQ_LEN", "MAX_TOKENS", "NORMS",
            "PATTERN_FAMILIES", "POSITIONS",

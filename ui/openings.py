@@ -56,6 +56,8 @@ OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first
               "looks at each step and which token it thinks comes next.",
     "train": "Train a small model here in about a minute, then see what its attention learned on every page. You "
              "can watch its heads change while it trains.",
+    "class_room": "Your teacher asks about a picture, and you answer before you see it. Then the lab shows what the "
+                  "model did, beside what the whole class said.",
     GLOSSARY_PAGE: "Short meanings of the words this lab uses, in plain words. Each one says where to see it.",
 }
 
@@ -82,6 +84,7 @@ HEADINGS = {  # a page's title where it says more than its name in the navigatio
     "images": "Attention over images",
     "query_key": "Query–key space",
     "train": "Train a model",
+    "class_room": "A class in the lab",
 }
 
 GLOSSARY = (  # (term, what it means, where to see it: a page's file name); in the order a reader meets them

@@ -18,6 +18,8 @@ PAGES = (
     ("cost", "Cost", "speed", "time and memory of one attention layer against N, by mask and key/value heads"),
     ("decode", "Decode", "play_circle", "a trained model writes its answer token by token, with its cache"),
     ("train", "Train", "model_training", "train a small model in the background, then look at its attention"),
+    ("class_room", "Class", "groups", "a class answers the teacher's questions about any view; the lab reveals the "
+     "model's answer beside theirs"),
     ("glossary", "Glossary", "menu_book", "the lab's words in plain language: query, key, head, mask, softmax, …"),
 )
 
@@ -26,5 +28,5 @@ SECTIONS = (  # (header, pages): every page in view, none folded behind "View mo
     ("What you look at", ("masks", "positional_encoding", "attention", "images", "query_key")),
     ("What explains it", ("dot_product_lab", "shapes", "heads", "induction", "explanations", "glossary")),
     ("What you measure", ("cost", "decode")),
-    ("What a class does", ("train",)),
+    ("What a class does", ("train", "class_room")),
 )

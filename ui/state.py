@@ -260,6 +260,11 @@ HEAVY_PRESSED = "_heavy_pressed"
 LINKED = "_linked"
 NOTICE_SLOT = "_notice_slot"
 NEXT_RUN = "_next_run"
+CLASS_LINK = "_class_link"
+CLASS_PARAMS = ("class", "student", "teacher")  # a class's link parameters (ui.class_room): not fields
+KEPT_CLASS_PARAMS = ("class", "student")  # those the address keeps (a teacher's key never: screens are projected)
+CLASS_PARAM_CHARS = 64
+JOIN_ATTEMPTS = "_join_attempts"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -285,6 +290,8 @@ SESSION_KEYS = {
             "ends",
     NOTICE_SLOT: "the container at the top of this run's page that the link's notices go in",
     NEXT_RUN: "{field: value} to set at the start of the next run, before any widget is drawn (`put_next_run`)",
+    CLASS_LINK: "{class, student | teacher}: this session's class, as its link gave it or the Class page set it",
+    JOIN_ATTEMPTS: "[time]: this session's recent attempts to join a class (ui.class_room limits them)",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 
@@ -374,6 +381,7 @@ def load_url_once() -> None:
     update(values)
     put(NOTICES, notices)
     put(LINKED, set(query) & set(FIELDS))
+    put(CLASS_LINK, {name: str(query[name])[:CLASS_PARAM_CHARS] for name in CLASS_PARAMS if name in query})
     put(LOADED, True)
 
 
@@ -395,6 +403,7 @@ def current_values() -> dict:
 def write_url() -> list[str]:
     """Mirror the state in the URL; returns the fields too long to put in it."""
     params, left_out = url_params(current_values())
+    params.update({name: text for name, text in get(CLASS_LINK, {}).items() if name in KEPT_CLASS_PARAMS})
     if params != st.query_params.to_dict():
         st.query_params.from_dict(params)
     return left_out

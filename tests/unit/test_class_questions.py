@@ -43,3 +43,25 @@ def test_a_pick_one_and_a_typed_token_are_right_or_wrong():
     for bad in ({"token": ""}, {"token": "x" * 41}):
         with pytest.raises(ValueError, match="one token"):
             check_given("next", {}, bad)
+
+
+def test_the_classroom_package_imports_no_framework_and_no_other_part_of_the_app():
+    """classroom/ is plain Python, NumPy and SQLAlchemy: the pages reach it through ui/class_room.py."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "classroom"
+    forbidden = ("streamlit", "tensorflow", "keras", "plotly", "ui", "viz", "transformer", "app_pages")
+
+    def imported(source: str) -> set[str]:
+        names = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.split(".")[0])
+        return names
+
+    found = {path.name: sorted(imported(path.read_text()) & set(forbidden)) for path in root.glob("*.py")}
+    assert {name: bad for name, bad in found.items() if bad} == {}
+    assert imported("import streamlit as st\nfrom ui import state\n") & set(forbidden) == {"streamlit", "ui"}

@@ -1,0 +1,109 @@
+"""A class through AppTest: a teacher starts one and asks from the Attention and Masks pages, students join and
+answer on the Class page, the reveal shows each the model's answer; the answer never reaches a student's page while
+the question is open; a forged teacher link and a wrong code get a message."""
+
+import json
+
+import numpy as np
+import pytest
+from app_support import no_errors, open_page
+from chart_support import chart_payloads
+
+from classroom.store import ClassStore, database_url
+from transformer.service import data_dir
+from ui import class_room, state
+
+pytestmark = pytest.mark.app
+
+
+@pytest.fixture
+def classes(tmp_path, monkeypatch):
+    """A database of the test's own (the data directory's SQLite file)."""
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ATTENTION_LAB_DATABASE_URL", raising=False)
+    return ClassStore(database_url(data_dir()))
+
+
+def teacher_on(page: str, code: str, key: str, query=None):
+    return open_page(page, {"class": code, "teacher": key, "seq_len": "5", **(query or {})})
+
+
+def press(at, label: str):
+    next(button for button in at.button if button.label == label).click()
+    return at.run()
+
+
+def test_a_teacher_starts_a_class_and_asks_where_a_query_looks_and_students_answer_then_see(classes):
+    at = open_page("class_room")
+    no_errors(at)
+    at = press(at, "Start a class")
+    link = at.session_state[state.CLASS_LINK]
+    code, key = link["class"], link["teacher"]
+    assert any(code in subheader.value for subheader in at.subheader)
+    assert at.query_params["class"] == code and "teacher" not in at.query_params  # never in the address bar
+
+    teacher = teacher_on("attention", code, key, {"focus": "3"})
+    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    no_errors(teacher)
+    question = classes.current(code)
+    assert question.kind == "where" and question.shown["query"].startswith("3·") and question.answer is None
+
+    students = []
+    for name, pick in (("Ada", 1), ("Bob", 2), ("Cy", 1)):
+        student = open_page("class_room", {"class": code})
+        student.text_input[0].input(code)
+        student.text_input[1].input(name)
+        student = press(student, "Join")
+        no_errors(student)
+        student_key = student.session_state[state.CLASS_LINK]["student"]
+        assert student.query_params["student"] == student_key  # a reload, or a restarted server, keeps it
+        sent = b"".join(chart_payloads(student)).decode()
+        weights = classes.history(code, key)[0][0].answer["weights"]
+        assert "the model" not in sent and not any(f"{w:.4f}" in sent for w in weights if 0 < w < 1)
+        classes.answer(code, student_key, 1, {"key": pick})  # what the key strip's click sends (the browser test)
+        students.append(student)
+    assert classes.counts(code) == (3, 3)
+
+    tally = teacher_on("class_room", code, key)
+    no_errors(tally)
+    assert any("3 of 3" in metric.value for metric in tally.metric)
+    tally = press(tally, "Reveal")
+    assert any("right" in markdown.value for markdown in tally.markdown)
+    for student in students:
+        student.run()
+        no_errors(student)
+        assert any(("Right" in m.value or "Not quite" in m.value) for m in student.markdown)
+        model_rows = [trace for payload in chart_payloads(student) for trace in json.loads(payload)["figure"]["data"]
+                      if "the model" in trace.get("y", [])]
+        assert model_rows  # the real row, beside the class's picks
+
+
+def test_the_masks_page_asks_which_cells_may_attend_and_the_answer_is_the_mask_it_ran(classes):
+    started = classes.start()
+    teacher = teacher_on("masks", started.code, started.teacher_key, {"mask_family": "window", "mask_size": "2"})
+    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    no_errors(teacher)
+    question = classes.history(started.code, started.teacher_key)[0][0]
+    mask = np.array(question.answer["mask"])
+    assert question.kind == "cells" and mask.shape == (5, 5)
+    assert not mask[4, 0] and mask[4, 4] and mask[4, 3]  # a window of 2, look-ahead too
+    student_key = classes.join(started.code)
+    student = open_page("class_room", {"class": started.code, "student": student_key})
+    no_errors(student)
+    assert "Which cells may attend?" in " ".join(m.value for m in student.markdown)
+
+
+def test_a_forged_teacher_link_and_a_wrong_code_get_a_message(classes):
+    started = classes.start()
+    forged = teacher_on("class_room", started.code, "x" * 32)
+    no_errors(forged)
+    assert any("does not match" in error.value for error in forged.error)
+    assert "teacher" not in forged.session_state[state.CLASS_LINK]
+    at = open_page("class_room")
+    at.text_input[0].input("ZZZZZZ")
+    at = press(at, "Join")
+    no_errors(at)
+    assert any("No class has the code ZZZZZZ" in error.value for error in at.error)
+    for _ in range(class_room.JOIN_LIMIT):
+        at = press(at, "Join")
+    assert any("Too many tries" in error.value for error in at.error)

@@ -1,0 +1,170 @@
+"""A class in the lab, as the pages see it: this session's place in a class (kept in the session; a student's key
+also in the link, so a reload or a restarted server keeps it), the store every replica shares, the questions the
+Attention and Masks views make (their answers computed here, on the server, from the view's own run: never sent
+from a page), and the sidebar's **Ask the class**."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import numpy as np
+import streamlit as st
+
+from classroom.questions import KINDS
+from classroom.store import ClassError, ClassStore, StoreUnavailable, database_url, store_for
+from transformer.service import data_dir
+from ui import data, model_config, state
+from ui.state import F
+
+JOIN_LIMIT, JOIN_WINDOW_S = 5, 60.0  # join attempts a session may make in a minute
+MAX_WHERE_KEYS = 64  # a key strip a student can click
+MAX_GRID = 16  # an N × N grid a student can click, at most
+PAGE_KINDS = {"attention": "where", "masks": "cells"}  # the pages that ask, and what
+
+
+@dataclass(frozen=True)
+class Place:
+    """This session's class: its code, and the teacher's or a student's key ("" for none)."""
+
+    code: str = ""
+    teacher_key: str = ""
+    student_key: str = ""
+
+    @property
+    def teacher(self) -> bool:
+        return bool(self.code and self.teacher_key)
+
+    @property
+    def student(self) -> bool:
+        return bool(self.code and self.student_key and not self.teacher_key)
+
+
+def store() -> ClassStore:
+    return store_for(database_url(data_dir()))
+
+
+def place() -> Place:
+    link = state.get(state.CLASS_LINK) or {}
+    return Place(link.get("class", ""), link.get("teacher", ""), link.get("student", ""))
+
+
+def checked_place() -> Place:
+    """This session's place, a teacher's key checked against the class (a link's key that does not match is
+    dropped, with a message): one read of the store."""
+    where = place()
+    if where.teacher:
+        try:
+            if not store().is_teacher(where.code, where.teacher_key):
+                st.error("That teacher link does not match the class: it was left out. Start a class, or open the "
+                         "teacher link you were given.", icon=":material/key_off:")
+                set_place(where.code)
+                return place()
+        except StoreUnavailable as error:
+            st.error(str(error), icon=":material/cloud_off:")
+    return where
+
+
+def set_place(code: str, teacher_key: str = "", student_key: str = "") -> None:
+    link = {"class": code} | ({"teacher": teacher_key} if teacher_key else {}) | \
+        ({"student": student_key} if student_key else {})
+    state.put(state.CLASS_LINK, link)
+
+
+def leave() -> None:
+    state.put(state.CLASS_LINK, {})
+
+
+def join(code: str, nickname: str) -> None:
+    """Join ``code`` as a student (ClassError with the reason; at most JOIN_LIMIT attempts a minute)."""
+    now = time.time()
+    recent = [at for at in state.get(state.JOIN_ATTEMPTS, []) if now - at < JOIN_WINDOW_S]
+    if len(recent) >= JOIN_LIMIT:
+        raise ClassError(f"Too many tries to join: wait {JOIN_WINDOW_S - (now - recent[0]):.0f} s and try again.")
+    state.put(state.JOIN_ATTEMPTS, recent + [now])
+    key = store().join(code, nickname)
+    set_place(code.strip().upper().replace(" ", "").replace("-", ""), student_key=key)
+
+
+def view_link(page: str) -> str:
+    """The page and every control, as the link holds it: what a question shows."""
+    params, _ = state.url_params(state.current_values())
+    return f"{page}?{urlencode(params)}" if params else page
+
+
+@dataclass(frozen=True)
+class Asked:
+    kind: str
+    prompt: str
+    shown: dict
+    answer: dict
+
+
+def where_question() -> Asked:
+    """*Where will this query look?* from the Attention page's view: its stack, line, layer and head, the focused
+    query (else the line's last real one); the answer its weights over the keys, from the view's own run."""
+    config = model_config.live_config(padding_masks=state.value(F.pad_mask), look_ahead_mask=state.value(F.future_mask))
+    stack = state.value(F.stack) if state.value(F.stack) in config.stacks else config.stacks[0]
+    result = data.run_live(config, stacks=(stack,), notices=False)
+    line = min(state.value(F.element), len(result.source_tokens) - 1)
+    layer, head = min(state.value(F.layer), result.layers - 1), min(state.value(F.head), result.heads - 1)
+    queries, keys = result.tokens_of(stack, line)
+    if len(keys) > MAX_WHERE_KEYS or result.attention_factor > 1:
+        raise ClassError(f"A class picks among at most {MAX_WHERE_KEYS} keys: set the sequence length to "
+                         f"{MAX_WHERE_KEYS} or less to ask this. Received: {len(keys)} keys")
+    real = np.flatnonzero(result.real_queries(stack, line))
+    focus = state.value(F.focus)
+    query = focus if 0 <= focus < len(queries) and not state.value(F.focus_key) else int(real[-1] if real.size else 0)
+    weights = result.attention[stack][layer, list(result.lines).index(line), head, query]  # (N_k,)
+    label = f"{query}·{queries[query]}"
+    prompt = (f"Where will query {label} look? {stack.capitalize()} attention, layer {layer + 1}, head {head + 1}, "
+              f"line {line + 1}.")
+    shown = {"options": list(keys), "query": label, "stack": stack, "layer": layer, "head": head, "line": line}
+    return Asked("where", prompt, shown, {"weights": np.round(weights, 4).tolist(), "key": int(np.argmax(weights))})
+
+
+def cells_question() -> Asked:
+    """*Which cells may attend?* from the Masks page's view: the decoder's self-attention mask of line 1 (the
+    encoder's in an encoder-only model), as the model ran it (family, switches, padding)."""
+    config = model_config.live_config()
+    result = data.run_live(config, notices=False)
+    stack = "decoder" if "decoder" in config.stacks else "encoder"
+    queries, keys = result.tokens_of(stack, 0)
+    if max(len(queries), len(keys)) > MAX_GRID:
+        raise ClassError(f"A class's grid is at most {MAX_GRID} × {MAX_GRID}: set the sequence length to {MAX_GRID} "
+                         f"or less to ask this. Received: {len(queries)} × {len(keys)}")
+    mask = np.asarray(result.applied_masks[stack][0], bool)  # (N_q, N_k), True = may attend
+    prompt = f"Which cells may attend? {stack.capitalize()} self-attention of line 1, mask family {config.mask_family}."
+    return Asked("cells", prompt, {"queries": list(queries), "keys": list(keys), "stack": stack},
+                 {"mask": mask.tolist()})
+
+
+BUILDERS = {"where": where_question, "cells": cells_question}
+
+
+def ask(page: str) -> int:
+    """Ask the class the question of ``page``'s view now: its number."""
+    asked = BUILDERS[PAGE_KINDS[page]]()
+    where = place()
+    return store().ask(where.code, where.teacher_key, asked.kind, view_link(page), asked.prompt, asked.shown,
+                       asked.answer)
+
+
+def ask_button(page: str) -> None:
+    """The sidebar's **Ask the class** (a teacher, on a page that asks)."""
+    where = place()
+    if not where.teacher or page not in PAGE_KINDS:
+        return
+    if st.sidebar.button("Ask the class", icon=":material/quiz:", help=f"“{KINDS[PAGE_KINDS[page]]}” about this "
+                         "view: every student answers on the Class page; the answer is this view's own run."):
+        try:
+            number = ask(page)
+            st.sidebar.success(f"Question {number} asked: the Class page shows the answers as they come.")
+        except (ClassError, StoreUnavailable) as error:
+            st.sidebar.error(str(error))
+
+
+def class_link(code: str) -> str:
+    """The link students open to join (on the Class page, the code filled in)."""
+    return f"class_room?class={code}"

@@ -1,0 +1,262 @@
+"""The Class page's parts: starting and joining a class, the teacher's panel (the class's answers as they come, the
+reveal, the history) and a student's (the question, the answer, then the model's answer beside it). Both panels
+follow the store by a fragment that runs every POLL_S: a poll never reruns the whole page, and a new question
+reaches every student within two polls."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+
+import numpy as np
+import streamlit as st
+
+from classroom.questions import KINDS, chosen_grid, label_of, mark, tally
+from classroom.store import ClassError, Question, StoreUnavailable
+from ui import class_room
+from ui.controls import plot
+from ui.text import as_text, percent
+from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
+
+POLL_S = 1.0
+LASTS = {"1 hour": timedelta(hours=1), "1 day": timedelta(days=1), "7 days": timedelta(days=7)}
+
+
+def unavailable(error: Exception) -> None:
+    """The database did not answer: said, with a retry (nothing acknowledged is lost)."""
+    st.error(str(error), icon=":material/cloud_off:")
+    st.button("Try again", key="class_retry")
+
+
+def start_or_join() -> None:
+    """A session in no class: start one (the teacher) or join one (a student)."""
+    teacher, student = st.columns(2)
+    with teacher.container(border=True):
+        st.markdown("**Teach:** start a class and read its code out.")
+        lasts = st.segmented_control("The class lasts", list(LASTS), default="7 days", key="class_lasts",
+                                     required=True)
+        if st.button("Start a class", icon=":material/co_present:", type="primary"):
+            try:
+                started = class_room.store().start(lasts_s=LASTS[lasts].total_seconds())
+                class_room.set_place(started.code, teacher_key=started.teacher_key)
+                st.rerun()
+            except StoreUnavailable as error:
+                unavailable(error)
+    with student.container(border=True):
+        st.markdown("**Learn:** join with the code your teacher gives.")
+        with st.form("class_join"):
+            code = st.text_input("Class code", value=class_room.place().code, max_chars=12, placeholder="K7RM4P")
+            nickname = st.text_input("Nickname (optional, shown only to your teacher)", max_chars=24)
+            if st.form_submit_button("Join", icon=":material/login:"):
+                try:
+                    class_room.join(code, nickname)
+                    st.rerun()
+                except (ClassError, StoreUnavailable) as error:
+                    st.error(as_text(str(error)))
+
+
+def teacher_header(code: str, teacher_key: str) -> None:
+    st.subheader(f"Class code: {code}")
+    st.caption(f"Students open the Class page and type **{code}**, or open the link "
+               f"`{class_room.class_link(code)}` on this server.")
+    with st.expander("Your teacher link (private)", icon=":material/key:"):
+        st.caption("Anyone with this link runs the class: keep it to yourself, and open it to come back (after a "
+                   "restart, or on another device). It is never put in the address bar.")
+        st.code(f"class_room?class={code}&teacher={teacher_key}", language=None)
+
+
+def tally_figure(question: Question, givens: list[dict], chosen: dict | None = None):
+    """The class's answers to ``question`` as a picture; after the reveal the model's answer beside them."""
+    shown, answer = question.shown, question.answer if question.revealed else None
+    counted = tally(question.kind, shown, givens, answer)
+    if question.kind == "where":
+        return key_strip(shown["options"], counted.counts, counted.answered, shown["query"],
+                         None if answer is None else answer["weights"], None if chosen is None else chosen["key"])
+    if question.kind == "cells":
+        return cell_shares(shown["queries"], shown["keys"], counted.counts, counted.answered,
+                           None if answer is None else answer["mask"])
+    if question.kind == "next":
+        return option_bars(list(counted.counts), list(counted.counts.values()))
+    name = {"head": "head", "method": "method", "choice": "option"}[question.kind]
+    return option_bars(shown["options"], counted.counts, None if answer is None else answer[name],
+                       None if chosen is None else chosen[name])
+
+
+@st.fragment(run_every=POLL_S)
+def teacher_panel(code: str, teacher_key: str) -> None:
+    """The question now, how many answered, their spread; Reveal; after it the accuracy and the commonest slip."""
+    store = class_room.store()
+    try:
+        question, (joined, answered) = store.current(code), store.counts(code)
+        if question is None:
+            st.info(f"{joined} joined. Ask the first question: press **Ask the class** in the sidebar on the Attention "
+                    "or Masks page, or write one below.", icon=":material/quiz:")
+            return
+        givens = [entry.given for entry in store.answers(code, teacher_key, question.number)]
+        if question.revealed:  # the model's answer, as kept (the teacher's own view of it)
+            question = next(q for q, _ in store.history(code, teacher_key) if q.number == question.number)
+    except StoreUnavailable as error:
+        unavailable(error)
+        return
+    st.markdown(f"**Question {question.number}** · {KINDS[question.kind]}  \n{as_text(question.prompt)}")
+    st.metric("Answered", f"{answered} of {joined}")
+    plot(tally_figure(question, givens), key=f"class_tally_{question.kind}")
+    if not question.revealed:
+        st.button("Reveal", icon=":material/visibility:", type="primary", key="class_reveal", on_click=_reveal,
+                  args=(code, teacher_key))
+        return
+    counted = tally(question.kind, question.shown, givens, question.answer)
+    if counted.accuracy is None:
+        st.caption("Revealed. Nobody answered.")
+    else:
+        wrong = f"; the commonest wrong answer: {as_text(counted.common_wrong[0])} ({counted.common_wrong[1]})" \
+            if counted.common_wrong else ""
+        st.markdown(f"Revealed: **{percent(counted.accuracy)} right**{wrong}.")
+
+
+def _reveal(code: str, teacher_key: str) -> None:
+    try:
+        class_room.store().reveal(code, teacher_key)
+    except (ClassError, StoreUnavailable) as error:
+        st.toast(as_text(str(error)), icon=":material/error:")
+
+
+def ask_choice(code: str, teacher_key: str) -> None:
+    """A multiple-choice question the teacher writes (the one kind whose answer the teacher types)."""
+    with st.expander("Write a multiple-choice question", icon=":material/edit_note:"), st.form("class_choice"):
+        prompt = st.text_input("Question", max_chars=300)
+        options = st.text_area("Options, one a line (2 to 6)", max_chars=600)
+        right = st.number_input("The right option's number", 1, 6, 1)
+        if st.form_submit_button("Ask it"):
+            lines = [" ".join(line.split())[:80] for line in options.splitlines() if line.strip()]
+            if not prompt.strip() or not 2 <= len(lines) <= 6 or right > len(lines):
+                st.error("A question, 2 to 6 options and the right one's number among them.")
+                return
+            try:
+                class_room.store().ask(code, teacher_key, "choice", "class_room", prompt, {"options": lines},
+                                       {"option": int(right) - 1})
+            except (ClassError, StoreUnavailable) as error:
+                st.error(as_text(str(error)))
+
+
+def history_csv(rows) -> bytes:
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["question", "kind", "prompt", "view", "answered", "accuracy", "mean score", "commonest wrong"])
+    for question, answered in rows:
+        counted = tally(question.kind, question.shown, [a.given for a in answered], question.answer)
+        writer.writerow([question.number, question.kind, question.prompt, question.view, counted.answered,
+                         "" if counted.accuracy is None else f"{counted.accuracy:.3f}",
+                         "" if counted.mean_score is None else f"{counted.mean_score:.3f}",
+                         counted.common_wrong[0] if counted.common_wrong else ""])
+    return text.getvalue().encode()
+
+
+def history(code: str, teacher_key: str) -> None:
+    """Every question asked, its tally and accuracy, and a CSV of them; ending the class."""
+    try:
+        rows = class_room.store().history(code, teacher_key)
+    except StoreUnavailable as error:
+        unavailable(error)
+        return
+    if rows:
+        st.subheader("The class so far")
+        table = []
+        for question, answered in rows:
+            counted = tally(question.kind, question.shown, [a.given for a in answered], question.answer)
+            table.append({"question": question.number, "kind": KINDS[question.kind], "answered": counted.answered,
+                          "right": "" if counted.accuracy is None or not question.revealed
+                          else percent(counted.accuracy)})
+        st.dataframe(table, hide_index=True)
+        st.download_button("Download the history (CSV)", history_csv(rows), f"class-{code}.csv", "text/csv",
+                           icon=":material/download:")
+    if st.toggle("End this class (deletes its answers)", key="class_end_confirm"):
+        if st.button("End the class now", type="primary"):
+            class_room.store().end(code, teacher_key)
+            class_room.leave()
+            st.rerun()
+
+
+def _answer(code: str, student_key: str, number: int, given: dict) -> None:
+    try:
+        class_room.store().answer(code, student_key, number, given)
+    except (ClassError, StoreUnavailable) as error:
+        st.error(as_text(str(error)))
+
+
+def answer_where(code: str, key: str, question: Question, mine: dict | None) -> None:
+    shown = question.shown
+    plot(key_picker(shown["options"], shown["query"], None if mine is None else mine["key"]), key="class_where",
+         on_click=lambda clicked: _answer(code, key, question.number, {"key": int(clicked["key"])}))
+    if mine:
+        st.caption(f"Your answer: key {mine['key']}·{as_text(shown['options'][mine['key']])}. Click another to change "
+                   "it until the reveal.")
+
+
+def answer_cells(code: str, key: str, question: Question, mine: dict | None) -> None:
+    shown = question.shown
+    chosen = chosen_grid(shown, mine or {"cells": []})
+
+    def toggle(clicked: dict) -> None:
+        grid = chosen.copy()
+        grid[clicked["query"], clicked["key"]] ^= True
+        _answer(code, key, question.number, {"cells": np.argwhere(grid).tolist()})
+
+    plot(cell_picker(shown["queries"], shown["keys"], chosen), key="class_cells", on_click=toggle)
+    st.caption(f"{int(chosen.sum())} cells marked as may attend; each click is sent (change them until the reveal).")
+
+
+def answer_pick(code: str, key: str, question: Question, mine: dict | None) -> None:
+    name = {"head": "head", "method": "method", "choice": "option"}[question.kind]
+    options = question.shown["options"]
+    picked = st.radio("Your answer", range(len(options)), format_func=lambda index: as_text(str(options[index])),
+                      index=None if mine is None else mine[name], key=f"class_pick_{question.number}")
+    if picked is not None and (mine is None or picked != mine[name]):
+        _answer(code, key, question.number, {name: int(picked)})
+
+
+ANSWERS = {"where": answer_where, "cells": answer_cells, "head": answer_pick, "method": answer_pick,
+           "choice": answer_pick}
+
+
+def revealed(code: str, key: str, question: Question, mine: dict | None) -> None:
+    """The model's answer beside the student's, with the mark, and the class's tally (no names)."""
+    if mine is None:
+        st.caption("You did not answer this one.")
+    else:
+        marked = mark(question.kind, question.shown, question.answer, mine)
+        said = f"weight {marked.score:.2f}" if question.kind == "where" else percent(marked.score)
+        st.markdown(f"**{'Right' if marked.correct else 'Not quite'}**: your answer "
+                    f"{as_text(label_of(question.kind, question.shown, mine))}, {said}.")
+    if question.kind == "cells" and mine is not None:
+        plot(cells_marked(question.shown["queries"], question.shown["keys"], chosen_grid(question.shown, mine),
+                          question.answer["mask"]), key="class_marked")
+    givens = class_room.store().revealed_answers(code, key, question.number)
+    plot(tally_figure(question, givens, mine), key=f"class_tally_{question.kind}")
+
+
+@st.fragment(run_every=POLL_S)
+def student_panel(code: str, key: str) -> None:
+    """The class's question now: answered here until the reveal, then the model's answer beside the student's."""
+    store = class_room.store()
+    try:
+        question = store.current(code)
+        mine = None if question is None else store.my_answer(code, key, question.number)
+    except StoreUnavailable as error:
+        unavailable(error)
+        return
+    except ClassError as error:
+        st.warning(as_text(str(error)))
+        if st.button("Leave", key="class_leave"):
+            class_room.leave()
+            st.rerun()
+        return
+    if question is None:
+        st.info("You are in. The question comes here when your teacher asks it.", icon=":material/hourglass_top:")
+        return
+    st.markdown(f"**Question {question.number}** · {KINDS[question.kind]}  \n{as_text(question.prompt)}")
+    if question.revealed:
+        revealed(code, key, question, mine)
+    else:
+        ANSWERS[question.kind](code, key, question, mine)
