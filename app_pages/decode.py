@@ -6,7 +6,7 @@ import datetime
 import streamlit as st
 
 from transformer.service import date_text, get_task, task_of
-from ui import choices, data, model_config, openings, state
+from ui import choices, class_room, data, model_config, openings, state
 from ui.controls import PERSIST, clamp, fit_px, not_for_external_model, options_follow, plot_steps
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.state import F
@@ -130,6 +130,7 @@ def step_caption(index: int) -> list[tuple[str, str]]:
 # Every step's charts are sent at once: the step control redraws them in the browser (ui.stepper), and the page's
 # run that follows sends the same (each step's figure is built once: `identity` is what they depend on).
 t = state.read(F.dec_step)
+class_room.offer("decode", class_room.next_asked(run, t))  # a teacher's Ask the class: what will it write next?
 identity = (config, source, mode, float(temperature), int(top_k), float(top_p), int(seed))
 steps = st.columns([8, 2], vertical_alignment="center")
 with steps[0]:

@@ -5,7 +5,7 @@ side."""
 import streamlit as st
 
 from transformer.service import EXPLAINED_TASKS, METHODS, available, is_measured, task_of
-from ui import choices, data, model_config, openings, sidebar, state
+from ui import choices, class_room, data, model_config, openings, sidebar, state
 from ui.controls import PERSIST, element_picker, fit_px, plot
 from ui.sidebar import use_weights
 from ui.state import F
@@ -48,6 +48,7 @@ if not is_measured(weights, count, 0, device):
     with st.spinner(f"Scoring six methods on {count} examples of {task_of(weights)}…"):
         data.faithfulness(weights, count, device)
 scores = data.faithfulness(weights, count, device)
+class_room.offer("explanations", class_room.method_asked(METHODS, scores.top1, task_of(weights)))
 layer, head = scores.head
 st.markdown(f"**{scores.outputs}** aligned output tokens of {count} examples; the model gives them probability "
             f"**{scores.base:.3f}** on average. The head whose ablation costs the most: cross-attention layer "

@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS, head_label, heads_of, measured, spec_of
-from ui import choices, data, link_values, model_config, openings, sidebar, state
+from ui import choices, class_room, data, link_values, model_config, openings, sidebar, state
 from ui.controls import PERSIST, carried_over, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
 from ui.state import F
@@ -40,6 +40,7 @@ size = state.read(F.mask_size) if pattern in SIZED_FAMILIES else 1
 roles = data.head_roles(config, stack, pattern, size)
 layers, heads = roles.entropy.shape
 where = f"{roles.lines} lines of {roles.length} positions ({LINE_LABELS[lines_from].lower()})"
+class_room.offer("heads", class_room.head_asked(roles, where))  # a teacher's Ask the class: which head does this?
 if config.ablate:
     st.info(f"Heads ablated in the sidebar: {', '.join(map(head_label, config.ablate))} "
             f"({config.ablation}). The scores are the ablated model's.", icon=":material/block:")

@@ -68,6 +68,8 @@ def check_given(kind: str, shown: dict, given) -> dict:
     token = " ".join(str(given.get("token", "")).split())
     if not token or len(token) > MAX_TOKEN_CHARS:
         raise ValueError(f"The answer is one token of 1 to {MAX_TOKEN_CHARS} characters. Received: {token[:60]!r}")
+    if "options" in shown and token not in shown["options"]:
+        raise ValueError(f"The answer is one of the tokens offered. Received: {token[:60]!r}")
     return {"token": token}
 
 

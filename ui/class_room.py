@@ -21,7 +21,9 @@ from ui.state import F
 JOIN_LIMIT, JOIN_WINDOW_S = 5, 60.0  # join attempts a session may make in a minute
 MAX_WHERE_KEYS = 64  # a key strip a student can click
 MAX_GRID = 16  # an N × N grid a student can click, at most
-PAGE_KINDS = {"attention": "where", "masks": "cells"}  # the pages that ask, and what
+PAGE_KINDS = {"attention": "where", "masks": "cells", "heads": "head", "decode": "next", "explanations": "method"}
+MAX_HEAD_OPTIONS = 6  # heads a student picks among (the strongest of the role; every head when there are fewer)
+MAX_TOKEN_OPTIONS = 6  # next tokens a student picks among: the model's most probable, in alphabetical order
 
 
 @dataclass(frozen=True)
@@ -140,12 +142,64 @@ def cells_question() -> Asked:
                  {"mask": mask.tolist()})
 
 
-BUILDERS = {"where": where_question, "cells": cells_question}
+def head_asked(roles, where: str) -> Asked | None:
+    """*Which head does this?* from the Heads page's scores: the role whose strongest head stands furthest above its
+    chance level; the options that head and the role's next strongest (in layer, head order); None without scores."""
+    gaps = {role: roles.strongest(role, 1)[0][2] - roles.chance.get(role, 0.0) for role in roles.scores
+            if role != "pattern" and roles.strongest(role, 1) and np.isfinite(roles.chance.get(role, 0.0))}
+    if not gaps:
+        return None
+    role = max(gaps, key=gaps.get)
+    best = roles.strongest(role, MAX_HEAD_OPTIONS)
+    options = sorted((layer, head) for layer, head, _ in best)
+    labels = [f"layer {layer + 1}, head {head + 1}" for layer, head in options]
+    title = role.replace("_", "-")
+    prompt = f"Which head is the {title} head? {roles.stack.capitalize()} attention over {where}."
+    return Asked("head", prompt, {"options": labels, "role": role},
+                 {"head": options.index(best[0][:2]), "score": round(best[0][2], 4)})
+
+
+def next_asked(run, step: int) -> Asked:
+    """*What will the model write next?* at the Decode page's step: the model's own choice among its most probable
+    tokens (shown in alphabetical order)."""
+    chosen = run.steps[step]
+    top = [token for token, _ in chosen.top(run.vocabulary, MAX_TOKEN_OPTIONS)]
+    options = sorted(set(top) | {chosen.chosen})
+    prompt = f"The model has read “{' '.join(chosen.prefix)}”. What will it write next?"
+    return Asked("next", prompt, {"options": options, "prefix": list(chosen.prefix)}, {"token": chosen.chosen})
+
+
+def method_asked(methods, top1, task: str) -> Asked:
+    """*Which explanation is right?* from the Explanations page's table: the method whose top source token is most
+    often the aligned one."""
+    prompt = (f"On the {task} model, which explanation most often points at the source token the output really comes "
+              "from?")
+    return Asked("method", prompt, {"options": list(methods)}, {"method": int(np.argmax(top1)),
+                                                                "top1": [round(float(v), 4) for v in top1]})
+
+
+def offer(page: str, asked: Asked | None) -> None:
+    """The question ``page``'s view would ask now, from the run it drew (a teacher's session only): **Ask the class**
+    on the next run asks it."""
+    if place().teacher:
+        state.put(state.CLASS_OFFER, None if asked is None else (page, asked))
+
+
+def offered(page: str) -> Asked:
+    found = state.get(state.CLASS_OFFER)
+    if not found or found[0] != page:
+        raise ClassError("This view has no question to ask yet: let it draw first (on the Explanations page, score "
+                         "the methods; on the Heads page, a model whose heads have roles).")
+    return found[1]
+
+
+BUILDERS = {"where": where_question, "cells": cells_question}  # the others: the page's own offer (`offer`)
 
 
 def ask(page: str) -> int:
     """Ask the class the question of ``page``'s view now: its number."""
-    asked = BUILDERS[PAGE_KINDS[page]]()
+    kind = PAGE_KINDS[page]
+    asked = BUILDERS[kind]() if kind in BUILDERS else offered(page)
     where = place()
     return store().ask(where.code, where.teacher_key, asked.kind, view_link(page), asked.prompt, asked.shown,
                        asked.answer)

@@ -77,7 +77,10 @@ def tally_figure(question: Question, givens: list[dict], chosen: dict | None = N
         return cell_shares(shown["queries"], shown["keys"], counted.counts, counted.answered,
                            None if answer is None else answer["mask"])
     if question.kind == "next":
-        return option_bars(list(counted.counts), list(counted.counts.values()))
+        options = shown["options"]
+        return option_bars(options, [counted.counts.get(token, 0) for token in options],
+                           None if answer is None else options.index(answer["token"]),
+                           None if chosen is None else options.index(chosen["token"]))
     name = {"head": "head", "method": "method", "choice": "option"}[question.kind]
     return option_bars(shown["options"], counted.counts, None if answer is None else answer[name],
                        None if chosen is None else chosen[name])
@@ -216,8 +219,16 @@ def answer_pick(code: str, key: str, question: Question, mine: dict | None) -> N
         _answer(code, key, question.number, {name: int(picked)})
 
 
+def answer_token(code: str, key: str, question: Question, mine: dict | None) -> None:
+    options = question.shown["options"]
+    picked = st.radio("The next token", options, format_func=as_text, key=f"class_token_{question.number}",
+                      index=None if mine is None else options.index(mine["token"]))
+    if picked is not None and (mine is None or picked != mine["token"]):
+        _answer(code, key, question.number, {"token": picked})
+
+
 ANSWERS = {"where": answer_where, "cells": answer_cells, "head": answer_pick, "method": answer_pick,
-           "choice": answer_pick}
+           "choice": answer_pick, "next": answer_token}
 
 
 def revealed(code: str, key: str, question: Question, mine: dict | None) -> None:

@@ -265,6 +265,7 @@ CLASS_PARAMS = ("class", "student", "teacher")  # a class's link parameters (ui.
 KEPT_CLASS_PARAMS = ("class", "student")  # those the address keeps (a teacher's key never: screens are projected)
 CLASS_PARAM_CHARS = 64
 JOIN_ATTEMPTS = "_join_attempts"
+CLASS_OFFER = "_class_offer"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -292,6 +293,7 @@ SESSION_KEYS = {
     NEXT_RUN: "{field: value} to set at the start of the next run, before any widget is drawn (`put_next_run`)",
     CLASS_LINK: "{class, student | teacher}: this session's class, as its link gave it or the Class page set it",
     JOIN_ATTEMPTS: "[time]: this session's recent attempts to join a class (ui.class_room limits them)",
+    CLASS_OFFER: "(page, question): what a teacher's last view would ask the class (ui.class_room.offer)",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 

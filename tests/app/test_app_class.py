@@ -107,3 +107,31 @@ def test_a_forged_teacher_link_and_a_wrong_code_get_a_message(classes):
     for _ in range(class_room.JOIN_LIMIT):
         at = press(at, "Join")
     assert any("Too many tries" in error.value for error in at.error)
+
+
+def ask_from(page: str, code: str, key: str, query: dict):
+    """The teacher's view of ``page`` drawn, then Ask the class (the question the drawn view offered)."""
+    teacher = teacher_on(page, code, key, query)
+    no_errors(teacher)
+    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    no_errors(teacher)
+    assert any("asked" in success.value for success in teacher.sidebar.success), [e.value for e in teacher.error]
+    return teacher
+
+
+def test_the_heads_and_decode_pages_ask_which_head_and_what_next_and_the_answers_are_their_own_runs(classes):
+    started = classes.start()
+    ask_from("heads", started.code, started.teacher_key, {"weights": "induction"})
+    question = classes.history(started.code, started.teacher_key)[0][0]
+    assert question.kind == "head" and 2 <= len(question.shown["options"]) <= class_room.MAX_HEAD_OPTIONS
+    best = question.shown["options"][question.answer["head"]]
+    assert best.startswith("layer ") and question.shown["role"] in question.prompt.replace("-", "_")
+
+    ask_from("decode", started.code, started.teacher_key, {"weights": "reverse", "dec_src": "a b c", "dec_step": "1"})
+    question = classes.history(started.code, started.teacher_key)[1][0]
+    assert question.kind == "next" and question.answer["token"] in question.shown["options"]
+    assert question.shown["options"] == sorted(question.shown["options"])  # the order gives nothing away
+    student = classes.join(started.code)
+    assert classes.answer(started.code, student, 2, {"token": question.answer["token"]})
+    with pytest.raises(ValueError, match="one of the tokens offered"):
+        classes.answer(started.code, student, 2, {"token": "zzz"})

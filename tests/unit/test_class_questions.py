@@ -65,3 +65,11 @@ def test_the_classroom_package_imports_no_framework_and_no_other_part_of_the_app
     found = {path.name: sorted(imported(path.read_text()) & set(forbidden)) for path in root.glob("*.py")}
     assert {name: bad for name, bad in found.items() if bad} == {}
     assert imported("import streamlit as st\nfrom ui import state\n") & set(forbidden) == {"streamlit", "ui"}
+
+
+def test_the_explanations_question_asks_for_the_method_most_often_on_the_aligned_token():
+    from ui.class_room import method_asked
+
+    asked = method_asked(("a", "b", "c"), np.array([0.2, 0.9, 0.5]), "dates")
+    assert asked.kind == "method" and asked.shown["options"] == ["a", "b", "c"] and asked.answer["method"] == 1
+    assert mark("method", asked.shown, asked.answer, check_given("method", asked.shown, {"method": 1})).correct
