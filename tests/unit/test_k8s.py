@@ -34,12 +34,28 @@ def test_the_manifests_fit_together():
     container = pod["containers"][0]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
     assert "ReadWriteMany" in claim["spec"]["accessModes"] and deployment["spec"]["replicas"] >= 2
-    env = {item["name"]: item["value"] for item in container["env"]}
+    env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["ATTENTION_LAB_DATA_DIR"] == container["volumeMounts"][0]["mountPath"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/_stcore/health"
     assert service["spec"]["selector"] == deployment["spec"]["template"]["metadata"]["labels"]
     assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] == service["metadata"]["name"]
     assert ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/affinity"] == "cookie"
+
+
+def test_the_replicas_share_the_class_store_and_its_password_is_a_secret_written_nowhere():
+    deployment = yaml.safe_load((K8S / "deployment.yaml").read_text())
+    db_service, db = yaml.safe_load_all((K8S / "postgres.yaml").read_text())
+    env = {item["name"]: item for item in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    url = env["ATTENTION_LAB_DATABASE_URL"]["value"]
+    assert url.startswith("postgresql+psycopg://") and f"@{db_service['metadata']['name']}:5432/" in url
+    assert "$(DB_PASSWORD)" in url and list(env).index("DB_PASSWORD") < list(env).index("ATTENTION_LAB_DATABASE_URL")
+    secret = env["DB_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    db_env = {item["name"]: item for item in db["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert db_env["POSTGRES_PASSWORD"]["valueFrom"]["secretKeyRef"] == secret
+    assert db_service["spec"]["selector"] == db["spec"]["template"]["metadata"]["labels"]
+    compose = yaml.safe_load((K8S.parent / "compose.yaml").read_text())
+    assert "@db:5432/" in compose["services"]["app1"]["environment"]["ATTENTION_LAB_DATABASE_URL"]
+    assert "LAB_DB_PASSWORD" in compose["services"]["db"]["environment"]["POSTGRES_PASSWORD"]
 
 
 def test_every_proxy_takes_the_uploads_the_app_takes():
