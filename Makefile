@@ -107,6 +107,7 @@ bench-quick: $(VENV)/.test
 # beside one session's longest allowed run in the background lane (about 3 minutes).
 load-test: $(VENV)/.test
 	$(BIN)/python bench/class_load.py --write
+	$(BIN)/python bench/class_questions.py --write
 	$(BIN)/python bench/class_training.py --write
 	$(BIN)/python bench/heavy_lane.py --write
 

@@ -87,14 +87,17 @@ class Student:
         message.rerun_script.page_script_hash = self.page_hash
         return message
 
-    async def move(self, label: str, value) -> Answer:
-        """Set the widget labelled ``label`` to ``value`` (its state only, as the browser sends a change)."""
+    async def move(self, label: str, value, fragment_id: str = "") -> Answer:
+        """Set the widget labelled ``label`` to ``value`` (its state only, as the browser sends a change); a widget of
+        a fragment (``fragment_id``) reruns that fragment alone, as in the browser."""
         kind, widget_id = self.widgets[label]
         message = BackMsg()
         state = message.rerun_script.widget_states.widgets.add()
         state.id = widget_id
         _set_state(state, kind, value)
-        return await self._ask(self._on_this_page(message))
+        message = self._on_this_page(message)
+        message.rerun_script.fragment_id = fragment_id
+        return await self._ask(message)
 
     async def submit(self, button: str, **values) -> Answer:
         """Press a form's submit ``button`` with its widgets set to ``values`` (labels -> values)."""
@@ -183,9 +186,11 @@ class Student:
         elif kind == "bidi_component" and element.bidi_component.component_name.endswith(CHART_COMPONENT):
             answer.charts += 1
             answer.chart_bytes.append(_component_bytes(element.bidi_component))
-        elif kind in ("text_input", "text_area", "number_input", "slider", "button"):
+        elif kind in ("text_input", "text_area", "number_input", "slider", "button", "radio"):
             widget = getattr(element, kind)
             answer.widgets[widget.label] = (kind, widget.id)
+        elif kind == "metric":
+            answer.texts.append(f"{element.metric.label}: {element.metric.body}")
         elif kind == "progress":
             answer.texts.append(element.progress.text)
         elif kind == "alert":
@@ -236,6 +241,8 @@ def _set_state(state, kind: str, value) -> None:
         state.string_value = value
     elif kind == "number_input":
         state.int_value = int(value)
+    elif kind == "radio":  # the option as the page formats it
+        state.string_value = str(value)
     elif kind == "slider":
         state.double_array_value.data.extend([float(value)])
     elif kind == "button":
