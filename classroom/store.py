@@ -267,6 +267,26 @@ class ClassStore:
                 select(answers.c.given).where(answers.c.question_id == question_id)).scalars()]
         return self._run(work)
 
+    def revealed_names(self, code: str, student_key: str, number: int) -> list[Answered]:
+        """Who answered what to a revealed question, for a student, where the teacher shows names (else [])."""
+        def work(connection):
+            class_id = self._class_id(connection, code)
+            self._student(connection, class_id, student_key)
+            shown = connection.execute(select(classes.c.show_names).where(classes.c.id == class_id)).scalar_one()
+            question_id = self._question_id(connection, class_id, number)
+            revealed = connection.execute(select(asked.c.revealed).where(asked.c.id == question_id)).scalar_one()
+            if not (shown and revealed):
+                return []
+            rows = connection.execute(select(students.c.nickname, answers.c.given).join(
+                students, students.c.id == answers.c.student_id).where(answers.c.question_id == question_id)
+                .order_by(answers.c.at))
+            return [Answered(nickname, json.loads(given)) for nickname, given in rows]
+        return self._run(work)
+
+    def names_shown(self, code: str) -> bool:
+        return bool(self._run(lambda c: c.execute(select(classes.c.show_names).where(
+            classes.c.id == self._class_id(c, code))).scalar_one()))
+
     # Anyone with the code
 
     def current(self, code: str) -> Question | None:

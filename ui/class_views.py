@@ -14,7 +14,7 @@ import streamlit as st
 
 from classroom.questions import KINDS, chosen_grid, label_of, mark, tally
 from classroom.store import ClassError, Question, StoreUnavailable
-from ui import class_room
+from ui import class_room, state
 from ui.controls import plot
 from ui.text import as_text, percent
 from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
@@ -116,11 +116,22 @@ def teacher_panel(code: str, teacher_key: str) -> None:
         wrong = f"; the commonest wrong answer: {as_text(counted.common_wrong[0])} ({counted.common_wrong[1]})" \
             if counted.common_wrong else ""
         st.markdown(f"Revealed: **{percent(counted.accuracy)} right**{wrong}.")
+    st.toggle("Show the students who answered what", value=store.names_shown(code), key="class_show_names",
+              on_change=_show_names, args=(code, teacher_key),
+              help="Off: a student sees the class's tally only. On: after a reveal, every student sees each "
+                   "nickname with its answer.")
 
 
 def _reveal(code: str, teacher_key: str) -> None:
     try:
         class_room.store().reveal(code, teacher_key)
+    except (ClassError, StoreUnavailable) as error:
+        st.toast(as_text(str(error)), icon=":material/error:")
+
+
+def _show_names(code: str, teacher_key: str) -> None:
+    try:
+        class_room.store().show_names(code, teacher_key, bool(state.widget_value("class_show_names")))
     except (ClassError, StoreUnavailable) as error:
         st.toast(as_text(str(error)), icon=":material/error:")
 
@@ -245,6 +256,10 @@ def revealed(code: str, key: str, question: Question, mine: dict | None) -> None
                           question.answer["mask"]), key="class_marked")
     givens = class_room.store().revealed_answers(code, key, question.number)
     plot(tally_figure(question, givens, mine), key=f"class_tally_{question.kind}")
+    named = class_room.store().revealed_names(code, key, question.number)
+    if named:
+        st.dataframe([{"who": entry.nickname or "—", "answer": label_of(question.kind, question.shown, entry.given)}
+                      for entry in named], hide_index=True)
 
 
 @st.fragment(run_every=POLL_S)

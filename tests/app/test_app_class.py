@@ -69,6 +69,9 @@ def test_a_teacher_starts_a_class_and_asks_where_a_query_looks_and_students_answ
     assert any("3 of 3" in metric.value for metric in tally.metric)
     tally = press(tally, "Reveal")
     assert any("right" in markdown.value for markdown in tally.markdown)
+    assert not students[0].run().dataframe  # no names before the teacher shows them
+    tally = tally.toggle(key="class_show_names").set_value(True).run()
+    assert set(students[0].run().dataframe[0].value["who"]) == {"Ada", "Bob", "Cy"}
     for student in students:
         student.run()
         no_errors(student)

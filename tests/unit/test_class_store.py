@@ -59,6 +59,9 @@ def test_a_class_from_start_to_end(url):
     store.reveal(started.code, started.teacher_key)
     assert store.current(started.code).answer == ANSWER
     assert store.revealed_answers(started.code, bob, 1) == [{"key": 2}, {"key": 2}]
+    assert store.revealed_names(started.code, bob, 1) == []  # names only where the teacher shows them
+    store.show_names(started.code, started.teacher_key, True)
+    assert [a.nickname for a in store.revealed_names(started.code, bob, 1)] == ["Ada", "Bob"]
     with pytest.raises(ClassError, match="revealed"):
         store.answer(started.code, bob, 1, {"key": 0})
     store.ask(started.code, started.teacher_key, "cells", "masks?seq_len=2", "Which cells?",
