@@ -52,3 +52,4 @@ finally:  # a page's own changes to the state (a clamped step, Play off at the e
     state.put(state.LINKED, set())  # past the first run, a correction is the user's own move, not the link's
     state.write_url()
     sidebar.draw_status()  # what the page's engine calls recorded
+    class_room.ask_pending(page.url_path)  # a lesson's question, once its view has drawn

@@ -16,6 +16,7 @@ from classroom.questions import KINDS
 from classroom.store import ClassError, ClassStore, StoreUnavailable, database_url, store_for
 from transformer.service import data_dir
 from ui import data, model_config, state
+from ui.lessons import LESSONS
 from ui.state import F
 
 JOIN_LIMIT, JOIN_WINDOW_S = 5, 60.0  # join attempts a session may make in a minute
@@ -203,6 +204,29 @@ def ask(page: str) -> int:
     where = place()
     return store().ask(where.code, where.teacher_key, asked.kind, view_link(page), asked.prompt, asked.shown,
                        asked.answer)
+
+
+def lesson_questions():
+    """The Home lessons a class can be asked, in order: those whose page asks (`PAGE_KINDS`)."""
+    return [lesson for lesson in LESSONS if lesson.page in PAGE_KINDS]
+
+
+def open_lesson(lesson) -> None:
+    """From a button's callback: open ``lesson``'s view (its link's values) and ask the class once it has drawn."""
+    state.put(state.CLASS_PENDING, lesson.page)
+    state.open_page(f"app_pages/{lesson.page}.py", **state.parse_url(dict(lesson.params))[0])
+
+
+def ask_pending(page: str) -> None:
+    """After ``page`` drew: the question a lesson opened it for (`open_lesson`), asked now."""
+    if state.get(state.CLASS_PENDING) != page:
+        return
+    state.pop(state.CLASS_PENDING)
+    try:
+        number = ask(page)
+        st.sidebar.success(f"Question {number} asked: the Class page shows the answers as they come.")
+    except (ClassError, StoreUnavailable) as error:
+        st.sidebar.error(str(error))
 
 
 def ask_button(page: str) -> None:

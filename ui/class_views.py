@@ -154,6 +154,15 @@ def ask_choice(code: str, teacher_key: str) -> None:
                 st.error(as_text(str(error)))
 
 
+def lessons(code: str, teacher_key: str) -> None:
+    """Home's lessons as the class's questions: each opens its view and asks what that view asks."""
+    with st.expander("Run Home's lessons as questions", icon=":material/school:"):
+        st.caption("Each button opens the lesson's view and asks the class about it; come back here for the answers.")
+        for number, lesson in enumerate(class_room.lesson_questions(), start=1):
+            st.button(f"{number}. {lesson.title}", key=f"class_lesson_{number}", on_click=class_room.open_lesson,
+                      args=(lesson,), help=lesson.says)
+
+
 def history_csv(rows) -> bytes:
     text = io.StringIO()
     writer = csv.writer(text)

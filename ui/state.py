@@ -266,6 +266,7 @@ KEPT_CLASS_PARAMS = ("class", "student")  # those the address keeps (a teacher's
 CLASS_PARAM_CHARS = 64
 JOIN_ATTEMPTS = "_join_attempts"
 CLASS_OFFER = "_class_offer"
+CLASS_PENDING = "_class_pending"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -294,6 +295,7 @@ SESSION_KEYS = {
     CLASS_LINK: "{class, student | teacher}: this session's class, as its link gave it or the Class page set it",
     JOIN_ATTEMPTS: "[time]: this session's recent attempts to join a class (ui.class_room limits them)",
     CLASS_OFFER: "(page, question): what a teacher's last view would ask the class (ui.class_room.offer)",
+    CLASS_PENDING: "the page whose view a teacher's lesson opened, to ask the class once it has drawn",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 

@@ -138,3 +138,14 @@ def test_the_heads_and_decode_pages_ask_which_head_and_what_next_and_the_answers
     assert classes.answer(started.code, student, 2, {"token": question.answer["token"]})
     with pytest.raises(ValueError, match="one of the tokens offered"):
         classes.answer(started.code, student, 2, {"token": "zzz"})
+
+
+def test_a_home_lesson_runs_as_a_class_question(classes):
+    started = classes.start()
+    teacher = teacher_on("class_room", started.code, started.teacher_key)
+    first = class_room.lesson_questions()[0]
+    teacher = press(teacher, f"1. {first.title}")
+    no_errors(teacher)
+    question = classes.history(started.code, started.teacher_key)[0][0]
+    assert question.kind == "where" and question.view.startswith("attention?")
+    assert question.shown["stack"] == first.params["stack"] and question.shown["query"].startswith("3·")
