@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.service import available, get_task, spec_of
-from ui import data, openings, state
+from ui import class_views, data, openings, state
 from ui.controls import fit_px, plot
 from ui.lessons import LESSONS
 from ui.pages import PAGES
@@ -81,6 +81,8 @@ st.subheader("Lessons")
 st.markdown("\n".join(f"{number}. [{lesson.title}]({lesson.address}) — {lesson.says}"
                        for number, lesson in enumerate(LESSONS, start=1))
             + "\n\nEach is an address: share it as it is, and it opens on exactly that view.")
+st.subheader("In a class?")
+class_views.home_box()
 st.subheader("Every page")
 for name, title, icon, says in PAGES[1:]:  # a page link keeps to one line: the title, and what it shows below it
     st.page_link(f"app_pages/{name}.py", label=title, icon=f":material/{icon}:")

@@ -45,15 +45,31 @@ def start_or_join() -> None:
                 unavailable(error)
     with student.container(border=True):
         st.markdown("**Learn:** join with the code your teacher gives.")
-        with st.form("class_join"):
-            code = st.text_input("Class code", value=class_room.place().code, max_chars=12, placeholder="K7RM4P")
-            nickname = st.text_input("Nickname (optional, shown only to your teacher)", max_chars=24)
-            if st.form_submit_button("Join", icon=":material/login:"):
-                try:
-                    class_room.join(code, nickname)
-                    st.rerun()
-                except (ClassError, StoreUnavailable) as error:
-                    st.error(as_text(str(error)))
+        if join_form():
+            st.rerun()
+
+
+def join_form() -> bool:
+    """The code and an optional nickname; True once joined (a wrong code, or too many tries: said here)."""
+    with st.form("class_join"):
+        code = st.text_input("Class code", value=class_room.place().code, max_chars=12, placeholder="K7RM4P")
+        nickname = st.text_input("Nickname (optional, shown only to your teacher)", max_chars=24)
+        if st.form_submit_button("Join", icon=":material/login:"):
+            try:
+                class_room.join(code, nickname)
+                return True
+            except (ClassError, StoreUnavailable) as error:
+                st.error(as_text(str(error)))
+    return False
+
+
+def home_box() -> None:
+    """Home's way into a class: the join form, or the way back to the Class page for a session in one."""
+    where = class_room.place()
+    if where.teacher or where.student:
+        st.page_link("app_pages/class_room.py", label=f"Back to your class ({where.code})", icon=":material/groups:")
+    elif join_form():
+        st.switch_page("app_pages/class_room.py")
 
 
 def teacher_header(code: str, teacher_key: str) -> None:
@@ -88,7 +104,15 @@ def tally_figure(question: Question, givens: list[dict], chosen: dict | None = N
 
 @st.fragment(run_every=POLL_S)
 def teacher_panel(code: str, teacher_key: str) -> None:
-    """The question now, how many answered, their spread; Reveal; after it the accuracy and the commonest slip."""
+    """The question now, how many answered, their spread; Reveal; after it the accuracy and the commonest slip.
+    The database gone: a message and a retry (the next poll tries again)."""
+    try:
+        _teacher_panel(code, teacher_key)
+    except StoreUnavailable as error:
+        unavailable(error)
+
+
+def _teacher_panel(code: str, teacher_key: str) -> None:
     store = class_room.store()
     try:
         question, (joined, answered) = store.current(code), store.counts(code)
@@ -196,7 +220,11 @@ def history(code: str, teacher_key: str) -> None:
                            icon=":material/download:")
     if st.toggle("End this class (deletes its answers)", key="class_end_confirm"):
         if st.button("End the class now", type="primary"):
-            class_room.store().end(code, teacher_key)
+            try:
+                class_room.store().end(code, teacher_key)
+            except StoreUnavailable as error:
+                unavailable(error)
+                return
             class_room.leave()
             st.rerun()
 
@@ -273,7 +301,15 @@ def revealed(code: str, key: str, question: Question, mine: dict | None) -> None
 
 @st.fragment(run_every=POLL_S)
 def student_panel(code: str, key: str) -> None:
-    """The class's question now: answered here until the reveal, then the model's answer beside the student's."""
+    """The class's question now: answered here until the reveal, then the model's answer beside the student's.
+    The database gone: a message and a retry (the next poll tries again; an answer it acknowledged is kept)."""
+    try:
+        _student_panel(code, key)
+    except StoreUnavailable as error:
+        unavailable(error)
+
+
+def _student_panel(code: str, key: str) -> None:
     store = class_room.store()
     try:
         question = store.current(code)

@@ -149,3 +149,30 @@ def test_a_home_lesson_runs_as_a_class_question(classes):
     question = classes.history(started.code, started.teacher_key)[0][0]
     assert question.kind == "where" and question.view.startswith("attention?")
     assert question.shown["stack"] == first.params["stack"] and question.shown["query"].startswith("3·")
+
+
+def test_a_database_that_does_not_answer_is_a_message_and_a_retry(tmp_path, monkeypatch):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("ATTENTION_LAB_DATABASE_URL", f"postgresql+psycopg://lab@127.0.0.1:{port}/lab")
+    at = press(open_page("class_room"), "Start a class")
+    no_errors(at)
+    assert any("did not answer" in error.value for error in at.error)
+    assert any(button.label == "Try again" for button in at.button)
+    student = open_page("class_room", {"class": "K7RM4P", "student": "x" * 32})
+    no_errors(student)
+    assert any("did not answer" in error.value for error in student.error)
+
+
+def test_a_student_joins_from_home_and_lands_on_the_class_page(classes):
+    started = classes.start()
+    home = open_page("home")
+    field = next(box for box in home.text_input if box.label == "Class code")
+    field.input(started.code.lower())
+    home = press(home, "Join")
+    no_errors(home)
+    assert home.session_state[state.CLASS_LINK]["class"] == started.code and classes.counts(started.code)[0] == 1
+    assert any("The question comes here" in info.value for info in home.info)  # the Class page, waiting
