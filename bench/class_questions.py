@@ -143,7 +143,7 @@ def run(database: str, students: list[int], questions: int, env: dict, store_url
             result.update(database=database, cpu=(process_cpu_seconds(process.pid) - cpu) /
                           (time.monotonic() - started))
             runs.append(result)
-            print(_row(result, runs[0]), flush=True)
+            print(_row(result, runs[0]), result["first_errors"], flush=True)
     return runs
 
 
@@ -162,6 +162,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, nargs="+", default=[1, 30, 60])
     parser.add_argument("--questions", type=int, default=10)
+    parser.add_argument("--stores", nargs="+", choices=("sqlite", "postgresql"), default=["sqlite", "postgresql"])
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     os.nice(10)  # the students' process yields to the server's
@@ -170,9 +171,9 @@ def main():
             "p90 | question → student p90 | server CPU | errors |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     with contextlib.ExitStack() as stack:
         data = stack.enter_context(tempfile.TemporaryDirectory(prefix="al-class-load-"))
-        runs = run("SQLite", args.students, args.questions, {"ATTENTION_LAB_DATA_DIR": data},
-                   f"sqlite:///{data}/{DATABASE_FILE}")
-        postgres = stack.enter_context(postgres_server())
+        runs = [] if "sqlite" not in args.stores else run(
+            "SQLite", args.students, args.questions, {"ATTENTION_LAB_DATA_DIR": data}, f"sqlite:///{data}/{DATABASE_FILE}")
+        postgres = stack.enter_context(postgres_server()) if "postgresql" in args.stores else None
         if postgres:
             pg_data = stack.enter_context(tempfile.TemporaryDirectory(prefix="al-class-load-pg-"))
             runs += run("PostgreSQL", args.students, args.questions,

@@ -56,8 +56,9 @@ def wait_healthy(base_url: str, process, timeout: float = 120.0) -> None:
 
 
 @contextlib.contextmanager
-def streamlit_server(script: str = "app.py", with_process: bool = False, env: dict | None = None):
-    port = free_port()
+def streamlit_server(script: str = "app.py", with_process: bool = False, env: dict | None = None,
+                     port: int | None = None):
+    port = port or free_port()  # a given port: a server started again where its browsers reconnect
     (ROOT / "test-output").mkdir(exist_ok=True)
     log = open(ROOT / "test-output" / f"streamlit-{port}.log", "w")
     env = {**child_env(ROOT, TF_CPP_MIN_LOG_LEVEL="3"), **(env or {})}
