@@ -222,6 +222,11 @@ def ask_pending(page: str) -> None:
     if state.get(state.CLASS_PENDING) != page:
         return
     state.pop(state.CLASS_PENDING)
+    ask_and_say(page)
+
+
+def ask_and_say(page: str) -> None:
+    """Ask the class ``page``'s question; the sidebar says its number, or why it was not asked."""
     try:
         number = ask(page)
         st.sidebar.success(f"Question {number} asked: the Class page shows the answers as they come.")
@@ -236,11 +241,7 @@ def ask_button(page: str) -> None:
         return
     if st.sidebar.button("Ask the class", icon=":material/quiz:", help=f"“{KINDS[PAGE_KINDS[page]]}” about this "
                          "view: every student answers on the Class page; the answer is this view's own run."):
-        try:
-            number = ask(page)
-            st.sidebar.success(f"Question {number} asked: the Class page shows the answers as they come.")
-        except (ClassError, StoreUnavailable) as error:
-            st.sidebar.error(str(error))
+        ask_and_say(page)
 
 
 def class_link(code: str) -> str:

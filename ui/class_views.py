@@ -106,8 +106,13 @@ def tally_figure(question: Question, givens: list[dict], chosen: dict | None = N
 def teacher_panel(code: str, teacher_key: str) -> None:
     """The question now, how many answered, their spread; Reveal; after it the accuracy and the commonest slip.
     The database gone: a message and a retry (the next poll tries again)."""
+    or_unavailable(_teacher_panel, code, teacher_key)
+
+
+def or_unavailable(draw, *args) -> None:
+    """``draw(*args)``; the database gone meanwhile: said, with a retry."""
     try:
-        _teacher_panel(code, teacher_key)
+        draw(*args)
     except StoreUnavailable as error:
         unavailable(error)
 
@@ -303,10 +308,7 @@ def revealed(code: str, key: str, question: Question, mine: dict | None) -> None
 def student_panel(code: str, key: str) -> None:
     """The class's question now: answered here until the reveal, then the model's answer beside the student's.
     The database gone: a message and a retry (the next poll tries again; an answer it acknowledged is kept)."""
-    try:
-        _student_panel(code, key)
-    except StoreUnavailable as error:
-        unavailable(error)
+    or_unavailable(_student_panel, code, key)
 
 
 def _student_panel(code: str, key: str) -> None:

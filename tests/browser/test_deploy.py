@@ -15,13 +15,11 @@ from pathlib import Path
 import pytest
 from browser_support import (
     free_port,
-    headless_chromium,
-    require_chromium,
     streamlit_server,
     wait_idle,
 )
 from chart_support import FIRST_PLOT, PLOT
-from deploy_support import MAX_SESSIONS, NGINX, nginx, routes, write
+from deploy_support import MAX_SESSIONS, nginx, nginx_browser, routes, write
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,9 +45,7 @@ def nginx_dir():
 
 @pytest.fixture()
 def browser():
-    require_chromium(None if Path(NGINX).exists() else f"{NGINX} is not installed", "deploy tests",
-                     " (apt-get install -y chromium nginx)")
-    with headless_chromium() as browser:
+    with nginx_browser() as browser:
         yield browser
 
 

@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from browser_support import free_port, headless_chromium, require_chromium, streamlit_server, wait_idle
+from browser_support import free_port, streamlit_server, wait_idle
 from chart_support import click_chart
-from deploy_support import MAX_SESSIONS, NGINX, nginx, routes, write
+from deploy_support import MAX_SESSIONS, nginx, nginx_browser, routes, write
 
 from classroom.store import DATABASE_FILE, ClassStore
 
@@ -22,9 +22,7 @@ STUDENTS = 3  # at least; more (up to MAX_SESSIONS) until both replicas have one
 
 @pytest.fixture()
 def browser():
-    require_chromium(None if Path(NGINX).exists() else f"{NGINX} is not installed", "deploy tests",
-                     " (apt-get install -y chromium nginx)")
-    with headless_chromium() as browser:
+    with nginx_browser() as browser:
         yield browser
 
 

@@ -10,6 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from browser_support import headless_chromium, require_chromium
+
 ROOT = Path(__file__).resolve().parents[2]
 _SPEC = importlib.util.spec_from_file_location("render_nginx", ROOT / "deploy" / "render_nginx.py")
 render_nginx = importlib.util.module_from_spec(_SPEC)
@@ -54,3 +56,12 @@ def routes(runtime: Path) -> dict:
         if match and match.group(2) != "-":
             seen.setdefault(match.group(1), []).append(match.group(2).split(",")[-1].strip())
     return seen
+
+
+@contextlib.contextmanager
+def nginx_browser():
+    """Chromium for a deploy test: skipped without Chromium or nginx here, required in CI."""
+    require_chromium(None if Path(NGINX).exists() else f"{NGINX} is not installed", "deploy tests",
+                     " (apt-get install -y chromium nginx)")
+    with headless_chromium() as browser:
+        yield browser
