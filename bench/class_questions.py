@@ -132,6 +132,32 @@ async def _class(url: str, store: ClassStore, students: int, questions: int) -> 
                 first_errors=[e for p in (teacher, *pupils) for e in p.errors][:3])
 
 
+async def _explorers(url: str, count: int, seconds: float, class_of: int, store: ClassStore) -> list[float]:
+    """``count`` students exploring (bench/student.py's session: a move every 2–5 s) for ``seconds``, beside a class
+    of ``class_of`` students answering questions the while (none: alone): their moves' times."""
+    crowd = [Student(5000 + index, url, random.Random(5000 + index)) for index in range(count)]
+    explored = asyncio.gather(*(student.session(seconds) for student in crowd))
+    if class_of:
+        await asyncio.gather(explored, _class(url, store, class_of, int(seconds // (REVEAL_AFTER_S + 2))))
+    else:
+        await explored
+    return [answer.seconds for student in crowd for kind, answer in student.answers if kind != "open"]
+
+
+def polling_beside_explorers(count: int, seconds: float) -> str:
+    """The class's cost to the others: ``count`` exploring students' move p90 alone, then beside a class of
+    ``count`` answering questions (its panels polling every second), on one server, SQLite."""
+    with tempfile.TemporaryDirectory(prefix="al-class-beside-") as data, \
+            streamlit_server(env={"ATTENTION_LAB_DATA_DIR": data}) as url:
+        store = ClassStore(f"sqlite:///{data}/{DATABASE_FILE}")
+        asyncio.run(_explorers(url, 4, 20, 0, store))  # unmeasured: the pages and models the explorers meet
+        alone = percentile(asyncio.run(_explorers(url, count, seconds, 0, store)), 90)
+        beside = percentile(asyncio.run(_explorers(url, count, seconds, count, store)), 90)
+    return (f"{count} students exploring (a move every 2–5 s, as `bench/class_load.py`): move p90 {alone * 1e3:.0f} ms "
+            f"alone, {beside * 1e3:.0f} ms beside a class of {count} answering questions, its panels polling every "
+            f"second ({beside / alone:.2f}×; target ≤ 1.3×).")
+
+
 def run(database: str, students: list[int], questions: int, env: dict, store_url: str) -> list[dict]:
     runs = []
     with streamlit_server(with_process=True, env=env) as (url, process):
@@ -163,9 +189,16 @@ def main():
     parser.add_argument("--students", type=int, nargs="+", default=[1, 30, 60])
     parser.add_argument("--questions", type=int, default=10)
     parser.add_argument("--stores", nargs="+", choices=("sqlite", "postgresql"), default=["sqlite", "postgresql"])
+    parser.add_argument("--beside", type=int, default=30, help="explorers measured alone, then beside a class of as "
+                        "many (0: not measured)")
+    parser.add_argument("--beside-seconds", type=float, default=120.0)
+    parser.add_argument("--beside-only", action="store_true", help="only the explorers, alone and beside a class")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     os.nice(10)  # the students' process yields to the server's
+    if args.beside_only:
+        print(polling_beside_explorers(args.beside, args.beside_seconds))
+        return
     stolen, began = stolen_seconds(), time.monotonic()
     rows = ["| store | students | answers recorded | a student's answer p90 (× one alone) | answer → teacher's tally "
             "p90 | question → student p90 | server CPU | errors |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -181,7 +214,9 @@ def main():
     for database in ("SQLite", "PostgreSQL"):
         mine = [r for r in runs if r["database"] == database]
         rows += [_row(r, mine[0]) for r in mine]
+    beside = polling_beside_explorers(args.beside, args.beside_seconds) if args.beside else ""
     print("\n".join(rows))
+    print(beside)
     steal = steal_note(stolen_seconds() - stolen, time.monotonic() - began)
     print(steal)
     if args.write:
@@ -189,7 +224,7 @@ def main():
                       f"one teacher and the students through Streamlit's protocol, {args.questions} multiple-choice "
                       f"questions, each answered within {ANSWER_WITHIN_S:.0f} s and revealed after "
                       f"{REVEAL_AFTER_S:.0f} s; every student's panel polls every {POLL_S:.0f} s, as its browser "
-                      f"does; one server on {os.cpu_count()} cores. {steal}", rows)
+                      f"does; one server on {os.cpu_count()} cores. {beside} {steal}", rows)
 
 
 if __name__ == "__main__":
