@@ -20,6 +20,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, delete, event, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import InterfaceError as DriverInterfaceError
+from sqlalchemy.pool import StaticPool
 
 from classroom import codes, questions
 from classroom.schema import answers, classes, create, students
@@ -100,6 +101,8 @@ class ClassStore:
         options = {"pool_pre_ping": True}
         if url.startswith("sqlite"):
             options = {"connect_args": {"check_same_thread": False, "timeout": 5}}
+        if url == "sqlite://":  # in memory (no data directory): one connection, or each would see a database of its own
+            options["poolclass"] = StaticPool
         self.engine = create_engine(url, **options)
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)

@@ -11,7 +11,7 @@ from postgres_support import postgres_server
 from sqlalchemy import create_engine, text
 
 from classroom import codes
-from classroom.store import ClassError, ClassStore, StoreUnavailable
+from classroom.store import ClassError, ClassStore, StoreUnavailable, database_url
 
 SHOWN = {"options": ["<s>", "the", "cat", "sat"]}
 ANSWER = {"weights": [0.1, 0.2, 0.6, 0.1], "key": 2}
@@ -141,6 +141,18 @@ def test_thirty_students_answering_at_once_are_all_recorded(url):
     for thread in threads:
         thread.join()
     assert store.counts(started.code) == (30, 30)
+
+
+def test_without_a_data_directory_a_class_lives_in_the_servers_memory():
+    store = ClassStore(database_url(None))  # ATTENTION_LAB_DATA_DIR=off
+    started = a_class(store)
+    keys = []
+    threads = [threading.Thread(target=lambda: keys.append(store.join(started.code))) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.counts(started.code) == (5, 0) and store.current(started.code).number == 1
 
 
 def test_a_later_schema_is_refused_and_a_missing_database_says_so(tmp_path):
