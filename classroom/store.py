@@ -192,6 +192,14 @@ class ClassStore:
             return [Answered(nickname, json.loads(given)) for nickname, given in rows]
         return self._run(work)
 
+    def question(self, code: str, teacher_key: str, number: int) -> Question:
+        """Question ``number`` with the model's answer, revealed or not (the teacher's own view of it)."""
+        def work(connection):
+            class_id = self._teacher(connection, code, teacher_key)
+            question_id = self._question_id(connection, class_id, number)
+            return _question(connection.execute(select(asked).where(asked.c.id == question_id)).one(), True)
+        return self._run(work)
+
     def history(self, code: str, teacher_key: str) -> list[tuple[Question, list[Answered]]]:
         """Every question asked, in order, each with its answers."""
         def work(connection):

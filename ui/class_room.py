@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import numpy as np
 import streamlit as st
 
+from classroom.codes import check_code
 from classroom.questions import KINDS
 from classroom.store import ClassError, ClassStore, StoreUnavailable, database_url, store_for
 from transformer.service import data_dir
@@ -87,7 +88,7 @@ def join(code: str, nickname: str) -> None:
         raise ClassError(f"Too many tries to join: wait {JOIN_WINDOW_S - (now - recent[0]):.0f} s and try again.")
     state.put(state.JOIN_ATTEMPTS, recent + [now])
     key = store().join(code, nickname)
-    set_place(code.strip().upper().replace(" ", "").replace("-", ""), student_key=key)
+    set_place(check_code(code), student_key=key)
 
 
 def view_link(page: str) -> str:

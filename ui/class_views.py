@@ -127,7 +127,7 @@ def _teacher_panel(code: str, teacher_key: str) -> None:
             return
         givens = [entry.given for entry in store.answers(code, teacher_key, question.number)]
         if question.revealed:  # the model's answer, as kept (the teacher's own view of it)
-            question = next(q for q, _ in store.history(code, teacher_key) if q.number == question.number)
+            question = store.question(code, teacher_key, question.number)
     except StoreUnavailable as error:
         unavailable(error)
         return

@@ -56,6 +56,7 @@ def test_a_class_from_start_to_end(url):
     assert [(a.nickname, a.given) for a in store.answers(started.code, started.teacher_key, 1)] == \
         [("Ada", {"key": 2}), ("Bob", {"key": 2})]  # the nickname's control characters gone, spaces collapsed
     assert store.my_answer(started.code, ada, 1) == {"key": 2}
+    assert store.question(started.code, started.teacher_key, 1).answer == ANSWER  # the teacher's, before the reveal
     store.reveal(started.code, started.teacher_key)
     assert store.current(started.code).answer == ANSWER
     assert store.revealed_answers(started.code, bob, 1) == [{"key": 2}, {"key": 2}]
@@ -83,6 +84,7 @@ def test_only_the_teacher_asks_reveals_reads_and_ends_and_a_student_only_answers
     forged = codes.new_key()
     for call in (lambda key: store.reveal(started.code, key), lambda key: store.answers(started.code, key, 1),
                  lambda key: store.end(started.code, key), lambda key: store.history(started.code, key),
+                 lambda key: store.question(started.code, key, 1),
                  lambda key: store.ask(started.code, key, "where", "x", "x", SHOWN, ANSWER)):
         for key in (forged, "", other.teacher_key, ada):  # a forged key, none, another class's, a student's
             with pytest.raises(ClassError, match="Only the class's teacher"):
