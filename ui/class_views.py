@@ -12,7 +12,7 @@ from datetime import timedelta
 import numpy as np
 import streamlit as st
 
-from classroom.questions import KINDS, chosen_grid, label_of, mark, tally
+from classroom.questions import KINDS, PICK_ONE, chosen_grid, label_of, mark, tally
 from classroom.store import ClassError, Question, StoreUnavailable
 from ui import class_room, state
 from ui.controls import plot
@@ -97,7 +97,7 @@ def tally_figure(question: Question, givens: list[dict], chosen: dict | None = N
         return option_bars(options, [counted.counts.get(token, 0) for token in options],
                            None if answer is None else options.index(answer["token"]),
                            None if chosen is None else options.index(chosen["token"]))
-    name = {"head": "head", "method": "method", "choice": "option"}[question.kind]
+    name = PICK_ONE[question.kind]
     return option_bars(shown["options"], counted.counts, None if answer is None else answer[name],
                        None if chosen is None else chosen[name])
 
@@ -264,7 +264,7 @@ def answer_cells(code: str, key: str, question: Question, mine: dict | None) -> 
 
 
 def answer_pick(code: str, key: str, question: Question, mine: dict | None) -> None:
-    name = {"head": "head", "method": "method", "choice": "option"}[question.kind]
+    name = PICK_ONE[question.kind]
     options = question.shown["options"]
     picked = st.radio("Your answer", range(len(options)), format_func=lambda index: as_text(str(options[index])),
                       index=None if mine is None else mine[name], key=f"class_pick_{question.number}")
