@@ -145,7 +145,7 @@ def _teacher_panel(code: str, teacher_key: str) -> None:
         wrong = f"; the commonest wrong answer: {as_text(counted.common_wrong[0])} ({counted.common_wrong[1]})" \
             if counted.common_wrong else ""
         st.markdown(f"Revealed: **{percent(counted.accuracy)} right**{wrong}.")
-    st.toggle("Show the students who answered what", value=store.names_shown(code), key="class_show_names",
+    st.toggle("Show the students who answered what", value=store.names_shown(code), key=state.CLASS_SHOW_NAMES,
               on_change=_show_names, args=(code, teacher_key),
               help="Off: a student sees the class's tally only. On: after a reveal, every student sees each "
                    "nickname with its answer.")
@@ -160,7 +160,7 @@ def _reveal(code: str, teacher_key: str) -> None:
 
 def _show_names(code: str, teacher_key: str) -> None:
     try:
-        class_room.store().show_names(code, teacher_key, bool(state.widget_value("class_show_names")))
+        class_room.store().show_names(code, teacher_key, bool(state.widget_value(state.CLASS_SHOW_NAMES)))
     except (ClassError, StoreUnavailable) as error:
         st.toast(as_text(str(error)), icon=":material/error:")
 

@@ -267,6 +267,7 @@ CLASS_PARAM_CHARS = 64
 JOIN_ATTEMPTS = "_join_attempts"
 CLASS_OFFER = "_class_offer"
 CLASS_PENDING = "_class_pending"
+CLASS_SHOW_NAMES = "class_show_names"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
     LOADED: "True once the URL has been read into the fields",
@@ -296,6 +297,7 @@ SESSION_KEYS = {
     JOIN_ATTEMPTS: "[time]: this session's recent attempts to join a class (ui.class_room limits them)",
     CLASS_OFFER: "(page, question): what a teacher's last view would ask the class (ui.class_room.offer)",
     CLASS_PENDING: "the page whose view a teacher's lesson opened, to ask the class once it has drawn",
+    CLASS_SHOW_NAMES: "the teacher's Show the students who answered what (a widget)",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)
 

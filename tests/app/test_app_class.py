@@ -70,7 +70,7 @@ def test_a_teacher_starts_a_class_and_asks_where_a_query_looks_and_students_answ
     tally = press(tally, "Reveal")
     assert any("right" in markdown.value for markdown in tally.markdown)
     assert not students[0].run().dataframe  # no names before the teacher shows them
-    tally = tally.toggle(key="class_show_names").set_value(True).run()
+    tally = tally.toggle(key=state.CLASS_SHOW_NAMES).set_value(True).run()
     assert set(students[0].run().dataframe[0].value["who"]) == {"Ada", "Bob", "Cy"}
     for student in students:
         student.run()

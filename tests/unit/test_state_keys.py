@@ -11,7 +11,7 @@ import pytest
 from ui import state
 
 ROOT = Path(__file__).resolve().parents[2]
-ACCESSORS = {"get", "put", "read", "has", "pop", "setdefault", "drop", "value", "correct", "default_of"}
+ACCESSORS = {"get", "put", "read", "has", "pop", "setdefault", "drop", "value", "correct", "default_of", "widget_value"}
 SOURCE_NAMES = ("random",)
 SOURCE_PREFIXES = ("hub:", "upload:", "image:")
 
