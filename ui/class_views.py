@@ -67,14 +67,15 @@ def home_box() -> None:
     """Home's way into a class: the join form, or the way back to the Class page for a session in one."""
     where = class_room.place()
     if where.teacher or where.student:
-        st.page_link("app_pages/class_room.py", label=f"Back to your class ({where.code})", icon=":material/groups:")
+        st.page_link("app_pages/class_room.py", label=f"Back to your class ({as_text(where.code)})",
+                     icon=":material/groups:")
     elif join_form():
         st.switch_page("app_pages/class_room.py")
 
 
 def teacher_header(code: str, teacher_key: str) -> None:
-    st.subheader(f"Class code: {code}")
-    st.caption(f"Students open the Class page and type **{code}**, or open the link "
+    st.subheader(f"Class code: {as_text(code)}")
+    st.caption(f"Students open the Class page and type **{as_text(code)}**, or open the link "
                f"`{class_room.class_link(code)}` on this server.")
     with st.expander("Your teacher link (private)", icon=":material/key:"):
         st.caption("Anyone with this link runs the class: keep it to yourself, and open it to come back (after a "
