@@ -15,7 +15,7 @@ import streamlit as st
 from classroom.questions import KINDS, PICK_ONE, chosen_grid, label_of, mark, tally
 from classroom.store import ClassError, Question, StoreUnavailable
 from ui import class_room, state
-from ui.controls import plot
+from ui.controls import Download, downloads, plot
 from ui.text import as_text, percent
 from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
 
@@ -222,8 +222,7 @@ def history(code: str, teacher_key: str) -> None:
                           "right": "" if counted.accuracy is None or not question.revealed
                           else percent(counted.accuracy)})
         st.dataframe(table, hide_index=True)
-        st.download_button("Download the history (CSV)", history_csv(rows), f"class-{code}.csv", "text/csv",
-                           icon=":material/download:")
+        downloads(Download("Download the history (CSV)", lambda: history_csv(rows), f"class-{code}.csv", "text/csv"))
     if st.toggle("End this class (deletes its answers)", key="class_end_confirm"):
         if st.button("End the class now", type="primary"):
             try:
