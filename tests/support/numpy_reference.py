@@ -78,19 +78,28 @@ def layer_norm(x, gamma, beta, epsilon=1e-6):
     return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + epsilon) * gamma + beta
 
 
-def _multi_head(w, prefix, query, memory, mask, heads):
-    """The paper's MultiHead(Q, K, V) with W^Q, W^K, W^V, W^O read from ``w`` at ``prefix``: ``(N_q, D)``."""
+def _multi_head(w, prefix, query, memory, mask, heads, patch=None, site=None):
+    """The paper's MultiHead(Q, K, V) with W^Q, W^K, W^V, W^O read from ``w`` at ``prefix``: ``(N_q, D)``.
+    ``patch`` (`transformer_forward`'s) may give head h its own query/key/value input or its context."""
     def linear(name, x):
         return x @ w[f"{prefix}/{name}/kernel"] + w[f"{prefix}/{name}/bias"]
 
+    patch = patch or {}
     depth = query.shape[-1] // heads
-    q, k, v = linear("transform_query", query), linear("transform_key", memory), linear("transform_value", memory)
     outputs, all_weights = [], []
     for h in range(heads):
         part = slice(h * depth, (h + 1) * depth)
-        output, weights = softmax_attention(q[:, part], k[:, part], v[:, part], mask)
+        given = patch.get("inputs", {}).get(site, {}).get(h, {})
+        q = linear("transform_query", given.get("q", query))[:, part]
+        k = linear("transform_key", given.get("k", memory))[:, part]
+        v = linear("transform_value", given.get("v", memory))[:, part]
+        output, weights = softmax_attention(q, k, v, mask)
+        output = patch.get("contexts", {}).get(site, {}).get(h, output)
         outputs.append(output)
         all_weights.append(weights)
+    if "record" in patch:
+        patch["record"][("contexts", site)] = outputs
+        patch["record"][("inputs", site)] = (query, memory)
     return linear("transform_out", np.concatenate(outputs, -1)), np.stack(all_weights)
 
 
@@ -111,11 +120,29 @@ def _feed_forward(w, prefix):
     return run
 
 
+def _streamed(patch, layer, x):
+    """The stream entering block ``layer`` with ``patch["streams"][layer]`` (position -> row) written in."""
+    if patch is None:
+        return x
+    x = x.copy()
+    for position, row in patch.get("streams", {}).get(layer, {}).items():
+        x[position] = row
+    if "record" in patch:
+        patch["record"][("stream", layer)] = x
+    return x
+
+
 def transformer_forward(w, ids, *, stack, layers, heads, d_ff, norm, self_mask, memory=None, memory_mask=None,
-                        cross_prefix=None, learned=False):
+                        cross_prefix=None, learned=False, patch=None):
     """One stack of the model on one line of ``ids`` with sinusoidal positions (``learned``: its table's rows):
     ``(output (N, D), self weights [(H, N, N)], cross weights [(H, N, N_s)])``. ``w``: weight path (after the
-    model's name) -> array."""
+    model's name) -> array.
+
+    ``patch`` (activation patching): ``{"streams": {layer: {position: (D,)}}`` the stream entering block ``layer``
+    (``layers``: the output) at a position, ``"contexts": {(kind, layer): {head: (N_q, d)}}`` a head's context,
+    ``"inputs": {(kind, layer): {head: {"q"|"k"|"v": (N, D)}}}`` the input head h's query, key or value is
+    projected from (after a pre-norm LayerNorm), ``"record": {}`` filled with each ``("stream", layer)``,
+    ``("contexts", (kind, layer))`` and ``("inputs", (kind, layer))``; kind "self" or "cross"}``."""
     side = "source" if stack == "encoder" else "target"
     embeddings = w[f"{side}_embedding/embed/embeddings"]
     d_model = embeddings.shape[1]
@@ -123,19 +150,21 @@ def transformer_forward(w, ids, *, stack, layers, heads, d_ff, norm, self_mask, 
     x = embeddings[ids] * np.sqrt(d_model) + positions
     self_weights, cross_weights = [], []
     for layer in range(layers):
+        x = _streamed(patch, layer, x)
         block = f"{stack}/block_{layer}"
         x, weights = _sublayer(w, f"{block}/self_attention_block", x,
-                               lambda y, b=block: _multi_head(w, f"{b}/self_attention_block/attention", y, y,
-                                                              self_mask, heads), norm)
+                               lambda y, b=block, n=layer: _multi_head(w, f"{b}/self_attention_block/attention", y, y,
+                                                                       self_mask, heads, patch, ("self", n)), norm)
         self_weights.append(weights)
         if memory is not None:
             x, weights = _sublayer(w, f"{block}/cross_attention_block", x,
-                                   lambda y, b=block: _multi_head(w, f"{b}/{cross_prefix}", y, memory, memory_mask,
-                                                                  heads), norm)
+                                   lambda y, b=block, n=layer: _multi_head(w, f"{b}/{cross_prefix}", y, memory,
+                                                                           memory_mask, heads, patch, ("cross", n)),
+                                   norm)
             cross_weights.append(weights)
         if d_ff:
             x, _ = _sublayer(w, f"{block}/feed_forward_block", x, _feed_forward(w, f"{block}/feed_forward_block"),
                              norm)
     if norm == "pre":
         x = layer_norm(x, w[f"{stack}/final_norm/gamma"], w[f"{stack}/final_norm/beta"])
-    return x, self_weights, cross_weights
+    return _streamed(patch, layers, x), self_weights, cross_weights

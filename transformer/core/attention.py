@@ -163,7 +163,7 @@ class AttentionHook:
     """The attention layers' override point for one run of a model: `Transformer.encode`, `decode` and ``call``
     hand ``hook`` to every `MultiHeadAttention`, which calls ``observe`` with its inputs before attending and
     uses ``kernel(layer)`` instead of `attention_stages` when that is not None. ``layer.site`` names the layer:
-    ``("encoder" | "decoder" | "cross", index)``."""
+    ``("encoder" | "decoder" | "cross", index)``. The stacks hand it their residual stream too (``stream``)."""
 
     def observe(self, layer, query, key, value, mask) -> None:
         """``query (B, N_q, d_model)``, ``key``/``value (B, N_k, d_model)``, ``mask`` as the layer got them."""
@@ -172,6 +172,11 @@ class AttentionHook:
         """None (scaled dot-product attention), or an object whose ``attend(q, k, v, mask, bias)`` returns
         ``(context (B, H, N_q, d_v), weights)`` from ``q (B, H, N_q, d_k)``, ``k``, ``v (B, H, N_k, d_k)``."""
         return None
+
+    def stream(self, site, x):
+        """The residual stream to carry on with at ``site`` (``("encoder" | "decoder", layer)``: entering block
+        ``layer``; ``layer`` = L: the stack's output, after its final LayerNorm), ``x (B, N, d_model)``: ``x``."""
+        return x
 
 
 class MaskConsumer:

@@ -240,6 +240,7 @@ class _Stack(keras.layers.Layer):
     """A stack of ``num_layers`` identical blocks; with ``norm="pre"`` a final LayerNorm on its output (GPT-2)."""
 
     block_class = None
+    stack_name = ""  # the stream's name for a hook: "encoder" or "decoder"
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None,
                  norm="post", **kwargs):
@@ -273,6 +274,10 @@ class _Stack(keras.layers.Layer):
         """The stack's output: ``x`` through the final LayerNorm of a pre-norm stack."""
         return x if self.final_norm is None else self.final_norm(x)  # (B, N, d_model)
 
+    def stream(self, hook, layer: int, x):
+        """``x (B, N, d_model)`` as ``hook`` (an `AttentionHook`, or None) carries it on at ``(stack, layer)``."""
+        return x if hook is None else hook.stream((self.stack_name, layer), x)
+
     def get_config(self):
         return {**super().get_config(), "num_layers": self.num_layers, **_sizes_config(self)}
 
@@ -291,6 +296,7 @@ class Encoder(MaskConsumer, _Stack):
     """
 
     block_class = EncoderBlock
+    stack_name = "encoder"
 
     def build(self, x_shape):
         for block in self.blocks:
@@ -299,10 +305,11 @@ class Encoder(MaskConsumer, _Stack):
 
     def call(self, x, mask=None, training=False, hook=None):
         all_weights = []
-        for block in self.blocks:
+        for index, block in enumerate(self.blocks):
+            x = self.stream(hook, index, x)
             x, weights = block(x, mask=mask, training=training, hook=hook)  # (B, N, D), (B, H, N, N)
             all_weights.append(weights)
-        return self.finish(x), all_weights
+        return self.stream(hook, self.num_layers, self.finish(x)), all_weights
 
 
 @_register
@@ -318,6 +325,7 @@ class Decoder(_Stack):
     """
 
     block_class = DecoderBlock
+    stack_name = "decoder"
 
     def __init__(self, *args, cross_attention=True, **kwargs):
         self.cross_attention = cross_attention
@@ -334,6 +342,7 @@ class Decoder(_Stack):
     def call(self, x, memory=None, self_mask=None, memory_mask=None, training=False, cache=None, hook=None):
         self_weights, cross_weights = [], []
         for index, block in enumerate(self.blocks):
+            x = self.stream(hook, index, x)
             x, block_self, block_cross = block(
                 x, memory, self_mask=self_mask, memory_mask=memory_mask, training=training,
                 cache=None if cache is None else cache[index], hook=hook,
@@ -341,7 +350,7 @@ class Decoder(_Stack):
             self_weights.append(block_self)  # (B, H, N_t, N_t)
             if block_cross is not None:
                 cross_weights.append(block_cross)  # (B, H, N_t, N_s)
-        return self.finish(x), self_weights, cross_weights
+        return self.stream(hook, self.num_layers, self.finish(x)), self_weights, cross_weights
 
     def get_config(self):
         config = super().get_config()

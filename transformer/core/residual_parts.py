@@ -137,12 +137,27 @@ def score_terms(model, stack: str, layer: int, head: int, src, tgt, src_mask, tg
     """Head ``head`` of ``stack``'s layer ``layer`` on the first line of these inputs (as `Transformer.call` takes
     them; one line), its scaled scores split by (query part, key part), for the query positions ``queries``
     (None: all). ValueError when the split would exceed `TERMS_BUDGET` floats."""
+    return _terms(*_walked(model, stack, layer, src, tgt, src_mask, tgt_mask), head=head, queries=queries)
+
+
+def input_parts(model, stack: str, layer: int, src, tgt, src_mask, tgt_mask) -> tuple[dict, dict]:
+    """What the attention layer ``(stack, layer)`` gets in a run on these inputs, by parts: ``(query parts, key
+    parts)``, each ``{name: (B, N, d_model)}`` (normed first when pre-norm, the scale held at the whole stream's; the
+    key parts are the value parts too). Each side's parts sum to the input the layer gets, to float error."""
+    seen = _walked(model, stack, layer, src, tgt, src_mask, tgt_mask)
+    return _bias_last(seen[1]), _bias_last(seen[2])
+
+
+def _walked(model, stack: str, layer: int, src, tgt, src_mask, tgt_mask) -> tuple:
+    """The walk's ``seen`` at ``(stack, layer)``: ``(attention, query parts, key parts, mask, intermediates)``."""
     walk = _Walk((stack, layer), None)
     memory = _encoder_parts(model, src, src_mask, walk) if model.has_encoder else None
     if stack != "encoder":
         keyed = {f"enc {name}": part for name, part in memory.items()} if memory is not None else None
         _decoder_walk(model, tgt, tgt_mask, keyed, memory_mask(src_mask), walk)
-    return _terms(*walk.seen, head=head, queries=queries)
+    if walk.seen is None:
+        raise ValueError(f"This model's {stack} layers run from 0 to {model.num_layers - 1}. Received: layer={layer!r}")
+    return walk.seen
 
 
 def _projected(linear, parts: dict) -> dict:
