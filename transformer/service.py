@@ -26,6 +26,9 @@ from transformer.analysis.measures import (
     stable_softmax,
     without_keys,
 )
+from transformer.analysis.patching import DIRECTIONS as PATCH_DIRECTIONS
+from transformer.analysis.patching import MAP_KINDS as PATCH_MAPS
+from transformer.analysis.patching import METRICS as PATCH_METRICS
 from transformer.core.ablation import ABLATIONS, head_label
 from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
@@ -50,6 +53,7 @@ from transformer.live import head_roles as _head_roles
 from transformer.live import images as _images
 from transformer.live import importance as _importance
 from transformer.live import induction as _induction
+from transformer.live import patching as _patching
 from transformer.live import query_key as _query_key
 from transformer.live import run as _run
 from transformer.live import score_terms as _score_terms
@@ -70,6 +74,7 @@ from transformer.live.images import IMAGE_MODELS, example_image, image_task
 from transformer.live.importance import head_importance, heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
+from transformer.live.patching import METRIC_LABELS as PATCH_METRIC_LABELS
 from transformer.live.run_cost import RunCost, check_cost, measure_cost
 from transformer.live.sources import (
     EXTERNAL_EXAMPLE,
@@ -95,6 +100,7 @@ from transformer.runtime.device import (
 )
 from transformer.runtime.engine_thread import EngineStopped, on_engine_thread
 from transformer.tasks import TASKS, get_task
+from transformer.tasks.corruption import CORRUPTIONS, DATE_PARTS
 from transformer.tasks.dates import date_text
 from transformer.tasks.images import IMAGE_TASKS
 from transformer.training import worker
@@ -143,6 +149,9 @@ sequence_lengths = on_engine_thread(_run.sequence_lengths)
 attention_walkthrough = on_engine_thread(_walkthrough.attention_walkthrough)
 keras_difference = on_engine_thread(_walkthrough.keras_difference)
 score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends: its scores split by parts
+patching_line = on_engine_thread(_patching.default_line)  # a fresh clean line of a model's task
+patching_study = on_engine_thread(_patching.patching_study)  # one patching map (activation or path patching)
+patching_cell = on_engine_thread(_patching.cell_runs)  # a map's cell: the clean, patched and corrupted runs
 value_norms = on_engine_thread(_value_norms.value_norms)  # how much a head moves: ‖α·f(x)‖ (Kobayashi et al.)
 warm_up_device = on_engine_thread(_warm_up.warm_up_device)
 rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
@@ -177,5 +186,7 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "EXTERNAL_LENGTH", "upload",
            "upload_limit_bytes", "visible_gpus",
            "warm_up_device",
-           "without_keys", "EngineStopped", "ModelSource", "External", "RandomWeights", "Trained", "source_of",
+           "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCH_DIRECTIONS", "PATCH_MAPS",
+           "PATCH_METRICS", "PATCH_METRIC_LABELS", "patching_cell", "patching_line", "patching_study",
+           "ModelSource", "External", "RandomWeights", "Trained", "source_of",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost"]

@@ -43,6 +43,9 @@ OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first
               f"like a word. See which squares each {term('head')} looks at, and click a pixel to flip it.",
     "query_key": f"A head looks from a {term('query')} to the {term('keys', 'key')} that point the same way as it. "
                  "This map puts the queries and keys of many lines in one plane, so you can see what the head groups.",
+    "patching": f"Run a trained model on a line and on a copy with one thing changed. Then copy one part of the "
+                f"first run into the second and see how much of the right answer comes back: that part carries it. "
+                f"This is {term('patching')}.",
     "induction": f"If a line says A B and later A again, a good guess for the next word is B. An "
                  f"{term('induction head')} makes that guess: it looks back at what came after A the first time.",
     "dot_product_lab": f"One head's sum, one step at a time: compare each {term('query')} with each {term('key')}, "
@@ -122,6 +125,8 @@ GLOSSARY = (  # (term, what it means, where to see it: a page's file name); in t
      "through cross-attention. A decoder-only model (like GPT) just continues a line.", "attention"),
     ("Cross-attention", "Attention from the tokens being written to the tokens of the input line.", "attention"),
     ("Ablation", "Turning part of the model off (here, one head) to see what the model loses without it.", "heads"),
+    ("Patching", "Copying one part of a run on one line into a run on a changed line, to see how much of the "
+     "answer that part carries.", "patching"),
     ("Rollout", "Attention followed through every layer at once: which input tokens a token drew on in the end.",
      "attention"),
     ("Induction head", "A head that finds an earlier place where the current token appeared and copies the token "

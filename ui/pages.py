@@ -13,6 +13,8 @@ PAGES = (
     ("query_key", "Query–key", "scatter_plot", "one head's queries and keys over many lines in one plane"),
     ("induction", "Induction heads", "content_copy", "a model that copies in context: which heads do it, and how they "
      "form"),
+    ("patching", "Patching", "call_split", "which part of a trained model carries its answer: copy one activation "
+     "from a clean run into a corrupted one and see how much comes back"),
     ("dot_product_lab", "Dot-product lab", "science", "one head step by step, why scale, mask fills"),
     ("shapes", "Shapes", "straighten", "the tensor shapes of multi-head attention, step by step"),
     ("cost", "Cost", "speed", "time and memory of one attention layer against N, by mask and key/value heads"),
@@ -26,7 +28,8 @@ PAGES = (
 SECTIONS = (  # (header, pages): every page in view, none folded behind "View more"
     ("", ("home",)),
     ("What you look at", ("masks", "positional_encoding", "attention", "images", "query_key")),
-    ("What explains it", ("dot_product_lab", "shapes", "heads", "induction", "explanations", "glossary")),
+    ("What explains it", ("dot_product_lab", "shapes", "heads", "induction", "patching", "explanations",
+                           "glossary")),
     ("What you measure", ("cost", "decode")),
     ("What a class does", ("train", "class_room")),
 )

@@ -18,6 +18,7 @@ import streamlit as st
 from transformer.service import (
     ABLATIONS,
     ARCHITECTURES,
+    DATE_PARTS,
     DEVICE_CHOICES,
     LINE_SOURCES,
     MASK_FAMILIES,
@@ -25,6 +26,9 @@ from transformer.service import (
     MAX_LAYERS,
     MAX_SEQ_LEN,
     NORMS,
+    PATCH_DIRECTIONS,
+    PATCH_MAPS,
+    PATCH_METRICS,
     PATTERN_FAMILIES,
     POSITIONS,
     RANDOM,
@@ -48,6 +52,7 @@ from ui.choices import (
     IMPORTANCE_COUNTS,
     INDUCTION_COUNTS,
     LOGIT_SIZES,
+    PATCH_MODELS,
     ROLE_LINE_COUNTS,
     STACK_CHOICES,
     TEMPERATURES,
@@ -135,6 +140,24 @@ FIELDS: dict[str, Field] = {
     "ind_seed": Field(0, link_values.integer(0, 2**31 - 1)),
     "ind_count": Field(200, link_values.choice(INDUCTION_COUNTS, int)),
     "ind_ablate": Field("none", link_values.choice(INDUCTION_GROUPS)),
+    # the Patching page: the model, the lines ("": drawn from the seed, made by the task's corruption), what is
+    # measured and which map; a path's receiver; the cell opened (-1: none) and the head its three runs show
+    "pt_model": Field(PATCH_MODELS[0], link_values.choice(PATCH_MODELS)),
+    "pt_seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "pt_clean": Field("", link_values.text(400)),
+    "pt_corrupt": Field("", link_values.text(400)),
+    "pt_part": Field("", link_values.choice(("", *DATE_PARTS))),
+    "pt_metric": Field("", link_values.choice(("", *PATCH_METRICS))),  # "": the model's first (PATCH_METRIC_CHOICES)
+    "pt_dir": Field(PATCH_DIRECTIONS[0], link_values.choice(PATCH_DIRECTIONS)),
+    "pt_map": Field(PATCH_MAPS[0], link_values.choice(PATCH_MAPS)),
+    "pt_stack": Field("", link_values.choice(("", "encoder", "decoder"))),  # the stream map's; "": the first
+    "pt_rstack": Field("", link_values.choice(("", *STACK_CHOICES))),  # the receiver's; "": the model's last
+    "pt_rlayer": Field(-1, link_values.integer(-1, MAX_LAYERS - 1)),  # -1: the last layer
+    "pt_rhead": Field(0, link_values.integer(0, MAX_HEADS - 1)),
+    "pt_rside": Field("k", link_values.choice(("q", "k", "v"))),
+    "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS)),
+    "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN)),
+    "pt_head": Field(-1, link_values.integer(-1, MAX_HEADS - 1)),  # -1: the cell's own head
     # the Train page's timeline
     "tl_stack": Field("decoder", link_values.choice(STACK_CHOICES)),
     "tl_role": Field("induction", link_values.choice((*ROLES, "alignment"))),  # cross-attention's role: its alignment

@@ -19,7 +19,7 @@ from transformer.analysis import patching
 from transformer.analysis.patching import Inputs, Metric, PatchMap
 from transformer.core.masks import padding_mask, target_mask
 from transformer.core.patching import SIDES
-from transformer.external.registry import is_external
+from transformer.live.sources import source_of
 from transformer.runtime.device import resolve_device
 from transformer.tasks import END, PAD_ID, START_ID
 from transformer.tasks.corruption import CORRUPTIONS, corrupt
@@ -57,7 +57,7 @@ class PatchingLines:
 
 
 def _model(name: str, device: str) -> Pretrained:
-    if is_external(name):
+    if not source_of(name).supports.inside:
         raise ValueError("Patching runs through the lab's own attention layers (their hook), which a model from "
                          "outside (keras-hub or an uploaded .keras file) does not have: choose a shipped or trained "
                          f"model of {', '.join(sorted(CORRUPTIONS))}. Received: weights={name!r}")
@@ -251,3 +251,12 @@ def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: i
 def _plain(model, inputs: Inputs) -> tuple:
     logits, attention = model(*inputs.rows(1))
     return logits.numpy()[0], {stack: [w.numpy()[0] for w in layers] for stack, layers in attention.items()}
+
+
+def cell_runs(name: str, clean_text: str, corrupt_text: str, seed: int, part: str, metric: str, kind: str,
+              direction: str, stack: str, receiver: tuple, device: str, row: int, column: int, view_stack: str,
+              view_layer: int) -> ThreeRuns:
+    """`three_runs` of the map `patching_study` makes of these arguments (remembered, so not made again)."""
+    study = patching_study(name, clean_text, corrupt_text, seed, part, metric, kind, direction, stack, receiver,
+                           device)
+    return three_runs(study, row, column, view_stack, view_layer, device)

@@ -101,7 +101,8 @@ def repeated_segment(tokens) -> tuple[int, int, int]:
     for second in range(1, len(tokens)):
         for first in range(second):
             size = 0
-            while second + size < len(tokens) and first + size < second and tokens[first + size] == tokens[second + size]:
+            while (second + size < len(tokens) and first + size < second
+                   and tokens[first + size] == tokens[second + size]):
                 size += 1
             if size > best[2]:
                 best = (first, second, size)

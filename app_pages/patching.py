@@ -1,0 +1,168 @@
+"""Patching: a trained model on a clean line and on a corrupted one; copy one activation (a head's output, the
+residual stream at one position, a path into one head's query, key or value) from one run into the other and
+measure how much of the answer comes back. A click on a map's cell opens its patched run between the two."""
+
+import streamlit as st
+
+from transformer.service import (
+    ARCHITECTURE_STACKS,
+    CORRUPTIONS,
+    DATE_PARTS,
+    PATCH_DIRECTIONS,
+    PATCH_MAPS,
+    PATCH_METRIC_LABELS,
+    available,
+    spec_of,
+)
+from ui import choices, data, openings, state
+from ui.controls import PERSIST, plot
+from ui.state import F
+from ui.text import as_text
+from viz.patching import patch_map_figure, three_runs_figure
+
+DIRECTION_LABELS = {"denoise": "denoise: clean into corrupted (what restores the answer)",
+                    "noise": "noise: corrupted into clean (what destroys it)"}
+MAP_LABELS = {"heads": "each head's output", "stream": "the residual stream (layer × position)",
+              "path": "paths into one head (sender → receiver)"}
+SIDE_LABELS = {"q": "query", "k": "key", "v": "value"}
+
+openings.show("patching")
+openings.how("Two runs of one trained model: on a **clean** line and on a **corrupted** one of the same length whose "
+             "right answer differs (another day of a date, one symbol, one word; for the induction model, the first "
+             "occurrence of the repeated segment replaced by fresh syllables). A sequence-to-sequence model is fed "
+             "the clean answer in both runs, so only the source differs. **Activation patching** copies one "
+             "activation of one run into the other and measures the answer: 0 = the corrupted run's, 1 = the clean "
+             "run's (Heimersheim and Nanda, 2024). **Denoising** copies clean into corrupted: a site that brings the "
+             "answer back carries it. **Noising** copies corrupted into clean: a site that destroys it is needed. "
+             "**Path patching** (Wang et al., 2022) changes only one head's query, key or value input by one "
+             "sender's part of the residual stream (a head, the token embedding, the positions, a feed-forward): "
+             "what flows through that one path. Every run is the model's own forward pass with a hook "
+             "(docs/patching.md).")
+names = [name for name in choices.PATCH_MODELS if name in available()]
+if not names:
+    st.info("No trained model of a task with a known corruption is on disk.", icon=":material/info:")
+    st.stop()
+top = st.columns([2, 1, 2])
+model = top[0].selectbox("Model", names, key=F.pt_model, **PERSIST,
+                         help="A shipped model whose task says what the right answer is and how to corrupt a line.")
+spec = spec_of(model)
+stacks = ARCHITECTURE_STACKS[spec.architecture]
+seed = int(top[1].number_input("Line (seed)", min_value=0, max_value=2**31 - 1, key=F.pt_seed, **PERSIST,
+                               help="Draws the clean line (when none is typed) and the corruption."))
+metrics = choices.PATCH_METRIC_CHOICES.get(spec.task, choices.PATCH_METRIC_DEFAULT)
+if state.value(F.pt_metric) not in ("", *metrics):  # another model's metric: this one's first
+    state.put(F.pt_metric, "")
+metric = top[2].selectbox("Metric", ("", *metrics), key=F.pt_metric, **PERSIST,
+                          format_func=lambda m: PATCH_METRIC_LABELS[m or metrics[0]])
+metric = metric or metrics[0]
+device = state.value(F.device)
+drawn = data.patching_line(model, seed, device)
+lines = st.columns(2)
+clean = lines[0].text_input("Clean line", key=F.pt_clean, **PERSIST, placeholder=drawn,
+                            help="Empty: the line drawn from the seed (shown faintly).").strip() or drawn
+corrupt = lines[1].text_input("Corrupted line", key=F.pt_corrupt, **PERSIST,
+                              placeholder=f"made from the clean line: {', '.join(CORRUPTIONS[spec.task])} changed",
+                              help="Empty: the task's corruption of the clean line. It must be as long.").strip()
+part = ""
+if spec.task == "dates":
+    part = st.radio("Corrupt the date's", ("", *DATE_PARTS), key=F.pt_part, horizontal=True, **PERSIST,
+                    format_func=lambda p: p or "any part", help="Which field the corruption changes.")
+elif state.value(F.pt_part):
+    state.put(F.pt_part, "")
+how = st.columns(2)
+direction = how[0].radio("Direction", PATCH_DIRECTIONS, key=F.pt_dir, format_func=DIRECTION_LABELS.get, **PERSIST)
+kind = how[1].radio("Map", PATCH_MAPS, key=F.pt_map, format_func=MAP_LABELS.get, **PERSIST)
+streams = tuple(stack for stack in ("encoder", "decoder") if stack in stacks)
+stream, receiver = "", ()
+if kind == "stream":
+    if state.value(F.pt_stack) not in ("", *streams):
+        state.put(F.pt_stack, "")
+    stream = st.radio("Stream", ("", *streams), key=F.pt_stack, horizontal=True, **PERSIST,
+                      format_func=lambda s: f"{s or streams[0]} stream") or streams[0]
+if kind == "path":
+    picks = st.columns(4)
+    if state.value(F.pt_rstack) not in ("", *stacks):
+        state.put(F.pt_rstack, "")
+    receiver_stack = picks[0].selectbox("Receiver's attention", ("", *stacks), key=F.pt_rstack, **PERSIST,
+                                        format_func=lambda s: s or stacks[-1]) or stacks[-1]
+    layers = list(range(spec.num_layers))
+    if state.value(F.pt_rlayer) not in (-1, *layers):
+        state.put(F.pt_rlayer, -1)
+    layer = picks[1].selectbox("Receiver's layer", [-1, *layers], key=F.pt_rlayer, **PERSIST,
+                               format_func=lambda n: f"L{layers[-1] if n < 0 else n}")
+    if state.value(F.pt_rhead) >= spec.num_heads:
+        state.put(F.pt_rhead, 0)
+    head = picks[2].selectbox("Receiver head", list(range(spec.num_heads)), key=F.pt_rhead, **PERSIST,
+                              format_func=lambda h: f"H{h}")
+    side = picks[3].radio("Its input", choices.PATCH_SIDES, key=F.pt_rside, horizontal=True,
+                          format_func=SIDE_LABELS.get, **PERSIST)
+    receiver = (receiver_stack, layers[-1] if layer < 0 else layer, head, side)
+study_args = (model, clean, corrupt, seed, part, metric, kind, direction, stream, receiver, device)
+study = data.patching_study(*study_args)
+found, said = study.map, study.lines
+
+
+def _text(tokens) -> str:
+    return ("" if spec.task == "dates" else " ").join(tokens)
+
+
+answer_positions = ", ".join(str(p) for p in said.positions[:12]) + (" …" if len(said.positions) > 12 else "")
+runs = st.columns(2)
+for column, title, tokens, answer, predicted, value in (
+        (runs[0], "Clean", said.clean, said.answer, study.predictions[0], found.clean_value),
+        (runs[1], "Corrupted", said.corrupt, said.corrupt_answer, study.predictions[1], found.corrupt_value)):
+    with column.container(border=True):
+        st.markdown(f"**{title}** · {PATCH_METRIC_LABELS[metric]}: `{value:.3f}`")
+        st.code(as_text(_text(tokens)), language=None, wrap_lines=True)
+        if said.decoder_only:
+            shown = [predicted[p] for p in said.positions]
+            st.caption(as_text(f"The rule's next tokens at positions {answer_positions}: "
+                               f"{' '.join(answer[p] for p in said.positions)} · the model's: {' '.join(shown)}"))
+        else:
+            st.caption(as_text(f"Right answer: {_text(answer)} · the model's (fed the clean answer): "
+                               f"{_text(predicted[:len(answer)])}"))
+st.caption(f"Measured at the output positions {answer_positions}, where the two answers differ.")
+
+
+def _open(cell: dict) -> None:
+    row, column = int(cell.get("query", -1)), int(cell.get("key", -1))
+    same = (state.value(F.pt_row), state.value(F.pt_col)) == (row, column)
+    state.update(pt_row=-1 if same else row, pt_col=-1 if same else column, pt_head=-1)
+
+
+chosen = (state.value(F.pt_row), state.value(F.pt_col))
+inside = 0 <= chosen[0] < len(found.rows) and 0 <= chosen[1] < len(found.columns)
+columns = found.columns
+if kind == "stream":
+    tokens = said.clean if stream == "encoder" or said.decoder_only else said.outputs
+    columns = tuple(f"{p}·{t}" for p, t in enumerate(tokens))
+title = {"heads": "each head's output<br>patched alone", "stream": f"the {stream} stream<br>patched at one position",
+         "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]  # two lines: 390 px
+plot(patch_map_figure(found.values, found.raw, found.rows, columns,
+                      [[site.label for site in row] for row in found.sites], PATCH_METRIC_LABELS[metric],
+                      f"{direction}: {title}", chosen if inside else None), "patch_map", on_click=_open)
+st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes the answer further from "
+           "the clean one; white: nothing changes. Click a cell to open its run between the clean and the corrupted one; click it again "
+           "to close it.")
+if inside:
+    site = found.sites[chosen[0]][chosen[1]]
+    if kind == "stream":
+        view = (site.stack, min(site.layer, spec.num_layers - 1), 0)
+    else:
+        view = site.receivers[0][:3] if kind == "path" else (site.stack, site.layer, site.head)
+    view_head = state.value(F.pt_head)
+    view_head = view[2] if not 0 <= view_head < spec.num_heads else view_head
+    shown = st.selectbox("Head drawn in the three runs", list(range(spec.num_heads)), index=view_head,
+                         format_func=lambda h: f"{view[0]} L{view[1]} H{h}", key="pt_head_pick")
+    if shown != view_head:
+        state.put(F.pt_head, shown)
+    three = data.patching_cell(study_args, chosen[0], chosen[1], view[0], view[1])
+    query_tokens = said.clean if view[0] == "encoder" else said.outputs
+    key_tokens = said.clean if view[0] in ("encoder", "cross") else said.outputs
+    st.markdown(f"**{as_text(site.label)}** patched ({direction})")
+    plot(three_runs_figure(three.attention, query_tokens, key_tokens, three.runs, three.values, shown,
+                           f"{view[0]} L{view[1]}"), "patch_runs")
+    predicted = st.columns(3)
+    for column, run, tokens in zip(predicted, three.runs, three.predictions):
+        picked = [tokens[p] for p in said.positions]
+        column.caption(as_text(f"{run}: at the measured positions the model writes {' '.join(picked)}"))
