@@ -136,14 +136,15 @@ columns = found.columns
 if kind == "stream":
     tokens = said.clean if stream == "encoder" or said.decoder_only else said.outputs
     columns = tuple(f"{p}·{t}" for p, t in enumerate(tokens))
-title = {"heads": "each head's output<br>patched alone", "stream": f"the {stream} stream<br>patched at one position",
-         "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]  # two lines: 390 px
+title = {"heads": "each head's output<br>patched alone",  # two lines: a phone's 390 px
+         "stream": f"the {stream} stream<br>patched at one position",
+         "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]
 plot(patch_map_figure(found.values, found.raw, found.rows, columns,
                       [[site.label for site in row] for row in found.sites], PATCH_METRIC_LABELS[metric],
                       f"{direction}: {title}", chosen if inside else None), "patch_map", on_click=_open)
 st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes the answer further from "
-           "the clean one; white: nothing changes. Click a cell to open its run between the clean and the corrupted one; click it again "
-           "to close it.")
+           "the clean one; white: nothing changes. Click a cell to open its run between the clean and the corrupted "
+           "one; click it again to close it.")
 if inside:
     site = found.sites[chosen[0]][chosen[1]]
     if kind == "stream":

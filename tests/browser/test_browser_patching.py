@@ -1,5 +1,6 @@
 """The Patching page in Chromium: the dates model's heads map drawn, a click on a cell opening its patched run
-between the clean and the corrupted one, and the cell in the link (at 390 px: tests/browser/test_browser_newcomer.py)."""
+between the clean and the corrupted one, and the cell in the link
+(at 390 px: tests/browser/test_browser_newcomer.py)."""
 
 import pytest
 from browser_pages import open_page, wait_for_charts
