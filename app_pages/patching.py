@@ -11,11 +11,12 @@ from transformer.service import (
     PATCH_DIRECTIONS,
     PATCH_MAPS,
     PATCH_METRIC_LABELS,
-    available,
     spec_of,
+    task_of,
 )
-from ui import choices, data, openings, state
-from ui.controls import PERSIST, plot
+from ui import choices, data, model_config, openings, state
+from ui.controls import PERSIST, options_follow, plot
+from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.state import F
 from ui.text import as_text
 from viz.patching import patch_map_figure, three_runs_figure
@@ -38,22 +39,41 @@ openings.how("Two runs of one trained model: on a **clean** line and on a **corr
              "sender's part of the residual stream (a head, the token embedding, the positions, a feed-forward): "
              "what flows through that one path. Every run is the model's own forward pass with a hook "
              "(docs/patching.md).")
-names = [name for name in choices.PATCH_MODELS if name in available()]
-if not names:
-    st.info("No trained model of a task with a known corruption is on disk.", icon=":material/info:")
+
+
+def _patchable(name: str) -> bool:
+    """A trained model (shipped or trained here) of a task whose right answer and corruption are known."""
+    supports = model_config.supports(name)
+    return supports.predictions and not supports.own_tokens and task_of(name) in CORRUPTIONS
+
+
+model = state.read(F.weights)  # the sidebar's model, as on every page
+if not _patchable(model):
+    models = sorted((name for name in weight_choices() if _patchable(name)),
+                    key=lambda name: (name not in choices.PATCH_MODELS[:2], name))
+    st.info("Patching needs a trained model whose task says what the right answer is and how to corrupt a line "
+            f"({', '.join(sorted(CORRUPTIONS))}): the sidebar's **Weights** are "
+            f"{weights_label(model).lower() if model_config.supports(model).shape else weights_label(model)}. "
+            "A model from outside runs without the lab's hook, so it cannot be patched. Choose one here or under "
+            "Weights.", icon=":material/call_split:")
+    with st.container(horizontal=True):
+        for name in models:
+            st.button(f"Patch {weights_label(name).removeprefix('Trained: ')}", key=f"patch_with_{name}",
+                      on_click=use_weights, args=(name,))
     st.stop()
-top = st.columns([2, 1, 2])
-model = top[0].selectbox("Model", names, key=F.pt_model, **PERSIST,
-                         help="A shipped model whose task says what the right answer is and how to corrupt a line.")
 spec = spec_of(model)
 stacks = ARCHITECTURE_STACKS[spec.architecture]
-seed = int(top[1].number_input("Line (seed)", min_value=0, max_value=2**31 - 1, key=F.pt_seed, **PERSIST,
+st.caption(f"The sidebar's model: **{weights_label(model)}** (change it in the sidebar).")
+top = st.columns([1, 2])
+seed = int(top[0].number_input("Line (seed)", min_value=0, max_value=2**31 - 1, key=F.pt_seed, **PERSIST,
                                help="Draws the clean line (when none is typed) and the corruption."))
 metrics = choices.PATCH_METRIC_CHOICES.get(spec.task, choices.PATCH_METRIC_DEFAULT)
 if state.value(F.pt_metric) not in ("", *metrics):  # another model's metric: this one's first
     state.put(F.pt_metric, "")
-metric = top[2].selectbox("Metric", ("", *metrics), key=F.pt_metric, **PERSIST,
-                          format_func=lambda m: PATCH_METRIC_LABELS[m or metrics[0]])
+options_follow(F.pt_metric, metrics)
+metric = top[1].selectbox("Metric", ("", *metrics), key=F.pt_metric, **PERSIST,
+                          format_func=lambda m: PATCH_METRIC_LABELS[m] if m else
+                          f"{PATCH_METRIC_LABELS[metrics[0]]} (the model's first)")
 metric = metric or metrics[0]
 device = state.value(F.device)
 drawn = data.patching_line(model, seed, device)
@@ -77,21 +97,25 @@ stream, receiver = "", ()
 if kind == "stream":
     if state.value(F.pt_stack) not in ("", *streams):
         state.put(F.pt_stack, "")
+    options_follow(F.pt_stack, streams)
     stream = st.radio("Stream", ("", *streams), key=F.pt_stack, horizontal=True, **PERSIST,
-                      format_func=lambda s: f"{s or streams[0]} stream") or streams[0]
+                      format_func=lambda s: f"{s} stream" if s else f"{streams[0]} stream (the first)") or streams[0]
 if kind == "path":
     picks = st.columns(4)
     if state.value(F.pt_rstack) not in ("", *stacks):
         state.put(F.pt_rstack, "")
+    options_follow(F.pt_rstack, stacks)
     receiver_stack = picks[0].selectbox("Receiver's attention", ("", *stacks), key=F.pt_rstack, **PERSIST,
-                                        format_func=lambda s: s or stacks[-1]) or stacks[-1]
+                                        format_func=lambda s: s or f"{stacks[-1]} (the last)") or stacks[-1]
     layers = list(range(spec.num_layers))
     if state.value(F.pt_rlayer) not in (-1, *layers):
         state.put(F.pt_rlayer, -1)
+    options_follow(F.pt_rlayer, layers)
     layer = picks[1].selectbox("Receiver's layer", [-1, *layers], key=F.pt_rlayer, **PERSIST,
-                               format_func=lambda n: f"L{layers[-1] if n < 0 else n}")
+                               format_func=lambda n: f"L{layers[-1]} (the last)" if n < 0 else f"L{n}")
     if state.value(F.pt_rhead) >= spec.num_heads:
         state.put(F.pt_rhead, 0)
+    options_follow(F.pt_rhead, range(spec.num_heads))
     head = picks[2].selectbox("Receiver head", list(range(spec.num_heads)), key=F.pt_rhead, **PERSIST,
                               format_func=lambda h: f"H{h}")
     side = picks[3].radio("Its input", choices.PATCH_SIDES, key=F.pt_rside, horizontal=True,

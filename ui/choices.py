@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from transformer.service import CORRUPTIONS, MAX_HEADS, MAX_SEQ_LEN, SHIPPED, STACKS, head_counts, kv_head_counts
+from transformer.service import MAX_HEADS, MAX_SEQ_LEN, STACKS, head_counts, kv_head_counts
 
 D_MODEL_CHOICES = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 D_FF_CHOICES = (0, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)  # 0: no feed-forward sublayer (attention only)
@@ -26,8 +26,7 @@ IMPORTANCE_COUNTS = (50, 100, 200, 500)  # examples each head's ablation is meas
 EXPLANATION_COUNTS = (10, 25, 50, 100, 200)  # examples the explanations are scored on
 INDUCTION_COUNTS = (50, 100, 200, 500)  # fresh lines the Induction page measures on
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
-PATCH_MODELS = ("dates", "induction", *(name for name in SHIPPED if name in CORRUPTIONS and name not in
-                                        ("dates", "induction")))  # the shipped models the Patching page patches
+PATCH_MODELS = ("dates", "induction")  # the Patching page offers these first when the sidebar's model is not one
 PATCH_METRIC_CHOICES = {"induction": ("attention", "logprob")}  # a model's metrics, its default first
 PATCH_METRIC_DEFAULT = ("logit_diff", "logprob")  # a sequence-to-sequence model's
 PATCH_SIDES = ("q", "k", "v")

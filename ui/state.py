@@ -52,7 +52,6 @@ from ui.choices import (
     IMPORTANCE_COUNTS,
     INDUCTION_COUNTS,
     LOGIT_SIZES,
-    PATCH_MODELS,
     ROLE_LINE_COUNTS,
     STACK_CHOICES,
     TEMPERATURES,
@@ -140,9 +139,9 @@ FIELDS: dict[str, Field] = {
     "ind_seed": Field(0, link_values.integer(0, 2**31 - 1)),
     "ind_count": Field(200, link_values.choice(INDUCTION_COUNTS, int)),
     "ind_ablate": Field("none", link_values.choice(INDUCTION_GROUPS)),
-    # the Patching page: the model, the lines ("": drawn from the seed, made by the task's corruption), what is
-    # measured and which map; a path's receiver; the cell opened (-1: none) and the head its three runs show
-    "pt_model": Field(PATCH_MODELS[0], link_values.choice(PATCH_MODELS)),
+    # the Patching page (on the sidebar's model): the lines ("": drawn from the seed, made by the task's
+    # corruption), what is measured and which map; a path's receiver; the cell opened (-1: none) and the head its
+    # three runs show
     "pt_seed": Field(0, link_values.integer(0, 2**31 - 1)),
     "pt_clean": Field("", link_values.text(400)),
     "pt_corrupt": Field("", link_values.text(400)),

@@ -22,8 +22,9 @@ from viz.query_key import COLOURINGS as QK_COLOURINGS
 pytestmark = pytest.mark.app
 PAGES = ["home", "masks", "positional_encoding", "attention", "heads", "explanations", "images", "query_key",
          "induction", "patching", "dot_product_lab", "shapes", "cost", "decode", "train", "glossary", "class_room"]
-# Cost draws once Measure is pressed, Decode and Explanations once a trained model is chosen, Class once a class asks
-CHARTLESS = ("train", "cost", "decode", "explanations", "glossary", "class_room")
+# Cost draws once Measure is pressed, Decode, Explanations and Patching once a trained model is chosen, Class once a
+# class asks
+CHARTLESS = ("train", "cost", "decode", "explanations", "glossary", "class_room", "patching")
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -13,7 +13,7 @@ def _titled(at, part):
 
 
 def test_the_dates_heads_map_is_drawn_on_a_diverging_scale_with_named_cells():
-    at = open_page("patching", {"pt_model": "dates", "pt_part": "day"})
+    at = open_page("patching", {"weights": "dates", "pt_part": "day"})
     no_errors(at)
     spec = _titled(at, "each head's output<br>patched alone")
     heatmap = spec["data"][0]
@@ -27,7 +27,7 @@ def test_the_dates_heads_map_is_drawn_on_a_diverging_scale_with_named_cells():
 
 
 def test_the_stream_map_and_an_opened_cell_come_from_the_link():
-    at = open_page("patching", {"pt_model": "dates", "pt_part": "year", "pt_map": "stream", "pt_row": "2",
+    at = open_page("patching", {"weights": "dates", "pt_part": "year", "pt_map": "stream", "pt_row": "2",
                                 "pt_col": "0"})
     no_errors(at)
     stream = decode(_titled(at, "the encoder stream<br>patched at one")["data"][0]["z"])
@@ -38,26 +38,40 @@ def test_the_stream_map_and_an_opened_cell_come_from_the_link():
 
 
 def test_an_induction_path_map_names_every_sender_into_the_receivers_key():
-    at = open_page("patching", {"pt_model": "induction", "pt_map": "path", "pt_rhead": "1"})
+    at = open_page("patching", {"weights": "induction", "pt_map": "path", "pt_rhead": "1"})
     no_errors(at)
     spec = _titled(at, "each sender alone<br>into decoder L1 H1 K")
     assert list(spec["data"][0]["x"]) == ["token", "position", "L0H0", "L0H1", "L0H2", "L0H3", "bias"]
-    assert at.selectbox(key="pt_metric").options[1:] == ["the last layer's weight on the token after the earlier "
-                                                         "occurrence", "log-probability of the clean answer"]
+    options = at.selectbox(key="pt_metric").options
+    assert options[1:] == ["the last layer's weight on the token after the earlier occurrence",
+                           "log-probability of the clean answer"]
+    assert len(set(options)) == len(options)  # a default's label is its own: a widget tells options by their labels
 
 
 def test_the_metric_and_the_part_follow_the_model():
-    at = open_page("patching", {"pt_model": "dates", "pt_part": "month", "pt_metric": "logit_diff"})
+    at = open_page("patching", {"weights": "dates", "pt_part": "month", "pt_metric": "logit_diff"})
     no_errors(at)
-    at.selectbox(key="pt_model").set_value("induction").run()
+    at.sidebar.selectbox(key="weights").set_value("induction").run()
     no_errors(at)
     assert at.selectbox(key="pt_metric").value == "" and at.session_state["pt_part"] == ""
     assert not [radio for radio in at.radio if radio.key == "pt_part"]
 
 
+def test_random_weights_offer_the_patchable_models_and_a_button_opens_one():
+    at = open_page("patching")
+    no_errors(at)
+    assert "Patching needs a trained model" in " ".join(i.value for i in at.info)
+    labels = [button.label for button in at.button if button.key and button.key.startswith("patch_with_")]
+    assert labels[:2] == ["Patch dates", "Patch induction"] and len(labels) == 6, labels
+    at.button(key="patch_with_induction").click().run()
+    no_errors(at)
+    assert _titled(at, "each head's output<br>patched alone")
+    assert at.query_params["weights"] in ("induction", ["induction"])
+
+
 def test_bad_lines_are_said_and_the_page_runs():
-    at = open_page("patching", {"pt_model": "copy", "pt_clean": "a b c", "pt_corrupt": "a b"})
+    at = open_page("patching", {"weights": "copy", "pt_clean": "a b c", "pt_corrupt": "a b"})
     assert "as many tokens" in " ".join(e.value for e in at.error) and not at.exception
-    at = open_page("patching", {"pt_model": "copy", "pt_clean": "a b <script>", "pt_metric": "bogus"})
+    at = open_page("patching", {"weights": "copy", "pt_clean": "a b <script>", "pt_metric": "bogus"})
     assert not at.exception and "pt_metric='bogus'" in " ".join(w.value for w in at.warning)
     assert "\\<script\\>" in " ".join(e.value for e in at.error)  # escaped: drawn as text

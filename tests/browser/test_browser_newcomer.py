@@ -125,7 +125,7 @@ CHART_FITS = f"""() => [...document.querySelectorAll('.{CHART_CLASS}')].map((nod
 
 @pytest.mark.parametrize("path", ["", "attention", "attention?specials=1", "masks", "positional_encoding",
                                   "decode?weights=dates", "masks?mask_family=window",
-                                  "patching?pt_model=induction&pt_map=stream"])
+                                  "patching?weights=induction&pt_map=stream"])
 def test_at_390_px_no_chart_is_wider_than_its_column(page, server, path):
     page.set_viewport_size(PHONE)
     page.goto(f"{server}/{path}")  # on a phone the sidebar starts closed

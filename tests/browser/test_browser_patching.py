@@ -13,7 +13,7 @@ TITLES = f"""() => [...document.querySelectorAll("{PLOT}")].map(plot => plot.lay
 
 
 def test_a_click_on_a_heads_cell_opens_the_three_runs_and_reaches_the_link(page, server):
-    open_page(page, server, "patching?pt_model=dates&pt_part=day")
+    open_page(page, server, "patching?weights=dates&pt_part=day")
     wait_for_charts(page)
     page.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length === 1", timeout=60_000)
     assert "each head's output<br>patched alone" in page.evaluate(TITLES)[0]
@@ -27,4 +27,5 @@ def test_a_click_on_a_heads_cell_opens_the_three_runs_and_reaches_the_link(page,
     titles = page.evaluate(TITLES)
     assert any("cross L1 H2 in the three runs" in title for title in titles), titles
     assert "pt_row=5" in page.url and "pt_col=2" in page.url
+    assert "pt_metric" not in page.url  # the metric left at its default stays so (a default's label is its own)
 
