@@ -124,6 +124,9 @@ if kind == "path":
 study_args = (model, clean, corrupt, seed, part, metric, kind, direction, stream, receiver, device)
 study = data.patching_study(*study_args)
 found, said = study.map, study.lines
+measured = found.metric
+metric_label = (f"L{measured.layer} H{measured.heads[0]}'s weight on the token after the earlier occurrence"
+                if measured.kind == "attention" and len(measured.heads) == 1 else PATCH_METRIC_LABELS[metric])
 
 
 def _text(tokens) -> str:
@@ -136,7 +139,7 @@ for column, title, tokens, answer, predicted, value in (
         (runs[0], "Clean", said.clean, said.answer, study.predictions[0], found.clean_value),
         (runs[1], "Corrupted", said.corrupt, said.corrupt_answer, study.predictions[1], found.corrupt_value)):
     with column.container(border=True):
-        st.markdown(f"**{title}** · {PATCH_METRIC_LABELS[metric]}: `{value:.3f}`")
+        st.markdown(f"**{title}** · {metric_label}: `{value:.3f}`")
         st.code(as_text(_text(tokens)), language=None, wrap_lines=True)
         if said.decoder_only:
             shown = [predicted[p] for p in said.positions]
@@ -164,7 +167,7 @@ title = {"heads": "each head's output<br>patched alone",  # two lines: a phone's
          "stream": f"the {stream} stream<br>patched at one position",
          "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]
 plot(patch_map_figure(found.values, found.raw, found.rows, columns,
-                      [[site.label for site in row] for row in found.sites], PATCH_METRIC_LABELS[metric],
+                      [[site.label for site in row] for row in found.sites], metric_label,
                       f"{direction}: {title}", chosen if inside else None), "patch_map", on_click=_open)
 st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes the answer further from "
            "the clean one; white: nothing changes. Click a cell to open its run between the clean and the corrupted "

@@ -119,3 +119,18 @@ def test_a_study_and_its_three_runs():
     assert runs.attention[0].shape == (4, 7, 6)
     with pytest.raises(ValueError, match="6 rows and 4 columns"):
         live.three_runs(study, 6, 0, "cross", 1)
+
+
+def test_a_path_into_an_induction_head_is_measured_by_that_heads_own_weight():
+    """One previous-token head alone restores little of one layer-1 head's weight; together they restore most: their
+    parts add up in the score before the softmax (docs/patching.md)."""
+    line = live.default_line("induction", 1)
+    study = live.patching_study("induction", line, seed=1, metric="attention", kind="path",
+                                receiver=("decoder", 1, 2, "k"))
+    assert study.map.metric.heads == (2,) and study.map.columns[:2] == ("token", "position")
+    alone = dict(zip(study.map.columns, study.map.values[0]))
+    assert max(alone.values()) < 0.5 and abs(alone["L0H2"]) < 0.01, alone
+    lines, model = study.lines, load_pretrained("induction").model
+    together = (P.PathSite(("L0H0", "L0H1", "L0H3"), (("decoder", 1, 2, "k"),)),)
+    value = P.patched_values(model, lines.clean_inputs, lines.corrupt_inputs, [together], study.map.metric)
+    assert P.normalised(value, study.map.clean_value, study.map.corrupt_value)[0] > 0.8

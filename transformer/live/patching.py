@@ -10,7 +10,7 @@ reads the line; the answer is each position where the in-context rule's next tok
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import tensorflow as tf
@@ -197,12 +197,21 @@ def _study(name, clean_text, corrupt_text, seed, part, metric, kind, direction, 
     device = resolve_device(device)
     model = load_pretrained(name, device).model
     receiver = _check_receiver(receiver) if kind == "path" else ()
+    lines = _receivers_own(lines, receiver)
     with tf.device(device):
         found = patching.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, kind, direction,
                                    stack or patching.stream_stacks(model)[0], receiver, progress)
         predictions = tuple(_predicted(model, inputs, load_pretrained(name, device).vocab)
                             for inputs in (lines.clean_inputs, lines.corrupt_inputs))
     return PatchingStudy(lines, found, predictions)
+
+
+def _receivers_own(lines: PatchingLines, receiver: tuple) -> PatchingLines:
+    """A path into a head of the attention metric's layer is measured by that head's own weight, not its layer's."""
+    metric = lines.metric
+    if metric.kind != "attention" or not receiver or tuple(receiver[:2]) != (metric.stack, metric.layer):
+        return lines
+    return replace(lines, metric=replace(metric, heads=(receiver[2],)))
 
 
 def _predicted(model, inputs: Inputs, vocab) -> tuple:
