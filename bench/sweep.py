@@ -145,6 +145,8 @@ def choice_lanes() -> list[Lane]:
         Lane("induction", "induction?ind_count=50", "Ablate (zero) in the loss chart",
              options=("the induction heads", "none")),
         Lane("decode (dates)", "decode?weights=dates", "Choice", options=("sampled", "greedy")),
+        Lane("patching (dates)", "patching?weights=dates", "Map",
+             options=("the residual stream (layer × position)", "each head's output")),
         Lane("train", "train", "Task", options=(
             "reverse — Reverse the source: cross-attention should be anti-diagonal.",
             "copy — Copy the source: cross-attention should be diagonal."), select=True),
