@@ -2,7 +2,8 @@
 teacher asks from the Attention page, students on both replicas answer and every answer counts; then the replica
 some students were on stops, they reconnect through nginx to the other with their place in the class (their key is
 in their link), the teacher opens the teacher link again and asks from the Masks page, and the question reaches every
-student and their answers count."""
+student and their answers count, the first question's kept. (This is also the lone server's restart: the students'
+pages reconnect by themselves, with no reload and no second join, to a server process that did not see them join.)"""
 
 import re
 import shutil
@@ -90,6 +91,7 @@ def test_a_class_on_two_replicas_answers_and_outlives_the_replica_its_students_w
                     student.get_by_text("1 cells marked").wait_for(timeout=30_000)
                     assert "student=" in student.url
                 assert store.counts(code) == (len(students), len(students))  # nobody joined twice; all answered
+                assert len(store.answers(code, key, 1)) == len(students)  # kept after their replica stopped
                 for page in (teacher, *students):
                     page.context.close()
     finally:
