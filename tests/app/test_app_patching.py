@@ -41,7 +41,8 @@ def test_an_induction_path_map_names_every_sender_into_the_receivers_key():
     at = open_page("patching", {"weights": "induction", "pt_map": "path", "pt_rhead": "1"})
     no_errors(at)
     spec = _titled(at, "each sender alone<br>into decoder L1 H1 K")
-    assert list(spec["data"][0]["x"]) == ["token", "position", "L0H0", "L0H1", "L0H2", "L0H3", "bias"]
+    assert list(spec["data"][0]["x"]) == ["token", "position", "L0H0", "L0H1", "L0H2", "L0H3", "bias",
+                                          "all together"]
     options = at.selectbox(key="pt_metric").options
     assert options[1:] == ["the last layer's weight on the token after the earlier occurrence",
                            "log-probability of the clean answer"]

@@ -129,6 +129,7 @@ def test_a_path_into_an_induction_head_is_measured_by_that_heads_own_weight():
                                 receiver=("decoder", 1, 2, "k"))
     assert study.map.metric.heads == (2,) and study.map.columns[:2] == ("token", "position")
     alone = dict(zip(study.map.columns, study.map.values[0]))
+    assert alone.pop("all together") > 0.8
     assert max(alone.values()) < 0.5 and abs(alone["L0H2"]) < 0.01, alone
     lines, model = study.lines, load_pretrained("induction").model
     together = (P.PathSite(("L0H0", "L0H1", "L0H3"), (("decoder", 1, 2, "k"),)),)

@@ -388,12 +388,16 @@ def senders(model, inputs: Inputs, receiver: tuple) -> tuple:
     return tuple(query_parts if side == "q" else key_parts)
 
 
+ALL_SENDERS = "all together"
+
+
 def path_grid(model, inputs: Inputs, receiver: tuple) -> tuple[tuple, tuple, tuple]:
-    """One row (the receiver), a column a sender, each cell's `PathSite`."""
+    """One row (the receiver), a column a sender, each cell's `PathSite`; the last column every sender at once (what
+    this one input can carry: the senders' parts add up before the softmax, so alone each shows less)."""
     names = senders(model, inputs, receiver)
     stack, layer, head, side = receiver
-    return ((f"into {stack} L{layer} H{head} {side.upper()}",), names,
-            (tuple(PathSite((name,), (receiver,)) for name in names),))
+    return ((f"into {stack} L{layer} H{head} {side.upper()}",), (*names, ALL_SENDERS),
+            (tuple(PathSite((name,), (receiver,)) for name in names) + (PathSite(names, (receiver,)),),))
 
 
 def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, direction: str = "denoise",
