@@ -26,12 +26,13 @@ from transformer.analysis.measures import (
     stable_softmax,
     without_keys,
 )
+from transformer.analysis.patch_maps import MAP_KINDS as PATCH_MAPS
 from transformer.analysis.patching import DIRECTIONS as PATCH_DIRECTIONS
-from transformer.analysis.patching import MAP_KINDS as PATCH_MAPS
 from transformer.analysis.patching import METRICS as PATCH_METRICS
 from transformer.core.ablation import ABLATIONS, head_label
 from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
+from transformer.core.patching import SIDES as PATCH_SIDES
 from transformer.core.shape import (
     ARCHITECTURE_STACKS,
     ARCHITECTURES,
@@ -75,6 +76,7 @@ from transformer.live.importance import head_importance, heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
 from transformer.live.patching import METRIC_LABELS as PATCH_METRIC_LABELS
+from transformer.live.patching import metrics_of as patch_metrics_of
 from transformer.live.run_cost import RunCost, check_cost, measure_cost
 from transformer.live.sources import (
     EXTERNAL_EXAMPLE,
@@ -187,6 +189,7 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "upload_limit_bytes", "visible_gpus",
            "warm_up_device",
            "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCH_DIRECTIONS", "PATCH_MAPS",
-           "PATCH_METRICS", "PATCH_METRIC_LABELS", "patching_cell", "patching_line", "patching_study",
+           "PATCH_METRICS", "PATCH_METRIC_LABELS", "PATCH_SIDES", "patch_metrics_of", "patching_cell", "patching_line",
+           "patching_study",
            "ModelSource", "External", "RandomWeights", "Trained", "source_of",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost"]

@@ -7,6 +7,7 @@ import tensorflow as tf
 from numpy_reference import layer_norm, subsequent_mask, transformer_forward
 from test_architectures import SRC, TGT, cross_prefix, small_model, weight_table
 
+from transformer.analysis import patch_maps as M
 from transformer.analysis import patching as P
 from transformer.core.masks import padding_mask
 from transformer.core.patching import PatchHook
@@ -133,8 +134,8 @@ def test_every_sender_into_a_layer_restores_its_attention_exactly(architecture, 
     metric = P.Metric("attention", (1, 2, 3), stack=stack, layer=1, heads=(0, 1, 2, 3), keys=(0, 1, 2))
     clean_value, corrupt_value = P.ends(model, clean, corrupt, metric)
     receivers = tuple((stack, 1, h, side) for h in range(4) for side in "qk")
-    query_side = P.senders(model, clean, (stack, 1, 0, "q"))
-    key_side = P.senders(model, clean, (stack, 1, 0, "k"))
+    query_side = M.senders(model, clean, (stack, 1, 0, "q"))
+    key_side = M.senders(model, clean, (stack, 1, 0, "k"))
     patches = [(P.PathSite(query_side, tuple(r for r in receivers if r[3] == "q")),
                 P.PathSite(key_side, tuple(r for r in receivers if r[3] == "k")))]
     if stack == "decoder":  # self-attention: one stream feeds both sides, so one path holds both
@@ -147,7 +148,7 @@ def test_a_heads_map_batches_every_head_and_agrees_with_single_runs():
     model = small_model("encoder-decoder", "post")
     clean, corrupt = pair(model)
     metric = P.Metric("logit_diff", (1, 2), (5, 6), (7, 8))
-    found = P.patch_map(model, clean, corrupt, metric, "heads")
+    found = M.patch_map(model, clean, corrupt, metric, "heads")
     assert found.values.shape == (6, 4) and found.rows[0] == "encoder L0" and found.columns == ("H0", "H1", "H2", "H3")
     one = P.patched_values(model, clean, corrupt, [(found.sites[5][3],)], metric)[0]
     assert abs(P.normalised(one, found.clean_value, found.corrupt_value) - found.values[5, 3]) < 1e-5
@@ -170,6 +171,8 @@ def test_bad_input_is_a_value_error_naming_it():
         P.patched_values(model, clean, corrupt, [(P.StreamSite("decoder", 0, 9),)], metric)
     with pytest.raises(ValueError, match="no L1H0"):
         P.patched_values(model, clean, corrupt, [(P.PathSite(("L1H0",), (("decoder", 1, 0, "k"),)),)], metric)
+    with pytest.raises(ValueError, match="no such site"):  # a receiver without its side: named, not unpacked
+        M.senders(model, clean, ("decoder", 1, 0))
     with pytest.raises(ValueError, match="same logprob"):
         P.ends(model, clean, clean, metric)
     with pytest.raises(ValueError, match="metric must be one of"):

@@ -29,7 +29,6 @@ from transformer.core.residual_parts import input_parts
 
 DIRECTIONS = ("denoise", "noise")
 METRICS = ("logprob", "logit_diff", "attention")
-MAP_KINDS = ("heads", "stream", "path")
 ROWS = 64  # patched runs in one batch
 
 
@@ -176,7 +175,14 @@ def check_sites(model, inputs: Inputs, sites) -> None:
 
 
 def _said(site) -> str:
+    """A site as an error names it: its label, or as given when it is not even well formed."""
+    if isinstance(site, PathSite) and not all(_receiver_shaped(r) for r in site.receivers):
+        return repr(site)
     return site.label if hasattr(site, "label") else repr(site)
+
+
+def _receiver_shaped(receiver) -> bool:
+    return isinstance(receiver, tuple) and len(receiver) == 4
 
 
 def _has(model, inputs: Inputs, site) -> bool:
@@ -190,7 +196,7 @@ def _has(model, inputs: Inputs, site) -> bool:
         return _index(site.layer, model.num_layers + 1) and _index(site.position, length)
     if isinstance(site, PathSite):
         return bool(site.senders) and bool(site.receivers) and all(
-            len(r) == 4 and r[3] in SIDES and _has(model, inputs, HeadSite(*r[:3])) for r in site.receivers)
+            _receiver_shaped(r) and r[3] in SIDES and _has(model, inputs, HeadSite(*r[:3])) for r in site.receivers)
     return False
 
 
@@ -259,7 +265,8 @@ def _hook(model, recorded: _Source, base: Inputs, source: Inputs, patches: list)
                             raise ValueError(f"Paths into one layer's {group.upper()} input ({key[0]} L{key[1]}) "
                                              f"share their senders in one patch. Received: "
                                              f"{senders_here[(*key, group)]} and {site.senders}")
-                        _add_path(inputs, key, group, change, row, rows, model, recorded, base, source)
+                        sizes = _parts(model, recorded, base, source, key)[1]  # the base's (q, kv) parts
+                        _add_path(inputs, key, group, change, row, rows, sizes, model)
     return PatchHook(heads={k: tf.constant(v) for k, v in heads.items()},
                      contexts={k: recorded.contexts[k] for k in heads},
                      positions={k: tf.constant(v) for k, v in positions.items()},
@@ -268,12 +275,12 @@ def _hook(model, recorded: _Source, base: Inputs, source: Inputs, patches: list)
                              for k, (q, kv, sides) in inputs.items()})
 
 
-def _add_path(inputs: dict, key: tuple, group: str, change: tuple, row: int, rows: int, model, recorded, base,
-              source) -> None:
-    """Row ``row``'s change to ``key``'s query (``group`` "q") or key and value ("kv") input, and its receivers."""
+def _add_path(inputs: dict, key: tuple, group: str, change: tuple, row: int, rows: int, parts: tuple,
+              model) -> None:
+    """Row ``row``'s change to ``key``'s query (``group`` "q") or key and value ("kv") input, and its receivers;
+    ``parts``: the layer's (query, key) parts in the base run, whose lengths the inputs take."""
     if key not in inputs:
-        _, (base_q, base_kv) = _parts(model, recorded, base, source, key)
-        n_q, n_k = (int(next(iter(parts.values())).shape[1]) for parts in (base_q, base_kv))
+        n_q, n_k = (int(next(iter(side.values())).shape[1]) for side in parts)
         inputs[key] = (np.zeros((rows, n_q, model.d_model), np.float32),
                        np.zeros((rows, n_k, model.d_model), np.float32),
                        np.zeros((len(SIDES), rows, model.num_heads), np.float32))
@@ -283,46 +290,49 @@ def _add_path(inputs: dict, key: tuple, group: str, change: tuple, row: int, row
         inputs[key][2][SIDES.index(side), row, head] = 1.0
 
 
-def _runs(model, base: Inputs, patches: list, hook: PatchHook):
-    logits, attention = model(*base.rows(len(patches)), hook=hook)  # (B, N, V), {stack: [(B, H, N_q, N_k)]}
-    return logits, attention
-
-
 def patched_values(model, clean: Inputs, corrupt: Inputs, patches: list, metric: Metric,
                    direction: str = "denoise", rows: int = ROWS,
                    progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """The metric of each patched run, ``(len(patches),)`` float64 (not normalised): ``patches`` is a list of
     tuples of sites; ``()`` patches nothing. Runs ``rows`` patches a batch; ``progress(done, total)`` after
     each."""
-    base, source = _base_and_source(model, clean, corrupt, patches, metric, direction)
+    check_metric(metric, model, clean)
+    base, source = _base_and_source(model, clean, corrupt, patches, direction)
     recorded = _record(model, source)
     values = []
     for start in range(0, len(patches), rows):
         chunk = patches[start: start + rows]
-        logits, attention = _runs(model, base, chunk, _hook(model, recorded, base, source, chunk))
+        hook = _hook(model, recorded, base, source, chunk)
+        logits, attention = model(*base.rows(len(chunk)), hook=hook)  # (B, N, V), {stack: [(B, H, N_q, N_k)]}
         values.append(metric.value(logits, attention))
         if progress is not None:
             progress(min(start + rows, len(patches)), len(patches))
     return np.concatenate(values) if values else np.zeros(0)
 
 
-def _base_and_source(model, clean, corrupt, patches, metric, direction) -> tuple[Inputs, Inputs]:
+def _base_and_source(model, clean, corrupt, patches, direction) -> tuple[Inputs, Inputs]:
+    """``(base, source)``: the run patched and the run its activations come from (denoising: the corrupted run and
+    the clean one); ValueError for a direction, a pair of lines or a site that will not do."""
     if direction not in DIRECTIONS:
         raise ValueError(f"The direction must be one of {DIRECTIONS}. Received: {direction!r}")
     check_pair(clean, corrupt)
-    check_metric(metric, model, clean)
     check_sites(model, clean, [site for patch in patches for site in patch])
     return (corrupt, clean) if direction == "denoise" else (clean, corrupt)
 
 
 def patched_run(model, clean: Inputs, corrupt: Inputs, patch: tuple, direction: str = "denoise") -> tuple:
     """One patched run as NumPy: ``(logits (N, V), {stack: [(H, N_q, N_k)] a layer})``."""
-    if direction not in DIRECTIONS:
-        raise ValueError(f"The direction must be one of {DIRECTIONS}. Received: {direction!r}")
-    check_pair(clean, corrupt)
-    check_sites(model, clean, patch)
-    base, source = (corrupt, clean) if direction == "denoise" else (clean, corrupt)
-    logits, attention = _runs(model, base, [patch], _hook(model, _record(model, source), base, source, [patch]))
+    base, source = _base_and_source(model, clean, corrupt, [patch], direction)
+    hook = _hook(model, _record(model, source), base, source, [patch])
+    return _first_row(*model(*base.rows(1), hook=hook))
+
+
+def plain_run(model, inputs: Inputs) -> tuple:
+    """One line run as it is, as NumPy: ``(logits (N, V), {stack: [(H, N_q, N_k)] a layer})``."""
+    return _first_row(*model(*inputs.rows(1)))
+
+
+def _first_row(logits, attention) -> tuple:
     return logits.numpy()[0], {stack: [w.numpy()[0] for w in layers] for stack, layers in attention.items()}
 
 
@@ -341,80 +351,3 @@ def ends(model, clean: Inputs, corrupt: Inputs, metric: Metric) -> tuple[float, 
 def normalised(values, clean_value: float, corrupt_value: float) -> np.ndarray:
     """0 = the corrupted run's value, 1 = the clean run's."""
     return (np.asarray(values, np.float64) - corrupt_value) / (clean_value - corrupt_value)
-
-
-# The maps: every site of one kind, in a grid.
-
-@dataclass(frozen=True)
-class PatchMap:
-    """One map: ``values (R, C)`` normalised (0 = corrupted, 1 = clean; NaN where a cell has no site), ``raw`` the
-    metric's own values, ``sites`` the site of each cell (None where none), the rows' and columns' labels."""
-
-    kind: str
-    direction: str
-    metric: Metric
-    rows: tuple
-    columns: tuple
-    sites: tuple
-    values: np.ndarray
-    raw: np.ndarray
-    clean_value: float
-    corrupt_value: float
-
-
-def head_grid(model) -> tuple[tuple, tuple, tuple]:
-    """Rows ``"encoder L0"`` … (every stack and layer), columns ``"H0"`` …, and each cell's `HeadSite`."""
-    rows = tuple((stack, layer) for stack in model.stacks for layer in range(model.num_layers))
-    sites = tuple(tuple(HeadSite(stack, layer, head) for head in range(model.num_heads)) for stack, layer in rows)
-    return (tuple(f"{stack} L{layer}" for stack, layer in rows), tuple(f"H{h}" for h in range(model.num_heads)),
-            sites)
-
-
-def stream_grid(model, inputs: Inputs, stack: str) -> tuple[tuple, tuple, tuple]:
-    """Rows ``"entering L0"`` … ``"output"``, columns the positions of ``stack``'s line, each cell's `StreamSite`."""
-    if stack not in stream_stacks(model):
-        raise ValueError(f"This model's streams are {stream_stacks(model)}. Received: stack={stack!r}")
-    length = np.shape(inputs.src if stack == "encoder" else inputs.tgt)[1]
-    rows = tuple(f"entering L{layer}" for layer in range(model.num_layers)) + ("output",)
-    sites = tuple(tuple(StreamSite(stack, layer, p) for p in range(length)) for layer in range(model.num_layers + 1))
-    return rows, tuple(str(p) for p in range(length)), sites
-
-
-def senders(model, inputs: Inputs, receiver: tuple) -> tuple:
-    """The part names a path into ``receiver`` ``(stack, layer, head, side)`` may come from, in the stream's order."""
-    stack, layer, head, side = receiver
-    check_sites(model, inputs, [PathSite(("token",), (receiver,))])
-    query_parts, key_parts = input_parts(model, stack, layer, *inputs.rows(1))
-    return tuple(query_parts if side == "q" else key_parts)
-
-
-ALL_SENDERS = "all together"
-
-
-def path_grid(model, inputs: Inputs, receiver: tuple) -> tuple[tuple, tuple, tuple]:
-    """One row (the receiver), a column a sender, each cell's `PathSite`; the last column every sender at once (what
-    this one input can carry: the senders' parts add up before the softmax, so alone each shows less)."""
-    names = senders(model, inputs, receiver)
-    stack, layer, head, side = receiver
-    return ((f"into {stack} L{layer} H{head} {side.upper()}",), (*names, ALL_SENDERS),
-            (tuple(PathSite((name,), (receiver,)) for name in names) + (PathSite(names, (receiver,)),),))
-
-
-def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, direction: str = "denoise",
-              stack: str = "", receiver: tuple = (), progress=None) -> PatchMap:
-    """Every site of ``kind`` (`MAP_KINDS`) patched alone: ``"heads"`` each head's output, ``"stream"`` the residual
-    stream of ``stack`` at each layer and position, ``"path"`` each sender into ``receiver``."""
-    if kind not in MAP_KINDS:
-        raise ValueError(f"The map must be one of {MAP_KINDS}. Received: {kind!r}")
-    clean_value, corrupt_value = ends(model, clean, corrupt, metric)
-    if kind == "heads":
-        rows, columns, sites = head_grid(model)
-    elif kind == "stream":
-        rows, columns, sites = stream_grid(model, clean, stack)
-    else:
-        rows, columns, sites = path_grid(model, clean, tuple(receiver))
-    flat = [(site,) for row in sites for site in row]
-    raw = patched_values(model, clean, corrupt, flat, metric, direction, progress=progress)
-    raw = raw.reshape(len(rows), len(columns))
-    return PatchMap(kind, direction, metric, rows, columns, sites, normalised(raw, clean_value, corrupt_value), raw,
-                    clean_value, corrupt_value)

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import tensorflow as tf
 
-from transformer.analysis import patching
-from transformer.analysis.patching import Inputs, Metric, PatchMap
+from transformer.analysis import patch_maps, patching
+from transformer.analysis.patch_maps import PatchMap
+from transformer.analysis.patching import Inputs, Metric
 from transformer.core.masks import padding_mask, target_mask
-from transformer.core.patching import SIDES
 from transformer.live.sources import source_of
 from transformer.runtime.device import resolve_device
 from transformer.tasks import END, PAD_ID, START_ID
@@ -29,6 +29,13 @@ from transformer.training.pretrained import Pretrained, load_pretrained
 METRIC_LABELS = {"logprob": "log-probability of the clean answer", "logit_diff": "logit difference, clean − corrupted "
                  "answer", "attention": "the last layer's weight on the token after the earlier occurrence"}
 MAX_LINE_TOKENS = 64
+SEQ2SEQ_METRICS = ("logit_diff", "logprob")  # a sequence-to-sequence model's metrics, its default first
+TASK_METRICS = {"induction": ("attention", "logprob")}  # a task's own, where they differ (its answer is a rule's)
+
+
+def metrics_of(task: str) -> tuple:
+    """The metrics a model of ``task`` can be measured by, the default first."""
+    return TASK_METRICS.get(task, SEQ2SEQ_METRICS)
 
 
 @dataclass(frozen=True)
@@ -167,12 +174,6 @@ class PatchingStudy:
     predictions: tuple
 
 
-def _check_receiver(receiver) -> tuple:
-    if len(receiver) != 4 or receiver[3] not in SIDES:
-        raise ValueError(f"A receiver is (stack, layer, head, side in {SIDES}). Received: receiver={receiver!r}")
-    return tuple(receiver)
-
-
 _STUDIES: collections.OrderedDict = collections.OrderedDict()
 STUDIES_KEPT = 32
 
@@ -180,7 +181,7 @@ STUDIES_KEPT = 32
 def patching_study(name: str, clean_text: str, corrupt_text: str = "", seed: int = 0, part: str = "",
                    metric: str = "logit_diff", kind: str = "heads", direction: str = "denoise", stack: str = "",
                    receiver: tuple = (), device: str = "auto", progress=None) -> PatchingStudy:
-    """One map of ``kind`` (`patching.MAP_KINDS`) on the lines of `patching_lines`; remembered (a click on a cell
+    """One map of ``kind`` (`patch_maps.MAP_KINDS`) on the lines of `patching_lines`; remembered (a click on a cell
     reads it again). ``progress(done, total)`` is told after each batch of patched runs."""
     key = (name, clean_text, corrupt_text, seed, part, metric, kind, direction, stack, tuple(receiver), device)
     if key not in _STUDIES:
@@ -195,13 +196,14 @@ def _study(name, clean_text, corrupt_text, seed, part, metric, kind, direction, 
            progress) -> PatchingStudy:
     lines = patching_lines(name, clean_text, corrupt_text, seed, part, metric, device)
     device = resolve_device(device)
-    model = load_pretrained(name, device).model
-    receiver = _check_receiver(receiver) if kind == "path" else ()
+    pretrained = load_pretrained(name, device)
+    model = pretrained.model
+    receiver = tuple(receiver) if kind == "path" else ()  # checked by the map, against the model
     lines = _receivers_own(lines, receiver)
     with tf.device(device):
-        found = patching.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, kind, direction,
-                                   stack or patching.stream_stacks(model)[0], receiver, progress)
-        predictions = tuple(_predicted(model, inputs, load_pretrained(name, device).vocab)
+        found = patch_maps.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, kind, direction,
+                                     stack or patching.stream_stacks(model)[0], receiver, progress)
+        predictions = tuple(_predicted(patching.plain_run(model, inputs)[0], pretrained.vocab)
                             for inputs in (lines.clean_inputs, lines.corrupt_inputs))
     return PatchingStudy(lines, found, predictions)
 
@@ -214,9 +216,9 @@ def _receivers_own(lines: PatchingLines, receiver: tuple) -> PatchingLines:
     return replace(lines, metric=replace(metric, heads=(receiver[2],)))
 
 
-def _predicted(model, inputs: Inputs, vocab) -> tuple:
-    logits, _ = model(*inputs.rows(1))  # (1, N, V)
-    return tuple(vocab.decode(np.argmax(logits.numpy()[0], -1)))
+def _predicted(logits: np.ndarray, vocab) -> tuple:
+    """The argmax token at each position of ``logits (N, V)``."""
+    return tuple(vocab.decode(np.argmax(logits, -1)))
 
 
 @dataclass(frozen=True)
@@ -246,20 +248,15 @@ def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: i
         raise ValueError(f"This model's attention is {model.stacks} × layers 0 to {model.num_layers - 1}. "
                          f"Received: {stack!r} L{layer}")
     with tf.device(device):
-        runs = [_plain(model, lines.clean_inputs),
+        runs = [patching.plain_run(model, lines.clean_inputs),
                 patching.patched_run(model, lines.clean_inputs, lines.corrupt_inputs, (site,), study.map.direction),
-                _plain(model, lines.corrupt_inputs)]
+                patching.plain_run(model, lines.corrupt_inputs)]
     values = tuple(float(patching.normalised(lines.metric.value(logits[None], {s: [w[None] for w in layers]
                                                                               for s, layers in attention.items()}),
                                              study.map.clean_value, study.map.corrupt_value)[0])
-                   for logits, attention in runs)
+                   for logits, attention in runs)  # a run as a batch of one, as the metric reads it
     return ThreeRuns(site, ("clean", "patched", "corrupted"), tuple(attention[stack][layer] for _, attention in runs),
-                     tuple(tuple(pretrained.vocab.decode(np.argmax(logits, -1))) for logits, _ in runs), values)
-
-
-def _plain(model, inputs: Inputs) -> tuple:
-    logits, attention = model(*inputs.rows(1))
-    return logits.numpy()[0], {stack: [w.numpy()[0] for w in layers] for stack, layers in attention.items()}
+                     tuple(_predicted(logits, pretrained.vocab) for logits, _ in runs), values)
 
 
 def cell_runs(name: str, clean_text: str, corrupt_text: str, seed: int, part: str, metric: str, kind: str,

@@ -1,0 +1,97 @@
+"""Patching maps: every site of one kind patched alone, in a grid (`transformer.analysis.patching` runs them) —
+each head's output (layer × head), the residual stream (layer × position), or every sender into one receiver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from transformer.analysis.patching import (
+    HeadSite,
+    Inputs,
+    Metric,
+    PathSite,
+    StreamSite,
+    check_sites,
+    ends,
+    normalised,
+    patched_values,
+    stream_stacks,
+)
+from transformer.core.residual_parts import input_parts
+
+MAP_KINDS = ("heads", "stream", "path")
+ALL_SENDERS = "all together"
+
+
+@dataclass(frozen=True)
+class PatchMap:
+    """One map: ``values (R, C)`` normalised (0 = corrupted, 1 = clean), ``raw`` the metric's own values, ``sites``
+    the site of each cell, the rows' and columns' labels."""
+
+    kind: str
+    direction: str
+    metric: Metric
+    rows: tuple
+    columns: tuple
+    sites: tuple
+    values: np.ndarray
+    raw: np.ndarray
+    clean_value: float
+    corrupt_value: float
+
+
+def head_grid(model) -> tuple[tuple, tuple, tuple]:
+    """Rows ``"encoder L0"`` … (every stack and layer), columns ``"H0"`` …, and each cell's `HeadSite`."""
+    rows = tuple((stack, layer) for stack in model.stacks for layer in range(model.num_layers))
+    sites = tuple(tuple(HeadSite(stack, layer, head) for head in range(model.num_heads)) for stack, layer in rows)
+    return (tuple(f"{stack} L{layer}" for stack, layer in rows), tuple(f"H{h}" for h in range(model.num_heads)),
+            sites)
+
+
+def stream_grid(model, inputs: Inputs, stack: str) -> tuple[tuple, tuple, tuple]:
+    """Rows ``"entering L0"`` … ``"output"``, columns the positions of ``stack``'s line, each cell's `StreamSite`."""
+    if stack not in stream_stacks(model):
+        raise ValueError(f"This model's streams are {stream_stacks(model)}. Received: stack={stack!r}")
+    length = np.shape(inputs.src if stack == "encoder" else inputs.tgt)[1]
+    rows = tuple(f"entering L{layer}" for layer in range(model.num_layers)) + ("output",)
+    sites = tuple(tuple(StreamSite(stack, layer, p) for p in range(length)) for layer in range(model.num_layers + 1))
+    return rows, tuple(str(p) for p in range(length)), sites
+
+
+def senders(model, inputs: Inputs, receiver: tuple) -> tuple:
+    """The part names a path into ``receiver`` ``(stack, layer, head, side)`` may come from, in the stream's order."""
+    check_sites(model, inputs, [PathSite(("token",), (tuple(receiver),))])  # a receiver it has, before it is read
+    stack, layer, head, side = receiver
+    query_parts, key_parts = input_parts(model, stack, layer, *inputs.rows(1))
+    return tuple(query_parts if side == "q" else key_parts)
+
+
+def path_grid(model, inputs: Inputs, receiver: tuple) -> tuple[tuple, tuple, tuple]:
+    """One row (the receiver), a column a sender, each cell's `PathSite`; the last column every sender at once (what
+    this one input can carry: the senders' parts add up before the softmax, so alone each shows less)."""
+    names = senders(model, inputs, receiver)
+    stack, layer, head, side = receiver
+    return ((f"into {stack} L{layer} H{head} {side.upper()}",), (*names, ALL_SENDERS),
+            (tuple(PathSite((name,), (receiver,)) for name in names) + (PathSite(names, (receiver,)),),))
+
+
+def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, direction: str = "denoise",
+              stack: str = "", receiver: tuple = (), progress=None) -> PatchMap:
+    """Every site of ``kind`` (`MAP_KINDS`) patched alone: ``"heads"`` each head's output, ``"stream"`` the residual
+    stream of ``stack`` at each layer and position, ``"path"`` each sender into ``receiver``."""
+    if kind not in MAP_KINDS:
+        raise ValueError(f"The map must be one of {MAP_KINDS}. Received: {kind!r}")
+    clean_value, corrupt_value = ends(model, clean, corrupt, metric)
+    if kind == "heads":
+        rows, columns, sites = head_grid(model)
+    elif kind == "stream":
+        rows, columns, sites = stream_grid(model, clean, stack)
+    else:
+        rows, columns, sites = path_grid(model, clean, tuple(receiver))
+    flat = [(site,) for row in sites for site in row]
+    raw = patched_values(model, clean, corrupt, flat, metric, direction, progress=progress)
+    raw = raw.reshape(len(rows), len(columns))
+    return PatchMap(kind, direction, metric, rows, columns, sites, normalised(raw, clean_value, corrupt_value), raw,
+                    clean_value, corrupt_value)
