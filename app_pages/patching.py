@@ -11,6 +11,8 @@ from transformer.service import (
     PATCH_DIRECTIONS,
     PATCH_MAPS,
     PATCH_METRIC_LABELS,
+    PATCH_SIDES,
+    patch_metrics_of,
     spec_of,
     task_of,
 )
@@ -19,6 +21,7 @@ from ui.controls import PERSIST, options_follow, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.state import F
 from ui.text import as_text
+from viz.labels import position_labels
 from viz.patching import patch_map_figure, three_runs_figure
 
 DIRECTION_LABELS = {"denoise": "denoise: clean into corrupted (what restores the answer)",
@@ -50,7 +53,7 @@ def _patchable(name: str) -> bool:
 model = state.read(F.weights)  # the sidebar's model, as on every page
 if not _patchable(model):
     models = sorted((name for name in weight_choices() if _patchable(name)),
-                    key=lambda name: (name not in choices.PATCH_MODELS[:2], name))
+                    key=lambda name: (name not in choices.PATCH_MODELS, name))
     st.info("Patching needs a trained model whose task says what the right answer is and how to corrupt a line "
             f"({', '.join(sorted(CORRUPTIONS))}): the sidebar's **Weights** are "
             f"{weights_label(model).lower() if model_config.supports(model).shape else weights_label(model)}. "
@@ -67,7 +70,7 @@ st.caption(f"The sidebar's model: **{weights_label(model)}** (change it in the s
 top = st.columns([1, 2])
 seed = int(top[0].number_input("Line (seed)", min_value=0, max_value=2**31 - 1, key=F.pt_seed, **PERSIST,
                                help="Draws the clean line (when none is typed) and the corruption."))
-metrics = choices.PATCH_METRIC_CHOICES.get(spec.task, choices.PATCH_METRIC_DEFAULT)
+metrics = patch_metrics_of(spec.task)
 if state.value(F.pt_metric) not in ("", *metrics):  # another model's metric: this one's first
     state.put(F.pt_metric, "")
 options_follow(F.pt_metric, metrics)
@@ -118,7 +121,7 @@ if kind == "path":
     options_follow(F.pt_rhead, range(spec.num_heads))
     head = picks[2].selectbox("Receiver head", list(range(spec.num_heads)), key=F.pt_rhead, **PERSIST,
                               format_func=lambda h: f"H{h}")
-    side = picks[3].radio("Its input", choices.PATCH_SIDES, key=F.pt_rside, horizontal=True,
+    side = picks[3].radio("Its input", PATCH_SIDES, key=F.pt_rside, horizontal=True,
                           format_func=SIDE_LABELS.get, **PERSIST)
     receiver = (receiver_stack, layers[-1] if layer < 0 else layer, head, side)
 study_args = (model, clean, corrupt, seed, part, metric, kind, direction, stream, receiver, device)
@@ -162,7 +165,7 @@ inside = 0 <= chosen[0] < len(found.rows) and 0 <= chosen[1] < len(found.columns
 columns = found.columns
 if kind == "stream":
     tokens = said.clean if stream == "encoder" or said.decoder_only else said.outputs
-    columns = tuple(f"{p}·{t}" for p, t in enumerate(tokens))
+    columns = tuple(position_labels(tokens))
 title = {"heads": "each head's output<br>patched alone",  # two lines: a phone's 390 px
          "stream": f"the {stream} stream<br>patched at one position",
          "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]

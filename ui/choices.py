@@ -27,9 +27,6 @@ EXPLANATION_COUNTS = (10, 25, 50, 100, 200)  # examples the explanations are sco
 INDUCTION_COUNTS = (50, 100, 200, 500)  # fresh lines the Induction page measures on
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
 PATCH_MODELS = ("dates", "induction")  # the Patching page offers these first when the sidebar's model is not one
-PATCH_METRIC_CHOICES = {"induction": ("attention", "logprob")}  # a model's metrics, its default first
-PATCH_METRIC_DEFAULT = ("logit_diff", "logprob")  # a sequence-to-sequence model's
-PATCH_SIDES = ("q", "k", "v")
 
 
 def head_choices(d_model: int) -> list[int]:

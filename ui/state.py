@@ -29,6 +29,7 @@ from transformer.service import (
     PATCH_DIRECTIONS,
     PATCH_MAPS,
     PATCH_METRICS,
+    PATCH_SIDES,
     PATTERN_FAMILIES,
     POSITIONS,
     RANDOM,
@@ -146,14 +147,14 @@ FIELDS: dict[str, Field] = {
     "pt_clean": Field("", link_values.text(400)),
     "pt_corrupt": Field("", link_values.text(400)),
     "pt_part": Field("", link_values.choice(("", *DATE_PARTS))),
-    "pt_metric": Field("", link_values.choice(("", *PATCH_METRICS))),  # "": the model's first (PATCH_METRIC_CHOICES)
+    "pt_metric": Field("", link_values.choice(("", *PATCH_METRICS))),  # "": the model's first (patch_metrics_of)
     "pt_dir": Field(PATCH_DIRECTIONS[0], link_values.choice(PATCH_DIRECTIONS)),
     "pt_map": Field(PATCH_MAPS[0], link_values.choice(PATCH_MAPS)),
     "pt_stack": Field("", link_values.choice(("", "encoder", "decoder"))),  # the stream map's; "": the first
     "pt_rstack": Field("", link_values.choice(("", *STACK_CHOICES))),  # the receiver's; "": the model's last
     "pt_rlayer": Field(-1, link_values.integer(-1, MAX_LAYERS - 1)),  # -1: the last layer
     "pt_rhead": Field(0, link_values.integer(0, MAX_HEADS - 1)),
-    "pt_rside": Field("k", link_values.choice(("q", "k", "v"))),
+    "pt_rside": Field("k", link_values.choice(PATCH_SIDES)),
     "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS)),
     "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN)),
     "pt_head": Field(-1, link_values.integer(-1, MAX_HEADS - 1)),  # -1: the cell's own head

@@ -14,7 +14,7 @@ from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
 from transformer.live.sources import TRAINED_EXAMPLE
-from transformer.service import DATE_PARTS, MAX_HEADS, PATCH_DIRECTIONS, PATCH_MAPS, PATCH_METRICS
+from transformer.service import DATE_PARTS, MAX_HEADS, PATCH_DIRECTIONS, PATCH_MAPS, PATCH_METRICS, PATCH_SIDES
 from ui import choices, link_values, openings, state
 from ui.controls import FAILED, PASSED, filled_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
@@ -407,7 +407,7 @@ def _field_values():
         "pt_stack": strategies.sampled_from(("", "encoder", "decoder")),
         "pt_rstack": strategies.sampled_from(("", *choices.STACK_CHOICES)),
         "pt_rlayer": strategies.integers(-1, state.MAX_LAYERS - 1), "pt_rhead": strategies.integers(0, MAX_HEADS - 1),
-        "pt_rside": strategies.sampled_from(choices.PATCH_SIDES),
+        "pt_rside": strategies.sampled_from(PATCH_SIDES),
         "pt_row": strategies.integers(-1, 4 * state.MAX_LAYERS), "pt_col": strategies.integers(-1, 64),
         "pt_head": strategies.integers(-1, MAX_HEADS - 1),
     }))
