@@ -6,6 +6,7 @@ import streamlit as st
 
 from transformer.service import (
     ARCHITECTURE_STACKS,
+    DEVICE_CHOICES,
     EXTERNAL_EXAMPLE,
     EXTERNAL_LENGTH,
     MAX_LAYERS,
@@ -367,7 +368,7 @@ def _draw_input(bar, spec) -> None:
 
 def _device_and_status(bar) -> None:
     """The Device control, and the slot the status line fills once the page has run (`draw_status`)."""
-    bar.radio("Device", state.DEVICE_CHOICES, key=F.device, horizontal=True,
+    bar.radio("Device", DEVICE_CHOICES, key=F.device, horizontal=True,
               format_func=lambda choice: {"auto": "Automatic (GPU if present)", "cpu": "CPU"}[choice], **PERSIST)
     state.put(state.STATUS_SLOT, bar.empty())
 

@@ -14,7 +14,22 @@ from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
 from transformer.live.sources import TRAINED_EXAMPLE
-from transformer.service import DATE_PARTS, MAX_HEADS, PATCH_DIRECTIONS, PATCH_MAPS, PATCH_METRICS, PATCH_SIDES
+from transformer.service import (
+    ARCHITECTURES,
+    DATE_PARTS,
+    DEVICE_CHOICES,
+    MASK_FAMILIES,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_SEQ_LEN,
+    NORMS,
+    PATCH_DIRECTIONS,
+    PATCH_MAPS,
+    PATCH_METRICS,
+    PATCH_SIDES,
+    POSITIONS,
+    SEED_BATCH,
+)
 from ui import choices, link_values, openings, state
 from ui.controls import FAILED, PASSED, filled_text
 from viz.query_key import COLOURINGS as QK_COLOURINGS
@@ -296,7 +311,7 @@ def test_the_sequence_length_slider_stops_at_every_short_length_and_keeps_a_link
     ~0.4 px a length at 512; a link's length between two stops is shown as it is, and a move leaves it."""
     at = open_page("masks")
     options = [int(option) for option in at.sidebar.select_slider(key="seq_len").options]
-    assert options[:32] == list(range(1, 33)) and options[-1] == state.MAX_SEQ_LEN and len(options) == 71
+    assert options[:32] == list(range(1, 33)) and options[-1] == MAX_SEQ_LEN and len(options) == 71
     assert options == sorted(set(options))
     linked = open_page("masks", {"seq_len": "200"})
     no_errors(linked)
@@ -325,10 +340,10 @@ def test_url_parameters_are_read_back_into_the_controls():
 
 
 @pytest.mark.parametrize("values", [
-    {"weights": "reverse", "src": state.SEED_BATCH},  # a link without src opens a trained model on its example
+    {"weights": "reverse", "src": SEED_BATCH},  # a link without src opens a trained model on its example
     {"weights": "reverse", "src": TRAINED_EXAMPLE},
     {"weights": "random", "src": TRAINED_EXAMPLE},
-    {"weights": "random", "src": state.SEED_BATCH, "seq_len": 9, "pad_mask": False},
+    {"weights": "random", "src": SEED_BATCH, "seq_len": 9, "pad_mask": False},
 ])
 def test_a_link_gives_back_the_values_it_was_made_from(values):
     full = {key: field.default for key, field in state.FIELDS.items()} | values
@@ -339,7 +354,7 @@ def test_a_link_gives_back_the_values_it_was_made_from(values):
 
 def _field_values():
     """Any valid value of every field (texts short enough for a link), heads dividing d_model."""
-    texts = strategies.sampled_from([state.SEED_BATCH, TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
+    texts = strategies.sampled_from([SEED_BATCH, TRAINED_EXAMPLE, ""]) | strategies.text(max_size=300)
     heads_and_kv = strategies.sampled_from(choices.D_MODEL_CHOICES).flatmap(
         lambda d_model: strategies.sampled_from(choices.head_choices(d_model)).flatmap(
             lambda heads: strategies.tuples(strategies.just(d_model), strategies.just(heads),
@@ -348,15 +363,15 @@ def _field_values():
         "weights": strategies.sampled_from(["random", "copy", "reverse", "sort", "dates", "translate", "induction",
                                             "session:abc123"]),
         "d_model": strategies.just(sizes[0]), "heads": strategies.just(sizes[1]), "kv_heads": strategies.just(sizes[2]),
-        "positions": strategies.sampled_from(state.POSITIONS),
-        "arch": strategies.sampled_from(state.ARCHITECTURES), "norm": strategies.sampled_from(state.NORMS),
-        "mask_family": strategies.sampled_from(state.MASK_FAMILIES),
-        "mask_size": strategies.integers(0, state.MAX_SEQ_LEN),
-        "d_ff": strategies.sampled_from(choices.D_FF_CHOICES), "layers": strategies.integers(1, state.MAX_LAYERS),
-        "seq_len": strategies.integers(1, state.MAX_SEQ_LEN), "seed": strategies.integers(0, 2**31 - 1),
+        "positions": strategies.sampled_from(POSITIONS),
+        "arch": strategies.sampled_from(ARCHITECTURES), "norm": strategies.sampled_from(NORMS),
+        "mask_family": strategies.sampled_from(MASK_FAMILIES),
+        "mask_size": strategies.integers(0, MAX_SEQ_LEN),
+        "d_ff": strategies.sampled_from(choices.D_FF_CHOICES), "layers": strategies.integers(1, MAX_LAYERS),
+        "seq_len": strategies.integers(1, MAX_SEQ_LEN), "seed": strategies.integers(0, 2**31 - 1),
         "pads": strategies.text(max_size=200), "src": texts, "tgt": texts,
-        "device": strategies.sampled_from(state.DEVICE_CHOICES),
-        "stack": strategies.sampled_from(choices.STACK_CHOICES), "layer": strategies.integers(0, state.MAX_LAYERS - 1),
+        "device": strategies.sampled_from(DEVICE_CHOICES),
+        "stack": strategies.sampled_from(choices.STACK_CHOICES), "layer": strategies.integers(0, MAX_LAYERS - 1),
         "element": strategies.integers(0, 15), "head": strategies.integers(0, MAX_HEADS - 1),
         "pad_mask": strategies.booleans(), "future_mask": strategies.booleans(), "pe_dims": texts,
         "pe_positions": texts, "step": strategies.integers(0, 7),
@@ -367,18 +382,18 @@ def _field_values():
         "dec_top_k": strategies.sampled_from(choices.TOP_KS), "dec_top_p": strategies.sampled_from(choices.TOP_PS),
         "dec_seed": strategies.integers(0, 2**31 - 1),
         "dec_step": strategies.integers(0, 64), "dec_play": strategies.booleans(),
-        "dec_cache_layer": strategies.integers(0, state.MAX_LAYERS - 1),
-        "full_res": strategies.booleans(), "crop_q": strategies.integers(0, state.MAX_SEQ_LEN),
-        "crop_k": strategies.integers(0, state.MAX_SEQ_LEN), "row": strategies.integers(0, state.MAX_SEQ_LEN - 1),
+        "dec_cache_layer": strategies.integers(0, MAX_LAYERS - 1),
+        "full_res": strategies.booleans(), "crop_q": strategies.integers(0, MAX_SEQ_LEN),
+        "crop_k": strategies.integers(0, MAX_SEQ_LEN), "row": strategies.integers(0, MAX_SEQ_LEN - 1),
         "block_row": strategies.booleans(), "logit_size": strategies.sampled_from(choices.LOGIT_SIZES),
-        "focus": strategies.integers(-1, state.MAX_SEQ_LEN - 1), "focus_key": strategies.booleans(),
+        "focus": strategies.integers(-1, MAX_SEQ_LEN - 1), "focus_key": strategies.booleans(),
         "specials": strategies.booleans(),
         "hidden_heads": strategies.lists(strategies.integers(0, MAX_HEADS - 1), unique=True).map(sorted),
-        "nv_other": strategies.integers(0, state.MAX_SEQ_LEN - 1),
+        "nv_other": strategies.integers(0, MAX_SEQ_LEN - 1),
         "nv_head": strategies.integers(0, MAX_HEADS - 1),
         "cost_max": strategies.sampled_from(choices.COST_MAXIMA),
         "ablate": strategies.lists(strategies.tuples(strategies.sampled_from(list(link_values.STACK_CODES)),
-                                                     strategies.integers(0, state.MAX_LAYERS - 1),
+                                                     strategies.integers(0, MAX_LAYERS - 1),
                                                      strategies.integers(0, MAX_HEADS - 1)),
                                    unique=True).map(
             lambda triples: [link_values.head_code(*t) for t in sorted(triples)]),
@@ -391,7 +406,7 @@ def _field_values():
         "ind_ablate": strategies.sampled_from(INDUCTION_GROUPS),
         "tl_stack": strategies.sampled_from(("encoder", "decoder")), "tl_role": strategies.sampled_from(ROLES),
         "tl_step": strategies.integers(-1, 100_000),
-        "qk_layer": strategies.integers(0, state.MAX_LAYERS - 1),
+        "qk_layer": strategies.integers(0, MAX_LAYERS - 1),
         "qk_head": strategies.integers(0, MAX_HEADS - 1),
         "qk_colour": strategies.sampled_from(QK_COLOURINGS),
         "cells": strategies.sampled_from(choices.CELLS),
@@ -406,9 +421,9 @@ def _field_values():
         "pt_dir": strategies.sampled_from(PATCH_DIRECTIONS), "pt_map": strategies.sampled_from(PATCH_MAPS),
         "pt_stack": strategies.sampled_from(("", "encoder", "decoder")),
         "pt_rstack": strategies.sampled_from(("", *choices.STACK_CHOICES)),
-        "pt_rlayer": strategies.integers(-1, state.MAX_LAYERS - 1), "pt_rhead": strategies.integers(0, MAX_HEADS - 1),
+        "pt_rlayer": strategies.integers(-1, MAX_LAYERS - 1), "pt_rhead": strategies.integers(0, MAX_HEADS - 1),
         "pt_rside": strategies.sampled_from(PATCH_SIDES),
-        "pt_row": strategies.integers(-1, 4 * state.MAX_LAYERS), "pt_col": strategies.integers(-1, 64),
+        "pt_row": strategies.integers(-1, 4 * MAX_LAYERS), "pt_col": strategies.integers(-1, 64),
         "pt_head": strategies.integers(-1, MAX_HEADS - 1),
     }))
 

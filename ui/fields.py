@@ -1,0 +1,175 @@
+"""The app's fields: one per control, its default and the parser of its link value (`ui.state` keeps them in the
+session and mirrors them in the URL). A field is named by attribute, ``F.weights``, never by a string."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from transformer.service import (
+    ABLATIONS,
+    ARCHITECTURES,
+    DATE_PARTS,
+    DEVICE_CHOICES,
+    LINE_SOURCES,
+    MASK_FAMILIES,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_SEQ_LEN,
+    NORMS,
+    PATCH_DIRECTIONS,
+    PATCH_MAPS,
+    PATCH_METRICS,
+    PATCH_SIDES,
+    PATTERN_FAMILIES,
+    POSITIONS,
+    RANDOM,
+    ROLES,
+    SEED_BATCH,
+    ModelShape,
+)
+from transformer.service import GROUPS as INDUCTION_GROUPS
+from ui import link_values
+from ui.choices import (
+    ATTENTION_VIEWS,
+    CELLS,
+    COST_MAXIMA,
+    D_FF_CHOICES,
+    D_MODEL_CHOICES,
+    DECODE_MODES,
+    EXPLANATION_COUNTS,
+    IMPORTANCE_COUNTS,
+    INDUCTION_COUNTS,
+    LOGIT_SIZES,
+    ROLE_LINE_COUNTS,
+    STACK_CHOICES,
+    TEMPERATURES,
+    TOP_KS,
+    TOP_PS,
+)
+from viz.query_key import COLOURINGS as QK_COLOURINGS
+
+MAX_TEXT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Field:
+    default: Any
+    parse: Callable[[str], Any]
+
+
+SHAPE = ModelShape()  # the shape fields' defaults: the spec's own (transformer.core.shape)
+FIELDS: dict[str, Field] = {
+    # model controls in the sidebar
+    "weights": Field(RANDOM, link_values.weights),
+    "d_model": Field(SHAPE.d_model, link_values.choice(D_MODEL_CHOICES, int)),
+    "heads": Field(SHAPE.num_heads, link_values.integer(1, MAX_HEADS)),
+    "d_ff": Field(SHAPE.d_ff, link_values.choice(D_FF_CHOICES, int)),
+    "layers": Field(SHAPE.num_layers, link_values.integer(1, MAX_LAYERS)),
+    "seq_len": Field(7, link_values.integer(1, MAX_SEQ_LEN)),
+    "seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "pads": Field("0 <pad>", link_values.text(200)),
+    "src": Field(SEED_BATCH, link_values.text(MAX_TEXT_CHARS)),
+    "tgt": Field(SEED_BATCH, link_values.text(MAX_TEXT_CHARS)),
+    "device": Field("auto", link_values.choice(DEVICE_CHOICES)),
+    "positions": Field(SHAPE.positions, link_values.choice(POSITIONS)),
+    "kv_heads": Field(0, link_values.integer(0, MAX_HEADS)),  # 0: as many as the heads (the paper)
+    "arch": Field(SHAPE.architecture, link_values.choice(ARCHITECTURES)),
+    "norm": Field(SHAPE.norm, link_values.choice(NORMS)),
+    "mask_family": Field("paper", link_values.choice(MASK_FAMILIES)),
+    "mask_size": Field(4, link_values.integer(0, MAX_SEQ_LEN)),
+    "ablate": Field([], link_values.ablate),  # heads ablated, as head codes ("e0.1"); every page runs the ablated model
+    "ablation": Field("zero", link_values.choice(ABLATIONS)),
+    # page controls
+    "stack": Field("encoder", link_values.choice(STACK_CHOICES)),
+    "layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
+    "element": Field(0, link_values.integer(0, 15)),
+    "head": Field(0, link_values.integer(0, MAX_HEADS - 1)),
+    "pad_mask": Field(True, link_values.flag),
+    "future_mask": Field(True, link_values.flag),
+    "pe_dims": Field("4 5 6 7", link_values.text(400)),
+    "pe_positions": Field("", link_values.text(400)),  # empty: the first 8 (a default of "0 … 7" warned at length 7)
+    "step": Field(0, link_values.integer(0, 7)),  # the Shapes page's step
+    "view": Field(ATTENTION_VIEWS[0], link_values.choice(ATTENTION_VIEWS)),
+    "cells": Field(CELLS[0], link_values.choice(CELLS)),  # the head grid: weights or value-weighted norms
+    "full_res": Field(False, link_values.flag),  # the Attention page's full-resolution head is open
+    "focus": Field(-1, link_values.integer(-1, MAX_SEQ_LEN - 1)),  # the Attention page's focused token; -1: none
+    "focus_key": Field(False, link_values.flag),  # … focused as a key ("attended by"), not as a query
+    "specials": Field(False, link_values.flag),  # … <s>, </s> and padding keys hidden, rows renormalised
+    "hidden_heads": Field([], link_values.heads),  # the head view's heads switched off
+    "nv_head": Field(0, link_values.integer(0, MAX_HEADS - 1)),  # the neuron view's head
+    "nv_other": Field(0, link_values.integer(0, MAX_SEQ_LEN - 1)),  # the neuron view's key (or query, a key focused)
+    "crop_q": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
+    "crop_k": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
+    "row": Field(0, link_values.integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills
+    "block_row": Field(False, link_values.flag),  # … with every key of that row blocked
+    "logit_size": Field(100, link_values.choice(LOGIT_SIZES, int)),
+    # the Heads page
+    "roles_lines": Field("lines", link_values.choice(LINE_SOURCES)),
+    "roles_count": Field(16, link_values.choice(ROLE_LINE_COUNTS, int)),
+    "roles_pattern": Field("", link_values.choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
+    "imp_kind": Field("zero", link_values.choice(ABLATIONS)),
+    "imp_count": Field(200, link_values.choice(IMPORTANCE_COUNTS, int)),
+    "ex_count": Field(50, link_values.choice(EXPLANATION_COUNTS, int)),
+    # the Images page: the model, its image (a match image's seed or a test digit's index), the pixels flipped on it,
+    # and the token whose attention is drawn (0: CLS, 1 + p: patch p)
+    "img_model": Field("match", link_values.image_model),
+    "img_pick": Field(0, link_values.integer(0, 2**31 - 1)),
+    "img_flip": Field([], link_values.pixels),
+    "img_from": Field(0, link_values.integer(0, 16)),
+    "qk_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
+    "qk_head": Field(0, link_values.integer(0, MAX_HEADS - 1)),
+    "qk_colour": Field("position", link_values.choice(QK_COLOURINGS)),
+    # the Induction page
+    "ind_seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "ind_count": Field(200, link_values.choice(INDUCTION_COUNTS, int)),
+    "ind_ablate": Field("none", link_values.choice(INDUCTION_GROUPS)),
+    # the Patching page (on the sidebar's model): the lines ("": drawn from the seed, made by the task's
+    # corruption), what is measured and which map; a path's receiver; the cell opened (-1: none) and the head its
+    # three runs show
+    "pt_seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "pt_clean": Field("", link_values.text(400)),
+    "pt_corrupt": Field("", link_values.text(400)),
+    "pt_part": Field("", link_values.choice(("", *DATE_PARTS))),
+    "pt_metric": Field("", link_values.choice(("", *PATCH_METRICS))),  # "": the model's first (patch_metrics_of)
+    "pt_dir": Field(PATCH_DIRECTIONS[0], link_values.choice(PATCH_DIRECTIONS)),
+    "pt_map": Field(PATCH_MAPS[0], link_values.choice(PATCH_MAPS)),
+    "pt_stack": Field("", link_values.choice(("", "encoder", "decoder"))),  # the stream map's; "": the first
+    "pt_rstack": Field("", link_values.choice(("", *STACK_CHOICES))),  # the receiver's; "": the model's last
+    "pt_rlayer": Field(-1, link_values.integer(-1, MAX_LAYERS - 1)),  # -1: the last layer
+    "pt_rhead": Field(0, link_values.integer(0, MAX_HEADS - 1)),
+    "pt_rside": Field("k", link_values.choice(PATCH_SIDES)),
+    "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS)),
+    "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN)),
+    "pt_head": Field(-1, link_values.integer(-1, MAX_HEADS - 1)),  # -1: the cell's own head
+    # the Train page's timeline
+    "tl_stack": Field("decoder", link_values.choice(STACK_CHOICES)),
+    "tl_role": Field("induction", link_values.choice((*ROLES, "alignment"))),  # cross-attention's role: its alignment
+    "tl_step": Field(-1, link_values.integer(-1, 100_000)),  # -1: the latest snapshot
+    # the Cost page
+    "cost_max": Field(1024, link_values.choice(COST_MAXIMA, int)),
+    # the Decode page
+    "dec_src": Field("", link_values.text(400)),  # empty: the model's own example
+    "dec_mode": Field(DECODE_MODES[0], link_values.choice(DECODE_MODES)),
+    "dec_temp": Field(1.0, link_values.choice(TEMPERATURES, float)),
+    "dec_top_k": Field(0, link_values.choice(TOP_KS, int)),
+    "dec_top_p": Field(1.0, link_values.choice(TOP_PS, float)),
+    "dec_seed": Field(0, link_values.integer(0, 2**31 - 1)),
+    "dec_step": Field(0, link_values.integer(0, 64)),
+    "dec_play": Field(False, link_values.flag),
+    "dec_cache_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
+}
+
+
+class _FieldNames:
+    """The fields' names as attributes (``F.weights == "weights"``): callers name a field by attribute, never by a
+    string, so that a mistyped name is an AttributeError wherever the line runs, in the tests first."""
+
+    def __getattr__(self, name: str) -> str:
+        if name in FIELDS:
+            return name
+        raise AttributeError(f"{name!r} is not a field of ui/state.FIELDS")
+
+
+F = _FieldNames()
