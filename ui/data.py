@@ -15,9 +15,9 @@ import numpy as np
 import streamlit as st
 
 from transformer import LiveConfig, service
-from ui import state
 from ui.heavy_runs import heavy_result
-from ui.text import as_text, percent
+from ui.run_views import memory_text, record_status, show_notices, show_predictions, show_status
+from ui.text import as_text
 
 COMPUTING = "Computing…"
 COST_REPEATS = 5  # each length timed five times: an exponent is read against the spread of the five fits
@@ -35,7 +35,7 @@ def door(max_entries: int | None = 8, spinner: str | bool = COMPUTING, status: C
         def call(*args, **kwargs):
             result = _or_stop(cached, *args, **kwargs)
             if status is not None:
-                _status(**status(result))
+                record_status(**status(result))
             return result
         return call
     return wrap
@@ -139,7 +139,7 @@ def attention_walkthrough(config, stack: str, layer: int):
     costly = _costly(config, stack, None)
     if costly:
         walk = heavy_result("attention_walkthrough", costly, config, stack, layer, pressed=True)
-        _status(**_layer_status(walk))
+        record_status(**_layer_status(walk))
         return walk
     return _attention_walkthrough(config, stack, layer)
 
@@ -328,84 +328,6 @@ def scaling_experiment(seed: int = 0):
     """The Dot-product lab's scaling experiment (0.5–0.8 s of NumPy on 2 cores): once a process, and the default's
     at start-up, in the background (`ui.preload`), so the lab's first visit does not wait for it."""
     return service.scaling_experiment(seed=seed)
-
-
-# The status line, notices and predictions a page's run draws
-
-def show_status(result) -> None:
-    """The status line for a live run: device, TensorFlow version, and how long the model ran (a page that
-    draws no attention runs none: its masks and encodings need only the configuration)."""
-    timing = (f"**model run** {result.compute_seconds * 1000:.1f} ms" if result.attention
-              else "this page runs no model")
-    _status(device=result.device_label, tensorflow=result.tf_version, timing=timing,
-            memory=memory_text(result.device))
-
-
-def memory_text(device: str) -> str:
-    """``**GPU memory** 0.31 / 24.0 GB`` (in use by TensorFlow / on the device) for a GPU; "" for the CPU."""
-    memory = service.memory_in_use(device)
-    if memory is None:
-        return ""
-    used, total = memory
-    return f"**GPU memory** {used / 2**30:.2f}" + (f" / {total / 2**30:.1f} GB" if total else " GB")
-
-
-def _status(**parts) -> None:
-    """Record the sidebar's status line (device, tensorflow, timing); parts not given keep their last value."""
-    status = {**state.get(state.STATUS_PARTS, {}), **parts}
-    state.put(state.STATUS_PARTS, status)
-    text = " · ".join(filter(None, [
-        f"**Device:** {status['device']}" if "device" in status else "",
-        f"**TensorFlow** {status['tensorflow']}" if "tensorflow" in status else "",
-        status.get("memory", ""),
-        status.get("timing", ""),
-    ]))
-    state.put(state.LAST_STATUS, text)  # the sidebar draws it once the page has run (sidebar.draw_status)
-
-
-def show_notices(slot, notices) -> None:
-    """``notices`` as one alert in ``slot`` (a container the page draws whether or not there are any).
-
-    Why the slot: Streamlit matches the elements of a rerun with the page's by their place in their
-    block. An alert that comes and goes in front of the charts (a line cut at one length and not at
-    the next) shifts everything after it, and the browser throws those charts away and builds them
-    again, each a first Plotly draw. One alert, not one per notice: the page jumps less.
-    """
-    if notices:
-        slot.info("  \n".join(notices), icon=":material/info:")
-
-
-def predictions_label(predictions) -> str:
-    """What the predictions count, with its unit: whole answers for a sequence-to-sequence model; next tokens (as the
-    Induction page counts them) and whole lines for a next-token model."""
-    right, lines = sum(p["correct"] for p in predictions), len(predictions)
-    line_text = f"{right} of {lines} line{'s' * (lines != 1)}"
-    if not predictions[0].get("next_token", False):
-        return f"Predictions of the trained model: {line_text} right (the whole answer)"
-    tokens = sum(p["tokens_right"] for p in predictions)
-    counted = sum(p["tokens_counted"] for p in predictions)
-    share = f" ({percent(tokens / counted)})" if counted else ""
-    return (f"Next-token predictions of the trained model: {tokens} of {counted} next tokens right{share} where the "
-            f"rule has an answer · {line_text} right at every such token")
-
-
-def show_predictions(predictions) -> None:
-    """The trained model's answer for each source line next to the expected one."""
-    next_token = predictions[0].get("next_token", False)
-    with st.expander(predictions_label(predictions), expanded=True):
-        if next_token:
-            st.caption("After each token, the model's most probable next token; expected: the in-context rule (what "
-                       "followed that token's latest earlier occurrence, · where it did not occur before). Right: the "
-                       "two agree wherever the rule has an answer.")
-        # what was predicted first, marked right (✓) or wrong (✗), and the long source last: on a phone the table
-        # shows its first columns and the source scrolls
-        st.dataframe(
-            [{"line": i + 1, "prediction": f"{'✓' if p['correct'] else '✗'} {p['prediction']}",
-              "expected": p["expected"],
-              **({"next tokens right": f"{p['tokens_right']} of {p['tokens_counted']}"} if next_token else {}),
-              "source": p["source"]} for i, p in enumerate(predictions)],
-            hide_index=True,
-        )
 
 
 @door(max_entries=16)

@@ -179,14 +179,14 @@ def test_a_driver_without_a_gpu_in_tensorflow_gets_a_notice_with_the_fix(tmp_pat
 
 
 def test_the_status_line_gives_the_gpus_memory_in_use_and_total(monkeypatch):
-    from ui import data
+    from ui import run_views
 
-    monkeypatch.setattr(data.service, "memory_in_use", lambda device: (int(0.5 * 2**30), 24 * 2**30) if "GPU" in device
-                        else None)
-    assert data.memory_text("/GPU:0") == "**GPU memory** 0.50 / 24.0 GB"
-    assert data.memory_text("/CPU:0") == ""
-    monkeypatch.setattr(data.service, "memory_in_use", lambda device: (2**30, None))  # the driver gave no total
-    assert data.memory_text("/GPU:0") == "**GPU memory** 1.00 GB"
+    monkeypatch.setattr(run_views.service, "memory_in_use", lambda device: (int(0.5 * 2**30), 24 * 2**30)
+                        if "GPU" in device else None)
+    assert run_views.memory_text("/GPU:0") == "**GPU memory** 0.50 / 24.0 GB"
+    assert run_views.memory_text("/CPU:0") == ""
+    monkeypatch.setattr(run_views.service, "memory_in_use", lambda device: (2**30, None))  # the driver gave no total
+    assert run_views.memory_text("/GPU:0") == "**GPU memory** 1.00 GB"
 
 
 @pytest.mark.slow
