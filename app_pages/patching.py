@@ -56,7 +56,7 @@ if not _patchable(model):
                     key=lambda name: (name not in choices.PATCH_MODELS, name))
     st.info("Patching needs a trained model whose task says what the right answer is and how to corrupt a line "
             f"({', '.join(sorted(CORRUPTIONS))}): the sidebar's **Weights** are "
-            f"{weights_label(model).lower() if model_config.supports(model).shape else weights_label(model)}. "
+            f"{'seeded random weights' if model_config.supports(model).shape else as_text(weights_label(model))}. "
             "A model from outside runs without the lab's hook, so it cannot be patched. Choose one here or under "
             "Weights.", icon=":material/call_split:")
     with st.container(horizontal=True):

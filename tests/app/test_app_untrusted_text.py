@@ -28,7 +28,7 @@ def test_as_text_escapes_what_markdown_and_streamlit_read_and_keeps_the_text():
     assert re.sub(r"\\(.)", r"\1", escaped) == INJECTED  # every character still there, only escaped
 
 
-@pytest.mark.parametrize("page", ["attention", "masks", "dot_product_lab"])
+@pytest.mark.parametrize("page", ["attention", "masks", "dot_product_lab", "patching"])
 def test_no_field_of_a_link_turns_into_markdown_on_the_page(page):
     query = {key: INJECTED for key in FIELDS}
     at = open_page(page, query)
@@ -44,3 +44,14 @@ def test_typed_lines_and_pads_are_echoed_as_text(field):
     no_errors(at)
     active = [text for text in _echoed(at) if ACTIVE.search(text)]
     assert not active, active[:3]
+
+
+def test_the_patching_pages_lines_and_fields_are_echoed_as_text():
+    """A trained model's Patching page with every field of its own from the link: the typed lines reach its error
+    (not of the task's form) and the ignored values its notices, escaped."""
+    query = {key: INJECTED for key in FIELDS if key.startswith("pt_")}
+    at = open_page("patching", {**query, "weights": "copy"})
+    assert not at.exception
+    active = [text for text in _echoed(at) if ACTIVE.search(text)]
+    assert not active, active[:3]
+    assert any("copy task reads the symbols" in text for text in _echoed(at))
