@@ -40,12 +40,12 @@ if not is_measured(weights, count, 0, device):
     with offer.container():
         asked = st.button(f"Score the six methods on {count} examples", type="primary",
                           help="Kept for this server's sessions (and across restarts, in the data directory).")
-        st.caption("Flow solves a maximum flow for every source token and output token: about 1 s an example for "
-                   "dates (28 source characters), 0.3 s for the symbol tasks, on two cores.")
+        st.caption(f"Flow solves a maximum flow for every source token and output token. Scoring costs "
+                   f"{data.price_text('faithfulness', weights, count=count, seed=0, device=device)}.")
     if not asked:
         st.stop()
     offer.empty()
-    with st.spinner(f"Scoring six methods on {count} examples of {task_of(weights)}…"):
+    with st.spinner(f"Scoring six methods on {count} examples of {task_of(weights)}…"), data.pressed():
         data.faithfulness(weights, count, device)
 scores = data.faithfulness(weights, count, device)
 class_room.offer("explanations", class_room.method_asked(METHODS, scores.top1, task_of(weights)))

@@ -124,13 +124,15 @@ if not measured(weights, count, kind, 0, device):
                               help="Each head ablated in turn: the loss (teacher forced) and exact accuracy (greedy "
                               "decoding) on fresh examples. Kept for this server's sessions.")
     if not asked:
-        st.caption(f"{len(triples) + 1} runs of the model on {count} examples each (about 10 s for 200 on two cores).")
+        st.caption(f"{len(triples) + 1} runs of the model on {count} examples each: "
+                   f"{data.price_text('head_importance', weights, count=count, kind=kind, seed=0, device=device)}.")
         st.stop()
     bar = st.progress(0.0, text="Measuring the model as it is")
-    data.measure_ablation(weights, (), count, kind, device)
-    for done, triple in enumerate(triples, start=1):
-        bar.progress(done / len(triples), text=f"Ablating {head_label(triple)} ({done} of {len(triples)})")
-        data.measure_ablation(weights, (triple,), count, kind, device)
+    with data.pressed():  # the button was the press: a costly measure runs in the background lane
+        data.measure_ablation(weights, (), count, kind, device)
+        for done, triple in enumerate(triples, start=1):
+            bar.progress(done / len(triples), text=f"Ablating {head_label(triple)} ({done} of {len(triples)})")
+            data.measure_ablation(weights, (triple,), count, kind, device)
     bar.empty()
 importance = data.head_importance(weights, count, kind, device)
 st.markdown(f"The model as it is: loss **{importance.loss:.3f}**, exact accuracy **{importance.accuracy:.1%}** on "

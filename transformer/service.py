@@ -48,6 +48,7 @@ from transformer.core.shape import (
 from transformer.external import MAX_TOKENS, upload_limit_bytes
 from transformer.external import registry as _registry
 from transformer.external.registry import EXTERNAL, check_key, is_external, preset_key
+from transformer.live import calibration as _calibration
 from transformer.live import decode as _decode
 from transformer.live import faithfulness as _faithfulness
 from transformer.live import head_roles as _head_roles
@@ -55,6 +56,7 @@ from transformer.live import images as _images
 from transformer.live import importance as _importance
 from transformer.live import induction as _induction
 from transformer.live import patching as _patching
+from transformer.live import prices as _prices
 from transformer.live import query_key as _query_key
 from transformer.live import run as _run
 from transformer.live import score_terms as _score_terms
@@ -72,11 +74,12 @@ from transformer.live.head_roles import (
 from transformer.live.heavy import LaneFull
 from transformer.live.heavy import lane as heavy_lane
 from transformer.live.images import IMAGE_MODELS, example_image, image_task
-from transformer.live.importance import head_importance, heads_of, measured
+from transformer.live.importance import heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
 from transformer.live.patching import METRIC_LABELS as PATCH_METRIC_LABELS
 from transformer.live.patching import metrics_of as patch_metrics_of
+from transformer.live.priced_calls import NeedsLane, PricedCall, call_key, prepaid, shared_engine
 from transformer.live.run_cost import RunCost, check_cost, measure_cost
 from transformer.live.sources import (
     EXTERNAL_EXAMPLE,
@@ -100,7 +103,8 @@ from transformer.runtime.device import (
     resolve_device,
     visible_gpus,
 )
-from transformer.runtime.engine_thread import EngineStopped, on_engine_thread
+from transformer.runtime.engine_rate import engine_rate
+from transformer.runtime.engine_thread import EngineStopped
 from transformer.tasks import TASKS, get_task
 from transformer.tasks.corruption import CORRUPTIONS, DATE_PARTS
 from transformer.tasks.dates import date_text
@@ -131,34 +135,47 @@ from transformer.training.vision_kept import register_vision as _register_vision
 
 TF_VERSION = tf.__version__
 # What computes runs on the one engine thread (transformer.runtime.engine_thread), wrapped here, the one door (the
-# package face re-exports what it serves); the engine's own modules call each other directly, already on it.
-attention_cost = on_engine_thread(_cost.attention_cost)
-position_views = on_engine_thread(_position_views.position_views)
-describe = on_engine_thread(_registry.describe)
-upload = on_engine_thread(_registry.upload)
-decode = on_engine_thread(_decode.decode)
-head_roles = on_engine_thread(_head_roles.head_roles)
-measure_ablation = on_engine_thread(_importance.measure)
-induction_study = on_engine_thread(_induction.induction_study)
-faithfulness = on_engine_thread(_faithfulness.faithfulness)
-example_maps = on_engine_thread(_faithfulness.example_maps)
-read_image = on_engine_thread(_images.read_image)
-query_key_space = on_engine_thread(_query_key.query_key_space)
-run_live = on_engine_thread(_run.run_live)
-read_lines = on_engine_thread(_run.read_lines)  # the lines as the model reads them, no attention computed
-line_count = on_engine_thread(_run.line_count)  # its masks are made (and cached) by TensorFlow, as run_live's
-sequence_lengths = on_engine_thread(_run.sequence_lengths)
-attention_walkthrough = on_engine_thread(_walkthrough.attention_walkthrough)
-keras_difference = on_engine_thread(_walkthrough.keras_difference)
-score_terms = on_engine_thread(_score_terms.score_terms)  # why a head attends: its scores split by parts
-patching_line = on_engine_thread(_patching.default_line)  # a fresh clean line of a model's task
-patching_study = on_engine_thread(_patching.patching_study)  # one patching map (activation or path patching)
-patching_cell = on_engine_thread(_patching.cell_runs)  # a map's cell: the clean, patched and corrupted runs
-value_norms = on_engine_thread(_value_norms.value_norms)  # how much a head moves: ‖α·f(x)‖ (Kobayashi et al.)
-warm_up_device = on_engine_thread(_warm_up.warm_up_device)
-rebuild_trained = on_engine_thread(worker.rebuild)  # a finished job's weights into a model
-register_vision = on_engine_thread(_register_vision)  # a finished image job's weights into a kept model
-run_cost = on_engine_thread(_run.run_cost)  # what a run_live would cost, before it runs (it reads the lines)
+# package face re-exports what it serves), each with its price (transformer.live.prices): where the engine thread is
+# shared (`shared_engine`), a call priced over the light budget raises `NeedsLane` instead of running there. The
+# engine's own modules call each other directly, already on it.
+attention_cost = PricedCall("attention_cost", _cost.attention_cost, _prices.attention_cost)
+position_views = PricedCall("position_views", _position_views.position_views, _prices.position_views)
+describe = PricedCall("describe", _registry.describe, _prices.describe, lane=False)  # it loads into this server
+upload = PricedCall("upload", _registry.upload, _prices.upload, lane=False)
+decode = PricedCall("decode", _decode.decode, _prices.decode)
+head_roles = PricedCall("head_roles", _head_roles.head_roles, _prices.head_roles)
+measure_ablation = PricedCall("measure_ablation", _importance.measure, _prices.measure_ablation,
+                              keep=_importance.keep_measure)
+head_importance = PricedCall("head_importance", _importance.head_importance, _prices.head_importance)
+induction_study = PricedCall("induction_study", _induction.induction_study, _prices.induction_study)
+faithfulness = PricedCall("faithfulness", _faithfulness.faithfulness, _prices.faithfulness,
+                          keep=_faithfulness.keep_scores)
+example_maps = PricedCall("example_maps", _faithfulness.example_maps, _prices.example_maps)
+read_image = PricedCall("read_image", _images.read_image, _prices.read_image)
+query_key_space = PricedCall("query_key_space", _query_key.query_key_space, _prices.query_key_space)
+run_live = PricedCall("run_live", _run.run_live, _prices.run_live)
+read_lines = PricedCall("read_lines", _run.read_lines, _prices.read_lines)  # the lines as the model reads them
+line_count = PricedCall("line_count", _run.line_count, _prices.line_count)  # its masks are made (and cached) by
+sequence_lengths = PricedCall("sequence_lengths", _run.sequence_lengths, _prices.sequence_lengths)  # TensorFlow
+attention_walkthrough = PricedCall("attention_walkthrough", _walkthrough.attention_walkthrough,
+                                   _prices.attention_walkthrough)
+keras_difference = PricedCall("keras_difference", _walkthrough.keras_difference, _prices.keras_difference)
+score_terms = PricedCall("score_terms", _score_terms.score_terms, _prices.score_terms)  # why a head attends
+patching_line = PricedCall("patching_line", _patching.default_line, _prices.patching_line)  # a fresh clean line
+patching_study = PricedCall("patching_study", _patching.patching_study, _prices.patching_study)  # one map
+patching_cell = PricedCall("patching_cell", _patching.cell_runs, _prices.patching_cell)  # a cell's three runs
+value_norms = PricedCall("value_norms", _value_norms.value_norms, _prices.value_norms)  # ‖α·f(x)‖ (Kobayashi et al.)
+warm_up_device = PricedCall("warm_up_device", _warm_up.warm_up_device, _prices.warm_up_device, lane=False)
+rebuild_trained = PricedCall("rebuild_trained", worker.rebuild, _prices.rebuild_trained, lane=False)  # kept here
+register_vision = PricedCall("register_vision", _register_vision, _prices.register_vision, lane=False)
+run_cost = PricedCall("run_cost", _run.run_cost, _prices.run_cost, lane=False)  # a run_live's, read off its lines
+calibrate = PricedCall("calibrate", _calibration.calibrate, _calibration.price, lane=False)  # at start-up
+
+
+def price_of(call: PricedCall, *args, **kwargs) -> RunCost:
+    """What ``call`` (one of the door's) would cost with these arguments; ValueError on arguments it refuses."""
+    return call.price(*args, **kwargs)
+
 
 __all__ = ["TF_VERSION", "device_label", "data_dir",
            "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
@@ -192,4 +209,5 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "PATCH_METRICS", "PATCH_METRIC_LABELS", "PATCH_SIDES", "patch_metrics_of", "patching_cell", "patching_line",
            "patching_study",
            "ModelSource", "External", "RandomWeights", "Trained", "source_of",
-           "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost"]
+           "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",
+           "NeedsLane", "PricedCall", "call_key", "prepaid", "shared_engine", "price_of", "calibrate", "engine_rate"]

@@ -7,8 +7,10 @@ around every call costs a timer thread and a message to the browser on each reru
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -41,9 +43,41 @@ def door(max_entries: int | None = 8, spinner: str | bool = COMPUTING, status: C
     return wrap
 
 
-def _or_stop(compute, *args, **kwargs):
+_PRESSED = threading.local()  # .pressed: inside `pressed()`, the page's own button asked for what runs
+
+
+@contextlib.contextmanager
+def pressed():
+    """Within it, a call priced past the light budget goes to the background lane without asking again: the
+    page's own button (Score, Measure) was the press, and said the price beside it (`price_text`)."""
+    before = getattr(_PRESSED, "pressed", False)
+    _PRESSED.pressed = True
     try:
-        return compute(*args, **kwargs)
+        yield
+    finally:
+        _PRESSED.pressed = before
+
+
+def price_text(call_name: str, *args, **kwargs) -> str:
+    """What the door's ``call_name`` would cost with these arguments, in words, and where it would run."""
+    cost = _or_stop(getattr(service, call_name).price, *args, **kwargs)
+    lane = "in the background lane" if cost.heavy else "at once"
+    return f"{cost.what}: {cost.text()}, {lane}"
+
+
+def _or_stop(compute, *args, **kwargs):
+    """``compute(*args, **kwargs)`` with the engine thread shared: a call priced past the light budget runs in the
+    background lane after a press (`ui.heavy_runs`), then ``compute`` again with that result; on bad input a
+    message, and the page stops."""
+    try:
+        with service.shared_engine():
+            return compute(*args, **kwargs)
+    except service.NeedsLane as needs:
+        result = heavy_result(needs.name, needs.cost, *needs.args, pressed=getattr(_PRESSED, "pressed", False),
+                              **needs.kwargs)
+        needs.keep(result)
+        with service.prepaid(needs, result):
+            return _or_stop(compute, *args, **kwargs)
     except ValueError as error:
         st.error(as_text(error), icon=":material/warning:")  # "Received: …" may quote a typed line
     except Exception as error:  # the engine failed on valid-looking input: say so, keep the app alive

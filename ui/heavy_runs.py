@@ -11,9 +11,9 @@ import time
 
 import streamlit as st
 
-from transformer.service import LaneFull, check_cost, heavy_lane
+from transformer.service import LaneFull, LiveConfig, call_key, check_cost, heavy_lane, is_external
 from ui import state
-from ui.runtime import session_alive, session_id
+from ui.runtime import client_address, session_alive, session_id
 from ui.text import as_text
 
 KEPT_RESULTS = 4  # finished heavy results kept by the process, the newest
@@ -25,7 +25,7 @@ _RESULTS_LOCK = threading.Lock()
 def heavy_result(call: str, cost, *args, pressed: bool = False, **kwargs):
     """The result of ``call(*args, **kwargs)`` in the background lane, once this session pressed for it (or
     ``pressed``: the page's own button asked already); the page stops with a message until then, and on failure."""
-    key = (call, args, tuple(sorted(kwargs.items())))
+    key = call_key(call, args, kwargs)
     with _RESULTS_LOCK:
         if key in _RESULTS:
             _RESULTS.move_to_end(key)
@@ -36,7 +36,8 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, **kwargs):
         _ask(cost, lane.gflops)
     state.setdefault(state.HEAVY_PRESSED, set()).add(key)
     lane.owner_alive = session_alive
-    run = _stop_on_error(lane.submit, session_id(), call, *args, flops=cost.flops, **kwargs)
+    run = _stop_on_error(lane.submit, session_id(), call, *args, flops=cost.flops, client=client_address(),
+                         memory=_memory_bound(cost, args, kwargs), **kwargs)
     _follow(lane, run, cost)
     if run.status != "done":
         st.error(as_text(run.error or "The background run was cancelled."), icon=":material/warning:")
@@ -46,6 +47,12 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, **kwargs):
         while len(_RESULTS) > KEPT_RESULTS:
             _RESULTS.popitem(last=False)
     return run.result
+
+
+def _memory_bound(cost, args: tuple, kwargs: dict) -> int:
+    """An outside model's run is bounded by its estimate (the lane's address-space limit); the lab's own are not."""
+    configs = [value for value in (*args, *kwargs.values()) if isinstance(value, LiveConfig)]
+    return 2 * cost.bytes if any(is_external(config.weights) for config in configs) else 0
 
 
 def _ask(cost, gflops) -> None:

@@ -89,13 +89,17 @@ class _NoPageHere(logging.Filter):
 
 def _warm_up() -> None:
     """Compute what a page's first visit would otherwise wait for: Home's run (the dates model reading today's date),
-    then the Dot-product lab's experiment; on a GPU, launch the default model's kernels once now (4–5 s on an H200)
+    the engine's speed that prices every request (`transformer.live.calibration`), then the Dot-product lab's
+    experiment; on a GPU, launch the default model's kernels once now (4–5 s on an H200)
     rather than at the first request."""
     from transformer import service
     from ui import data
 
     try:
         data.warm_home()  # first: a server's first visit is usually Home's
+        rate = service.calibrate()  # the engine seconds every request's price is read in (about 1 s)
+        print(f"Attention Lab: the engine computes {rate.gflops:,.0f} GFLOP/s, {rate.call_seconds * 1000:,.0f} ms a "
+              "model call, on this machine.", flush=True)
         data.scaling_experiment()
         device = service.warm_up_device()
     except service.EngineStopped:  # the server is stopping (Ctrl-C, a replica's restart): nothing to warm up for

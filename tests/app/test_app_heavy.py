@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from app_support import no_errors, open_page, specs, weight_panels
 
-from transformer.live.run_cost import LIGHT_GFLOP_ENV, MAX_GFLOP_ENV
+from transformer.live.run_cost import LIGHT_SECONDS_ENV, MAX_GFLOP_ENV
 from ui import heavy_runs
 
 pytestmark = pytest.mark.slow  # the background lane's child imports TensorFlow
@@ -17,7 +17,7 @@ def test_a_costly_link_waits_for_a_press_then_draws_what_the_engine_draws(monkey
     light = open_page("attention", LINK)
     no_errors(light)
     expected = weight_panels(specs(light)[0])
-    monkeypatch.setenv(LIGHT_GFLOP_ENV, "0.000001")
+    monkeypatch.setenv(LIGHT_SECONDS_ENV, "0.000001")
     heavy_runs._RESULTS.clear()
     at = open_page("attention", LINK)
     no_errors(at)
@@ -48,7 +48,7 @@ def test_a_link_past_the_hard_limit_is_refused_with_its_figures_and_no_button(mo
 def test_the_views_of_a_costly_run_compute_in_the_background_lane_too(monkeypatch):
     """A pressed run's norms grid and score terms run one line of the same model: on the shared engine thread they
     would cost up to as much as the run itself, so they go to the lane with the page's press."""
-    monkeypatch.setenv(LIGHT_GFLOP_ENV, "0.000001")
+    monkeypatch.setenv(LIGHT_SECONDS_ENV, "0.000001")
     heavy_runs._RESULTS.clear()
     at = open_page("attention", {**LINK, "cells": "norms", "view": "Score terms"})
     [button for button in at.button if button.label == "Run it"][0].click().run(timeout=240)

@@ -17,7 +17,7 @@ LONG = ("attention?d_model=512&heads=8&d_ff=1024&layers=6&seq_len=4096&src="  # 
 @pytest.fixture(scope="module")
 def server():
     require_chromium()
-    with streamlit_server(with_process=True, env={"ATTENTION_LAB_LIGHT_GFLOP": "0.000001"}) as served:
+    with streamlit_server(with_process=True, env={"ATTENTION_LAB_LIGHT_SECONDS": "0.000001"}) as served:
         yield served
 
 

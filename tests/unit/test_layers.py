@@ -115,10 +115,11 @@ def test_the_door_test_fails_on_a_side_door(tmp_path):
 
 
 def test_the_engine_thread_is_applied_at_the_doors_only():
-    """What computes runs on the engine thread because the one door wraps it (`on_engine_thread` in the service;
-    the package face re-exports it); the engine's modules call each other directly."""
+    """What computes runs on the engine thread because the one door wraps it (`PricedCall` in the service, which
+    applies `on_engine_thread` with the call's price; the package face re-exports it); the engine's modules call each
+    other directly."""
     applied = sorted(module_name(path) for path in ENGINE.rglob("*.py") if "on_engine_thread" in path.read_text())
-    assert applied == ["transformer.runtime.engine_thread", "transformer.service"]
+    assert applied == ["transformer.live.priced_calls", "transformer.runtime.engine_thread", "transformer.service"]
 
 
 # Where a model comes from is read in one place: `transformer.live.sources.source_of` (with the registry that owns

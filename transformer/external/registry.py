@@ -156,7 +156,8 @@ class ExternalRegistry:
             aside = path.with_name(f"{rest}.set-aside")
             path.replace(aside)
             raise ValueError(f"The uploaded model {rest[:12]}… kept on this server is damaged: its file changed on "
-                             f"disk since it was uploaded. It was set aside as {aside}; upload the file again.")
+                             "disk since it was uploaded. It was set aside in the server's uploads folder (its "
+                             "name ends in .set-aside); upload the file again.")
         os.utime(path)  # opened now: the last upload to go when the data budget is reached
         try:
             return load(path, f"upload {rest[:12]}")
@@ -202,6 +203,19 @@ class ExternalInfo:
                 "drawn grey), the others bidirectional")
 
 
+def stored_bytes(key: str) -> int:
+    """The bytes a model from outside loads from: an upload's kept file, a preset's folder (0 where it is not here:
+    loading it then fails with its own message)."""
+    check_key(key)
+    kind, _, rest = key.partition(":")
+    if kind == "upload":
+        path = EXTERNAL._upload_path(rest)
+        return path.stat().st_size if path.exists() else 0
+    served = os.environ.get(PRESETS_DIR_ENV)
+    folder = Path(served) / rest if served and PRESET_NAME.match(rest) else None
+    return folder_bytes(folder) if folder is not None and folder.is_dir() else 0
+
+
 def info(key: str, model: ExternalModel) -> ExternalInfo:
     """What the sidebar says of ``model``, read off it (its masks: one run of three tokens)."""
     return ExternalInfo(key, model.name, "decoder-only" if model.causal else "encoder-only", model.num_layers,
@@ -218,4 +232,4 @@ def upload(data: bytes, filename: str) -> ExternalInfo:
     return describe(EXTERNAL.add_upload(data, filename))
 
 __all__ = ["BUDGET_ENV", "EXTERNAL", "PRESETS_DIR_ENV", "UPLOAD_DIR_ENV", "ExternalInfo", "ExternalRegistry",
-           "check_key", "describe", "is_external", "model_bytes", "upload"]
+           "check_key", "describe", "is_external", "model_bytes", "stored_bytes", "upload"]

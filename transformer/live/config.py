@@ -10,6 +10,8 @@ from transformer.core.shape import ModelShape, check_architecture, check_norm, c
 from transformer.runtime.device import resolve_device
 
 VOCAB_SIZE = 1000  # ids 0..999; shared by source and target
+ROLES_MAX_LINES = 64  # lines a head-roles study scores at most (`transformer.live.head_roles`)
+PROMPT_STEPS = 8  # tokens a decoder-only model with random weights adds to its prompt (`transformer.live.decode`)
 MAX_SEQ_LEN = 4096  # above transformer.core.blockwise.FULL_ATTENTION_MAX (512) attention runs block-wise
 ATTENTION_BUDGET_BYTES = 256 * 2**20  # all attention weights of one run, float32
 

@@ -10,13 +10,11 @@ import tensorflow as tf
 from transformer.core import tokens
 from transformer.core.ablation import active_heads
 from transformer.decoding.search import Decoding, Line, Step, check_settings, chooser, run_steps
-from transformer.live.config import VOCAB_SIZE, LiveConfig
+from transformer.live.config import PROMPT_STEPS, VOCAB_SIZE, LiveConfig
 from transformer.live.plan import Resolved, ablation_means, resolved
 from transformer.runtime.device import device_label
 from transformer.tasks import END, END_ID, START_ID
 from transformer.training.pretrained import Pretrained, load_pretrained
-
-PROMPT_STEPS = 8  # tokens a decoder-only model with random weights adds to its prompt
 
 
 def _prompt_line(config: LiveConfig, text: str):

@@ -21,7 +21,7 @@ from transformer.analysis.heads import (
 )
 from transformer.core import tokens
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, family_mask, size_range
-from transformer.live.config import LiveConfig
+from transformer.live.config import ROLES_MAX_LINES, LiveConfig
 from transformer.live.result import stack_sides
 from transformer.live.run import run_live
 from transformer.live.sources import source_of
@@ -29,7 +29,7 @@ from transformer.tasks import get_task
 
 PATTERN_FAMILIES = tuple(family for family in MASK_FAMILIES if family != "paper")  # the paper's has no one pattern
 LINE_SOURCES = ("lines", "repeated", "examples")  # the sidebar's lines, a random segment written twice, the task's
-MAX_LINES = 64
+MAX_LINES = ROLES_MAX_LINES
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,12 @@
 here, one at a time, in a child process of low priority (``ATTENTION_LAB_HEAVY_NICE``, 19 by default), so another
 session's move never waits behind them: the child computes when the server's own threads leave a core free.
 
-A run belongs to an owner (a session). An owner has one run at most: a new one replaces its last. A run whose owner
-has gone (`HeavyLane.owner_alive`) or that is cancelled leaves the queue, or, running, ends with its process (killed
-at once; the next run starts a fresh one). ``python -m transformer.live.heavy FD NICENESS`` is the child.
+A run belongs to an owner (a session) and a client (the address it comes from). An owner has one run at most: a new
+one replaces its last; a client has one running and one waiting at most (`CLIENT_LIMIT`): five tabs of one person
+hold no more of the lane than two. A run whose owner has gone (`HeavyLane.owner_alive`) or that is cancelled leaves
+the queue, or, running, ends with its process (killed at once; the next run starts a fresh one). The child lowers its
+priority before it imports anything (`CHILD`); a run given a ``memory`` bound runs under an address-space limit of
+that much more than the child holds (`RLIMIT_AS`), so a wrong estimate ends that run, never the server.
 """
 
 from __future__ import annotations
@@ -25,15 +28,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NICE_ENV = "ATTENTION_LAB_HEAVY_NICE"
 QUEUE_LIMIT = 4  # runs waiting at most (a new one past this is refused with a message)
+CLIENT_LIMIT = 2  # runs of one client in the lane at once: one running, one waiting
+MEMORY_HEADROOM = 1 << 30  # bytes beyond a bounded run's estimate that its address space may grow by
+# The child: its priority lowered first, then the engine imported (TensorFlow's import alone is 30 s of a core)
+CHILD = ("import os, sys; os.nice(int(sys.argv[2])); import runpy; "
+         "runpy.run_module('transformer.live.heavy', run_name='__main__', alter_sys=True)")
 IDLE_SECONDS = 300.0  # a child with no run for this long ends (its memory goes back); the next run starts another
-CALLS = {  # what the lane runs: a name the page gives, the function the child calls
-    "run_live": "transformer.live.run:run_live",
-    "attention_cost": "transformer.analysis.cost:attention_cost",
-    "value_norms": "transformer.live.value_norms:value_norms",  # the Attention page's views of a costly run
-    "score_terms": "transformer.live.score_terms:score_terms",
-    "attention_walkthrough": "transformer.live.walkthrough:attention_walkthrough",
-    "keras_difference": "transformer.live.walkthrough:keras_difference",
-}
+CALLS: dict[str, str] = {}  # what the lane runs: a door's name -> the function the child calls (`allow`)
+
+
+def allow(name: str, target: str) -> None:
+    """Let the lane run the door's call ``name``: ``target``, ``"module:function"`` of the engine's own."""
+    if not target.startswith("transformer."):
+        raise ValueError(f"The background lane runs the engine's own functions. Received: {target!r}")
+    CALLS[name] = target
 
 
 @dataclass(eq=False)
@@ -46,6 +54,8 @@ class HeavyRun:
     args: tuple
     kwargs: dict
     flops: float = 0.0
+    client: str = ""
+    memory: int = 0  # a bound on the bytes the run may add to the child's address space (0: none)
     key: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     status: str = "waiting"
     result: object = None
@@ -62,7 +72,7 @@ class HeavyRun:
 
 
 class LaneFull(ValueError):
-    """A run refused: `QUEUE_LIMIT` runs wait already."""
+    """A run refused: `QUEUE_LIMIT` runs wait already, or its client has `CLIENT_LIMIT` in the lane."""
 
 
 class HeavyLane:
@@ -83,22 +93,30 @@ class HeavyLane:
         self._thread = threading.Thread(target=self._dispatch, name="heavy-lane", daemon=True)
         self._thread.start()
 
-    def submit(self, owner: str, call: str, *args, flops: float = 0.0, **kwargs) -> HeavyRun:
-        """``call`` (a `CALLS` name) of ``args`` for ``owner``: the owner's run of the same call if it has one, else
-        a new one in place of the owner's last; `LaneFull` past `QUEUE_LIMIT` waiting."""
+    def submit(self, owner: str, call: str, *args, flops: float = 0.0, client: str = "", memory: int = 0,
+               **kwargs) -> HeavyRun:
+        """``call`` (a `CALLS` name) of ``args`` for ``owner`` of ``client``: the owner's run of the same call if it
+        has one, else a new one in place of the owner's last; `LaneFull` past `QUEUE_LIMIT` waiting or past
+        `CLIENT_LIMIT` runs of ``client``. ``memory``: the run's address-space bound beyond the child's (0: none)."""
         if call not in CALLS:
             raise ValueError(f"The background lane runs {sorted(CALLS)}. Received: {call!r}")
         with self._lock:
-            mine = [run for run in [self._running, *self._waiting] if run is not None and run.owner == owner]
+            queued = [run for run in [self._running, *self._waiting] if run is not None]
+            mine = [run for run in queued if run.owner == owner]
             for run in mine:
                 if run.same(call, args, kwargs):
                     return run
+            theirs = [run for run in queued if client and run.client == client and run.owner != owner]
+            if len(theirs) >= CLIENT_LIMIT:
+                raise LaneFull(f"{len(theirs)} long runs from your address are in the background lane already (one "
+                               "running, one waiting is the most): wait for one to finish, or close the tab that "
+                               "asked for it.")
             for run in mine:
                 self._cancel(run)
             if len(self._waiting) >= QUEUE_LIMIT:
                 raise LaneFull(f"{len(self._waiting)} long runs are waiting for the background lane, the most this "
                                "server queues: try again in a minute.")
-            run = HeavyRun(owner, call, args, kwargs, flops)
+            run = HeavyRun(owner, call, args, kwargs, flops, client, memory)
             self._waiting.append(run)
             self._start_next()
         return run
@@ -150,15 +168,15 @@ class HeavyLane:
         run.status, run.started = "running", time.monotonic()
         self._running = run
         try:
-            self._connection.send((run.key, run.call, run.args, run.kwargs))
+            self._connection.send((run.key, CALLS[run.call], run.args, run.kwargs, run.memory))
         except OSError:  # the child died meanwhile: the dispatcher fails the run
             pass
 
     def _start_child(self) -> None:
         ours, theirs = socket.socketpair()
         path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
-        self._child = subprocess.Popen([sys.executable, "-m", "transformer.live.heavy", str(theirs.fileno()),
-                                        str(self.niceness)], pass_fds=[theirs.fileno()], cwd=ROOT,
+        self._child = subprocess.Popen([sys.executable, "-c", CHILD, str(theirs.fileno()), str(self.niceness)],
+                                       pass_fds=[theirs.fileno()], cwd=ROOT,
                                        env=dict(os.environ, PYTHONPATH=path), stdin=subprocess.DEVNULL)
         theirs.close()
         self._connection = Connection(ours.detach())
@@ -255,20 +273,51 @@ def lane() -> HeavyLane:
         return _LANE
 
 
+def _address_space() -> int:
+    """The bytes this process's address space holds now (its VmSize)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@contextlib.contextmanager
+def _bounded(memory: int):
+    """Within it, the address space may grow by ``memory`` and `MEMORY_HEADROOM` at most (0: no bound): an
+    allocation past it fails, and the run with it."""
+    import resource  # noqa: PLC0415  (POSIX only, as the lane is)
+
+    if not memory:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = _address_space() + memory + MEMORY_HEADROOM
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def _serve(fd: int, niceness: int) -> None:
-    """The child: take ``(key, call, args, kwargs)``, answer ``(key, "done", result)`` or ``(key, "failed",
-    message)``, until the parent closes its end."""
-    os.nice(niceness)
+    """The child: take ``(key, target, args, kwargs, memory)``, answer ``(key, "done", result)`` or ``(key,
+    "failed", message)``, until the parent closes its end. Its priority is lowered already (`CHILD`)."""
+    if os.nice(0) < niceness:  # started otherwise than by `CHILD`
+        os.nice(niceness - os.nice(0))
     connection = Connection(fd)
     while True:  # a call's module imports the package, and with it the engine's set-up (its CPU allocator, devices)
         try:
-            key, call, args, kwargs = connection.recv()
+            key, target, args, kwargs, memory = connection.recv()
         except (EOFError, OSError):
             return
-        module, name = CALLS[call].split(":")
+        module, name = target.split(":")
         try:
-            result = getattr(importlib.import_module(module), name)(*args, **kwargs)
+            with _bounded(memory):
+                result = getattr(importlib.import_module(module), name)(*args, **kwargs)
             connection.send((key, "done", result))
+        except MemoryError:
+            connection.send((key, "failed", "The background run needed more memory than its estimate allows, and "
+                                            "was stopped: fewer lines or a shorter length fit."))
         except ValueError as error:
             connection.send((key, "failed", str(error)))
         except Exception as error:  # the engine failed on valid-looking input: say so

@@ -123,20 +123,51 @@ _MEASURED: collections.OrderedDict = collections.OrderedDict()  # (name, ablate,
 MEASURES_KEPT = 2048
 
 
+def _keys(name: str, ablate: tuple, count: int, kind: str, seed: int, device: str) -> tuple[tuple, str]:
+    """A measure's key in this process and in the data directory, ``ablate`` checked against the model."""
+    model = load_pretrained(name, device).model
+    ablate = check_ablation(ablate, kind, model.stacks, model.num_layers, model.num_heads)
+    kept_key = json.dumps([model_identity(name), [list(triple) for triple in ablate], count, kind, seed, device])
+    return (name, ablate, count, kind, seed, device), kept_key
+
+
+def _recalled(key: tuple, kept_key: str) -> bool:
+    """Whether the measure of ``key`` is in this process, after looking in the data directory."""
+    if key not in _MEASURED and (found := recall("measures", kept_key)) is not None:
+        _MEASURED[key] = tuple(found)  # measured before this server (re)started: kept in the data directory
+    return key in _MEASURED
+
+
+def _keep(key: tuple, kept_key: str, value: tuple) -> None:
+    _MEASURED[key] = value
+    remember("measures", kept_key, list(value))
+    while len(_MEASURED) > MEASURES_KEPT:
+        _MEASURED.popitem(last=False)
+
+
+def is_kept(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
+            device: str = "/CPU:0") -> bool:
+    """Whether `measure` of these is kept (this process or the data directory): it then costs nothing."""
+    _check(count, kind)
+    return _recalled(*_keys(name, ablate, count, kind, seed, device))
+
+
+def keep_measure(value: tuple, name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
+                 device: str = "/CPU:0") -> None:
+    """Keep ``value``, a `measure` made elsewhere (the background lane's process), as if measured here."""
+    _keep(*_keys(name, ablate, count, kind, seed, device), tuple(value))
+
+
 def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
             device: str = "/CPU:0") -> tuple[float, float]:
     """``(loss, exact accuracy)`` of the trained model ``name`` with the heads ``ablate`` (``(stack, layer, head)``
     triples) ablated, on ``count`` fresh examples of its task drawn from ``seed``; remembered. ValueError for an
     unknown model, kind, count or head."""
     _check(count, kind)
-    pretrained = load_pretrained(name, device)
-    model = pretrained.model
-    ablate = check_ablation(ablate, kind, model.stacks, model.num_layers, model.num_heads)
-    key = (name, ablate, count, kind, seed, device)
-    kept_key = json.dumps([model_identity(name), [list(triple) for triple in ablate], count, kind, seed, device])
-    if key not in _MEASURED and (found := recall("measures", kept_key)) is not None:
-        _MEASURED[key] = tuple(found)  # measured before this server (re)started: kept in the data directory
-    if key not in _MEASURED:
+    model = load_pretrained(name, device).model
+    key, kept_key = _keys(name, ablate, count, kind, seed, device)
+    ablate = key[1]
+    if not _recalled(key, kept_key):
         examples = _examples(name, count, seed, device)
         active = active_heads(ablate, model.num_layers, model.num_heads)  # (S, L, H)
         means = _example_means(name, count, seed, device)  # (S, L, H, d_v)
@@ -145,10 +176,7 @@ def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero",
                                                       tf.constant(active), tf.constant(means)))
             predicted = greedy_decode(model, examples.src, examples.steps, (active, kind, means))
         right = [strip(row) == answer for row, answer in zip(predicted, examples.answers)]
-        _MEASURED[key] = (value, float(np.mean(right)))
-        remember("measures", kept_key, list(_MEASURED[key]))
-        while len(_MEASURED) > MEASURES_KEPT:
-            _MEASURED.popitem(last=False)
+        _keep(key, kept_key, (value, float(np.mean(right))))
     return _MEASURED[key]
 
 
@@ -161,9 +189,9 @@ def model_identity(name: str) -> str:
 
 
 def measured(name: str, count: int = 200, kind: str = "zero", seed: int = 0, device: str = "/CPU:0") -> bool:
-    """Whether every head of ``name`` has been measured with these settings (`head_importance` is then quick)."""
-    return all((name, triple, count, kind, seed, device) in _MEASURED
-               for triple in [(), *(((t),) for t in heads_of(name))])
+    """Whether every head of ``name`` has been measured with these settings, in this process or the data directory
+    (`head_importance` is then quick)."""
+    return all(is_kept(name, ablate, count, kind, seed, device) for ablate in [(), *(((t),) for t in heads_of(name))])
 
 
 def heads_of(name: str) -> list[tuple[str, int, int]]:
@@ -195,4 +223,5 @@ def head_importance(name: str, count: int = 200, kind: str = "zero", seed: int =
                       time.perf_counter() - started)
 
 
-__all__ = ["MAX_EXAMPLES", "Importance", "head_importance", "heads_of", "measure", "measured"]
+__all__ = ["MAX_EXAMPLES", "Importance", "head_importance", "heads_of", "is_kept", "keep_measure", "measure",
+           "measured"]

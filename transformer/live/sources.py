@@ -16,9 +16,9 @@ import tensorflow as tf
 
 from transformer.core import tokens
 from transformer.core.ablation import check_ablation
-from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, check_range
+from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, ModelShape, check_range
 from transformer.external import MAX_TOKENS
-from transformer.external.registry import check_key, is_external
+from transformer.external.registry import check_key, describe, is_external
 from transformer.live.config import VOCAB_SIZE, LiveConfig
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
 from transformer.live.model_cache import shape_key
@@ -34,6 +34,7 @@ RANDOM = "random"  # the ``weights`` value of seeded random weights
 TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"  # a model trained here on a task that is no longer known
 EXTERNAL_EXAMPLE = "The cat sat on the mat because the mat was warm.\nThe teacher told the student that she was right."
 EXTERNAL_IDS_EXAMPLE = "3 1 4 1 5 9 2 6\n2 7 1 8 2 8"  # a model from outside with no tokenizer reads ids
+OUTSIDE_VOCAB = 50_257  # a model from outside's output layer when priced (GPT-2's: the largest it reads here)
 EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces: longer than the lab's toy lines
 
 
@@ -113,6 +114,11 @@ class ModelSource:
         outside); None: the lab's own Keras model runs it."""
         return None
 
+    def priced_shape(self, config: LiveConfig | None) -> tuple:
+        """``(shape, vocabulary size)`` its runs are priced with (`transformer.live.prices`): the model's own, read
+        without running it."""
+        return config or LiveConfig(), VOCAB_SIZE
+
     def own_decoding(self, config: LiveConfig, text: str, device: str, max_steps: int | None, **settings):
         """`decode`'s `Decoding` of ``text`` (``settings``: sample, temperature, top_k, top_p, seed), for a model
         that decodes itself; None: the lab's own model decodes it."""
@@ -166,6 +172,9 @@ class Trained(ModelSource):
     def spec(self):
         return spec_of(self.weights)
 
+    def priced_shape(self, config: LiveConfig | None) -> tuple:
+        return self.spec(), VOCAB_SIZE  # its vocabulary is smaller: the lab's bound
+
     def task(self) -> str | None:
         return task_of(self.weights)
 
@@ -211,6 +220,14 @@ class External(ModelSource):
         raise ValueError(f"A model from outside ({self.weights}) is read through its attention weights, not run as "
                          "the lab's own model: one layer's intermediates and the Keras check are not available for "
                          "it.")
+
+    def priced_shape(self, config: LiveConfig | None) -> tuple:
+        """Its own layers, heads and width (a feed-forward of 4× the width), as the registry reads them off it: a
+        link's sidebar sizes never price it."""
+        info = describe(self.weights)
+        shape = ModelShape(d_model=max(info.width, info.heads), num_heads=info.heads, d_ff=4 * info.width,
+                           num_layers=info.layers, architecture="encoder-only")
+        return shape, OUTSIDE_VOCAB
 
     def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
         return encode_outside(config)  # each line at its own length, its masks its own: no TensorFlow op here

@@ -23,17 +23,24 @@ class EngineStopped(RuntimeError):
     thread may still be waiting there for a computation to end)."""
 
 
+def on_engine(thread: threading.Thread | None = None) -> bool:
+    """Whether ``thread`` (None: this one) is the engine thread."""
+    return (thread or threading.current_thread()).name.startswith("engine")
+
+
 def on_engine_thread(function):
-    """Run ``function`` on the engine thread (at once when already there)."""
+    """Run ``function`` on the engine thread (at once when already there). The wrapper says so (``on_engine``: a
+    test finds every such call of the door and asks for its price)."""
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        if threading.current_thread().name.startswith("engine"):
+        if on_engine():
             return function(*args, **kwargs)
         _IDLE_TRACER.busy()
         try:
             return _submit(function, *args, **kwargs).result()
         finally:
             _IDLE_TRACER.busy()
+    wrapper.on_engine = True
     return wrapper
 
 
