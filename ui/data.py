@@ -74,7 +74,7 @@ def _or_stop(compute, *args, **kwargs):
             return compute(*args, **kwargs)
     except service.NeedsLane as needs:
         result = heavy_result(needs.name, needs.cost, *needs.args, pressed=getattr(_PRESSED, "pressed", False),
-                              **needs.kwargs)
+                              memory=needs.memory, **needs.kwargs)
         needs.keep(result)
         with service.prepaid(needs, result):
             return _or_stop(compute, *args, **kwargs)

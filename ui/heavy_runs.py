@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from transformer.service import LaneFull, LiveConfig, call_key, check_cost, heavy_lane, is_external
+from transformer.service import LaneFull, call_key, check_cost, heavy_lane
 from ui import state
 from ui.runtime import client_address, session_alive, session_id
 from ui.text import as_text
@@ -22,9 +22,10 @@ _RESULTS: collections.OrderedDict = collections.OrderedDict()  # run key -> resu
 _RESULTS_LOCK = threading.Lock()
 
 
-def heavy_result(call: str, cost, *args, pressed: bool = False, **kwargs):
+def heavy_result(call: str, cost, *args, pressed: bool = False, memory: int = 0, **kwargs):
     """The result of ``call(*args, **kwargs)`` in the background lane, once this session pressed for it (or
-    ``pressed``: the page's own button asked already); the page stops with a message until then, and on failure."""
+    ``pressed``: the page's own button asked already); the page stops with a message until then, and on failure.
+    ``memory``: the bytes the run may add to the lane's address space (0: no bound; `NeedsLane.memory`)."""
     key = call_key(call, args, kwargs)
     with _RESULTS_LOCK:
         if key in _RESULTS:
@@ -37,7 +38,7 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, **kwargs):
     state.setdefault(state.HEAVY_PRESSED, set()).add(key)
     lane.owner_alive = session_alive
     run = _stop_on_error(lane.submit, session_id(), call, *args, flops=cost.flops, client=client_address(),
-                         memory=_memory_bound(cost, args, kwargs), **kwargs)
+                         memory=memory, **kwargs)
     _follow(lane, run, cost)
     if run.status != "done":
         st.error(as_text(run.error or "The background run was cancelled."), icon=":material/warning:")
@@ -47,12 +48,6 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, **kwargs):
         while len(_RESULTS) > KEPT_RESULTS:
             _RESULTS.popitem(last=False)
     return run.result
-
-
-def _memory_bound(cost, args: tuple, kwargs: dict) -> int:
-    """An outside model's run is bounded by its estimate (the lane's address-space limit); the lab's own are not."""
-    configs = [value for value in (*args, *kwargs.values()) if isinstance(value, LiveConfig)]
-    return 2 * cost.bytes if any(is_external(config.weights) for config in configs) else 0
 
 
 def _ask(cost, gflops) -> None:

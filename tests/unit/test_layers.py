@@ -119,7 +119,7 @@ def test_the_engine_thread_is_applied_at_the_doors_only():
     applies `on_engine_thread` with the call's price; the package face re-exports it); the engine's modules call each
     other directly."""
     applied = sorted(module_name(path) for path in ENGINE.rglob("*.py") if "on_engine_thread" in path.read_text())
-    assert applied == ["transformer.live.priced_calls", "transformer.runtime.engine_thread", "transformer.service"]
+    assert applied == ["transformer.live.priced_calls", "transformer.runtime.engine_thread"]
 
 
 # Where a model comes from is read in one place: `transformer.live.sources.source_of` (with the registry that owns

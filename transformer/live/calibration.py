@@ -16,10 +16,10 @@ from transformer.runtime.engine_rate import EngineRate, keep
 # model's (its small products use the cores less well), so estimates err towards the background lane, never from it
 # (d_model 256 gave 55 GFLOP/s here against this one's ~15; the probes' whole runs went at 13–16).
 LARGE_LINES, LARGE_N = 16, 128  # at most 16 lines a run (`transformer.core.tokens.MAX_LINES`)
-LARGE = LiveConfig(d_model=64, num_heads=4, d_ff=256, num_layers=2, seq_len=LARGE_N, architecture="encoder-only",
+LARGE = LiveConfig(seq_len=LARGE_N, architecture="encoder-only",  # the spec's default sizes: the trained models' own
                    source_text="\n".join(" ".join(f"w{(i * k) % 97}" for i in range(LARGE_N))
                                          for k in range(1, 2 * LARGE_LINES, 2)))
-SMALL = LiveConfig(architecture="encoder-only", num_layers=1)  # the default lines, one layer
+SMALL = LiveConfig(architecture="encoder-only")  # the default lines
 
 
 def _best(config: LiveConfig, device: str, repeats: int) -> float:

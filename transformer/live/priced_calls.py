@@ -39,6 +39,15 @@ class NeedsLane(Exception):
         super().__init__(f"{call.name} needs the background lane: {cost.what}, {cost.text()}")
         self.call, self.name, self.args, self.kwargs, self.cost = call, call.name, args, kwargs, cost
 
+    @property
+    def memory(self) -> int:
+        """The bytes its run may add to the lane's address space: twice the estimate for a model from outside (its
+        file, not the lab, says what it holds), no bound for the lab's own."""
+        from transformer.live.sources import source_of  # noqa: PLC0415
+
+        configs = [value for value in (*self.args, *self.kwargs.values()) if hasattr(value, "weights")]
+        return 2 * self.cost.bytes if any(source_of(config.weights).bounded for config in configs) else 0
+
     def keep(self, result) -> None:
         """What this server keeps of a call's result computed elsewhere (a measure, a score), as if made here."""
         if self.call.keep is not None:

@@ -34,6 +34,7 @@ RANDOM = "random"  # the ``weights`` value of seeded random weights
 TRAINED_EXAMPLE = "a b c d e f\nj i h g\nc a b e d"  # a model trained here on a task that is no longer known
 EXTERNAL_EXAMPLE = "The cat sat on the mat because the mat was warm.\nThe teacher told the student that she was right."
 EXTERNAL_IDS_EXAMPLE = "3 1 4 1 5 9 2 6\n2 7 1 8 2 8"  # a model from outside with no tokenizer reads ids
+FEED_FORWARD_RATIO = 4  # d_ff / d_model of the models read from outside (the paper's 2048 / 512, GPT-2's, BERT's)
 OUTSIDE_VOCAB = 50_257  # a model from outside's output layer when priced (GPT-2's: the largest it reads here)
 EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces: longer than the lab's toy lines
 
@@ -57,6 +58,7 @@ class ModelSource:
 
     kind: ClassVar[str]
     supports: ClassVar[Supports]
+    bounded: ClassVar[bool] = False  # a file from outside: its runs in the background lane are held to their estimate
 
     def __init__(self, weights: str):
         self.weights = weights
@@ -200,6 +202,7 @@ class External(ModelSource):
     own tokenizer and masks; nothing inside it is opened or changed."""
 
     kind = "outside"
+    bounded = True
     supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False, own_masks=False,
                         own_tokens=True)
 
@@ -225,7 +228,7 @@ class External(ModelSource):
         """Its own layers, heads and width (a feed-forward of 4× the width), as the registry reads them off it: a
         link's sidebar sizes never price it."""
         info = describe(self.weights)
-        shape = ModelShape(d_model=max(info.width, info.heads), num_heads=info.heads, d_ff=4 * info.width,
+        shape = ModelShape(d_model=max(info.width, info.heads), num_heads=info.heads, d_ff=FEED_FORWARD_RATIO * info.width,
                            num_layers=info.layers, architecture="encoder-only")
         return shape, OUTSIDE_VOCAB
 
