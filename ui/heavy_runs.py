@@ -66,14 +66,14 @@ def _ask(cost, gflops) -> None:
 def _follow(lane, run, cost) -> None:
     """Say where ``run`` is until it ends (its place in the queue, or its time so far against the estimate)."""
     line = st.empty()
-    estimate = cost.text(lane.gflops).rsplit("about ", 1)[-1]
+    estimate = cost.duration(lane.gflops)
     while not run.finished:
         ahead = lane.place(run)
         if ahead:
             text = f"Waiting for the background lane: {ahead} long run{'s' * (ahead != 1)} ahead of this one."
         else:
             elapsed = time.monotonic() - (run.started or time.monotonic())
-            text = f"Running in the background lane: {elapsed:,.0f} s so far, about {estimate}."
+            text = f"Running in the background lane: {elapsed:,.0f} s so far, {estimate} in all."
         line.info(text, icon=":material/hourglass_top:")  # a rerun or a stop of this session ends the wait here
         time.sleep(POLL_SECONDS)
     line.empty()

@@ -4,6 +4,7 @@ item 3). The budgets are lowered so that a small model counts as costly here."""
 
 import numpy as np
 import pytest
+import streamlit as st
 from app_support import no_errors, open_page, specs, weight_panels
 
 from transformer.live.run_cost import LIGHT_SECONDS_ENV, MAX_GFLOP_ENV
@@ -57,3 +58,42 @@ def test_the_views_of_a_costly_run_compute_in_the_background_lane_too(monkeypatc
     assert {"run_live", "value_norms", "score_terms"} <= calls, calls
     assert any("On `<s>`" in c.value or "‖α·f(x)‖" in c.value for c in at.caption)
     assert len(specs(at)) >= 2  # the grid of norms and the score terms
+
+
+def test_a_heads_link_priced_past_the_budget_asks_then_draws_the_same_roles(monkeypatch):
+    """A roles study is priced whole, every chunk of its lines: past the light budget a link shows the price and
+    waits; pressed, the lane computes what the engine thread would have (issue 86, items 1 and 2)."""
+    query = {"roles_lines": "repeated", "roles_count": "8"}
+    light = open_page("heads", query)
+    no_errors(light)
+    expected = specs(light)
+    assert expected
+    monkeypatch.setenv(LIGHT_SECONDS_ENV, "0.000001")
+    heavy_runs._RESULTS.clear()
+    st.cache_resource.clear()  # a result computed already costs nothing: price it afresh
+    at = open_page("heads", query)
+    no_errors(at)
+    asked = " ".join(w.value for w in at.warning)
+    assert "A long run: head roles over 8 lines" in asked and "model call" in asked, asked
+    assert not specs(at)
+    [button for button in at.button if button.label == "Run it"][0].click().run(timeout=240)
+    no_errors(at)
+    drawn = specs(at)
+    assert len(drawn) == len(expected)
+    assert "head_roles" in {key[0] for key in heavy_runs._RESULTS}
+
+
+def test_the_measure_button_says_its_price_and_is_the_press(monkeypatch):
+    """Measure all heads: its caption prices the whole measure, and a press runs it (in the lane when costly)
+    without asking a second time."""
+    at = open_page("heads", {"weights": "reverse", "imp_count": "50"})
+    no_errors(at)
+    said = " ".join(c.value for c in at.caption)
+    assert "heads ablated in turn on 50 examples each" in said and "GFLOP" in said, said
+    monkeypatch.setenv(LIGHT_SECONDS_ENV, "0.000001")
+    heavy_runs._RESULTS.clear()
+    [button for button in at.button if button.label.startswith("Measure all")][0].click().run(timeout=300)
+    no_errors(at)
+    assert not [w for w in at.warning if "A long run" in w.value]
+    assert "measure_ablation" in {key[0] for key in heavy_runs._RESULTS}
+    assert any("The model as it is" in m.value for m in at.markdown)

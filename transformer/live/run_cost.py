@@ -63,6 +63,10 @@ class RunCost:
         rate = engine_rate()
         return self.flops / ((gflops or rate.gflops) * 1e9) + self.calls * rate.call_seconds + self.extra_seconds
 
+    def duration(self, gflops: float | None = None) -> str:
+        """``"about 2 min"``, ``"under 1 s"``: `seconds` in words."""
+        return _duration(self.seconds(gflops))
+
     def __add__(self, other: RunCost) -> RunCost:
         """Two parts of one request: their FLOPs, calls and timed work, and the larger peak."""
         return RunCost(self.flops + other.flops, max(self.bytes, other.bytes), self.what, self.calls + other.calls,
@@ -79,7 +83,7 @@ class RunCost:
     def text(self, gflops: float | None = None) -> str:
         """``"about 5,400 GFLOP in 4 model calls and 1.2 GB: about 2 min on this server"``."""
         return (f"about {_gflop(self.flops)} GFLOP in {self.calls:,} model call{'s' * (self.calls != 1)} and "
-                f"{_size(self.bytes)}: about {_duration(self.seconds(gflops))} on this server")
+                f"{_size(self.bytes)}: {self.duration(gflops)} on this server")
 
 
 def _gflop(flops: float) -> str:
@@ -91,9 +95,11 @@ def _size(size: float) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under 1 s"
     if seconds < 90:
-        return f"{max(1, round(seconds)):.0f} s"
-    return f"{seconds / 60:,.0f} min"
+        return f"about {round(seconds):.0f} s"
+    return f"about {seconds / 60:,.0f} min"
 
 
 def layer_flops(n_q: int, n_k: int, d_model: int, kv_share: float, d_ff: int, cross: bool = False,
