@@ -162,6 +162,7 @@ def test_uploads_live_in_the_data_directory_and_a_changed_file_is_named_and_set_
     key = registry.add_upload(_keras_bytes(tmp_path), "mine.keras")
     path = registry.upload_dir / f"{key.split(':')[1]}.keras"
     path.write_bytes(path.read_bytes()[:-10])  # changed on disk
-    with pytest.raises(ValueError, match=r"The uploaded model [0-9a-f]{12}… kept on this server is damaged"):
+    with pytest.raises(ValueError, match=r"The uploaded model [0-9a-f]{12}… kept on this server is damaged") as said:
         ExternalRegistry().get(key)  # a restarted server reads it again, checking its hash
+    assert str(tmp_path) not in str(said.value) and "uploads folder" in str(said.value)  # no server path (issue 86)
     assert not path.exists() and path.with_name(f"{key.split(':')[1]}.set-aside").exists()  # never deleted

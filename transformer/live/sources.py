@@ -228,8 +228,8 @@ class External(ModelSource):
         """Its own layers, heads and width (a feed-forward of 4× the width), as the registry reads them off it: a
         link's sidebar sizes never price it."""
         info = describe(self.weights)
-        shape = ModelShape(d_model=max(info.width, info.heads), num_heads=info.heads, d_ff=FEED_FORWARD_RATIO * info.width,
-                           num_layers=info.layers, architecture="encoder-only")
+        shape = ModelShape(d_model=max(info.width, info.heads), num_heads=info.heads,
+                           d_ff=FEED_FORWARD_RATIO * info.width, num_layers=info.layers, architecture="encoder-only")
         return shape, OUTSIDE_VOCAB
 
     def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
