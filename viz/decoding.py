@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.labels import position_labels, short
-from viz.panels import panels_figure, weight_rows
+from viz.panels import grid_domains, panels_figure, weight_rows
 from viz.sizes import CHAR_PX
 from viz.style import (
     ALLOWED_COLOR,
@@ -72,27 +72,43 @@ def distribution(top, chosen: str, title: str) -> go.Figure:
     return fixed_margins(fig, top=20 + 20 * title_lines(title), left=90, bottom=50)
 
 
+CACHE_PANELS_ACROSS = 16  # cache panels a row: 64 heads' keys and values are 8 rows, each panel still a panel
+CACHE_ROW_PX = 360  # a row's positions in at most this many pixels (40 a position up to 9)
+CACHE_ROW_GAP_PX = 36  # between rows: the next row's panel titles
+
+
 def cache_heatmaps(layer_cache: dict, step: int, source_length: int, title: str) -> go.Figure:
-    """One layer's key/value cache after ``step``: per head, the keys and the values kept (positions × d_k)."""
+    """One layer's key/value cache after ``step``: per head, the keys and the values kept (positions × d_k), the
+    keys first, `CACHE_PANELS_ACROSS` panels a row."""
     keys, values = layer_cache["keys"][:, : step + 1], layer_cache["values"][:, : step + 1]  # (H, t + 1, d_k)
     heads = keys.shape[0]
     panels = np.concatenate([keys, values])  # (2H, t + 1, d_k)
     limit = float(np.abs(panels).max()) or 1.0
     positions = step + 1
-    # at least 240 px: at step 0 one row left the colour bar's labels on top of each other
-    fig = figure(layout=dict(height=max(240, 120 + 40 * positions), title=left_title(title)))
-    for index, panel in enumerate(panels):
+    across = min(len(panels), CACHE_PANELS_ACROSS)
+    down = -(-len(panels) // across)
+    row_px = max(120, min(40 * positions, CACHE_ROW_PX))  # at least 120: one row left the colour bar's labels
+    plot_px = down * row_px + (down - 1) * CACHE_ROW_GAP_PX
+    top = 20 + 20 * title_lines(title)
+    fig = figure(layout=dict(height=plot_px + top + 70, title=left_title(title)))
+    domains = grid_domains(len(panels), across, down, x_gap=min(0.02, 0.2 / across),
+                           y_gap=CACHE_ROW_GAP_PX / plot_px if down > 1 else 0.0)
+    ticks = list(range(0, positions, max(1, positions // 8)))  # whole positions, never −0.5 or 0.5
+    for index, (panel, (x_domain, y_domain)) in enumerate(zip(panels, domains)):
         kind, head = ("keys", index) if index < heads else ("values", index - heads)
-        fig.add_trace(go.Heatmap(z=panel, xaxis=f"x{index + 1}", yaxis="y", coloraxis="coloraxis",
+        row = index // across
+        y_name = "y" if row == 0 else f"y{row + 1}"
+        fig.add_trace(go.Heatmap(z=panel, xaxis=f"x{index + 1}", yaxis=y_name, coloraxis="coloraxis",
                                  name=f"{kind}, head {head}",
                                  hovertemplate=f"{kind}, head {head}<br>position %{{y}}<br>dimension %{{x}}"
                                                "<br>%{z:.3f}<extra></extra>"))
-        width = 1 / len(panels)
-        fig.update_layout({f"xaxis{index + 1}": dict(domain=[index * width + 0.01, (index + 1) * width - 0.01],
-                                                     showticklabels=False, title=dict(text=f"{kind[0].upper()} h{head}",
-                                                                                       font=dict(size=11)))})
-    ticks = list(range(0, positions, max(1, positions // 8)))  # whole positions, never −0.5 or 0.5
+        fig.update_layout({f"xaxis{index + 1}": dict(domain=x_domain, anchor=y_name, showticklabels=False,
+                                                     title=dict(text=f"{kind[0].upper()} h{head}",
+                                                                font=dict(size=11)))})
+        if index % across == 0:
+            fig.update_layout({f"yaxis{'' if row == 0 else row + 1}": dict(
+                domain=y_domain, anchor=f"x{index + 1}", autorange="reversed", tickmode="array", tickvals=ticks,
+                title_text="position" if row == 0 else "")})
     fig.update_layout(coloraxis=dict(colorscale=DIVERGING_COLORSCALE, cmin=-limit, cmax=limit,
-                                     colorbar=dict(thickness=12, nticks=5)),
-                      yaxis=dict(autorange="reversed", title_text="position", tickmode="array", tickvals=ticks))
-    return fixed_margins(fig, top=20 + 20 * title_lines(title), left=70, right=10, bottom=50)
+                                     colorbar=dict(thickness=12, nticks=5)))
+    return fixed_margins(fig, top=top, left=70, right=10, bottom=50)

@@ -830,3 +830,19 @@ def test_the_score_terms_view_draws_the_grid_and_the_key_side_bars_with_the_winn
     title = fig.layout.title.text
     assert "why query 2·a attends to key 0·a" in title and "score -8.000" in title and "weight 0.250" in title
     assert "query 2·a part %{y}" in heatmap.hovertemplate and "key 0·a part %{x}" in heatmap.hovertemplate
+
+
+@pytest.mark.parametrize("heads, step", [(1, 0), (8, 20), (64, 199), (64, 511)])
+def test_the_cache_heatmaps_draw_at_every_allowed_size(heads, step):
+    """64 heads made 128 panels whose margins were wider than they were (Plotly: "domain[1] … -0.0021875") (issue
+    86, item 5): every panel has a domain inside [0, 1], left to right and top to bottom, none empty."""
+    from viz.decoding import cache_heatmaps
+
+    rng = np.random.default_rng(0)
+    cache = {"keys": rng.normal(size=(heads, step + 1, 16)), "values": rng.normal(size=(heads, step + 1, 16))}
+    fig = cache_heatmaps(cache, step, 0, "layer 0's cache")
+    layout = fig.to_plotly_json()["layout"]
+    domains = [layout[name].get("domain", [0, 1]) for name in layout if name.startswith(("xaxis", "yaxis"))]
+    assert len(fig.data) == 2 * heads
+    assert all(0 <= low < high <= 1 for low, high in domains), domains
+    assert fig.layout.height <= 4000  # readable: a long cache is drawn in fewer pixels a position
