@@ -41,7 +41,7 @@ for problem in training.settings_problems():  # the server's own settings: whoev
     notices.warning(problem, icon=":material/settings:")
 if missing_gpu_notice():
     notices.warning(missing_gpu_notice(), icon=":material/memory:")
-left_out = state.write_url()
+left_out = state.write_url(page.url_path)
 if left_out:
     notices.caption(f"The link does not carry {', '.join(left_out)}: too long for a URL.")
 state.put(state.NOTICE_SLOT, notices)  # a link's value a page corrects is said there too (state.correct)
@@ -50,6 +50,6 @@ try:
     page.run()
 finally:  # a page's own changes to the state (a clamped step, Play off at the end) reach the link on this run
     state.put(state.LINKED, set())  # past the first run, a correction is the user's own move, not the link's
-    state.write_url()
+    state.write_url(page.url_path)
     sidebar.draw_status()  # what the page's engine calls recorded
     class_room.ask_pending(page.url_path)  # a lesson's question, once its view has drawn

@@ -42,6 +42,26 @@ def check_code(text: str) -> str:
     return code
 
 
+# The controls that reorder text as it is shown (U+202E makes "evil.exe" of "exe.live"): never in what a class shows
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def clean_text(text: str) -> str:
+    """A typed text as the class shows it to others: the bidirectional controls taken out."""
+    return "".join(character for character in str(text) if character not in BIDI_CONTROLS)
+
+
+def cleaned(value):
+    """``value`` (JSON-like: dicts, lists, strings, numbers) with every string `clean_text`-ed."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {cleaned(key): cleaned(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [cleaned(item) for item in value]
+    return value
+
+
 def clean_nickname(text: str) -> str:
     """A nickname as typed -> what the class shows: printable characters only, spaces collapsed, at most
     NICKNAME_CHARS characters; "" for none (a student may stay unnamed)."""

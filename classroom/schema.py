@@ -15,10 +15,13 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     insert,
+    inspect,
     select,
+    text,
+    update,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a class keeps the digest of the address that started it (a cap per address)
 metadata = MetaData()
 
 schema_version = Table("schema_version", metadata, Column("version", Integer, nullable=False))
@@ -31,6 +34,7 @@ classes = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
     Column("show_names", Integer, nullable=False, default=0),
+    Column("owner_digest", String(64), nullable=True, index=True),  # the starting address's digest (version 2)
 )
 
 students = Table(
@@ -67,11 +71,17 @@ answers = Table(
 
 
 def create(connection) -> None:
-    """Make the tables where missing and check the version: ValueError for a database of a later schema."""
+    """Make the tables where missing, bring a version 1 database to this one (a column added), and check the
+    version: ValueError for a database of a later schema."""
     metadata.create_all(connection)
     found = connection.execute(select(schema_version.c.version)).scalars().all()
     if not found:
         connection.execute(insert(schema_version).values(version=SCHEMA_VERSION))
+    elif max(found) == 1:
+        if "owner_digest" not in {column["name"] for column in inspect(connection).get_columns("classes")}:
+            connection.execute(text("ALTER TABLE classes ADD COLUMN owner_digest VARCHAR(64)"))
+        connection.execute(text("CREATE INDEX IF NOT EXISTS ix_classes_owner_digest ON classes (owner_digest)"))
+        connection.execute(update(schema_version).values(version=SCHEMA_VERSION))
     elif max(found) > SCHEMA_VERSION:
         raise ValueError(f"The class database was made by a later Attention Lab (schema {max(found)}; this one "
                          f"reads {SCHEMA_VERSION}). Received: schema version {max(found)}")

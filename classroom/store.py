@@ -32,11 +32,21 @@ LASTS_S = 7 * 24 * 3600  # a class lasts 7 days unless the teacher ends it first
 MAX_VIEW_CHARS = 4000  # a question's link
 MAX_PROMPT_CHARS = 300
 MAX_JSON_CHARS = 200_000  # what a question shows, and its answer (an N × N mask at N = 256: ~330 KB as JSON)
+ANSWER_INTERVAL_S = 1.0  # a student's answers are written at most this often (the page keeps the latest meanwhile)
+CLASSES_PER_ADDRESS = 20  # live classes one address may have started (a school behind one address has several)
 MAX_GIVEN_CHARS = 50_000  # one student's answer (every cell of a 64 × 64 grid: ~40 KB)
 
 
 class ClassError(ValueError):
     """A code, key or request the class does not take; the message says which, for the person."""
+
+
+class AnswerTooSoon(ClassError):
+    """An answer within `ANSWER_INTERVAL_S` of the student's last: ``wait_s`` until one is written again."""
+
+    def __init__(self, message: str, wait_s: float):
+        super().__init__(message)
+        self.wait_s = wait_s
 
 
 class StoreUnavailable(RuntimeError):
@@ -130,18 +140,26 @@ class ClassStore:
 
     # The teacher's calls
 
-    def start(self, lasts_s: float = LASTS_S, now: float | None = None) -> Started:
-        """A new class: its join code and the teacher's key (shown once; only its digest is kept)."""
+    def start(self, lasts_s: float = LASTS_S, now: float | None = None, owner: str = "") -> Started:
+        """A new class: its join code and the teacher's key (shown once; only its digest is kept). ``owner``: the
+        address starting it, which may have `CLASSES_PER_ADDRESS` live classes at most (ClassError past it)."""
         now = time.time() if now is None else now
         if not 60 <= lasts_s <= 30 * 24 * 3600:
             raise ClassError(f"A class lasts from a minute to 30 days. Received: lasts_s={lasts_s}")
         self.purge(now)
+        owner_digest = codes.digest(owner) if owner else None
+        if owner_digest is not None:
+            live = self._run(lambda connection: connection.execute(select(func.count()).select_from(classes).where(
+                classes.c.owner_digest == owner_digest)).scalar_one())
+            if live >= CLASSES_PER_ADDRESS:
+                raise ClassError(f"{live} classes started from your address are still open, the most one address may "
+                                 "have: end one (its history page) or wait until one ends.")
         key = codes.new_key()
         for _ in range(20):  # a code already taken: another (31^6 codes)
             code = codes.new_code()
             try:
                 row = dict(code=code, teacher_digest=codes.digest(key), created_at=now, expires_at=now + lasts_s,
-                           show_names=0)
+                           show_names=0, owner_digest=owner_digest)
                 self._run(lambda connection, row=row: connection.execute(insert(classes).values(**row)))
                 return Started(code, key)
             except IntegrityError:
@@ -153,7 +171,8 @@ class ClassStore:
         """A new question, now the class's current one (open): its number."""
         questions.check_kind(kind)
         view = _limited(view, MAX_VIEW_CHARS, "A question's link")
-        prompt = _limited(" ".join(str(prompt).split()), MAX_PROMPT_CHARS, "A question")
+        prompt = _limited(" ".join(codes.clean_text(prompt).split()), MAX_PROMPT_CHARS, "A question")
+        shown = codes.cleaned(shown)  # a teacher's options, shown to every student: no reordering controls
         shown_text = _limited(json.dumps(shown), MAX_JSON_CHARS, "What a question shows")
         answer_text = _limited(json.dumps(answer), MAX_JSON_CHARS, "A question's answer")
 
@@ -247,6 +266,11 @@ class ClassStore:
             kept = questions.check_given(row.kind, json.loads(row.shown), given)
             text = _limited(json.dumps(kept), MAX_GIVEN_CHARS, "An answer")
             at = time.time() if now is None else now
+            last = connection.execute(select(func.max(answers.c.at)).where(
+                answers.c.student_id == student_id)).scalar_one_or_none()
+            if last is not None and at - last < ANSWER_INTERVAL_S:
+                raise AnswerTooSoon(f"You answered a moment ago; this answer is sent in "
+                                    f"{ANSWER_INTERVAL_S - (at - last):.1f} s.", ANSWER_INTERVAL_S - (at - last))
             done = connection.execute(update(answers).where(answers.c.question_id == row.id,
                                                             answers.c.student_id == student_id)
                                       .values(given=text, at=at))

@@ -5,6 +5,7 @@ from a page), and the sidebar's **Ask the class**."""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -18,9 +19,13 @@ from classroom.store import ClassError, ClassStore, StoreUnavailable, database_u
 from transformer.service import data_dir
 from ui import data, model_config, state
 from ui.lessons import LESSONS
+from ui.runtime import client_address
 from ui.state import F
 
 JOIN_LIMIT, JOIN_WINDOW_S = 5, 60.0  # join attempts a session may make in a minute
+ADDRESS_JOIN_LIMIT = 60  # … and an address, whatever its sessions (a class behind one school address joins at once)
+_JOINS: dict[str, list[float]] = {}  # address -> its recent attempts (this server process's)
+_JOINS_LOCK = threading.Lock()
 MAX_WHERE_KEYS = 64  # a key strip a student can click
 MAX_GRID = 16  # an N × N grid a student can click, at most
 PAGE_KINDS = {"attention": "where", "masks": "cells", "heads": "head", "decode": "next", "explanations": "method"}
@@ -80,13 +85,28 @@ def leave() -> None:
     state.put(state.CLASS_LINK, {})
 
 
+def join_allowed(address: str, now: float | None = None) -> None:
+    """Count an attempt to join from ``address``; ClassError past `ADDRESS_JOIN_LIMIT` in `JOIN_WINDOW_S` (fresh
+    sessions from one address share the count)."""
+    now = time.time() if now is None else now
+    with _JOINS_LOCK:
+        recent = [at for at in _JOINS.get(address, []) if now - at < JOIN_WINDOW_S]
+        if len(recent) >= ADDRESS_JOIN_LIMIT:
+            raise ClassError(f"Too many tries to join: wait {JOIN_WINDOW_S - (now - recent[0]):.0f} s and try again.")
+        _JOINS[address] = recent + [now]
+        for other in [other for other, times in _JOINS.items() if not times or now - times[-1] > JOIN_WINDOW_S]:
+            del _JOINS[other]
+
+
 def join(code: str, nickname: str) -> None:
-    """Join ``code`` as a student (ClassError with the reason; at most JOIN_LIMIT attempts a minute)."""
+    """Join ``code`` as a student (ClassError with the reason; at most `JOIN_LIMIT` attempts a minute a session,
+    `ADDRESS_JOIN_LIMIT` an address)."""
     now = time.time()
     recent = [at for at in state.get(state.JOIN_ATTEMPTS, []) if now - at < JOIN_WINDOW_S]
     if len(recent) >= JOIN_LIMIT:
         raise ClassError(f"Too many tries to join: wait {JOIN_WINDOW_S - (now - recent[0]):.0f} s and try again.")
     state.put(state.JOIN_ATTEMPTS, recent + [now])
+    join_allowed(client_address(), now)
     key = store().join(code, nickname)
     set_place(check_code(code), student_key=key)
 

@@ -13,9 +13,10 @@ import numpy as np
 import streamlit as st
 
 from classroom.questions import KINDS, PICK_ONE, chosen_grid, label_of, mark, tally
-from classroom.store import ClassError, Question, StoreUnavailable
+from classroom.store import AnswerTooSoon, ClassError, Question, StoreUnavailable
 from ui import class_room, state
 from ui.controls import Download, downloads, plot
+from ui.runtime import client_address
 from ui.text import as_text, percent
 from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
 
@@ -38,7 +39,7 @@ def start_or_join() -> None:
                                      required=True)
         if st.button("Start a class", icon=":material/co_present:", type="primary"):
             try:
-                started = class_room.store().start(lasts_s=LASTS[lasts].total_seconds())
+                started = class_room.store().start(lasts_s=LASTS[lasts].total_seconds(), owner=client_address())
                 class_room.set_place(started.code, teacher_key=started.teacher_key)
                 st.rerun()
             except StoreUnavailable as error:
@@ -193,16 +194,26 @@ def lessons(code: str, teacher_key: str) -> None:
                       args=(lesson,), help=lesson.says)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula (OWASP: CSV injection)
+
+
+def csv_cell(value):
+    """A text cell that a spreadsheet would run as a formula, prefixed with ``'`` (shown, never run); numbers and
+    other text as they are."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def history_csv(rows) -> bytes:
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(["question", "kind", "prompt", "view", "answered", "accuracy", "mean score", "commonest wrong"])
     for question, answered in rows:
         counted = tally(question.kind, question.shown, [a.given for a in answered], question.answer)
-        writer.writerow([question.number, question.kind, question.prompt, question.view, counted.answered,
-                         "" if counted.accuracy is None else f"{counted.accuracy:.3f}",
-                         "" if counted.mean_score is None else f"{counted.mean_score:.3f}",
-                         counted.common_wrong[0] if counted.common_wrong else ""])
+        writer.writerow([csv_cell(cell) for cell in (
+            question.number, question.kind, question.prompt, question.view, counted.answered,
+            "" if counted.accuracy is None else f"{counted.accuracy:.3f}",
+            "" if counted.mean_score is None else f"{counted.mean_score:.3f}",
+            counted.common_wrong[0] if counted.common_wrong else "")])
     return text.getvalue().encode()
 
 
@@ -235,10 +246,30 @@ def history(code: str, teacher_key: str) -> None:
 
 
 def _answer(code: str, student_key: str, number: int, given: dict) -> None:
+    """Send ``given``; within a second of the last, keep it as pending (the next poll sends it: the latest counts)."""
+    state.put(state.ANSWER_PENDING, {"number": number, "given": given})
+    _send_pending(code, student_key)
+
+
+def _send_pending(code: str, student_key: str) -> None:
+    pending = state.get(state.ANSWER_PENDING)
+    if not pending:
+        return
     try:
-        class_room.store().answer(code, student_key, number, given)
+        class_room.store().answer(code, student_key, pending["number"], pending["given"])
+    except AnswerTooSoon:
+        return  # kept: the next poll (a second) sends it
     except (ClassError, StoreUnavailable) as error:
         st.error(as_text(str(error)))
+    state.put(state.ANSWER_PENDING, None)
+
+
+def _mine(store, code: str, key: str, number: int) -> dict | None:
+    """The student's answer to ``number``: the one waiting to be sent, else the one kept."""
+    pending = state.get(state.ANSWER_PENDING)
+    if pending and pending["number"] == number:
+        return pending["given"]
+    return store.my_answer(code, key, number)
 
 
 def answer_where(code: str, key: str, question: Question, mine: dict | None) -> None:
@@ -314,8 +345,9 @@ def student_panel(code: str, key: str) -> None:
 def _student_panel(code: str, key: str) -> None:
     store = class_room.store()
     try:
+        _send_pending(code, key)
         question = store.current(code)
-        mine = None if question is None else store.my_answer(code, key, question.number)
+        mine = None if question is None else _mine(store, code, key, question.number)
     except StoreUnavailable as error:
         unavailable(error)
         return

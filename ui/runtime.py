@@ -45,10 +45,24 @@ def session_alive(session: str) -> bool:
     return runtime.get_instance().is_active_session(session)
 
 
+BEHIND_PROXY_ENV = "ATTENTION_LAB_BEHIND_PROXY"  # "1": a proxy of ours in front (deploy/'s nginx sets it)
+
+
+def client_from(direct: str | None, forwarded: str, behind_proxy: bool) -> str:
+    """A client's address from the connection's own (``direct``, None for this machine) and ``X-Forwarded-For``.
+    Behind our proxy (``behind_proxy``) the connection is the proxy's, and the header's last entry is the client's
+    (the one the proxy added: a client cannot forge it). Without one the header is the client's own writing, never
+    read: the connection's address, or "local" for a browser on this machine."""
+    hops = [hop.strip() for hop in str(forwarded or "").split(",") if hop.strip()]
+    if behind_proxy and hops:
+        return hops[-1]
+    return direct if isinstance(direct, str) and direct else "local"
+
+
 def client_address() -> str:
-    """The address this session's browser connects from: the connection's own, or, where that is this machine (a
-    proxy in front, as deploy/ has), the last ``X-Forwarded-For`` entry (the one the proxy added: a client cannot
-    forge it); "local" for a browser on this machine."""
+    """The address this session's browser connects from (`client_from`); "local" for a browser on this machine."""
+    import os  # noqa: PLC0415
+
     import streamlit as st  # noqa: PLC0415
 
     try:
@@ -56,7 +70,4 @@ def client_address() -> str:
         forwarded = st.context.headers.get("X-Forwarded-For", "")
     except Exception:  # outside a session (tests): one client
         return "local"
-    if direct:
-        return direct
-    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
-    return hops[-1] if hops else "local"
+    return client_from(direct, forwarded, os.environ.get(BEHIND_PROXY_ENV, "") == "1")

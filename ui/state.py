@@ -115,9 +115,12 @@ NOTICE_SLOT = "_notice_slot"
 NEXT_RUN = "_next_run"
 CLASS_LINK = "_class_link"
 CLASS_PARAMS = ("class", "student", "teacher")  # a class's link parameters (ui.class_room): not fields
-KEPT_CLASS_PARAMS = ("class", "student")  # those the address keeps (a teacher's key never: screens are projected)
+KEPT_CLASS_PARAMS = ("class",)  # those every page's address keeps (a teacher's key never: screens are projected)
+CLASS_PAGE = "class_room"  # its own address also keeps a student's key (a reload there keeps the student)
+CLASS_PAGE_PARAMS = ("class", "student")  # never on another page: links copied from them are shared
 CLASS_PARAM_CHARS = 64
 JOIN_ATTEMPTS = "_join_attempts"
+ANSWER_PENDING = "_answer_pending"
 CLASS_OFFER = "_class_offer"
 CLASS_PENDING = "_class_pending"
 CLASS_SHOW_NAMES = "class_show_names"
@@ -148,6 +151,7 @@ SESSION_KEYS = {
     NEXT_RUN: "{field: value} to set at the start of the next run, before any widget is drawn (`put_next_run`)",
     CLASS_LINK: "{class, student | teacher}: this session's class, as its link gave it or the Class page set it",
     JOIN_ATTEMPTS: "[time]: this session's recent attempts to join a class (ui.class_room limits them)",
+    ANSWER_PENDING: "{number, given}: a student's latest answer not yet written (the store takes one a second)",
     CLASS_OFFER: "(page, question): what a teacher's last view would ask the class (ui.class_room.offer)",
     CLASS_PENDING: "the page whose view a teacher's lesson opened, to ask the class once it has drawn",
     CLASS_SHOW_NAMES: "the teacher's Show the students who answered what (a widget)",
@@ -259,10 +263,12 @@ def current_values() -> dict:
     return {key: value(key) for key in FIELDS}
 
 
-def write_url() -> list[str]:
-    """Mirror the state in the URL; returns the fields too long to put in it."""
+def write_url(page: str = "") -> list[str]:
+    """Mirror the state in the URL of ``page`` (its url path; the Class page's keeps a student's key, no other's
+    does); returns the fields too long to put in it."""
     params, left_out = url_params(current_values())
-    params.update({name: text for name, text in get(CLASS_LINK, {}).items() if name in KEPT_CLASS_PARAMS})
+    kept = CLASS_PAGE_PARAMS if page == CLASS_PAGE else KEPT_CLASS_PARAMS
+    params.update({name: text for name, text in get(CLASS_LINK, {}).items() if name in kept})
     if params != st.query_params.to_dict():
         st.query_params.from_dict(params)
     return left_out

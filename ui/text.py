@@ -13,11 +13,20 @@ import re
 _ACTIVE = re.compile(r"[\\`*\[\]<>~|$&]|:(?=[A-Za-z/])|(?<=www)\.|^[#+\-=]|(?<!\w)_|_(?!\w)", re.MULTILINE)
 
 
+# Where the browser's Markdown makes a link of bare text (GFM autolink literals: found on the text after escapes are
+# resolved, so a backslash cannot stop them): "http(s)://", "www." and an e-mail's "@". An invisible word joiner
+# (U+2060) goes between, so the text reads the same and links nowhere.
+_AUTOLINKS = re.compile(r"(?<=https:/)(?=/)|(?<=http:/)(?=/)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
+
+
 def as_text(text) -> str:
     """``text`` as Streamlit's Markdown shows it, character for character: for every message, caption or label that
     holds something from a link, a file or a person (a value that did not parse, a typed line, a model's name).
-    What only reads as itself stays as it is (``d_model``, ``(…)``, ``0.5``); a line break stays a line break."""
-    return _ACTIVE.sub(lambda found: "\\" + found.group(0), str(text)).replace("\n", "  \n")
+    What only reads as itself stays as it is (``d_model``, ``(…)``, ``0.5``); a line break stays a line break; a bare
+    address or e-mail stays inert (no link: `_AUTOLINKS`)."""
+    inert = _AUTOLINKS.sub(WORD_JOINER, str(text))
+    return _ACTIVE.sub(lambda found: "\\" + found.group(0), inert).replace("\n", "  \n")
 
 
 def count(number: int, noun: str, plural: str | None = None) -> str:

@@ -21,6 +21,7 @@ def classes(tmp_path, monkeypatch):
     """A database of the test's own (the data directory's SQLite file)."""
     monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("ATTENTION_LAB_DATABASE_URL", raising=False)
+    class_room._JOINS.clear()  # every AppTest session joins from one address: each test starts its count afresh
     return ClassStore(database_url(data_dir()))
 
 
@@ -176,3 +177,22 @@ def test_a_student_joins_from_home_and_lands_on_the_class_page(classes):
     no_errors(home)
     assert home.session_state[state.CLASS_LINK]["class"] == started.code and classes.counts(started.code)[0] == 1
     assert any("The question comes here" in info.value for info in home.info)  # the Class page, waiting
+
+
+def test_a_students_key_is_in_the_class_pages_address_only(classes):
+    """Anyone who opened a student's copied link answered as that student: the key now stays in the session and the
+    Class page's own address, never in another page's, whose links are shared (issue 86, item 4)."""
+    started = classes.start()
+    student = open_page("class_room", {"class": started.code})
+    student.text_input[0].input(started.code)
+    student.text_input[1].input("Ada")
+    student = press(student, "Join")
+    no_errors(student)
+    key = student.session_state[state.CLASS_LINK]["student"]
+    assert student.query_params["student"] == key
+    student.switch_page("app_pages/attention.py").run()
+    no_errors(student)
+    assert student.query_params["class"] == started.code and "student" not in student.query_params
+    assert student.session_state[state.CLASS_LINK]["student"] == key  # still this session's student
+    student.switch_page("app_pages/class_room.py").run()
+    assert student.query_params["student"] == key

@@ -11,6 +11,7 @@ from postgres_support import postgres_server
 from sqlalchemy import create_engine, text
 
 from classroom import codes
+from classroom import store as store_module
 from classroom.store import ClassError, ClassStore, StoreUnavailable, database_url
 
 SHOWN = {"options": ["<s>", "the", "cat", "sat"]}
@@ -39,7 +40,8 @@ def a_class(store: ClassStore):
     return started
 
 
-def test_a_class_from_start_to_end(url):
+def test_a_class_from_start_to_end(url, monkeypatch):
+    monkeypatch.setattr(store_module, "ANSWER_INTERVAL_S", 0.0)  # answers as fast as a test gives them
     store = ClassStore(url)
     started = store.start()
     assert len(started.code) == 6 and set(started.code) <= set(codes.CODE_ALPHABET)
@@ -50,7 +52,7 @@ def test_a_class_from_start_to_end(url):
     current = store.current(started.code)
     assert (number, current.number, current.kind, current.revealed, current.answer) == (1, 1, "where", False, None)
     store.answer(started.code, ada, 1, {"key": 1})
-    store.answer(started.code, ada, 1, {"key": 2})  # the latest counts
+    store.answer(started.code, ada, 1, {"key": 2})  # the latest counts (the interval between: test_one_student)
     store.answer(started.code, bob, 1, {"key": 2})
     assert store.counts(started.code) == (2, 2)
     assert [(a.nickname, a.given) for a in store.answers(started.code, started.teacher_key, 1)] == \
@@ -186,3 +188,27 @@ def test_postgresql_going_away_mid_class_is_a_message_and_nothing_acknowledged_i
         support.start(data, url)
         assert store.my_answer(started.code, ada, 1) == {"key": 2}  # the acknowledged answer, kept
         assert json.dumps(store.current(started.code).shown) == json.dumps(SHOWN)
+
+
+def test_a_database_of_the_first_schema_is_brought_forward_with_its_classes(url):
+    """Schema 2 adds the starting address's digest (a cap on classes per address): a server upgraded mid-term opens
+    the version 1 database its classes are in, keeps them, and caps new ones."""
+    from classroom.schema import metadata
+
+    engine = create_engine(url)
+    with engine.begin() as connection:  # the tables as version 1 made them: today's, less the new column
+        metadata.drop_all(connection)
+        metadata.create_all(connection)
+        connection.execute(text("DROP INDEX ix_classes_owner_digest"))
+        connection.execute(text("ALTER TABLE classes DROP COLUMN owner_digest"))
+        connection.execute(text("INSERT INTO schema_version (version) VALUES (1)"))
+        connection.execute(text("INSERT INTO classes (code, teacher_digest, created_at, expires_at, show_names) "
+                                f"VALUES ('ABCDEF', '{codes.digest('k' * 32)}', 0, 1e12, 0)"))
+    engine.dispose()
+    store = ClassStore(url)
+    assert store.is_teacher("ABCDEF", "k" * 32)  # the class of version 1 kept
+    started = store.start(owner="10.0.0.9")
+    assert store.is_teacher(started.code, started.teacher_key)
+    with create_engine(url).connect() as connection:
+        assert connection.execute(text("SELECT max(version) FROM schema_version")).scalar_one() == 2
+    ClassStore(url)  # a second replica opening it: nothing to do, no error
