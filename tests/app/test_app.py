@@ -13,6 +13,7 @@ from readability_support import opening
 from transformer.analysis.heads import ROLES
 from transformer.live.head_roles import LINE_SOURCES, PATTERN_FAMILIES
 from transformer.live.induction import GROUPS as INDUCTION_GROUPS
+from transformer.live.run_cost import LIGHT_SECONDS_ENV
 from transformer.live.sources import TRAINED_EXAMPLE
 from transformer.service import (
     ARCHITECTURES,
@@ -985,7 +986,8 @@ def test_a_trained_model_says_what_it_was_trained_with_and_a_link_asking_otherwi
 
 
 @pytest.mark.slow
-def test_at_n_4096_the_attention_page_draws_pooled_heads_an_exact_window_and_block_wise_checks():
+def test_at_n_4096_the_attention_page_draws_pooled_heads_an_exact_window_and_block_wise_checks(monkeypatch):
+    monkeypatch.setenv(LIGHT_SECONDS_ENV, "60")  # 2–5 s of work: on a server whose light budget holds it (else: lane)
     text = " ".join(str(i % 10) for i in range(4096))
     at = open_page("attention", {"seq_len": "4096", "heads": "8", "src": text, "tgt": "1 2 3", "full_res": "1",
                                  "crop_q": "2944", "crop_k": "128", "focus": "3000"})
@@ -1014,7 +1016,8 @@ def test_at_n_4096_the_attention_page_draws_pooled_heads_an_exact_window_and_blo
 
 
 @pytest.mark.slow
-def test_at_n_4096_a_padded_line_s_checks_say_which_keys_were_left_out():
+def test_at_n_4096_a_padded_line_s_checks_say_which_keys_were_left_out(monkeypatch):
+    monkeypatch.setenv(LIGHT_SECONDS_ENV, "60")  # as above: the drawing is under test, not the lane
     at = open_page("attention", {"seq_len": "4096", "heads": "64"})  # line 1: five tokens, then padding
     no_errors(at)
     checks = " ".join(m.value for m in at.markdown)

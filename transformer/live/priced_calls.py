@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import pickle
 import threading
 
 from transformer.live import heavy
@@ -21,14 +20,22 @@ from transformer.runtime.engine_thread import on_engine, on_engine_thread
 _LOCAL = threading.local()  # .shared: inside shared_engine; .prepaid: {call key: result}
 
 
+def _hashable(value):
+    """``value`` as a hashable key: an array by its dtype, shape and bytes; lists, dicts and sets as tuples."""
+    if hasattr(value, "tobytes") and hasattr(value, "shape"):
+        return ("array", str(value.dtype), tuple(value.shape), value.tobytes())
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((key, _hashable(item)) for key, item in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_hashable(item) for item in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(map(repr, value))))
+    return value
+
+
 def call_key(name: str, args: tuple, kwargs: dict):
-    """A hashable key of one call (arrays and other unhashable arguments by their pickled bytes)."""
-    try:
-        key = (name, args, tuple(sorted(kwargs.items())))
-        hash(key)
-        return key
-    except TypeError:
-        return (name, pickle.dumps((args, sorted(kwargs.items()))))
+    """A hashable key of one call (arrays and other unhashable arguments by their contents)."""
+    return (name, _hashable(args), _hashable(kwargs))
 
 
 class NeedsLane(Exception):

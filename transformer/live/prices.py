@@ -69,15 +69,20 @@ def reading(config: LiveConfig) -> RunCost:
     return decoding(shape, vocab, lines, n, n + 1, f"answering {lines} lines")
 
 
-def run_live(config, stacks, lines, **_) -> RunCost:
-    """One model call over the lines asked for (every line: None), at the sequence length, and reading them;
-    nothing when no stack is drawn (the model does not run). Bad stacks or lines: the run's own ValueError."""
+def _forward(config, stacks, lines) -> RunCost:
+    """One model call over the lines asked for (every line: None) at the sequence length; nothing when no stack is
+    drawn (the model does not run)."""
     drawn = [stack for stack in (stacks or ()) if stack in config.stacks]
     if not drawn:
         return NOTHING.said("no model run")
     count = _lines(config, "target" if config.architecture == "decoder-only" else "source")
     count = min(count, tokens.MAX_LINES) if lines is None else len(lines)
-    return live_cost(config, count, **_shape(config)) + reading(config)
+    return live_cost(config, count, **_shape(config))
+
+
+def run_live(config, stacks, lines, **_) -> RunCost:
+    """The forward pass, and reading the lines (a trained model answers them)."""
+    return _forward(config, stacks, lines) + reading(config)
 
 
 def read_lines(config, **_) -> RunCost:
@@ -98,7 +103,8 @@ def sequence_lengths(config, **_) -> RunCost:
 
 
 def _one_stack(config, stack, lines=None) -> RunCost:
-    return run_live(config, (stack,), lines)
+    """A view of its page's run: the lines were read by that run (the plan is kept), only the pass is its own."""
+    return _forward(config, (stack,), lines)
 
 
 def attention_walkthrough(config, stack, **_) -> RunCost:
@@ -114,7 +120,7 @@ def score_terms(config, stack, line, **_) -> RunCost:
 
 
 def value_norms(config, stacks, lines, **_) -> RunCost:
-    return run_live(config, stacks, lines).said("value-weighted norms")
+    return _forward(config, stacks, lines).said("value-weighted norms")
 
 
 def query_key_space(config, stack, **_) -> RunCost:
