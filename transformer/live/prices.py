@@ -20,6 +20,8 @@ from transformer.live.sources import source_of
 ROLES_CHUNK = tokens.MAX_LINES  # lines of a roles study run at a time (`transformer.live.head_roles`)
 FLOW_SECONDS_PER_CELL = 3e-4  # attention flow's max-flow solves, per (source token × output token) of an example:
 # measured, 20 dates examples scored in 4.8 s on 2 cores, flow under half of it
+DECODE_STEP_SECONDS = 0.006  # one greedy step's traced call beside its arithmetic: measured 4.3–5.8 ms on 2 cores
+# (the dates model, 1–16 lines), a quarter of a whole small run's (`call_seconds`, 13–26 ms)
 QUERY_KEY_FACTOR = 3  # a query–key plane over a run's forward pass: measured 2.8× (16 lines, N = 512)
 LOAD_BYTES_PER_SECOND = 200e6  # reading a model from outside off disk into Keras, 2 cores
 NOTHING = RunCost(0.0, 0, "nothing to compute", 0)
@@ -48,12 +50,13 @@ def _longest(config: LiveConfig) -> int:
 
 def decoding(shape: ModelShape, vocab: int, lines: int, n_source: int, steps: int, what: str) -> RunCost:
     """``steps`` greedy steps over ``lines`` lines, each step a forward pass of its prefix (at most ``n_source`` +
-    ``steps`` tokens): an upper bound that a key/value cache only lowers."""
+    ``steps`` tokens: an upper bound that a key/value cache only lowers) in a traced call of its own
+    (`DECODE_STEP_SECONDS`), after one call that encodes the source."""
     config = LiveConfig()
-    total = NOTHING
-    for step in range(1, steps + 1):
-        total = total + live_cost(config, lines, n_source, step, shape=shape, vocab=vocab)
-    return total.said(what)
+    flops = sum(live_cost(config, lines, n_source, step, shape=shape, vocab=vocab).flops
+                for step in range(1, steps + 1))
+    one = live_cost(config, lines, n_source, steps, shape=shape, vocab=vocab)
+    return RunCost(flops, one.bytes, what, 1, steps * DECODE_STEP_SECONDS)
 
 
 def reading(config: LiveConfig) -> RunCost:
@@ -66,7 +69,17 @@ def reading(config: LiveConfig) -> RunCost:
     lines, n = _lines(config), _longest(config)
     if shape.architecture == "decoder-only":
         return live_cost(config, lines, n, n, shape=shape, vocab=vocab).said(f"reading {lines} lines")
-    return decoding(shape, vocab, lines, n, n + 1, f"answering {lines} lines")
+    return decoding(shape, vocab, lines, n, _answer_steps(config, n), f"answering {lines} lines")
+
+
+def _answer_steps(config: LiveConfig, n: int) -> int:
+    """A trained model's greedy steps for ``config``'s lines: its task's answer to the longest line (in characters,
+    the most tokens it can be), and </s>; the whole length when its task is unknown."""
+    from transformer.tasks import get_task  # noqa: PLC0415
+
+    task = source_of(config.weights).task()
+    longest = max((len(line) for line in config.source_text.splitlines()), default=1)
+    return (get_task(task).target_length(min(n, longest)) if task else n) + 1
 
 
 def _forward(config, stacks, lines) -> RunCost:
