@@ -14,7 +14,7 @@ from transformer.service import (
     source_of,
     spec_of,
 )
-from ui import data, openings, state, training
+from ui import data, openings, sidebar, state, training
 from ui.controls import plot
 from ui.state import F
 from ui.text import as_text
@@ -106,7 +106,7 @@ def _use_model(job) -> None:
         state.open_page("app_pages/images.py", img_model=name, img_pick=0, img_flip=[], img_from=0)
         return
     state.setdefault(state.MY_MODELS, {})[name] = training.label(job)
-    state.put(F.weights, name)
+    sidebar.use_weights(name)  # its own architecture, norm and positions with it, as the Weights list does
     state.put(F.src, TASKS[job.spec.task].example)
     state.put(F.seq_len, max(state.value(F.seq_len), job.spec.max_len))
     # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer

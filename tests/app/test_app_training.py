@@ -242,3 +242,22 @@ def test_a_finished_model_is_kept_and_named_in_the_link_before_explore(small_poo
     assert pretrained.kept_label(name) is not None  # kept for every session (and on disk, with a data directory)
     assert at.sidebar.selectbox(key="weights").value == name  # the sidebar shows it
     assert "Explore this model's attention" in [button.label for button in at.button]
+
+
+@pytest.mark.parametrize("task", ["induction", "reverse", "dates"])
+def test_explore_after_training_opens_the_model_it_trained(small_pool, task):
+    """Train → induction → Explore opened an error ("… is a decoder-only with pre-norm … Received:
+    architecture='encoder-decoder'"): Explore now picks the model as the Weights list does, its own options with it
+    (issue 87, item 13). One task of each kind: decoder-only, a symbol task, a character task."""
+    at = open_page("train")
+    at.selectbox(key="train_task").set_value(task).run()
+    at.number_input(key=f"train_steps_{task}").set_value(10)
+    next(button for button in at.button if button.label == "Train").click().run()
+    no_errors(at)
+    wait_until_finished(at, 300)
+    at.run()
+    next(button for button in at.button if button.label == "Explore this model's attention").click().run()
+    no_errors(at)
+    assert not at.error, [error.value for error in at.error]
+    assert specs(at), "no attention drawn"
+    assert at.query_params["weights"].startswith("session:")
