@@ -100,13 +100,27 @@ def mark(kind: str, shown: dict, answer: dict, given: dict) -> Mark:
 
 def label_of(kind: str, shown: dict, given: dict) -> str:
     """A student's answer as the class sees it in a tally: the option's label, the token, or the cells' count."""
-    if kind == "where":  # a token may repeat: its position names it
-        return f"key {given['key']}: {shown['options'][given['key']]}"
+    if kind == "where":  # a token may repeat: its position names it, as the picker writes it
+        return f"key {given['key']}·{shown['options'][given['key']]}"
     if kind in PICK_ONE:
         return str(shown["options"][given[PICK_ONE[kind]]])
     if kind == "cells":
         return f"{len(given['cells'])} cells"
     return given["token"]
+
+
+def answer_label(kind: str, shown: dict, answer: dict) -> str:
+    """The model's answer in words: the key it looks at most and with what weight, the head, the token, the method,
+    the option, or how many cells may attend."""
+    if kind == "where":
+        key = answer["key"]
+        return f"key {key}·{shown['options'][key]}, weight {float(np.max(answer['weights'])):.2f}"
+    if kind in PICK_ONE:
+        return str(shown["options"][answer[PICK_ONE[kind]]])
+    if kind == "cells":
+        allowed = int(np.asarray(answer["mask"], bool).sum())
+        return f"{allowed} cells may attend (blue in the picture)"
+    return answer["token"]
 
 
 @dataclass(frozen=True)

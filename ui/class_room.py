@@ -142,14 +142,14 @@ def where_question() -> Asked:
     query = focus if 0 <= focus < len(queries) and not state.value(F.focus_key) else int(real[-1] if real.size else 0)
     weights = result.attention[stack][layer, list(result.lines).index(line), head, query]  # (N_k,)
     label = f"{query}·{queries[query]}"
-    prompt = (f"Where will query {label} look? {stack.capitalize()} attention, layer {layer + 1}, head {head + 1}, "
-              f"line {line + 1}.")
+    prompt = (f"Where will query {label} look? {stack.capitalize()} attention, layer {layer}, head {head} "
+              f"(L{layer} H{head}), sequence {line}.")  # counted from 0, as every page counts them
     shown = {"options": list(keys), "query": label, "stack": stack, "layer": layer, "head": head, "line": line}
     return Asked("where", prompt, shown, {"weights": np.round(weights, 4).tolist(), "key": int(np.argmax(weights))})
 
 
 def cells_question() -> Asked:
-    """*Which cells may attend?* from the Masks page's view: the decoder's self-attention mask of line 1 (the
+    """*Which cells may attend?* from the Masks page's view: the decoder's self-attention mask of sequence 0 (the
     encoder's in an encoder-only model), as the model ran it (family, switches, padding)."""
     config = model_config.live_config()
     result = data.run_live(config, notices=False)
@@ -159,7 +159,8 @@ def cells_question() -> Asked:
         raise ClassError(f"A class's grid is at most {MAX_GRID} × {MAX_GRID}: set the sequence length to {MAX_GRID} "
                          f"or less to ask this. Received: {len(queries)} × {len(keys)}")
     mask = np.asarray(result.applied_masks[stack][0], bool)  # (N_q, N_k), True = may attend
-    prompt = f"Which cells may attend? {stack.capitalize()} self-attention of line 1, mask family {config.mask_family}."
+    prompt = (f"Which cells may attend? {stack.capitalize()} self-attention of sequence 0, mask family "
+              f"{config.mask_family}.")
     return Asked("cells", prompt, {"queries": list(queries), "keys": list(keys), "stack": stack},
                  {"mask": mask.tolist()})
 
@@ -174,7 +175,7 @@ def head_asked(roles, where: str) -> Asked | None:
     role = max(gaps, key=gaps.get)
     best = roles.strongest(role, MAX_HEAD_OPTIONS)
     options = sorted((layer, head) for layer, head, _ in best)
-    labels = [f"layer {layer + 1}, head {head + 1}" for layer, head in options]
+    labels = [f"L{layer} H{head}" for layer, head in options]  # as the Heads page names them
     title = role.replace("_", "-")
     prompt = f"Which head is the {title} head? {roles.stack.capitalize()} attention over {where}."
     return Asked("head", prompt, {"options": labels, "role": role},
@@ -255,10 +256,24 @@ def ask_and_say(page: str) -> None:
         st.sidebar.error(str(error))
 
 
+def teacher_known(where: Place) -> bool:
+    """Whether ``where``'s teacher key is its class's: asked of the store once a session and key (a forged link's
+    key is not, and gets no Ask the class)."""
+    checked = state.get(state.TEACHER_CHECKED)
+    if checked is not None and checked[:2] == (where.code, where.teacher_key):
+        return checked[2]
+    try:
+        known = store().is_teacher(where.code, where.teacher_key)
+    except StoreUnavailable:
+        return False  # asked again on the next run
+    state.put(state.TEACHER_CHECKED, (where.code, where.teacher_key, known))
+    return known
+
+
 def ask_button(page: str) -> None:
-    """The sidebar's **Ask the class** (a teacher, on a page that asks)."""
+    """The sidebar's **Ask the class** (a teacher whose key the class knows, on a page that asks)."""
     where = place()
-    if not where.teacher or page not in PAGE_KINDS:
+    if not where.teacher or page not in PAGE_KINDS or not teacher_known(where):
         return
     if st.sidebar.button("Ask the class", icon=":material/quiz:", help=f"“{KINDS[PAGE_KINDS[page]]}” about this "
                          "view: every student answers on the Class page; the answer is this view's own run."):

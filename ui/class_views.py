@@ -12,7 +12,7 @@ from datetime import timedelta
 import numpy as np
 import streamlit as st
 
-from classroom.questions import KINDS, PICK_ONE, chosen_grid, label_of, mark, tally
+from classroom.questions import KINDS, PICK_ONE, answer_label, chosen_grid, label_of, mark, tally
 from classroom.store import AnswerTooSoon, ClassError, Question, StoreUnavailable
 from ui import class_room, state
 from ui.controls import Download, downloads, plot
@@ -137,10 +137,12 @@ def _teacher_panel(code: str, teacher_key: str) -> None:
     st.metric("Answered", f"{answered} of {joined}")
     plot(tally_figure(question, givens), key=f"class_tally_{question.kind}")
     if not question.revealed:
-        st.button("Reveal", icon=":material/visibility:", type="primary", key="class_reveal", on_click=_reveal,
-                  args=(code, teacher_key))
+        if st.button("Reveal", icon=":material/visibility:", type="primary", key="class_reveal"):
+            _reveal(code, teacher_key)
+            st.rerun()  # the whole page: the history below fills its "right" cell at once
         return
     counted = tally(question.kind, question.shown, givens, question.answer)
+    st.markdown(f"The model's answer: **{as_text(answer_label(question.kind, question.shown, question.answer))}**.")
     if counted.accuracy is None:
         st.caption("Revealed. Nobody answered.")
     else:
@@ -277,8 +279,8 @@ def answer_where(code: str, key: str, question: Question, mine: dict | None) -> 
     plot(key_picker(shown["options"], shown["query"], None if mine is None else mine["key"]), key="class_where",
          on_click=lambda clicked: _answer(code, key, question.number, {"key": int(clicked["key"])}))
     if mine:
-        st.caption(f"Your answer: key {mine['key']}·{as_text(shown['options'][mine['key']])}. Click another to change "
-                   "it until the reveal.")
+        st.caption(f"Your answer: key {as_text(label_of('where', shown, mine).removeprefix('key '))}. Click another "
+                   "to change it until the reveal.")
 
 
 def answer_cells(code: str, key: str, question: Question, mine: dict | None) -> None:
@@ -316,7 +318,8 @@ ANSWERS = {"where": answer_where, "cells": answer_cells, "head": answer_pick, "m
 
 
 def revealed(code: str, key: str, question: Question, mine: dict | None) -> None:
-    """The model's answer beside the student's, with the mark, and the class's tally (no names)."""
+    """The model's answer in words, beside the student's with the mark, and the class's tally (no names)."""
+    st.markdown(f"The model's answer: **{as_text(answer_label(question.kind, question.shown, question.answer))}**.")
     if mine is None:
         st.caption("You did not answer this one.")
     else:

@@ -121,6 +121,7 @@ CLASS_PAGE_PARAMS = ("class", "student")  # never on another page: links copied 
 CLASS_PARAM_CHARS = 64
 JOIN_ATTEMPTS = "_join_attempts"
 ANSWER_PENDING = "_answer_pending"
+TEACHER_CHECKED = "_teacher_checked"
 CLASS_OFFER = "_class_offer"
 CLASS_PENDING = "_class_pending"
 CLASS_SHOW_NAMES = "class_show_names"
@@ -151,6 +152,7 @@ SESSION_KEYS = {
     NEXT_RUN: "{field: value} to set at the start of the next run, before any widget is drawn (`put_next_run`)",
     CLASS_LINK: "{class, student | teacher}: this session's class, as its link gave it or the Class page set it",
     JOIN_ATTEMPTS: "[time]: this session's recent attempts to join a class (ui.class_room limits them)",
+    TEACHER_CHECKED: "(code, teacher key, known): whether the class knows this session's teacher key (asked once)",
     ANSWER_PENDING: "{number, given}: a student's latest answer not yet written (the store takes one a second)",
     CLASS_OFFER: "(page, question): what a teacher's last view would ask the class (ui.class_room.offer)",
     CLASS_PENDING: "the page whose view a teacher's lesson opened, to ask the class once it has drawn",

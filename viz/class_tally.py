@@ -118,7 +118,8 @@ def cells_marked(query_tokens, key_tokens, chosen, mask) -> go.Figure:
 
 def option_bars(options, counts, right: int | None = None, chosen: int | None = None) -> go.Figure:
     """How many picked each option; after the reveal the ``right`` one blue, the others grey; ``chosen`` outlined."""
-    labels = [f"{index + 1}. {option}" for index, option in enumerate(options)]
+    labels = [f"{index + 1}. {option}" + (" ✓ the model's" if index == right else "")
+              for index, option in enumerate(options)]
     colours = [ALLOWED_COLOR if right is None or index == right else MASKED_COLOR for index in range(len(options))]
     widths = [3 if index == chosen else 0 for index in range(len(options))]
     fig = figure([go.Bar(x=np.asarray(counts, np.int64), y=labels, orientation="h",

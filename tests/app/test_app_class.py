@@ -129,7 +129,7 @@ def test_the_heads_and_decode_pages_ask_which_head_and_what_next_and_the_answers
     question = classes.history(started.code, started.teacher_key)[0][0]
     assert question.kind == "head" and 2 <= len(question.shown["options"]) <= class_room.MAX_HEAD_OPTIONS
     best = question.shown["options"][question.answer["head"]]
-    assert best.startswith("layer ") and question.shown["role"] in question.prompt.replace("-", "_")
+    assert best.startswith("L") and question.shown["role"] in question.prompt.replace("-", "_")
 
     ask_from("decode", started.code, started.teacher_key, {"weights": "reverse", "dec_src": "a b c", "dec_step": "1"})
     question = classes.history(started.code, started.teacher_key)[1][0]

@@ -86,6 +86,9 @@ def test_a_heads_link_priced_past_the_budget_asks_then_draws_the_same_roles(monk
 def test_the_measure_button_says_its_price_and_is_the_press(monkeypatch):
     """Measure all heads: its caption prices the whole measure, and a press runs it (in the lane when costly)
     without asking a second time."""
+    from transformer.live import importance
+
+    monkeypatch.setattr(importance, "_MEASURED", type(importance._MEASURED)())  # none measured by earlier tests
     at = open_page("heads", {"weights": "reverse", "imp_count": "50"})
     no_errors(at)
     said = " ".join(c.value for c in at.caption)

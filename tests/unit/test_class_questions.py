@@ -19,7 +19,7 @@ def test_where_a_query_looks_is_marked_by_the_weight_given_the_key_chosen():
     assert counted.counts.tolist() == [0, 2, 2, 1] and counted.answered == 5
     assert counted.accuracy == pytest.approx(2 / 5)
     assert counted.mean_score == pytest.approx((0.6 * 2 + 0.2 * 2 + 0.1) / 5)
-    assert counted.common_wrong == ("key 1: the", 2)  # key 3 is another "the", chosen once: told apart
+    assert counted.common_wrong == ("key 1·the", 2)  # key 3 is another "the", chosen once: told apart
     assert tally("where", WHERE, given).accuracy is None  # before the reveal: counts only
 
 

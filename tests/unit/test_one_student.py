@@ -99,3 +99,16 @@ def test_a_forwarded_address_is_trusted_only_behind_the_projects_proxy(monkeypat
     assert runtime.client_from(None, "203.0.113.5, 10.0.0.1", behind_proxy=True) == "10.0.0.1"  # the proxy's entry
     assert runtime.client_from("172.18.0.5", "203.0.113.5", behind_proxy=True) == "203.0.113.5"  # the proxy's own
     assert runtime.client_from("172.18.0.5", "", behind_proxy=True) == "172.18.0.5"
+
+
+def test_lines_cut_to_the_length_are_said_in_one_notice_a_side():
+    """Six "line … was cut to 5" notices stood above the heads on a projected screen (issue 87, item 12)."""
+    from transformer import LiveConfig, read_lines
+
+    long = "\n".join(" ".join("abcdefgh"[: 6 + line % 3]) for line in range(6))
+    said = read_lines(LiveConfig(seq_len=5, source_text=long, target_text=long)).notices
+    cut = [notice for notice in said if "cut to 5" in notice]
+    assert cut == ["Source lines 1, 2, 3, 4, 5, 6 have 6–8 tokens; each was cut to 5.",
+                   "Target lines 1, 2, 3, 4, 5, 6 have 6–8 tokens; each was cut to 5."], said
+    one = read_lines(LiveConfig(seq_len=5, source_text="a b c d e f", target_text="a b")).notices
+    assert "Source line 1 has 6 tokens; it was cut to 5." in one

@@ -34,6 +34,6 @@ def test_the_cells_are_shares_of_the_class_and_the_students_own_right_or_wrong()
 
 def test_the_bars_colour_the_right_option_after_the_reveal():
     bars = option_bars(["x", "y", "z"], [1, 3, 0], right=1, chosen=0)
-    assert list(bars.data[0].x) == [1, 3, 0] and list(bars.data[0].y) == ["1. x", "2. y", "3. z"]
+    assert list(bars.data[0].x) == [1, 3, 0] and list(bars.data[0].y) == ["1. x", "2. y ✓ the model's", "3. z"]
     colours = list(bars.data[0].marker.color)
     assert colours[1] != colours[0] == colours[2] and list(bars.data[0].marker.line.width) == [3, 0, 0]

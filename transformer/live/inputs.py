@@ -60,9 +60,14 @@ class Inputs:
 def notices(source, target, pads, length) -> tuple:
     notices = []
     for name, batch in (("source", source), ("target", target)):
-        for line, (count, cut) in enumerate(zip(batch.lengths, batch.truncated), start=1):
-            if cut:
-                notices.append(f"{name.capitalize()} line {line} has {count} tokens; it was cut to {length}.")
+        cut = [(line, count) for line, (count, was_cut) in enumerate(zip(batch.lengths, batch.truncated), start=1)
+               if was_cut]
+        if len(cut) == 1:
+            notices.append(f"{name.capitalize()} line {cut[0][0]} has {cut[0][1]} tokens; it was cut to {length}.")
+        elif cut:
+            lines = ", ".join(str(line) for line, _ in cut)
+            notices.append(f"{name.capitalize()} lines {lines} have {min(c for _, c in cut)}–{max(c for _, c in cut)} "
+                           f"tokens; each was cut to {length}.")
         for line in np.flatnonzero(np.isin(batch.ids, pads).all(axis=1)) + 1:
             notices.append(
                 f"{name.capitalize()} line {line} is all padding: no key is allowed for it, "

@@ -1,0 +1,109 @@
+"""What a fourth walk found a teacher and an engineer tripping on (issue 87), each a test that failed before its fix:
+the class counts layers and heads as the pages do (from 0), every reveal names the model's answer in words and marks
+it, the history fills at the reveal, Ask the class needs a checked teacher key, and Explore after training opens the
+model it trained."""
+
+import pytest
+from app_support import no_errors, open_page, specs
+
+from classroom.store import ClassStore, database_url
+from transformer.service import data_dir
+from ui import class_room, state
+
+pytestmark = pytest.mark.app
+
+
+@pytest.fixture
+def classes(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ATTENTION_LAB_DATABASE_URL", raising=False)
+    class_room._JOINS.clear()
+    return ClassStore(database_url(data_dir()))
+
+
+def ask_from(page: str, code: str, key: str, query: dict):
+    teacher = open_page(page, {"class": code, "teacher": key, "seq_len": "5", **query})
+    no_errors(teacher)
+    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    no_errors(teacher)
+    return teacher
+
+
+def press(at, label: str):
+    next(button for button in at.button if button.label == label).click()
+    return at.run()
+
+
+def test_the_class_counts_layers_heads_and_lines_from_zero_as_the_pages_do(classes):
+    """Asked from Attention showing layer 0, head 0, the class read "layer 1, head 1" and looked at the wrong head."""
+    started = classes.start()
+    ask_from("attention", started.code, started.teacher_key, {"layer": "0", "head": "0", "element": "0"})
+    prompt = classes.current(started.code).prompt
+    assert "layer 0, head 0 (L0 H0)" in prompt and "sequence 0" in prompt, prompt
+    ask_from("heads", started.code, started.teacher_key, {"weights": "induction"})
+    options = classes.current(started.code).shown["options"]
+    assert all(option.startswith("L") and " H" in option for option in options), options  # as the Heads page
+
+
+def test_a_reveal_nobody_answered_names_the_right_answer_to_teacher_and_student(classes):
+    started = classes.start()
+    ask_from("heads", started.code, started.teacher_key, {"weights": "induction"})
+    question = classes.current(started.code)
+    right = question.shown["options"][classes.question(started.code, started.teacher_key, 1).answer["head"]]
+    student = open_page("class_room", {"class": started.code})
+    student.text_input[0].input(started.code)
+    student = press(student, "Join")
+    teacher = open_page("class_room", {"class": started.code, "teacher": started.teacher_key})
+    teacher = press(teacher, "Reveal")
+    no_errors(teacher)
+    said = " ".join(m.value for m in teacher.markdown).replace("**", "")
+    assert f"The model's answer: {right}" in said, said
+    bars = [trace for spec in specs(teacher) for trace in spec["data"] if trace.get("type") == "bar"]
+    assert any(label.startswith(tuple(f"{n}. {right}" for n in range(1, 7))) and "✓" in label
+               for trace in bars for label in trace["y"]), bars  # marked even with no bar
+    student.run()
+    no_errors(student)
+    said = (" ".join(m.value for m in student.markdown) + " ".join(c.value for c in student.caption)).replace("**", "")
+    assert f"The model's answer: {right}" in said and "You did not answer this one" in said, said
+
+
+def test_the_history_fills_the_right_cell_at_the_reveal(classes):
+    started = classes.start()
+    ask_from("heads", started.code, started.teacher_key, {"weights": "induction"})
+    student = classes.join(started.code, "ada")
+    classes.answer(started.code, student, 1, {"head": 0})
+    teacher = open_page("class_room", {"class": started.code, "teacher": started.teacher_key})
+    assert teacher.dataframe[0].value["right"][0] == ""
+    teacher = press(teacher, "Reveal")
+    no_errors(teacher)
+    assert teacher.dataframe[0].value["right"][0].endswith("%"), teacher.dataframe[0].value
+
+
+def test_a_students_reveal_names_where_the_model_looks_and_with_what_weight(classes):
+    started = classes.start()
+    ask_from("attention", started.code, started.teacher_key, {"focus": "3"})
+    question = classes.current(started.code)
+    student = open_page("class_room", {"class": started.code})
+    student.text_input[0].input(started.code)
+    student = press(student, "Join")
+    key = student.session_state[state.CLASS_LINK]["student"]
+    answer = classes.question(started.code, started.teacher_key, 1).answer
+    wrong = next(k for k in range(len(question.shown["options"])) if k != answer["key"])
+    classes.answer(started.code, key, 1, {"key": wrong})
+    classes.reveal(started.code, started.teacher_key)
+    student.run()
+    no_errors(student)
+    said = " ".join(m.value for m in student.markdown).replace("**", "")
+    top = answer["key"]
+    token = question.shown["options"][top]
+    assert f"{top}·{token}" in said and f"weight {max(answer['weights']):.2f}" in said, said
+    assert f"{wrong}·{question.shown['options'][wrong]}" in said and "key 2: " not in said
+
+
+def test_ask_the_class_shows_only_for_a_teacher_key_the_class_knows(classes):
+    started = classes.start()
+    forged = open_page("attention", {"class": started.code, "teacher": "x" * 32})
+    no_errors(forged)
+    assert "Ask the class" not in [button.label for button in forged.sidebar.button]
+    real = open_page("attention", {"class": started.code, "teacher": started.teacher_key})
+    assert "Ask the class" in [button.label for button in real.sidebar.button]
