@@ -79,36 +79,42 @@ CACHE_ROW_GAP_PX = 36  # between rows: the next row's panel titles
 
 def cache_heatmaps(layer_cache: dict, step: int, source_length: int, title: str) -> go.Figure:
     """One layer's key/value cache after ``step``: per head, the keys and the values kept (positions × d_k), the
-    keys first, `CACHE_PANELS_ACROSS` panels a row."""
+    keys first, `CACHE_PANELS_ACROSS` panels a row. A row is one heatmap, its panels side by side with a blank column
+    between (one trace a row, not one a panel: 64 heads' 128 panels took 0.5 s a step to build, every step of a
+    decode built with the page, the server's other sessions waiting)."""
     keys, values = layer_cache["keys"][:, : step + 1], layer_cache["values"][:, : step + 1]  # (H, t + 1, d_k)
-    heads = keys.shape[0]
+    heads, d_k = keys.shape[0], keys.shape[2]
     panels = np.concatenate([keys, values])  # (2H, t + 1, d_k)
     limit = float(np.abs(panels).max()) or 1.0
-    positions = step + 1
+    positions = panels.shape[1]  # step + 1, or all the cache holds
     across = min(len(panels), CACHE_PANELS_ACROSS)
     down = -(-len(panels) // across)
     row_px = max(120, min(40 * positions, CACHE_ROW_PX))  # at least 120: one row left the colour bar's labels
     plot_px = down * row_px + (down - 1) * CACHE_ROW_GAP_PX
     top = 20 + 20 * title_lines(title)
     fig = figure(layout=dict(height=plot_px + top + 70, title=left_title(title)))
-    domains = grid_domains(len(panels), across, down, x_gap=min(0.02, 0.2 / across),
-                           y_gap=CACHE_ROW_GAP_PX / plot_px if down > 1 else 0.0)
+    domains = grid_domains(down, 1, down, x_gap=0.0, y_gap=CACHE_ROW_GAP_PX / plot_px if down > 1 else 0.0)
     ticks = list(range(0, positions, max(1, positions // 8)))  # whole positions, never −0.5 or 0.5
-    for index, (panel, (x_domain, y_domain)) in enumerate(zip(panels, domains)):
-        kind, head = ("keys", index) if index < heads else ("values", index - heads)
-        row = index // across
-        y_name = "y" if row == 0 else f"y{row + 1}"
-        fig.add_trace(go.Heatmap(z=panel, xaxis=f"x{index + 1}", yaxis=y_name, coloraxis="coloraxis",
-                                 name=f"{kind}, head {head}",
-                                 hovertemplate=f"{kind}, head {head}<br>position %{{y}}<br>dimension %{{x}}"
-                                               "<br>%{z:.3f}<extra></extra>"))
-        fig.update_layout({f"xaxis{index + 1}": dict(domain=x_domain, anchor=y_name, showticklabels=False,
-                                                     title=dict(text=f"{kind[0].upper()} h{head}",
-                                                                font=dict(size=11)))})
-        if index % across == 0:
-            fig.update_layout({f"yaxis{'' if row == 0 else row + 1}": dict(
-                domain=y_domain, anchor=f"x{index + 1}", autorange="reversed", tickmode="array", tickvals=ticks,
-                title_text="position" if row == 0 else "")})
+    for row in range(down):
+        first, end = row * across, min((row + 1) * across, len(panels))
+        names = [("K" if index < heads else "V", index % heads) for index in range(first, end)]
+        blank = np.full((positions, 1), np.nan)
+        z = np.concatenate([part for index in range(first, end) for part in (panels[index], blank)][:-1],
+                           axis=1)  # (t + 1, panels · (d_k + 1) − 1)
+        columns = [f"{kind} h{head} · d{dim}" for kind, head in names for dim in [*range(d_k), None]][:-1]
+        columns = [column if column else f"gap {number}" for number, column in enumerate(columns)]
+        suffix = "" if row == 0 else str(row + 1)
+        fig.add_trace(go.Heatmap(z=z, x=columns, xaxis=f"x{suffix}", yaxis=f"y{suffix}", coloraxis="coloraxis",
+                                 name=f"cache row {row}", hoverongaps=False,
+                                 hovertemplate="%{x}<br>position %{y}<br>%{z:.3f}<extra></extra>"))
+        centres = [columns[(d_k + 1) * panel + d_k // 2] for panel in range(len(names))]
+        fig.update_layout({f"xaxis{suffix}": dict(domain=[0, 1], anchor=f"y{suffix}", type="category",
+                                                  tickmode="array", tickvals=centres, tickangle=0,
+                                                  ticktext=[f"{kind} h{head}" for kind, head in names],
+                                                  tickfont=dict(size=10)),
+                           f"yaxis{suffix}": dict(domain=domains[row][1], anchor=f"x{suffix}", autorange="reversed",
+                                                  tickmode="array", tickvals=ticks,
+                                                  title_text="position" if row == 0 else "")})
     fig.update_layout(coloraxis=dict(colorscale=DIVERGING_COLORSCALE, cmin=-limit, cmax=limit,
                                      colorbar=dict(thickness=12, nticks=5)))
     return fixed_margins(fig, top=top, left=70, right=10, bottom=50)

@@ -529,7 +529,7 @@ def test_the_decoding_figures_validate_and_keep_weights_on_the_fixed_scale():
     assert list(bars.data[0].y) == ["&lt;/s&gt;", "␣ (space)", "x"] and bars.data[0].marker.color[1] == "#2b8cbe"
     cache = {"keys": np.ones((4, 6, 3), np.float32), "values": -np.ones((4, 6, 3), np.float32)}
     heat = cache_heatmaps(cache, 2, 5, "cache")
-    assert len(heat.data) == 8 and np.asarray(heat.data[0].z).shape == (3, 3)  # 2 × 4 heads, positions 0..2
+    assert len(heat.data) == 1 and np.asarray(heat.data[0].z).shape == (3, 8 * 4 - 1)  # 2 × 4 panels of d_k 3, gaps
 
 
 # ----------------------------------------------------------------- head view, focus outlines, neuron view
@@ -843,6 +843,11 @@ def test_the_cache_heatmaps_draw_at_every_allowed_size(heads, step):
     fig = cache_heatmaps(cache, step, 0, "layer 0's cache")
     layout = fig.to_plotly_json()["layout"]
     domains = [layout[name].get("domain", [0, 1]) for name in layout if name.startswith(("xaxis", "yaxis"))]
-    assert len(fig.data) == 2 * heads
+    assert len(fig.data) == -(-2 * heads // 16)  # one trace a row of 16 panels
     assert all(0 <= low < high <= 1 for low, high in domains), domains
     assert fig.layout.height <= 4000  # readable: a long cache is drawn in fewer pixels a position
+    z = np.asarray(fig.data[0].z, float)  # the first row: key panels of heads 0, 1, … with a blank column between
+    np.testing.assert_allclose(z[:, :16], cache["keys"][0])
+    if heads > 1:
+        assert np.isnan(z[:, 16]).all()
+        np.testing.assert_allclose(z[:, 17:33], cache["keys"][1])
