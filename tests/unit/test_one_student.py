@@ -112,3 +112,21 @@ def test_lines_cut_to_the_length_are_said_in_one_notice_a_side():
                    "Target lines 1, 2, 3, 4, 5, 6 have 6–8 tokens; each was cut to 5."], said
     one = read_lines(LiveConfig(seq_len=5, source_text="a b c d e f", target_text="a b")).notices
     assert "Source line 1 has 6 tokens; it was cut to 5." in one
+
+
+def test_a_model_from_outside_with_more_heads_than_the_lab_draws_is_refused_when_read():
+    """A 342 KB upload of one MultiHeadAttention of 4,096 heads (key_dim 1) grew the server ~N² (+584 MB at N = 128,
+    its maps coming back from the lane to be drawn): refused when read, before any run (issue 86)."""
+    import keras
+
+    from transformer.core.shape import MAX_HEADS
+    from transformer.external import load
+
+    inputs = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(16, 8)(inputs)
+    x = keras.layers.MultiHeadAttention(num_heads=MAX_HEADS + 1, key_dim=1)(x, x)
+    with pytest.raises(ValueError, match=f"{MAX_HEADS + 1} heads a layer.*at most {MAX_HEADS}"):
+        load(keras.Model(inputs, x), name="wide")
+    x = keras.layers.MultiHeadAttention(num_heads=4, key_dim=2)(keras.layers.Embedding(16, 8)(inputs),
+                                                                 keras.layers.Embedding(16, 8)(inputs))
+    assert load(keras.Model(inputs, x), name="narrow").num_heads == 4

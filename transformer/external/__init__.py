@@ -27,6 +27,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from transformer.core.shape import MAX_HEADS
 from transformer.external.untrusted import check_archive, check_declared_weights
 from transformer.runtime.tf_patches import all_sublayers, attention_sublayers, own_attention_layers, recording_attention
 
@@ -321,6 +322,9 @@ def _wrap(model: keras.Model, tokenizer, name: str) -> ExternalModel:
         counts = ", ".join("unknown" if count is None else str(count) for count in sorted(heads, key=str))
         raise ValueError(f"{name}'s attention layers have different or unknown head counts ({counts}): the lab reads "
                          "models whose attention layers all have the same number of heads.")
+    if max(heads) > MAX_HEADS:  # each head is drawn: 4,096 of them at N = 128 were 268 MB of maps a layer
+        raise ValueError(f"{name} has {max(heads):,} heads a layer; the lab draws each head and reads models of at "
+                         f"most {MAX_HEADS} heads a layer.")
     causal = hasattr(model, "token_embedding") and any("Decoder" in type(layer).__name__
                                                        for layer in all_sublayers(model))
     return ExternalModel(name, model, tokenizer, layers, causal)
