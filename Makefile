@@ -104,12 +104,14 @@ bench-quick: $(VENV)/.test
 # A class: 1, 8, 16, 30 and 60 students speaking Streamlit's protocol (no browser), 2 minutes each, against
 # one server: answer p50/p90, errors, leaks, CPU per move, RSS (about 11 minutes). Then a class that trains: 30
 # students, none training, then 10 of them pressing Train once over a minute (about 7 minutes). Then 4 students
-# beside one session's longest allowed run in the background lane (about 3 minutes).
+# beside one session's longest allowed run in the background lane (about 3 minutes). Then every row of the second
+# hostile-input probe, each beside a light session moving a slider (about 10 minutes).
 load-test: $(VENV)/.test
 	$(BIN)/python bench/class_load.py --write
 	$(BIN)/python bench/class_questions.py --write
 	$(BIN)/python bench/class_training.py --write
 	$(BIN)/python bench/heavy_lane.py --write
+	$(BIN)/python bench/one_student.py --write
 
 # The browsers' side, smaller: 1 session for 60 s, 8 concurrent Chromium sessions for 60 s, then 8 without
 # pauses for 30 s; the paced runs again on the trivial one-chart page, the framework's floor (about 7 minutes).

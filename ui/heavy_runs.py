@@ -34,7 +34,7 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, memory: int = 0,
     lane = heavy_lane()
     _stop_on_error(check_cost, cost)
     if not (pressed or key in state.get(state.HEAVY_PRESSED, set())):
-        _ask(cost, lane.gflops)
+        _ask(cost)
     state.setdefault(state.HEAVY_PRESSED, set()).add(key)
     lane.owner_alive = session_alive
     run = _stop_on_error(lane.submit, session_id(), call, *args, flops=cost.flops, client=client_address(),
@@ -50,11 +50,12 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, memory: int = 0,
     return run.result
 
 
-def _ask(cost, gflops) -> None:
-    """The run's cost and the button that starts it; the page stops until it is pressed."""
+def _ask(cost) -> None:
+    """The run's cost (in this machine's engine seconds, which decided it is long) and the button that starts it;
+    the page stops until it is pressed."""
     slot = st.empty()
     with slot.container():
-        st.warning(f"A long run: {cost.what} needs {cost.text(gflops)}. Runs like this one share the server with "
+        st.warning(f"A long run: {cost.what} needs {cost.text()}. Runs like this one share the server with "
                    "everyone on it, so they run in the background lane, one at a time, after other sessions' moves.",
                    icon=":material/hourglass_top:")
         pressed = st.button("Run it", key="heavy_run", type="primary", icon=":material/play_arrow:")
@@ -66,7 +67,7 @@ def _ask(cost, gflops) -> None:
 def _follow(lane, run, cost) -> None:
     """Say where ``run`` is until it ends (its place in the queue, or its time so far against the estimate)."""
     line = st.empty()
-    estimate = cost.duration(lane.gflops)
+    estimate = cost.duration()
     while not run.finished:
         ahead = lane.place(run)
         if ahead:
