@@ -22,6 +22,8 @@ FLOW_SECONDS_PER_CELL = 3e-4  # attention flow's max-flow solves, per (source to
 # measured, 20 dates examples scored in 4.8 s on 2 cores, flow under half of it
 DECODE_STEP_SECONDS = 0.006  # one greedy step's traced call beside its arithmetic: measured 4.3–5.8 ms on 2 cores
 # (the dates model, 1–16 lines), a quarter of a whole small run's (`call_seconds`, 13–26 ms)
+ROLE_SCORE_SECONDS_PER_CELL = 2e-8  # role scores in NumPy, per attention cell (L·B·H·N²): the induction study's 500
+# lines took 2.2–2.9 s on 2 cores against 0.6–1.7 s of passes estimated (its model's first load included)
 QUERY_KEY_FACTOR = 3  # a query–key plane over a run's forward pass: measured 2.8× (16 lines, N = 512)
 LOAD_BYTES_PER_SECOND = 200e6  # reading a model from outside off disk into Keras, 2 cores
 NOTHING = RunCost(0.0, 0, "nothing to compute", 0)
@@ -217,7 +219,9 @@ def induction_study(count, weights, **_) -> RunCost:
     shape, vocab = model_shape(weights)
     n = LINE_LENGTHS[1]
     one = live_cost(LiveConfig(seq_len=n), count, n, n, shape=shape, vocab=vocab)
-    return one.times(len(GROUPS), f"the induction study on {count} lines")
+    cells = shape.num_layers * count * shape.num_heads * n * n
+    scores = RunCost(0.0, 4 * cells * 3, "", 0, cells * ROLE_SCORE_SECONDS_PER_CELL)
+    return (one.times(len(GROUPS)) + scores).said(f"the induction study on {count} lines")
 
 
 def faithfulness(name, count, seed, device, **_) -> RunCost:
