@@ -106,7 +106,8 @@ def _where(texts: list[str]) -> str:
     failed = next((text for text in texts if any(mark in text for mark in FAILED)), None)
     if failed:
         return f"failed ({failed[:120]})"
-    if "too large for a shared server" in said or "The attention maps would need" in said:
+    if any(mark in said for mark in ("too large for a shared server", "The attention maps would need",
+                                     "heads a layer; the lab draws each head")):
         return "refused"
     if "background lane" in said or "A long run" in said:
         return "lane"
