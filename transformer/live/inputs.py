@@ -66,8 +66,9 @@ def notices(source, target, pads, length) -> tuple:
             notices.append(f"{name.capitalize()} line {cut[0][0]} has {cut[0][1]} tokens; it was cut to {length}.")
         elif cut:
             lines = ", ".join(str(line) for line, _ in cut)
-            notices.append(f"{name.capitalize()} lines {lines} have {min(c for _, c in cut)}–{max(c for _, c in cut)} "
-                           f"tokens; each was cut to {length}.")
+            low, high = min(count for _, count in cut), max(count for _, count in cut)
+            counts = f"{low}" if low == high else f"{low}–{high}"
+            notices.append(f"{name.capitalize()} lines {lines} have {counts} tokens; each was cut to {length}.")
         for line in np.flatnonzero(np.isin(batch.ids, pads).all(axis=1)) + 1:
             notices.append(
                 f"{name.capitalize()} line {line} is all padding: no key is allowed for it, "
