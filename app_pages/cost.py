@@ -2,7 +2,15 @@
 
 import streamlit as st
 
-from transformer.service import QUERY_BLOCK, describe, differ, fit_range, quadratic_crossover, quadratic_share
+from transformer.service import (
+    QUERY_BLOCK,
+    describe,
+    differ,
+    fit_range,
+    quadratic_crossover,
+    quadratic_share,
+    supported,
+)
 from ui import choices, data, model_config, openings, state
 from ui.controls import PERSIST, plot
 from ui.sidebar import session_device
@@ -12,10 +20,16 @@ from viz.cost import cost_figure
 
 
 def noise_note(series) -> str:
-    """Which exponents differ beyond the runs' noise, compared with the full mask's (the first series)."""
-    full, others = series[0], series[1:]
+    """Which exponents differ beyond the runs' noise, compared with the full mask's (the first series); none when
+    the full mask's timings support no exponent, and a series whose timings support none is left out."""
+    full, others = series[0], [one for one in series[1:] if supported(one)]
+    if not supported(full):
+        return ("The full mask's runs disagree too much to fit an exponent (this machine was busy), so no growth is "
+                "compared: measure again.")
     within = [one.label for one in others if not differ(full.spread, one.spread)]
     beyond = [one.label for one in others if differ(full.spread, one.spread)]
+    if not within and not beyond:
+        return "No other series' runs agree enough to compare its growth with the full mask's: measure again."
     said = []
     if within:
         said.append(f"{', '.join(within)}: within the runs' spread of **{full.label}**'s exponent, so no difference "
@@ -23,6 +37,16 @@ def noise_note(series) -> str:
     if beyond:
         said.append(f"{', '.join(beyond)}: outside it, a difference beyond this machine's noise")
     return "Against the full mask: " + "; ".join(said) + "."
+
+
+def exponent_line(one, span) -> str:
+    """One series' exponent, or why none is shown: too few lengths, or runs that disagree (`supported`)."""
+    if not span:
+        return f"- **{one.label}**: too few lengths from 256 up to fit an exponent"
+    runs = f"each of the {len(one.exponents)} runs alone: {one.spread[0]:.2f} to {one.spread[1]:.2f}"
+    if not supported(one):
+        return f"- **{one.label}**: no exponent: its runs disagree ({runs}), more than the growth they would measure"
+    return f"- **{one.label}**: time ∝ N^{one.exponent:.2f} from N = {span[0]} to {span[1]} ({runs})"
 
 
 def memory_note(measured: bool, on_gpu: bool) -> str:
@@ -80,10 +104,7 @@ if right.button("Measure", type="primary", help="Takes a few seconds (longer at 
     span = fit_range(lengths)
     marked = [(n, what) for n, what in crossovers(series, d_model) if lengths[0] <= n <= lengths[-1]]
     plot(cost_figure(series, "GPU" if on_gpu else "CPU", quadratic_from=marked), "cost")
-    fitted = f" from N = {span[0]} to {span[1]}" if span else ""
-    st.markdown("\n".join(f"- **{one.label}**: time ∝ N^{one.exponent:.2f}{fitted} (each of the "
-                          f"{len(one.exponents)} runs alone: {one.spread[0]:.2f} to {one.spread[1]:.2f})" if span
-                          else f"- **{one.label}**: too few lengths from 256 up to fit an exponent" for one in series))
+    st.markdown("\n".join(exponent_line(one, span) for one in series))
     if span:
         st.markdown(noise_note(series))
     st.markdown("The N² terms (Q·Kᵀ and weights · V, 4·N²·d_model FLOPs) against the projections' "

@@ -79,6 +79,7 @@ class Answered:
 
     nickname: str
     given: dict
+    student: int = 0  # the student's number in this class's store (no key): tells unnamed students apart
 
 
 def database_url(data_dir: Path | None) -> str:
@@ -205,10 +206,10 @@ class ClassStore:
         """Every student's latest answer to question ``number`` (the teacher's tally, before or after the reveal)."""
         def work(connection):
             question_id = self._question_id(connection, self._teacher(connection, code, teacher_key), number)
-            rows = connection.execute(select(students.c.nickname, answers.c.given).join(
+            rows = connection.execute(select(students.c.nickname, answers.c.given, students.c.id).join(
                 students, students.c.id == answers.c.student_id).where(answers.c.question_id == question_id)
                 .order_by(answers.c.at))
-            return [Answered(nickname, json.loads(given)) for nickname, given in rows]
+            return [Answered(nickname, json.loads(given), student) for nickname, given, student in rows]
         return self._run(work)
 
     def question(self, code: str, teacher_key: str, number: int) -> Question:
@@ -312,10 +313,10 @@ class ClassStore:
             revealed = connection.execute(select(asked.c.revealed).where(asked.c.id == question_id)).scalar_one()
             if not (shown and revealed):
                 return []
-            rows = connection.execute(select(students.c.nickname, answers.c.given).join(
+            rows = connection.execute(select(students.c.nickname, answers.c.given, students.c.id).join(
                 students, students.c.id == answers.c.student_id).where(answers.c.question_id == question_id)
                 .order_by(answers.c.at))
-            return [Answered(nickname, json.loads(given)) for nickname, given in rows]
+            return [Answered(nickname, json.loads(given), student) for nickname, given, student in rows]
         return self._run(work)
 
     def names_shown(self, code: str) -> bool:

@@ -8,7 +8,14 @@ import tensorflow as tf
 
 from transformer.analysis import cost as _cost
 from transformer.analysis import position_views as _position_views
-from transformer.analysis.cost import COST_LENGTHS, differ, fit_range, quadratic_crossover, quadratic_share
+from transformer.analysis.cost import (
+    COST_LENGTHS,
+    differ,
+    fit_range,
+    quadratic_crossover,
+    quadratic_share,
+    supported,
+)
 from transformer.analysis.flow import FLOW_MAX_POSITIONS, attention_flow
 from transformer.analysis.heads import ROLES, has_position_axis, line_top_roles, role_text
 from transformer.analysis.measures import (
@@ -181,7 +188,7 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "ABLATIONS", "ARCHITECTURE_STACKS", "ARCHITECTURES", "COST_LENGTHS",
            "DEVICE_CHOICES", "EXTERNAL", "FULL_ATTENTION_MAX", "GROUP_LABELS", "GROUPS", "LINE_SOURCES",
            "MASK_FAMILIES", "MAX_HEADS", "MAX_LAYERS", "ModelShape", "MAX_SEQ_LEN", "MAX_TOKENS", "NORMS",
-           "PATTERN_FAMILIES", "POSITIONS",
+           "PATTERN_FAMILIES", "POSITIONS", "supported",
            "PROBE_LINES", "QUERY_BLOCK", "ROLES", "SEED_BATCH", "SESSION_PREFIX", "SHIPPED", "SIZED_FAMILIES",
            "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",

@@ -18,7 +18,7 @@ from classroom.questions import KINDS
 from classroom.store import ClassError, ClassStore, StoreUnavailable, database_url, store_for
 from transformer.service import data_dir
 from ui import data, model_config, state
-from ui.lessons import LESSONS
+from ui.lessons import LESSONS, open_view
 from ui.runtime import client_address
 from ui.state import F
 
@@ -236,7 +236,7 @@ def lesson_questions():
 def open_lesson(lesson) -> None:
     """From a button's callback: open ``lesson``'s view (its link's values) and ask the class once it has drawn."""
     state.put(state.CLASS_PENDING, lesson.page)
-    state.open_page(f"app_pages/{lesson.page}.py", **state.parse_url(dict(lesson.params))[0])
+    open_view(lesson)
 
 
 def ask_pending(page: str) -> None:

@@ -219,6 +219,25 @@ def history_csv(rows) -> bytes:
     return text.getvalue().encode()
 
 
+def students_csv(rows, names_shown: bool) -> bytes:
+    """Every student's answer to every question with its mark: ``student`` the nickname when the teacher shows
+    names, else "student 1", "student 2", … in the order they first answered."""
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["question", "student", "answer", "right", "score"])
+    numbers: dict = {}
+    for question, answered in rows:
+        for entry in answered:
+            number = numbers.setdefault(entry.student, len(numbers) + 1)
+            who = (entry.nickname or f"student {number}") if names_shown else f"student {number}"
+            marked = mark(question.kind, question.shown, question.answer, entry.given) if question.revealed else None
+            writer.writerow([csv_cell(cell) for cell in (
+                question.number, who, label_of(question.kind, question.shown, entry.given),
+                "" if marked is None else ("yes" if marked.correct else "no"),
+                "" if marked is None else f"{marked.score:.3f}")])
+    return text.getvalue().encode()
+
+
 def history(code: str, teacher_key: str) -> None:
     """Every question asked, its tally and accuracy, and a CSV of them; ending the class."""
     try:
@@ -235,7 +254,10 @@ def history(code: str, teacher_key: str) -> None:
                           "right": "" if counted.accuracy is None or not question.revealed
                           else percent(counted.accuracy)})
         st.dataframe(table, hide_index=True)
-        downloads(Download("Download the history (CSV)", lambda: history_csv(rows), f"class-{code}.csv", "text/csv"))
+        names = class_room.store().names_shown(code)
+        downloads(Download("Download the history (CSV)", lambda: history_csv(rows), f"class-{code}.csv", "text/csv"),
+                  Download("Download every student's answers (CSV)", lambda: students_csv(rows, names),
+                           f"class-{code}-students.csv", "text/csv"))
     if st.toggle("End this class (deletes its answers)", key="class_end_confirm"):
         if st.button("End the class now", type="primary"):
             try:

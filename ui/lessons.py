@@ -20,6 +20,13 @@ class Lesson:
         return f"{self.page}?{urlencode(self.params, quote_via=quote)}" if self.params else self.page
 
 
+def open_view(lesson: Lesson) -> None:
+    """From a button's callback: open ``lesson``'s view with its link's values, in this session."""
+    from ui import state  # noqa: PLC0415  (the lessons are data; opening one is the state's)
+
+    state.open_page(f"app_pages/{lesson.page}.py", **state.parse_url(dict(lesson.params))[0])
+
+
 LESSONS = (
     Lesson("The look-ahead mask", "attention", {"stack": "decoder", "focus": "3"},
            "Row 3 of the masked decoder self-attention: position 3 reads positions 0–3 and never a later one; the "

@@ -107,3 +107,17 @@ def test_ask_the_class_shows_only_for_a_teacher_key_the_class_knows(classes):
     assert "Ask the class" not in [button.label for button in forged.sidebar.button]
     real = open_page("attention", {"class": started.code, "teacher": started.teacher_key})
     assert "Ask the class" in [button.label for button in real.sidebar.button]
+
+
+def test_homes_lessons_open_in_this_session_not_a_new_tab():
+    """Lessons were Markdown links, each opening a new tab and a new session (74 s for the first under load; five
+    lessons, five tabs) (issue 87, item 9): a button opens the lesson's view here, its address still there to share."""
+    from ui.lessons import LESSONS
+
+    at = open_page("home")
+    no_errors(at)
+    assert not any(f"]({LESSONS[0].address})" in m.value for m in at.markdown)
+    assert any(LESSONS[0].address in c.value for c in at.caption)
+    next(b for b in at.button if b.label == f"1. {LESSONS[0].title}").click().run()
+    no_errors(at)
+    assert at.session_state["stack"] == "decoder" and at.session_state["focus"] == 3

@@ -41,11 +41,13 @@ def test_a_trained_model_names_no_carried_mask_family():
 
 
 def test_home_offers_the_lessons_as_addresses():
+    """Each lesson a button that opens it in this session, and its address beside it to share."""
     at = open_page("home")
     no_errors(at)
-    text = " ".join(element.value for element in at.markdown)
-    for lesson in LESSONS:
-        assert lesson.address in text and lesson.title in text
+    text = " ".join(element.value for element in at.caption)
+    buttons = [button.label for button in at.button]
+    for number, lesson in enumerate(LESSONS, start=1):
+        assert lesson.address in text and f"{number}. {lesson.title}" in buttons
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.page for lesson in LESSONS])

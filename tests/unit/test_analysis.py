@@ -91,3 +91,18 @@ def test_neuron_terms_rebuild_the_live_weights_of_every_stack():
 def test_neuron_terms_name_a_pair_out_of_range():
     with pytest.raises(ValueError, match=r"query=4"):
         neuron_terms(np.zeros((1, 4, 2)), np.zeros((1, 4, 2)), np.ones((4, 4), bool), 0, 4, 0)
+
+
+def test_an_exponent_the_timings_cannot_support_is_not_one():
+    """A busy host printed N^-0.50 and still concluded 'a difference beyond this machine's noise' (issue 87, item 16):
+    runs that disagree by more than the growth they would measure support no exponent, and are compared with none."""
+    from transformer.analysis.cost import MAX_EXPONENT_SPREAD, Series, supported
+
+    def series(exponent, low, high):
+        return Series("x", (256, 512, 1024), (1, 2, 4), (1, 1, 1), exponent, (1, 1, 1),
+                      exponents=(low, (low + high) / 2, high))
+
+    assert supported(series(1.98, 1.9, 2.05))
+    assert not supported(series(-0.50, -1.2, 0.3))  # the runs disagree by 1.5
+    assert not supported(series(-0.3, -0.4, -0.2))  # time shrinking as N grows: noise, not growth
+    assert supported(series(0.05, 0.0, MAX_EXPONENT_SPREAD))  # a window's flat time is a measure too

@@ -130,3 +130,19 @@ def test_a_model_from_outside_with_more_heads_than_the_lab_draws_is_refused_when
     x = keras.layers.MultiHeadAttention(num_heads=4, key_dim=2)(keras.layers.Embedding(16, 8)(inputs),
                                                                  keras.layers.Embedding(16, 8)(inputs))
     assert load(keras.Model(inputs, x), name="narrow").num_heads == 4
+
+
+def test_every_students_answers_download_named_only_as_the_teacher_shows_names():
+    """The CSV had per-question totals only (issue 87, item 8): a sheet of every student's answer and mark, each
+    named by nickname only when the teacher shows names, else "student 1", "student 2"."""
+    from classroom.store import Answered, Question
+    from ui.class_views import students_csv
+
+    question = Question(id=1, number=1, kind="choice", view="class_room", prompt="Which?",
+                        shown={"options": ["a", "b"]}, revealed=True, answer={"option": 1})
+    rows = [(question, [Answered("ada", {"option": 1}, 7), Answered("", {"option": 0}, 9)])]
+    hidden = list(csv.reader(io.StringIO(students_csv(rows, names_shown=False).decode())))
+    assert hidden == [["question", "student", "answer", "right", "score"], ["1", "student 1", "b", "yes", "1.000"],
+                      ["1", "student 2", "a", "no", "0.000"]]
+    shown = list(csv.reader(io.StringIO(students_csv(rows, names_shown=True).decode())))
+    assert [row[1] for row in shown[1:]] == ["ada", "student 2"]

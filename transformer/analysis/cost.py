@@ -51,6 +51,16 @@ class Series:
         return min(found), max(found)
 
 
+MAX_EXPONENT_SPREAD = 0.5  # runs whose own exponents range wider than this do not support one (a busy host)
+
+
+def supported(series: Series) -> bool:
+    """Whether ``series``'s timings support an exponent: its runs' own exponents agree within `MAX_EXPONENT_SPREAD`
+    and time does not shrink as N grows beyond that noise (a busy host gave N^-0.50)."""
+    low, high = series.spread
+    return bool(np.isfinite(series.exponent) and high - low <= MAX_EXPONENT_SPREAD and high >= 0)
+
+
 def differ(spread: tuple, other: tuple) -> bool:
     """Whether two exponents' spreads (`Series.spread`) do not overlap: a difference beyond the runs' noise."""
     return spread[1] < other[0] or other[1] < spread[0]
