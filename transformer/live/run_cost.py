@@ -12,13 +12,12 @@ feed-forward 4·N_q·d·d_ff; the decoder's cross-attention is a second attentio
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK, VIEW_CELLS
 from transformer.core.shape import ModelShape
 from transformer.live.config import VOCAB_SIZE, LiveConfig, attention_bytes
-from transformer.runtime.engine_rate import RATE_ENV, engine_rate
+from transformer.runtime.engine_rate import RATE_ENV, engine_rate, positive_setting
 
 LIGHT_SECONDS_ENV = "ATTENTION_LAB_LIGHT_SECONDS"  # above: an explicit press, then the background lane (default 1)
 MAX_GFLOP_ENV = "ATTENTION_LAB_RUN_MAX_GFLOP"  # above: refused (default 8000: two 4,096-token lines at the largest)
@@ -28,16 +27,7 @@ DEFAULTS = {LIGHT_SECONDS_ENV: 1.0, MAX_GFLOP_ENV: 8000.0, MAX_MB_ENV: 4096.0}
 
 def budget(name: str) -> float:
     """The positive number ``name`` is set to, or its default; ValueError naming a value that is not one."""
-    raw = os.environ.get(name, "")
-    if raw.strip() == "":
-        return DEFAULTS[name]
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"{name} must be a positive number. Received: {name}={raw!r}")
-    return value
+    return positive_setting(name, DEFAULTS[name])
 
 
 @dataclass(frozen=True)

@@ -35,18 +35,24 @@ _RATE = EngineRate()
 _LOCK = threading.Lock()
 
 
-def fixed_rate() -> float | None:
-    """``ATTENTION_LAB_GFLOPS`` as a positive number, None when unset; ValueError naming a value that is not one."""
-    raw = os.environ.get(RATE_ENV, "").strip()
-    if not raw:
-        return None
+def positive_setting(name: str, default: float | None = None) -> float | None:
+    """The positive number the environment variable ``name`` holds, ``default`` when it is unset; ValueError naming
+    a value that is not one."""
+    raw = os.environ.get(name, "")
+    if raw.strip() == "":
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
     if not value > 0:
-        raise ValueError(f"{RATE_ENV} must be a positive number of GFLOP/s. Received: {RATE_ENV}={raw!r}")
+        raise ValueError(f"{name} must be a positive number. Received: {name}={raw!r}")
     return value
+
+
+def fixed_rate() -> float | None:
+    """``ATTENTION_LAB_GFLOPS`` (GFLOP/s) as a positive number, None when unset."""
+    return positive_setting(RATE_ENV)
 
 
 def engine_rate() -> EngineRate:
@@ -63,4 +69,4 @@ def keep(rate: EngineRate) -> None:
 
 
 __all__ = ["DEFAULT_CALL_SECONDS", "DEFAULT_GFLOPS", "RATE_ENV", "EngineRate", "engine_rate", "fixed_rate",
-           "keep"]
+           "keep", "positive_setting"]
