@@ -24,12 +24,12 @@ def noise_note(series) -> str:
     the full mask's timings support no exponent, and a series whose timings support none is left out."""
     full, others = series[0], [one for one in series[1:] if supported(one)]
     if not supported(full):
-        return ("The full mask's runs disagree too much to fit an exponent (this machine was busy), so no growth is "
-                "compared: measure again.")
+        return ("Against the full mask: its own runs disagree too much to fit an exponent (this machine was busy), so "
+                "no growth is compared: measure again.")
     within = [one.label for one in others if not differ(full.spread, one.spread)]
     beyond = [one.label for one in others if differ(full.spread, one.spread)]
     if not within and not beyond:
-        return "No other series' runs agree enough to compare its growth with the full mask's: measure again."
+        return "Against the full mask: no other series' runs agree enough to compare their growth: measure again."
     said = []
     if within:
         said.append(f"{', '.join(within)}: within the runs' spread of **{full.label}**'s exponent, so no difference "

@@ -14,14 +14,13 @@ import math
 from transformer.core import tokens
 from transformer.core.shape import ModelShape
 from transformer.live.config import PROMPT_STEPS, ROLES_MAX_LINES, VOCAB_SIZE, LiveConfig
-from transformer.live.run_cost import RunCost, live_cost
+from transformer.live.run_cost import TRACED_CALL_SECONDS, RunCost, live_cost
 from transformer.live.sources import source_of
 
 ROLES_CHUNK = tokens.MAX_LINES  # lines of a roles study run at a time (`transformer.live.head_roles`)
 FLOW_SECONDS_PER_CELL = 3e-4  # attention flow's max-flow solves, per (source token × output token) of an example:
 # measured, 20 dates examples scored in 4.8 s on 2 cores, flow under half of it
-DECODE_STEP_SECONDS = 0.006  # one greedy step's traced call beside its arithmetic: measured 4.3–5.8 ms on 2 cores
-# (the dates model, 1–16 lines), a quarter of a whole small run's (`call_seconds`, 13–26 ms)
+DECODE_STEP_SECONDS = TRACED_CALL_SECONDS  # one greedy step (the dates model, 1–16 lines: 4.3–5.8 ms measured)
 ROLE_SCORE_SECONDS_PER_CELL = 2e-8  # role scores in NumPy, per attention cell (L·B·H·N²): the induction study's 500
 # lines took 2.2–2.9 s on 2 cores against 0.6–1.7 s of passes estimated (its model's first load included)
 QUERY_KEY_FACTOR = 3  # a query–key plane over a run's forward pass: measured 2.8× (16 lines, N = 512)

@@ -22,6 +22,8 @@ from transformer.runtime.engine_rate import RATE_ENV, engine_rate, positive_sett
 LIGHT_SECONDS_ENV = "ATTENTION_LAB_LIGHT_SECONDS"  # above: an explicit press, then the background lane (default 1)
 MAX_GFLOP_ENV = "ATTENTION_LAB_RUN_MAX_GFLOP"  # above: refused (default 8000: two 4,096-token lines at the largest)
 MAX_MB_ENV = "ATTENTION_LAB_RUN_MAX_MB"  # a run's estimated peak memory above this is refused (default 4096)
+TRACED_CALL_SECONDS = 0.006  # one small traced call (a layer timed, a decode step) beside its arithmetic: a decode
+# step measured 4.3–5.8 ms on 2 cores, a quarter of a whole small run (`EngineRate.call_seconds`)
 DEFAULTS = {LIGHT_SECONDS_ENV: 1.0, MAX_GFLOP_ENV: 8000.0, MAX_MB_ENV: 4096.0}
 
 
@@ -150,7 +152,8 @@ def measure_cost(d_model: int, heads: int, lengths, repeats: int, series: int = 
     longest = max(lengths)
     memory = 4 * (5 * heads * min(QUERY_BLOCK, longest) * longest + 6 * longest * d_model)
     return RunCost(flops, int(memory), f"timing one attention layer of d_model {d_model}, {heads} heads up to "
-                                       f"N = {longest:,}, {repeats} times each", series * (repeats + 1) * len(lengths))
+                                       f"N = {longest:,}, {repeats} times each", 1,
+                   series * (repeats + 1) * len(lengths) * TRACED_CALL_SECONDS)
 
 
 def check_cost(cost: RunCost) -> None:
