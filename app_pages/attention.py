@@ -151,7 +151,7 @@ with heads_part:
     plot(head_grid(grid_cells, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens, title=title,
                    names=[*names, "mean of heads"], columns=columns, focus=drawn_focus, click_side=click_side,
                    pooled=result.attention_factor, key_positions=view_of_line.key_positions,
-                   fit_px=fit_px("heads"), **cells_scale),
+                   fit_px=fit_px("heads"), padded_keys=view_of_line.padded_keys, **cells_scale),
          "heads", on_click=on_click)
     if norms is not None:
         st.caption(token_views.norms_caption(weights, shown_norms, result.special_keys(stack, element)[
@@ -175,7 +175,8 @@ if full_resolution is not None and full_resolution.open:  # computed and sent on
             one_scale = dict(value_name="‖α·f(x)‖", value_max=float(max(exact.max(), 1e-6)))
         plot(single_head(exact, view_of_line.mask, view_of_line.query_tokens, view_of_line.key_tokens,
                          title=f"head {head}" + (": ‖α·f(x)‖" if norms is not None else ""), start=start,
-                         focus=drawn_focus, window=blockwise, click_side=click_side, **one_scale),
+                         focus=drawn_focus, window=blockwise, click_side=click_side,
+                         padded_keys=view_of_line.padded_keys, **one_scale),
              "single_head", on_click=on_click)
 
 openings.show_view(view)  # what the view shows, in plain words (issue 78, item 11)
@@ -255,7 +256,7 @@ else:  # "Model view"
     plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack] + (": value-weighted norms ‖α·f(x)‖"
                                                                          if model_scale else ""),
                     focus=drawn_focus, pooled=result.attention_factor, roles=roles, click_side=click_side,
-                    **model_scale),
+                    padded_keys=view_of_line.padded_keys, **model_scale),
          "model_view", on_click=on_click)
     if roles is not None:
         st.caption("Hover a head for its strongest role on this line; the Heads page scores them over many lines.")

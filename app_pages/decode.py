@@ -25,26 +25,25 @@ if outside and config.architecture != "decoder-only":
 # random weights (decoder-only), a trained decoder-only model and a causal model from outside continue a prompt
 prompting = config.architecture == "decoder-only"
 if outside:
-    st.markdown("Your model continues a prompt one token at a time: at each step it reads the prompt and what it "
+    st.markdown("Your model continues a prompt: at each step it reads the prompt and what it "
                 "has written so far (its look-ahead mask lets the newest position see only those) and chooses the "
                 "next token from its distribution. It runs whole on the prefix at each step (no key/value cache "
                 "here).")
 elif prompting and trained:
-    st.markdown("A decoder-only model continues a prompt one token at a time: at each step it reads the prompt and "
-                "what it has written so far (the look-ahead mask lets the newest position see only those) and "
-                "chooses the next token. The induction model learned one thing: to continue a segment it has seen "
-                "earlier in the line. Start a repeat in the prompt and watch it copy; its layer-1 heads look at the "
-                "token after the earlier occurrence.")
+    st.markdown("At each step the model reads the prompt and what it has written so far (the look-ahead mask lets "
+                "the newest position see only those) and chooses the next token. The induction model learned one "
+                "thing: to continue a segment it has seen earlier in the line. Start a repeat in the prompt and "
+                "watch it copy; its layer-1 heads look at the token after the earlier occurrence.")
 elif prompting:
-    st.markdown("A decoder-only model continues a prompt one token at a time: at each step it reads the prompt and "
-                "what it has written so far (the look-ahead mask lets the newest position see only those) and "
-                "chooses the next token. Its weights are random, so the words are noise; the mechanism is the one "
-                "GPT runs. It chooses among the tokens of the sidebar's target lines.")
+    st.markdown("At each step the model reads the prompt and what it has written so far (the look-ahead mask lets "
+                "the newest position see only those) and chooses the next token. Its weights are random, so the "
+                "words are noise; the mechanism is the one GPT runs. It chooses among the tokens of the sidebar's "
+                "target lines.")
     if config.mask_family != "paper":
         st.info(f"Decoding steps with the look-ahead mask alone: the Masks page's {config.mask_family} family, which "
                 "the other pages draw, is not applied here.", icon=":material/info:")
 else:
-    st.markdown("A trained model writes its answer one token at a time: at each step the decoder reads what it has "
+    st.markdown("At each step the decoder reads what it has "
                 "written so far (the look-ahead mask lets the newest position see only that), looks at the source "
                 "through cross-attention, and chooses the next token from its distribution.")
 if model_config.supports(name).shape and not prompting:

@@ -13,7 +13,8 @@ from viz.masks import broadcast_table, fully_masked_rows, mask_grid
 
 openings.show("masks")
 not_for_external_model("This page draws the lab's mask families and switches; a model from outside uses its own masks "
-                   "(padding, and the look-ahead mask when causal), drawn grey on the Attention page.")
+                   "(padding, and the look-ahead mask when causal), drawn on the Attention page (padding sand, the "
+                   "look-ahead grey).")
 st.caption("Blue: the query may attend to the key (True). Grey: blocked (False). Rows are queries, columns keys.")
 FAMILY_NOTES = {
     "paper": "The paper: the encoder sees every key, the decoder the keys up to its own position.",

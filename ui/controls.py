@@ -183,7 +183,7 @@ def padding_notice(result, container=st) -> None:
     if length < 64 or share < PADDING_WALL:
         return
     values = state.current_values()
-    said = (f"**{percent(share)} of every source line is padding** (grey): the lines hold a few tokens and the "
+    said = (f"**{percent(share)} of every source line is padding** (sand): the lines hold a few tokens and the "
             f"sequence length is N = {length}, so each is padded to it.")
     if not model_config.supports(values["weights"]).shape:
         container.info(said + " A trained model reads its own task's lines: a shorter length shows more.",

@@ -55,8 +55,16 @@ MAX_TEXT_CHARS = 20_000
 
 @dataclass(frozen=True)
 class Field:
+    """A control's default, the parser of its link text, and ``words``: what a special value means, as a notice
+    says it (``(-1, "no token is focused")``) rather than by the value itself."""
+
     default: Any
     parse: Callable[[str], Any]
+    words: tuple[tuple[Any, str], ...] = ()
+
+    def using(self, value, shown: str) -> str:
+        """How a notice says the value used instead (``shown``: the value as the link would write it)."""
+        return next((words for special, words in self.words if special == value), f"using {shown!r}")
 
 
 SHAPE = ModelShape()  # the shape fields' defaults: the spec's own (transformer.core.shape)
@@ -74,7 +82,9 @@ FIELDS: dict[str, Field] = {
     "tgt": Field(SEED_BATCH, link_values.text(MAX_TEXT_CHARS)),
     "device": Field("auto", link_values.choice(DEVICE_CHOICES)),
     "positions": Field(SHAPE.positions, link_values.choice(POSITIONS)),
-    "kv_heads": Field(0, link_values.integer(0, MAX_HEADS)),  # 0: as many as the heads (the paper)
+    # kv_heads: as many as the heads (the paper)
+    "kv_heads": Field(0, link_values.integer(0, MAX_HEADS),
+          ((0, "every head keeps its own keys and values"),)),
     "arch": Field(SHAPE.architecture, link_values.choice(ARCHITECTURES)),
     "norm": Field(SHAPE.norm, link_values.choice(NORMS)),
     "mask_family": Field("paper", link_values.choice(MASK_FAMILIES)),
@@ -89,12 +99,16 @@ FIELDS: dict[str, Field] = {
     "pad_mask": Field(True, link_values.flag),
     "future_mask": Field(True, link_values.flag),
     "pe_dims": Field("4 5 6 7", link_values.text(400)),
-    "pe_positions": Field("", link_values.text(400)),  # empty: the first 8 (a default of "0 … 7" warned at length 7)
+    # pe_positions: a default of "0 … 7" warned at length 7
+    "pe_positions": Field("", link_values.text(400),
+          (("", "the first 8 positions are drawn"),)),
     "step": Field(0, link_values.integer(0, 7)),  # the Shapes page's step
     "view": Field(ATTENTION_VIEWS[0], link_values.choice(ATTENTION_VIEWS)),
     "cells": Field(CELLS[0], link_values.choice(CELLS)),  # the head grid: weights or value-weighted norms
     "full_res": Field(False, link_values.flag),  # the Attention page's full-resolution head is open
-    "focus": Field(-1, link_values.integer(-1, MAX_SEQ_LEN - 1)),  # the Attention page's focused token; -1: none
+    # focus: the Attention page's focused token
+    "focus": Field(-1, link_values.integer(-1, MAX_SEQ_LEN - 1),
+          ((-1, "no token is focused"),)),
     "focus_key": Field(False, link_values.flag),  # … focused as a key ("attended by"), not as a query
     "specials": Field(False, link_values.flag),  # … <s>, </s> and padding keys hidden, rows renormalised
     "hidden_heads": Field([], link_values.heads),  # the head view's heads switched off
@@ -108,7 +122,8 @@ FIELDS: dict[str, Field] = {
     # the Heads page
     "roles_lines": Field("lines", link_values.choice(LINE_SOURCES)),
     "roles_count": Field(16, link_values.choice(ROLE_LINE_COUNTS, int)),
-    "roles_pattern": Field("", link_values.choice(("", *PATTERN_FAMILIES))),  # "": no custom pattern
+    "roles_pattern": Field("", link_values.choice(("", *PATTERN_FAMILIES)),
+          (("", "no pattern of your own is scored"),)),
     "imp_kind": Field("zero", link_values.choice(ABLATIONS)),
     "imp_count": Field(200, link_values.choice(IMPORTANCE_COUNTS, int)),
     "ex_count": Field(50, link_values.choice(EXPLANATION_COUNTS, int)),
@@ -129,28 +144,38 @@ FIELDS: dict[str, Field] = {
     # corruption), what is measured and which map; a path's receiver; the cell opened (-1: none) and the head its
     # three runs show
     "pt_seed": Field(0, link_values.integer(0, 2**31 - 1)),
-    "pt_clean": Field("", link_values.text(400)),
-    "pt_corrupt": Field("", link_values.text(400)),
-    "pt_part": Field("", link_values.choice(("", *DATE_PARTS))),
-    "pt_metric": Field("", link_values.choice(("", *PATCH_METRICS))),  # "": the model's first (patch_metrics_of)
+    "pt_clean": Field("", link_values.text(400), (("", "the clean line is drawn from the seed"),)),
+    "pt_corrupt": Field("", link_values.text(400),
+          (("", "the corrupted line is the task's corruption of the clean one"),)),
+    "pt_part": Field("", link_values.choice(("", *DATE_PARTS)), (("", "any part of the date is corrupted"),)),
+    "pt_metric": Field("", link_values.choice(("", *PATCH_METRICS)),
+          (("", "the model's first measure is used"),)),
     "pt_dir": Field(PATCH_DIRECTIONS[0], link_values.choice(PATCH_DIRECTIONS)),
     "pt_map": Field(PATCH_MAPS[0], link_values.choice(PATCH_MAPS)),
-    "pt_stack": Field("", link_values.choice(("", "encoder", "decoder"))),  # the stream map's; "": the first
-    "pt_rstack": Field("", link_values.choice(("", *STACK_CHOICES))),  # the receiver's; "": the model's last
-    "pt_rlayer": Field(-1, link_values.integer(-1, MAX_LAYERS - 1)),  # -1: the last layer
+    # pt_stack: the stream map's
+    "pt_stack": Field("", link_values.choice(("", "encoder", "decoder")),
+          (("", "the first stack is drawn"),)),
+    # pt_rstack: the receiver's
+    "pt_rstack": Field("", link_values.choice(("", *STACK_CHOICES)),
+          (("", "the model's last stack receives"),)),
+    "pt_rlayer": Field(-1, link_values.integer(-1, MAX_LAYERS - 1),
+          ((-1, "the last layer receives"),)),
     "pt_rhead": Field(0, link_values.integer(0, MAX_HEADS - 1)),
     "pt_rside": Field("k", link_values.choice(PATCH_SIDES)),
-    "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS)),
-    "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN)),
-    "pt_head": Field(-1, link_values.integer(-1, MAX_HEADS - 1)),  # -1: the cell's own head
+    "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS), ((-1, "no cell is opened"),)),
+    "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN), ((-1, "no cell is opened"),)),
+    "pt_head": Field(-1, link_values.integer(-1, MAX_HEADS - 1),
+          ((-1, "the cell's own head is shown"),)),
     # the Train page's timeline
     "tl_stack": Field("decoder", link_values.choice(STACK_CHOICES)),
     "tl_role": Field("induction", link_values.choice((*ROLES, "alignment"))),  # cross-attention's role: its alignment
-    "tl_step": Field(-1, link_values.integer(-1, 100_000)),  # -1: the latest snapshot
+    "tl_step": Field(-1, link_values.integer(-1, 100_000),
+          ((-1, "the latest snapshot is shown"),)),
     # the Cost page
     "cost_max": Field(1024, link_values.choice(COST_MAXIMA, int)),
     # the Decode page
-    "dec_src": Field("", link_values.text(400)),  # empty: the model's own example
+    "dec_src": Field("", link_values.text(400),
+          (("", "the model's own example is decoded"),)),
     "dec_mode": Field(DECODE_MODES[0], link_values.choice(DECODE_MODES)),
     "dec_temp": Field(1.0, link_values.choice(TEMPERATURES, float)),
     "dec_top_k": Field(0, link_values.choice(TOP_KS, int)),

@@ -33,7 +33,8 @@ LESSONS = (
            "grey upper triangle is the look-ahead mask."),
     Lesson("Padding", "attention", {"src": "a b c\nd e f g h\ni", "tgt": "a b c\nd e f g h\ni", "seq_len": "8",
                                     "element": "2"},
-           "Line 3 has one token and seven pads: the pads' grey columns get no weight from any query, and switching "
+           "Line 3 has one token and seven pads: the pads' sand-coloured columns get no weight from any query (the "
+           "look-ahead mask's cells are grey), and switching "
            "the padding mask off shows what attention would do without it."),
     Lesson("How heads differ", "attention", {"heads": "8", "layers": "3", "view": "Model view"},
            "Every layer × head on one line: the same input, different projections, so every head draws its own "

@@ -38,10 +38,14 @@ def integer(low: int, high: int) -> Callable[[str], int]:
 
 
 def choice(choices, kind=str) -> Callable[[str], Any]:
+    """A parser for one of ``choices``; an empty choice ("") is told as "or left out", not as an empty name."""
+    named = ", ".join(str(option) for option in choices if option != "")
+    told = f"must be one of {named}" + (", or left out" if "" in choices else "")
+
     def parse(raw: str):
         value = number(raw, kind) if kind in (int, float) else kind(raw)
         if value not in choices:
-            raise ValueError(f"must be one of {', '.join(map(str, choices))}")
+            raise ValueError(told)
         return value
     return parse
 

@@ -55,8 +55,9 @@ OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first
               "shape. This page shows the shape at every step, read off the running model.",
     "cost": "Attention compares every word with every other word, so its cost grows fast as lines get longer. This "
             "page times one attention layer at many lengths and shows how time and memory grow.",
-    "decode": f"A trained model writes its answer one {term('token')} at a time. Step through it to see where it "
-              "looks at each step and which token it thinks comes next.",
+    "decode": f"A model writes one {term('token')} at a time: a trained model its answer, a decoder-only model what "
+              "follows a prompt. Step through it to see where it looks at each step and which token it thinks comes "
+              "next.",
     "train": "Train a small model here in about a minute, then see what its attention learned on every page. You "
              "can watch its heads change while it trains.",
     "class_room": "Your teacher asks about a picture, and you answer before you see it. Then the lab shows what the "

@@ -55,7 +55,7 @@ def parse_url(query: dict) -> tuple[dict, list[str]]:
         try:
             values[key] = field.parse(raw)
         except (ValueError, TypeError) as error:
-            notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); using {dump(default)!r}.")
+            notices.append(f"Ignored the link's {key}={raw[:40]!r} ({error}); {field.using(default, dump(default))}.")
     values, changes = normalise(values)
     for key, was, now in changes:
         notices.append(f"The link's heads={was} does not divide d_model={values['d_model']}; using {now}."
@@ -284,7 +284,7 @@ def correct(key: str, value, why: str) -> None:
     linked = get(LINKED, set())
     if was != value and key in linked:
         linked.discard(key)
-        message = f"Ignored the link's {key}={dump(was)[:40]!r} ({why}); using {dump(value)!r}."
+        message = f"Ignored the link's {key}={dump(was)[:40]!r} ({why}); {FIELDS[key].using(value, dump(value))}."
         slot = get(NOTICE_SLOT)
         if slot is None:
             notify(message)

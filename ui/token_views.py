@@ -47,6 +47,7 @@ class LineView:
     weights: ``(L, H, N_q, N_k')``; mask: ``(N_q, N_k')`` bool, True = may attend; key_positions: ``(N_k',)``
     each drawn key's position in the sequence (N_k' < N_k when the specials are hidden).
     all_weights, all_mask: ``(L, H, N_q, N_k)`` and ``(N_q, N_k)``, every key (what rollout runs on).
+    padded_keys: ``(N_k',)`` bool, True for a drawn key that is padding (its blocked cells drawn apart).
     """
 
     weights: np.ndarray
@@ -57,6 +58,7 @@ class LineView:
     key_tokens: tuple
     key_positions: np.ndarray
     hidden: int  # how many key columns were taken out
+    padded_keys: np.ndarray
 
     @property
     def note(self) -> str:
@@ -107,7 +109,7 @@ def line_view(result, stack: str, line: int, hide_specials: bool, layer: int = 0
     # np.take keeps rows contiguous (mask[:, kept] is laid out by columns: pooling it at N = 4096 took ~120 ms)
     shown_mask = np.take(mask, kept, axis=1) if hidden.any() else mask  # (N_q, N_k')
     return LineView(shown, shown_mask, weights, mask, query_tokens, tuple(key_tokens[k] for k in kept), kept,
-                    int(hidden.sum()))
+                    int(hidden.sum()), result.padding_keys(stack, line)[kept])
 
 
 def exact_windows(seq_len: int, n_q: int, n_k: int, full_res: tuple | None, head_view: bool, focus) -> dict:

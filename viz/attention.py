@@ -38,6 +38,14 @@ def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOL
     )
 
 
+def pooled_keys(padded_keys, factor: int):
+    """``(N_k,)`` padding keys pooled by ``factor`` as `reduce_view` pools the mask: a pooled key is padding when
+    every key of its block is; None stays None."""
+    if padded_keys is None or factor == 1:
+        return padded_keys
+    return ~max_pool(~np.asarray(padded_keys, bool)[None, :], 1, factor, fill=False)[0]
+
+
 def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
     """``focus`` (``("query" | "key", position)`` or None) in a view pooled by ``factor`` whose queries and keys
     start at ``offsets``; None when the position is outside the ``shown = (N_q, N_k)`` cells."""
@@ -53,7 +61,7 @@ def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
 def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
               limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1, key_positions=None,
               fit_px: int | None = None, value_name: str = "weight", value_max: float = 1.0,
-              click_side: str | None = None) -> go.Figure:
+              click_side: str | None = None, padded_keys=None) -> go.Figure:
     """One heatmap per head.
 
     Args:
@@ -68,6 +76,7 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
       value_name, value_max: another quantity than weights (value-weighted norms: "‖α·f(x)‖", their largest), on
         the same colour scale from 0 to ``value_max``.
       click_side: the side a click on a cell focuses, drawn in the browser at once (`viz.panels.focus_meta`).
+      padded_keys: ``(N_k,)`` bool, True for a padding key (its blocked cells sand, not grey: `weight_rows`).
     """
     weights = np.asarray(weights, dtype=np.float32)
     limit = min(limit, max(8, int((CELL_BUDGET / weights.shape[0]) ** 0.5)))  # many heads: coarser panels
@@ -80,18 +89,19 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 
     title = wrap_title("<br>".join([" — ".join(filter(None, (first, note))), *more]), fit_px)
     return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns, title,
                            focus=pooled_focus(focus, factor), factor=factor, fit_px=fit_px, value_name=value_name,
-                           value_max=value_max, click_side=click_side)
+                           value_max=value_max, click_side=click_side, padded_keys=pooled_keys(padded_keys, factor))
 
 
 def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240, focus=None,
                     factor: int = 1, fit_px: int | None = None, value_name: str = "weight",
-                    value_max: float = 1.0, start: tuple = (0, 0), click_side: str | None = None) -> go.Figure:
+                    value_max: float = 1.0, start: tuple = (0, 0), click_side: str | None = None,
+                    padded_keys=None) -> go.Figure:
     """``(P, N_q, N_k)`` weight panels sharing the fixed 0–1 colour axis, every axis labelled (long ones thinned).
     A click on a cell reports its position to the page (``meta.click``; ``start``: a cropped window's first cell)."""
     traces, layout = weight_rows(weights, mask, q_labels, k_labels, names, columns, panel_px=panel_px,
                                  top_px=23 + 21 * title_lines(title) if title else 10, focus=focus,  # 17 px lines
                                  click_factor=factor, fit_px=fit_px, value_name=value_name, click_start=start,
-                                 click_side=click_side)
+                                 click_side=click_side, padded_keys=padded_keys)
     layout["meta"] = {**layout["meta"], "click": True}
     return panels_figure(traces, layout, title=left_title(title, layout["height"]),
                          coloraxis=weight_coloraxis(value_name, value_max))
@@ -105,14 +115,14 @@ def window_starts(length: int, size: int = FULL_RESOLUTION_WINDOW) -> list[int]:
 
 def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
                 size: int = FULL_RESOLUTION_WINDOW, focus=None, window: bool = False, value_name: str = "weight",
-                value_max: float = 1.0, click_side: str | None = None) -> go.Figure:
+                value_max: float = 1.0, click_side: str | None = None, padded_keys=None) -> go.Figure:
     """One ``(N_q, N_k)`` head at full resolution: every cell exact, never pooled.
 
     Above ``size`` positions only a ``size × size`` window starting at ``start =
     (first query, first key)`` is drawn (so the figure stays under 1 MB), and the
     title says which part of the matrix it is. Labels keep their absolute positions.
     ``window``: ``weights`` is that window already (a block-wise run's crop), not the whole head.
-    ``value_name``, ``value_max``, ``click_side``: as `head_grid`'s.
+    ``value_name``, ``value_max``, ``click_side``, ``padded_keys``: as `head_grid`'s.
     """
     weights = np.asarray(weights, dtype=np.float32)  # (N_q, N_k), or the window
     n_q, n_k = len(query_tokens), len(key_tokens)
@@ -131,7 +141,8 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
     return _heatmap_panels(shown[None], mask[rows, cols], labels_q, labels_k, [name], 1,
                            " — ".join(filter(None, (title, note))), panel_px=420,
                            focus=pooled_focus(focus, 1, (q0, k0), (shown_q, shown_k)), value_name=value_name,
-                           value_max=value_max, start=(q0, k0), click_side=click_side)
+                           value_max=value_max, start=(q0, k0), click_side=click_side,
+                           padded_keys=None if padded_keys is None else np.asarray(padded_keys, bool)[cols])
 
 
 def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
@@ -142,14 +153,14 @@ def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
 
 def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, pooled: int = 1,
                roles=None, value_name: str = "weight", value_max: float = 1.0,
-               click_side: str | None = None) -> go.Figure:
+               click_side: str | None = None, padded_keys=None) -> go.Figure:
     """All layers × heads as small multiples, each pooled to at most ``limit`` cells.
 
     Args:
       weights: ``(L, H, N_q, N_k)``.  mask: ``(N_q, N_k)`` bool, True = may attend.
       focus: as `head_grid`'s, outlined in every panel.  pooled: as `head_grid`'s.
       roles: optional ``(L, H)`` text, each head's role (`transformer.analysis.heads.role_text`), in its hover.
-      value_name, value_max, click_side: as `head_grid`'s.
+      value_name, value_max, click_side, padded_keys: as `head_grid`'s.
     """
     weights = np.asarray(weights, dtype=np.float32)
     layers, heads = weights.shape[:2]
@@ -164,7 +175,7 @@ def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, poole
                                  names, heads, titles=titles, row_titles=[f"layer {layer}" for layer in range(layers)],
                                  panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110,
                                  focus=pooled_focus(focus, factor), click_factor=factor, value_name=value_name,
-                                 click_side=click_side)
+                                 click_side=click_side, padded_keys=pooled_keys(padded_keys, factor))
     layout["meta"] = {**layout["meta"], "click": True}
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
     return panels_figure(traces, layout, title=left_title(stack_title + note),

@@ -110,13 +110,13 @@ def scaling_figure(experiment: dict, fit_px: int | None = None) -> go.Figure:
                          hovertemplate="d_k %{x}<br>variance %{y:.3f}<extra>" + name + "</extra>"))
         data.append(dict(type="scatter", x=d_k, y=experiment[f"entropy_{key}"], name=name, line=line,
                          showlegend=False, xaxis="x2", yaxis="y2",
-                         hovertemplate="d_k %{x}<br>entropy %{y:.3f}<extra>" + name + "</extra>"))
-    data.append(dict(type="scatter", x=d_k, y=[experiment["max_entropy"]] * len(d_k), name="uniform (log N)",
+                         hovertemplate="d_k %{x}<br>entropy %{y:.3f} bits<extra>" + name + "</extra>"))
+    data.append(dict(type="scatter", x=d_k, y=[experiment["max_entropy"]] * len(d_k), name="uniform (log2 N)",
                      line=dict(color="grey", dash="dash"), xaxis="x2", yaxis="y2"))
     log_d_k = dict(type="log", dtick=1, title=dict(text="d_k"), automargin=False)  # decades only: a narrow chart
     layout = dict(template=TEMPLATE_JSON, annotations=[], **(dict(meta=dict(min_width_px=SCALING_MIN_WIDTH_PX))
                                                             if not stacked else {}))
-    for index, (title, (x_domain, y_domain)) in enumerate(zip(("variance of q·k", "softmax entropy (nats)"),
+    for index, (title, (x_domain, y_domain)) in enumerate(zip(("variance of q·k", "softmax entropy (bits)"),
                                                               domains)):
         layout.update(axis_pair(index, dict(log_d_k, domain=x_domain),
                                 dict(domain=y_domain, automargin=False, **(dict(type="log", dtick=1) if index == 0

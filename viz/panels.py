@@ -25,7 +25,7 @@ from viz.sizes import (
     TITLE_PAD_PX,
     TITLE_PX,
 )
-from viz.style import FOCUS_COLOR, MASKED_COLOR, TEMPLATE_JSON
+from viz.style import FOCUS_COLOR, MASKED_COLOR, PADDING_COLOR, TEMPLATE_JSON
 
 
 def label_px(labels, shown: bool = True, rotated: bool = False) -> int:
@@ -210,7 +210,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
                 panel_px: int = 240, gap_px: int = 16, top_px: int = 40, show_ticks: bool = True,
                 right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None,
                 value_name: str = "weight", click_start: tuple = (0, 0),
-                click_side: str | None = None) -> tuple[list[dict], dict]:
+                click_side: str | None = None, padded_keys=None) -> tuple[list[dict], dict]:
     """Heatmap trace dicts and a layout for panels of attention weights, ``columns`` panels to a row.
 
     The panels of a row share one pair of axes: the browser lays out and draws every pair of
@@ -233,9 +233,12 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
         browser draws the new outlines itself (``meta.focus``: `focus_meta`); None, or a pooled view: the server.
       fit_px: lay the grid out for a column this wide (a phone): fewer panels to a row where needed.
       value_name: what the cells hold, in the hover ("weight"; a value-weighted norm: "‖α·f(x)‖").
+      padded_keys: ``(N_k,)`` bool, True for a padding key: its blocked cells are sand, not the mask's grey (the
+        padding mask apart from the look-ahead's), with their own hover; None: no key is padding.
     """
     weights = np.asarray(weights, dtype=np.float32)  # (P, N_q, N_k)
     mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape[-2:])  # (N_q, N_k)
+    padded = np.zeros(mask.shape[-1], bool) if padded_keys is None else np.asarray(padded_keys, bool)  # (N_k,)
     panels, _, n_k = weights.shape
     titles = list(names) if titles is None else list(titles)
     y_labels_px = label_px(query_labels, show_ticks)
@@ -265,7 +268,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     traces, outlines = [], []  # the click side's outlines of position 0, every panel of every row
     for row in range(rows):
         first, last = row * columns, min(panels, (row + 1) * columns)
-        categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step)
+        categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step, padded)
         masked_any = bool(np.isfinite(blocked).any())  # False: nothing masked (hidden specials), no grey layer
         traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels,
                               click_meta(click_factor, n_k + gap, click_start), value_name)[0 if masked_any else 1:]
@@ -328,9 +331,13 @@ def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_lab
     x_id, y_id = axis_ids(row)
     n_k = shown.shape[-1]
     common = dict(type="heatmap", y=query_labels, xaxis=x_id, yaxis=y_id, hoverongaps=False)  # gaps: no hover
-    traces = [dict(common, x=categories, z=blocked, showscale=False, name="masked", meta=meta,
-                   colorscale=[[0, MASKED_COLOR], [1, MASKED_COLOR]], zmin=0, zmax=1,
-                   hovertemplate="query %{y}<br>key %{x}<br>blocked by the mask (weight 0)<extra></extra>")]
+    # One layer for every blocked cell (a second one for padding's cells went past a window's 1 MB at N = 512):
+    # grey where the mask blocks, sand where it blocks a padding key (`PADDING_CELL`)
+    traces = [dict(common, x=categories, z=blocked, showscale=False, name="masked", meta=meta, zmin=1,
+                   zmax=PADDING_CELL, colorscale=[[0, MASKED_COLOR], [0.5, MASKED_COLOR], [0.5, PADDING_COLOR],
+                                                  [1, PADDING_COLOR]],
+                   hovertemplate="query %{y}<br>key %{x}<br>blocked by the mask (weight 0; sand: a padding key)"
+                                 "<extra></extra>")]
     for column, (weights, name) in enumerate(zip(shown, names)):
         start = column * (n_k + gap)
         # One key: Plotly draws a one-column heatmap of categories a category too far right (off the axis for the
@@ -341,15 +348,19 @@ def _row_traces(row: int, shown, names, categories, gap: int, blocked, query_lab
     return traces
 
 
-def _row_categories(key_labels, panels: int, gap: int, mask, tick_step: int):
+PADDING_CELL = 2.0  # a masked cell whose key is padding, in a row's blocked layer
+
+
+def _row_categories(key_labels, panels: int, gap: int, mask, tick_step: int, padded):
     """A row's key categories (panel after panel, gaps between), its masked layer and the categories to label.
 
     Returns ``(categories, blocked, ticks)``: blocked is ``(N_q, len(categories))`` float32, 1 where a
-    panel's cell is masked and NaN elsewhere (allowed cells and gaps).
+    panel's cell is masked, `PADDING_CELL` where it is masked and its key (``padded``, ``(N_k,)``) is padding,
+    NaN elsewhere (allowed cells and gaps).
     """
     n_q, n_k = mask.shape
     categories, ticks = [], []
-    panel_blocked = np.where(mask, np.nan, 1.0)  # (N_q, N_k): the same in every panel
+    panel_blocked = np.where(mask, np.nan, np.where(padded[None, :], PADDING_CELL, 1.0))  # (N_q, N_k): every panel's
     blocked = np.full((n_q, panels * (n_k + gap) - gap), np.nan, dtype=np.float32)  # (N_q, row categories)
     for column in range(panels):
         if column:

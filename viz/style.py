@@ -17,6 +17,9 @@ ALLOWED_COLOR = "#2b8cbe"
 # A mask's blocked cells: the masked cells' grey (it means the same). Light grey (#f0f0f0) was nearly white on the
 # dark theme's page, brighter than the allowed blue.
 BLOCKED_COLOR = MASKED_COLOR
+# A key the padding mask blocks: sand, apart from the look-ahead's (and every other mask's) grey, the blues and the
+# focus orange, on both themes; the lessons name both.
+PADDING_COLOR = "#c2a878"
 FOCUS_COLOR = "#f28e2b"  # the focused token's row or column: orange, apart from the blues and the grey
 DIVERGING_COLORSCALE = "RdBu_r"
 

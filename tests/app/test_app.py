@@ -1099,6 +1099,10 @@ def test_a_bad_link_value_is_told_in_a_sentence_and_counts_are_written_as_words_
     assert not any("invalid literal" in notice for notice in notices), notices
     assert "Ignored the link's seq_len='banana' (is not a whole number); using '7'." in notices
     assert any("d_model='wide' (is not a whole number)" in notice for notice in notices)
+    _, notices = state.parse_url({"pt_part": "week", "focus": "-5"})  # issue 87, item 18: no empty name, no "-1"
+    assert ("Ignored the link's pt_part='week' (must be one of day, month, year, or left out); any part of the date "
+            "is corrupted.") in notices, notices
+    assert "Ignored the link's focus='-5' (must be from -1 to 4095); no token is focused." in notices, notices
     from ui.text import count
 
     assert (count(1, "layer"), count(2, "layer"), count(1, "key/value head")) == ("1 layer", "2 layers",
@@ -1207,7 +1211,7 @@ def test_the_norms_caption_counts_real_queries_only_so_padding_does_not_move_it(
 @pytest.mark.parametrize("page, query, field, used", [
     ("attention", {"layers": "2", "layer": "5"}, "layer", "1"),
     ("attention", {"element": "15"}, "element", "2"),
-    ("attention", {"focus": "999"}, "focus", "-1"),
+    ("attention", {"focus": "999"}, "focus", "no token is focused"),
     ("decode", {"weights": "dates", "dec_step": "64"}, "dec_step", None),
     ("dot_product_lab", {"row": "50"}, "row", "6"),
 ])
@@ -1220,8 +1224,8 @@ def test_a_link_value_the_view_corrects_gets_the_links_notice(page, query, field
     at = open_page(page, query)
     no_errors(at)
     assert len(said(at)) == 1, [w.value for w in at.warning]
-    if used is not None:
-        assert f"using '{used}'" in said(at)[0], said(at)
+    if used is not None:  # a special value in words (issue 87, item 18), another as the link writes it
+        assert (f"; {used}." if " " in used else f"using '{used}'") in said(at)[0], said(at)
     at.run()  # the next run (a move of the user's own) says nothing more
     assert not said(at)
 

@@ -3,8 +3,9 @@ the class counts layers and heads as the pages do (from 0), every reveal names t
 it, the history fills at the reveal, Ask the class needs a checked teacher key, and Explore after training opens the
 model it trained."""
 
+import numpy as np
 import pytest
-from app_support import no_errors, open_page, specs
+from app_support import decode, no_errors, open_page, specs
 
 from classroom.store import ClassStore, database_url
 from transformer.service import data_dir
@@ -121,3 +122,27 @@ def test_homes_lessons_open_in_this_session_not_a_new_tab():
     next(b for b in at.button if b.label == f"1. {LESSONS[0].title}").click().run()
     no_errors(at)
     assert at.session_state["stack"] == "decoder" and at.session_state["focus"] == 3
+
+
+@pytest.mark.parametrize("query", [{"weights": "dates"}, {"arch": "decoder-only"}, {"weights": "induction"}])
+def test_decodes_opening_is_said_once(query):
+    """Issue 87, item 18: "A trained model writes its answer one token at a time" stood twice at the page's top."""
+    at = open_page("decode", query)
+    no_errors(at)
+    said = " ".join(m.value for m in at.markdown)
+    assert said.count("one token at a time") + said.count("one [token]") <= 1, said[:600]
+
+
+def test_the_padding_lesson_draws_pads_apart_from_the_look_ahead():
+    """Issue 87, item 18: the Padding lesson's decoder showed its pad columns in the look-ahead's grey."""
+    from chart_support import figure_specs
+
+    from ui.lessons import LESSONS
+
+    padding = next(lesson for lesson in LESSONS if lesson.title == "Padding")
+    at = open_page("attention", {**dict(padding.params), "stack": "decoder", "element": "0"})  # a b c and 5 pads
+    no_errors(at)
+    blocked = next(trace for trace in figure_specs(at)[0]["data"] if trace.get("name") == "masked")
+    cells = set(np.unique(decode(blocked["z"])[np.isfinite(decode(blocked["z"]))]).tolist())
+    assert cells == {1.0, 2.0}, cells  # grey look-ahead cells and sand padding cells
+    assert "sand" in padding.says and "grey" in padding.says

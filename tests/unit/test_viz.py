@@ -373,7 +373,10 @@ def test_lab_figures_and_numerics():
     experiment = scaling_experiment(d_ks=(4, 64, 256), samples=400)
     assert experiment["variance_raw"][2] > 100 and abs(experiment["variance_scaled"][2] - 1) < 0.3
     assert experiment["entropy_raw"][2] < experiment["entropy_scaled"][2]
+    assert experiment["max_entropy"] == 4.0  # bits, as every other entropy in the lab: log2(16 keys)
+    assert 3.0 < experiment["entropy_scaled"][0] <= 4.0
     scaling = lab.scaling_figure(experiment)
+    assert "bits" in " ".join(a.text for a in scaling.layout.annotations) and "log2 N" in scaling.data[-1].name
     assert len(scaling.data) == 5
     for name in ("q·k", "q·k / sqrt(d_k)"):  # one colour per series, in both panels
         assert len({trace.line.color for trace in scaling.data if trace.name == name}) == 1
@@ -851,3 +854,25 @@ def test_the_cache_heatmaps_draw_at_every_allowed_size(heads, step):
     if heads > 1:
         assert np.isnan(z[:, 16]).all()
         np.testing.assert_allclose(z[:, 17:33], cache["keys"][1])
+
+
+def test_padding_keys_are_drawn_apart_from_the_look_ahead_mask():
+    """Issue 87, item 18: the look-ahead and the padding masks shared one grey; a pad key's blocked cells are sand
+    now, with their own hover, and a pooled key is padding only when its whole block is."""
+    from viz.style import PADDING_COLOR
+
+    n = 6
+    causal = np.tril(np.ones((n, n), bool))
+    padded = np.array([False, False, False, False, True, True])
+    mask = causal & ~padded[None, :]  # (N_q, N_k): the decoder's, padding keys blocked
+    fig = attention.head_grid(np.full((2, n, n), 0.1), mask, list("abcd") + ["<pad>"] * 2,
+                              list("abcd") + ["<pad>"] * 2, padded_keys=padded)
+    blocked = next(trace for trace in fig.data if trace.name == "masked")  # one layer: a window stays < 1 MB
+    z = np.array(blocked.z, dtype=float)
+    assert (z == 2).sum() == 2 * 2 * n  # sand: every row, two pad keys, two panels
+    assert (z == 1).sum() == 2 * np.tri(4, 4, -1).sum()  # grey: the look-ahead's cells among the real keys
+    scale = dict((step[0], step[1]) for step in blocked.colorscale)
+    assert (blocked.zmin, blocked.zmax) == (1, 2) and scale[0] == MASKED_COLOR and scale[1] == PADDING_COLOR
+    assert "sand: a padding key" in blocked.hovertemplate
+    assert list(attention.pooled_keys(padded, 2)) == [False, False, True]
+    assert list(attention.pooled_keys(np.array([False, True, True, True]), 2)) == [False, True]

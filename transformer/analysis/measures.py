@@ -106,7 +106,8 @@ def scaling_experiment(d_ks=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), keys: int =
     dividing by sqrt(d_k) brings it back to 1 and keeps the softmax from saturating.
 
     Returns arrays over ``d_k``: ``variance_raw``, ``variance_scaled``, ``entropy_raw``,
-    ``entropy_scaled`` (mean softmax entropy over ``keys`` keys), and ``max_entropy`` = log(keys).
+    ``entropy_scaled`` (mean softmax entropy over ``keys`` keys, in bits as every entropy in the lab), and
+    ``max_entropy`` = log2(keys).
     """
     rng = np.random.default_rng(seed)
     result = {name: [] for name in ("variance_raw", "variance_scaled", "entropy_raw", "entropy_scaled")}
@@ -117,12 +118,12 @@ def scaling_experiment(d_ks=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), keys: int =
         for name, logits in (("raw", dots), ("scaled", dots / np.sqrt(d_k))):
             result[f"variance_{name}"].append(float(logits.var()))
             result[f"entropy_{name}"].append(float(_entropy(stable_softmax(logits)).mean()))
-    return {"d_k": list(d_ks), **{k: np.array(v) for k, v in result.items()}, "max_entropy": float(np.log(keys))}
+    return {"d_k": list(d_ks), **{k: np.array(v) for k, v in result.items()}, "max_entropy": float(np.log2(keys))}
 
 
 def _entropy(probabilities) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.where(probabilities > 0, probabilities * np.log(probabilities), 0.0).sum(-1)
+        return -np.where(probabilities > 0, probabilities * np.log2(probabilities), 0.0).sum(-1)
 
 
 def naive_softmax(logits) -> np.ndarray:

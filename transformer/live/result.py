@@ -90,11 +90,15 @@ class LiveResult:
         ids = stack_sides(stack, self.source_ids, self.target_ids)[0][line]  # (N_q,)
         return ~np.isin(ids, self.pad_ids)
 
+    def padding_keys(self, stack: str, line: int) -> np.ndarray:
+        """``(N_k,)`` bool: True for the keys of ``stack`` on ``line`` that are padding (a pad symbol's id)."""
+        ids = stack_sides(stack, self.source_ids, self.target_ids)[1][line]  # (N_k,)
+        return np.isin(ids, self.pad_ids)
+
     def special_keys(self, stack: str, line: int) -> np.ndarray:
         """``(N_k,)`` bool: True for the keys of ``stack`` on ``line`` that are padding, ``<s>`` or ``</s>``."""
-        ids = stack_sides(stack, self.source_ids, self.target_ids)[1][line]  # (N_k,)
         tokens = np.array(self.tokens_of(stack, line)[1], dtype=object)
-        return np.isin(ids, self.pad_ids) | np.isin(tokens, SPECIALS)
+        return self.padding_keys(stack, line) | np.isin(tokens, SPECIALS)
 
 
 def stack_sides(stack: str, source, target) -> tuple:
