@@ -113,7 +113,9 @@ FIELDS: dict[str, Field] = {
     "specials": Field(False, link_values.flag),  # … <s>, </s> and padding keys hidden, rows renormalised
     "hidden_heads": Field([], link_values.heads),  # the head view's heads switched off
     "nv_head": Field(0, link_values.integer(0, MAX_HEADS - 1)),  # the neuron view's head
-    "nv_other": Field(0, link_values.integer(0, MAX_SEQ_LEN - 1)),  # the neuron view's key (or query, a key focused)
+    # the neuron view's key (or query, a key focused); -1: the one the focused token attends to (is attended by) most
+    "nv_other": Field(-1, link_values.integer(-1, MAX_SEQ_LEN - 1),
+                      ((-1, "the key the query attends to most is shown"),)),
     "crop_q": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
     "crop_k": Field(0, link_values.integer(0, MAX_SEQ_LEN)),
     "row": Field(0, link_values.integer(0, MAX_SEQ_LEN - 1)),  # the Dot-product lab's query row for the mask fills

@@ -271,28 +271,38 @@ def norms_caption(weights, norms, special, mask, real_queries=None) -> str:
             + ", ".join(f"{percent(w)} / {percent(n)}" for w, n in zip(*share)) + " (weight / norm).")
 
 
-def pair_picker(heads: int, query_tokens, key_tokens, focus) -> tuple[int, int, int]:
+def pair_picker(weights, query_tokens, key_tokens, focus) -> tuple[int, int, int]:
     """``(head, query, key)`` of the views that read one head's query–key pair (the neuron view, the score terms):
-    the focused token and the other side's picked one (`nv_head`, `nv_other`)."""
-    head = head_picker(heads, key=F.nv_head)
+    the focused token and the other side's picked one (`nv_head`, `nv_other`). Until one is picked, the other side
+    is the one the head's ``weights`` ``(H, N_q, N_k)`` tie most strongly to the focused token (its top key; a key
+    focused: its top query), not position 0."""
+    head = head_picker(weights.shape[0], key=F.nv_head)
     by_key = focus is not None and focus[0] == "key"
     other_count = len(query_tokens) if by_key else len(key_tokens)
+    fixed = focus[1] if focus is not None else 0
+    if state.value(F.nv_other) < 0:  # nothing picked yet: the strongest pair
+        row = weights[head, :, fixed] if by_key else weights[head, fixed]  # (N_q,) or (N_k,)
+        state.put(F.nv_other, int(np.argmax(row)) if len(row) == other_count else 0)
     clamp(F.nv_other, other_count - 1)
     other_labels = widget_labels(query_tokens if by_key else key_tokens)  # once, not once an option
     options_follow(F.nv_other, other_labels)
     other = st.select_slider("Query" if by_key else "Key", list(range(other_count)), key=F.nv_other,
                              format_func=other_labels.__getitem__, **PERSIST)
-    fixed = focus[1] if focus is not None else 0
     if focus is None:
         st.caption("The query is the first token: focus another one above (or click a chart).")
     return (head, other, fixed) if by_key else (head, fixed, other)
+
+
+def layer_weights(result, stack: str, layer: int, line: int) -> np.ndarray:
+    """``(H, N_q, N_k)``: ``stack``'s weights on ``layer`` for batch line ``line``, as `line_view` finds them."""
+    return result.attention[stack][layer, result.lines.index(line) if result.lines else line]
 
 
 def terms_section(result, config, stack: str, layer: int, line: int, focus) -> None:
     """Why one head attends: the query–key pair's score split by the parts of the residual stream, and what in the
     key made it win against the other keys the query may see."""
     query_tokens, key_tokens = result.tokens_of(stack, line)
-    head, query, key = pair_picker(result.heads, query_tokens, key_tokens, focus)
+    head, query, key = pair_picker(layer_weights(result, stack, layer, line), query_tokens, key_tokens, focus)
     split = data.score_terms(config, stack, layer, head, line=line, query=query)
     if np.isnan(split.scores[0, key]):
         st.info("This key is masked for this query: it has no score to split. Pick another key.",
@@ -317,7 +327,7 @@ def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> 
     q, k = walk.tensors["query_heads"][line], walk.tensors["key_heads"][line]  # (H, N_q, d_k), (H, N_k, d_k)
     mask = walk.mask[line]  # (N_q, N_k)
     query_tokens, key_tokens = result.tokens_of(stack, line)
-    head, query, key = pair_picker(q.shape[0], query_tokens, key_tokens, focus)
+    head, query, key = pair_picker(layer_weights(result, stack, layer, line), query_tokens, key_tokens, focus)
     bias = score_bias(walk.tensors["scores"][line], walk.tensors["scaled"][line], q.shape[-1])  # (H, N_q, N_k)
     terms = neuron_terms(q, k, mask, head, query, key, bias=bias)
     plot(neuron_view(terms, query_tokens, key_tokens, head, query, key), "neuron_view")

@@ -62,12 +62,28 @@ def _kept_lines(weights, heads, focus, min_weight: float, max_lines: int):
     return head, query, key, strength, budget_cut, faint
 
 
-def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
-    """One path shape a head and opacity step, each line a segment ``M0,query L1,key``, in the head's legend
-    group; and each shape's lines as numbers, ``{"query", "key"}`` typed arrays (the chart's own code keeps a
-    hovered token's lines from these: it reads no path). Shapes, not traces: a focus or hover redraws the shapes
-    alone (Plotly's relayout), not every trace."""
+BAND = 0.8  # the share of a token's row its heads' lines spread over
+
+
+def head_offsets(heads) -> tuple[dict, float]:
+    """Each drawn head's offset within a token's row (rows apart), so that heads' lines between the same query and
+    key lie side by side, as BertViz draws them, not on top of each other (only the last showed); and the line
+    width that keeps neighbours apart (2 px, down to 1 px for many heads)."""
+    heads = list(heads)
+    spacing = min(0.2, BAND / max(len(heads), 1))  # rows between two heads' lines
+    middle = (len(heads) - 1) / 2
+    width = float(np.clip(spacing * ROW_PX - 0.5, 1.0, 2.0))
+    return {h: round((rank - middle) * spacing, 3) for rank, h in enumerate(heads)}, width
+
+
+def _line_shapes(head, query, key, strength, heads) -> tuple[list[dict], list[dict]]:
+    """One path shape a head and opacity step, each line a segment ``M0,query+o L1,key+o`` (``o``: the head's
+    offset in the row, `head_offsets`, of the drawn ``heads``), in the head's legend group; and each shape's lines
+    as numbers, ``{"query", "key"}`` typed arrays and its ``offset`` (the chart's own code keeps a hovered token's
+    lines from these: it reads no path). Shapes, not traces: a focus or hover redraws the shapes alone (Plotly's
+    relayout), not every trace."""
     shapes, ends = [], []
+    offsets, width = head_offsets(heads)
     steps = np.minimum(OPACITY_STEPS - 1, (strength * OPACITY_STEPS).astype(int))  # 0 … 9
     for h in sorted(set(head.tolist())):
         for step in range(OPACITY_STEPS):
@@ -75,11 +91,13 @@ def _line_shapes(head, query, key, strength) -> tuple[list[dict], list[dict]]:
             if not chosen.any():
                 continue
             queries, keys = query[chosen], key[chosen]  # (lines,) each
-            path = "".join(f"M0,{q}L1,{k}" for q, k in zip(queries.tolist(), keys.tolist()))
+            offset = offsets[h]
+            path = "".join(f"M0,{q + offset:g}L1,{k + offset:g}" for q, k in zip(queries.tolist(), keys.tolist()))
             shapes.append(dict(type="path", path=path, xref="x", yref="y", layer="below",
-                               line=dict(color=head_color(h), width=2), opacity=max(0.06, (step + 0.5) / OPACITY_STEPS),
+                               line=dict(color=head_color(h), width=width),
+                               opacity=max(0.06, (step + 0.5) / OPACITY_STEPS),
                                name=f"head {h}", legendgroup=f"head {h}", showlegend=False))
-            ends.append(dict(query=_typed(queries), key=_typed(keys)))
+            ends.append(dict(query=_typed(queries), key=_typed(keys), offset=offset))
     return shapes, ends
 
 
@@ -165,7 +183,7 @@ def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, t
                                       _token_trace("key", k_labels, hovers_k, key_blocked, k0)]
     rows = max(q1 - q0, k1 - k0)
     band = _focus_band(local_focus)
-    lines, line_ends = _line_shapes(head, query, key, strength)
+    lines, line_ends = _line_shapes(head, query, key, strength, heads)
     text = "<br>".join(filter(None, (title, _note(n_q, n_k, (q0, q1), (k0, k1), min_weight, faint, budget_cut,
                                                   len(strength)))))  # what is left out: a line of its own
     height_above = legend_top(title_lines(text), len(heads), width_px)

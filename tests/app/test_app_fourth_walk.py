@@ -146,3 +146,23 @@ def test_the_padding_lesson_draws_pads_apart_from_the_look_ahead():
     cells = set(np.unique(decode(blocked["z"])[np.isfinite(decode(blocked["z"]))]).tolist())
     assert cells == {1.0, 2.0}, cells  # grey look-ahead cells and sand padding cells
     assert "sand" in padding.says and "grey" in padding.says
+
+
+@pytest.mark.parametrize("view", ["Neuron view", "Score terms"])
+@pytest.mark.parametrize("focus", [("3", "0"), ("2", "1"), None])
+def test_the_pair_views_open_on_the_key_the_query_attends_to_most(view, focus):
+    """Issue 87, item 17: the neuron view and the score terms opened on key 0 whatever the query attends to (0.000
+    in one walk); a link without a key opens on the query's top key (on the key focused: its top query)."""
+    from transformer.service import LiveConfig, run_live
+
+    query = {"view": view, "nv_head": "1"}
+    if focus is not None:
+        query.update(focus=focus[0], focus_key=focus[1])
+    at = open_page("attention", query)
+    no_errors(at)
+    head = run_live(LiveConfig(), stacks=("encoder",), lines=(0,)).attention["encoder"][0, 0, 1]  # (N_q, N_k)
+    position = int(focus[0]) if focus else 0
+    expected = (int(head[:, position].argmax()) if focus and focus[1] == "1" else int(head[position].argmax()))
+    assert at.session_state["nv_other"] == expected
+    linked = open_page("attention", {**query, "nv_other": "0"})  # a key the link names is kept
+    assert linked.session_state["nv_other"] == 0

@@ -772,13 +772,13 @@ def test_clicking_a_key_of_any_head_focuses_that_key(page, server):
 
 def _line_rows(page, side: str) -> list:
     """The query (or key) ends of every line the head view (chart 1) shows now: its line shapes' segments
-    ``M0,query L1,key``, but a head's hidden in the legend."""
+    ``M0,query+o L1,key+o`` (``o``: the head's offset), but a head's hidden in the legend."""
     return page.evaluate(f"""(side) => {{
         const plot = document.querySelectorAll('{PLOT}')[1], rows = new Set();
         for (const shape of plot.layout.shapes.filter((shape) => shape.legendgroup && !shape.showlegend &&
                                                                  shape.visible !== 'legendonly'))
-            for (const match of shape.path.matchAll(/M0,(-?\\d+)L1,(-?\\d+)/g))
-                rows.add(Number(match[side === "query" ? 1 : 2]));
+            for (const match of shape.path.matchAll(/M0,(-?[\\d.]+)L1,(-?[\\d.]+)/g))  // a head's offset in the row
+                rows.add(Math.round(Number(match[side === "query" ? 1 : 2])));
         return [...rows].sort();
     }}""", side)
 

@@ -542,12 +542,17 @@ def _line_shapes(fig):
     return [shape for shape in fig.layout.shapes if shape.legendgroup and not shape.showlegend]
 
 
+SEGMENT = r"M0,(-?[\d.]+)L1,(-?[\d.]+)"
+
+
 def _segments(fig):
-    """``(head, query, key, opacity)`` of every line the head view draws (``M0,query L1,key`` in a path)."""
+    """``(head, query, key, opacity)`` of every line the head view draws (``M0,query+o L1,key+o`` in a path, ``o``
+    the head's offset in the row)."""
     drawn = []
     for shape in _line_shapes(fig):
         head = int(shape.legendgroup.split()[-1])
-        drawn += [(head, int(q), int(k), shape.opacity) for q, k in re.findall(r"M0,(-?\d+)L1,(-?\d+)", shape.path)]
+        drawn += [(head, round(float(q)), round(float(k)), shape.opacity)
+                  for q, k in re.findall(SEGMENT, shape.path)]
     return drawn
 
 
@@ -583,7 +588,23 @@ def test_the_head_view_names_each_line_shapes_lines_as_numbers_for_the_browser()
         path = fig.layout.shapes[index].path
         query, key = (np.frombuffer(base64.b64decode(ends[side]["bdata"]), ends[side]["dtype"]).tolist()
                       for side in ("query", "key"))
-        assert [(int(q), int(k)) for q, k in re.findall(r"M0,(-?\d+)L1,(-?\d+)", path)] == list(zip(query, key))
+        drawn = [(float(q) - ends["offset"], float(k) - ends["offset"]) for q, k in re.findall(SEGMENT, path)]
+        np.testing.assert_allclose(drawn, list(zip(query, key)), atol=1e-9)
+
+
+def test_the_head_views_heads_lines_to_one_key_lie_side_by_side():
+    """Issue 87, item 17: every head's line from a query to the same key was drawn on top of the others (only the
+    last showed); each head has its own offset in the row, symmetric about its middle, as BertViz draws them."""
+    weights = np.zeros((4, 3, 3), np.float32)
+    weights[:, 2, 0] = 1.0  # every head: query 2 → key 0
+    fig = head_view.head_view(weights, np.ones((3, 3), bool), ["a", "b", "c"], ["a", "b", "c"])
+    paths = {shape.path for shape in _line_shapes(fig) if "L1," in shape.path and shape.opacity > 0.9}
+    assert len(paths) == 4  # four lines, four places
+    starts = sorted(float(re.match(SEGMENT, path).group(1)) for path in paths)
+    assert all(1.5 < start < 2.5 for start in starts)  # inside query 2's row
+    assert np.allclose(np.diff(starts), np.diff(starts)[0]) and abs(np.mean(starts) - 2) < 1e-9
+    offsets, width = head_view.head_offsets(range(12))
+    assert max(offsets.values()) - min(offsets.values()) <= head_view.BAND and 1 <= width <= 2
 
 
 def test_positions_travel_as_bytes_under_256_and_as_int16_above():

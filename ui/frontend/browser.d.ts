@@ -28,7 +28,7 @@ interface ChartState {
   keyLabels: Record<string, unknown[]>;  // the key labels the server chose, by axis
   clickable: boolean;
   listening: boolean;
-  lines: Map<number, number[][]> | null;  // the head view's lines (viz/head_view.js)
+  lines: Map<number, {lines: number[][], offset: number}> | null;  // the head view's lines and offset (viz/head_view.js)
   minWidth: number;
   reported: number;  // the column's width told to the server
   fitTimer: number;
