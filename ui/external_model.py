@@ -36,13 +36,26 @@ def _remember(info) -> None:
     state.setdefault(state.EXTERNAL_ARCHITECTURES, {})[info.key] = info.architecture
 
 
+def starting_lines(info) -> tuple[str, int]:
+    """``(lines, sequence length)`` a model from outside opens on: sentences for its tokenizer, else token ids;
+    a model declared for one length gets lines of exactly that many ids, at that length."""
+    if info.tokenizer:
+        return EXTERNAL_EXAMPLE, max(EXTERNAL_LENGTH, info.length or 0)
+    if info.length is None:
+        return EXTERNAL_IDS_EXAMPLE, EXTERNAL_LENGTH
+    ids = EXTERNAL_IDS_EXAMPLE.split()  # cycled to the declared length, two lines
+    lines = (" ".join(ids[(start + i) % len(ids)] for i in range(info.length)) for start in (0, 3))
+    return "\n".join(lines), info.length
+
+
 def _use(info) -> None:
     """Make the model from outside described by ``info`` the sidebar's model."""
     _remember(info)
     state.update(weights=info.key, arch=info.architecture, ablate=[])
-    if not model_config.supports(state.get(state.LAST_WEIGHTS, "")).own_tokens or not info.tokenizer:
-        state.update(src=EXTERNAL_EXAMPLE if info.tokenizer else EXTERNAL_IDS_EXAMPLE,
-                                seq_len=EXTERNAL_LENGTH)
+    if (not model_config.supports(state.get(state.LAST_WEIGHTS, "")).own_tokens or not info.tokenizer
+            or info.length):
+        lines, length = starting_lines(info)
+        state.update(src=lines, seq_len=length)
 
 
 def _load_preset() -> None:
@@ -102,6 +115,7 @@ def sidebar(bar, info) -> None:
     bar.caption(f"**Your model:** {as_text(info.name)}, {info.masks_text}, "  # the name is the upload's: untrusted
                 f"{count(info.layers, 'layer')} of {count(info.heads, 'head')}, width {info.width}. It reads its "
                 "own tokens" + ("" if info.tokenizer else " (no tokenizer: type token ids separated by spaces)")
+                + (f", lines of exactly {info.length} (its input is declared so)" if info.length else "")
                 + "; its sizes, positions and masks are its own, so the lab's controls for them are not shown.")
     lengths = [n for n in choices.seq_len_choices(state.read(F.seq_len)) if n <= MAX_TOKENS]
     options_follow(F.seq_len, lengths)

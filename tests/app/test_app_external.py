@@ -121,3 +121,26 @@ def test_an_uploaded_model_with_padding_and_a_causal_layer_passes_its_checks_and
     assert any("layer 1 causal" in caption.value for caption in at.sidebar.caption)
     causal_layer = np.asarray(weight_panels(specs(at)[0])[0], float)  # layer 1, head 0: masked cells are NaN
     assert np.isnan(np.triu(causal_layer[:5, :5], 1)[np.triu_indices(5, 1)]).all()
+
+
+def test_a_fixed_length_upload_opens_at_its_length_and_a_short_line_is_told_in_words(tmp_path):
+    """Issue 87, item 15: an upload declared for 8 ids failed with Keras's "expected shape=(None, 8), found
+    shape=(1, 3)"; it opens on lines of 8 ids at N = 8, and a line of 3 gets a sentence."""
+    from hub_support import functional_model
+
+    from transformer.external.registry import describe
+    from ui.external_model import starting_lines
+
+    path = tmp_path / "eight.keras"
+    functional_model(length=8).save(path)
+    key = EXTERNAL.add_upload(path.read_bytes(), "eight.keras")
+    lines, length = starting_lines(describe(key))
+    assert length == 8 and all(len(line.split()) == 8 for line in lines.splitlines())
+    at = open_page("attention", {"weights": key, "src": lines, "seq_len": "8"})
+    no_errors(at)
+    assert weight_panels(specs(at)[0])[0].shape[-1] == 8
+    assert any("lines of exactly 8" in caption.value for caption in at.sidebar.caption)
+    short = open_page("attention", {"weights": key, "src": "3 1 4", "seq_len": "8"})
+    assert not short.exception
+    said = " ".join(element.value for element in [*short.error, *short.warning, *short.info])
+    assert "exactly 8 tokens" in said and "expected shape" not in said, said

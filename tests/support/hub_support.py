@@ -33,10 +33,11 @@ def gpt2_preset(folder, letters: bool = False):
     return folder
 
 
-def functional_model():
-    """A functional Keras model over 20 ids with two 2-head `MultiHeadAttention` layers."""
+def functional_model(length: int | None = None):
+    """A functional Keras model over 20 ids with two 2-head `MultiHeadAttention` layers; ``length``: its input's
+    declared length (None: any)."""
     keras.utils.set_random_seed(0)
-    ids = keras.Input((None,), dtype="int32")
+    ids = keras.Input((length,), dtype="int32")
     x = keras.layers.Embedding(20, 16)(ids)
     first = keras.layers.MultiHeadAttention(num_heads=2, key_dim=8, name="first")
     x = first(x, x)

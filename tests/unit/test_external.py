@@ -47,6 +47,24 @@ def test_a_keras_file_is_read_and_its_weights_are_what_each_layer_returns(tmp_pa
     assert not model.causal
 
 
+def test_a_fixed_length_keras_file_runs_at_its_declared_length_and_says_so_in_words(tmp_path):
+    """Issue 87, item 15: a model declared for 8 ids failed to load with Keras's own "expected shape=(None, 8),
+    found shape=(1, 3)" (the lab's three-token probe of its masks)."""
+    from transformer.external.registry import info
+
+    path = tmp_path / "eight.keras"
+    functional_model(length=8).save(path)
+    model = load(path)
+    assert model.fixed_length == 8 and load(functional_model()).fixed_length is None
+    described = info("upload:" + "0" * 64, model)
+    assert described.length == 8 and not described.causal_layers[0]
+    tokens, weights = model.attention("3 1 4 1 5 9 2 6")
+    assert len(tokens) == 8 and weights.shape == (2, 2, 8, 8)
+    with pytest.raises(ValueError, match=r"reads lines of exactly 8 tokens \(its input is declared so\); this line "
+                                         r"has 3\."):
+        model.attention("3 1 4")
+
+
 def test_a_bert_preset_reads_with_its_tokenizer_and_its_first_layer_matches_numpy(tmp_path):
     model = load(bert_preset(tmp_path / "tiny_bert"))
     tokens, weights = model.attention("The cat sat on the mat")

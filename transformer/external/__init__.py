@@ -131,13 +131,23 @@ class ExternalModel:
         return self._run_ids(np.asarray(ids, np.int32).reshape(-1))[0]
 
     @functools.cached_property
+    def fixed_length(self) -> int | None:
+        """The one line length the model's token input is declared with (``keras.Input((8,))``: 8); None when it
+        reads any length (its input is declared ``(None,)``)."""
+        inputs = keras.tree.flatten(self.model.input)
+        named = [tensor for tensor in inputs if "token_ids" in tensor.name] or inputs[:1]
+        shape = tuple(named[0].shape) if named else ()
+        return int(shape[1]) if len(shape) > 1 and shape[1] is not None else None
+
+    @functools.cached_property
     def layer_causal(self) -> tuple:
         """Per attention layer, whether it is causal (its query i sees keys j ≤ i only): read off the mask each
         layer is given (``use_causal_mask``) or, for a layer with its own Softmax, off its weights above the
-        diagonal, on a probe of three tokens."""
-        ids = np.zeros(3, np.int32)  # (N,): id 0 is in every vocabulary
+        diagonal, on a probe of three tokens (of its declared length, if it has one)."""
+        length = self.fixed_length or 3
+        ids = np.zeros(length, np.int32)  # (N,): id 0 is in every vocabulary
         weights, _, masks = self._recorded(ids)
-        above = ~np.tril(np.ones((3, 3), bool))  # (N, N)
+        above = ~np.tril(np.ones((length, length), bool))  # (N, N)
         return tuple(bool(not mask[above].any()) if mask is not None else bool(np.abs(w[:, above]).max() == 0)
                      for w, mask in zip(weights, masks))
 
@@ -152,6 +162,9 @@ class ExternalModel:
 
     def _recorded(self, ids: np.ndarray):
         """``(weights (L, H, N, N), hidden, masks: per layer (N, N) bool or None)`` of one run on ``ids (N,)``."""
+        if self.fixed_length is not None and len(ids) != self.fixed_length:
+            raise ValueError(f"{self.name} reads lines of exactly {self.fixed_length} tokens (its input is declared "
+                             f"so); this line has {len(ids)}. Give each line {self.fixed_length} tokens.")
         ids = ids[None]  # (1, N)
         with recording_attention(self.layers) as recorded:
             output = self.model(self._inputs(ids), training=False)

@@ -190,6 +190,7 @@ class ExternalInfo:
     width: int
     tokenizer: bool
     causal_layers: tuple = ()  # per attention layer: causal (its own mask), as `ExternalModel.layer_causal`
+    length: int | None = None  # the one line length its input is declared with (None: any)
 
     @property
     def masks_text(self) -> str:
@@ -219,7 +220,8 @@ def stored_bytes(key: str) -> int:
 def info(key: str, model: ExternalModel) -> ExternalInfo:
     """What the sidebar says of ``model``, read off it (its masks: one run of three tokens)."""
     return ExternalInfo(key, model.name, "decoder-only" if model.causal else "encoder-only", model.num_layers,
-                        model.num_heads, model.hidden_size, model.tokenizer is not None, model.layer_causal)
+                        model.num_heads, model.hidden_size, model.tokenizer is not None, model.layer_causal,
+                        model.fixed_length)
 
 
 def describe(key: str) -> ExternalInfo:

@@ -30,6 +30,9 @@ def encode_outside(config: LiveConfig) -> Inputs:
     the target side (a causal model's one stack reads them there); padding is drawn, never run. Its masks are its
     own: padding, and the look-ahead mask for a causal model (the lab's switches and families do not apply)."""
     model = EXTERNAL.get(config.weights)
+    if model.fixed_length is not None and config.seq_len < model.fixed_length:
+        raise ValueError(f"{model.name} reads lines of exactly {model.fixed_length} tokens: the sequence length must "
+                         f"be at least {model.fixed_length}. Received: seq_len={config.seq_len}")
     texts = tokens.text_lines(config.source_text, "source")
     ids = [model.token_ids(text) for text in texts]
     pieces = [model.pieces(line) for line in ids]
