@@ -4,7 +4,7 @@ side."""
 
 import streamlit as st
 
-from transformer.service import EXPLAINED_TASKS, METHODS, available, is_measured, task_of
+from transformer.service import EXPLAINED_TASKS, METHODS, START, available, is_measured, task_of
 from ui import choices, class_room, data, model_config, openings, sidebar, state
 from ui.controls import PERSIST, element_picker, fit_px, plot
 from ui.sidebar import use_weights
@@ -71,7 +71,9 @@ if not lines:
 element = element_picker(len(lines))
 example = data.example_maps(weights, lines[element], count, device)
 plot(explanation_maps(example.maps, example.source_tokens, example.target_tokens, example.aligned,
-                      fit_px("explanation_maps")), "explanation_maps")
-st.caption("Rows are the right answer's tokens (teacher forced), columns the source's; each row is scaled to its "
+                      fit_px("explanation_maps"), read_tokens=[START, *example.target_tokens[:-1]]),
+     "explanation_maps")
+st.caption("Rows are the output positions, each named by the token it reads (teacher forced: the right answer so "
+           "far) and, after the arrow, the token it writes; columns the source's; each row is scaled to its "
            "largest magnitude (gradient × input can be negative: blue). The outlined cell is the source token the "
            "output comes from; the dot marks each method's top source token.")

@@ -21,7 +21,7 @@ from ui.controls import PERSIST, options_follow, plot
 from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.state import F
 from ui.text import as_text
-from viz.labels import position_labels
+from viz.labels import position_labels, written_labels
 from viz.patching import patch_map_figure, three_runs_figure
 
 DIRECTION_LABELS = {"denoise": "denoise: clean into corrupted (what restores the answer)",
@@ -164,8 +164,9 @@ chosen = (state.value(F.pt_row), state.value(F.pt_col))
 inside = 0 <= chosen[0] < len(found.rows) and 0 <= chosen[1] < len(found.columns)
 columns = found.columns
 if kind == "stream":
-    tokens = said.clean if stream == "encoder" or said.decoder_only else said.outputs
-    columns = tuple(position_labels(tokens))
+    # a position as every page names it (the token it reads), and on the output side what it writes
+    columns = tuple(position_labels(said.clean) if stream == "encoder" else written_labels(said.outputs,
+                                                                                            said.written))
 title = {"heads": "each head's output<br>patched alone",  # two lines: a phone's 390 px
          "stream": f"the {stream} stream<br>patched at one position",
          "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]

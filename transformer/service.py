@@ -112,7 +112,7 @@ from transformer.runtime.device import (
 )
 from transformer.runtime.engine_rate import engine_rate
 from transformer.runtime.engine_thread import EngineStopped
-from transformer.tasks import TASKS, get_task
+from transformer.tasks import START, TASKS, get_task
 from transformer.tasks.corruption import CORRUPTIONS, DATE_PARTS
 from transformer.tasks.dates import date_text
 from transformer.tasks.images import IMAGE_TASKS
@@ -190,7 +190,8 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "MASK_FAMILIES", "MAX_HEADS", "MAX_LAYERS", "ModelShape", "MAX_SEQ_LEN", "MAX_TOKENS", "NORMS",
            "PATTERN_FAMILIES", "POSITIONS", "supported",
            "PROBE_LINES", "QUERY_BLOCK", "ROLES", "SEED_BATCH", "SESSION_PREFIX", "SHIPPED", "SIZED_FAMILIES",
-           "STACKS", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout", "available",
+           "STACKS", "START", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout",
+           "available",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
            "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts", "timeline_of",

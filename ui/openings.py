@@ -125,6 +125,10 @@ GLOSSARY = (  # (term, what it means, where to see it: a page's file name); in t
     ("Encoder and decoder", "The encoder reads the input line; the decoder writes the answer, looking at the encoder "
      "through cross-attention. A decoder-only model (like GPT) just continues a line.", "attention"),
     ("Cross-attention", "Attention from the tokens being written to the tokens of the input line.", "attention"),
+    ("Position", "A token's place in its line, counted from 0, and how every picture names it: '1·f' is position 1, "
+     "which reads the token f. A decoder position reads the token written before it (position 0 reads the start "
+     "mark <s>) and writes the next one; where a picture is about what it writes, the label says both: "
+     "'0·<s>→f'.", "attention"),
     ("Ablation", "Turning part of the model off (here, one head) to see what the model loses without it.", "heads"),
     ("Patching", "Copying one part of a run on one line into a run on a changed line, to see how much of the "
      "answer that part carries.", "patching"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.labels import position_labels
+from viz.labels import position_labels, written_labels
 from viz.panels import axis_pair, grid_domains, min_width_meta, panel_title
 from viz.style import (
     ALLOWED_COLOR,
@@ -28,15 +28,20 @@ def row_scaled(values: np.ndarray) -> np.ndarray:
     return np.divide(values, largest, out=np.zeros_like(values), where=largest > 0)
 
 
-def explanation_maps(maps: dict, source_tokens, target_tokens, aligned, width_px: int | None = None) -> go.Figure:
+def explanation_maps(maps: dict, source_tokens, target_tokens, aligned, width_px: int | None = None,
+                     read_tokens=None) -> go.Figure:
     """Args: maps: ``{method: (T, N_s)}`` each method's map of one example (rows: target tokens, columns: source
-    tokens); aligned: for each target token the source index it comes from, or None. Each row is drawn scaled to
-    its largest magnitude on one diverging scale (−1 to 1: gradient × input can be negative); the aligned cell is
-    outlined, and a row's top source token marked."""
+    tokens); aligned: for each target token the source index it comes from, or None; read_tokens: the token each
+    output position reads (teacher forced: ``<s>`` and the answer so far), its row then named as every page names
+    a decoder position, with what it writes (``"0·<s>→f"``). Each row is drawn scaled to its largest magnitude on
+    one diverging scale (−1 to 1: gradient × input can be negative); the aligned cell is outlined, and a row's top
+    source token marked."""
     methods = list(maps)
     across = 1 if width_px is not None and width_px < NARROW_PX else 3
     down = -(-len(methods) // across)
-    x_labels, y_labels = position_labels(source_tokens), position_labels(target_tokens)
+    x_labels = position_labels(source_tokens)
+    y_labels = (position_labels(target_tokens) if read_tokens is None
+                else written_labels(read_tokens, target_tokens))
     data, layout, annotations = [], {}, []
     for index, ((x_domain, y_domain), method) in enumerate(zip(grid_domains(len(methods), across, down, 0.06,
                                                                              0.16 if across > 1 else 0.08), methods)):

@@ -34,6 +34,12 @@ def position_labels(tokens, positions=None) -> list[str]:
     return [f"{index}·{short(token)}" if token != "" else str(index) for index, token in zip(positions, tokens)]
 
 
+def written_labels(read, written) -> list[str]:
+    """``["0·<s>→f", "1·f→e"]``: decoder positions named as everywhere (the token each reads, `position_labels`)
+    and what each writes, where a picture is about the writing (one convention: the Glossary's "Position")."""
+    return [f"{label}→{short(token)}" for label, token in zip(position_labels(read), written)]
+
+
 def pooled_labels(labels, factor: int) -> list[str]:
     """Labels of pooled blocks: ``"0–3·the…"`` names the block's first token."""
     if factor == 1:

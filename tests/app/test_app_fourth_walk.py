@@ -166,3 +166,30 @@ def test_the_pair_views_open_on_the_key_the_query_attends_to_most(view, focus):
     assert at.session_state["nv_other"] == expected
     linked = open_page("attention", {**query, "nv_other": "0"})  # a key the link names is kept
     assert linked.session_state["nv_other"] == 0
+
+
+def test_a_decoder_position_is_named_by_the_token_it_reads_on_every_page():
+    """Issue 87, item 14: Attention named decoder rows by the token read ("0·<s>, 1·f"), Explanations and Patching by
+    the token written ("0·f … 5·a"). One convention (the Glossary's "Position"): the token read, and where the picture
+    is about writing, what is written after an arrow."""
+    from chart_support import figure_specs
+
+    from ui.openings import GLOSSARY
+
+    assert any(term == "Position" and "0·<s>→f" in says for term, says, _ in GLOSSARY)
+    attention = open_page("attention", {"weights": "dates", "stack": "decoder"})
+    no_errors(attention)
+    assert figure_specs(attention)[0]["data"][1]["y"][0] == "0·&lt;s&gt;"
+    patching = open_page("patching", {"weights": "dates", "pt_map": "stream", "pt_stack": "decoder", "pt_row": "1",
+                                      "pt_col": "0"})
+    no_errors(patching)
+    stream, runs = (next(spec for spec in figure_specs(patching) if part in str(spec["layout"]["title"]))
+                    for part in ("the decoder stream", "in the three runs"))
+    assert stream["data"][0]["x"][0].startswith("0·&lt;s&gt;→")
+    run_labels = [trace.get("y") for trace in runs["data"] if trace.get("y") is not None]
+    assert run_labels and run_labels[0][0] == "0·&lt;s&gt;", run_labels[0][:3]
+    explained = open_page("explanations", {"weights": "copy", "ex_count": "10"})
+    explained = next(b for b in explained.button if b.label.startswith("Score the six")).click().run()
+    no_errors(explained)
+    maps = next(spec for spec in figure_specs(explained) if "every method" in spec["layout"]["title"]["text"])
+    assert maps["data"][0]["y"][0].startswith("0·&lt;s&gt;→"), maps["data"][0]["y"][:3]

@@ -21,7 +21,7 @@ from transformer.analysis.patching import Inputs, Metric
 from transformer.core.masks import padding_mask, target_mask
 from transformer.live.sources import source_of
 from transformer.runtime.device import resolve_device
-from transformer.tasks import END, PAD_ID, START_ID
+from transformer.tasks import END, PAD_ID, START, START_ID
 from transformer.tasks.corruption import CORRUPTIONS, corrupt
 from transformer.tasks.induction import LINE_LENGTHS, NO_RULE, PROBE_SEGMENTS, repeated_line
 from transformer.training.pretrained import Pretrained, load_pretrained
@@ -43,8 +43,10 @@ class PatchingLines:
     """The two lines and what is measured on them.
 
     clean, corrupt: the source tokens; answer, corrupt_answer: the right answers (a decoder-only model's: the rule's
-    next token at each position, "·" where none); positions: the output positions measured; outputs: the output
-    side's labels (the target tokens fed, or the line); metric: the `Metric`.
+    next token at each position, "·" where none); positions: the output positions measured; outputs: the token
+    each output position reads (the target fed: ``<s>`` and the clean answer; or the line), as every page names a
+    position; written: the token each writes (the clean answer and ``</s>``; or the rule's next); metric: the
+    `Metric`.
     """
 
     name: str
@@ -54,6 +56,7 @@ class PatchingLines:
     corrupt_answer: tuple
     positions: tuple
     outputs: tuple
+    written: tuple
     metric: Metric
     clean_inputs: Inputs
     corrupt_inputs: Inputs
@@ -122,9 +125,8 @@ def _seq2seq_lines(pretrained: Pretrained, clean: list, corrupted: list, metric:
     inputs = [Inputs(ids, tgt, padding_mask(ids, PAD_ID).numpy(), target_mask(tgt, PAD_ID).numpy()) for ids in src]
     chosen = Metric(metric, positions, tuple(vocab.encode([answers[0][i] for i in positions])),
                     tuple(vocab.encode([answers[1][i] for i in positions])))
-    outputs = tuple(answers[0]) + (END,)
     return PatchingLines(pretrained.name, tuple(clean), tuple(corrupted), tuple(answers[0]), tuple(answers[1]),
-                         positions, outputs, chosen, *inputs)
+                         positions, (START, *answers[0]), (*answers[0], END), chosen, *inputs)
 
 
 def _decoder_only_lines(pretrained: Pretrained, clean: list, corrupted: list, metric: str) -> PatchingLines:
@@ -151,7 +153,7 @@ def _decoder_only_lines(pretrained: Pretrained, clean: list, corrupted: list, me
     else:
         chosen = Metric(metric, positions, clean_ids)
     return PatchingLines(pretrained.name, tuple(clean), tuple(corrupted), tuple(answers[0]), tuple(answers[1]),
-                         positions, tuple(clean), chosen, *inputs)
+                         positions, tuple(clean), tuple(answers[0]), chosen, *inputs)
 
 
 def _earlier_next(tokens: list, positions: tuple) -> tuple:
