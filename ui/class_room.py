@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import streamlit as st
@@ -280,6 +280,16 @@ def ask_button(page: str) -> None:
         ask_and_say(page)
 
 
-def class_link(code: str) -> str:
-    """The link students open to join (on the Class page, the code filled in)."""
-    return f"class_room?class={code}"
+CLASS_PATH = "class_room"  # the Class page's path in the app
+
+
+def class_link(code: str, page_address: str | None = None) -> str:
+    """The address students open to join (on the Class page, the code filled in): whole, as the teacher's browser
+    shows this app (``page_address``: the Class page's own, `ui.runtime.page_address`), so that it can be typed or
+    scanned; the path alone where no browser said its address."""
+    relative = f"{CLASS_PATH}?class={code}"
+    if not page_address:
+        return relative
+    parts = urlsplit(page_address)
+    folder = parts.path[: parts.path.rfind("/") + 1] or "/"  # the app's own path: this page's name dropped
+    return urlunsplit((parts.scheme, parts.netloc, folder + CLASS_PATH, f"class={code}", ""))

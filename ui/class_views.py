@@ -10,13 +10,14 @@ import io
 from datetime import timedelta
 
 import numpy as np
+import segno
 import streamlit as st
 
 from classroom.questions import KINDS, PICK_ONE, answer_label, chosen_grid, label_of, mark, tally
 from classroom.store import AnswerTooSoon, ClassError, Question, StoreUnavailable
 from ui import class_room, state
 from ui.controls import Download, downloads, plot
-from ui.runtime import client_address
+from ui.runtime import client_address, page_address
 from ui.text import as_text, percent
 from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
 
@@ -75,13 +76,26 @@ def home_box() -> None:
 
 
 def teacher_header(code: str, teacher_key: str) -> None:
+    """The class's code, large enough to read across a room, the whole join address and its QR code (to project),
+    and the teacher's private link."""
     st.subheader(f"Class code: {as_text(code)}")
-    st.caption(f"Students open the Class page and type **{as_text(code)}**, or open the link "
-               f"`{class_room.class_link(code)}` on this server.")
+    address = class_room.class_link(code, page_address())
+    words, picture = st.columns([3, 1], vertical_alignment="center")
+    words.title(" ".join(code), anchor=False)  # letters spaced: read from the back of the room
+    words.caption(f"Students open the Class page and type **{as_text(code)}**, or open this address (or scan the "
+                  "code beside it):")
+    words.code(address, language=None)
+    picture.image(join_qr(address), caption="Scan to join", width=160)
     with st.expander("Your teacher link (private)", icon=":material/key:"):
         st.caption("Anyone with this link runs the class: keep it to yourself, and open it to come back (after a "
                    "restart, or on another device). It is never put in the address bar.")
         st.code(f"class_room?class={code}&teacher={teacher_key}", language=None)
+
+
+def join_qr(address: str) -> str:
+    """``address`` as a QR code, an SVG (segno, drawn here): black on a white quiet zone, which a phone reads on a
+    dark theme too."""
+    return segno.make(address, error="m").svg_inline(scale=5, border=3, dark="#000", light="#fff")
 
 
 def tally_figure(question: Question, givens: list[dict], chosen: dict | None = None):

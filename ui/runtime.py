@@ -71,3 +71,14 @@ def client_address() -> str:
     except Exception:  # outside a session (tests): one client
         return "local"
     return client_from(direct, forwarded, os.environ.get(BEHIND_PROXY_ENV, "") == "1")
+
+
+def page_address() -> str | None:
+    """The address of this page as the browser shows it (scheme, host, port and path; no query), or None where no
+    browser said it (AppTest, a bare run)."""
+    import streamlit as st  # noqa: PLC0415
+
+    try:
+        return st.context.url or None
+    except Exception:  # outside a session
+        return None

@@ -193,3 +193,25 @@ def test_a_decoder_position_is_named_by_the_token_it_reads_on_every_page():
     no_errors(explained)
     maps = next(spec for spec in figure_specs(explained) if "every method" in spec["layout"]["title"]["text"])
     assert maps["data"][0]["y"][0].startswith("0·&lt;s&gt;→"), maps["data"][0]["y"][:3]
+
+
+def test_the_join_address_is_whole_the_code_large_and_a_qr_code_beside_it(classes):
+    """Issue 87, item 7: the join link was relative ("open the link `class_room?class=HDKX6T` on this server")."""
+    from ui.class_room import class_link
+    from ui.class_views import join_qr
+
+    assert class_link("HDKX6T", "http://10.0.0.5:8501/class_room") == "http://10.0.0.5:8501/class_room?class=HDKX6T"
+    assert class_link("HDKX6T", "https://lab.school.org/attention/") == \
+        "https://lab.school.org/attention/class_room?class=HDKX6T"  # behind a proxy's prefix, from Home
+    assert class_link("HDKX6T", "https://lab.school.org/attention/class_room") == \
+        "https://lab.school.org/attention/class_room?class=HDKX6T"
+    assert class_link("HDKX6T", None) == "class_room?class=HDKX6T"  # no browser said its address
+    qr = join_qr("http://10.0.0.5:8501/class_room?class=HDKX6T")
+    assert qr.startswith("<svg") and 'fill="#fff"' in qr
+    started = classes.start()
+    teacher = open_page("class_room", {"class": started.code, "teacher": started.teacher_key})
+    no_errors(teacher)
+    assert " ".join(started.code) in [title.value for title in teacher.title]  # spaced out, a title's size
+    images = [element for element in teacher.main if type(element).__name__ == "Image"]
+    assert images and images[0].proto.imgs[0].url.startswith("data:image/svg+xml")  # the QR code
+    assert f"class_room?class={started.code}" in [code.value for code in teacher.code]

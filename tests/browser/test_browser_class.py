@@ -48,6 +48,10 @@ def test_a_teacher_asks_three_students_answer_the_tally_counts_and_the_reveal_ma
     heading = teacher.get_by_text(re.compile(r"Class code: [A-Z0-9]{6}"))
     heading.wait_for(timeout=30_000)
     code = heading.inner_text().split(": ")[1].strip()
+    # the whole join address, as this browser sees the app, and its QR code beside it (issue 87, item 7)
+    address = teacher.get_by_text(re.compile(r"^http://.*/class_room\?class=")).inner_text().strip()
+    assert address == f"{server}/class_room?class={code}", address
+    assert teacher.locator('img[src^="data:image/svg+xml"]').count() == 1
     teacher.get_by_text("Your teacher link (private)").click()
     key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
     teacher.goto(f"{server}/attention?class={code}&teacher={key}&seq_len=5&focus=3")
@@ -60,7 +64,7 @@ def test_a_teacher_asks_three_students_answer_the_tally_counts_and_the_reveal_ma
     students, heard = [], []
     for name, pick in (("Ada", 1), ("Bob", 2), ("Cy", 1)):
         heard.append([])
-        student = person(browser, f"{server}/class_room?class={code}", heard[-1])
+        student = person(browser, address, heard[-1])  # the address the teacher's screen shows
         student.get_by_label("Nickname (optional, shown only to your teacher)").fill(name)
         student.get_by_role("button", name="Join").click()
         student.get_by_text("Click the key you think it looks at most").wait_for(timeout=30_000)
