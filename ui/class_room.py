@@ -19,6 +19,7 @@ from classroom.store import ClassError, ClassStore, StoreUnavailable, database_u
 from transformer.service import data_dir
 from ui import data, model_config, state
 from ui.lessons import LESSONS, open_view
+from ui.sidebar import use_weights
 from ui.runtime import client_address
 from ui.state import F
 
@@ -31,6 +32,8 @@ MAX_GRID = 16  # an N × N grid a student can click, at most
 PAGE_KINDS = {"attention": "where", "masks": "cells", "heads": "head", "decode": "next", "explanations": "method"}
 MAX_HEAD_OPTIONS = 6  # heads a student picks among (the strongest of the role; every head when there are fewer)
 MAX_TOKEN_OPTIONS = 6  # next tokens a student picks among: the model's most probable, in alphabetical order
+DECISIVE_MARGIN = 0.05  # the model's answer leads the next option by less than this: the class would be guessing
+TRAINED_OFFER = "dates"  # the trained model offered when random weights give no decisive answer (its heads differ)
 
 
 @dataclass(frozen=True)
@@ -119,10 +122,27 @@ def view_link(page: str) -> str:
 
 @dataclass(frozen=True)
 class Asked:
+    """A question as the store keeps it, and how decisive its answer is: ``margin``, how far the model's answer
+    leads the next option (a weight or a probability; None: not measured), ``lead`` says both in words."""
+
     kind: str
     prompt: str
     shown: dict
     answer: dict
+    margin: float | None = None
+    lead: str = ""
+
+
+class Undecided(ClassError):
+    """The model's answer is not decisive (`DECISIVE_MARGIN`): asked only when the teacher says so."""
+
+
+def undecided(asked: Asked) -> str | None:
+    """Why ``asked`` would leave the class guessing, in words; None when its answer is decisive."""
+    if asked.margin is None or asked.margin >= DECISIVE_MARGIN:
+        return None
+    return (f"The answer is not decisive: {asked.lead}, less than {DECISIVE_MARGIN:.2f} apart. The class would be "
+            "guessing.")
 
 
 def where_question() -> Asked:
@@ -145,7 +165,11 @@ def where_question() -> Asked:
     prompt = (f"Where will query {label} look? {stack.capitalize()} attention, layer {layer}, head {head} "
               f"(L{layer} H{head}), sequence {line}.")  # counted from 0, as every page counts them
     shown = {"options": list(keys), "query": label, "stack": stack, "layer": layer, "head": head, "line": line}
-    return Asked("where", prompt, shown, {"weights": np.round(weights, 4).tolist(), "key": int(np.argmax(weights))})
+    first, second = np.argsort(-weights, kind="stable")[:2] if len(weights) > 1 else (0, 0)
+    lead = (f"key {first}·{keys[first]} has {weights[first]:.2f} of the weight and key {second}·{keys[second]} "
+            f"{weights[second]:.2f}")
+    return Asked("where", prompt, shown, {"weights": np.round(weights, 4).tolist(), "key": int(np.argmax(weights))},
+                 float(weights[first] - weights[second]) if len(weights) > 1 else None, lead)
 
 
 def cells_question() -> Asked:
@@ -186,10 +210,17 @@ def next_asked(run, step: int) -> Asked:
     """*What will the model write next?* at the Decode page's step: the model's own choice among its most probable
     tokens (shown in alphabetical order)."""
     chosen = run.steps[step]
-    top = [token for token, _ in chosen.top(run.vocabulary, MAX_TOKEN_OPTIONS)]
+    ranked = chosen.top(run.vocabulary, MAX_TOKEN_OPTIONS)  # (token, probability), most probable first
+    top = [token for token, _ in ranked]
     options = sorted(set(top) | {chosen.chosen})
     prompt = f"The model has read “{' '.join(chosen.prefix)}”. What will it write next?"
-    return Asked("next", prompt, {"options": options, "prefix": list(chosen.prefix)}, {"token": chosen.chosen})
+    probability = dict(ranked).get(chosen.chosen, 0.0)
+    rival = next(((token, p) for token, p in ranked if token != chosen.chosen), None)
+    margin = None if rival is None else probability - rival[1]
+    lead = "" if rival is None else (f"the model writes “{chosen.chosen}” with probability {probability:.2f} and "
+                                     f"“{rival[0]}” has {rival[1]:.2f}")
+    return Asked("next", prompt, {"options": options, "prefix": list(chosen.prefix)}, {"token": chosen.chosen},
+                 margin, lead)
 
 
 def method_asked(methods, top1, task: str) -> Asked:
@@ -219,10 +250,14 @@ def offered(page: str) -> Asked:
 BUILDERS = {"where": where_question, "cells": cells_question}  # the others: the page's own offer (`offer`)
 
 
-def ask(page: str) -> int:
-    """Ask the class the question of ``page``'s view now: its number."""
+def ask(page: str, anyway: bool = False) -> int:
+    """Ask the class the question of ``page``'s view now: its number; `Undecided` when its answer is not decisive,
+    unless ``anyway``."""
     kind = PAGE_KINDS[page]
     asked = BUILDERS[kind]() if kind in BUILDERS else offered(page)
+    reason = undecided(asked)
+    if reason and not anyway:
+        raise Undecided(reason)
     where = place()
     return store().ask(where.code, where.teacher_key, asked.kind, view_link(page), asked.prompt, asked.shown,
                        asked.answer)
@@ -247,13 +282,47 @@ def ask_pending(page: str) -> None:
     ask_and_say(page)
 
 
-def ask_and_say(page: str) -> None:
-    """Ask the class ``page``'s question; the sidebar says its number, or why it was not asked."""
+def ask_and_say(page: str, anyway: bool = False) -> None:
+    """Ask the class ``page``'s question; the sidebar says its number, or why it was not asked (an answer that is
+    not decisive waits for **Ask anyway**: `undecided_box`)."""
+    state.pop(state.CLASS_UNDECIDED, None)
     try:
-        number = ask(page)
+        number = ask(page, anyway)
         st.sidebar.success(f"Question {number} asked: the Class page shows the answers as they come.")
+    except Undecided as reason:
+        state.put(state.CLASS_UNDECIDED, (page, str(reason)))
     except (ClassError, StoreUnavailable) as error:
         st.sidebar.error(str(error))
+
+
+def _open_trained() -> None:
+    """A button's callback: the view's model becomes the trained one offered, the undecided question dropped."""
+    state.pop(state.CLASS_UNDECIDED, None)
+    use_weights(TRAINED_OFFER)
+
+
+def _confirm(page: str, reason: str) -> None:
+    """**Ask anyway**'s callback: the held question is asked on this run, before the box would be drawn again."""
+    state.put(state.CLASS_UNDECIDED, (page, reason, True))
+
+
+def undecided_box(page: str) -> None:
+    """The question just held back (`Undecided`): why, a trained model to ask on instead (on random weights), and
+    **Ask anyway**."""
+    held = state.get(state.CLASS_UNDECIDED)
+    if not held or held[0] != page:
+        return
+    if len(held) > 2:  # Ask anyway was pressed
+        ask_and_say(page, anyway=True)
+        return
+    box = st.sidebar.container(border=True)
+    box.warning(held[1], icon=":material/casino:")
+    if model_config.supports().shape:  # random weights: a trained model's heads answer decisively
+        box.button(f"Open the trained {TRAINED_OFFER} model", on_click=_open_trained, icon=":material/school:",
+                   help="Its heads learned a task: their rows have a clear top key. Ask the class again there.")
+    else:
+        box.caption("Another query, head or step may have a clearer answer.")
+    box.button("Ask anyway", icon=":material/quiz:", on_click=_confirm, args=(page, held[1]))
 
 
 def teacher_known(where: Place) -> bool:
@@ -278,6 +347,7 @@ def ask_button(page: str) -> None:
     if st.sidebar.button("Ask the class", icon=":material/quiz:", help=f"“{KINDS[PAGE_KINDS[page]]}” about this "
                          "view: every student answers on the Class page; the answer is this view's own run."):
         ask_and_say(page)
+    undecided_box(page)
 
 
 CLASS_PATH = "class_room"  # the Class page's path in the app

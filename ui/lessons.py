@@ -36,9 +36,9 @@ LESSONS = (
            "Line 3 has one token and seven pads: the pads' sand-coloured columns get no weight from any query (the "
            "look-ahead mask's cells are grey), and switching "
            "the padding mask off shows what attention would do without it."),
-    Lesson("How heads differ", "attention", {"heads": "8", "layers": "3", "view": "Model view"},
-           "Every layer × head on one line: the same input, different projections, so every head draws its own "
-           "picture, even with random weights."),
+    Lesson("How heads differ", "attention", {"weights": "dates", "view": "Model view"},
+           "Every layer × head of the trained dates model on one line: the same input, and each head learned a "
+           "habit of its own (random heads draw nearly the same pale picture)."),
     Lesson("What the trained dates model reads", "attention", {"weights": "dates", "stack": "cross", "layer": "1"},
            "Cross-attention of the trained dates model: each character it writes reads the source characters it "
            "comes from, and nothing reads the weekday."),

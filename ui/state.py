@@ -124,6 +124,7 @@ ANSWER_PENDING = "_answer_pending"
 TEACHER_CHECKED = "_teacher_checked"
 CLASS_OFFER = "_class_offer"
 CLASS_PENDING = "_class_pending"
+CLASS_UNDECIDED = "_class_undecided"
 CLASS_SHOW_NAMES = "class_show_names"
 SESSION_KEYS = {
     TRAIN_TASK: "the Train page's task (a widget; the Induction page opens it on induction)",
@@ -156,6 +157,7 @@ SESSION_KEYS = {
     ANSWER_PENDING: "{number, given}: a student's latest answer not yet written (the store takes one a second)",
     CLASS_OFFER: "(page, question): what a teacher's last view would ask the class (ui.class_room.offer)",
     CLASS_PENDING: "the page whose view a teacher's lesson opened, to ask the class once it has drawn",
+    CLASS_UNDECIDED: "(page, why[, confirmed]): a question held back, its answer not decisive (ui.class_room)",
     CLASS_SHOW_NAMES: "the teacher's Show the students who answered what (a widget)",
 }
 OPTIONS_PREFIX = "_options_of_"  # + a field: the option labels its widget was last drawn with (controls.options_follow)

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from app_support import no_errors, open_page
+from app_support import ask_the_class, no_errors, open_page
 from chart_support import chart_payloads
 
 from classroom.store import ClassStore, database_url
@@ -44,7 +44,7 @@ def test_a_teacher_starts_a_class_and_asks_where_a_query_looks_and_students_answ
     assert at.query_params["class"] == code and "teacher" not in at.query_params  # never in the address bar
 
     teacher = teacher_on("attention", code, key, {"focus": "3"})
-    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    teacher = ask_the_class(teacher)
     no_errors(teacher)
     question = classes.current(code)
     assert question.kind == "where" and question.shown["query"].startswith("3·") and question.answer is None
@@ -85,7 +85,7 @@ def test_a_teacher_starts_a_class_and_asks_where_a_query_looks_and_students_answ
 def test_the_masks_page_asks_which_cells_may_attend_and_the_answer_is_the_mask_it_ran(classes):
     started = classes.start()
     teacher = teacher_on("masks", started.code, started.teacher_key, {"mask_family": "window", "mask_size": "2"})
-    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    teacher = ask_the_class(teacher)
     no_errors(teacher)
     question = classes.history(started.code, started.teacher_key)[0][0]
     mask = np.array(question.answer["mask"])
@@ -117,7 +117,7 @@ def ask_from(page: str, code: str, key: str, query: dict):
     """The teacher's view of ``page`` drawn, then Ask the class (the question the drawn view offered)."""
     teacher = teacher_on(page, code, key, query)
     no_errors(teacher)
-    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    teacher = ask_the_class(teacher)
     no_errors(teacher)
     assert any("asked" in success.value for success in teacher.sidebar.success), [e.value for e in teacher.error]
     return teacher

@@ -5,7 +5,7 @@ model it trained."""
 
 import numpy as np
 import pytest
-from app_support import decode, no_errors, open_page, specs
+from app_support import ask_the_class, decode, no_errors, open_page, specs
 
 from classroom.store import ClassStore, database_url
 from transformer.service import data_dir
@@ -22,10 +22,10 @@ def classes(tmp_path, monkeypatch):
     return ClassStore(database_url(data_dir()))
 
 
-def ask_from(page: str, code: str, key: str, query: dict):
+def ask_from(page: str, code: str, key: str, query: dict, anyway: bool = True):
     teacher = open_page(page, {"class": code, "teacher": key, "seq_len": "5", **query})
     no_errors(teacher)
-    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask the class").click().run()
+    teacher = ask_the_class(teacher, anyway)
     no_errors(teacher)
     return teacher
 
@@ -215,3 +215,61 @@ def test_the_join_address_is_whole_the_code_large_and_a_qr_code_beside_it(classe
     images = [element for element in teacher.main if type(element).__name__ == "Image"]
     assert images and images[0].proto.imgs[0].url.startswith("data:image/svg+xml")  # the QR code
     assert f"class_room?class={started.code}" in [code.value for code in teacher.code]
+
+
+def _undecided_query() -> dict:
+    """An Attention view on random weights whose asked row is nearly uniform (the first question of the walk)."""
+    from transformer.service import LiveConfig, run_live
+
+    weights = run_live(LiveConfig(seq_len=5), stacks=("encoder",), lines=(0,)).attention["encoder"][0, 0]  # (H, N, N)
+    for head in range(weights.shape[0]):
+        for query in range(weights.shape[1]):
+            row = np.sort(weights[head, query])[::-1]
+            if row[0] - row[1] < class_room.DECISIVE_MARGIN:
+                return {"layer": "0", "head": str(head), "element": "0", "focus": str(query)}
+    pytest.skip("no near-uniform row on these random weights")
+
+
+def test_an_undecided_answer_is_said_and_a_trained_model_offered_before_it_is_asked(classes):
+    """Issue 87, item 6: on random weights the first question's row was nearly uniform over 5 keys: the class was
+    guessing. Ask the class now says so (the two weights), offers a trained model, and asks only when told to."""
+    started = classes.start()
+    teacher = ask_from("attention", started.code, started.teacher_key, _undecided_query(), anyway=False)
+    said = " ".join(w.value for w in teacher.sidebar.warning)
+    assert "not decisive" in said and "guessing" in said, said
+    assert not classes.history(started.code, started.teacher_key)  # nothing asked yet
+    assert "Open the trained dates model" in [b.label for b in teacher.sidebar.button]
+    teacher = next(b for b in teacher.sidebar.button if b.label == "Ask anyway").click().run()
+    no_errors(teacher)
+    assert len(classes.history(started.code, started.teacher_key)) == 1
+    assert not [w for w in teacher.sidebar.warning if "not decisive" in w.value]
+
+
+def test_a_trained_model_offered_for_an_undecided_answer_opens_in_the_view(classes):
+    started = classes.start()
+    teacher = ask_from("attention", started.code, started.teacher_key, _undecided_query(), anyway=False)
+    teacher = next(b for b in teacher.sidebar.button if b.label == "Open the trained dates model").click().run()
+    no_errors(teacher)
+    assert teacher.session_state["weights"] == "dates"
+    assert not [w for w in teacher.sidebar.warning if "not decisive" in w.value]
+
+
+def test_the_lesson_on_how_heads_differ_uses_a_model_whose_heads_differ():
+    """Issue 87, item 6: random heads were near-identical pale squares (mean total variation between two heads'
+    rows 0.14 on random weights; 0.61 on the trained dates model's encoder)."""
+    import itertools
+
+    from transformer.service import LiveConfig, run_live, source_of
+    from ui.lessons import LESSONS
+
+    lesson = next(lesson for lesson in LESSONS if lesson.title == "How heads differ")
+    values = dict(lesson.params)
+    assert values.get("weights") not in (None, "random")
+    lines, length = source_of(values["weights"]).default_lines(7)
+    config = LiveConfig(weights=values["weights"], source_text=lines, target_text=lines, seq_len=length)
+    weights = run_live(config, stacks=("encoder",), lines=(0,)).attention["encoder"][:, 0]  # (L, H, N, N)
+    heads = weights.reshape(-1, *weights.shape[-2:])
+    apart = np.mean([0.5 * np.abs(a - b).sum(-1).mean() for a, b in itertools.combinations(heads, 2)])
+    assert apart > 0.4, apart
+    at = open_page(lesson.page, values)
+    no_errors(at)

@@ -8,7 +8,7 @@ import re
 import tempfile
 
 import pytest
-from browser_support import OUTPUT, app_server_for_browsers, headless_chromium, wait_idle
+from browser_support import OUTPUT, app_server_for_browsers, ask_the_class, headless_chromium, wait_idle
 from chart_support import click_chart
 
 from classroom.store import DATABASE_FILE, ClassStore
@@ -56,8 +56,7 @@ def test_a_teacher_asks_three_students_answer_the_tally_counts_and_the_reveal_ma
     key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
     teacher.goto(f"{server}/attention?class={code}&teacher={key}&seq_len=5&focus=3")
     wait_idle(teacher)
-    teacher.get_by_test_id("stSidebar").get_by_role("button", name="Ask the class").click()
-    teacher.get_by_text("Question 1 asked").wait_for(timeout=60_000)
+    ask_the_class(teacher, 1)
     store = ClassStore(f"sqlite:///{DATA_DIR}/{DATABASE_FILE}")
     weights = store.history(code, key)[0][0].answer["weights"]
 

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from browser_support import free_port, streamlit_server, wait_idle
+from browser_support import ask_the_class, free_port, streamlit_server, wait_idle
 from chart_support import click_chart
 from deploy_support import MAX_SESSIONS, nginx, nginx_browser, routes, write
 
@@ -44,8 +44,7 @@ def ask(teacher, proxy: str, view: str, number: int) -> None:
     """The teacher opens ``view`` by the teacher link and asks the class."""
     teacher.goto(f"{proxy}/{view}")
     wait_idle(teacher)
-    teacher.get_by_test_id("stSidebar").get_by_role("button", name="Ask the class").click()
-    teacher.get_by_text(f"Question {number} asked").wait_for(timeout=60_000)
+    ask_the_class(teacher, number)
 
 
 def replica_of(pages, nginx_dir: Path) -> list[str]:

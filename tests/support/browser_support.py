@@ -166,3 +166,15 @@ def headless_chromium():
                 with contextlib.suppress(Exception):
                     shared.close()
             browser.close()
+
+
+def ask_the_class(teacher, number: int) -> None:
+    """The teacher's **Ask the class** pressed in the sidebar, and **Ask anyway** where the answer was held back as not
+    decisive (random weights); returns once "Question ``number`` asked" shows."""
+    sidebar = teacher.get_by_test_id("stSidebar")
+    sidebar.get_by_role("button", name="Ask the class").click()
+    asked, anyway = teacher.get_by_text(f"Question {number} asked"), sidebar.get_by_role("button", name="Ask anyway")
+    asked.or_(anyway).first.wait_for(timeout=60_000)
+    if anyway.count():
+        anyway.click()
+    asked.wait_for(timeout=60_000)
