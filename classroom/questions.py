@@ -148,6 +148,28 @@ def tally(kind: str, shown: dict, givens: list[dict], answer: dict | None = None
     if answer is None or not givens:
         return Tally(len(givens), counts)
     marks = [mark(kind, shown, answer, given) for given in givens]
-    wrong = Counter(label_of(kind, shown, given) for given, m in zip(givens, marks) if not m.correct).most_common(1)
+    if kind == "cells":
+        wrong = [common_cell_slip(shown, counts, len(givens), np.asarray(answer["mask"], bool))]
+    else:
+        wrong = Counter(label_of(kind, shown, given) for given, m in zip(givens, marks)
+                        if not m.correct).most_common(1)
     return Tally(len(givens), counts, float(np.mean([m.correct for m in marks])),
-                 float(np.mean([m.score for m in marks])), wrong[0] if wrong else None)
+                 float(np.mean([m.score for m in marks])), wrong[0] if wrong and wrong[0] else None)
+
+
+def cell_slips(counts, answered: int, mask) -> np.ndarray:
+    """``(N_q, N_k)``: how many of ``answered`` students got each cell wrong: a blocked cell marked, or a cell that
+    may attend left out (``counts``: how many marked each; ``mask``: True = may attend)."""
+    counts = np.asarray(counts, np.int64)
+    return np.where(mask, answered - counts, counts)
+
+
+def common_cell_slip(shown: dict, counts, answered: int, mask) -> tuple | None:
+    """The cell the class got wrong most, named (``"cell 0·a→1·b: blocked, marked"``), and how many did; None when
+    nobody slipped."""
+    slips = cell_slips(counts, answered, mask)
+    query, key = np.unravel_index(int(np.argmax(slips)), slips.shape)
+    if slips[query, key] == 0:
+        return None
+    how = "may attend, left out" if mask[query, key] else "blocked, marked"
+    return (f"cell {query}·{shown['queries'][query]}→{key}·{shown['keys'][key]}: {how}", int(slips[query, key]))

@@ -185,7 +185,7 @@ def stepped_chart(key: str, group: str, index: int, count: int, identity, figure
                default={protocol.COLUMN_PX: 0}, **{f"on_{protocol.COLUMN_PX}_change": _width_reported})
 
 
-def chart(fig, key: str, on_click=None, hidden=None, on_hide=None, column: int = 0) -> None:
+def chart(fig, key: str, on_click=None, hidden=None, on_hide=None, column: int = 0, on_cells=None) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place.
 
     ``on_click``: called (before the rerun it starts) with ``{"query": i, "key": j}`` (a heatmap cell) or one of
@@ -193,6 +193,8 @@ def chart(fig, key: str, on_click=None, hidden=None, on_hide=None, column: int =
     ``hidden``: the legend groups hidden, as the session holds them; the viewer hides and shows them in the browser
     (a legend click), and ``on_hide`` is called with the groups hidden after each click, to keep the session and the
     link current: the server's answer, the same groups, draws nothing again.
+    ``on_cells``: called with the ``[query, key]`` cells a grid marked in the browser sends (`Cells`: a figure
+    with ``layout.meta.mark_cells``, viz/class_tally.js), once a send.
     ``column``: the width its browser last told for this chart's column (`column_px`; 0: none), sent back so that
     a phone's first drawing waits for the figure laid out for it (ui/frontend/chart.js). The caller reads it: here
     it would load ui.state, and with it the engine, into the benchmark's engine-free pages.
@@ -202,6 +204,9 @@ def chart(fig, key: str, on_click=None, hidden=None, on_hide=None, column: int =
         callbacks[f"on_{protocol.CLICK}_change"] = lambda: on_click(_clicked(key))
     if on_hide is not None:
         callbacks[f"on_{protocol.LEGEND}_change"] = lambda: on_hide(_legend_hidden(key))
+    if on_cells is not None:
+        callbacks[f"on_{protocol.CELLS}_change"] = lambda: on_cells(list((sent(key, protocol.CELLS) or {}).get(
+            "cells", [])))
     _component(key=key, data=chart_payload(fig, hidden, column), default={protocol.COLUMN_PX: 0},
                **callbacks)
 

@@ -57,6 +57,7 @@ BULK = {"chart": "figure", "stepped": "frames"}
 COLUMN_PX = "column_px"  # a chart's state: its column's width (px) in steps of 10 on a phone, else 0
 CLICK = "click"  # a chart's trigger: a `Click`
 LEGEND = "legend"  # a chart's trigger: a `Legend`
+CELLS = "cells"  # a chart's trigger: `Cells`, a grid marked in the browser (viz/class_tally.js)
 STEP = "step"  # a step control's trigger: a `Step`
 
 
@@ -75,12 +76,19 @@ class Legend(TypedDict):
     at: int
 
 
+class Cells(TypedDict):
+    """Every cell of a grid the student marked, ``[query, key]``, sent at once."""
+
+    cells: list[list[int]]
+    at: int
+
+
 class Step(TypedDict):
     index: int  # the step moved to
     at: int
 
 
 # The names as the browser code reads them: AL.COLUMN_PX, AL.CLICK, … (ui.chart.constants)
-NAMES = {"COLUMN_PX": COLUMN_PX, "CLICK": CLICK, "LEGEND": LEGEND, "STEP": STEP}
+NAMES = {"COLUMN_PX": COLUMN_PX, "CLICK": CLICK, "LEGEND": LEGEND, "CELLS": CELLS, "STEP": STEP}
 MESSAGES = (ChartMessage, SteppedChartMessage, StepperMessage, EarlyLoaderMessage)  # the page's, to the browser
-REPLIES = (Click, Legend, Step)  # the browser's, to the page
+REPLIES = (Click, Legend, Cells, Step)  # the browser's, to the page

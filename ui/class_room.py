@@ -19,8 +19,8 @@ from classroom.store import ClassError, ClassStore, StoreUnavailable, database_u
 from transformer.service import data_dir
 from ui import data, model_config, state
 from ui.lessons import LESSONS, open_view
-from ui.sidebar import use_weights
 from ui.runtime import client_address
+from ui.sidebar import use_weights
 from ui.state import F
 
 JOIN_LIMIT, JOIN_WINDOW_S = 5, 60.0  # join attempts a session may make in a minute

@@ -9,16 +9,15 @@ import csv
 import io
 from datetime import timedelta
 
-import numpy as np
 import segno
 import streamlit as st
 
-from classroom.questions import KINDS, PICK_ONE, answer_label, chosen_grid, label_of, mark, tally
+from classroom.questions import KINDS, PICK_ONE, answer_label, cell_slips, chosen_grid, label_of, mark, tally
 from classroom.store import AnswerTooSoon, ClassError, Question, StoreUnavailable
 from ui import class_room, state
 from ui.controls import Download, downloads, plot
 from ui.runtime import client_address, page_address
-from ui.text import as_text, percent
+from ui.text import as_text, count, percent
 from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
 
 POLL_S = 1.0
@@ -107,7 +106,8 @@ def tally_figure(question: Question, givens: list[dict], chosen: dict | None = N
                          None if answer is None else answer["weights"], None if chosen is None else chosen["key"])
     if question.kind == "cells":
         return cell_shares(shown["queries"], shown["keys"], counted.counts, counted.answered,
-                           None if answer is None else answer["mask"])
+                           None if answer is None else answer["mask"],
+                           None if answer is None else cell_slips(counted.counts, counted.answered, answer["mask"]))
     if question.kind == "next":
         options = shown["options"]
         return option_bars(options, [counted.counts.get(token, 0) for token in options],
@@ -320,16 +320,14 @@ def answer_where(code: str, key: str, question: Question, mine: dict | None) -> 
 
 
 def answer_cells(code: str, key: str, question: Question, mine: dict | None) -> None:
+    """The grid, marked in the browser and sent once by its own button (viz/class_tally.js)."""
     shown = question.shown
     chosen = chosen_grid(shown, mine or {"cells": []})
-
-    def toggle(clicked: dict) -> None:
-        grid = chosen.copy()
-        grid[clicked["query"], clicked["key"]] ^= True
-        _answer(code, key, question.number, {"cells": np.argwhere(grid).tolist()})
-
-    plot(cell_picker(shown["queries"], shown["keys"], chosen), key="class_cells", on_click=toggle)
-    st.caption(f"{int(chosen.sum())} cells marked as may attend; each click is sent (change them until the reveal).")
+    plot(cell_picker(shown["queries"], shown["keys"], chosen), key="class_cells",
+         on_cells=lambda cells: _answer(code, key, question.number, {"cells": cells}))
+    sent = f"{count(int(chosen.sum()), 'cell')} sent as may attend" if mine else "Nothing sent yet"
+    st.caption(f"{sent}. Mark cells in the grid (a click, or drag over a row or a block) and press **Send my "
+               "cells**; send again to change them until the reveal.")
 
 
 def answer_pick(code: str, key: str, question: Question, mine: dict | None) -> None:

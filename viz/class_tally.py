@@ -62,23 +62,30 @@ def key_picker(key_tokens, query: str, chosen: int | None = None) -> go.Figure:
     return fig
 
 
-def cell_shares(query_tokens, key_tokens, counts, answered: int, mask=None) -> go.Figure:
+def cell_shares(query_tokens, key_tokens, counts, answered: int, mask=None, slips=None) -> go.Figure:
     """The class's cells: the share who marked each cell as may-attend ``(N_q, N_k)``; with ``mask`` (after the
-    reveal, True = may attend) the real mask beside it."""
+    reveal, True = may attend) the real mask beside it, each cell the class slipped on marked with how many did
+    (``slips`` ``(N_q, N_k)``: `classroom.questions.cell_slips`)."""
     queries, keys = position_labels(query_tokens), position_labels(key_tokens)
     panels = 1 if mask is None else 2
     fig = make_subplots(1, panels, subplot_titles=["the class: share who marked it"] +
-                        (["the mask: blue may attend, grey blocked"] if panels == 2 else []), horizontal_spacing=0.12)
+                        (["the mask (✗n: n slipped)"] if panels == 2 else []), horizontal_spacing=0.12)
     fig.update_layout(template=figure().layout.template)
     fig.add_trace(go.Heatmap(z=_shares(counts, answered), x=keys, y=queries, zmin=0, zmax=1,
                              colorscale=WEIGHT_COLORSCALE, colorbar=dict(title=dict(text="share"), thickness=12,
                                                                          x=1.02),
                              hovertemplate="query %{y} → key %{x}<br>%{z:.0%} marked it<extra></extra>"), 1, 1)
-    if mask is not None:
-        fig.add_trace(go.Heatmap(z=np.asarray(mask, np.uint8), x=keys, y=queries, zmin=0, zmax=1, showscale=False,
+    if mask is not None:  # each cell the class slipped on says how many did (a blocked cell marked, one left out)
+        mask = np.asarray(mask, bool)
+        slips = np.zeros(mask.shape, np.int64) if slips is None else np.asarray(slips, np.int64)  # (N_q, N_k)
+        fig.add_trace(go.Heatmap(z=mask.astype(np.uint8), x=keys, y=queries, zmin=0, zmax=1, showscale=False,
                                  colorscale=[[0, BLOCKED_COLOR], [0.5, BLOCKED_COLOR], [0.5, ALLOWED_COLOR],
                                              [1, ALLOWED_COLOR]],
-                                 hovertemplate="query %{y} → key %{x}<br>mask %{z} (1 may attend)<extra></extra>"),
+                                 text=np.where(slips > 0, np.char.add("✗", slips.astype(str)), ""),
+                                 texttemplate="%{text}", textfont=dict(color=FOCUS_COLOR, size=13),
+                                 customdata=slips,
+                                 hovertemplate="query %{y} → key %{x}<br>mask %{z} (1 may attend)<br>"
+                                               "%{customdata} got it wrong<extra></extra>"),
                       1, 2)
     for column in range(1, panels + 1):
         category_axes(fig, row=1, col=column)
@@ -86,32 +93,52 @@ def cell_shares(query_tokens, key_tokens, counts, answered: int, mask=None) -> g
     return fig
 
 
+GRID_LINES = "#9e9e9e"  # the picker's cell borders: the background between its cells (xgap, ygap)
+SLIP_COLOURS = {0: "#ffffff", 1: RIGHT_COLOR, 2: "#fdd49e", 3: WRONG_COLOR}  # blocked, right, left out, marked wrongly
+
+
 def cell_picker(query_tokens, key_tokens, chosen) -> go.Figure:
-    """The empty N × N grid a student clicks: ``chosen`` ``(N_q, N_k)`` bool, the cells marked may-attend so far."""
+    """The empty N × N grid a student marks, ``chosen`` ``(N_q, N_k)`` bool the cells sent so far. Marked in the
+    browser (viz/class_tally.js, ``meta.mark_cells``): a click toggles a cell, a drag over cells (a row, a block)
+    marks them, or clears them where all were marked; the figure's own button sends the grid once. An invisible
+    point a cell carries its ``[query, key]`` (``customdata``) and the hover; the drag selects those points."""
     queries, keys = position_labels(query_tokens), position_labels(key_tokens)
-    fig = figure([go.Heatmap(z=np.asarray(chosen, np.uint8), x=keys, y=queries, zmin=0, zmax=1, showscale=False,
-                             colorscale=[[0, "#ffffff"], [0.5, "#ffffff"], [0.5, ALLOWED_COLOR], [1, ALLOWED_COLOR]],
-                             xgap=1, ygap=1,
-                             hovertemplate="query %{y} → key %{x}<br>click to mark or unmark<extra></extra>")],
-                 dict(height=360, margin=dict(t=40, l=80, r=20, b=80), meta=dict(click=True),
-                      title=dict(text="Click each cell where the query may attend to the key")))
-    category_axes(fig)
+    chosen = np.asarray(chosen, bool)
+    n_q, n_k = chosen.shape
+    rows, columns = np.divmod(np.arange(n_q * n_k), n_k)
+    grid = go.Heatmap(z=chosen.astype(np.uint8), x=keys, y=queries, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
+                      colorscale=[[0, "#ffffff"], [0.5, "#ffffff"], [0.5, ALLOWED_COLOR], [1, ALLOWED_COLOR]],
+                      hoverinfo="skip")
+    points = go.Scatter(x=[keys[k] for k in columns], y=[queries[q] for q in rows], mode="markers",
+                        customdata=np.stack([rows, columns], axis=1).tolist(), showlegend=False,  # a list: pairs
+                        marker=dict(size=14, color="rgba(0,0,0,0)"), unselected=dict(marker=dict(opacity=0)),
+                        hovertemplate="query %{y} → key %{x}<br>click to mark or unmark; drag over a row or a block"
+                                      "<extra></extra>")
+    send = dict(type="buttons", showactive=False, x=0, y=1.02, xanchor="left", yanchor="bottom",
+                buttons=[dict(label=f"Send my cells ({int(chosen.sum())} marked)", method="skip", args=[None])])
+    fig = figure([grid, points],
+                 dict(height=400, margin=dict(t=70, l=80, r=20, b=80), plot_bgcolor=GRID_LINES, dragmode="select",
+                      updatemenus=[send], meta=dict(mark_cells=dict(chosen=np.argwhere(chosen).tolist(), rows=n_q,
+                                                                    cols=n_k)),
+                      title=dict(text="Mark each cell where the query may attend (click, or drag over cells)")))
+    category_axes(fig, fixedrange=True)
     return fig
 
 
 def cells_marked(query_tokens, key_tokens, chosen, mask) -> go.Figure:
-    """A student's cells against the mask: each cell right (blue) or wrong (orange)."""
+    """A student's cells against the mask, four kinds: marked and may attend (blue, right), blocked and left alone
+    (white: nothing done, nothing wrong), may attend but left out (light orange), blocked but marked (orange)."""
     queries, keys = position_labels(query_tokens), position_labels(key_tokens)
     chosen, mask = np.asarray(chosen, bool), np.asarray(mask, bool)
-    words = np.where(mask, "may attend", "blocked")
-    said = np.where(chosen, "you: may attend", "you: blocked")
-    fig = figure([go.Heatmap(z=(chosen == mask).astype(np.uint8), x=keys, y=queries, zmin=0, zmax=1, showscale=False,
-                             colorscale=[[0, WRONG_COLOR], [0.5, WRONG_COLOR], [0.5, RIGHT_COLOR], [1, RIGHT_COLOR]],
-                             customdata=np.dstack([said, words]), xgap=1, ygap=1,
-                             hovertemplate="query %{y} → key %{x}<br>%{customdata[0]}; the mask: %{customdata[1]}"
-                                           "<extra></extra>")],
-                 dict(height=360, margin=dict(t=40, l=80, r=20, b=80),
-                      title=dict(text="Your cells: blue right, orange wrong")))
+    kinds = np.where(mask, np.where(chosen, 1, 2), np.where(chosen, 3, 0)).astype(np.uint8)  # (N_q, N_k)
+    words = np.array(["blocked; you left it: right", "may attend; you marked it: right",
+                      "may attend; you left it out", "blocked; you marked it"])[kinds]
+    scale = [[edge, SLIP_COLOURS[kind]] for kind in range(4) for edge in (kind / 4, (kind + 1) / 4)]
+    fig = figure([go.Heatmap(z=kinds, x=keys, y=queries, zmin=-0.5, zmax=3.5, showscale=False, colorscale=scale,
+                             customdata=words, xgap=2, ygap=2,
+                             hovertemplate="query %{y} → key %{x}<br>%{customdata}<extra></extra>")],
+                 dict(height=380, margin=dict(t=60, l=80, r=20, b=80), plot_bgcolor=GRID_LINES,
+                      title=dict(text="Your cells: blue right, light orange left out, orange marked but blocked")))
     category_axes(fig)
     return fig
 

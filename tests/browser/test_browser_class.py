@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 from browser_support import OUTPUT, app_server_for_browsers, ask_the_class, headless_chromium, wait_idle
-from chart_support import click_chart
+from chart_support import CHART_POINT, PLOT, click_chart
 
 from classroom.store import DATABASE_FILE, ClassStore
 
@@ -93,3 +93,46 @@ def test_a_teacher_asks_three_students_answer_the_tally_counts_and_the_reveal_ma
     students[0].screenshot(path=OUTPUT / "class-student-reveal.png", full_page=True)
     for page in (teacher, *students):
         page.context.close()
+
+
+def test_a_student_marks_cells_in_the_browser_and_sends_them_once(browser, server):
+    """Issue 87, item 5: every click on the cells grid was a round trip (a 7 × 7 mask, ~28) on a grid whose borders
+    did not show. A click marks a cell here, a drag marks a row, nothing reaches the store until Send my cells;
+    then the whole grid, once."""
+    teacher = person(browser, f"{server}/class_room")
+    teacher.get_by_role("button", name="Start a class").click()
+    heading = teacher.get_by_text(re.compile(r"Class code: [A-Z0-9]{6}"))
+    heading.wait_for(timeout=30_000)
+    code = heading.inner_text().split(": ")[1].strip()
+    teacher.get_by_text("Your teacher link (private)").click()
+    key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
+    teacher.goto(f"{server}/masks?class={code}&teacher={key}&seq_len=5")
+    wait_idle(teacher)
+    ask_the_class(teacher, 1)
+    store = ClassStore(f"sqlite:///{DATA_DIR}/{DATABASE_FILE}")
+
+    student = person(browser, f"{server}/class_room?class={code}")
+    student.get_by_role("button", name="Join").click()
+    student.get_by_text("Send my cells (0 marked)").wait_for(timeout=30_000)
+    click_chart(student, 0, 0, 0)  # cell (0, 0)
+    student.get_by_text("Send my cells (1 marked)").wait_for(timeout=10_000)
+    left, top = student.evaluate(CHART_POINT, [0, -0.4, 2, ""])  # a drag along row 2, from key 0 to key 2
+    right, _ = student.evaluate(CHART_POINT, [0, 2.4, 2, ""])
+    student.mouse.move(left, top - 6)
+    student.mouse.down()
+    student.mouse.move((left + right) / 2, top + 6, steps=4)
+    student.mouse.move(right, top + 6, steps=4)
+    student.mouse.up()
+    student.get_by_text("Send my cells (4 marked)").wait_for(timeout=10_000)
+    assert store.my_answer(code, _student_key(student), 1) is None
+    student.get_by_text("Send my cells (4 marked)").click()
+    student.get_by_text("4 cells sent as may attend").wait_for(timeout=30_000)
+    assert store.my_answer(code, _student_key(student), 1) == {"cells": [[0, 0], [2, 0], [2, 1], [2, 2]]}
+    borders = student.evaluate(f"() => document.querySelector('{PLOT}')._fullLayout.plot_bgcolor")
+    assert borders not in ("#fff", "#ffffff", "white"), borders  # the cells' borders show
+    for page in (teacher, student):
+        page.context.close()
+
+
+def _student_key(student) -> str:
+    return re.search(r"student=([\w-]+)", student.url).group(1)

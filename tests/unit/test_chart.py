@@ -81,7 +81,7 @@ def test_the_component_script_never_inserts_figure_text_as_html():
 def test_each_views_browser_code_sits_beside_its_figure_builder_and_is_loaded():
     """BertViz's layout: a view's ``.py`` and ``.js`` side by side in ``viz/``; the component loads every one."""
     scripts = sorted(chart.ROOT.joinpath("viz").glob("*.js"))
-    assert [path.name for path in scripts] == ["head_view.js", "panels.js"]
+    assert [path.name for path in scripts] == ["class_tally.js", "head_view.js", "panels.js"]
     for path in scripts:
         assert path.with_suffix(".py").exists()
         assert path.read_text().splitlines()[5] in chart._JS  # a line of its code, placeholders filled

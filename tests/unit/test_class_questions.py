@@ -30,7 +30,10 @@ def test_which_cells_may_attend_is_marked_cell_by_cell():
     assert mark("cells", CELLS, {"mask": CAUSAL}, everything) == Mark(False, 6 / 9)
     counted = tally("cells", CELLS, [causal, everything], {"mask": CAUSAL})
     assert counted.counts.tolist() == [[2, 1, 1], [2, 2, 1], [2, 2, 2]]
-    assert counted.accuracy == 0.5 and counted.common_wrong == ("9 cells", 1)
+    # the cell the class got wrong most, named (it was "9 cells": a count, no cell; issue 87, item 5)
+    assert counted.accuracy == 0.5 and counted.common_wrong == ("cell 0·a→1·b: blocked, marked", 1)
+    missed = tally("cells", CELLS, [check_given("cells", CELLS, {"cells": [[0, 0]]})] * 3, {"mask": CAUSAL})
+    assert missed.common_wrong == ("cell 1·b→0·a: may attend, left out", 3)
 
 
 def test_a_pick_one_and_a_typed_token_are_right_or_wrong():

@@ -29,6 +29,7 @@ interface ChartState {
   clickable: boolean;
   listening: boolean;
   lines: Map<number, {lines: number[][], offset: number}> | null;  // the head view's lines and offset (viz/head_view.js)
+  marks: boolean[][] | null;  // a grid a student marks here, as marked now (viz/class_tally.js)
   minWidth: number;
   reported: number;  // the column's width told to the server
   fitTimer: number;
@@ -42,7 +43,7 @@ interface ChartState {
   pictures: Map<string, Picture>;  // drawing_copies.js
   picture: HTMLElement | null;  // the copy over the chart now
   picturesShown: number;  // copies shown (the browser tests watch it)
-  setTrigger: ((name: string, value: Click | Legend) => void) | null;
+  setTrigger: ((name: string, value: Click | Legend | Cells) => void) | null;
   setState: ((name: string, value: number) => void) | null;
   cleanup: () => void;
 }

@@ -216,6 +216,7 @@ function clickedPositions(point) {
 function listen(node) {
   node.on("plotly_click", (event) => {
     const point = event.points && event.points[0];
+    if (node.al.marks) { markPoints(node, point ? [point] : []); return; }  // a grid marked here (class_tally.js)
     const clicked = point && clickedPositions(point);
     if (!clicked || !node.al.clickable || !node.al.setTrigger) return;
     const at = Date.now(), tell = () => node.al.setTrigger(AL.CLICK, { ...clicked, at });
@@ -223,6 +224,8 @@ function listen(node) {
     // are on the screen (its run's messages would hold that frame back)
     if (drawFocus(node, point)) afterPaint(tell); else tell();
   });
+  node.on("plotly_selected", (event) => { if (node.al.marks && event) markPoints(node, event.points || []); });
+  node.on("plotly_buttonclicked", () => { if (node.al.marks) sendMarks(node); });
   node.on("plotly_hover", (event) => {
     const point = event.points && event.points[0], meta = point && point.data.meta;
     if (node.al.lines && meta && meta.side) hoverLines(node, meta.side, point.pointNumber);
@@ -371,6 +374,7 @@ function plottedNow(node, drawing, figure, config, traces, Plotly) {
       node.al.shapes = shapes;
       if (!node.al.listening) { listen(node); node.al.listening = true; }
       keepLines(node, lines);
+      keepMarks(node, layout.meta);
       node.al.drawnStep = node.al.shownStep;  // a stepped chart's step now on screen (bench/moves.py waits for it)
       shown(node, drawing, traces);
     });
@@ -394,7 +398,7 @@ function newChartState(node) {
   return {
     text: "", head: null, parsed: {}, shownStep: -1, drawnStep: -1, theme: themeOf(node), inView: false, stale: false,
     drawing: 0, drawingKept: false, drawnTraces: null, drawnLayout: null, drawnTitle: null, shapes: null,
-    keyLabels: {}, clickable: false, listening: false, lines: null, minWidth: 0, reported: 0, fitTimer: 0,
+    keyLabels: {}, clickable: false, listening: false, lines: null, marks: null, minWidth: 0, reported: 0, fitTimer: 0,
     fitWaitOver: false, serverHidden: "", toldHidden: null, toldHiddenAt: 0, hiddenDrawn: 0, groupLayers: null,
     layersWatcher: null, pictures: new Map(), picture: null, picturesShown: 0, setTrigger: null, setState: null,
     cleanup: () => {},

@@ -1,7 +1,7 @@
 // Written by `python -m ui.browser_types` from ui/chart_protocol.py and ui/chart.py's constants.
 
 /** The server's constants (ui/chart.py constants()), at the head of each component's code. */
-declare const AL: Readonly<{ TICK_PX: number; NARROW_PX: number; CHART_CLASS: "al-chart"; STALE_FADE_ATTRIBUTE: "data-al-slow-run"; BULK: { chart: "figure"; stepped: "frames"; }; COLUMN_PX: "column_px"; CLICK: "click"; LEGEND: "legend"; STEP: "step"; }>;
+declare const AL: Readonly<{ TICK_PX: number; NARROW_PX: number; CHART_CLASS: "al-chart"; STALE_FADE_ATTRIBUTE: "data-al-slow-run"; BULK: { chart: "figure"; stepped: "frames"; }; COLUMN_PX: "column_px"; CLICK: "click"; LEGEND: "legend"; CELLS: "cells"; STEP: "step"; }>;
 
 /** A chart (`ui.chart.chart`). */
 interface ChartMessage {
@@ -51,6 +51,12 @@ interface Click {
 
 interface Legend {
   hidden: string[];
+  at: number;
+}
+
+/** Every cell of a grid the student marked, ``[query, key]``, sent at once. */
+interface Cells {
+  cells: number[][];
   at: number;
 }
 
