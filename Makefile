@@ -115,8 +115,10 @@ load-test: $(VENV)/.test
 
 # The browsers' side, smaller: 1 session for 60 s, 8 concurrent Chromium sessions for 60 s, then 8 without
 # pauses for 30 s; the paced runs again on the trivial one-chart page, the framework's floor (about 7 minutes).
+# Then a class through three restarts of its server: a student's page back, and Ask the class (about 1 minute).
 load-test-browser: $(VENV)/.test
 	$(BIN)/python bench/load_test.py --write
+	$(BIN)/python bench/class_restart.py --write
 
 # 1 session, then 8 sessions moving random sidebar sliders (new architectures all the time) on the Attention
 # page, three 45 s rounds: errors, leaks, latency against the 1 session and whether the server's memory stops

@@ -85,9 +85,10 @@ def test_a_class_on_two_replicas_answers_and_outlives_the_replica_its_students_w
                 ask(teacher, proxy, f"masks?class={code}&teacher={key}&seq_len=5", 2)
                 for index, student in enumerate(students):
                     student.get_by_text("Which cells may attend?").first.wait_for(timeout=120_000)
-                    student.get_by_text("Click each cell where the query may attend").wait_for(timeout=60_000)
-                    click_chart(student, 0, 0, index % 5)
-                    student.get_by_text("1 cells marked").wait_for(timeout=30_000)
+                    student.get_by_text("Send my cells (0 marked)").wait_for(timeout=60_000)
+                    click_chart(student, 0, 0, index % 5)  # marked in the browser, then sent once
+                    student.get_by_text("Send my cells (1 marked)").click()
+                    student.get_by_text("1 cell sent as may attend").wait_for(timeout=30_000)
                     assert "student=" in student.url
                 assert store.counts(code) == (len(students), len(students))  # nobody joined twice; all answered
                 assert len(store.answers(code, key, 1)) == len(students)  # kept after their replica stopped
