@@ -8,10 +8,12 @@ from transformer.service import (
     ARCHITECTURE_STACKS,
     CORRUPTIONS,
     DATE_PARTS,
+    MIN_PATCH_GAP,
     PATCH_DIRECTIONS,
     PATCH_MAPS,
     PATCH_METRIC_LABELS,
     PATCH_SIDES,
+    gap_too_small,
     patch_metrics_of,
     spec_of,
     task_of,
@@ -170,9 +172,17 @@ if kind == "stream":
 title = {"heads": "each head's output<br>patched alone",  # two lines: a phone's 390 px
          "stream": f"the {stream} stream<br>patched at one position",
          "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]
+ends = (found.clean_value, found.corrupt_value)
+small = gap_too_small(*ends)
+if small:
+    st.warning(f"Clean − corrupted is {ends[0] - ends[1]:+.4f}, under {MIN_PATCH_GAP}: too small to normalise (a "
+               "patch's float noise would read as tens of percent of it). The map draws each patched run's raw "
+               "change from the corrupted run instead, in the measure's own units. Another line, part or measure "
+               "may give a wider gap.", icon=":material/straighten:")
 plot(patch_map_figure(found.values, found.raw, found.rows, columns,
                       [[site.label for site in row] for row in found.sites], metric_label,
-                      f"{direction}: {title}", chosen if inside else None), "patch_map", on_click=_open)
+                      f"{direction}: {title}", chosen if inside else None, gap=ends, normalise=not small),
+     "patch_map", on_click=_open)
 st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes the answer further from "
            "the clean one; white: nothing changes. Click a cell to open its run between the clean and the corrupted "
            "one; click it again to close it.")

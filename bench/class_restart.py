@@ -81,7 +81,7 @@ def main() -> None:
             teacher.get_by_text("Your teacher link (private)").click()
             key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
             students = []
-            for index in range(args.students):
+            for _ in range(args.students):
                 student = tab(browser, f"{base}/class_room?class={code}")
                 student.get_by_role("button", name="Join").click()
                 student.get_by_text("The question comes here").first.wait_for(timeout=60_000)

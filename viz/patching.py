@@ -14,18 +14,29 @@ from viz.style import DIVERGING_SCALE, FOCUS_COLOR, MASKED_COLOR, WEIGHT_COLORSC
 RESTORED_LIMIT = 1.0  # the colour scale's ends: ±1 (a cell beyond keeps the end colour, its hover says the value)
 
 
-def patch_map_figure(values, raw, rows, columns, cells, metric: str, title: str, chosen=None) -> go.Figure:
+def patch_map_figure(values, raw, rows, columns, cells, metric: str, title: str, chosen=None,
+                     gap: tuple | None = None, normalise: bool = True) -> go.Figure:
     """``values (R, C)`` restored shares (NaN: no site), ``raw`` the metric's own values, ``rows``/``columns`` the
-    labels, ``cells (R, C)`` each cell's site as text; ``chosen``: ``(row, column)`` outlined. A click on a cell
-    reports it (layout.meta.click)."""
-    values = np.asarray(values, np.float64)
-    hover = np.array([[f"{cells[r][c]}<br>{metric}: {raw[r][c]:.3f}<br>restored {values[r, c]:+.1%} of the "
+    labels, ``cells (R, C)`` each cell's site as text; ``chosen``: ``(row, column)`` outlined; ``gap``: the
+    ``(clean, corrupted)`` values, named in the title. ``normalise`` False (a gap too small to divide by): each
+    cell is its patched run's change from the corrupted run, in the metric's units, on a scale of its own. A click
+    on a cell reports it (layout.meta.click)."""
+    values, raw = np.asarray(values, np.float64), np.asarray(raw, np.float64)
+    hover = np.array([[f"{cells[r][c]}<br>{metric}: {raw[r, c]:.4f}<br>restored {values[r, c]:+.1%} of the "
                        "clean − corrupted gap" for c in range(len(columns))] for r in range(len(rows))])
-    trace = go.Heatmap(z=values, x=list(columns), y=list(rows), zmid=0, zmin=-RESTORED_LIMIT, zmax=RESTORED_LIMIT,
+    if normalise or gap is None:
+        shown, limit, bar = values, RESTORED_LIMIT, dict(title=dict(text="restored"), tickvals=[-1, 0, 1],
+                                                         ticktext=["−1", "0 corrupted", "1 clean"])
+    else:
+        shown = raw - gap[1]  # (R, C): the change each patch makes, in the metric's units
+        limit, bar = float(max(np.nanmax(np.abs(shown)), 1e-9)), dict(title=dict(text="change"))
+    trace = go.Heatmap(z=shown, x=list(columns), y=list(rows), zmid=0, zmin=-limit, zmax=limit,
                        colorscale=DIVERGING_SCALE, customdata=hover, hovertemplate="%{customdata}<extra></extra>",
-                       xgap=1, ygap=1, colorbar=dict(title=dict(text="restored"), thickness=12,
-                                                     tickvals=[-1, 0, 1], ticktext=["−1", "0 corrupted", "1 clean"]))
-    fig = figure([trace], dict(height=max(220, 60 + 34 * len(rows)), margin=dict(t=50, l=110, r=20, b=90),
+                       xgap=1, ygap=1, colorbar=dict(thickness=12, **bar))
+    if gap is not None:
+        said = f"clean − corrupted {gap[0]:.3f} − {gap[1]:.3f} = {gap[0] - gap[1]:.3f}"
+        title = f"{title}<br>{said}" + ("" if normalise else ": too small to normalise, raw change drawn")
+    fig = figure([trace], dict(height=max(240, 80 + 34 * len(rows)), margin=dict(t=70, l=110, r=20, b=90),
                                title=dict(text=title), meta=dict(click=True), plot_bgcolor=MASKED_COLOR))
     category_axes(fig)
     if chosen is not None:

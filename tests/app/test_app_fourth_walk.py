@@ -273,3 +273,13 @@ def test_the_lesson_on_how_heads_differ_uses_a_model_whose_heads_differ():
     assert apart > 0.4, apart
     at = open_page(lesson.page, values)
     no_errors(at)
+
+
+def test_the_patching_map_names_the_clean_and_corrupted_gap_it_normalises_by():
+    """Issue 87, item 20: the map showed shares of a gap it never named (lines ranged −0.003 to 1.05)."""
+    from chart_support import figure_specs
+
+    at = open_page("patching", {"weights": "dates", "pt_part": "day"})
+    no_errors(at)
+    title = next(spec for spec in figure_specs(at) if "patched alone" in str(spec["layout"]["title"]))
+    assert "clean − corrupted" in title["layout"]["title"]["text"]

@@ -348,6 +348,15 @@ def ends(model, clean: Inputs, corrupt: Inputs, metric: Metric) -> tuple[float, 
     return values[0], values[1]
 
 
+MIN_PATCH_GAP = 0.05  # a clean − corrupted gap (the metric's own units) below which a share of it is noise
+
+
+def gap_too_small(clean_value: float, corrupt_value: float) -> bool:
+    """Whether the clean − corrupted gap is too small to normalise by: under `MIN_PATCH_GAP`, a patch's float noise
+    or a tiny real change would read as tens of percent of it."""
+    return abs(clean_value - corrupt_value) < MIN_PATCH_GAP
+
+
 def normalised(values, clean_value: float, corrupt_value: float) -> np.ndarray:
     """0 = the corrupted run's value, 1 = the clean run's."""
     return (np.asarray(values, np.float64) - corrupt_value) / (clean_value - corrupt_value)
