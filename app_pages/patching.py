@@ -13,6 +13,7 @@ from transformer.service import (
     PATCH_MAPS,
     PATCH_METRIC_LABELS,
     PATCH_SIDES,
+    PatchRequest,
     gap_too_small,
     patch_metrics_of,
     spec_of,
@@ -126,8 +127,9 @@ if kind == "path":
     side = picks[3].radio("Its input", PATCH_SIDES, key=F.pt_rside, horizontal=True,
                           format_func=SIDE_LABELS.get, **PERSIST)
     receiver = (receiver_stack, layers[-1] if layer < 0 else layer, head, side)
-study_args = (model, clean, corrupt, seed, part, metric, kind, direction, stream, receiver, device)
-study = data.patching_study(*study_args)
+request = PatchRequest(model, clean, corrupt, seed=seed, part=part, metric=metric, kind=kind, direction=direction,
+                       stack=stream, receiver=receiver, device=device)
+study = data.patching_study(request)
 found, said = study.map, study.lines
 measured = found.metric
 metric_label = (f"L{measured.layer} H{measured.heads[0]}'s weight on the token after the earlier occurrence"
@@ -198,7 +200,7 @@ if inside:
                          format_func=lambda h: f"{view[0]} L{view[1]} H{h}", key="pt_head_pick")
     if shown != view_head:
         state.put(F.pt_head, shown)
-    three = data.patching_cell(study_args, chosen[0], chosen[1], view[0], view[1])
+    three = data.patching_cell(request, chosen[0], chosen[1], view[0], view[1])
     query_tokens = said.clean if view[0] == "encoder" else said.outputs
     key_tokens = said.clean if view[0] in ("encoder", "cross") else said.outputs
     st.markdown(f"**{as_text(site.label)}** patched ({direction})")

@@ -204,7 +204,7 @@ def patching_maps():
         model(*lines.clean_inputs.rows(1))
         plain = time.perf_counter() - started
         started = time.perf_counter()
-        patching.patching_study(name, line, "", seed, "", metric, "heads", "denoise", "", ())
+        patching.patching_study(patching.PatchRequest(name, line, seed=seed, metric=metric))
         seconds = time.perf_counter() - started
         row("compute", f"Patching page: the layer × head map of {name} ({metric}), a fresh line", f"{seconds:.2f} s "
             f"({seconds / plain:.0f}× one plain forward pass)", "≤ 2 s")

@@ -86,6 +86,7 @@ from transformer.live.importance import heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
 from transformer.live.patching import METRIC_LABELS as PATCH_METRIC_LABELS
+from transformer.live.patching import PatchRequest
 from transformer.live.patching import metrics_of as patch_metrics_of
 from transformer.live.priced_calls import NeedsLane, PricedCall, call_key, prepaid, shared_engine
 from transformer.live.run_cost import RunCost, check_cost, measure_cost
@@ -217,7 +218,7 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCH_DIRECTIONS", "PATCH_MAPS",
            "PATCH_METRICS", "PATCH_METRIC_LABELS", "MIN_PATCH_GAP",
            "gap_too_small", "PATCH_SIDES", "patch_metrics_of", "patching_cell", "patching_line",
-           "patching_study",
+           "patching_study", "PatchRequest",
            "ModelSource", "External", "RandomWeights", "Trained", "source_of",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",
            "NeedsLane", "PricedCall", "call_key", "prepaid", "shared_engine", "price_of", "calibrate", "engine_rate"]

@@ -371,13 +371,12 @@ def patching_line(name: str, seed: int, device: str) -> str:
 
 
 @door(max_entries=16)
-def patching_study(name: str, clean: str, corrupt: str, seed: int, part: str, metric: str, kind: str,
-                   direction: str, stack: str, receiver: tuple, device: str):
-    """One patching map and the two runs it starts from (cached; the engine remembers it too)."""
-    return service.patching_study(name, clean, corrupt, seed, part, metric, kind, direction, stack, receiver, device)
+def patching_study(request):
+    """One patching map (a `PatchRequest`) and the two runs it starts from (cached; the engine remembers it too)."""
+    return service.patching_study(request)
 
 
 @door(max_entries=16)
-def patching_cell(study_args: tuple, row: int, column: int, view_stack: str, view_layer: int):
-    """The clean, patched and corrupted runs of one cell of the map `patching_study` made of ``study_args``."""
-    return service.patching_cell(*study_args, row, column, view_stack, view_layer)
+def patching_cell(request, row: int, column: int, view_stack: str, view_layer: int):
+    """The clean, patched and corrupted runs of one cell of ``request``'s map."""
+    return service.patching_cell(request, row, column, view_stack, view_layer)

@@ -110,7 +110,7 @@ def test_dates_the_encoder_output_at_a_fields_positions_carries_that_field(seed)
 
 
 def test_a_study_and_its_three_runs():
-    study = live.patching_study("reverse", "a b c d e f", metric="logprob", kind="heads")
+    study = live.patching_study(live.PatchRequest("reverse", "a b c d e f", metric="logprob", kind="heads"))
     assert study.map.values.shape == (6, 4) and study.lines.corrupt != study.lines.clean
     runs = live.three_runs(study, 5, 1, "cross", 1)
     assert runs.runs == ("clean", "patched", "corrupted") and runs.values[0] == pytest.approx(1, abs=1e-5)
@@ -125,8 +125,8 @@ def test_a_path_into_an_induction_head_is_measured_by_that_heads_own_weight():
     """One previous-token head alone restores little of one layer-1 head's weight; together they restore most: their
     parts add up in the score before the softmax (docs/patching.md)."""
     line = live.default_line("induction", 1)
-    study = live.patching_study("induction", line, seed=1, metric="attention", kind="path",
-                                receiver=("decoder", 1, 2, "k"))
+    study = live.patching_study(live.PatchRequest("induction", line, seed=1, metric="attention", kind="path",
+                                                  receiver=("decoder", 1, 2, "k")))
     assert study.map.metric.heads == (2,) and study.map.columns[:2] == ("token", "position")
     alone = dict(zip(study.map.columns, study.map.values[0]))
     assert alone.pop("all together") > 0.8

@@ -180,31 +180,51 @@ _STUDIES: collections.OrderedDict = collections.OrderedDict()
 STUDIES_KEPT = 32
 
 
-def patching_study(name: str, clean_text: str, corrupt_text: str = "", seed: int = 0, part: str = "",
-                   metric: str = "logit_diff", kind: str = "heads", direction: str = "denoise", stack: str = "",
-                   receiver: tuple = (), device: str = "auto", progress=None) -> PatchingStudy:
-    """One map of ``kind`` (`patch_maps.MAP_KINDS`) on the lines of `patching_lines`; remembered (a click on a cell
-    reads it again). ``progress(done, total)`` is told after each batch of patched runs."""
-    key = (name, clean_text, corrupt_text, seed, part, metric, kind, direction, stack, tuple(receiver), device)
-    if key not in _STUDIES:
-        _STUDIES[key] = _study(*key, progress)
+@dataclass(frozen=True)
+class PatchRequest:
+    """One patching map asked of a trained model ``name``, from the page to the engine as one value (hashable: the
+    studies' key). The lines (`patching_lines`: ``corrupt_text`` "" makes the corruption, from ``seed``, of
+    ``part``), what is measured, which map (`patch_maps.MAP_KINDS`) and its direction; the stream map's ``stack``
+    ("": the model's first), a path map's ``receiver`` ``(stack, layer, head, side)``."""
+
+    name: str
+    clean_text: str
+    corrupt_text: str = ""
+    seed: int = 0
+    part: str = ""
+    metric: str = "logit_diff"
+    kind: str = "heads"
+    direction: str = "denoise"
+    stack: str = ""
+    receiver: tuple = ()
+    device: str = "auto"
+
+    def __post_init__(self):
+        object.__setattr__(self, "receiver", tuple(self.receiver) if self.kind == "path" else ())
+
+
+def patching_study(request: PatchRequest, progress=None) -> PatchingStudy:
+    """``request``'s map on the lines of `patching_lines`; remembered (a click on a cell reads it again).
+    ``progress(done, total)`` is told after each batch of patched runs."""
+    if request not in _STUDIES:
+        _STUDIES[request] = _study(request, progress)
         while len(_STUDIES) > STUDIES_KEPT:
             _STUDIES.popitem(last=False)
-    _STUDIES.move_to_end(key)
-    return _STUDIES[key]
+    _STUDIES.move_to_end(request)
+    return _STUDIES[request]
 
 
-def _study(name, clean_text, corrupt_text, seed, part, metric, kind, direction, stack, receiver, device,
-           progress) -> PatchingStudy:
-    lines = patching_lines(name, clean_text, corrupt_text, seed, part, metric, device)
-    device = resolve_device(device)
-    pretrained = load_pretrained(name, device)
+def _study(request: PatchRequest, progress) -> PatchingStudy:
+    lines = patching_lines(request.name, request.clean_text, request.corrupt_text, request.seed, request.part,
+                           request.metric, request.device)
+    device = resolve_device(request.device)
+    pretrained = load_pretrained(request.name, device)
     model = pretrained.model
-    receiver = tuple(receiver) if kind == "path" else ()  # checked by the map, against the model
-    lines = _receivers_own(lines, receiver)
+    lines = _receivers_own(lines, request.receiver)  # the receiver is checked by the map, against the model
     with tf.device(device):
-        found = patch_maps.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, kind, direction,
-                                     stack or patching.stream_stacks(model)[0], receiver, progress)
+        found = patch_maps.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, request.kind,
+                                     request.direction, request.stack or patching.stream_stacks(model)[0],
+                                     request.receiver, progress)
         predictions = tuple(_predicted(patching.plain_run(model, inputs)[0], pretrained.vocab)
                             for inputs in (lines.clean_inputs, lines.corrupt_inputs))
     return PatchingStudy(lines, found, predictions)
@@ -261,10 +281,6 @@ def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: i
                      tuple(_predicted(logits, pretrained.vocab) for logits, _ in runs), values)
 
 
-def cell_runs(name: str, clean_text: str, corrupt_text: str, seed: int, part: str, metric: str, kind: str,
-              direction: str, stack: str, receiver: tuple, device: str, row: int, column: int, view_stack: str,
-              view_layer: int) -> ThreeRuns:
-    """`three_runs` of the map `patching_study` makes of these arguments (remembered, so not made again)."""
-    study = patching_study(name, clean_text, corrupt_text, seed, part, metric, kind, direction, stack, receiver,
-                           device)
-    return three_runs(study, row, column, view_stack, view_layer, device)
+def cell_runs(request: PatchRequest, row: int, column: int, view_stack: str, view_layer: int) -> ThreeRuns:
+    """`three_runs` of ``request``'s map (remembered, so not made again)."""
+    return three_runs(patching_study(request), row, column, view_stack, view_layer, request.device)

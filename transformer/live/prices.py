@@ -260,13 +260,14 @@ def patching_line(**_) -> RunCost:
     return RunCost(0.0, 0, "one example line drawn")
 
 
-def patching_study(name, clean_text, kind, **_) -> RunCost:
+def patching_study(request, **_) -> RunCost:
     """Every site of the map, `transformer.analysis.patching.ROWS` patched runs a model call, and the two base
     runs; a path's site runs twice (the senders patched, then the receiver read)."""
     from transformer.analysis.patching import ROWS  # noqa: PLC0415
     from transformer.live.patching import MAX_LINE_TOKENS  # noqa: PLC0415
 
-    shape, vocab = model_shape(name)
+    shape, vocab = model_shape(request.name)
+    clean_text, kind = request.clean_text, request.kind
     n = max(1, min(MAX_LINE_TOKENS, max(len(clean_text.split()), len(clean_text)) + 2))
     stacks = len(shape.stacks)
     sites = {"heads": stacks * shape.num_layers * shape.num_heads, "stream": (shape.num_layers + 1) * n,
@@ -276,9 +277,9 @@ def patching_study(name, clean_text, kind, **_) -> RunCost:
     return runs.said(f"a patching map of {sites} sites")
 
 
-def patching_cell(name, clean_text, kind, **rest) -> RunCost:
+def patching_cell(request, **_) -> RunCost:
     """The cell's three runs, and its map (the engine keeps the last studies; priced as if it had to run again)."""
-    study = patching_study(name=name, clean_text=clean_text, kind=kind)
+    study = patching_study(request)
     return (study + RunCost(study.flops / max(study.calls, 1), study.bytes, "", 3)).said("one cell's three runs")
 
 
