@@ -10,6 +10,7 @@ from transformer.service import (
     DATE_PARTS,
     MIN_PATCH_GAP,
     PATCH_DIRECTIONS,
+    PATCH_LAYER_NORMS,
     PATCH_MAPS,
     PATCH_METRIC_LABELS,
     PATCH_SIDES,
@@ -32,6 +33,7 @@ DIRECTION_LABELS = {"denoise": "denoise: clean into corrupted (what restores the
 MAP_LABELS = {"heads": "each head's output", "stream": "the residual stream (layer × position)",
               "path": "paths into one head (sender → receiver)"}
 SIDE_LABELS = {"q": "query", "k": "key", "v": "value"}
+LAYER_NORM_LABELS = {"held": "held at each run's scale", "recomputed": "recomputed on the patched stream"}
 
 openings.show("patching")
 openings.how("Two runs of one trained model: on a **clean** line and on a **corrupted** one of the same length whose "
@@ -99,7 +101,7 @@ how = st.columns(2)
 direction = how[0].radio("Direction", PATCH_DIRECTIONS, key=F.pt_dir, format_func=DIRECTION_LABELS.get, **PERSIST)
 kind = how[1].radio("Map", PATCH_MAPS, key=F.pt_map, format_func=MAP_LABELS.get, **PERSIST)
 streams = tuple(stack for stack in ("encoder", "decoder") if stack in stacks)
-stream, receiver = "", ()
+stream, receiver, layer_norm = "", (), PATCH_LAYER_NORMS[0]
 if kind == "stream":
     if state.value(F.pt_stack) not in ("", *streams):
         state.put(F.pt_stack, "")
@@ -127,8 +129,16 @@ if kind == "path":
     side = picks[3].radio("Its input", PATCH_SIDES, key=F.pt_rside, horizontal=True,
                           format_func=SIDE_LABELS.get, **PERSIST)
     receiver = (receiver_stack, layers[-1] if layer < 0 else layer, head, side)
+    layer_norm = st.radio("The receiver's LayerNorm", PATCH_LAYER_NORMS, key=F.pt_ln, horizontal=True,
+                          format_func=LAYER_NORM_LABELS.get, **PERSIST,
+                          help="Held: every LayerNorm at its own run's scale, so the senders' parts add up exactly. "
+                               "Recomputed: the receiver's LayerNorm run again on the patched stream, as path "
+                               "patching does in Wang et al. (2022).")
+    if spec.norm != "pre":
+        st.caption("This model is post-norm: no LayerNorm stands between the stream and the receiver's "
+                   "projections, so the two readings are one.")
 request = PatchRequest(model, clean, corrupt, seed=seed, part=part, metric=metric, kind=kind, direction=direction,
-                       stack=stream, receiver=receiver, device=device)
+                       stack=stream, receiver=receiver, device=device, layer_norm=layer_norm)
 study = data.patching_study(request)
 found, said = study.map, study.lines
 measured = found.metric

@@ -35,6 +35,7 @@ from transformer.analysis.measures import (
 )
 from transformer.analysis.patch_maps import MAP_KINDS as PATCH_MAPS
 from transformer.analysis.patching import DIRECTIONS as PATCH_DIRECTIONS
+from transformer.analysis.patching import LAYER_NORMS as PATCH_LAYER_NORMS
 from transformer.analysis.patching import METRICS as PATCH_METRICS
 from transformer.analysis.patching import MIN_PATCH_GAP, gap_too_small
 from transformer.core.ablation import ABLATIONS, head_label
@@ -216,7 +217,7 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "upload_limit_bytes", "visible_gpus",
            "warm_up_device",
            "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCH_DIRECTIONS", "PATCH_MAPS",
-           "PATCH_METRICS", "PATCH_METRIC_LABELS", "MIN_PATCH_GAP",
+           "PATCH_METRICS", "PATCH_METRIC_LABELS", "MIN_PATCH_GAP", "PATCH_LAYER_NORMS",
            "gap_too_small", "PATCH_SIDES", "patch_metrics_of", "patching_cell", "patching_line",
            "patching_study", "PatchRequest",
            "ModelSource", "External", "RandomWeights", "Trained", "source_of",

@@ -283,3 +283,23 @@ def test_the_patching_map_names_the_clean_and_corrupted_gap_it_normalises_by():
     no_errors(at)
     title = next(spec for spec in figure_specs(at) if "patched alone" in str(spec["layout"]["title"]))
     assert "clean − corrupted" in title["layout"]["title"]["text"]
+
+
+def test_a_path_map_offers_the_receivers_layer_norm_held_or_recomputed_and_the_link_keeps_it():
+    """Issue 87, item 19: paths held each LayerNorm's scale and the docs said it was "as TransformerLens folds it";
+    path patching recomputes the receiver's LayerNorm on the patched stream (up to 0.21 apart on one line). Both
+    are offered; the map's cells name which."""
+    from chart_support import figure_specs
+
+    query = {"weights": "induction", "pt_map": "path", "pt_rhead": "1", "pt_seed": "1"}
+    held = open_page("patching", query)
+    no_errors(held)
+    recomputed = open_page("patching", {**query, "pt_ln": "recomputed"})
+    no_errors(recomputed)
+    assert recomputed.session_state["pt_ln"] == "recomputed"
+    maps = [next(spec for spec in figure_specs(at) if "each sender alone" in str(spec["layout"]["title"]))
+            for at in (held, recomputed)]
+    cells = [str(spec["data"][0]["customdata"]) for spec in maps]
+    assert "LayerNorm recomputed" in cells[1] and "LayerNorm recomputed" not in cells[0]
+    values = [decode(spec["data"][0]["z"]) for spec in maps]
+    assert not np.allclose(values[0], values[1])

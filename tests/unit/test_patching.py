@@ -79,6 +79,15 @@ def test_the_stream_at_one_position_patched_matches_numpy(architecture, norm):
 def _parts_at_layer_1(model, inputs):
     """NumPy: the pre-norm decoder-only stream entering layer 1 by parts (layer 0's heads, its feed-forward), as
     the receivers' LayerNorm sees them, scale held at the whole stream's: ``({part: (N, D)}, normed input)``."""
+    shares, stream, gamma, beta = _raw_parts_at_layer_1(model, inputs)
+    sigma = np.sqrt(stream.var(-1, keepdims=True) + 1e-6)
+    normed = {name: (part - part.mean(-1, keepdims=True)) * gamma / sigma for name, part in shares.items()}
+    return normed, layer_norm(stream, gamma, beta)
+
+
+def _raw_parts_at_layer_1(model, inputs):
+    """NumPy: the same stream's parts before any LayerNorm of layer 1, the whole stream, and that LayerNorm's gamma
+    and beta: ``({part: (N, D)}, (N, D), (D,), (D,))``."""
     w = weight_table(model)
     record = {}
     numpy_run(model, inputs, {"decoder": {"record": record}})
@@ -91,9 +100,7 @@ def _parts_at_layer_1(model, inputs):
     shares["L0FF"] = stream - record[("stream", 0)] - attention_out
     gamma = w["decoder/block_1/self_attention_block/layer_norm/gamma"]
     beta = w["decoder/block_1/self_attention_block/layer_norm/beta"]
-    sigma = np.sqrt(stream.var(-1, keepdims=True) + 1e-6)
-    normed = {name: (part - part.mean(-1, keepdims=True)) * gamma / sigma for name, part in shares.items()}
-    return normed, layer_norm(stream, gamma, beta)
+    return shares, stream, gamma, beta
 
 
 @pytest.mark.parametrize("sender, side", [("L0H1", "k"), ("L0FF", "q"), ("L0H3", "v")])
@@ -110,6 +117,37 @@ def test_a_path_matches_numpy_and_changes_only_its_receivers_side(sender, side):
     others = [0, 1, 3]  # every other head of the receiver's layer, and layer 0, as in the corrupted run
     np.testing.assert_allclose(engine[1]["decoder"][1][others], plain[1][others], atol=2e-5)
     np.testing.assert_allclose(engine[1]["decoder"][0], plain[0], atol=2e-5)
+
+
+@pytest.mark.parametrize("sender, side", [("L0H1", "k"), ("L0FF", "q"), ("L0H0", "v")])
+def test_a_path_with_the_receivers_layer_norm_recomputed_matches_numpy(sender, side):
+    """Issue 87, item 19: path patching as Wang et al. (2022) and TransformerLens's users run it: the receiver's
+    LayerNorm computed again on the base stream plus the sender's change, ``LN(x_base + p_src − p_base)``, not each
+    part at its own run's scale; the two differ, and the held reading stays as it was."""
+    model = small_model("decoder-only", "pre")
+    clean, corrupt = pair(model)
+    clean_raw, _, gamma, beta = _raw_parts_at_layer_1(model, clean)
+    corrupt_raw, corrupt_stream, _, _ = _raw_parts_at_layer_1(model, corrupt)
+    given = layer_norm(corrupt_stream + clean_raw[sender] - corrupt_raw[sender], gamma, beta)  # (N, D)
+    expected = numpy_run(model, corrupt, {"decoder": {"inputs": {("self", 1): {2: {side: given}}}}})
+    site = P.PathSite((sender,), (("decoder", 1, 2, side),), layer_norm="recomputed")
+    engine = P.patched_run(model, clean, corrupt, (site,))
+    assert_same_run(engine, expected)
+    held = P.patched_run(model, clean, corrupt, (P.PathSite((sender,), (("decoder", 1, 2, side),)),))
+    if side != "v":
+        assert np.abs(held[1]["decoder"][1][2] - engine[1]["decoder"][1][2]).max() > 1e-4  # the readings differ
+    assert "LayerNorm recomputed" in site.label
+
+
+def test_a_post_norm_receivers_input_has_no_layer_norm_to_recompute():
+    """Post-norm: the stream reaches the projections as it is, so the two readings are one."""
+    model = small_model("encoder-decoder", "post")
+    clean, corrupt = pair(model)
+    runs = [P.patched_run(model, clean, corrupt, (P.PathSite(("token",), (("decoder", 1, 2, "k"),), layer_norm=ln),))
+            for ln in P.LAYER_NORMS]
+    assert_same_run(runs[0], runs[1])
+    with pytest.raises(ValueError, match="no such site"):
+        P.patched_run(model, clean, corrupt, (P.PathSite(("token",), (("decoder", 1, 2, "k"),), layer_norm="x"),))
 
 
 @pytest.mark.parametrize("architecture, norm", [("encoder-decoder", "post"), ("decoder-only", "pre")])

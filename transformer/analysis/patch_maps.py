@@ -68,19 +68,22 @@ def senders(model, inputs: Inputs, receiver: tuple) -> tuple:
     return tuple(query_parts if side == "q" else key_parts)
 
 
-def path_grid(model, inputs: Inputs, receiver: tuple) -> tuple[tuple, tuple, tuple]:
-    """One row (the receiver), a column a sender, each cell's `PathSite`; the last column every sender at once (what
-    this one input can carry: the senders' parts add up before the softmax, so alone each shows less)."""
+def path_grid(model, inputs: Inputs, receiver: tuple, layer_norm: str = "held") -> tuple[tuple, tuple, tuple]:
+    """One row (the receiver), a column a sender, each cell's `PathSite` (its receiver's LayerNorm ``layer_norm``);
+    the last column every sender at once (what this one input can carry: the senders' parts add up before the
+    softmax, so alone each shows less)."""
     names = senders(model, inputs, receiver)
     stack, layer, head, side = receiver
     return ((f"into {stack} L{layer} H{head} {side.upper()}",), (*names, ALL_SENDERS),
-            (tuple(PathSite((name,), (receiver,)) for name in names) + (PathSite(names, (receiver,)),),))
+            (tuple(PathSite((name,), (receiver,), layer_norm) for name in names)
+             + (PathSite(names, (receiver,), layer_norm),),))
 
 
 def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, direction: str = "denoise",
-              stack: str = "", receiver: tuple = (), progress=None) -> PatchMap:
+              stack: str = "", receiver: tuple = (), progress=None, layer_norm: str = "held") -> PatchMap:
     """Every site of ``kind`` (`MAP_KINDS`) patched alone: ``"heads"`` each head's output, ``"stream"`` the residual
-    stream of ``stack`` at each layer and position, ``"path"`` each sender into ``receiver``."""
+    stream of ``stack`` at each layer and position, ``"path"`` each sender into ``receiver`` (its LayerNorm
+    ``layer_norm``: `patching.LAYER_NORMS`)."""
     if kind not in MAP_KINDS:
         raise ValueError(f"The map must be one of {MAP_KINDS}. Received: {kind!r}")
     clean_value, corrupt_value = ends(model, clean, corrupt, metric)
@@ -89,7 +92,7 @@ def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, 
     elif kind == "stream":
         rows, columns, sites = stream_grid(model, clean, stack)
     else:
-        rows, columns, sites = path_grid(model, clean, tuple(receiver))
+        rows, columns, sites = path_grid(model, clean, tuple(receiver), layer_norm)
     flat = [(site,) for row in sites for site in row]
     raw = patched_values(model, clean, corrupt, flat, metric, direction, progress=progress)
     raw = raw.reshape(len(rows), len(columns))

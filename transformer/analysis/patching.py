@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.patching import SIDES, PatchHook, Recorder
-from transformer.core.residual_parts import input_parts
+from transformer.core.residual_parts import input_parts, receiver_stream
 
 DIRECTIONS = ("denoise", "noise")
 METRICS = ("logprob", "logit_diff", "attention")
@@ -54,15 +54,24 @@ class StreamSite:
         return f"{self.stack} stream entering L{self.layer}, position {self.position}"
 
 
+LAYER_NORMS = ("held", "recomputed")  # a path's receiver LayerNorm: at the base run's scale, or on the patched sum
+
+
 @dataclass(frozen=True)
 class PathSite:
+    """Senders' parts of the residual stream added to receivers' inputs. ``layer_norm``: "held", each LayerNorm's
+    scale at its own run's value (the parts add up linearly); "recomputed", the receiver's own LayerNorm (pre-norm)
+    run again on the base stream plus the senders' change, as path patching does in Wang et al. (2022)."""
+
     senders: tuple  # part names, as `transformer.core.residual_parts` names them
     receivers: tuple  # ((stack, layer, head, side), …), side in SIDES
+    layer_norm: str = "held"
 
     @property
     def label(self) -> str:
         into = ", ".join(f"{stack} L{layer} H{head} {side.upper()}" for stack, layer, head, side in self.receivers)
-        return f"{' + '.join(self.senders)} → {into}"
+        return f"{' + '.join(self.senders)} → {into}" + (" (LayerNorm recomputed)" if self.layer_norm != "held"
+                                                          else "")
 
 
 @dataclass(frozen=True)
@@ -195,7 +204,7 @@ def _has(model, inputs: Inputs, site) -> bool:
         length = np.shape(inputs.src if site.stack == "encoder" else inputs.tgt)[1]
         return _index(site.layer, model.num_layers + 1) and _index(site.position, length)
     if isinstance(site, PathSite):
-        return bool(site.senders) and bool(site.receivers) and all(
+        return bool(site.senders) and bool(site.receivers) and site.layer_norm in LAYER_NORMS and all(
             _receiver_shaped(r) and r[3] in SIDES and _has(model, inputs, HeadSite(*r[:3])) for r in site.receivers)
     return False
 
@@ -212,6 +221,7 @@ class _Source:
     contexts: dict
     streams: dict
     parts: dict = field(default_factory=dict)  # (stack, layer) -> (source (q, kv), base (q, kv)) parts
+    entering: dict = field(default_factory=dict)  # (stack, layer) -> (source, base) `ReceiverStream`s
 
 
 def _record(model, source: Inputs) -> _Source:
@@ -224,6 +234,26 @@ def _parts(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple) 
     if site not in recorded.parts:
         recorded.parts[site] = tuple(input_parts(model, *site, *inputs.rows(1)) for inputs in (source, base))
     return recorded.parts[site]
+
+
+def _entering(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple) -> tuple:
+    if site not in recorded.entering:
+        recorded.entering[site] = tuple(receiver_stream(model, *site, *inputs.rows(1)) for inputs in (source, base))
+    return recorded.entering[site]
+
+
+def _recomputed(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple, group: str, senders: tuple,
+                held):
+    """The change to ``site``'s ``group`` input with its LayerNorm run again on the patched stream: ``LN(base +
+    Σ senders' (source − base) parts) − LN(base)``, ``(N, D)``; ``held`` (the held-scale change) where no LayerNorm
+    of this block stands between the stream and that input (post-norm; cross-attention's key and value)."""
+    source_stream, base_stream = _entering(model, recorded, base, source, site)
+    if base_stream.layer_norm is None or (group == "kv" and not base_stream.self_attention):
+        return held
+    stream = tf.add_n(list(base_stream.parts.values()))  # (1, N, D)
+    delta = tf.add_n([source_stream.parts[name] - base_stream.parts[name] for name in senders])  # (1, N, D)
+    norm = base_stream.layer_norm
+    return (norm(stream + delta) - norm(stream))[0]  # (N, D)
 
 
 def _path_changes(model, recorded: _Source, base: Inputs, source: Inputs, path: PathSite) -> dict:
@@ -240,6 +270,8 @@ def _path_changes(model, recorded: _Source, base: Inputs, source: Inputs, path: 
                              "receiver)")
         if group not in changes.setdefault((stack, layer), {}):
             change = tf.add_n([source_parts[name][0] - base_parts[name][0] for name in path.senders])  # (N, D)
+            if path.layer_norm == "recomputed":
+                change = _recomputed(model, recorded, base, source, (stack, layer), group, path.senders, change)
             changes[stack, layer][group] = (change, set())
         changes[stack, layer][group][1].add((head, side))
     return changes

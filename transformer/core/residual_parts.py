@@ -81,6 +81,7 @@ class _Walk:
     def __init__(self, site: tuple, mask, memory_parts: dict | None = None, memory_mask=None):
         self.site, self.mask, self.memory_parts, self.memory_mask = site, mask, memory_parts, memory_mask
         self.seen = None  # (attention, query parts, key parts, mask, its intermediates) at ``site``
+        self.stream = None  # (the stream's parts entering it, the LayerNorm before the projections, self-attention)
 
     def attend(self, block, attention, parts: dict, site: tuple, prefix: str, key_parts: dict | None,
                mask) -> dict:
@@ -91,6 +92,7 @@ class _Walk:
         found = attention.intermediates(tf.add_n(list(inner.values())), whole_keys, whole_keys, mask)
         if site == self.site:
             self.seen = (attention, inner, keys, mask, found)
+            self.stream = (parts, block.layer_norm if block.norm == "pre" else None, key_parts is None)
         shares, bias = _head_outputs(attention, found, prefix)
         return _with_sublayer(block, parts, shares, bias)
 
@@ -148,8 +150,32 @@ def input_parts(model, stack: str, layer: int, src, tgt, src_mask, tgt_mask) -> 
     return _bias_last(seen[1]), _bias_last(seen[2])
 
 
+@dataclass(frozen=True)
+class ReceiverStream:
+    """The residual stream entering the block of an attention layer, by parts, before its own LayerNorm: ``parts``
+    ``{name: (B, N_q, D)}``; ``layer_norm`` the LayerNorm its query input goes through (pre-norm), None where the
+    stream reaches the projections as it is (post-norm); ``self_attention``: the key and value inputs come from the
+    same stream (else from the encoder's output, which no LayerNorm of this block touches)."""
+
+    parts: dict
+    layer_norm: object
+    self_attention: bool
+
+
+def receiver_stream(model, stack: str, layer: int, src, tgt, src_mask, tgt_mask) -> ReceiverStream:
+    """The stream entering ``(stack, layer)``'s block on these inputs, by parts (`ReceiverStream`): what a path
+    patch changes before the receiver's LayerNorm is computed again on the patched sum."""
+    walk = _walk(model, stack, layer, src, tgt, src_mask, tgt_mask)
+    parts, layer_norm, self_attention = walk.stream
+    return ReceiverStream(_bias_last(parts), layer_norm, self_attention)
+
+
 def _walked(model, stack: str, layer: int, src, tgt, src_mask, tgt_mask) -> tuple:
     """The walk's ``seen`` at ``(stack, layer)``: ``(attention, query parts, key parts, mask, intermediates)``."""
+    return _walk(model, stack, layer, src, tgt, src_mask, tgt_mask).seen
+
+
+def _walk(model, stack: str, layer: int, src, tgt, src_mask, tgt_mask) -> _Walk:
     walk = _Walk((stack, layer), None)
     memory = _encoder_parts(model, src, src_mask, walk) if model.has_encoder else None
     if stack != "encoder":
@@ -157,7 +183,7 @@ def _walked(model, stack: str, layer: int, src, tgt, src_mask, tgt_mask) -> tupl
         _decoder_walk(model, tgt, tgt_mask, keyed, memory_mask(src_mask), walk)
     if walk.seen is None:
         raise ValueError(f"This model's {stack} layers run from 0 to {model.num_layers - 1}. Received: layer={layer!r}")
-    return walk.seen
+    return walk
 
 
 def _projected(linear, parts: dict) -> dict:

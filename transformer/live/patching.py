@@ -185,7 +185,8 @@ class PatchRequest:
     """One patching map asked of a trained model ``name``, from the page to the engine as one value (hashable: the
     studies' key). The lines (`patching_lines`: ``corrupt_text`` "" makes the corruption, from ``seed``, of
     ``part``), what is measured, which map (`patch_maps.MAP_KINDS`) and its direction; the stream map's ``stack``
-    ("": the model's first), a path map's ``receiver`` ``(stack, layer, head, side)``."""
+    ("": the model's first), a path map's ``receiver`` ``(stack, layer, head, side)`` and its LayerNorm
+    (`patching.LAYER_NORMS`: held at each run's scale, or recomputed on the patched stream)."""
 
     name: str
     clean_text: str
@@ -198,9 +199,12 @@ class PatchRequest:
     stack: str = ""
     receiver: tuple = ()
     device: str = "auto"
+    layer_norm: str = "held"
 
     def __post_init__(self):
-        object.__setattr__(self, "receiver", tuple(self.receiver) if self.kind == "path" else ())
+        path = self.kind == "path"
+        object.__setattr__(self, "receiver", tuple(self.receiver) if path else ())
+        object.__setattr__(self, "layer_norm", self.layer_norm if path else "held")
 
 
 def patching_study(request: PatchRequest, progress=None) -> PatchingStudy:
@@ -224,7 +228,7 @@ def _study(request: PatchRequest, progress) -> PatchingStudy:
     with tf.device(device):
         found = patch_maps.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, request.kind,
                                      request.direction, request.stack or patching.stream_stacks(model)[0],
-                                     request.receiver, progress)
+                                     request.receiver, progress, request.layer_norm)
         predictions = tuple(_predicted(patching.plain_run(model, inputs)[0], pretrained.vocab)
                             for inputs in (lines.clean_inputs, lines.corrupt_inputs))
     return PatchingStudy(lines, found, predictions)
