@@ -22,15 +22,15 @@ def _guides(lengths, anchor: float, axis: str) -> list[dict]:
 
 def _quadratic_from(crossovers) -> tuple[list[dict], list[dict]]:
     """A dotted vertical line on both panels at each ``(N, what)`` of ``crossovers``, where the N² terms become half
-    the FLOPs of that series' layer (its key/value heads move it), each noted once."""
-    shapes, notes = [], []
-    for index, (n, what) in enumerate(crossovers):
-        shapes += [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=n, x1=n, y0=0, y1=1,
-                        line=dict(color="#d62728", dash="dot", width=1)) for axis in ("", "2")]
-        notes.append(dict(text=f"N = {n:g}: N² terms half the FLOPs{what}", xref="x", yref="y domain",
-                          x=float(np.log10(n)), y=1 - 0.07 * index, xanchor="left", yanchor="top", showarrow=False,
-                          font=dict(size=11, color="#d62728")))
-    return shapes, notes
+    the FLOPs of that series' layer (its key/value heads move it); one note in the left panel's corner names them
+    all, a line each (a note at each line ran into the next one and the right panel)."""
+    shapes = [dict(type="line", xref=f"x{axis}", yref=f"y{axis} domain", x0=n, x1=n, y0=0, y1=1,
+                   line=dict(color="#d62728", dash="dot", width=1)) for n, _ in crossovers for axis in ("", "2")]
+    lines = [f"N = {n:,g}{what}" for n, what in crossovers]
+    note = dict(text="N² terms half the FLOPs from<br>" + "<br>".join(lines), xref="x domain", yref="y domain",
+                x=0.02, y=0.98, xanchor="left", yanchor="top", showarrow=False, align="left",
+                bgcolor="rgba(255,255,255,0.75)", font=dict(size=11, color="#d62728"))
+    return shapes, [note]
 
 
 def exponent_text(exponent: float) -> str:

@@ -897,3 +897,16 @@ def test_padding_keys_are_drawn_apart_from_the_look_ahead_mask():
     assert "sand: a padding key" in blocked.hovertemplate
     assert list(attention.pooled_keys(padded, 2)) == [False, False, True]
     assert list(attention.pooled_keys(np.array([False, True, True, True]), 2)) == [False, True]
+
+
+def test_the_cost_figures_crossovers_are_named_in_one_note_not_one_each():
+    """Issue 87, item 16: three crossover labels, each at its line, ran into each other and the right panel."""
+    from transformer.analysis.cost import Series
+    from viz.cost import cost_figure
+
+    one = Series("4 heads", (64, 128, 256), (1e-3, 3e-3, 1e-2), (1e6, 4e6, 1.6e7), 1.8, (1.0, 1.0, 1.0))
+    fig = cost_figure([one], "CPU", quadratic_from=((512.0, " (4 heads)"), (768.0, " (2 key/value heads)"),
+                                                    (1024.0, " (1 key/value head)")))
+    notes = [a for a in fig.layout.annotations if "N² terms" in a.text]
+    assert len(notes) == 1 and all(f"N = {n}" in notes[0].text for n in ("512", "768", "1,024"))
+    assert notes[0].xref == "x domain" and len(fig.layout.shapes) == 6  # a line on each panel, each crossover
