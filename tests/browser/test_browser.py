@@ -1034,3 +1034,24 @@ def test_a_head_toggle_hides_its_lines_in_the_browser_and_the_link_keeps_it(page
     assert page.locator("[data-testid='stException']").count() == 0
 
 
+
+
+def test_a_terms_glossary_link_opens_in_this_tab_and_session_at_its_entry(page, server):
+    """Issue 87, item 9: a term's link in a page's opening ("glossary#mask") opened a new tab, a new session (74 s
+    for a lesson's first page under load). It opens the Glossary here, scrolled to the entry, the session kept."""
+    open_page(page, server, "masks?seq_len=9")
+    wait_idle(page)
+    page.evaluate("() => { window.__sameDocument = true; }")  # gone if the page reloads
+    tabs = len(page.context.pages)
+    page.locator('[data-testid="stMarkdownContainer"] a[href*="glossary#mask"]').first.click()
+    page.wait_for_url("**/glossary**", timeout=30_000)
+    page.get_by_role("heading", name="Mask", exact=True).wait_for(timeout=30_000)
+    wait_idle(page)
+    assert len(page.context.pages) == tabs  # no new tab
+    assert page.evaluate("() => window.__sameDocument === true")  # no reload: the same session
+    page.wait_for_function("() => { const entry = document.getElementById('mask'); "
+                           "return entry && Math.abs(entry.getBoundingClientRect().top) < 200; }", timeout=10_000)
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Masks").click()
+    page.wait_for_url("**/masks**", timeout=30_000)
+    wait_idle(page)
+    assert "seq_len=9" in page.url  # the session's own values came back with it

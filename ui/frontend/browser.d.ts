@@ -96,6 +96,7 @@ interface Window {
   __attentionLabPlotly: Promise<any> | undefined;
   __attentionLabFade: boolean;
   __attentionLabHistory: boolean;
+  __attentionLabLinks: boolean;
 }
 
 interface WindowEventMap {

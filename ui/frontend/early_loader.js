@@ -4,6 +4,7 @@
 /** @param {ComponentArgs} component */
 export default function ({ data, parentElement }) {
   replaceQueryChanges();
+  sameSessionLinks();
   fadeSlowRuns(parentElement.closest('[data-testid="stApp"]'));
   const slot = /** @type {HTMLElement | null} */ (parentElement.closest('[data-testid="stElementContainer"]'));
   if (slot) slot.style.display = "none";

@@ -33,3 +33,38 @@ function replaceQueryChanges() {  // once per page
     return samePage ? history.replaceState(state, unused, url) : push(state, unused, url);
   };
 }
+
+// A link in a page's text to another page of the app (a term's Glossary entry, "glossary#mask") opens that page in
+// this tab and this session, as the sidebar's own link does: Streamlit's Markdown gives every link target=_blank,
+// so each opened a new tab and a new session (74 s for a lesson's first page under load). The click is handed to
+// the sidebar's link of that page, then the page scrolls to the link's anchor once it is drawn. A link with a query,
+// to another site, or clicked with a modifier keeps the browser's own behaviour; with no sidebar link of that page
+// (a phone's closed sidebar) it opens in this tab, reloading (a new session, but no new tab).
+function sameSessionLinks() {  // once per page
+  if (window.__attentionLabLinks) return;
+  window.__attentionLabLinks = true;
+  document.addEventListener("click", (event) => {
+    const target = /** @type {Element | null} */ (event.target instanceof Element ? event.target : null);
+    const link = /** @type {HTMLAnchorElement | null} */ (target && target.closest("a[href]"));
+    if (!link || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+    if (link.closest('[data-testid="stSidebarNav"]') || !link.closest('[data-testid="stMarkdownContainer"]')) return;
+    const url = new URL(link.href, location.href);
+    if (url.origin !== location.origin || url.search) return;
+    const page = url.pathname.split("/").filter(Boolean).pop() || "";
+    const nav = [...document.querySelectorAll('[data-testid="stSidebarNav"] a[href]')].find((candidate) =>
+      (new URL(/** @type {HTMLAnchorElement} */ (candidate).href).pathname.split("/").filter(Boolean).pop() || "")
+        === page);
+    event.preventDefault();
+    event.stopPropagation();
+    if (!nav) { location.assign(url.href); return; }
+    /** @type {HTMLElement} */ (nav).click();
+    if (url.hash) scrollWhenDrawn(decodeURIComponent(url.hash.slice(1)), Date.now() + 15000);
+  }, true);
+}
+
+/** @param {string} id @param {number} until */
+function scrollWhenDrawn(id, until) {  // the anchor's element, once the new page drew it
+  const found = document.getElementById(id);
+  if (found) { found.scrollIntoView({ block: "start" }); return; }
+  if (Date.now() < until) window.setTimeout(() => scrollWhenDrawn(id, until), 100);
+}
