@@ -6,7 +6,7 @@ import streamlit as st
 
 from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS, head_label, heads_of, measured, spec_of
 from ui import choices, class_room, data, link_values, model_config, openings, sidebar, state
-from ui.controls import PERSIST, carried_over, plot, stack_picker
+from ui.controls import PERSIST, carried_over, fit_px, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
 from ui.state import F
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
@@ -70,7 +70,8 @@ def _open(stack_name: str, layer: int, head: int) -> None:
 
 if roles.scores:
     shown = {role: roles.scores[role] for role in (*ROLES, *(["pattern"] if pattern else []))}
-    plot(role_grid(shown, roles.lines, f"{stack}: role scores over {where}", pattern=pattern or ""), "roles")
+    plot(role_grid(shown, roles.lines, f"{stack}: role scores over {where}", pattern=pattern or "",
+                   fit_px=fit_px("roles")), "roles")
     _why_empty(roles.scores, lines_from)
     st.caption("Chance, a head spreading its attention evenly over the keys it may see, scores "
                + ", ".join(f"{ROLE_TITLES[role]} {roles.chance[role]:.2f}" for role in ROLES
@@ -93,7 +94,7 @@ else:
             icon=":material/info:")
 plot(measure_grid(roles.distance, roles.entropy, roles.lines,
                   f"{stack}: " + ("how far and how spread" if roles.distance is not None else "how spread")
-                  + f", over {where}", length=roles.keys), "measures")
+                  + f", over {where}", length=roles.keys, fit_px=fit_px("measures")), "measures")
 state.follow_open_page()
 st.page_link("app_pages/query_key.py", label="One head's queries and keys over these lines: the Query–key page",
              icon=":material/scatter_plot:")

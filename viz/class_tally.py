@@ -68,8 +68,8 @@ def cell_shares(query_tokens, key_tokens, counts, answered: int, mask=None, slip
     (``slips`` ``(N_q, N_k)``: `classroom.questions.cell_slips`)."""
     queries, keys = position_labels(query_tokens), position_labels(key_tokens)
     panels = 1 if mask is None else 2
-    fig = make_subplots(1, panels, subplot_titles=["the class: share who marked it"] +
-                        (["the mask (✗n: n slipped)"] if panels == 2 else []), horizontal_spacing=0.12)
+    fig = make_subplots(1, panels, subplot_titles=["the class:<br>share who marked it"] +  # two lines: no overlap
+                        (["the mask<br>(✗n: n slipped)"] if panels == 2 else []), horizontal_spacing=0.12)
     fig.update_layout(template=figure().layout.template)
     fig.add_trace(go.Heatmap(z=_shares(counts, answered), x=keys, y=queries, zmin=0, zmax=1,
                              colorscale=WEIGHT_COLORSCALE, colorbar=dict(title=dict(text="share"), thickness=12,
@@ -89,7 +89,7 @@ def cell_shares(query_tokens, key_tokens, counts, answered: int, mask=None, slip
                       1, 2)
     for column in range(1, panels + 1):
         category_axes(fig, row=1, col=column)
-    fig.update_layout(height=360, margin=dict(t=60, l=80, r=60, b=80))
+    fig.update_layout(height=380, margin=dict(t=80, l=80, r=60, b=80))
     return fig
 
 
@@ -137,8 +137,8 @@ def cells_marked(query_tokens, key_tokens, chosen, mask) -> go.Figure:
     fig = figure([go.Heatmap(z=kinds, x=keys, y=queries, zmin=-0.5, zmax=3.5, showscale=False, colorscale=scale,
                              customdata=words, xgap=2, ygap=2,
                              hovertemplate="query %{y} → key %{x}<br>%{customdata}<extra></extra>")],
-                 dict(height=380, margin=dict(t=60, l=80, r=20, b=80), plot_bgcolor=GRID_LINES,
-                      title=dict(text="Your cells: blue right, light orange left out, orange marked but blocked")))
+                 dict(height=400, margin=dict(t=80, l=80, r=20, b=80), plot_bgcolor=GRID_LINES,
+                      title=dict(text="Your cells: blue right,<br>light orange left out, orange marked but blocked")))
     category_axes(fig)
     return fig
 

@@ -7,7 +7,15 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.panels import axis_ids, axis_pair, grid_domains, panel_title
-from viz.style import DIVERGING_SCALE, TEMPLATE_JSON, WEIGHT_COLORSCALE, left_title, scale_list
+from viz.style import (
+    DIVERGING_SCALE,
+    TEMPLATE_JSON,
+    WEIGHT_COLORSCALE,
+    left_title,
+    scale_list,
+    title_lines,
+    wrap_title,
+)
 
 ROLE_TITLES = {"previous_token": "previous token", "duplicate_token": "duplicate token", "induction": "induction",
                "first_token": "first token", "self": "self", "pattern": "pattern",
@@ -36,11 +44,18 @@ def _no_score(values: np.ndarray, name: str, why: str) -> dict | None:
                                                       "<extra></extra>")
 
 
+GRID_PANEL_PX = 160  # a layers × heads panel's least width: fewer across where a narrow chart has no room
+
+
 def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "nothing to average",
-          **layout) -> go.Figure:
+          fit_px: int | None = None, **layout) -> go.Figure:
     """``panels`` (name, values) in a grid ``columns`` across, one heatmap dict each (``heatmaps``: layers down,
     heads across, category axes), the names above them, a NaN cell grey with "—" (``why`` in its hover); laid out
-    here and not validated, as the panel grids (docs/performance.md); the tests validate them."""
+    here and not validated, as the panel grids (docs/performance.md); the tests validate them. ``fit_px``: a
+    chart this wide (a phone): the title wrapped to it, and as many panels across as fit."""
+    if fit_px:
+        columns = max(1, min(columns, int((fit_px - 80) // GRID_PANEL_PX)))
+        title = wrap_title(title, fit_px)
     across, down = min(columns, len(panels)), -(-len(panels) // columns)
     domains = grid_domains(len(panels), across, down, x_gap=0.08, y_gap=0.22 if down > 1 else 0.1)
     data, axes, names = [], {}, []
@@ -56,12 +71,14 @@ def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "no
                               dict(domain=y_domain, type="category", autorange="reversed",
                                    showticklabels=index % across == 0)))  # (others sat on their neighbour's cells)
         names.append(panel_title(name, x_domain, y_domain))
+    top = 80 + 20 * max(title_lines(title) - 1, 0)  # a wrapped title's lines above the panels' names
     return go.Figure(data=data, layout=dict(template=TEMPLATE_JSON, title=left_title(title), annotations=names,
-                                            height=70 + down * 230, margin=dict(t=80, l=60, r=20, b=40), **axes,
-                                            **layout), _validate=False)
+                                            height=top - 10 + down * 230, margin=dict(t=top, l=60, r=20, b=40),
+                                            **axes, **layout), _validate=False)
 
 
-def role_grid(scores: dict, lines: int, title: str = "", columns: int = 3, pattern: str = ""):
+def role_grid(scores: dict, lines: int, title: str = "", columns: int = 3, pattern: str = "",
+              fit_px: int | None = None):
     """One heatmap per role, layers down, heads across, on the weights' fixed 0–1 scale. ``scores``: ``{role:
     (L, H)}`` (NaN: no row showed the pattern); ``lines``: how many lines each score averages over (hover)."""
     names = [ROLE_TITLES.get(role, role) + (f" ({pattern})" if role == "pattern" and pattern else "")
@@ -71,13 +88,13 @@ def role_grid(scores: dict, lines: int, title: str = "", columns: int = 3, patte
                                    "<extra></extra>")
                 for name, values in zip(names, scores.values())]
     return _grid(list(zip(names, scores.values())), title, columns, heatmaps,
-                 why="no query row of these lines has a cell of this pattern: no repeated token, say",
+                 why="no query row of these lines has a cell of this pattern: no repeated token, say", fit_px=fit_px,
                  coloraxis=dict(colorscale=WEIGHT_COLORSCALE, cmin=0.0, cmax=1.0,
                                 colorbar=dict(title=dict(text="share"))))
 
 
 def measure_grid(distance: np.ndarray | None, entropy: np.ndarray, lines: int, title: str = "", *,
-                 length: int | None = None):
+                 length: int | None = None, fit_px: int | None = None):
     """Mean attention distance (positions) and entropy (bits) of every head, layers × heads, each on its own fixed
     scale when ``length`` (N_k) is given: 0 to N_k − 1 positions, 0 to log2 N_k bits (uniform attention).
     ``distance`` None: no distance panel (cross-attention has no shared position axis)."""
@@ -90,7 +107,7 @@ def measure_grid(distance: np.ndarray | None, entropy: np.ndarray, lines: int, t
                                    + (f" (0 to {high:.3g})" if high else "") + "<extra></extra>",
                      **(dict(zmin=0.0, zmax=float(high)) if high else {}))
                 for name, _, values, fmt, scale, high in measures]
-    return _grid([(title_, values) for _, title_, values, *_ in measures], title, 2, heatmaps)
+    return _grid([(title_, values) for _, title_, values, *_ in measures], title, 2, heatmaps, fit_px=fit_px)
 
 
 def importance_grid(accuracy_change: np.ndarray, loss_change: np.ndarray, stacks, count: int, title: str = ""):

@@ -8,6 +8,7 @@ import re
 import tempfile
 
 import pytest
+from browser_pages import CHART_TEXT_PROBLEMS
 from browser_support import OUTPUT, app_server_for_browsers, ask_the_class, headless_chromium, wait_idle
 from chart_support import CHART_POINT, PLOT, click_chart
 
@@ -130,6 +131,16 @@ def test_a_student_marks_cells_in_the_browser_and_sends_them_once(browser, serve
     assert store.my_answer(code, _student_key(student), 1) == {"cells": [[0, 0], [2, 0], [2, 1], [2, 2]]}
     borders = student.evaluate(f"() => document.querySelector('{PLOT}')._fullLayout.plot_bgcolor")
     assert borders not in ("#fff", "#ffffff", "white"), borders  # the cells' borders show
+    # the reveal at 1000 px: the student's cells and the class's two panels, no title running into another
+    teacher.goto(f"{server}/class_room?class={code}&teacher={key}")
+    teacher.get_by_role("button", name="Reveal").click()
+    student.set_viewport_size({"width": 1000, "height": 3000})
+    student.get_by_text(re.compile("^(Right|Not quite)")).wait_for(timeout=30_000)
+    student.wait_for_function(f"() => document.querySelectorAll('{PLOT}').length >= 2 && "
+                              f"[...document.querySelectorAll('{PLOT}')].every((plot) => plot._fullLayout)",
+                              timeout=30_000)
+    student.wait_for_timeout(500)
+    assert student.evaluate(CHART_TEXT_PROBLEMS) == []
     for page in (teacher, student):
         page.context.close()
 

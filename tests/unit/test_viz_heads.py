@@ -35,3 +35,20 @@ def test_importance_grid_centres_its_diverging_scale_on_no_change():
     assert len(fig.data) == 6 and all(trace.zmid == 0 for trace in fig.data)
     assert fig.data[4].text[0][1] == "-50.0" and fig.data[5].text[0][1] == "+0.200"
     assert fig.data[4].zmin == -50 and "on 200 examples" in fig.data[4].hovertemplate
+
+
+def test_a_role_grid_on_a_phone_wraps_its_title_and_puts_fewer_panels_across():
+    """Issue 87, item 18: at 390 px the role grid's title was cut at "(the sideba" and three panels sat side by
+    side in 300 px."""
+    import numpy as np
+
+    from viz.heads import role_grid
+
+    scores = {role: np.full((2, 4), 0.5) for role in ("previous", "first", "self")}
+    title = "encoder: role scores over the 16 lines of the sidebar's model (the sidebar's lines)"
+    wide, narrow = role_grid(scores, 16, title), role_grid(scores, 16, title, fit_px=350)
+    assert "<br>" in narrow.layout.title.text and "<br>" not in wide.layout.title.text
+    assert narrow.layout.margin.t > wide.layout.margin.t  # room for the wrapped lines above the panels' names
+    starts = {round(axis["domain"][0], 3) for name, axis in narrow.layout.to_plotly_json().items()
+              if name.startswith("xaxis")}
+    assert len(starts) == 1  # one panel across
