@@ -74,12 +74,13 @@ with st.form(f"train_form_{task}"):
         cols[2].caption(f"Sources: the task's own, {min_len}–{max_len} tokens.")
     submitted = st.form_submit_button("Train", type="primary")
 
-if submitted and image_task:
+if image_task:  # the form's values (as last submitted): what Train makes, and how long it takes here
     spec = dataclasses.replace(VISION_DEFAULTS[task], d_model=d_model, num_heads=heads, num_layers=layers, d_ff=d_ff,
                                steps=int(steps), seed=int(seed))
-elif submitted:
+else:
     spec = TrainSpec.for_task(task, d_model=d_model, num_heads=heads, d_ff=d_ff, num_layers=layers,
                               steps=int(steps), min_len=min_len, max_len=max_len, seed=int(seed), warmup=100)
+st.caption(training.estimate_line(spec))
 if submitted:
     try:
         training.submit(spec)

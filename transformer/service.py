@@ -121,7 +121,7 @@ from transformer.tasks.dates import date_text
 from transformer.tasks.images import IMAGE_TASKS
 from transformer.training import worker
 from transformer.training.kept_limits import kept_limits, limit_problems
-from transformer.training.pool import Job, PoolSettings, QueueFull, TrainingPool, describe_wait
+from transformer.training.pool import Job, PoolSettings, QueueFull, TrainingPool, describe_wait, duration_words
 from transformer.training.pretrained import (
     SESSION_PREFIX,
     SHIPPED,
@@ -194,7 +194,7 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "PATTERN_FAMILIES", "POSITIONS", "supported",
            "PROBE_LINES", "QUERY_BLOCK", "ROLES", "SEED_BATCH", "SESSION_PREFIX", "SHIPPED", "SIZED_FAMILIES",
            "STACKS", "START", "TASKS", "accuracy_of", "attention_checks", "attention_cost", "attention_rollout",
-           "available",
+           "available", "duration_words",
            "check_key", "date_text", "decode", "describe", "describe_wait", "differ", "driver_gpus", "dropped",
            "example_lines", "fit_range", "get_task", "has_position_axis", "head_importance", "head_label",
            "FLOW_MAX_POSITIONS", "attention_flow", "head_counts", "head_roles", "kv_head_counts", "timeline_of",

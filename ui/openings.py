@@ -58,8 +58,8 @@ OPENINGS = {  # page -> its first one or two sentences (Markdown: a term's first
     "decode": f"A model writes one {term('token')} at a time: a trained model its answer, a decoder-only model what "
               "follows a prompt. Step through it to see where it looks at each step and which token it thinks comes "
               "next.",
-    "train": "Train a small model here in about a minute, then see what its attention learned on every page. You "
-             "can watch its heads change while it trains.",
+    "train": "Train a small model here (minutes on a laptop; the page says how long on this server), then see what "
+             "its attention learned on every page. You can watch its heads change while it trains.",
     "class_room": "Your teacher asks about a picture, and you answer before you see it. Then the lab shows what the "
                   "model did, beside what the whole class said.",
     GLOSSARY_PAGE: "Short meanings of the words this lab uses, in plain words. Each one says where to see it.",

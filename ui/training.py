@@ -18,6 +18,7 @@ from transformer.service import (
     TrainSpec,
     VisionSpec,
     describe_wait,
+    duration_words,
     kept_label,
     limit_problems,
     rebuild_trained,
@@ -101,7 +102,18 @@ def status_line(job: Job) -> str:
         return f"waiting: {describe_wait(*place)}" if place else "waiting"
     if job.status == "starting":
         return "starting: the training process is getting ready"
-    return f"{job.status}: step {job.step} of {job.spec.steps}"
+    left = pool().time_left(job) if job.status == "training" else None
+    return f"{job.status}: step {job.step} of {job.spec.steps}" + (
+        f", {duration_words(left)} left (from its own steps so far)" if left is not None and job.step > 0 else "")
+
+
+def estimate_line(spec) -> str:
+    """How long ``spec`` would train here, from this server's last run of its sizes; else why no figure yet."""
+    seconds = pool().estimate(spec)
+    if seconds is None:
+        return ("This server has not trained a model of these sizes yet: the time left shows beside the steps once "
+                "it starts, from its own speed.")
+    return f"{duration_words(seconds).capitalize()} here, as this server's last run of these sizes took."
 
 
 def result(job: Job) -> TrainResult:

@@ -303,3 +303,13 @@ def test_a_path_map_offers_the_receivers_layer_norm_held_or_recomputed_and_the_l
     assert "LayerNorm recomputed" in cells[1] and "LayerNorm recomputed" not in cells[0]
     values = [decode(spec["data"][0]["z"]) for spec in maps]
     assert not np.allclose(values[0], values[1])
+
+
+def test_the_train_page_says_how_long_only_from_this_servers_own_runs():
+    """Issue 87, item 18: "Train a small model here in about a minute" (induction: 616 s to step 1230, busy)."""
+    at = open_page("train")
+    no_errors(at)
+    said = " ".join([*(m.value for m in at.markdown), *(c.value for c in at.caption)])
+    assert "about a minute" not in said
+    assert ("has not trained a model of these sizes yet" in said
+            or "as this server's last run of these sizes took" in said), said[:400]

@@ -69,6 +69,22 @@ def test_the_estimate_hands_the_jobs_ahead_to_whichever_worker_frees_first(monke
     assert made._start_after([]) == pytest.approx(10.0)
 
 
+def test_how_long_a_run_takes_is_said_only_from_this_servers_own_runs():
+    """Issue 87, item 18: the Train page promised "about a minute" for induction (616 s to step 1230 on a busy
+    host). A run's length is estimated from this server's last run of its sizes, or not at all."""
+    import threading
+
+    made = TrainingPool.__new__(TrainingPool)
+    made.settings, made._rates, made._waiting, made._workers = PoolSettings(workers=1), {}, [], []
+    made._lock = threading.Lock()
+    spec = small(1000)
+    assert made.estimate(spec) is None  # no run of these sizes yet: no figure
+    made._rates[pool_module._size(spec)] = 0.5  # its last run: 0.5 s a step
+    assert made.estimate(spec) == pytest.approx(pool_module.JOB_OVERHEAD_SECONDS + 500)
+    assert made.estimate(small(10)) == pytest.approx(pool_module.JOB_OVERHEAD_SECONDS + 5)
+    assert made.time_left(pool_module.Job(spec, "o", "cpu")) is None  # not training
+
+
 @pytest.mark.slow  # it trains: 11 s of `make test-fast`
 def test_a_finished_runs_weights_rebuild_the_same_model():
     spec = small(5)

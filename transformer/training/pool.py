@@ -152,7 +152,7 @@ class TrainingPool:
             if len(self._waiting) >= self.settings.queue_limit and not self._idle_capacity():
                 wait_s = self._start_after(list(self._waiting)) if self._workers else 0.0
                 raise QueueFull(f"{len(self._waiting)} jobs are waiting to train, the most this server queues: try "
-                                f"again in {_duration(wait_s)}.")
+                                f"again in {duration_words(wait_s)}.")
             job = Job(spec, owner, device, client=client, session=session)
             self._active[owner] = job
             self._waiting.append(job)
@@ -171,6 +171,19 @@ class TrainingPool:
             for runner in self._workers:
                 if runner.job is job and job.status == "training":
                     runner.stop_job()
+
+    def estimate(self, spec: TrainSpec) -> float | None:
+        """Seconds ``spec`` trains once started, from this server's last job of its size (its steps timed); None
+        before one has run (a guess from elsewhere promised "about a minute" where a busy host took ten)."""
+        with self._lock:
+            measured = self._rates.get(_size(spec))
+        return None if measured is None else JOB_OVERHEAD_SECONDS + spec.steps * measured
+
+    def time_left(self, job: Job) -> float | None:
+        """Seconds until ``job`` ends, from its own steps so far; None unless it is training."""
+        with self._lock:
+            runner = next((runner for runner in self._workers if runner.job is job), None)
+            return None if runner is None or job.status != "training" else self._remaining(runner, time.monotonic())
 
     def place(self, job: Job) -> tuple[int, float] | None:
         """``(place in the queue from 1, seconds until it starts, estimated)`` of a waiting job; None otherwise."""
@@ -380,7 +393,8 @@ def _size(spec: TrainSpec) -> tuple:
             getattr(spec, "max_len", None))
 
 
-def _duration(seconds: float) -> str:
+def duration_words(seconds: float) -> str:
+    """``"about 40 s"``, ``"about 3 min"``."""
     if seconds < 90:
         return f"about {max(5, round(seconds / 5) * 5):.0f} s"
     return f"about {round(seconds / 60):.0f} min"
@@ -389,4 +403,4 @@ def _duration(seconds: float) -> str:
 def describe_wait(place: int, seconds: float) -> str:
     """``"3rd in the queue, starts in about 40 s"``."""
     suffix = "th" if 10 <= place % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(place % 10, "th")
-    return f"{place}{suffix} in the queue, starts in {_duration(seconds)}"
+    return f"{place}{suffix} in the queue, starts in {duration_words(seconds)}"
