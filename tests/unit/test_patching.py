@@ -64,6 +64,27 @@ def test_a_heads_output_patched_matches_numpy(architecture, norm):
 
 
 @pytest.mark.parametrize("architecture, norm", [("encoder-decoder", "post"), ("decoder-only", "pre")])
+def test_a_heads_output_at_one_position_patched_matches_numpy(architecture, norm):
+    """Issue 87, item 20: a head's output at one query position alone (TransformerLens's ``…_by_pos``)."""
+    model = small_model(architecture, norm)
+    clean, corrupt = pair(model)
+    records = {}
+    for name, inputs in (("clean", clean), ("corrupt", corrupt)):
+        records[name] = {}
+        numpy_run(model, inputs, {"decoder": {"record": records[name]}})
+    stack = "cross" if model.has_encoder else "decoder"
+    kind = "cross" if stack == "cross" else "self"
+    given = records["corrupt"][("contexts", (kind, 1))][2].copy()  # (N_q, d): the corrupted run's own head 2
+    given[1] = records["clean"][("contexts", (kind, 1))][2][1]  # … with position 1 from the clean run
+    expected = numpy_run(model, corrupt, {"decoder": {"contexts": {(kind, 1): {2: given}}}})
+    site = P.HeadSite(stack, 1, 2, position=1)
+    assert_same_run(P.patched_run(model, clean, corrupt, (site,)), expected)
+    assert site.label.endswith("at position 1")
+    with pytest.raises(ValueError, match="no such site"):
+        P.patched_run(model, clean, corrupt, (P.HeadSite(stack, 1, 2, position=99),))
+
+
+@pytest.mark.parametrize("architecture, norm", [("encoder-decoder", "post"), ("decoder-only", "pre")])
 def test_the_stream_at_one_position_patched_matches_numpy(architecture, norm):
     model = small_model(architecture, norm)
     clean, corrupt = pair(model)
@@ -117,6 +138,26 @@ def test_a_path_matches_numpy_and_changes_only_its_receivers_side(sender, side):
     others = [0, 1, 3]  # every other head of the receiver's layer, and layer 0, as in the corrupted run
     np.testing.assert_allclose(engine[1]["decoder"][1][others], plain[1][others], atol=2e-5)
     np.testing.assert_allclose(engine[1]["decoder"][0], plain[0], atol=2e-5)
+
+
+@pytest.mark.parametrize("reading", ["held", "recomputed"])
+def test_a_sender_at_one_position_matches_numpy(reading):
+    """Issue 87, item 20: a sender's part at one stream position alone into a receiver's key."""
+    model = small_model("decoder-only", "pre")
+    clean, corrupt = pair(model)
+    clean_raw, _, gamma, beta = _raw_parts_at_layer_1(model, clean)
+    corrupt_raw, corrupt_stream, _, _ = _raw_parts_at_layer_1(model, corrupt)
+    clean_parts, _ = _parts_at_layer_1(model, clean)
+    corrupt_parts, corrupt_input = _parts_at_layer_1(model, corrupt)
+    at = np.zeros((len(corrupt_input), 1))
+    at[2] = 1.0  # position 2 alone
+    if reading == "held":
+        given = corrupt_input + at * (clean_parts["L0H1"] - corrupt_parts["L0H1"])
+    else:
+        given = layer_norm(corrupt_stream + at * (clean_raw["L0H1"] - corrupt_raw["L0H1"]), gamma, beta)
+    expected = numpy_run(model, corrupt, {"decoder": {"inputs": {("self", 1): {2: {"k": given}}}}})
+    site = P.PathSite(("L0H1",), (("decoder", 1, 2, "k"),), reading, position=2)
+    assert_same_run(P.patched_run(model, clean, corrupt, (site,)), expected)
 
 
 @pytest.mark.parametrize("sender, side", [("L0H1", "k"), ("L0FF", "q"), ("L0H0", "v")])

@@ -34,13 +34,18 @@ ROWS = 64  # patched runs in one batch
 
 @dataclass(frozen=True)
 class HeadSite:
+    """A head's output (its context before the heads are merged): at every query position, or at ``position``
+    alone (TransformerLens's ``…_by_pos`` patchers)."""
+
     stack: str  # "encoder" | "decoder" | "cross"
     layer: int
     head: int
+    position: int | None = None
 
     @property
     def label(self) -> str:
-        return f"{self.stack} L{self.layer} H{self.head}"
+        return f"{self.stack} L{self.layer} H{self.head}" + ("" if self.position is None
+                                                             else f" at position {self.position}")
 
 
 @dataclass(frozen=True)
@@ -66,12 +71,14 @@ class PathSite:
     senders: tuple  # part names, as `transformer.core.residual_parts` names them
     receivers: tuple  # ((stack, layer, head, side), …), side in SIDES
     layer_norm: str = "held"
+    position: int | None = None  # the senders' parts at this stream position alone (None: every position)
 
     @property
     def label(self) -> str:
         into = ", ".join(f"{stack} L{layer} H{head} {side.upper()}" for stack, layer, head, side in self.receivers)
-        return f"{' + '.join(self.senders)} → {into}" + (" (LayerNorm recomputed)" if self.layer_norm != "held"
-                                                          else "")
+        at = "" if self.position is None else f" at position {self.position}"
+        return f"{' + '.join(self.senders)}{at} → {into}" + (" (LayerNorm recomputed)" if self.layer_norm != "held"
+                                                              else "")
 
 
 @dataclass(frozen=True)
@@ -196,8 +203,9 @@ def _receiver_shaped(receiver) -> bool:
 
 def _has(model, inputs: Inputs, site) -> bool:
     if isinstance(site, HeadSite):
-        return site.stack in model.stacks and _index(site.layer, model.num_layers) and _index(site.head,
-                                                                                              model.num_heads)
+        return site.stack in model.stacks and _index(site.layer, model.num_layers) and _index(
+            site.head, model.num_heads) and (site.position is None or _index(site.position, _length(inputs, site.stack,
+                                                                                                    "q")))
     if isinstance(site, StreamSite):
         if site.stack not in stream_stacks(model):
             return False
@@ -205,8 +213,16 @@ def _has(model, inputs: Inputs, site) -> bool:
         return _index(site.layer, model.num_layers + 1) and _index(site.position, length)
     if isinstance(site, PathSite):
         return bool(site.senders) and bool(site.receivers) and site.layer_norm in LAYER_NORMS and all(
-            _receiver_shaped(r) and r[3] in SIDES and _has(model, inputs, HeadSite(*r[:3])) for r in site.receivers)
+            _receiver_shaped(r) and r[3] in SIDES and _has(model, inputs, HeadSite(*r[:3]))
+            and (site.position is None or _index(site.position, _length(inputs, r[0], r[3])))
+            for r in site.receivers)
     return False
+
+
+def _length(inputs: Inputs, stack: str, side: str) -> int:
+    """How many positions ``stack``'s attention reads on ``side`` ("q": its queries; "k", "v": its keys)."""
+    source = stack == "encoder" or (stack == "cross" and side != "q")
+    return int(np.shape(inputs.src if source else inputs.tgt)[1])
 
 
 def _index(value, size: int) -> bool:
@@ -272,6 +288,8 @@ def _path_changes(model, recorded: _Source, base: Inputs, source: Inputs, path: 
             change = tf.add_n([source_parts[name][0] - base_parts[name][0] for name in path.senders])  # (N, D)
             if path.layer_norm == "recomputed":
                 change = _recomputed(model, recorded, base, source, (stack, layer), group, path.senders, change)
+            if path.position is not None:  # one position's row of the change (a LayerNorm works row by row)
+                change = change * tf.one_hot(path.position, change.shape[0], dtype=change.dtype)[:, None]
             changes[stack, layer][group] = (change, set())
         changes[stack, layer][group][1].add((head, side))
     return changes
@@ -285,7 +303,9 @@ def _hook(model, recorded: _Source, base: Inputs, source: Inputs, patches: list)
         for site in patch:
             if isinstance(site, HeadSite):
                 key = (site.stack, site.layer)
-                heads.setdefault(key, np.zeros((rows, model.num_heads), np.float32))[row, site.head] = 1.0
+                n_q = int(recorded.contexts[key].shape[2])
+                chosen = heads.setdefault(key, np.zeros((rows, model.num_heads, n_q), np.float32))  # (B, H, N_q)
+                chosen[row, site.head, slice(None) if site.position is None else site.position] = 1.0
             elif isinstance(site, StreamSite):
                 key = (site.stack, site.layer)
                 length = int(recorded.streams[key].shape[1])

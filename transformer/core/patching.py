@@ -48,7 +48,8 @@ class PatchHook(AttentionHook):
     """A batch's patches, row by row (every tensor's first axis is the row, B).
 
     Args:
-      heads: ``{(stack, layer): (B, H)}`` 1 where the row takes head h's context from ``contexts``.
+      heads: ``{(stack, layer): (B, H, N_q)}`` 1 where the row takes head h's context at query position n from
+        ``contexts`` (every position: the head's whole output; one: its output there, TransformerLens's "by pos").
       contexts: ``{(stack, layer): (1, H, N_q, d_v)}`` the source run's contexts (a `Recorder`'s).
       positions: ``{(stack, layer): (B, N)}`` 1 where the row takes the stream at position n from ``streams``.
       streams: ``{(stack, layer): (1, N, d_model)}`` the source run's streams.
@@ -102,5 +103,6 @@ class _PatchedHeads:
         stages = attention_stages(q, k, v, mask, bias=bias)
         context = stages.output  # (B, H, N_q, d_v)
         if site in self.hook.heads:
-            context = _choose(self.hook.heads[site], tf.cast(self.hook.contexts[site], context.dtype), context)
+            chosen = tf.cast(self.hook.heads[site], context.dtype)[:, :, :, None]  # (B, H, N_q, 1)
+            context = context * (1 - chosen) + tf.cast(self.hook.contexts[site], context.dtype) * chosen
         return context, stages.weights
