@@ -102,6 +102,16 @@ direction = how[0].radio("Direction", PATCH_DIRECTIONS, key=F.pt_dir, format_fun
 kind = how[1].radio("Map", PATCH_MAPS, key=F.pt_map, format_func=MAP_LABELS.get, **PERSIST)
 streams = tuple(stack for stack in ("encoder", "decoder") if stack in stacks)
 stream, receiver, layer_norm = "", (), PATCH_LAYER_NORMS[0]
+by_position = kind != "stream" and st.toggle(
+    "By position", key=F.pt_bypos, **PERSIST,
+    help="Each site at one position alone, a column a position (TransformerLens's …_by_pos patchers): a head's "
+         "output at one query position, or a sender's part at one position of the stream.")
+if kind == "heads" and by_position:
+    if state.value(F.pt_rstack) not in ("", *stacks):
+        state.put(F.pt_rstack, "")
+    options_follow(F.pt_rstack, stacks)
+    stream = st.selectbox("Attention", ("", *stacks), key=F.pt_rstack, **PERSIST,
+                          format_func=lambda s: s or f"{stacks[-1]} (the last)") or stacks[-1]
 if kind == "stream":
     if state.value(F.pt_stack) not in ("", *streams):
         state.put(F.pt_stack, "")
@@ -138,7 +148,7 @@ if kind == "path":
         st.caption("This model is post-norm: no LayerNorm stands between the stream and the receiver's "
                    "projections, so the two readings are one.")
 request = PatchRequest(model, clean, corrupt, seed=seed, part=part, metric=metric, kind=kind, direction=direction,
-                       stack=stream, receiver=receiver, device=device, layer_norm=layer_norm)
+                       stack=stream, receiver=receiver, device=device, layer_norm=layer_norm, by_position=by_position)
 study = data.patching_study(request)
 found, said = study.map, study.lines
 measured = found.metric
@@ -181,9 +191,15 @@ if kind == "stream":
     # a position as every page names it (the token it reads), and on the output side what it writes
     columns = tuple(position_labels(said.clean) if stream == "encoder" else written_labels(said.outputs,
                                                                                             said.written))
-title = {"heads": "each head's output<br>patched alone",  # two lines: a phone's 390 px
+elif by_position:  # the positions of the heads' queries, or of the receiver's input
+    attention, side = (stream, "q") if kind == "heads" else (receiver[0], receiver[3])
+    read_source = attention == "encoder" or (attention == "cross" and side != "q")
+    columns = tuple(position_labels(said.clean if read_source or said.decoder_only else said.outputs))
+title = {"heads": f"each {stream} head's output<br>at one query position" if by_position
+         else "each head's output<br>patched alone",  # two lines: a phone's 390 px
          "stream": f"the {stream} stream<br>patched at one position",
-         "path": f"each sender alone<br>into {found.rows[0].removeprefix('into ')}"}[kind]
+         "path": ("each sender at one position<br>" if by_position else "each sender alone<br>")
+         + f"into {receiver[0]} L{receiver[1]} H{receiver[2]} {receiver[3].upper()}" if receiver else ""}[kind]
 ends = (found.clean_value, found.corrupt_value)
 small = gap_too_small(*ends)
 if small:

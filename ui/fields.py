@@ -166,6 +166,7 @@ FIELDS: dict[str, Field] = {
     "pt_rhead": Field(0, link_values.integer(0, MAX_HEADS - 1)),
     "pt_rside": Field("k", link_values.choice(PATCH_SIDES)),
     "pt_ln": Field(PATCH_LAYER_NORMS[0], link_values.choice(PATCH_LAYER_NORMS)),  # the receiver's LayerNorm
+    "pt_bypos": Field(False, link_values.flag),  # a heads or path map by position
     "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS), ((-1, "no cell is opened"),)),
     "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN), ((-1, "no cell is opened"),)),
     "pt_head": Field(-1, link_values.integer(-1, MAX_HEADS - 1),

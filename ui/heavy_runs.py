@@ -34,7 +34,7 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, memory: int = 0,
     lane = heavy_lane()
     _stop_on_error(check_cost, cost)
     if not (pressed or key in state.get(state.HEAVY_PRESSED, set())):
-        _ask(cost)
+        _ask(cost, key)
     state.setdefault(state.HEAVY_PRESSED, set()).add(key)
     lane.owner_alive = session_alive
     run = _stop_on_error(lane.submit, session_id(), call, *args, flops=cost.flops, client=client_address(),
@@ -50,15 +50,17 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, memory: int = 0,
     return run.result
 
 
-def _ask(cost) -> None:
-    """The run's cost (in this machine's engine seconds, which decided it is long) and the button that starts it;
-    the page stops until it is pressed."""
+def _ask(cost, key) -> None:
+    """The run's cost (in this machine's engine seconds, which decided it is long) and the button that starts it
+    (its widget key the call's own: a page whose map and opened cell are both long asks twice in one run); the page
+    stops until it is pressed."""
     slot = st.empty()
     with slot.container():
         st.warning(f"A long run: {cost.what} needs {cost.text()}. Runs like this one share the server with "
                    "everyone on it, so they run in the background lane, one at a time, after other sessions' moves.",
                    icon=":material/hourglass_top:")
-        pressed = st.button("Run it", key="heavy_run", type="primary", icon=":material/play_arrow:")
+        pressed = st.button("Run it", key=f"heavy_run_{hash(key) & 0xFFFFFFFF:08x}", type="primary",
+                            icon=":material/play_arrow:")
     if not pressed:
         st.stop()
     slot.empty()

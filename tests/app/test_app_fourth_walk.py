@@ -313,3 +313,25 @@ def test_the_train_page_says_how_long_only_from_this_servers_own_runs():
     assert "about a minute" not in said
     assert ("has not trained a model of these sizes yet" in said
             or "as this server's last run of these sizes took" in said), said[:400]
+
+
+@pytest.mark.parametrize("query, rows, site", [
+    ({"weights": "dates", "pt_part": "day", "pt_map": "heads", "pt_rstack": "cross"}, 8, "cross L0 H0 at position"),
+    ({"weights": "induction", "pt_map": "path", "pt_rhead": "1", "pt_seed": "1"}, None, "at position 0 → decoder"),
+])
+def test_a_heads_or_path_map_by_position_puts_a_column_at_each_position(query, rows, site):
+    """Issue 87, item 20: per-position sites, as TransformerLens's …_by_pos patchers offer: a head's output at one
+    query position, a sender at one position; a cell opens its three runs as any other."""
+    from chart_support import figure_specs
+
+    at = open_page("patching", {**query, "pt_bypos": "1", "pt_row": "0", "pt_col": "0"})
+    no_errors(at)
+    while any(b.label == "Run it" for b in at.button):  # priced past the light budget: the lane, as a student would
+        at = next(b for b in at.button if b.label == "Run it").click().run(timeout=300)
+        no_errors(at)
+    assert at.session_state["pt_bypos"] is True
+    spec = next(spec for spec in figure_specs(at) if "position" in str(spec["layout"]["title"]))
+    grid = decode(spec["data"][0]["z"])
+    assert grid.shape[1] == len(spec["data"][0]["x"]) > 3 and (rows is None or grid.shape[0] == rows)
+    assert site in str(spec["data"][0]["customdata"])
+    assert any("in the three runs" in str(s["layout"]["title"]) for s in figure_specs(at))

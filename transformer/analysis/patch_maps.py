@@ -50,6 +50,17 @@ def head_grid(model) -> tuple[tuple, tuple, tuple]:
             sites)
 
 
+def head_position_grid(model, inputs: Inputs, stack: str) -> tuple[tuple, tuple, tuple]:
+    """Rows ``"L0 H0"`` … (every head of ``stack``'s attention), columns its query positions, each cell's `HeadSite`
+    at that position alone (TransformerLens's ``get_act_patch_attn_head_out_by_pos``)."""
+    if stack not in model.stacks:
+        raise ValueError(f"This model's attention is {model.stacks}. Received: stack={stack!r}")
+    length = np.shape(inputs.src if stack == "encoder" else inputs.tgt)[1]
+    heads = [(layer, head) for layer in range(model.num_layers) for head in range(model.num_heads)]
+    return (tuple(f"L{layer} H{head}" for layer, head in heads), tuple(str(p) for p in range(length)),
+            tuple(tuple(HeadSite(stack, layer, head, p) for p in range(length)) for layer, head in heads))
+
+
 def stream_grid(model, inputs: Inputs, stack: str) -> tuple[tuple, tuple, tuple]:
     """Rows ``"entering L0"`` … ``"output"``, columns the positions of ``stack``'s line, each cell's `StreamSite`."""
     if stack not in stream_stacks(model):
@@ -79,18 +90,34 @@ def path_grid(model, inputs: Inputs, receiver: tuple, layer_norm: str = "held") 
              + (PathSite(names, (receiver,), layer_norm),),))
 
 
+def path_position_grid(model, inputs: Inputs, receiver: tuple, layer_norm: str = "held") -> tuple:
+    """Rows every sender into ``receiver`` and all of them together, columns the positions of the receiver's input,
+    each cell's `PathSite` of that sender at that position alone."""
+    names = senders(model, inputs, receiver)
+    stack, _, _, side = receiver
+    source = stack == "encoder" or (stack == "cross" and side != "q")
+    length = np.shape(inputs.src if source else inputs.tgt)[1]
+    groups = [((name,), name) for name in names] + [(names, ALL_SENDERS)]
+    return (tuple(label for _, label in groups), tuple(str(p) for p in range(length)),
+            tuple(tuple(PathSite(group, (receiver,), layer_norm, p) for p in range(length)) for group, _ in groups))
+
+
 def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, direction: str = "denoise",
-              stack: str = "", receiver: tuple = (), progress=None, layer_norm: str = "held") -> PatchMap:
+              stack: str = "", receiver: tuple = (), progress=None, layer_norm: str = "held",
+              by_position: bool = False) -> PatchMap:
     """Every site of ``kind`` (`MAP_KINDS`) patched alone: ``"heads"`` each head's output, ``"stream"`` the residual
     stream of ``stack`` at each layer and position, ``"path"`` each sender into ``receiver`` (its LayerNorm
-    ``layer_norm``: `patching.LAYER_NORMS`)."""
+    ``layer_norm``: `patching.LAYER_NORMS`). ``by_position``: a heads map of ``stack``'s attention, or a path map,
+    at each position alone (a column a position)."""
     if kind not in MAP_KINDS:
         raise ValueError(f"The map must be one of {MAP_KINDS}. Received: {kind!r}")
     clean_value, corrupt_value = ends(model, clean, corrupt, metric)
     if kind == "heads":
-        rows, columns, sites = head_grid(model)
+        rows, columns, sites = head_position_grid(model, clean, stack) if by_position else head_grid(model)
     elif kind == "stream":
         rows, columns, sites = stream_grid(model, clean, stack)
+    elif by_position:
+        rows, columns, sites = path_position_grid(model, clean, tuple(receiver), layer_norm)
     else:
         rows, columns, sites = path_grid(model, clean, tuple(receiver), layer_norm)
     flat = [(site,) for row in sites for site in row]

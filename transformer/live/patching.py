@@ -185,8 +185,9 @@ class PatchRequest:
     """One patching map asked of a trained model ``name``, from the page to the engine as one value (hashable: the
     studies' key). The lines (`patching_lines`: ``corrupt_text`` "" makes the corruption, from ``seed``, of
     ``part``), what is measured, which map (`patch_maps.MAP_KINDS`) and its direction; the stream map's ``stack``
-    ("": the model's first), a path map's ``receiver`` ``(stack, layer, head, side)`` and its LayerNorm
-    (`patching.LAYER_NORMS`: held at each run's scale, or recomputed on the patched stream)."""
+    ("": the model's first; a heads map by position: the attention stack, "" its last), a path map's ``receiver``
+    ``(stack, layer, head, side)`` and its LayerNorm (`patching.LAYER_NORMS`: held at each run's scale, or
+    recomputed on the patched stream)."""
 
     name: str
     clean_text: str
@@ -200,11 +201,13 @@ class PatchRequest:
     receiver: tuple = ()
     device: str = "auto"
     layer_norm: str = "held"
+    by_position: bool = False  # a heads map of ``stack``'s attention, or a path map, a column a position
 
     def __post_init__(self):
         path = self.kind == "path"
         object.__setattr__(self, "receiver", tuple(self.receiver) if path else ())
         object.__setattr__(self, "layer_norm", self.layer_norm if path else "held")
+        object.__setattr__(self, "by_position", self.by_position and self.kind != "stream")
 
 
 def patching_study(request: PatchRequest, progress=None) -> PatchingStudy:
@@ -226,9 +229,10 @@ def _study(request: PatchRequest, progress) -> PatchingStudy:
     model = pretrained.model
     lines = _receivers_own(lines, request.receiver)  # the receiver is checked by the map, against the model
     with tf.device(device):
+        default_stack = model.stacks[-1] if request.by_position else patching.stream_stacks(model)[0]
         found = patch_maps.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, request.kind,
-                                     request.direction, request.stack or patching.stream_stacks(model)[0],
-                                     request.receiver, progress, request.layer_norm)
+                                     request.direction, request.stack or default_stack, request.receiver, progress,
+                                     request.layer_norm, request.by_position)
         predictions = tuple(_predicted(patching.plain_run(model, inputs)[0], pretrained.vocab)
                             for inputs in (lines.clean_inputs, lines.corrupt_inputs))
     return PatchingStudy(lines, found, predictions)

@@ -262,7 +262,8 @@ def patching_line(**_) -> RunCost:
 
 def patching_study(request, **_) -> RunCost:
     """Every site of the map, `transformer.analysis.patching.ROWS` patched runs a model call, and the two base
-    runs; a path's site runs twice (the senders patched, then the receiver read)."""
+    runs; a path's site runs twice (the senders patched, then the receiver read); by position, a site a
+    position."""
     from transformer.analysis.patching import ROWS  # noqa: PLC0415
     from transformer.live.patching import MAX_LINE_TOKENS  # noqa: PLC0415
 
@@ -270,8 +271,11 @@ def patching_study(request, **_) -> RunCost:
     clean_text, kind = request.clean_text, request.kind
     n = max(1, min(MAX_LINE_TOKENS, max(len(clean_text.split()), len(clean_text)) + 2))
     stacks = len(shape.stacks)
-    sites = {"heads": stacks * shape.num_layers * shape.num_heads, "stream": (shape.num_layers + 1) * n,
-             "path": 2 * shape.num_layers * shape.num_heads + 2}.get(kind, shape.num_layers * shape.num_heads)
+    sites = {"heads": (shape.num_layers * shape.num_heads * n if request.by_position
+                       else stacks * shape.num_layers * shape.num_heads),
+             "stream": (shape.num_layers + 1) * n,
+             "path": (2 * shape.num_layers * shape.num_heads + 2) * (n if request.by_position else 1)
+             }.get(kind, shape.num_layers * shape.num_heads)
     one = live_cost(LiveConfig(seq_len=n), 1, n, n, shape=shape, vocab=vocab)
     runs = RunCost(one.flops * (sites + 2), one.bytes * min(sites, ROWS), "", math.ceil(sites / ROWS) + 2)
     return runs.said(f"a patching map of {sites} sites")
