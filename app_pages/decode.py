@@ -30,15 +30,16 @@ if outside:
                 "next token from its distribution. It runs whole on the prefix at each step (no key/value cache "
                 "here).")
 elif prompting and trained:
-    st.markdown("At each step the model reads the prompt and what it has written so far (the look-ahead mask lets "
-                "the newest position see only those) and chooses the next token. The induction model learned one "
-                "thing: to continue a segment it has seen earlier in the line. Start a repeat in the prompt and "
-                "watch it copy; its layer-1 heads look at the token after the earlier occurrence.")
+    st.markdown("A decoder-only model continues a prompt: at each step it reads the prompt and what it has written "
+                "so far (the look-ahead mask lets the newest position see only those) and chooses the next token. "
+                "The induction model learned one thing: to continue a segment it has seen earlier in the line. "
+                "Start a repeat in the prompt and watch it copy; its layer-1 heads look at the token after the "
+                "earlier occurrence.")
 elif prompting:
-    st.markdown("At each step the model reads the prompt and what it has written so far (the look-ahead mask lets "
-                "the newest position see only those) and chooses the next token. Its weights are random, so the "
-                "words are noise; the mechanism is the one GPT runs. It chooses among the tokens of the sidebar's "
-                "target lines.")
+    st.markdown("A decoder-only model continues a prompt: at each step it reads the prompt and what it has written "
+                "so far (the look-ahead mask lets the newest position see only those) and chooses the next token. "
+                "Its weights are random, so the words are noise; the mechanism is the one GPT runs. It chooses "
+                "among the tokens of the sidebar's target lines.")
     if config.mask_family != "paper":
         st.info(f"Decoding steps with the look-ahead mask alone: the Masks page's {config.mask_family} family, which "
                 "the other pages draw, is not applied here.", icon=":material/info:")
