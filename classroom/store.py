@@ -204,13 +204,7 @@ class ClassStore:
 
     def answers(self, code: str, teacher_key: str, number: int) -> list[Answered]:
         """Every student's latest answer to question ``number`` (the teacher's tally, before or after the reveal)."""
-        def work(connection):
-            question_id = self._question_id(connection, self._teacher(connection, code, teacher_key), number)
-            rows = connection.execute(select(students.c.nickname, answers.c.given, students.c.id).join(
-                students, students.c.id == answers.c.student_id).where(answers.c.question_id == question_id)
-                .order_by(answers.c.at))
-            return [Answered(nickname, json.loads(given), student) for nickname, given, student in rows]
-        return self._run(work)
+        return self._run(lambda c: _answered(c, self._question_id(c, self._teacher(c, code, teacher_key), number)))
 
     def question(self, code: str, teacher_key: str, number: int) -> Question:
         """Question ``number`` with the model's answer, revealed or not (the teacher's own view of it)."""
@@ -221,12 +215,12 @@ class ClassStore:
         return self._run(work)
 
     def history(self, code: str, teacher_key: str) -> list[tuple[Question, list[Answered]]]:
-        """Every question asked, in order, each with its answers."""
+        """Every question asked, in order, each with its answers: one transaction."""
         def work(connection):
             class_id = self._teacher(connection, code, teacher_key)
             rows = connection.execute(select(asked).where(asked.c.class_id == class_id).order_by(asked.c.number))
-            return [_question(row, with_answer=True) for row in rows]
-        return [(question, self.answers(code, teacher_key, question.number)) for question in self._run(work)]
+            return [(_question(row, with_answer=True), _answered(connection, row.id)) for row in rows.all()]
+        return self._run(work)
 
     def end(self, code: str, teacher_key: str) -> None:
         """The class deleted, with its students, questions and answers."""
@@ -245,18 +239,22 @@ class ClassStore:
         """A student in the class: its key (kept by the student's session)."""
         key, name = codes.new_key(), codes.clean_nickname(nickname)
 
+        now = time.time() if now is None else now
+
         def work(connection):
-            class_id = self._class_id(connection, code)
+            class_id = self._class_id(connection, code, now)
             connection.execute(insert(students).values(class_id=class_id, digest=codes.digest(key), nickname=name,
-                                                       joined_at=time.time() if now is None else now))
+                                                       joined_at=now))
         self._run(work)
         return key
 
     def answer(self, code: str, student_key: str, number: int, given: dict, now: float | None = None) -> dict:
         """The student's answer to question ``number`` (while it is open): the answer as kept. A second answer
         replaces the first."""
+        at = time.time() if now is None else now
+
         def work(connection):
-            class_id = self._class_id(connection, code)
+            class_id = self._class_id(connection, code, at)
             student_id = self._student(connection, class_id, student_key)
             row = connection.execute(select(asked).where(asked.c.class_id == class_id,
                                                          asked.c.number == number)).first()
@@ -266,7 +264,6 @@ class ClassStore:
                 raise ClassError(f"Question {number} was revealed: its answers are closed.")
             kept = questions.check_given(row.kind, json.loads(row.shown), given)
             text = _limited(json.dumps(kept), MAX_GIVEN_CHARS, "An answer")
-            at = time.time() if now is None else now
             last = connection.execute(select(func.max(answers.c.at)).where(
                 answers.c.student_id == student_id)).scalar_one_or_none()
             if last is not None and at - last < ANSWER_INTERVAL_S:
@@ -311,12 +308,7 @@ class ClassStore:
             shown = connection.execute(select(classes.c.show_names).where(classes.c.id == class_id)).scalar_one()
             question_id = self._question_id(connection, class_id, number)
             revealed = connection.execute(select(asked.c.revealed).where(asked.c.id == question_id)).scalar_one()
-            if not (shown and revealed):
-                return []
-            rows = connection.execute(select(students.c.nickname, answers.c.given, students.c.id).join(
-                students, students.c.id == answers.c.student_id).where(answers.c.question_id == question_id)
-                .order_by(answers.c.at))
-            return [Answered(nickname, json.loads(given), student) for nickname, given, student in rows]
+            return _answered(connection, question_id) if shown and revealed else []
         return self._run(work)
 
     def names_shown(self, code: str) -> bool:
@@ -353,13 +345,14 @@ class ClassStore:
 
     # Checks
 
-    def _class_id(self, connection, code: str) -> int:
+    def _class_id(self, connection, code: str, now: float | None = None) -> int:
+        """The open class of ``code`` (at ``now``: the caller's clock, else this one's); ClassError else."""
         try:
             code = codes.check_code(code)
         except ValueError as error:
             raise ClassError(str(error)) from None
         row = connection.execute(select(classes.c.id, classes.c.expires_at).where(classes.c.code == code)).first()
-        if row is None or row.expires_at < time.time():
+        if row is None or row.expires_at < (time.time() if now is None else now):
             raise ClassError(f"No class has the code {code}: check it with your teacher (it ends when the teacher "
                              "ends it, or after its time).")
         return row.id
@@ -388,6 +381,14 @@ class ClassStore:
         if found is None:
             raise ClassError(f"The class has no question {number}.")
         return found
+
+
+def _answered(connection, question_id: int) -> list[Answered]:
+    """Every student's latest answer to one question, oldest first, with the nickname."""
+    rows = connection.execute(select(students.c.nickname, answers.c.given, students.c.id).join(
+        students, students.c.id == answers.c.student_id).where(answers.c.question_id == question_id)
+        .order_by(answers.c.at))
+    return [Answered(nickname, json.loads(given), student) for nickname, given, student in rows]
 
 
 def _question(row, with_answer: bool) -> Question:
