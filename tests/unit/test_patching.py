@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from numpy_reference import layer_norm, subsequent_mask, transformer_forward
-from test_architectures import SRC, TGT, cross_prefix, small_model, weight_table
+from small_models import SRC, TGT, cross_prefix, small_model, weight_table
 
 from transformer.analysis import patch_maps as M
 from transformer.analysis import patching as P
