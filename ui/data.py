@@ -86,12 +86,14 @@ def _or_stop(compute, *args, **kwargs):
     st.stop()
 
 
-def _costly(config, stack: str, lines):
-    """The estimate of a view of ``stack`` beside its page's run when it is costly (it then runs in the background
-    lane under the page's press: a view computes at most what the run does, and a costly page stops before its
-    views until pressed); None when it is light (the engine thread)."""
+def _beside_the_run(config, stack: str, lines, light, call: str, /, *args, **kwargs):
+    """A view of ``stack`` beside its page's run: ``light()`` on the engine thread (cached) where that run is light;
+    where it is costly, ``call(*args, **kwargs)`` in the background lane under the page's press (a view computes at
+    most what the run does, and a costly page stops before its views until pressed)."""
     estimate = _or_stop(service.run_cost, config, (stack,), lines)
-    return estimate if estimate.heavy else None
+    if estimate.heavy:
+        return heavy_result(call, estimate, *args, pressed=True, **kwargs)
+    return light()
 
 
 # The page's own run, and the lines without attention
@@ -163,19 +165,17 @@ def _layer_status(walk) -> dict:
                 timing=f"**attention layer run** {walk.compute_seconds * 1000:.1f} ms")
 
 
-@door(max_entries=4, status=_layer_status)  # every intermediate: ~150 MB at N = 512 with 8 heads
+@door(max_entries=4)  # every intermediate: ~150 MB at N = 512 with 8 heads
 def _attention_walkthrough(config, stack, layer):
     return service.attention_walkthrough(config, stack, layer)
 
 
 def attention_walkthrough(config, stack: str, layer: int):
     """One layer's intermediates (cached); the status line gives its device and the time of that layer's run."""
-    costly = _costly(config, stack, None)
-    if costly:
-        walk = heavy_result("attention_walkthrough", costly, config, stack, layer, pressed=True)
-        record_status(**_layer_status(walk))
-        return walk
-    return _attention_walkthrough(config, stack, layer)
+    walk = _beside_the_run(config, stack, None, lambda: _attention_walkthrough(config, stack, layer),
+                           "attention_walkthrough", config, stack, layer)
+    record_status(**_layer_status(walk))  # wherever it ran, and from the cache too
+    return walk
 
 
 @door(max_entries=12)
@@ -185,23 +185,19 @@ def _keras_difference(config, stack, layer, line):
 
 def keras_difference(config, stack: str, layer: int, *, line: int) -> dict:
     """This engine against keras.layers.MultiHeadAttention on the live inputs of ``line`` (cached)."""
-    costly = _costly(config, stack, (line,))
-    if costly:
-        return heavy_result("keras_difference", costly, config, stack, layer, pressed=True, line=line)
-    return _keras_difference(config, stack, layer, line)
+    return _beside_the_run(config, stack, (line,), lambda: _keras_difference(config, stack, layer, line),
+                           "keras_difference", config, stack, layer, line=line)
 
 
 @door(max_entries=8)
 def _value_norms(config, stack, line):
-    return service.value_norms(config, stacks=(stack,), lines=(line,))[stack][:, 0]
+    return service.value_norms(config, stacks=(stack,), lines=(line,))
 
 
 def value_norms(config, stack: str, *, line: int):
     """``(L, H, N_q, N_k)`` value-weighted norms ``‖α·f(x)‖`` of ``stack`` on ``line`` (cached)."""
-    costly = _costly(config, stack, (line,))
-    if costly:
-        return heavy_result("value_norms", costly, config, pressed=True, stacks=(stack,), lines=(line,))[stack][:, 0]
-    return _value_norms(config, stack, line)
+    return _beside_the_run(config, stack, (line,), lambda: _value_norms(config, stack, line), "value_norms", config,
+                           stacks=(stack,), lines=(line,))[stack][:, 0]
 
 
 @door(max_entries=8)
@@ -211,10 +207,8 @@ def _score_terms(config, stack, layer, head, line, query):
 
 def score_terms(config, stack: str, layer: int, head: int, *, line: int, query: int):
     """`transformer.score_terms` of one query of ``line`` (cached): its score for every key, split by parts."""
-    costly = _costly(config, stack, (line,))
-    if costly:
-        return heavy_result("score_terms", costly, config, stack, layer, head, line, (query,), pressed=True)
-    return _score_terms(config, stack, layer, head, line, query)
+    return _beside_the_run(config, stack, (line,), lambda: _score_terms(config, stack, layer, head, line, query),
+                           "score_terms", config, stack, layer, head, line, (query,))
 
 
 @st.cache_data(max_entries=16, show_spinner=COMPUTING)
