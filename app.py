@@ -23,7 +23,7 @@ streamlit_patches.keep_tensorflow_warm()
 runtime.freeze_startup_objects()  # after TensorFlow and Plotly are imported: no ~120 ms full collections
 
 PAGES = {  # Home is the default page; each entry's help says what it shows
-    name: st.Page(f"app_pages/{name}.py", title=title, icon=f":material/{icon}:", help=says.capitalize() or None,
+    name: st.Page(pages.Page(name).file, title=title, icon=f":material/{icon}:", help=says.capitalize() or None,
                   **(dict(default=True) if name == "home" else dict(url_path=name)))
     for name, title, icon, says in pages.PAGES
 }

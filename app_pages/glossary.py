@@ -3,10 +3,11 @@
 import streamlit as st
 
 from ui import openings
+from ui.pages import Page
 
 openings.show(openings.GLOSSARY_PAGE)
 for name, meaning, page in openings.GLOSSARY:
     st.subheader(name, anchor=openings.anchor_of(name))
     st.markdown(meaning)
-    st.page_link(f"app_pages/{page}.py", label=f"See it on the {openings.page_title(page)} page",
+    st.page_link(Page(page).file, label=f"See it on the {openings.page_title(page)} page",
                  icon=":material/arrow_forward:")

@@ -8,6 +8,7 @@ from transformer.service import PATTERN_FAMILIES, ROLES, SIZED_FAMILIES, STACKS,
 from ui import choices, class_room, data, link_values, model_config, openings, sidebar, state
 from ui.controls import PERSIST, carried_over, fit_px, plot, stack_picker
 from ui.line_sources import LINE_LABELS, line_controls, sidebar_values
+from ui.pages import Page
 from ui.state import F
 from viz.heads import ROLE_TITLES, importance_grid, measure_grid, role_grid
 
@@ -64,7 +65,7 @@ def _why_empty(scores: dict, lines_from: str) -> None:
 def _open(stack_name: str, layer: int, head: int) -> None:
     """Open ``stack``/``layer`` on the Attention page with the lines this page scored (``head`` at full resolution
     where a grid cannot show it whole); the focus stays."""
-    state.open_page("app_pages/attention.py", stack=stack_name, layer=layer, head=head, nv_head=head,
+    state.open_page(Page.ATTENTION.file, stack=stack_name, layer=layer, head=head, nv_head=head,
                     **sidebar_values(overrides))
 
 
@@ -96,7 +97,7 @@ plot(measure_grid(roles.distance, roles.entropy, roles.lines,
                   f"{stack}: " + ("how far and how spread" if roles.distance is not None else "how spread")
                   + f", over {where}", length=roles.keys, fit_px=fit_px("measures")), "measures")
 state.follow_open_page()
-st.page_link("app_pages/query_key.py", label="One head's queries and keys over these lines: the Query–key page",
+st.page_link(Page.QUERY_KEY.file, label="One head's queries and keys over these lines: the Query–key page",
              icon=":material/scatter_plot:")
 
 st.subheader("Which heads matter")
@@ -107,7 +108,7 @@ if model_config.supports().own_tokens:
 if trained and spec_of(weights).architecture == "decoder-only":
     st.markdown("A decoder-only model's heads are measured on the **Induction heads** page: next-token accuracy on "
                 "a repeated segment with the induction heads, the previous-token heads or the others ablated.")
-    st.page_link("app_pages/induction.py", label="Induction heads", icon=":material/content_copy:")
+    st.page_link(Page.INDUCTION.file, label="Induction heads", icon=":material/content_copy:")
     st.stop()
 if not trained:
     st.markdown("Pick a trained model under **Weights** to measure what each head is worth: each head is ablated in "

@@ -7,7 +7,7 @@ from transformer.service import available, get_task, spec_of
 from ui import class_views, data, openings, state
 from ui.controls import fit_px, plot
 from ui.lessons import LESSONS, open_view
-from ui.pages import PAGES
+from ui.pages import PAGES, Page
 from ui.sidebar import use_weights, weights_label
 from ui.state import F
 from viz.attention import head_grid
@@ -18,7 +18,7 @@ openings.show("home")
 def _decode(source: str) -> None:
     """Open the Decode page on the dates model writing ``source`` as an ISO date, from its first step."""
     use_weights("dates")
-    state.open_page("app_pages/decode.py", dec_src=source, dec_step=0, dec_mode="greedy", dec_play=False)
+    state.open_page(Page.DECODE.file, dec_src=source, dec_step=0, dec_mode="greedy", dec_play=False)
 
 
 def _open(weights: str, source: str, page: str, layer: int) -> None:
@@ -51,9 +51,9 @@ if "dates" in available():
     columns = st.columns(4)
     columns[3].button("Decode today's date", on_click=_decode, args=(TODAY,), key="open_decode",
                       help="Step through the dates model writing it, token by token.")
-    links = (("Dates model → Attention", "dates", TODAY, "app_pages/attention.py"),
-             ("Translate model → Attention", "translate", get_task("translate").example, "app_pages/attention.py"),
-             ("Reverse model → Attention", "reverse", get_task("reverse").example, "app_pages/attention.py"))
+    links = (("Dates model → Attention", "dates", TODAY, Page.ATTENTION.file),
+             ("Translate model → Attention", "translate", get_task("translate").example, Page.ATTENTION.file),
+             ("Reverse model → Attention", "reverse", get_task("reverse").example, Page.ATTENTION.file))
     for column, (label, weights_name, source, page) in zip(columns, links):
         if weights_name in available():  # the last layer, as drawn above (each shipped model's own count)
             last = spec_of(weights_name).num_layers - 1
@@ -87,5 +87,5 @@ st.subheader("In a class?")
 class_views.home_box()
 st.subheader("Every page")
 for name, title, icon, says in PAGES[1:]:  # a page link keeps to one line: the title, and what it shows below it
-    st.page_link(f"app_pages/{name}.py", label=title, icon=f":material/{icon}:")
+    st.page_link(Page(name).file, label=title, icon=f":material/{icon}:")
     st.caption(says)

@@ -6,6 +6,7 @@ import streamlit as st
 from transformer.service import GROUP_LABELS, GROUPS, available
 from ui import choices, data, openings, state
 from ui.controls import PERSIST, fit_px, plot
+from ui.pages import Page
 from ui.sidebar import use_weights
 from ui.state import F
 from viz.heads import role_grid
@@ -86,7 +87,7 @@ def _why() -> None:
     """The Attention page's score terms of the strongest induction head, from the query two tokens into the second
     occurrence to the token after its earlier occurrence (the key an induction head should find)."""
     layer_1 = [head for layer, head in study.groups["induction"] if layer == 1] or [0]
-    _open("app_pages/attention.py", view="Score terms", nv_head=layer_1[0], nv_other=line.first + 3)
+    _open(Page.ATTENTION.file, view="Score terms", nv_head=layer_1[0], nv_other=line.first + 3)
 
 
 st.markdown("**Why an induction head attends where it does**: its score for the right key, split by the parts of "
@@ -96,10 +97,10 @@ st.button("Why: the score terms of this line's induction head", on_click=_why, k
           help="The Attention page's Score terms view: layer 1, the query two tokens into the second occurrence, "
                "the key after the earlier occurrence of its token.")
 links = st.columns(3)
-links[0].button("This line on the Attention page", on_click=_open, args=("app_pages/attention.py",),
+links[0].button("This line on the Attention page", on_click=_open, args=(Page.ATTENTION.file,),
                 key="ind_attention", help="Layer 1, the query two tokens into the second occurrence focused.")
-links[1].button("Continue it on the Decode page", on_click=_open, args=("app_pages/decode.py",), key="ind_decode",
+links[1].button("Continue it on the Decode page", on_click=_open, args=(Page.DECODE.file,), key="ind_decode",
                 help="The line cut two tokens into its second occurrence: the model writes the rest.")
 links[2].button("Train one and watch it form", on_click=lambda: state.open_page(
-    "app_pages/train.py", train_task="induction"), key="ind_train")
+    Page.TRAIN.file, train_task="induction"), key="ind_train")
 state.follow_open_page()

@@ -16,6 +16,7 @@ from transformer.service import (
 )
 from ui import data, openings, sidebar, state, training
 from ui.controls import plot
+from ui.pages import Page
 from ui.state import F
 from ui.text import as_text
 from ui.training_timeline import draw_timeline, timeline_view
@@ -104,7 +105,7 @@ def _use_model(job) -> None:
     name = training.register(job)
     if training.is_image_job(job):  # the Images page, on the task's first image
         state.setdefault(state.MY_IMAGES, {})[name] = training.label(job)
-        state.open_page("app_pages/images.py", img_model=name, img_pick=0, img_flip=[], img_from=0)
+        state.open_page(Page.IMAGES.file, img_model=name, img_pick=0, img_flip=[], img_from=0)
         return
     state.setdefault(state.MY_MODELS, {})[name] = training.label(job)
     sidebar.use_weights(name)  # its own architecture, norm and positions with it, as the Weights list does
@@ -112,7 +113,7 @@ def _use_model(job) -> None:
     state.put(F.seq_len, max(state.value(F.seq_len), job.spec.max_len))
     # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer
     stack = "decoder" if job.spec.architecture == "decoder-only" else "cross"
-    state.open_page("app_pages/attention.py", stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
+    state.open_page(Page.ATTENTION.file, stack=stack, layer=job.spec.num_layers - 1, element=0, focus=-1)
 
 
 def _image_measure(task: str) -> str:

@@ -16,6 +16,7 @@ from classroom.questions import KINDS, PICK_ONE, answer_label, cell_slips, chose
 from classroom.store import AnswerTooSoon, ClassError, Question, StoreUnavailable
 from ui import class_room, state
 from ui.controls import Download, downloads, plot
+from ui.pages import Page
 from ui.runtime import client_address, page_address
 from ui.text import as_text, count, percent
 from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
@@ -68,10 +69,10 @@ def home_box() -> None:
     """Home's way into a class: the join form, or the way back to the Class page for a session in one."""
     where = class_room.place()
     if where.teacher or where.student:
-        st.page_link("app_pages/class_room.py", label=f"Back to your class ({as_text(where.code)})",
+        st.page_link(Page.CLASS_ROOM.file, label=f"Back to your class ({as_text(where.code)})",
                      icon=":material/groups:")
     elif join_form():
-        st.switch_page("app_pages/class_room.py")
+        st.switch_page(Page.CLASS_ROOM.file)
 
 
 def teacher_header(code: str, teacher_key: str) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
+from ui.pages import Page
+
 
 @dataclass(frozen=True)
 class Lesson:
@@ -24,7 +26,7 @@ def open_view(lesson: Lesson) -> None:
     """From a button's callback: open ``lesson``'s view with its link's values, in this session."""
     from ui import state  # noqa: PLC0415  (the lessons are data; opening one is the state's)
 
-    state.open_page(f"app_pages/{lesson.page}.py", **state.parse_url(dict(lesson.params))[0])
+    state.open_page(Page(lesson.page).file, **state.parse_url(dict(lesson.params))[0])
 
 
 LESSONS = (

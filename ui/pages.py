@@ -1,5 +1,8 @@
 """The app's pages: file and URL path, title, Material icon, and what Home (and the navigation's help) says each one
-shows; and the navigation's sections, in the order a newcomer meets them."""
+shows; and the navigation's sections, in the order a newcomer meets them. A page is named by `Page` (``Page.ATTENTION
+.file`` is its script), never by a path typed out: a mistyped member fails where the line runs, and a linter sees it."""
+
+from enum import StrEnum
 
 PAGES = (
     ("home", "Home", "home", ""),
@@ -33,3 +36,31 @@ SECTIONS = (  # (header, pages): every page in view, none folded behind "View mo
     ("What you measure", ("cost", "decode")),
     ("What a class does", ("train", "class_room")),
 )
+
+
+
+class Page(StrEnum):
+    """Every page by name (``Page.ATTENTION == "attention"``, its URL path); `PAGES` holds the same names."""
+
+    HOME = "home"
+    MASKS = "masks"
+    POSITIONAL_ENCODING = "positional_encoding"
+    ATTENTION = "attention"
+    HEADS = "heads"
+    EXPLANATIONS = "explanations"
+    IMAGES = "images"
+    QUERY_KEY = "query_key"
+    INDUCTION = "induction"
+    PATCHING = "patching"
+    DOT_PRODUCT_LAB = "dot_product_lab"
+    SHAPES = "shapes"
+    COST = "cost"
+    DECODE = "decode"
+    TRAIN = "train"
+    CLASS_ROOM = "class_room"
+    GLOSSARY = "glossary"
+
+    @property
+    def file(self) -> str:
+        """The page's script, as ``st.navigation``, ``st.switch_page`` and ``st.page_link`` name it."""
+        return f"app_pages/{self.value}.py"

@@ -7,6 +7,7 @@ import streamlit as st
 
 from ui import data, state
 from ui.controls import PERSIST, clamp, plot
+from ui.pages import Page
 from ui.state import F
 from ui.text import percent
 from viz.query_key import COLOURINGS, query_key_figure
@@ -35,7 +36,7 @@ def query_key_section(config, stack: str, layers: int, heads: int, lines_state: 
         if "query" not in clicked:
             return
         state.update(lines_state)
-        state.open_page("app_pages/attention.py", stack=stack, layer=layer, head=head,
+        state.open_page(Page.ATTENTION.file, stack=stack, layer=layer, head=head,
                         element=int(clicked.get("line", 0)), focus=int(clicked["query"]), focus_key=False)
 
     coincide = f", {space.distinct} distinct" if space.distinct < len(space.points) else ""

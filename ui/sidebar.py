@@ -27,6 +27,7 @@ from transformer.service import (
 from ui import choices, external_model, model_config, state, training
 from ui.ablation_controls import ablation_controls
 from ui.controls import PERSIST, options_follow
+from ui.pages import Page
 from ui.state import F
 from ui.text import count
 
@@ -112,7 +113,7 @@ def _retrain_offer(bar) -> None:
     except ValueError as error:  # this session's job is still running, or the queue is full
         state.notify(str(error))
         return
-    st.switch_page("app_pages/train.py")
+    st.switch_page(Page.TRAIN.file)
 
 
 def weights_label(name: str) -> str:

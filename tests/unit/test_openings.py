@@ -69,3 +69,20 @@ def test_every_glossary_entry_is_plain_and_names_a_page_that_shows_it():
 def test_the_openings_link_the_terms_a_newcomer_meets_first():
     linked = {anchor for text in openings.OPENINGS.values() for anchor in re.findall(r"#([a-z-]+)\)", text)}
     assert {"query", "key", "value", "head", "mask", "softmax", "attention", "token"} <= linked, linked
+
+
+def test_every_page_is_named_by_page_and_no_script_path_is_typed_out():
+    """Issue 88, item 7: pages were named by path strings in about twenty places: a typo failed only when its line
+    ran. `Page` names every page of `PAGES`, and no module types a page's script path."""
+    import re
+    from pathlib import Path
+
+    from ui.pages import PAGES, Page
+
+    assert [page.value for page in Page] == [name for name, *_ in PAGES]
+    root = Path(__file__).resolve().parents[2]
+    typed = [f"{path.relative_to(root)}:{number}" for path in [root / "app.py", *root.glob("app_pages/*.py"),
+                                                               *root.glob("ui/*.py")]
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if re.search(r"app_pages/(\{|[a-z_]+\.py)", line) and path.name != "pages.py"]
+    assert not typed, typed
