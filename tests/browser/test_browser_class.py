@@ -83,9 +83,9 @@ def test_a_teacher_asks_three_students_answer_the_tally_counts_and_the_reveal_ma
     teacher.get_by_text(re.compile(r"Revealed: .* right")).wait_for(timeout=30_000)
     # the history's "right" cell for the question just revealed is filled at once (issue 87, item 3: one reveal
     # later before): the grid's accessible table, as a screen reader reads it
-    teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stDataFrame\"] [role=\"gridcell\"]'"
-                              ", '[data-testid=\"stDataFrame\"] td')].some((cell) => /%$/.test(cell.textContent.trim()))",
-                              timeout=30_000)
+    cells = '[data-testid="stDataFrame"] [role="gridcell"]'
+    teacher.wait_for_function(f"() => [...document.querySelectorAll('{cells}')]"
+                              ".some((cell) => /%$/.test(cell.textContent.trim()))", timeout=30_000)
     teacher.wait_for_timeout(1_500)  # the tally's model row drawn (docs/teaching.md shows this screen)
     teacher.screenshot(path=OUTPUT / "class-teacher-tally.png", full_page=True)
     top = max(range(len(weights)), key=weights.__getitem__)
