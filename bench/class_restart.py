@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "support"), str(ROOT / "bench")]
 
-from browser_support import free_port, headless_chromium, wait_healthy, wait_idle  # noqa: E402
+from browser_support import free_port, headless_chromium, start_class, wait_healthy, wait_idle  # noqa: E402
 from child_env import child_env  # noqa: E402
 from report import percentile, row, write_section  # noqa: E402
 
@@ -74,12 +73,7 @@ def main() -> None:
         wait_healthy(base, server)
         with headless_chromium() as browser:
             teacher = tab(browser, f"{base}/class_room")
-            teacher.get_by_role("button", name="Start a class").click()
-            heading = teacher.get_by_text(re.compile(r"Class code: [A-Z0-9]{6}"))
-            heading.wait_for(timeout=60_000)
-            code = heading.inner_text().split(": ")[1].strip()
-            teacher.get_by_text("Your teacher link (private)").click()
-            key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
+            code, key = start_class(teacher)
             students = []
             for _ in range(args.students):
                 student = tab(browser, f"{base}/class_room?class={code}")

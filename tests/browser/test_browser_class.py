@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 from browser_pages import CHART_TEXT_PROBLEMS
-from browser_support import OUTPUT, app_server_for_browsers, ask_the_class, headless_chromium, wait_idle
+from browser_support import OUTPUT, app_server_for_browsers, ask_the_class, headless_chromium, start_class, wait_idle
 from chart_support import CHART_POINT, PLOT, click_chart
 
 from classroom.store import DATABASE_FILE, ClassStore
@@ -45,17 +45,16 @@ def person(browser, url: str, received: list | None = None):
 
 def test_a_teacher_asks_three_students_answer_the_tally_counts_and_the_reveal_marks_each(browser, server):
     teacher = person(browser, f"{server}/class_room")
-    teacher.get_by_role("button", name="Start a class").click()
-    heading = teacher.get_by_text(re.compile(r"Class code: [A-Z0-9]{6}"))
-    heading.wait_for(timeout=30_000)
-    code = heading.inner_text().split(": ")[1].strip()
-    # the whole join address, as this browser sees the app, and its QR code beside it (issue 87, item 7)
-    address = teacher.get_by_text(re.compile(r"^http://.*/class_room\?class=")).inner_text().strip()
-    assert address == f"{server}/class_room?class={code}", address
-    teacher.locator('[data-testid="stImage"] img').first.wait_for(timeout=30_000)  # the QR code, drawn
-    assert teacher.locator('[data-testid="stImage"] img').count() == 1
-    teacher.get_by_text("Your teacher link (private)").click()
-    key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
+    shown = {}
+
+    def join_address(code: str) -> None:  # the whole join address as this browser sees the app, and its QR code
+        shown["address"] = teacher.get_by_text(re.compile(r"^http://.*/class_room\?class=")).inner_text().strip()
+        assert shown["address"] == f"{server}/class_room?class={code}", shown
+        teacher.locator('[data-testid="stImage"] img').first.wait_for(timeout=30_000)  # drawn (issue 87, item 7)
+        assert teacher.locator('[data-testid="stImage"] img').count() == 1
+
+    code, key = start_class(teacher, join_address)
+    address = shown["address"]
     teacher.goto(f"{server}/attention?class={code}&teacher={key}&seq_len=5&focus=3")
     wait_idle(teacher)
     ask_the_class(teacher, 1)
@@ -107,12 +106,7 @@ def test_a_student_marks_cells_in_the_browser_and_sends_them_once(browser, serve
     did not show. A click marks a cell here, a drag marks a row, nothing reaches the store until Send my cells;
     then the whole grid, once."""
     teacher = person(browser, f"{server}/class_room")
-    teacher.get_by_role("button", name="Start a class").click()
-    heading = teacher.get_by_text(re.compile(r"Class code: [A-Z0-9]{6}"))
-    heading.wait_for(timeout=30_000)
-    code = heading.inner_text().split(": ")[1].strip()
-    teacher.get_by_text("Your teacher link (private)").click()
-    key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
+    code, key = start_class(teacher)
     teacher.goto(f"{server}/masks?class={code}&teacher={key}&seq_len=5")
     wait_idle(teacher)
     ask_the_class(teacher, 1)

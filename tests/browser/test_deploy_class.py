@@ -5,11 +5,11 @@ in their link), the teacher opens the teacher link again and asks from the Masks
 student and their answers count, the first question's kept. (This is also the lone server's restart: the students'
 pages reconnect by themselves, with no reload and no second join, to a server process that did not see them join.)"""
 
-import re
 import shutil
 import tempfile
 from pathlib import Path
 
+import browser_support
 import pytest
 from browser_support import ask_the_class, free_port, streamlit_server, wait_idle
 from chart_support import click_chart
@@ -32,12 +32,8 @@ def start_class(browser, proxy: str) -> tuple:
     teacher = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
     teacher.goto(f"{proxy}/class_room")
     wait_idle(teacher)
-    teacher.get_by_role("button", name="Start a class").click()
-    heading = teacher.get_by_text(re.compile(r"Class code: [A-Z0-9]{6}"))
-    heading.wait_for(timeout=30_000)
-    teacher.get_by_text("Your teacher link (private)").click()
-    key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
-    return teacher, heading.inner_text().split(": ")[1].strip(), key
+    code, key = browser_support.start_class(teacher)
+    return teacher, code, key
 
 
 def ask(teacher, proxy: str, view: str, number: int) -> None:

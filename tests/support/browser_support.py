@@ -178,3 +178,19 @@ def ask_the_class(teacher, number: int) -> None:
     if anyway.count():
         anyway.click()
     asked.wait_for(timeout=60_000)
+
+
+def start_class(teacher, before_key=None) -> tuple[str, str]:
+    """On a Class page open in ``teacher``'s tab: press Start a class; ``(code, teacher key)`` as the page shows them
+    (``before_key(code)``: what to check on the page before the teacher link is opened)."""
+    import re  # noqa: PLC0415
+
+    teacher.get_by_role("button", name="Start a class").click()
+    heading = teacher.get_by_text(re.compile(r"Class code: [A-Z0-9]{6}"))
+    heading.wait_for(timeout=60_000)
+    code = heading.inner_text().split(": ")[1].strip()
+    if before_key is not None:
+        before_key(code)
+    teacher.get_by_text("Your teacher link (private)").click()
+    key = re.search(r"teacher=([\w-]+)", teacher.get_by_text(re.compile("teacher=")).inner_text()).group(1)
+    return code, key
