@@ -258,8 +258,8 @@ def _entering(model, recorded: _Source, base: Inputs, source: Inputs, site: tupl
     return recorded.entering[site]
 
 
-def _recomputed(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple, group: str, senders: tuple,
-                held):
+def _recomputed(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple, *, group: str,
+                senders: tuple, held):
     """The change to ``site``'s ``group`` input with its LayerNorm run again on the patched stream: ``LN(base +
     Σ senders' (source − base) parts) − LN(base)``, ``(N, D)``; ``held`` (the held-scale change) where no LayerNorm
     of this block stands between the stream and that input (post-norm; cross-attention's key and value)."""
@@ -287,7 +287,8 @@ def _path_changes(model, recorded: _Source, base: Inputs, source: Inputs, path: 
         if group not in changes.setdefault((stack, layer), {}):
             change = tf.add_n([source_parts[name][0] - base_parts[name][0] for name in path.senders])  # (N, D)
             if path.layer_norm == "recomputed":
-                change = _recomputed(model, recorded, base, source, (stack, layer), group, path.senders, change)
+                change = _recomputed(model, recorded, base, source, (stack, layer), group=group,
+                                     senders=path.senders, held=change)
             if path.position is not None:  # one position's row of the change (a LayerNorm works row by row)
                 change = change * tf.one_hot(path.position, change.shape[0], dtype=change.dtype)[:, None]
             changes[stack, layer][group] = (change, set())

@@ -88,7 +88,7 @@ def default_line(name: str, seed: int = 0, device: str = "auto") -> str:
     return ("" if pretrained.task == "dates" else " ").join(tokens)  # a date's tokens are its characters
 
 
-def patching_lines(name: str, clean_text: str, corrupt_text: str = "", seed: int = 0, part: str = "",
+def patching_lines(name: str, clean_text: str, corrupt_text: str = "", *, seed: int = 0, part: str = "",
                    metric: str = "logit_diff", device: str = "auto") -> PatchingLines:
     """The lines and metric of a study: ``corrupt_text`` "" makes the corruption (from ``seed``, of ``part``).
     ValueError naming a line not of the task's form, lines of different lengths, equal answers or a metric the
@@ -222,8 +222,8 @@ def patching_study(request: PatchRequest, progress=None) -> PatchingStudy:
 
 
 def _study(request: PatchRequest, progress) -> PatchingStudy:
-    lines = patching_lines(request.name, request.clean_text, request.corrupt_text, request.seed, request.part,
-                           request.metric, request.device)
+    lines = patching_lines(request.name, request.clean_text, request.corrupt_text, seed=request.seed,
+                           part=request.part, metric=request.metric, device=request.device)
     device = resolve_device(request.device)
     pretrained = load_pretrained(request.name, device)
     model = pretrained.model
@@ -263,7 +263,7 @@ class ThreeRuns:
     values: tuple
 
 
-def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: int,
+def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: int, *,
                device: str = "auto") -> ThreeRuns:
     """The cell ``(row, column)`` of ``study``'s map patched, beside the clean and the corrupted run; the attention
     of ``stack``'s layer ``layer`` in each. ValueError for a cell outside the map."""
@@ -291,4 +291,4 @@ def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: i
 
 def cell_runs(request: PatchRequest, row: int, column: int, view_stack: str, view_layer: int) -> ThreeRuns:
     """`three_runs` of ``request``'s map (remembered, so not made again)."""
-    return three_runs(patching_study(request), row, column, view_stack, view_layer, request.device)
+    return three_runs(patching_study(request), row, column, view_stack, view_layer, device=request.device)
