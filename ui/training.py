@@ -109,7 +109,7 @@ def status_line(job: Job) -> str:
 
 def estimate_line(spec) -> str:
     """How long ``spec`` would train here, from this server's last run of its sizes; else why no figure yet."""
-    seconds = pool().estimate(spec)
+    seconds = None if _pool is None else _pool.estimate(spec)  # no pool yet: no run yet (none is made to ask)
     if seconds is None:
         return ("This server has not trained a model of these sizes yet: the time left shows beside the steps once "
                 "it starts, from its own speed.")
