@@ -22,6 +22,7 @@ from ui.lessons import LESSONS, open_view
 from ui.runtime import client_address
 from ui.sidebar import use_weights
 from ui.state import F
+from ui.text import as_text
 
 JOIN_LIMIT, JOIN_WINDOW_S = 5, 60.0  # join attempts a session may make in a minute
 ADDRESS_JOIN_LIMIT = 60  # … and an address, whatever its sessions (a class behind one school address joins at once)
@@ -292,7 +293,7 @@ def ask_and_say(page: str, anyway: bool = False) -> None:
     except Undecided as reason:
         state.put(state.CLASS_UNDECIDED, (page, str(reason)))
     except (ClassError, StoreUnavailable) as error:
-        st.sidebar.error(str(error))
+        st.sidebar.error(as_text(str(error)))
 
 
 def _open_trained() -> None:
@@ -316,7 +317,7 @@ def undecided_box(page: str) -> None:
         ask_and_say(page, anyway=True)
         return
     box = st.sidebar.container(border=True)
-    box.warning(held[1], icon=":material/casino:")
+    box.warning(as_text(held[1]), icon=":material/casino:")  # it quotes the line's tokens: text, not Markdown
     if model_config.supports().shape:  # random weights: a trained model's heads answer decisively
         box.button(f"Open the trained {TRAINED_OFFER} model", on_click=_open_trained, icon=":material/school:",
                    help="Its heads learned a task: their rows have a clear top key. Ask the class again there.")

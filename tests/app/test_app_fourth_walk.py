@@ -337,3 +337,23 @@ def test_a_heads_or_path_map_by_position_puts_a_column_at_each_position(query, r
     assert grid.shape[1] == len(spec["data"][0]["x"]) > 3 and (rows is None or grid.shape[0] == rows)
     assert site in str(spec["data"][0]["customdata"])
     assert any("in the three runs" in str(s["layout"]["title"]) for s in figure_specs(at))
+
+
+def test_an_undecided_answers_warning_shows_the_lines_tokens_as_text(classes):
+    """The held-back warning quotes the line's tokens: a token like **x** must not turn into Markdown."""
+    from transformer.service import LiveConfig, run_live
+
+    line = "**a** **b** **c** **d** **e**"  # every key a Markdown-looking token: the warning quotes two
+    weights = run_live(LiveConfig(seq_len=5, source_text=line, target_text=line), stacks=("encoder",),
+                       lines=(0,)).attention["encoder"][0, 0]  # (H, N, N)
+    found = [(h, q) for h in range(weights.shape[0]) for q in range(weights.shape[1])
+             if np.diff(np.sort(weights[h, q])[-2:])[0] < class_room.DECISIVE_MARGIN]
+    if not found:
+        pytest.skip("no near-uniform row on these random weights")
+    head, query = found[0]
+    started = classes.start()
+    teacher = ask_from("attention", started.code, started.teacher_key,
+                       {"layer": "0", "head": str(head), "element": "0", "focus": str(query), "src": line,
+                        "tgt": line}, anyway=False)
+    said = [w.value for w in teacher.sidebar.warning if "not decisive" in w.value]
+    assert said and "**" not in said[0].replace("\\*", ""), said  # escaped: drawn as the characters
