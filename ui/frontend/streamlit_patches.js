@@ -50,21 +50,39 @@ function sameSessionLinks() {  // once per page
     if (link.closest('[data-testid="stSidebarNav"]') || !link.closest('[data-testid="stMarkdownContainer"]')) return;
     const url = new URL(link.href, location.href);
     if (url.origin !== location.origin || url.search) return;
-    const page = url.pathname.split("/").filter(Boolean).pop() || "";
+    const page = pageOf(url.pathname);
     const nav = [...document.querySelectorAll('[data-testid="stSidebarNav"] a[href]')].find((candidate) =>
-      (new URL(/** @type {HTMLAnchorElement} */ (candidate).href).pathname.split("/").filter(Boolean).pop() || "")
-        === page);
+      pageOf(new URL(/** @type {HTMLAnchorElement} */ (candidate).href).pathname) === page);
     event.preventDefault();
     event.stopPropagation();
     if (!nav) { location.assign(url.href); return; }
     /** @type {HTMLElement} */ (nav).click();
-    if (url.hash) scrollWhenDrawn(decodeURIComponent(url.hash.slice(1)), Date.now() + 15000);
+    if (url.hash) scrollWhenDrawn(decodeURIComponent(url.hash.slice(1)), page, Date.now() + 60000);
   }, true);
 }
 
-/** @param {string} id @param {number} until */
-function scrollWhenDrawn(id, until) {  // the anchor's element, once the new page drew it
-  const found = document.getElementById(id);
-  if (found) { found.scrollIntoView({ block: "start" }); return; }
-  if (Date.now() < until) window.setTimeout(() => scrollWhenDrawn(id, until), 100);
+/** @param {string} pathname */
+function pageOf(pathname) { return pathname.split("/").filter(Boolean).pop() || ""; }
+
+/**
+ * Scrolls to the anchor's element once the new page drew it, and again while the page is still running and moves it
+ * (a chart drawn above it); done once the run is over and the element has stayed put for half a second. Under load
+ * a page can take longer than any fixed wait to draw: it gives up only after a minute or when another page is open.
+ * @param {string} id @param {string} page @param {number} until @param {number} [steady] @param {number} [lastTop]
+ */
+function scrollWhenDrawn(id, page, until, steady = 0, lastTop = NaN) {
+  const again = (/** @type {number} */ count, /** @type {number} */ top) => {
+    if (Date.now() < until) window.setTimeout(() => scrollWhenDrawn(id, page, until, count, top), 100);
+  };
+  const found = pageOf(location.pathname) === page ? document.getElementById(id) : null;
+  if (!found) { again(0, NaN); return; }
+  const app = document.querySelector("[data-test-script-state]");
+  const idle = !app || app.getAttribute("data-test-script-state") === "notRunning";
+  const top = found.getBoundingClientRect().top;
+  if (idle && Math.abs(top - lastTop) < 1) {
+    if (steady < 5) again(steady + 1, top);
+    return;
+  }
+  found.scrollIntoView({ block: "start" });
+  again(0, found.getBoundingClientRect().top);
 }
