@@ -65,7 +65,7 @@ def timed_size(values: dict) -> tuple[int, int, str]:
     spec = model_config.source().spec()
     if spec is not None:
         return spec.d_model, spec.num_heads, "the sidebar's trained model's size"
-    if model_config.supports().own_tokens:
+    if model_config.supports().outside:
         try:
             info = describe(values["weights"])
         except ValueError:

@@ -17,7 +17,7 @@ from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_atte
 openings.show("decode")
 name = state.read(F.weights)  # the sidebar's model, as on every page
 config = model_config.live_config()
-outside = model_config.supports().own_tokens
+outside = model_config.supports().outside
 trained = model_config.supports().predictions  # a trained model writes its task's answer
 if outside and config.architecture != "decoder-only":
     not_for_external_model("Your model is a bidirectional encoder: it does not write text, so there is nothing to "

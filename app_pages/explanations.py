@@ -24,7 +24,7 @@ openings.how(
     "source tokens replaced by `<pad>` (masked), the drop in the aligned output token's probability averaged over "
     "k (AOPC), against deleting k random source tokens.")
 weights = state.read(F.weights)
-if model_config.supports().own_tokens or task_of(weights) not in EXPLAINED_TASKS:
+if not model_config.supports().predictions or task_of(weights) not in EXPLAINED_TASKS:
     st.info(f"Pick a trained model of {', '.join(EXPLAINED_TASKS)} under **Weights** (shipped or trained on the "
             "Train page): those tasks know each output token's source token.", icon=":material/info:")
     shipped = [name for name in available() if task_of(name) in EXPLAINED_TASKS]

@@ -101,7 +101,7 @@ st.page_link(Page.QUERY_KEY.file, label="One head's queries and keys over these 
              icon=":material/scatter_plot:")
 
 st.subheader("Which heads matter")
-if model_config.supports().own_tokens:
+if not model_config.supports().ablation:
     st.markdown("Ablating a model from outside's heads is not here yet: its roles above are scored as for any "
                 "model.")
     st.stop()

@@ -18,7 +18,6 @@ from transformer.service import (
     gap_too_small,
     patch_metrics_of,
     spec_of,
-    task_of,
 )
 from ui import choices, data, model_config, openings, state
 from ui.controls import PERSIST, options_follow, plot
@@ -51,8 +50,7 @@ openings.how("Two runs of one trained model: on a **clean** line and on a **corr
 
 def _patchable(name: str) -> bool:
     """A trained model (shipped or trained here) of a task whose right answer and corruption are known."""
-    supports = model_config.supports(name)
-    return supports.predictions and not supports.own_tokens and task_of(name) in CORRUPTIONS
+    return model_config.source(name).patchable()
 
 
 model = state.read(F.weights)  # the sidebar's model, as on every page

@@ -106,7 +106,7 @@ def view_picker(column=st) -> str:
 def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
     """The two mask switches; the look-ahead one is greyed out on the encoder's view, which it cannot change (it
     changes cross-attention through the decoder's queries)."""
-    if model_config.supports().own_tokens:  # its masks are its own: switches that changed nothing would say untruths
+    if model_config.supports().outside:  # its masks are its own: switches that changed nothing would say untruths
         column.caption("Your model's masks are its own: padding (never run: each line runs at its own length) and, "
                        "for a causal model, the look-ahead mask.")
         return True, True

@@ -52,7 +52,7 @@ def _use(info) -> None:
     """Make the model from outside described by ``info`` the sidebar's model."""
     _remember(info)
     state.update(weights=info.key, arch=info.architecture, ablate=[])
-    if (not model_config.supports(state.get(state.LAST_WEIGHTS, "")).own_tokens or not info.tokenizer
+    if (not model_config.supports(state.get(state.LAST_WEIGHTS, "")).outside or not info.tokenizer
             or info.length):
         lines, length = starting_lines(info)
         state.update(src=lines, seq_len=length)
@@ -78,7 +78,7 @@ def _load_upload() -> None:
 
 def controls(bar) -> None:
     """A keras-hub preset by name, or a .keras file: loaded on the engine, shared by the server's sessions."""
-    with bar.expander("Your model", expanded=model_config.supports().own_tokens):
+    with bar.expander("Your model", expanded=model_config.supports().outside):
         st.text_input("keras-hub preset", key="_preset_name", placeholder="bert_tiny_en_uncased",
                       help="A keras-hub preset name (downloaded to keras-hub's cache the first time, on a server "
                       "online; a server's ATTENTION_LAB_PRESETS_DIR is looked in first). Read: BERT, RoBERTa, "
@@ -94,7 +94,7 @@ def opened():
     """The sidebar's model from outside, described (loaded on the engine), or None: not one, or it cannot be opened
     (the weights go back to random, with a notice). Before the Weights box is drawn."""
     key = state.value(F.weights)
-    if not model_config.supports(key).own_tokens:
+    if not model_config.supports(key).outside:
         return None
     if key in EXTERNAL.evicted:
         state.notify(f"{label(key)} was unloaded to make room for other models on this server (it holds "

@@ -8,22 +8,23 @@ from transformer.service import LiveConfig, ModelSource, Supports, source_of
 from ui import link_values, state
 
 
-def source() -> ModelSource:
-    """Where the sidebar's model comes from (`transformer.service.source_of`): ask it what the model supports."""
-    return source_of(state.current_values()["weights"])
+def source(weights: str | None = None) -> ModelSource:
+    """Where the model ``weights`` names (the sidebar's when None) comes from (`transformer.service.source_of`): ask it
+    what the model supports."""
+    return source_of(state.current_values()["weights"] if weights is None else weights)
 
 
 def supports(weights: str | None = None) -> Supports:
     """What the model ``weights`` names (the sidebar's when None) can do here: the UI asks this, never the
     source's type (`transformer.service.Supports`: its shape the sidebar's, its own masks, its own tokens, …)."""
-    return source_of(state.current_values()["weights"] if weights is None else weights).supports
+    return source(weights).supports
 
 
 def architecture() -> str:
     """The architecture the pages draw: the sidebar's, a trained model's own, or a model from outside's (its one
     stack: the sidebar reads it when the model is chosen)."""
     values = state.current_values()
-    if supports(values["weights"]).own_tokens:
+    if supports(values["weights"]).outside:
         return state.get(state.EXTERNAL_ARCHITECTURES, {}).get(values["weights"], values["arch"])
     return state.trained_options(values["weights"]).get("arch", values["arch"])
 
@@ -37,7 +38,7 @@ def live_config(**overrides) -> LiveConfig:
     values = state.current_values()
     shape = state.shape_options(values)
     config = LiveConfig(
-        **{**shape, "architecture": architecture() if supports(values["weights"]).own_tokens
+        **{**shape, "architecture": architecture() if supports(values["weights"]).outside
            else shape["architecture"]},
         seq_len=values["seq_len"], pad_symbols=state.pad_symbols(values["pads"]), source_text=values["src"],
         target_text=values["tgt"], seed=values["seed"], device=values["device"], weights=values["weights"],

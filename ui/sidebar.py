@@ -72,7 +72,7 @@ def session_device() -> str:
 def weight_choices() -> list[str]:
     current = state.value(F.weights)
     yours = list(state.get(external_model.EXTERNAL_MODELS, {})) + \
-        ([current] if model_config.supports(current).own_tokens else [])
+        ([current] if model_config.supports(current).outside else [])
     return [RANDOM] + available() + list(state.get(state.MY_MODELS, [])) + list(dict.fromkeys(
         yours))
 
@@ -119,7 +119,7 @@ def _retrain_offer(bar) -> None:
 def weights_label(name: str) -> str:
     if model_config.supports(name).shape:
         return "Seeded random weights"
-    if model_config.supports(name).own_tokens:
+    if model_config.supports(name).outside:
         return external_model.label(name)
     if source_of(name).trained_here:
         return session_model_label(name, state.get(state.MY_MODELS, {}))
@@ -144,13 +144,13 @@ def _after_weights_change() -> None:
     """A trained model reads its own tokens: swap in its task's example if the source text has others, and
     make the sequence length the model's own where the current one would cut its sources."""
     name = state.read(F.weights)
-    if model_config.supports(name).own_tokens:
+    if model_config.supports(name).outside:
         if name in state.get(state.EXTERNAL_ARCHITECTURES, {}):
             state.put(F.arch, state.read(state.EXTERNAL_ARCHITECTURES)[name])
         state.update(src=EXTERNAL_EXAMPLE, seq_len=EXTERNAL_LENGTH, ablate=[])
         return
     if state.get(F.arch) in ("decoder-only", "encoder-only") and \
-            model_config.supports(state.get(state.LAST_WEIGHTS, "")).own_tokens:
+            model_config.supports(state.get(state.LAST_WEIGHTS, "")).outside:
         state.put(F.arch, "encoder-decoder")  # back from a model from outside's one stack
     if model_config.supports(name).shape:
         return
@@ -267,7 +267,7 @@ def settle() -> tuple[list, object, object]:
     options_follow(F.weights, weight_options)
     weights = state.read(F.weights)
     state.put(state.LAST_WEIGHTS, weights)
-    if info is not None and model_config.supports(weights).own_tokens:  # its own shape: none of the sidebar's
+    if info is not None and model_config.supports(weights).outside:  # its own shape: none of the sidebar's
         return weight_options, info, None
     info = None
     spec = None if model_config.supports(weights).shape else spec_of(weights)

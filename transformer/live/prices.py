@@ -162,7 +162,7 @@ def decode(config, text, max_steps, **_) -> RunCost:
     source = source_of(config.weights)
     shape, vocab = model_shape(config.weights, config)
     prompt = max(1, min(config.seq_len, max(len(text.split()), len(text) if source.supports.predictions else 0)))
-    default = OUTSIDE_STEPS if source.supports.own_tokens else PROMPT_STEPS
+    default = OUTSIDE_STEPS if source.supports.outside else PROMPT_STEPS
     if source.supports.predictions and shape.architecture != "decoder-only":
         default = prompt + 1
     steps = default if max_steps is None else max(1, int(max_steps))

@@ -24,6 +24,7 @@ from transformer.live.inputs import Batches, Inputs, make_masks, notices
 from transformer.live.model_cache import shape_key
 from transformer.live.outside import OUTSIDE_STEPS, decode_outside, encode_outside, run_outside
 from transformer.tasks import PAD, PAD_ID, START, get_task
+from transformer.tasks.corruption import CORRUPTIONS
 from transformer.tasks.induction import NO_RULE
 from transformer.training import answers
 from transformer.training.pretrained import SESSION_PREFIX, check_config, load_pretrained, spec_of, task_of
@@ -49,7 +50,10 @@ class Supports:
     inside: bool  # it runs as the lab's own Keras model: one layer opened up, the Keras check, score terms, norms
     predictions: bool  # it answers its lines (a trained model's greedy answer, or its next tokens)
     own_masks: bool  # it runs with the masks it was trained with: the mask family and switches show them locked
-    own_tokens: bool  # it reads text with its own tokenizer; its stacks and masks are its own (a model from outside)
+    outside: bool  # a model from outside (the registry's): read through its attention weights, with its own
+    #                tokenizer, stacks and masks; the sidebar's sizes and switches do not apply to it
+    patching: bool  # its corrupted line can be made and patched into its clean one (a trained model of a task
+    #                 that says its corruption: `ModelSource.patchable`)
 
 
 class ModelSource:
@@ -90,6 +94,10 @@ class ModelSource:
     def task(self) -> str | None:
         """The task it was trained on; None for random weights or a model from outside."""
         return None
+
+    def patchable(self) -> bool:
+        """Whether Patching runs on it: it patches (`Supports.patching`) and its task says how to corrupt a line."""
+        return self.supports.patching and self.task() in CORRUPTIONS
 
     @property
     def trained_here(self) -> bool:
@@ -132,7 +140,7 @@ class RandomWeights(ModelSource):
 
     kind = "random"
     supports = Supports(ablation=True, masks=True, shape=True, inside=True, predictions=False, own_masks=False,
-                        own_tokens=False)
+                        outside=False, patching=False)
 
     def check(self, config: LiveConfig) -> tuple:
         check_range("d_model", config.d_model, 1, MAX_D_MODEL)
@@ -160,7 +168,7 @@ class Trained(ModelSource):
 
     kind = "trained"
     supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=True, own_masks=True,
-                        own_tokens=False)
+                        outside=False, patching=True)
 
     def check(self, config: LiveConfig) -> tuple:
         check_config(config)  # its name and the options it was trained with, before anything loads
@@ -204,7 +212,7 @@ class External(ModelSource):
     kind = "outside"
     bounded = True
     supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False, own_masks=False,
-                        own_tokens=True)
+                        outside=True, patching=False)
 
     def check(self, config: LiveConfig) -> tuple:
         check_key(config.weights)

@@ -1,0 +1,33 @@
+"""A model's source answers what the pages ask of it (`transformer.live.sources`): nothing is loaded to answer."""
+
+import pytest
+
+from transformer.live.sources import External, RandomWeights, Trained, source_of
+from transformer.tasks.corruption import CORRUPTIONS
+
+
+@pytest.mark.parametrize("weights, kind, outside, patchable", [
+    ("random", RandomWeights, False, False),
+    ("dates", Trained, False, True),
+    ("induction", Trained, False, True),
+    ("hub:bert_tiny_en_uncased", External, True, False),
+])
+def test_a_source_says_whether_it_is_from_outside_and_whether_patching_runs_on_it(weights, kind, outside, patchable):
+    source = source_of(weights)
+    assert type(source) is kind
+    assert source.supports.outside is outside
+    assert source.patchable() is patchable
+
+
+def test_a_trained_model_patches_only_where_its_task_says_its_corruption():
+    """Patching needs a way to corrupt a line: a model of a task without one (an unknown name's None) is not offered."""
+    source = source_of("session:not-kept-here")
+    assert source.supports.patching and source.task() not in CORRUPTIONS
+    assert not source.patchable()
+
+
+def test_only_a_model_from_outside_is_read_through_its_weights_and_it_neither_ablates_nor_predicts():
+    """The Heads page asks `ablation`, Explanations `predictions`: a model from outside answers no to both."""
+    outside = [source_of(w) for w in ("random", "copy", "hub:bert_tiny_en_uncased") if source_of(w).supports.outside]
+    assert [s.weights for s in outside] == ["hub:bert_tiny_en_uncased"]
+    assert not outside[0].supports.ablation and not outside[0].supports.predictions
