@@ -8,10 +8,10 @@ import streamlit as st
 from transformer.service import date_text, get_task, task_of
 from ui import choices, class_room, data, model_config, openings, state
 from ui.controls import PERSIST, clamp, fit_px, not_for_external_model, options_follow, plot_steps
-from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.state import F
 from ui.stepper import stepper
 from ui.text import count
+from ui.weights import use_weights, weight_choices, weights_label
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
 openings.show("decode")

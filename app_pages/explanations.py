@@ -7,8 +7,8 @@ import streamlit as st
 from transformer.service import EXPLAINED_TASKS, METHODS, START, available, is_measured, task_of
 from ui import choices, class_room, data, model_config, openings, sidebar, state
 from ui.controls import PERSIST, element_picker, fit_px, plot
-from ui.sidebar import use_weights
 from ui.state import F
+from ui.weights import use_weights
 from viz.explanations import explanation_maps, faithfulness_bars
 
 openings.show("explanations")

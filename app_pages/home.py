@@ -8,8 +8,8 @@ from ui import class_views, data, openings, state
 from ui.controls import fit_px, plot
 from ui.lessons import LESSONS, open_view
 from ui.pages import PAGES, Page
-from ui.sidebar import use_weights, weights_label
 from ui.state import F
+from ui.weights import use_weights, weights_label
 from viz.attention import head_grid
 
 openings.show("home")

@@ -7,8 +7,8 @@ from transformer.service import GROUP_LABELS, GROUPS, available
 from ui import choices, data, openings, state
 from ui.controls import PERSIST, fit_px, plot
 from ui.pages import Page
-from ui.sidebar import use_weights
 from ui.state import F
+from ui.weights import use_weights
 from viz.heads import role_grid
 from viz.induction import ablation_figure, position_loss_figure
 

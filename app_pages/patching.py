@@ -21,9 +21,9 @@ from transformer.service import (
 )
 from ui import choices, data, model_config, openings, state
 from ui.controls import PERSIST, options_follow, plot
-from ui.sidebar import use_weights, weight_choices, weights_label
 from ui.state import F
 from ui.text import as_text
+from ui.weights import use_weights, weight_choices, weights_label
 from viz.labels import position_labels, written_labels
 from viz.patching import patch_map_figure, three_runs_figure
 

@@ -14,7 +14,7 @@ from transformer.service import (
     source_of,
     spec_of,
 )
-from ui import data, openings, sidebar, state, training
+from ui import data, openings, state, training, weights
 from ui.controls import plot
 from ui.pages import Page
 from ui.state import F
@@ -108,7 +108,7 @@ def _use_model(job) -> None:
         state.open_page(Page.IMAGES.file, img_model=name, img_pick=0, img_flip=[], img_from=0)
         return
     state.setdefault(state.MY_MODELS, {})[name] = training.label(job)
-    sidebar.use_weights(name)  # its own architecture, norm and positions with it, as the Weights list does
+    weights.use_weights(name)  # its own architecture, norm and positions with it, as the Weights list does
     state.put(F.src, TASKS[job.spec.task].example)
     state.put(F.seq_len, max(state.value(F.seq_len), job.spec.max_len))
     # the picture the task's description promises ("cross-attention should be diagonal", induction): its last layer

@@ -20,9 +20,9 @@ from transformer.service import data_dir
 from ui import data, model_config, state
 from ui.lessons import LESSONS, open_view
 from ui.runtime import client_address
-from ui.sidebar import use_weights
 from ui.state import F
 from ui.text import as_text
+from ui.weights import use_weights
 
 JOIN_LIMIT, JOIN_WINDOW_S = 5, 60.0  # join attempts a session may make in a minute
 ADDRESS_JOIN_LIMIT = 60  # … and an address, whatever its sessions (a class behind one school address joins at once)

@@ -7,24 +7,15 @@ import streamlit as st
 from transformer.service import (
     ARCHITECTURE_STACKS,
     DEVICE_CHOICES,
-    EXTERNAL_EXAMPLE,
-    EXTERNAL_LENGTH,
     MAX_LAYERS,
     MAX_SEQ_LEN,
     RANDOM,
     accuracy_of,
-    available,
-    dropped,
-    get_task,
-    kept_label,
-    missing_reason,
     resolve_device,
     shape_bytes,
-    source_of,
     spec_of,
-    task_of,
 )
-from ui import choices, external_model, model_config, state, training
+from ui import choices, external_model, model_config, state, training, weights
 from ui.ablation_controls import ablation_controls
 from ui.controls import PERSIST, options_follow
 from ui.pages import Page
@@ -69,112 +60,21 @@ def session_device() -> str:
     return resolve_device(state.value(F.device))
 
 
-def weight_choices() -> list[str]:
-    current = state.value(F.weights)
-    yours = list(state.get(external_model.EXTERNAL_MODELS, {})) + \
-        ([current] if model_config.supports(current).outside else [])
-    return [RANDOM] + available() + list(state.get(state.MY_MODELS, [])) + list(dict.fromkeys(
-        yours))
-
-
-RETRAIN = state.RETRAIN
-
-
-def _open_linked_model() -> None:
-    """A link to a model trained on this server (in any session) opens it while the server keeps it; one it has
-    dropped to make room is said plainly and offered to train again (`retrain_offer`); the weights are the random
-    ones."""
-    name = state.value(F.weights)
-    if not source_of(name).trained_here or name in state.get(state.MY_MODELS, {}):
-        return
-    label = kept_label(name)
-    if label is not None:
-        state.setdefault(state.MY_MODELS, {})[name] = label
-        return
-    state.fall_back_to_random()
-    gone = dropped(name)
-    if gone is not None:
-        state.put(RETRAIN, gone[1])
-    offer = " “Train it again” (in the sidebar) trains the same model again." if gone is not None else ""
-    state.notify(f"{missing_reason(name)} Using random weights for now.{offer}")
-
-
 def _retrain_offer(bar) -> None:
     """The button that trains a dropped model of a link again (same settings and seed), then opens the Train
     page."""
-    spec = state.get(RETRAIN)
+    spec = state.get(state.RETRAIN)
     if spec is None or not model_config.supports(state.value(F.weights)).shape:
         return
     if not bar.button("Train it again", icon=":material/replay:", help=f"{spec.task}: {spec.options}"):
         return
-    state.drop(RETRAIN)
+    state.drop(state.RETRAIN)
     try:
         training.submit(spec)
     except ValueError as error:  # this session's job is still running, or the queue is full
         state.notify(str(error))
         return
     st.switch_page(Page.TRAIN.file)
-
-
-def weights_label(name: str) -> str:
-    if model_config.supports(name).shape:
-        return "Seeded random weights"
-    if model_config.supports(name).outside:
-        return external_model.label(name)
-    if source_of(name).trained_here:
-        return session_model_label(name, state.get(state.MY_MODELS, {}))
-    return f"Trained: {name}"
-
-
-def session_model_label(name: str, labels: dict) -> str:
-    """A model trained on this server, short enough for the Weights box: its task and its place among this
-    session's models ("Trained here: reverse #2"); its sizes are in the locked caption below the box."""
-    task = labels.get(name, name).split(",")[0]
-    same_task = [other for other, label in labels.items() if label.split(",")[0] == task]
-    return f"Trained here: {task} #{same_task.index(name) + 1}" if name in same_task else f"Trained here: {task}"
-
-
-def use_weights(name: str) -> None:
-    """Make ``name`` the sidebar's model, as choosing it under Weights does (a button's callback)."""
-    state.put(F.weights, name)
-    _after_weights_change()
-
-
-def _after_weights_change() -> None:
-    """A trained model reads its own tokens: swap in its task's example if the source text has others, and
-    make the sequence length the model's own where the current one would cut its sources."""
-    name = state.read(F.weights)
-    if model_config.supports(name).outside:
-        if name in state.get(state.EXTERNAL_ARCHITECTURES, {}):
-            state.put(F.arch, state.read(state.EXTERNAL_ARCHITECTURES)[name])
-        state.update(src=EXTERNAL_EXAMPLE, seq_len=EXTERNAL_LENGTH, ablate=[])
-        return
-    if state.get(F.arch) in ("decoder-only", "encoder-only") and \
-            model_config.supports(state.get(state.LAST_WEIGHTS, "")).outside:
-        state.put(F.arch, "encoder-decoder")  # back from a model from outside's one stack
-    if model_config.supports(name).shape:
-        return
-    task, spec = get_task(task_of(name)), spec_of(name)  # read, not loaded: no TensorFlow here
-    if not _reads(task, state.value(F.src)):
-        state.put(F.src, task.example)
-        state.notify(f"The {spec.task} model reads other tokens: the source text now holds its example.")
-    state.put(F.seq_len, max(state.value(F.seq_len), state.default_of(F.seq_len, name)))
-    own = dict(kv_heads=state.FIELDS[F.kv_heads].default, **state.trained_options(name))  # one KV head per head
-    if any(state.value(key) != value for key, value in own.items()):
-        state.update(own)
-        state.notify(f"The {spec.task} model is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
-                     "positions and a key/value head per head: the Architecture, Norm, Positions and KV heads "
-                     "controls are back at its own.")
-
-
-def _reads(task, text: str) -> bool:
-    """Whether every line of ``text`` is made of ``task``'s tokens."""
-    vocabulary = task.vocabulary()
-    try:
-        return all(vocabulary.encode(task.source_tokens(line)) for line in text.splitlines() if line.strip()) \
-            and bool(text.strip())
-    except ValueError:
-        return False
 
 
 def _locked_caption(bar, name: str) -> None:
@@ -258,19 +158,19 @@ def settle() -> tuple[list, object, object]:
     said), every dependent control's options followed (`options_follow`) and a KV-heads value its heads cannot
     take reset. Returns the Weights options, the model from outside in use (None when the sidebar's model is the
     lab's) and a trained model's spec (None for random weights)."""
-    _open_linked_model()
+    weights.open_linked_model()
     info = external_model.opened()
-    weight_options = weight_choices()
+    weight_options = weights.weight_choices()
     if state.get(F.weights) not in weight_options:
         state.notify(f"The model {state.get(F.weights)!r} is not available here; using random weights.")
         state.put(F.weights, RANDOM)
     options_follow(F.weights, weight_options)
-    weights = state.read(F.weights)
-    state.put(state.LAST_WEIGHTS, weights)
-    if info is not None and model_config.supports(weights).outside:  # its own shape: none of the sidebar's
+    chosen = state.read(F.weights)
+    state.put(state.LAST_WEIGHTS, chosen)
+    if info is not None and model_config.supports(chosen).outside:  # its own shape: none of the sidebar's
         return weight_options, info, None
     info = None
-    spec = None if model_config.supports(weights).shape else spec_of(weights)
+    spec = None if model_config.supports(chosen).shape else spec_of(chosen)
     if not spec:
         options_follow(F.heads, [str(h) for h in choices.head_choices(state.read(F.d_model))])
     heads = spec.num_heads if spec else state.read(F.heads)
@@ -284,9 +184,9 @@ def settle() -> tuple[list, object, object]:
 
 def _draw_weights(bar, weight_options: list) -> None:
     """The Weights box, the offer to train a dropped model again, and the Your model box."""
-    labels = {name: weights_label(name) for name in weight_options}  # read once, as drawn (a label is not re-read)
+    labels = {name: weights.weights_label(name) for name in weight_options}  # read once, as drawn (not re-read)
     bar.selectbox("Weights", weight_options, key=F.weights, format_func=labels.__getitem__,
-                  on_change=_after_weights_change, help="Seeded random weights show the mechanism; trained models "
+                  on_change=weights.after_change, help="Seeded random weights show the mechanism; trained models "
                   "show learned attention; your model (below) a model from outside.", **PERSIST)
     _retrain_offer(bar)
     external_model.controls(bar)
@@ -294,10 +194,10 @@ def _draw_weights(bar, weight_options: list) -> None:
 
 def _draw_shape(bar, spec) -> None:
     """The model's shape: the sidebar's own for random weights, a trained model's greyed (``spec``)."""
-    weights = state.read(F.weights)
+    chosen = state.read(F.weights)
     if spec:
-        _locked_caption(bar, weights)
-    shown = _ModelControls(spec, weights)
+        _locked_caption(bar, chosen)
+    shown = _ModelControls(spec, chosen)
     shown.control(bar.selectbox, "Architecture", F.arch, lambda s: list(ARCHITECTURE_LABELS).index(s.architecture),
                   options=list(ARCHITECTURE_LABELS),
                   format_func=ARCHITECTURE_LABELS.get, value_argument="index",

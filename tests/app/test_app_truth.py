@@ -97,7 +97,7 @@ def test_the_heads_page_says_why_a_role_is_empty_and_gives_chance_levels():
 def test_a_model_trained_here_has_a_short_name_and_the_train_form_says_whose_sizes_it_uses():
     """#52.16: "Trained here: reverse, d_model 3…" was cut in the Weights box; the Train page's sliders sat beside the
     sidebar's with nothing saying which one a training uses."""
-    from ui.sidebar import session_model_label
+    from ui.weights import session_model_label
 
     names = {"session:a": "reverse, d_model 32, 2 heads, 1 layer, 600 steps",
              "session:b": "reverse, d_model 64, 4 heads, 2 layers, 900 steps"}
