@@ -16,6 +16,7 @@ from transformer.service import (
     PATCH_SIDES,
     PatchRequest,
     gap_too_small,
+    get_task,
     patch_metrics_of,
     spec_of,
 )
@@ -155,7 +156,7 @@ metric_label = (f"L{measured.layer} H{measured.heads[0]}'s weight on the token a
 
 
 def _text(tokens) -> str:
-    return ("" if spec.task == "dates" else " ").join(tokens)
+    return get_task(spec.task).source_text(tokens)
 
 
 answer_positions = ", ".join(str(p) for p in said.positions[:12]) + (" …" if len(said.positions) > 12 else "")

@@ -23,7 +23,7 @@ from transformer.live.sources import source_of
 from transformer.runtime.device import resolve_device
 from transformer.tasks import END, PAD_ID, START, START_ID
 from transformer.tasks.corruption import CORRUPTIONS, corrupt
-from transformer.tasks.induction import LINE_LENGTHS, NO_RULE, PROBE_SEGMENTS, repeated_line
+from transformer.tasks.induction import NO_RULE
 from transformer.training.pretrained import Pretrained, load_pretrained
 
 METRIC_LABELS = {"logprob": "log-probability of the clean answer", "logit_diff": "logit difference, clean − corrupted "
@@ -81,11 +81,7 @@ def _model(name: str, device: str) -> Pretrained:
 def default_line(name: str, seed: int = 0, device: str = "auto") -> str:
     """A fresh clean line of the model's task drawn from ``seed`` (an induction line with its segment of 8–20)."""
     pretrained = _model(name, resolve_device(device))
-    rng = np.random.default_rng(seed)
-    if pretrained.task == "induction":
-        return repeated_line(rng, LINE_LENGTHS, PROBE_SEGMENTS).text
-    tokens = pretrained.rules.sample(rng, pretrained.lengths)
-    return ("" if pretrained.task == "dates" else " ").join(tokens)  # a date's tokens are its characters
+    return pretrained.rules.fresh_line(np.random.default_rng(seed), pretrained.lengths)
 
 
 def patching_lines(name: str, clean_text: str, corrupt_text: str = "", *, seed: int = 0, part: str = "",
@@ -102,7 +98,7 @@ def patching_lines(name: str, clean_text: str, corrupt_text: str = "", *, seed: 
     if len(corrupted) != len(clean):
         raise ValueError(f"Patching copies position by position: the corrupted line must have as many tokens as the "
                          f"clean one. Received: clean {len(clean)}, corrupted {len(corrupted)}")
-    if pretrained.task == "induction":
+    if task.decoder_only:
         return _decoder_only_lines(pretrained, clean, corrupted, metric)
     return _seq2seq_lines(pretrained, clean, corrupted, metric)
 

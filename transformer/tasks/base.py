@@ -53,9 +53,18 @@ class Task:
         """The tokens of one typed source line."""
         return text.split()
 
+    def source_text(self, tokens) -> str:
+        """Source tokens written as a person types them (`source_tokens` reads them back)."""
+        return " ".join(tokens)
+
     def target_text(self, tokens) -> str:
         """Target tokens written as a person writes them."""
         return " ".join(tokens)
+
+    def fresh_line(self, rng: np.random.Generator, lengths: tuple[int, int]) -> str:
+        """One fresh source line, as text, of the distribution the task's measures read (a patching study's clean
+        line); ``lengths`` bounds a free-length task's."""
+        return self.source_text(self.sample(rng, lengths))
 
     def target_length(self, source_length: int) -> int:
         """The most target tokens a source of ``source_length`` tokens can have."""

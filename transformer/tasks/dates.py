@@ -80,6 +80,9 @@ class DatesTask(Task):
     def source_tokens(self, text: str) -> list[str]:
         return list(text.strip())
 
+    def source_text(self, tokens) -> str:
+        return "".join(tokens)  # a date's tokens are its characters
+
     def target_text(self, tokens) -> str:
         return "".join(tokens)
 

@@ -96,6 +96,10 @@ class InductionTask(Task):
     def sample(self, rng, lengths):
         return list(repeated_line(rng, lengths).tokens)
 
+    def fresh_line(self, rng, lengths):
+        """A line of the measured distribution (its segment of `PROBE_SEGMENTS`), whatever ``lengths``."""
+        return repeated_line(rng, LINE_LENGTHS, PROBE_SEGMENTS).text
+
     def examples(self, count, seed=0):
         """Lines of the measured distribution: ``alignment[j]`` is the position an induction head at query ``j``
         attends to (the one after the earlier occurrence of token ``j``), or None."""
