@@ -96,11 +96,8 @@ from transformer.live.sources import (
     EXTERNAL_IDS_EXAMPLE,
     EXTERNAL_LENGTH,
     RANDOM,
-    External,
     ModelSource,
-    RandomWeights,
     Supports,
-    Trained,
     source_of,
 )
 from transformer.runtime.data_dir import data_dir
@@ -220,6 +217,6 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "PATCH_METRICS", "PATCH_METRIC_LABELS", "MIN_PATCH_GAP", "PATCH_LAYER_NORMS",
            "gap_too_small", "PATCH_SIDES", "patch_metrics_of", "patching_cell", "patching_line",
            "patching_study", "PatchRequest",
-           "ModelSource", "External", "RandomWeights", "Trained", "source_of",
+           "ModelSource", "source_of",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",
            "NeedsLane", "PricedCall", "call_key", "prepaid", "shared_engine", "price_of", "calibrate", "engine_rate"]
