@@ -9,8 +9,10 @@
 /** @param {ChartNode} node @param {string} side @param {number | null} row */
 function hoverLines(node, side, row) {
   const end = side === "query" ? 0 : 1;
-  const shapes = node.layout.shapes.map((/** @type {PlotlyLayout} */ shape, /** @type {number} */ index) => {
-    const drawn = node.al.lines.get(index);
+  const lineOf = node.al.lines;
+  if (!lineOf) return;  // not a head view's figure
+  const shapes = (node.layout.shapes || []).map((/** @type {PlotlyLayout} */ shape, /** @type {number} */ index) => {
+    const drawn = lineOf.get(index);
     if (!drawn) return shape;
     const { lines, offset } = drawn;
     const kept = row === null ? lines : lines.filter((line) => line[end] === row);

@@ -37,7 +37,7 @@ function fitKeyLabels(layout, data, widthPx, chosenByAxis) {
   for (const [name, chosen] of Object.entries(chosenByAxis)) {
     const margin = layout.margin || {}, domain = layout[name].domain || [0, 1];
     const index = categoryIndex(data, "x" + name.slice(5), layout[name]);
-    const at = chosen.map((label) => index.get(label));  // category index of each label
+    const at = chosen.map((label) => index.get(label) ?? NaN);  // category index of each label
     const step = Math.min(...at.slice(1).map((place, i) => place - at[i]).filter((apart) => apart > 0));
     const cellPx = (widthPx - (margin.l ?? 80) - (margin.r ?? 80)) * (domain[1] - domain[0]) / index.size;
     const every = Number.isFinite(step) && cellPx > 0 ? Math.max(1, Math.ceil(MIN_LABEL_PX / (step * cellPx) - 1e-9)) : 1;
@@ -118,7 +118,7 @@ function keepMinWidth(node, widthPx) {
   const minWidth = widthPx ? widthPx + "px" : "";
   if (node.style.minWidth === minWidth) return;
   node.style.minWidth = minWidth;
-  node.parentElement.style.overflowX = minWidth ? "auto" : "";
+  if (node.parentElement) node.parentElement.style.overflowX = minWidth ? "auto" : "";
 }
 
 // A grid of panels too wide for a column narrower than NARROW_PX (a phone) tells the page the column's width, in
@@ -129,7 +129,7 @@ const NARROW_PX = AL.NARROW_PX;
 
 /** @param {ChartNode} node */
 function reportWidth(node) {
-  const width = node.parentElement.clientWidth;
+  const width = node.parentElement ? node.parentElement.clientWidth : 0;
   const narrow = width && width < NARROW_PX && (node.al.reported || (node.al.minWidth || 0) > width);
   const reported = narrow ? Math.floor(width / 10) * 10 : 0;
   if (!node.al.setState || reported === (node.al.reported ?? 0)) return;
@@ -219,7 +219,7 @@ function listen(node) {
     if (node.al.marks) { markPoints(node, point ? [point] : []); return; }  // a grid marked here (class_tally.js)
     const clicked = point && clickedPositions(point);
     if (!clicked || !node.al.clickable || !node.al.setTrigger) return;
-    const at = Date.now(), tell = () => node.al.setTrigger(AL.CLICK, { ...clicked, at });
+    const at = Date.now(), tell = () => node.al.setTrigger?.(AL.CLICK, { ...clicked, at });  // the latest one
     // viz/panels.js draws the focus at once where the figure says how; the server hears of it once the outlines
     // are on the screen (its run's messages would hold that frame back)
     if (drawFocus(node, point)) afterPaint(tell); else tell();
@@ -274,16 +274,17 @@ function withoutKeys(layout, names) {
 /** @param {ChartNode} node
  * @returns {{figure: PlotlyFigure, config: Record<string, any>, plotly_url: string, column: number, traces: string}} */
 function shownFigure(node) {
-  const parsed = node.al.parsed;
-  if (!parsed.frames) {
+  const parsed = node.al.parsed, head = node.al.head;
+  if (!parsed.frames || !head) {
     /** @type {ChartMessage} */
     const message = JSON.parse(node.al.text);
     return { ...message, figure: /** @type {PlotlyFigure} */ (message.figure), traces: tracesText(node.al.text) };
   }
-  node.al.shownStep = shownStep(parsed);
-  return { figure: /** @type {PlotlyFigure} */ (structuredClone(parsed.frames[node.al.shownStep])),
-           config: parsed.config, plotly_url: parsed.plotly_url, column: parsed.column,
-           traces: framesKey(node.al.text, node.al.head) + "#" + node.al.shownStep };
+  const stepped = /** @type {SteppedChartMessage} */ (parsed);  // its frames came: the whole message
+  node.al.shownStep = shownStep(stepped);
+  return { figure: /** @type {PlotlyFigure} */ (structuredClone(stepped.frames[node.al.shownStep])),
+           config: stepped.config, plotly_url: stepped.plotly_url, column: stepped.column,
+           traces: framesKey(node.al.text, head) + "#" + node.al.shownStep };
 }
 
 // node.al.text's figure (a stepped chart's: its step's), in node.al.theme's colours, with the key labels that fit
@@ -292,7 +293,7 @@ function shownFigure(node) {
 /** @param {ChartNode} node @param {boolean} evenOutOfView @returns {Promise<void> | undefined} */
 function draw(node, evenOutOfView = false) {
   const { figure, config, plotly_url, traces, column } = shownFigure(node);
-  roomForToolbar(figure.layout, node.parentElement.clientWidth);
+  roomForToolbar(figure.layout, (node.parentElement || node).clientWidth);
   node.style.height = (figure.layout.height || 450) + "px";
   keepMinWidth(node, (figure.layout.meta || {}).min_width_px);
   reportWidth(node);
@@ -460,7 +461,8 @@ function watchTheme(node, parentElement) {
       draw(node);
     }, 50);
   });
-  for (let wrapper = parentElement, level = 0; wrapper && level < 2; wrapper = wrapper.parentElement, level++)
+  for (let /** @type {HTMLElement | null} */ wrapper = parentElement, level = 0; wrapper && level < 2;
+    wrapper = wrapper.parentElement, level++)
     retheme.observe(wrapper, { attributes: true, attributeFilter: ["class", "style"] });
   return () => { retheme.disconnect(); clearTimeout(pending); };
 }
@@ -482,7 +484,8 @@ export default function (component) {
     return node.al.cleanup;
   }
   const stepped = head.kind === "stepped";
-  const same = stepped && node.al.parsed.frames && framesKey(text, head) === framesKey(node.al.text, node.al.head);
+  const same = stepped && node.al.parsed.frames && node.al.head !== null &&
+    framesKey(text, head) === framesKey(node.al.text, node.al.head);
   node.al.text = text;
   node.al.head = head;
   node.al.parsed = same ? { ...node.al.parsed, index: head.index } : stepped ? JSON.parse(text) : {};

@@ -38,7 +38,10 @@ function keepPicture(node, key) {
   for (const label of picture.querySelectorAll(".hoverlayer > *")) label.remove();  // a hover label of the moment
   node.al.pictures.set(key, { look: lookOf(node), drawnAs: drawnAs(node), picture });
   const limit = node.al.parsed.frames ? KEPT_STEPS : KEPT_FIGURES;
-  while (node.al.pictures.size > limit) node.al.pictures.delete(node.al.pictures.keys().next().value);
+  for (const oldest of node.al.pictures.keys()) {  // the oldest first (a Map keeps its insertion order)
+    if (node.al.pictures.size <= limit) break;
+    node.al.pictures.delete(oldest);
+  }
 }
 
 /** True: the figure's copy is over the chart now (the live chart hidden under it).
@@ -46,15 +49,16 @@ function keepPicture(node, key) {
 function showPicture(node, key) {
   const copy = key !== null && node.data && node.al.pictures.get(key);
   const live = /** @type {HTMLElement | null} */ (node.querySelector(":scope > .plot-container"));
-  if (!copy || copy.look !== lookOf(node) || !live) return false;
+  const holder = node.parentElement;
+  if (!copy || copy.look !== lookOf(node) || !live || !holder) return false;
   if (node.al.picture) node.al.picture.remove();
   const picture = copy.picture;
   // beside the chart's node, over it: inside it, Plotly would take the copy for its own container
-  node.parentElement.style.position = "relative";
+  holder.style.position = "relative";
   Object.assign(picture.style, { position: "absolute", left: `${node.offsetLeft}px`, top: `${node.offsetTop}px`,
                                  width: `${node.offsetWidth}px`, height: `${node.offsetHeight}px`, pointerEvents: "none" });
   live.style.visibility = "hidden";  // laid out still: Plotly measures its text when it draws it
-  node.parentElement.appendChild(picture);
+  holder.appendChild(picture);
   node.al.picture = picture;
   node.al.picturesShown = (node.al.picturesShown || 0) + 1;  // the browser tests watch it
   return true;

@@ -36,6 +36,7 @@ function drewShapes(record) {  // a record of Plotly adding or removing shape pa
 /** @param {ChartNode} node */
 function moveToLayers(node) {
   const main = node.querySelector(".main-svg"), layers = node.al.groupLayers;
+  if (!layers) return;  // not watched (watchGroupLayers makes the map)
   const groups = new Set(((node.layout || {}).shapes || []).map((shape) => shape.legendgroup).filter(Boolean));
   if (!main || !groups.size || groups.size > MAX_GROUP_LAYERS) {  // back in Plotly's SVG at its next draw
     for (const layer of layers.values()) layer.remove();
@@ -45,7 +46,7 @@ function moveToLayers(node) {
   for (const path of node.querySelectorAll(/** @type {"path"} */ (".shapelayer path[data-index]"))) {
     const group = groupOfPath(node, path);
     if (!group) continue;
-    const layer = layerOf(node, group, main);
+    const layer = layerOf(layers, node, group, main);
     const old = layer.querySelector(`path[data-index="${path.dataset.index}"]`);
     if (old) old.remove();
     layer.appendChild(path);
@@ -61,24 +62,31 @@ function moveToLayers(node) {
   }
 }
 
-/** @param {ChartNode} node @param {string} group @param {Element} main @returns {SVGSVGElement} */
-function layerOf(node, group, main) {  // the group's <svg> over the plot, the size of Plotly's, above its drawing
-  let layer = node.al.groupLayers.get(group);
+/**
+ * @param {Map<string, SVGSVGElement>} layers node.al.groupLayers @param {ChartNode} node @param {string} group
+ * @param {Element} main @returns {SVGSVGElement}
+ */
+function layerOf(layers, node, group, main) {  // the group's <svg> over the plot, the size of Plotly's, above its drawing
+  let layer = layers.get(group);
   if (!layer || layer.parentNode !== main.parentNode) {
     if (layer) layer.remove();
     layer = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     layer.classList.add(LAYER_CLASS);
     layer.dataset.group = group;
-    node.al.groupLayers.set(group, layer);
+    layers.set(group, layer);
   }
-  for (const size of ["width", "height"])
-    if (layer.getAttribute(size) !== main.getAttribute(size)) layer.setAttribute(size, main.getAttribute(size));
+  for (const size of ["width", "height"]) {
+    const wanted = main.getAttribute(size);
+    if (wanted !== null && layer.getAttribute(size) !== wanted) layer.setAttribute(size, wanted);
+  }
   if (!layer.parentNode) {  // over Plotly's drawing, in Plotly's order of the groups, under the legend
-    const shapes = node.layout.shapes;
-    const first = (/** @type {string} */ name) => shapes.findIndex((/** @type {PlotlyLayout} */ shape) => shape.legendgroup === name);
+    const shapes = node.layout.shapes || [];
+    const first = (/** @type {string | undefined} */ name) =>
+      shapes.findIndex((/** @type {PlotlyLayout} */ shape) => shape.legendgroup === name);
     let before = main;
-    const next = () => /** @type {SVGSVGElement | null} */ (before.nextElementSibling);
-    while (next() && next().classList.contains(LAYER_CLASS) && first(next().dataset.group) < first(group)) before = next();
+    for (let next = /** @type {SVGSVGElement | null} */ (before.nextElementSibling);
+      next && next.classList.contains(LAYER_CLASS) && first(next.dataset.group) < first(group);
+      next = /** @type {SVGSVGElement | null} */ (before.nextElementSibling)) before = next;
     before.after(layer);
   }
   return layer;

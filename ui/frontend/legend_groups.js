@@ -63,11 +63,12 @@ function withVisibility(item, hidden) {
 function restyleDrawn(node, group, hidden) {
   const shapes = node.layout.shapes || [];
   const indices = shapes.flatMap((shape, index) => (shape.legendgroup === group ? [index] : []));
-  const paths = indices.map((index) => node.querySelector(/** @type {"path"} */ (
+  const found = indices.map((index) => node.querySelector(/** @type {"path"} */ (
     `.shapelayer path[data-index="${index}"], .al-group-layer path[data-index="${index}"]`)));
   const entries = /** @type {(HTMLElement & {__data__?: any})[]} */ ([...node.querySelectorAll(".legend .traces")])
     .filter((entry) => ((entry.__data__ || [])[0] || {}).trace?.legendgroup === group);  // d3's bound data: [{trace}]
-  if (paths.some((path) => !path) || !entries.length) return false;
+  const paths = found.filter((path) => path !== null);
+  if (paths.length < found.length || !entries.length) return false;
   const hide = hidden.has(group), layer = groupLayer(node, group);
   if (layer && paths.every((path) => path.parentNode === layer)) layer.style.opacity = hide ? "0" : "";
   else for (const path of paths) path.style.display = hide ? "none" : "";
@@ -84,7 +85,8 @@ function tellHidden(node) {
   if (node.al.toldHidden && sameGroups(hidden, node.al.toldHidden)) return;
   node.al.toldHidden = hidden;
   node.al.toldHiddenAt = Date.now();
-  afterPaint(() => node.al.setTrigger(AL.LEGEND, { hidden, at: node.al.toldHiddenAt }));
+  const at = node.al.toldHiddenAt;
+  afterPaint(() => node.al.setTrigger?.(AL.LEGEND, { hidden, at }));  // the latest one
 }
 
 // A new text whose figure is the one drawn and whose hidden groups are the ones shown (the server caught up with
@@ -96,7 +98,7 @@ function onlyHiddenCaughtUp(node, text, head) {
     return false;
   if (sameGroups(hidden, hiddenGroups(node))) return true;
   const told = node.al.toldHidden;
-  return Boolean(told) && !sameGroups(hidden, told) && Date.now() - (node.al.toldHiddenAt || 0) < SETTLE_MS;
+  return told !== null && told !== undefined && !sameGroups(hidden, told) && Date.now() - (node.al.toldHiddenAt || 0) < SETTLE_MS;
 }
 
 /** @template {PlotlyShape} T @param {T[]} items @param {Set<string>} hidden @returns {T[]} */

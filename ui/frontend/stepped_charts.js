@@ -6,8 +6,8 @@
 // keeps window.alSteps[group] and sends "al-step" when it moves, so its charts redraw here, with no round trip.
 /** @param {Partial<SteppedChartMessage>} parsed a stepped chart's message @returns {number} */
 function shownStep(parsed) {
-  const step = (window.alSteps || {})[parsed.group];
-  return Math.max(0, Math.min(step === undefined ? parsed.index : step, parsed.frames.length - 1));
+  const step = parsed.group === undefined ? undefined : (window.alSteps || {})[parsed.group];
+  return Math.max(0, Math.min(step === undefined ? parsed.index ?? 0 : step, (parsed.frames || []).length - 1));
 }
 
 /** A stepped chart's message but its step: the same for every step of the same figures.

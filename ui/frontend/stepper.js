@@ -49,7 +49,9 @@ function caption(node, segments) {
 // Show step ``index`` (clamped): the control, the caption, the group's charts; ``tell``: and the server.
 /** @param {StepperNode} node @param {number} index @param {boolean} tell */
 function show(node, index, tell) {
-  const { group, label, names, captions } = node.al.payload;
+  const payload = node.al.payload;
+  if (!payload) return;  // not told its steps yet
+  const { group, label, names, captions } = payload;
   const step = Math.max(0, Math.min(index, names.length - 1));
   const last = names.length - 1;
   node.al.index = step;
@@ -65,9 +67,10 @@ function show(node, index, tell) {
   window.alSteps = { ...(window.alSteps || {}), [group]: step };
   window.dispatchEvent(new CustomEvent("al-step", { detail: { group, index: step } }));
   if (tell && step !== node.al.told) {
+    const at = Date.now();
     node.al.told = step;
-    node.al.toldAt = Date.now();
-    afterPaint(() => node.al.setTrigger(AL.STEP, { index: step, at: node.al.toldAt }));  // ui/chart_protocol.py
+    node.al.toldAt = at;
+    afterPaint(() => node.al.setTrigger?.(AL.STEP, { index: step, at }));  // ui/chart_protocol.py
   }
 }
 

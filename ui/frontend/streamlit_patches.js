@@ -11,7 +11,7 @@ function fadeSlowRuns(app) {
   let timer = null;
   const update = () => {
     if (app.getAttribute("data-test-script-state") === "notRunning") {
-      clearTimeout(timer);
+      if (timer !== null) clearTimeout(timer);
       timer = null;
       root.removeAttribute(AL.STALE_FADE_ATTRIBUTE);
     } else if (timer === null && !root.hasAttribute(AL.STALE_FADE_ATTRIBUTE)) {
