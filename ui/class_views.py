@@ -1,25 +1,24 @@
 """The Class page's parts: starting and joining a class, the teacher's panel (the class's answers as they come, the
-reveal, the history) and a student's (the question, the answer, then the model's answer beside it). Both panels
-follow the store by a fragment that runs every POLL_S: a poll never reruns the whole page, and a new question
-reaches every student within two polls."""
+reveal, the history) and the tally both sides draw (each kind's figure: `TALLIES`); a student's panel is
+`ui.class_student`'s, the sheets `ui.class_sheets`'. Both panels follow the store by a fragment that runs every
+POLL_S: a poll never reruns the whole page, and a new question reaches every student within two polls."""
 
 from __future__ import annotations
 
-import csv
-import io
 from datetime import timedelta
 
 import segno
 import streamlit as st
 
-from classroom.questions import KINDS, PICK_ONE, answer_label, cell_slips, chosen_grid, label_of, mark, tally
-from classroom.store import AnswerTooSoon, ClassError, Question, StoreUnavailable
+from classroom.questions import KINDS, answer_label, cell_slips, kind_of, tally
+from classroom.store import ClassError, Question, StoreUnavailable
 from ui import class_room, state
+from ui.class_sheets import history_csv, students_csv
 from ui.controls import Download, downloads, plot
 from ui.pages import Page
 from ui.runtime import client_address, page_address
-from ui.text import as_text, count, percent
-from viz.class_tally import cell_picker, cell_shares, cells_marked, key_picker, key_strip, option_bars
+from ui.text import as_text, percent
+from viz.class_tally import cell_shares, key_strip, option_bars
 
 POLL_S = 1.0
 LASTS = {"1 hour": timedelta(hours=1), "1 day": timedelta(days=1), "7 days": timedelta(days=7)}
@@ -100,23 +99,39 @@ def join_qr(address: str) -> str:
 
 def tally_figure(question: Question, givens: list[dict], chosen: dict | None = None):
     """The class's answers to ``question`` as a picture; after the reveal the model's answer beside them."""
-    shown, answer = question.shown, question.answer if question.revealed else None
-    counted = tally(question.kind, shown, givens, answer)
-    if question.kind == "where":
-        return key_strip(shown["options"], counted.counts, counted.answered, shown["query"],
-                         None if answer is None else answer["weights"], None if chosen is None else chosen["key"])
-    if question.kind == "cells":
-        return cell_shares(shown["queries"], shown["keys"], counted.counts, counted.answered,
-                           None if answer is None else answer["mask"],
-                           None if answer is None else cell_slips(counted.counts, counted.answered, answer["mask"]))
-    if question.kind == "next":
-        options = shown["options"]
-        return option_bars(options, [counted.counts.get(token, 0) for token in options],
-                           None if answer is None else options.index(answer["token"]),
-                           None if chosen is None else options.index(chosen["token"]))
-    name = PICK_ONE[question.kind]
-    return option_bars(shown["options"], counted.counts, None if answer is None else answer[name],
+    answer = question.answer if question.revealed else None
+    counted = tally(question.kind, question.shown, givens, answer)
+    return TALLIES[question.kind](question, counted, answer, chosen)
+
+
+def _where_tally(question: Question, counted, answer: dict | None, chosen: dict | None):
+    shown = question.shown
+    return key_strip(shown["options"], counted.counts, counted.answered, shown["query"],
+                     None if answer is None else answer["weights"], None if chosen is None else chosen["key"])
+
+
+def _cells_tally(question: Question, counted, answer: dict | None, chosen: dict | None):
+    shown = question.shown
+    return cell_shares(shown["queries"], shown["keys"], counted.counts, counted.answered,
+                       None if answer is None else answer["mask"],
+                       None if answer is None else cell_slips(counted.counts, counted.answered, answer["mask"]))
+
+
+def _token_tally(question: Question, counted, answer: dict | None, chosen: dict | None):
+    options = question.shown["options"]
+    return option_bars(options, [counted.counts.get(token, 0) for token in options],
+                       None if answer is None else options.index(answer["token"]),
+                       None if chosen is None else options.index(chosen["token"]))
+
+
+def _pick_tally(question: Question, counted, answer: dict | None, chosen: dict | None):
+    name = kind_of(question.kind).index_name
+    return option_bars(question.shown["options"], counted.counts, None if answer is None else answer[name],
                        None if chosen is None else chosen[name])
+
+
+TALLIES = {"where": _where_tally, "cells": _cells_tally, "next": _token_tally, "head": _pick_tally,
+           "method": _pick_tally, "choice": _pick_tally}  # a kind's tally figure (question, counted, answer, chosen)
 
 
 @st.fragment(run_every=POLL_S)
@@ -211,48 +226,6 @@ def lessons(code: str, teacher_key: str) -> None:
                       args=(lesson,), help=lesson.says)
 
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula (OWASP: CSV injection)
-
-
-def csv_cell(value):
-    """A text cell that a spreadsheet would run as a formula, prefixed with ``'`` (shown, never run); numbers and
-    other text as they are."""
-    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
-
-
-def history_csv(rows) -> bytes:
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["question", "kind", "prompt", "view", "answered", "accuracy", "mean score", "commonest wrong"])
-    for question, answered in rows:
-        counted = tally(question.kind, question.shown, [a.given for a in answered], question.answer)
-        writer.writerow([csv_cell(cell) for cell in (
-            question.number, question.kind, question.prompt, question.view, counted.answered,
-            "" if counted.accuracy is None else f"{counted.accuracy:.3f}",
-            "" if counted.mean_score is None else f"{counted.mean_score:.3f}",
-            counted.common_wrong[0] if counted.common_wrong else "")])
-    return text.getvalue().encode()
-
-
-def students_csv(rows, names_shown: bool) -> bytes:
-    """Every student's answer to every question with its mark: ``student`` the nickname when the teacher shows
-    names, else "student 1", "student 2", … in the order they first answered."""
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["question", "student", "answer", "right", "score"])
-    numbers: dict = {}
-    for question, answered in rows:
-        for entry in answered:
-            number = numbers.setdefault(entry.student, len(numbers) + 1)
-            who = (entry.nickname or f"student {number}") if names_shown else f"student {number}"
-            marked = mark(question.kind, question.shown, question.answer, entry.given) if question.revealed else None
-            writer.writerow([csv_cell(cell) for cell in (
-                question.number, who, label_of(question.kind, question.shown, entry.given),
-                "" if marked is None else ("yes" if marked.correct else "no"),
-                "" if marked is None else f"{marked.score:.3f}")])
-    return text.getvalue().encode()
-
-
 def history(code: str, teacher_key: str) -> None:
     """Every question asked, its tally and accuracy, and a CSV of them; ending the class."""
     try:
@@ -282,124 +255,3 @@ def history(code: str, teacher_key: str) -> None:
                 return
             class_room.leave()
             st.rerun()
-
-
-def _answer(code: str, student_key: str, number: int, given: dict) -> None:
-    """Send ``given``; within a second of the last, keep it as pending (the next poll sends it: the latest counts)."""
-    state.put(state.ANSWER_PENDING, {"number": number, "given": given})
-    _send_pending(code, student_key)
-
-
-def _send_pending(code: str, student_key: str) -> None:
-    pending = state.get(state.ANSWER_PENDING)
-    if not pending:
-        return
-    try:
-        class_room.store().answer(code, student_key, pending["number"], pending["given"])
-    except AnswerTooSoon:
-        return  # kept: the next poll (a second) sends it
-    except (ClassError, StoreUnavailable) as error:
-        st.error(as_text(str(error)))
-    state.put(state.ANSWER_PENDING, None)
-
-
-def _mine(store, code: str, key: str, number: int) -> dict | None:
-    """The student's answer to ``number``: the one waiting to be sent, else the one kept."""
-    pending = state.get(state.ANSWER_PENDING)
-    if pending and pending["number"] == number:
-        return pending["given"]
-    return store.my_answer(code, key, number)
-
-
-def answer_where(code: str, key: str, question: Question, mine: dict | None) -> None:
-    shown = question.shown
-    plot(key_picker(shown["options"], shown["query"], None if mine is None else mine["key"]), key="class_where",
-         on_click=lambda clicked: _answer(code, key, question.number, {"key": int(clicked["key"])}))
-    if mine:
-        st.caption(f"Your answer: key {as_text(label_of('where', shown, mine).removeprefix('key '))}. Click another "
-                   "to change it until the reveal.")
-
-
-def answer_cells(code: str, key: str, question: Question, mine: dict | None) -> None:
-    """The grid, marked in the browser and sent once by its own button (viz/class_tally.js)."""
-    shown = question.shown
-    chosen = chosen_grid(shown, mine or {"cells": []})
-    plot(cell_picker(shown["queries"], shown["keys"], chosen), key="class_cells",
-         on_cells=lambda cells: _answer(code, key, question.number, {"cells": cells}))
-    sent = f"{count(int(chosen.sum()), 'cell')} sent as may attend" if mine else "Nothing sent yet"
-    st.caption(f"{sent}. Mark cells in the grid (a click, or drag over a row or a block) and press **Send my "
-               "cells**; send again to change them until the reveal.")
-
-
-def answer_pick(code: str, key: str, question: Question, mine: dict | None) -> None:
-    name = PICK_ONE[question.kind]
-    options = question.shown["options"]
-    picked = st.radio("Your answer", range(len(options)), format_func=lambda index: as_text(str(options[index])),
-                      index=None if mine is None else mine[name], key=f"class_pick_{question.number}")
-    if picked is not None and (mine is None or picked != mine[name]):
-        _answer(code, key, question.number, {name: int(picked)})
-
-
-def answer_token(code: str, key: str, question: Question, mine: dict | None) -> None:
-    options = question.shown["options"]
-    picked = st.radio("The next token", options, format_func=as_text, key=f"class_token_{question.number}",
-                      index=None if mine is None else options.index(mine["token"]))
-    if picked is not None and (mine is None or picked != mine["token"]):
-        _answer(code, key, question.number, {"token": picked})
-
-
-ANSWERS = {"where": answer_where, "cells": answer_cells, "head": answer_pick, "method": answer_pick,
-           "choice": answer_pick, "next": answer_token}
-
-
-def revealed(code: str, key: str, question: Question, mine: dict | None) -> None:
-    """The model's answer in words, beside the student's with the mark, and the class's tally (no names)."""
-    st.markdown(f"The model's answer: **{as_text(answer_label(question.kind, question.shown, question.answer))}**.")
-    if mine is None:
-        st.caption("You did not answer this one.")
-    else:
-        marked = mark(question.kind, question.shown, question.answer, mine)
-        said = f"weight {marked.score:.2f}" if question.kind == "where" else percent(marked.score)
-        st.markdown(f"**{'Right' if marked.correct else 'Not quite'}**: your answer "
-                    f"{as_text(label_of(question.kind, question.shown, mine))}, {said}.")
-    if question.kind == "cells" and mine is not None:
-        plot(cells_marked(question.shown["queries"], question.shown["keys"], chosen_grid(question.shown, mine),
-                          question.answer["mask"]), key="class_marked")
-    givens = class_room.store().revealed_answers(code, key, question.number)
-    plot(tally_figure(question, givens, mine), key=f"class_tally_{question.kind}")
-    named = class_room.store().revealed_names(code, key, question.number)
-    if named:
-        st.dataframe([{"who": entry.nickname or "—", "answer": label_of(question.kind, question.shown, entry.given)}
-                      for entry in named], hide_index=True)
-
-
-@st.fragment(run_every=POLL_S)
-def student_panel(code: str, key: str) -> None:
-    """The class's question now: answered here until the reveal, then the model's answer beside the student's.
-    The database gone: a message and a retry (the next poll tries again; an answer it acknowledged is kept)."""
-    or_unavailable(_student_panel, code, key)
-
-
-def _student_panel(code: str, key: str) -> None:
-    store = class_room.store()
-    try:
-        _send_pending(code, key)
-        question = store.current(code)
-        mine = None if question is None else _mine(store, code, key, question.number)
-    except StoreUnavailable as error:
-        unavailable(error)
-        return
-    except ClassError as error:
-        st.warning(as_text(str(error)))
-        if st.button("Leave", key="class_leave"):
-            class_room.leave()
-            st.rerun()
-        return
-    if question is None:
-        st.info("You are in. The question comes here when your teacher asks it.", icon=":material/hourglass_top:")
-        return
-    st.markdown(f"**Question {question.number}** · {KINDS[question.kind]}  \n{as_text(question.prompt)}")
-    if question.revealed:
-        revealed(code, key, question, mine)
-    else:
-        ANSWERS[question.kind](code, key, question, mine)

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from classroom.questions import Mark, check_given, mark, tally
+from classroom.questions import KINDS, QUESTION_KINDS, Mark, QuestionKind, check_given, kind_of, mark, tally
+from ui.class_student import VIEWS
+from ui.class_views import TALLIES
 
 WHERE = {"options": ["<s>", "the", "cat", "the"]}
 CELLS = {"queries": ["a", "b", "c"], "keys": ["a", "b", "c"]}
@@ -76,3 +78,19 @@ def test_the_explanations_question_asks_for_the_method_most_often_on_the_aligned
     asked = method_asked(("a", "b", "c"), np.array([0.2, 0.9, 0.5]), "dates")
     assert asked.kind == "method" and asked.shown["options"] == ["a", "b", "c"] and asked.answer["method"] == 1
     assert mark("method", asked.shown, asked.answer, check_given("method", asked.shown, {"method": 1})).correct
+
+
+def test_every_kind_answers_for_itself_and_the_pages_draw_every_kind():
+    """A kind is a `QuestionKind` (check, mark, labels, counts); the Class page has its tally figure and its widget:
+    a kind added without them fails here, not in a class."""
+    assert all(isinstance(kind, QuestionKind) and kind.name == name for name, kind in QUESTION_KINDS.items())
+    assert set(TALLIES) == set(VIEWS) == set(QUESTION_KINDS) == set(KINDS)
+    with pytest.raises(ValueError, match="kind is one of"):
+        kind_of("essay")
+
+
+def test_a_where_answer_is_scored_by_its_weight_and_named_by_its_position():
+    where, head = kind_of("where"), kind_of("head")
+    assert where.score_is_weight and not head.score_is_weight
+    assert where.label(WHERE, {"key": 3}) == "key 3·the"
+    assert where.answer_label(WHERE, {"key": 2, "weights": [0.1, 0.2, 0.6, 0.1]}) == "key 2·cat, weight 0.60"

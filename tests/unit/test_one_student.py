@@ -81,7 +81,7 @@ def test_joins_are_limited_per_address_not_per_session():
 @pytest.mark.parametrize("cell", ['=HYPERLINK("http://e.x","c")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx"])
 def test_the_history_csv_neutralises_formulas(cell):
     from classroom.store import Question
-    from ui.class_views import history_csv
+    from ui.class_sheets import history_csv
 
     question = Question(id=1, number=1, kind="choice", view="attention", prompt=cell, shown={"options": [cell, "b"]},
                         revealed=True, answer={"choice": 1})
@@ -136,7 +136,7 @@ def test_every_students_answers_download_named_only_as_the_teacher_shows_names()
     """The CSV had per-question totals only (issue 87, item 8): a sheet of every student's answer and mark, each
     named by nickname only when the teacher shows names, else "student 1", "student 2"."""
     from classroom.store import Answered, Question
-    from ui.class_views import students_csv
+    from ui.class_sheets import students_csv
 
     question = Question(id=1, number=1, kind="choice", view="class_room", prompt="Which?",
                         shown={"options": ["a", "b"]}, revealed=True, answer={"option": 1})
