@@ -191,6 +191,23 @@ def test_a_post_norm_receivers_input_has_no_layer_norm_to_recompute():
         P.patched_run(model, clean, corrupt, (P.PathSite(("token",), (("decoder", 1, 2, "k"),), layer_norm="x"),))
 
 
+def test_a_path_names_its_receivers_and_a_site_says_whether_the_model_has_it():
+    """A receiver given as a 4-tuple becomes a `Receiver` (it still compares equal to the tuple); each site answers
+    whether the model has it, and the error names the ones it has not (a malformed receiver as given)."""
+    model = small_model("encoder-decoder", "post")
+    clean, corrupt = pair(model)
+    path = P.PathSite(("token",), (("decoder", 1, 2, "k"),))
+    assert path.receivers == (P.Receiver("decoder", 1, 2, "k"),) == (("decoder", 1, 2, "k"),)
+    assert path.label == "token → decoder L1 H2 K" and path.fits(model, clean)
+    assert not P.PathSite(("token",), (("decoder", 1, 2, "x"),)).fits(model, clean)
+    assert not P.StreamSite("decoder", model.num_layers + 1, 0).fits(model, clean)
+    malformed = r"no such site: PathSite\(senders=\('token',\), receivers=\(\('decoder', 1\),\)"
+    with pytest.raises(ValueError, match=malformed):
+        P.patched_run(model, clean, corrupt, (P.PathSite(("token",), (("decoder", 1),)),))
+    with pytest.raises(ValueError, match="no such site: 'L0H0'"):
+        P.patched_run(model, clean, corrupt, ("L0H0",))
+
+
 @pytest.mark.parametrize("architecture, norm", [("encoder-decoder", "post"), ("decoder-only", "pre")])
 def test_the_ends_are_exact(architecture, norm):
     model = small_model(architecture, norm)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -28,7 +29,6 @@ from transformer.core.patching import SIDES, PatchHook, Recorder
 from transformer.core.residual_parts import input_parts, receiver_stream
 
 DIRECTIONS = ("denoise", "noise")
-METRICS = ("logprob", "logit_diff", "attention")
 ROWS = 64  # patched runs in one batch
 
 
@@ -47,6 +47,21 @@ class HeadSite:
         return f"{self.stack} L{self.layer} H{self.head}" + ("" if self.position is None
                                                              else f" at position {self.position}")
 
+    said = label  # as an error names it
+
+    def fits(self, model, inputs: Inputs) -> bool:
+        """Whether ``model``, on lines of ``inputs``' shape, has this site."""
+        return self.stack in model.stacks and _index(self.layer, model.num_layers) and _index(
+            self.head, model.num_heads) and (self.position is None
+                                             or _index(self.position, _length(inputs, self.stack, "q")))
+
+    def add_to(self, build: _PatchBuild, row: int) -> None:
+        """Row ``row`` of the hook takes the source run's output of this head (at its position, or every one)."""
+        key = (self.stack, self.layer)
+        n_q = int(build.recorded.contexts[key].shape[2])
+        chosen = build.heads.setdefault(key, np.zeros((build.rows, build.model.num_heads, n_q), np.float32))
+        chosen[row, self.head, slice(None) if self.position is None else self.position] = 1.0  # (B, H, N_q)
+
 
 @dataclass(frozen=True)
 class StreamSite:
@@ -58,8 +73,40 @@ class StreamSite:
     def label(self) -> str:
         return f"{self.stack} stream entering L{self.layer}, position {self.position}"
 
+    said = label
+
+    def fits(self, model, inputs: Inputs) -> bool:
+        if self.stack not in stream_stacks(model):
+            return False
+        length = np.shape(inputs.src if self.stack == "encoder" else inputs.tgt)[1]
+        return _index(self.layer, model.num_layers + 1) and _index(self.position, length)
+
+    def add_to(self, build: _PatchBuild, row: int) -> None:
+        """Row ``row`` of the hook takes the source run's stream at this layer and position."""
+        key = (self.stack, self.layer)
+        length = int(build.recorded.streams[key].shape[1])
+        build.positions.setdefault(key, np.zeros((build.rows, length), np.float32))[row, self.position] = 1.0
+
 
 LAYER_NORMS = ("held", "recomputed")  # a path's receiver LayerNorm: at the base run's scale, or on the patched sum
+
+
+class Receiver(NamedTuple):
+    """A path's receiver: one head's query, key or value input (``side`` in SIDES)."""
+
+    stack: str
+    layer: int
+    head: int
+    side: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.stack} L{self.layer} H{self.head} {self.side.upper()}"
+
+    def fits(self, model, inputs: Inputs, position: int | None) -> bool:
+        """Whether ``model`` has this head and input (and, for one position's path, that position on its side)."""
+        return self.side in SIDES and HeadSite(self.stack, self.layer, self.head).fits(model, inputs) and (
+            position is None or _index(position, _length(inputs, self.stack, self.side)))
 
 
 @dataclass(frozen=True)
@@ -69,16 +116,39 @@ class PathSite:
     run again on the base stream plus the senders' change, as path patching does in Wang et al. (2022)."""
 
     senders: tuple  # part names, as `transformer.core.residual_parts` names them
-    receivers: tuple  # ((stack, layer, head, side), …), side in SIDES
+    receivers: tuple  # `Receiver`s (a 4-tuple (stack, layer, head, side) given is made one)
     layer_norm: str = "held"
     position: int | None = None  # the senders' parts at this stream position alone (None: every position)
 
+    def __post_init__(self):
+        object.__setattr__(self, "receivers", tuple(Receiver(*r) if _receiver_shaped(r) else r
+                                                    for r in self.receivers))
+
     @property
     def label(self) -> str:
-        into = ", ".join(f"{stack} L{layer} H{head} {side.upper()}" for stack, layer, head, side in self.receivers)
+        into = ", ".join(receiver.label for receiver in self.receivers)
         at = "" if self.position is None else f" at position {self.position}"
         return f"{' + '.join(self.senders)}{at} → {into}" + (" (LayerNorm recomputed)" if self.layer_norm != "held"
                                                               else "")
+
+    @property
+    def said(self) -> str:
+        """As an error names it: its label, or as given where a receiver is not even well formed."""
+        return self.label if all(isinstance(r, Receiver) for r in self.receivers) else repr(self)
+
+    def fits(self, model, inputs: Inputs) -> bool:
+        return bool(self.senders) and bool(self.receivers) and self.layer_norm in LAYER_NORMS and all(
+            isinstance(r, Receiver) and r.fits(model, inputs, self.position) for r in self.receivers)
+
+    def add_to(self, build: _PatchBuild, row: int) -> None:
+        """Row ``row`` of the hook adds this path's change to each receiver layer's query or key and value input."""
+        for key, groups in _path_changes(build, self).items():
+            for group, change in groups.items():
+                first = build.senders.setdefault((row, *key, group), self.senders)
+                if first != self.senders:
+                    raise ValueError(f"Paths into one layer's {group.upper()} input ({key[0]} L{key[1]}) share "
+                                     f"their senders in one patch. Received: {first} and {self.senders}")
+                build.add_input_change(key, group, change, row)
 
 
 @dataclass(frozen=True)
@@ -120,37 +190,67 @@ class Metric:
 
     def value(self, logits, attention: dict) -> np.ndarray:
         """``(B,)`` float64 from a run's ``logits (B, N, V)`` and ``attention`` (`Transformer.call`'s)."""
-        rows = list(self.positions)
-        if self.kind == "attention":
-            weights = np.asarray(attention[self.stack][self.layer], np.float64)  # (B, H, N_q, N_k)
-            picked = weights[:, list(self.heads)][:, :, rows, list(self.keys)]  # (B, heads, P)
-            return picked.mean(axis=(1, 2))
-        logits = np.asarray(logits, np.float64)[:, rows]  # (B, P, V)
-        index = np.arange(len(rows))
-        if self.kind == "logprob":
-            top = logits.max(-1, keepdims=True)  # (B, P, 1)
-            log_probs = logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))  # (B, P, V)
-            return log_probs[:, index, list(self.clean)].mean(-1)
-        return (logits[:, index, list(self.clean)] - logits[:, index, list(self.corrupt)]).mean(-1)
+        return _METRIC_KINDS[self.kind].value(self, logits, attention)
+
+
+def _logits_at(metric: Metric, logits) -> tuple:
+    """``(logits at the metric's positions (B, P, V) float64, the positions' index (P,))``."""
+    return np.asarray(logits, np.float64)[:, list(metric.positions)], np.arange(len(metric.positions))
+
+
+def _logprob(metric: Metric, logits, attention: dict) -> np.ndarray:
+    logits, index = _logits_at(metric, logits)  # (B, P, V)
+    top = logits.max(-1, keepdims=True)  # (B, P, 1)
+    log_probs = logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))  # (B, P, V)
+    return log_probs[:, index, list(metric.clean)].mean(-1)
+
+
+def _logit_diff(metric: Metric, logits, attention: dict) -> np.ndarray:
+    logits, index = _logits_at(metric, logits)  # (B, P, V)
+    return (logits[:, index, list(metric.clean)] - logits[:, index, list(metric.corrupt)]).mean(-1)
+
+
+def _attention_weight(metric: Metric, logits, attention: dict) -> np.ndarray:
+    weights = np.asarray(attention[metric.stack][metric.layer], np.float64)  # (B, H, N_q, N_k)
+    picked = weights[:, list(metric.heads)][:, :, list(metric.positions), list(metric.keys)]  # (B, heads, P)
+    return picked.mean(axis=(1, 2))
+
+
+def _check_answer_ids(metric: Metric, model, sides: int) -> None:
+    """ValueError unless the metric names one answer id a position on each of its ``sides`` (clean, corrupted)."""
+    ids = metric.clean + (metric.corrupt if sides == 2 else ())
+    if len(ids) != len(metric.positions) * sides or any(not 0 <= i < model.output_vocab_size for i in ids):
+        raise ValueError(f"A {metric.kind} metric names one answer id (0 to {model.output_vocab_size - 1}) a "
+                         f"position{' on each side' if sides == 2 else ''}. Received: clean="
+                         f"{metric.clean!r}, corrupt={metric.corrupt!r}")
+
+
+@dataclass(frozen=True)
+class _MetricKind:
+    """How a kind of metric reads a run (``value(metric, logits, attention)``, ``(B,)``) and what it asks of the
+    model (``check(metric, model)``: ValueError naming it)."""
+
+    value: Callable
+    check: Callable
+
+
+_METRIC_KINDS = {
+    "logprob": _MetricKind(_logprob, lambda metric, model: _check_answer_ids(metric, model, 1)),
+    "logit_diff": _MetricKind(_logit_diff, lambda metric, model: _check_answer_ids(metric, model, 2)),
+    "attention": _MetricKind(_attention_weight, lambda metric, model: _check_attention_metric(metric, model)),
+}
+METRICS = tuple(_METRIC_KINDS)  # ("logprob", "logit_diff", "attention")
 
 
 def check_metric(metric: Metric, model, inputs: Inputs) -> None:
     """ValueError naming what ``metric`` asks of ``model`` on lines of ``inputs``' shape that it cannot give."""
-    if metric.kind not in METRICS:
+    if metric.kind not in _METRIC_KINDS:
         raise ValueError(f"The metric must be one of {METRICS}. Received: {metric.kind!r}")
     side = inputs.tgt if model.has_decoder else inputs.src
     length = np.shape(side)[1]
     if not metric.positions or any(not 0 <= p < length for p in metric.positions):
         raise ValueError(f"A metric's positions run from 0 to {length - 1}. Received: {metric.positions!r}")
-    if metric.kind == "attention":
-        _check_attention_metric(metric, model)
-        return
-    ids = metric.clean + (metric.corrupt if metric.kind == "logit_diff" else ())
-    wanted = len(metric.positions) * (2 if metric.kind == "logit_diff" else 1)
-    if len(ids) != wanted or any(not 0 <= i < model.output_vocab_size for i in ids):
-        raise ValueError(f"A {metric.kind} metric names one answer id (0 to {model.output_vocab_size - 1}) a "
-                         f"position{' on each side' if metric.kind == 'logit_diff' else ''}. Received: clean="
-                         f"{metric.clean!r}, corrupt={metric.corrupt!r}")
+    _METRIC_KINDS[metric.kind].check(metric, model)
 
 
 def _check_attention_metric(metric: Metric, model) -> None:
@@ -184,39 +284,20 @@ def stream_stacks(model) -> tuple:
 
 def check_sites(model, inputs: Inputs, sites) -> None:
     """ValueError naming each site the model (on lines of ``inputs``' shape) has not."""
-    wrong = [site for site in sites if not _has(model, inputs, site)]
+    wrong = [site for site in sites if not _fits(site, model, inputs)]
     if wrong:
         raise ValueError(f"This {model.architecture} model ({model.num_layers} layers of {model.num_heads} heads) "
-                         f"has no such site: {', '.join(_said(site) for site in wrong[:6])}")
+                         f"has no such site: {', '.join(getattr(site, 'said', repr(site)) for site in wrong[:6])}")
 
 
-def _said(site) -> str:
-    """A site as an error names it: its label, or as given when it is not even well formed."""
-    if isinstance(site, PathSite) and not all(_receiver_shaped(r) for r in site.receivers):
-        return repr(site)
-    return site.label if hasattr(site, "label") else repr(site)
+def _fits(site, model, inputs: Inputs) -> bool:
+    """A site the model has; anything that is not a site (a caller's mistake) has none."""
+    fits = getattr(site, "fits", None)
+    return callable(fits) and fits(model, inputs)
 
 
 def _receiver_shaped(receiver) -> bool:
     return isinstance(receiver, tuple) and len(receiver) == 4
-
-
-def _has(model, inputs: Inputs, site) -> bool:
-    if isinstance(site, HeadSite):
-        return site.stack in model.stacks and _index(site.layer, model.num_layers) and _index(
-            site.head, model.num_heads) and (site.position is None or _index(site.position, _length(inputs, site.stack,
-                                                                                                    "q")))
-    if isinstance(site, StreamSite):
-        if site.stack not in stream_stacks(model):
-            return False
-        length = np.shape(inputs.src if site.stack == "encoder" else inputs.tgt)[1]
-        return _index(site.layer, model.num_layers + 1) and _index(site.position, length)
-    if isinstance(site, PathSite):
-        return bool(site.senders) and bool(site.receivers) and site.layer_norm in LAYER_NORMS and all(
-            _receiver_shaped(r) and r[3] in SIDES and _has(model, inputs, HeadSite(*r[:3]))
-            and (site.position is None or _index(site.position, _length(inputs, r[0], r[3])))
-            for r in site.receivers)
-    return False
 
 
 def _length(inputs: Inputs, stack: str, side: str) -> int:
@@ -246,24 +327,62 @@ def _record(model, source: Inputs) -> _Source:
     return _Source(recorder.contexts, recorder.streams)
 
 
-def _parts(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple) -> tuple:
-    if site not in recorded.parts:
-        recorded.parts[site] = tuple(input_parts(model, *site, *inputs.rows(1)) for inputs in (source, base))
-    return recorded.parts[site]
+@dataclass
+class _PatchBuild:
+    """One `PatchHook` under construction, a row a patch: each site adds itself (``add_to``) to its row."""
+
+    model: object
+    recorded: _Source
+    base: Inputs
+    source: Inputs
+    rows: int
+    heads: dict = field(default_factory=dict)  # (stack, layer) -> (B, H, N_q) 1 where a head is patched
+    positions: dict = field(default_factory=dict)  # (stack, layer) -> (B, N) 1 where the stream is patched
+    inputs: dict = field(default_factory=dict)  # (stack, layer) -> (q (B, N_q, D), kv (B, N_k, D), sides (3, B, H))
+    senders: dict = field(default_factory=dict)  # (row, stack, layer, "q" | "kv") -> the senders changing it
+
+    def parts(self, key: tuple) -> tuple:
+        """``(source (q, kv), base (q, kv))`` parts of the input of ``key``'s attention (recorded once)."""
+        if key not in self.recorded.parts:
+            self.recorded.parts[key] = tuple(input_parts(self.model, *key, *inputs.rows(1))
+                                             for inputs in (self.source, self.base))
+        return self.recorded.parts[key]
+
+    def entering(self, key: tuple) -> tuple:
+        """``(source, base)`` `ReceiverStream`s entering ``key``'s block (recorded once)."""
+        if key not in self.recorded.entering:
+            self.recorded.entering[key] = tuple(receiver_stream(self.model, *key, *inputs.rows(1))
+                                                for inputs in (self.source, self.base))
+        return self.recorded.entering[key]
+
+    def add_input_change(self, key: tuple, group: str, change: tuple, row: int) -> None:
+        """Row ``row``'s change to ``key``'s query (``group`` "q") or key and value ("kv") input, and its
+        receivers (``change``: ``(values (N, D), {(head, side)})``)."""
+        if key not in self.inputs:
+            n_q, n_k = (int(next(iter(side.values())).shape[1]) for side in self.parts(key)[1])  # the base's
+            self.inputs[key] = (np.zeros((self.rows, n_q, self.model.d_model), np.float32),
+                                np.zeros((self.rows, n_k, self.model.d_model), np.float32),
+                                np.zeros((len(SIDES), self.rows, self.model.num_heads), np.float32))
+        values, receivers = change
+        self.inputs[key][0 if group == "q" else 1][row] = values.numpy()
+        for head, side in receivers:
+            self.inputs[key][2][SIDES.index(side), row, head] = 1.0
+
+    def hook(self) -> PatchHook:
+        recorded = self.recorded
+        return PatchHook(heads={k: tf.constant(v) for k, v in self.heads.items()},
+                         contexts={k: recorded.contexts[k] for k in self.heads},
+                         positions={k: tf.constant(v) for k, v in self.positions.items()},
+                         streams={k: recorded.streams[k] for k in self.positions},
+                         inputs={k: (tf.constant(q), tf.constant(kv), tf.constant(sides))
+                                 for k, (q, kv, sides) in self.inputs.items()})
 
 
-def _entering(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple) -> tuple:
-    if site not in recorded.entering:
-        recorded.entering[site] = tuple(receiver_stream(model, *site, *inputs.rows(1)) for inputs in (source, base))
-    return recorded.entering[site]
-
-
-def _recomputed(model, recorded: _Source, base: Inputs, source: Inputs, site: tuple, *, group: str,
-                senders: tuple, held):
-    """The change to ``site``'s ``group`` input with its LayerNorm run again on the patched stream: ``LN(base +
+def _recomputed(build: _PatchBuild, key: tuple, *, group: str, senders: tuple, held):
+    """The change to ``key``'s ``group`` input with its LayerNorm run again on the patched stream: ``LN(base +
     Σ senders' (source − base) parts) − LN(base)``, ``(N, D)``; ``held`` (the held-scale change) where no LayerNorm
     of this block stands between the stream and that input (post-norm; cross-attention's key and value)."""
-    source_stream, base_stream = _entering(model, recorded, base, source, site)
+    source_stream, base_stream = build.entering(key)
     if base_stream.layer_norm is None or (group == "kv" and not base_stream.self_attention):
         return held
     stream = tf.add_n(list(base_stream.parts.values()))  # (1, N, D)
@@ -272,75 +391,38 @@ def _recomputed(model, recorded: _Source, base: Inputs, source: Inputs, site: tu
     return (norm(stream + delta) - norm(stream))[0]  # (N, D)
 
 
-def _path_changes(model, recorded: _Source, base: Inputs, source: Inputs, path: PathSite) -> dict:
+def _path_changes(build: _PatchBuild, path: PathSite) -> dict:
     """``{(stack, layer): {"q" | "kv": (change (N, D), {(head, side)})}}`` of one path: the change to the query
     input or to the key and value input of each receiver's layer, and the receivers that take it."""
     changes = {}
-    for stack, layer, head, side in path.receivers:
-        (source_q, source_kv), (base_q, base_kv) = _parts(model, recorded, base, source, (stack, layer))
-        group, base_parts, source_parts = ("q", base_q, source_q) if side == "q" else ("kv", base_kv, source_kv)
+    for receiver in path.receivers:
+        key = (receiver.stack, receiver.layer)
+        (source_q, source_kv), (base_q, base_kv) = build.parts(key)
+        group, base_parts, source_parts = ("q", base_q, source_q) if receiver.side == "q" else \
+            ("kv", base_kv, source_kv)
         missing = [name for name in path.senders if name not in base_parts]
         if missing:
-            raise ValueError(f"{stack} L{layer} H{head}'s {side.upper()} input is the sum of "
-                             f"{', '.join(base_parts)}: no {', '.join(missing)} (a sender must come before its "
-                             "receiver)")
-        if group not in changes.setdefault((stack, layer), {}):
+            raise ValueError(f"{receiver.stack} L{receiver.layer} H{receiver.head}'s {receiver.side.upper()} input "
+                             f"is the sum of {', '.join(base_parts)}: no {', '.join(missing)} (a sender must come "
+                             "before its receiver)")
+        if group not in changes.setdefault(key, {}):
             change = tf.add_n([source_parts[name][0] - base_parts[name][0] for name in path.senders])  # (N, D)
             if path.layer_norm == "recomputed":
-                change = _recomputed(model, recorded, base, source, (stack, layer), group=group,
-                                     senders=path.senders, held=change)
+                change = _recomputed(build, key, group=group, senders=path.senders, held=change)
             if path.position is not None:  # one position's row of the change (a LayerNorm works row by row)
                 change = change * tf.one_hot(path.position, change.shape[0], dtype=change.dtype)[:, None]
-            changes[stack, layer][group] = (change, set())
-        changes[stack, layer][group][1].add((head, side))
+            changes[key][group] = (change, set())
+        changes[key][group][1].add((receiver.head, receiver.side))
     return changes
 
 
 def _hook(model, recorded: _Source, base: Inputs, source: Inputs, patches: list) -> PatchHook:
     """One `PatchHook` whose row b carries ``patches[b]`` (a tuple of sites)."""
-    rows, heads, positions, inputs = len(patches), {}, {}, {}
+    build = _PatchBuild(model, recorded, base, source, len(patches))
     for row, patch in enumerate(patches):
-        senders_here = {}  # (stack, layer, "q" | "kv") -> the senders of the path that changes it
         for site in patch:
-            if isinstance(site, HeadSite):
-                key = (site.stack, site.layer)
-                n_q = int(recorded.contexts[key].shape[2])
-                chosen = heads.setdefault(key, np.zeros((rows, model.num_heads, n_q), np.float32))  # (B, H, N_q)
-                chosen[row, site.head, slice(None) if site.position is None else site.position] = 1.0
-            elif isinstance(site, StreamSite):
-                key = (site.stack, site.layer)
-                length = int(recorded.streams[key].shape[1])
-                positions.setdefault(key, np.zeros((rows, length), np.float32))[row, site.position] = 1.0
-            else:
-                for key, groups in _path_changes(model, recorded, base, source, site).items():
-                    for group, change in groups.items():
-                        if senders_here.setdefault((*key, group), site.senders) != site.senders:
-                            raise ValueError(f"Paths into one layer's {group.upper()} input ({key[0]} L{key[1]}) "
-                                             f"share their senders in one patch. Received: "
-                                             f"{senders_here[(*key, group)]} and {site.senders}")
-                        sizes = _parts(model, recorded, base, source, key)[1]  # the base's (q, kv) parts
-                        _add_path(inputs, key, group, change, row, rows, sizes, model)
-    return PatchHook(heads={k: tf.constant(v) for k, v in heads.items()},
-                     contexts={k: recorded.contexts[k] for k in heads},
-                     positions={k: tf.constant(v) for k, v in positions.items()},
-                     streams={k: recorded.streams[k] for k in positions},
-                     inputs={k: (tf.constant(q), tf.constant(kv), tf.constant(sides))
-                             for k, (q, kv, sides) in inputs.items()})
-
-
-def _add_path(inputs: dict, key: tuple, group: str, change: tuple, row: int, rows: int, parts: tuple,
-              model) -> None:
-    """Row ``row``'s change to ``key``'s query (``group`` "q") or key and value ("kv") input, and its receivers;
-    ``parts``: the layer's (query, key) parts in the base run, whose lengths the inputs take."""
-    if key not in inputs:
-        n_q, n_k = (int(next(iter(side.values())).shape[1]) for side in parts)
-        inputs[key] = (np.zeros((rows, n_q, model.d_model), np.float32),
-                       np.zeros((rows, n_k, model.d_model), np.float32),
-                       np.zeros((len(SIDES), rows, model.num_heads), np.float32))
-    values, receivers = change
-    inputs[key][0 if group == "q" else 1][row] = values.numpy()
-    for head, side in receivers:
-        inputs[key][2][SIDES.index(side), row, head] = 1.0
+            site.add_to(build, row)
+    return build.hook()
 
 
 def patched_values(model, clean: Inputs, corrupt: Inputs, patches: list, metric: Metric,
