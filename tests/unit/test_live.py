@@ -414,8 +414,9 @@ def test_model_cache_holds_models_up_to_a_weight_budget_and_always_the_newest(mo
 
 
 def test_the_model_cache_budget_holds_two_of_the_largest_models():
-    largest = model_cache.model_bytes((limits.MAX_D_MODEL, 8, limits.MAX_D_FF, limits.MAX_LAYERS, "learned", 8,
-                                       "pre", "encoder-decoder", "/CPU:0"))
+    largest = model_cache.model_bytes(model_cache.shape_key(
+        limits.ModelShape(d_model=limits.MAX_D_MODEL, num_heads=8, d_ff=limits.MAX_D_FF, num_layers=limits.MAX_LAYERS,
+                          positions="learned", num_kv_heads=8, norm="pre", architecture="encoder-decoder"), "/CPU:0"))
     assert 2 * largest <= model_cache.MODEL_CACHE_BYTES < 3 * largest
 
 

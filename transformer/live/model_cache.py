@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import gc
 import threading
+from dataclasses import fields
 
 import numpy as np
 import tensorflow as tf
@@ -112,20 +113,21 @@ class CachedModel:
 
 
 def shape_key(shape: ModelShape, device: str) -> tuple:
-    """A random-weights model's key: `ModelShape`'s fields in its order (key/value heads counted), then the device
-    (`build_cached_model` reads it back; `model_bytes` sizes it)."""
-    return (shape.d_model, shape.num_heads, shape.d_ff, shape.num_layers, shape.positions, shape.kv_heads, shape.norm,
-            shape.architecture, device)
+    """A random-weights model's key: ``(its ModelShape, device)``, the shape read from ``shape`` (a `LiveConfig`'s
+    shape fields, by `dataclasses.fields`) with its key/value heads counted, so that None and the head count are one
+    model (`build_cached_model` builds it; `model_bytes` sizes it)."""
+    own = {field.name: getattr(shape, field.name) for field in fields(ModelShape)}
+    return ModelShape(**{**own, "num_kv_heads": shape.kv_heads}), device
 
 
 def build_cached_model(key, seed: int = 0, load=None) -> CachedModel:
     """A built model for a random-weights key (`shape_key`) with the weights of ``seed``,
     or, with ``load``, the model ``load()`` returns (a trained one's: its source loads it)."""
-    *shape, device = key  # ModelShape's fields, in its order, then the device (random weights)
+    device = key[-1]  # a source's key ends with the device (random weights: `shape_key`'s (shape, device))
     if load is not None:
         return CachedModel(load(), device)
     with tf.device(device), zero_kernels():  # seed_weights draws every weight: Keras's draws would be lost
-        model = Transformer.from_shape(ModelShape(*shape), VOCAB_SIZE, VOCAB_SIZE, dropout=0.0, max_len=MAX_SEQ_LEN)
+        model = Transformer.from_shape(key[0], VOCAB_SIZE, VOCAB_SIZE, dropout=0.0, max_len=MAX_SEQ_LEN)
         model.build((None, None), (None, None))  # every weight, before tracing
         seed_weights(model, seed)
     return CachedModel(model, device, seed)
@@ -134,8 +136,9 @@ def build_cached_model(key, seed: int = 0, load=None) -> CachedModel:
 def model_bytes(key) -> int:
     """Bytes of the float32 weights `build_cached_model` makes for a random-weights key (`shape_key`). Known
     before building, so that the cache makes room first."""
-    d_model, heads, d_ff, layers, positions, kv_heads, norm_kind, architecture, _ = key
-    kv_width = d_model // heads * kv_heads  # the key and value projections' outputs
+    shape = key[0]
+    d_model, d_ff, layers, architecture = shape.d_model, shape.d_ff, shape.num_layers, shape.architecture
+    kv_width = d_model // shape.num_heads * shape.kv_heads  # the key and value projections' outputs
     attention = 2 * (d_model * d_model + d_model) + 2 * (d_model * kv_width + kv_width)  # kernels and biases
     feed_forward = 2 * d_model * d_ff + d_ff + d_model if d_ff else 0
     norm = 2 * d_model  # gamma, beta
@@ -147,9 +150,9 @@ def model_bytes(key) -> int:
         encoder_layer, decoder_layer = 0, attention + feed_forward + sublayers * norm  # no cross-attention
     elif architecture == "encoder-only":
         decoder_layer = 0
-    final_norms = sides * norm if norm_kind == "pre" else 0
+    final_norms = sides * norm if shape.norm == "pre" else 0
     embeddings_and_output = sides * VOCAB_SIZE * d_model + d_model * VOCAB_SIZE + VOCAB_SIZE
-    learned = sides * MAX_SEQ_LEN * d_model if positions == "learned" else 0
+    learned = sides * MAX_SEQ_LEN * d_model if shape.positions == "learned" else 0
     return 4 * (layers * (encoder_layer + decoder_layer) + embeddings_and_output + learned + final_norms)
 
 

@@ -153,8 +153,8 @@ class RandomWeights(ModelSource):
         return check_ablation(config.ablate, config.ablation, config.stacks, config.num_layers, config.num_heads)
 
     def model_key(self, config: LiveConfig, device: str) -> tuple:
-        """`ModelShape`'s fields in its order (key/value heads counted) and the device: not the seed, which is
-        re-applied in place."""
+        """Its `ModelShape` (key/value heads counted) and the device (`shape_key`): not the seed, which is re-applied
+        in place."""
         return shape_key(config, device)
 
     def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
