@@ -79,13 +79,13 @@ def _load_upload() -> None:
 def controls(bar) -> None:
     """A keras-hub preset by name, or a .keras file: loaded on the engine, shared by the server's sessions."""
     with bar.expander("Your model", expanded=model_config.supports().outside):
-        st.text_input("keras-hub preset", key="_preset_name", placeholder="bert_tiny_en_uncased",
+        st.text_input("keras-hub preset", key=state.PRESET_NAME, placeholder="bert_tiny_en_uncased",
                       help="A keras-hub preset name (downloaded to keras-hub's cache the first time, on a server "
                       "online; a server's ATTENTION_LAB_PRESETS_DIR is looked in first). Read: BERT, RoBERTa, "
                       "DistilBERT, GPT-2, Llama, Mistral, Gemma, Qwen and any model built on Keras's "
                       "MultiHeadAttention.")
         st.button("Open the preset", on_click=_load_preset, key="_open_preset")
-        st.file_uploader("… or a .keras file", type=["keras"], key="_upload", on_change=_load_upload,
+        st.file_uploader("… or a .keras file", type=["keras"], key=state.UPLOAD, on_change=_load_upload,
                          help=f"Read as untrusted: at most {upload_limit_bytes() / 2**20:,.0f} MB, Keras's safe "
                          "mode (no Python code in the file). The link names its hash: only a link shares it.")
 

@@ -114,3 +114,31 @@ def test_a_mistyped_field_or_key_fails_at_once():
         state.F.wieghts  # noqa: B018
     with pytest.raises(KeyError, match="_my_modles"):
         state.get("_my_modles")
+
+
+def unknown_names(source: str) -> list[str]:
+    """Lines of ``source`` that name a field that does not exist: ``F.<name>`` or a keyword of ``state.update(…)``
+    that is neither a field nor a declared session key. `F` and `update` check their names when the line runs; this
+    checks every line, run or not."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "F" \
+                and node.attr not in state.FIELDS:
+            found.append(f"{node.lineno}: F.{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "state":
+            found += [f"{node.lineno}: state.update({word.arg}=…)" for word in node.keywords
+                      if word.arg is not None and word.arg not in state.FIELDS and word.arg not in state.SESSION_KEYS]
+    return found
+
+
+def test_every_field_named_by_attribute_or_keyword_exists_even_on_a_line_no_test_runs():
+    tests = sorted((ROOT / "tests").rglob("*.py"))
+    wrong = {str(path.relative_to(ROOT)): names for path in [*ui_files(), ROOT / "ui" / "state.py", *tests]
+             if (names := unknown_names(path.read_text()))}
+    assert wrong == {}
+
+
+def test_the_unknown_name_check_finds_a_planted_typo():
+    planted = "from ui.state import F\nstate.put(F.seq_lne, 3)\nstate.update(src='a', sqe_len=4)\n"
+    assert sorted(unknown_names(planted)) == ["2: F.seq_lne", "3: state.update(sqe_len=…)"]
