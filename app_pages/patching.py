@@ -8,16 +8,9 @@ from transformer.service import (
     ARCHITECTURE_STACKS,
     CORRUPTIONS,
     DATE_PARTS,
-    MIN_PATCH_GAP,
-    PATCH_DIRECTIONS,
-    PATCH_LAYER_NORMS,
-    PATCH_MAPS,
-    PATCH_METRIC_LABELS,
-    PATCH_SIDES,
+    PATCHING,
     PatchRequest,
-    gap_too_small,
     get_task,
-    patch_metrics_of,
     spec_of,
 )
 from ui import choices, data, model_config, openings, state
@@ -74,13 +67,13 @@ st.caption(f"The sidebar's model: **{weights_label(model)}** (change it in the s
 top = st.columns([1, 2])
 seed = int(top[0].number_input("Line (seed)", min_value=0, max_value=2**31 - 1, key=F.pt_seed, **PERSIST,
                                help="Draws the clean line (when none is typed) and the corruption."))
-metrics = patch_metrics_of(spec.task)
+metrics = PATCHING.metrics_of(spec.task)
 if state.value(F.pt_metric) not in ("", *metrics):  # another model's metric: this one's first
     state.put(F.pt_metric, "")
 options_follow(F.pt_metric, metrics)
 metric = top[1].selectbox("Metric", ("", *metrics), key=F.pt_metric, **PERSIST,
-                          format_func=lambda m: PATCH_METRIC_LABELS[m] if m else
-                          f"{PATCH_METRIC_LABELS[metrics[0]]} (the model's first)")
+                          format_func=lambda m: PATCHING.metric_labels[m] if m else
+                          f"{PATCHING.metric_labels[metrics[0]]} (the model's first)")
 metric = metric or metrics[0]
 device = state.value(F.device)
 drawn = data.patching_line(model, seed, device)
@@ -97,10 +90,10 @@ if spec.task == "dates":
 elif state.value(F.pt_part):
     state.put(F.pt_part, "")
 how = st.columns(2)
-direction = how[0].radio("Direction", PATCH_DIRECTIONS, key=F.pt_dir, format_func=DIRECTION_LABELS.get, **PERSIST)
-kind = how[1].radio("Map", PATCH_MAPS, key=F.pt_map, format_func=MAP_LABELS.get, **PERSIST)
+direction = how[0].radio("Direction", PATCHING.directions, key=F.pt_dir, format_func=DIRECTION_LABELS.get, **PERSIST)
+kind = how[1].radio("Map", PATCHING.maps, key=F.pt_map, format_func=MAP_LABELS.get, **PERSIST)
 streams = tuple(stack for stack in ("encoder", "decoder") if stack in stacks)
-stream, receiver, layer_norm = "", (), PATCH_LAYER_NORMS[0]
+stream, receiver, layer_norm = "", (), PATCHING.layer_norms[0]
 by_position = kind != "stream" and st.toggle(
     "By position", key=F.pt_bypos, **PERSIST,
     help="Each site at one position alone, a column a position (TransformerLens's …_by_pos patchers): a head's "
@@ -135,10 +128,10 @@ if kind == "path":
     options_follow(F.pt_rhead, range(spec.num_heads))
     head = picks[2].selectbox("Receiver head", list(range(spec.num_heads)), key=F.pt_rhead, **PERSIST,
                               format_func=lambda h: f"H{h}")
-    side = picks[3].radio("Its input", PATCH_SIDES, key=F.pt_rside, horizontal=True,
+    side = picks[3].radio("Its input", PATCHING.sides, key=F.pt_rside, horizontal=True,
                           format_func=SIDE_LABELS.get, **PERSIST)
     receiver = (receiver_stack, layers[-1] if layer < 0 else layer, head, side)
-    layer_norm = st.radio("The receiver's LayerNorm", PATCH_LAYER_NORMS, key=F.pt_ln, horizontal=True,
+    layer_norm = st.radio("The receiver's LayerNorm", PATCHING.layer_norms, key=F.pt_ln, horizontal=True,
                           format_func=LAYER_NORM_LABELS.get, **PERSIST,
                           help="Held: every LayerNorm at its own run's scale, so the senders' parts add up exactly. "
                                "Recomputed: the receiver's LayerNorm run again on the patched stream, as path "
@@ -152,7 +145,7 @@ study = data.patching_study(request)
 found, said = study.map, study.lines
 measured = found.metric
 metric_label = (f"L{measured.layer} H{measured.heads[0]}'s weight on the token after the earlier occurrence"
-                if measured.kind == "attention" and len(measured.heads) == 1 else PATCH_METRIC_LABELS[metric])
+                if measured.kind == "attention" and len(measured.heads) == 1 else PATCHING.metric_labels[metric])
 
 
 def _text(tokens) -> str:
@@ -200,9 +193,9 @@ title = {"heads": f"each {stream} head's output<br>at one query position" if by_
          "path": ("each sender at one position<br>" if by_position else "each sender alone<br>")
          + f"into {receiver[0]} L{receiver[1]} H{receiver[2]} {receiver[3].upper()}" if receiver else ""}[kind]
 ends = (found.clean_value, found.corrupt_value)
-small = gap_too_small(*ends)
+small = PATCHING.gap_too_small(*ends)
 if small:
-    st.warning(f"Clean − corrupted is {ends[0] - ends[1]:+.4f}, under {MIN_PATCH_GAP}: too small to normalise (a "
+    st.warning(f"Clean − corrupted is {ends[0] - ends[1]:+.4f}, under {PATCHING.min_gap}: too small to normalise (a "
                "patch's float noise would read as tens of percent of it). The map draws each patched run's raw "
                "change from the corrupted run instead, in the measure's own units. Another line, part or measure "
                "may give a wider gap.", icon=":material/straighten:")

@@ -33,15 +33,9 @@ from transformer.analysis.measures import (
     stable_softmax,
     without_keys,
 )
-from transformer.analysis.patch_maps import MAP_KINDS as PATCH_MAPS
-from transformer.analysis.patching import DIRECTIONS as PATCH_DIRECTIONS
-from transformer.analysis.patching import LAYER_NORMS as PATCH_LAYER_NORMS
-from transformer.analysis.patching import METRICS as PATCH_METRICS
-from transformer.analysis.patching import MIN_PATCH_GAP, gap_too_small
 from transformer.core.ablation import ABLATIONS, head_label
 from transformer.core.blockwise import FULL_ATTENTION_MAX, QUERY_BLOCK
 from transformer.core.masks import MASK_FAMILIES, SIZED_FAMILIES, size_range
-from transformer.core.patching import SIDES as PATCH_SIDES
 from transformer.core.shape import (
     ARCHITECTURE_STACKS,
     ARCHITECTURES,
@@ -86,9 +80,7 @@ from transformer.live.images import IMAGE_MODELS, example_image, image_task
 from transformer.live.importance import heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
-from transformer.live.patching import METRIC_LABELS as PATCH_METRIC_LABELS
-from transformer.live.patching import PatchRequest
-from transformer.live.patching import metrics_of as patch_metrics_of
+from transformer.live.patching import PATCHING, PatchRequest
 from transformer.live.priced_calls import NeedsLane, PricedCall, call_key, prepaid, shared_engine
 from transformer.live.run_cost import RunCost, check_cost, measure_cost
 from transformer.live.sources import (
@@ -213,9 +205,7 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "EXTERNAL_LENGTH", "upload",
            "upload_limit_bytes", "visible_gpus",
            "warm_up_device",
-           "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCH_DIRECTIONS", "PATCH_MAPS",
-           "PATCH_METRICS", "PATCH_METRIC_LABELS", "MIN_PATCH_GAP", "PATCH_LAYER_NORMS",
-           "gap_too_small", "PATCH_SIDES", "patch_metrics_of", "patching_cell", "patching_line",
+           "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCHING", "patching_cell", "patching_line",
            "patching_study", "PatchRequest",
            "ModelSource", "source_of",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",

@@ -18,11 +18,7 @@ from transformer.service import (
     MAX_LAYERS,
     MAX_SEQ_LEN,
     NORMS,
-    PATCH_DIRECTIONS,
-    PATCH_LAYER_NORMS,
-    PATCH_MAPS,
-    PATCH_METRICS,
-    PATCH_SIDES,
+    PATCHING,
     PATTERN_FAMILIES,
     POSITIONS,
     RANDOM,
@@ -151,10 +147,10 @@ FIELDS: dict[str, Field] = {
     "pt_corrupt": Field("", link_values.text(400),
           (("", "the corrupted line is the task's corruption of the clean one"),)),
     "pt_part": Field("", link_values.choice(("", *DATE_PARTS)), (("", "any part of the date is corrupted"),)),
-    "pt_metric": Field("", link_values.choice(("", *PATCH_METRICS)),
+    "pt_metric": Field("", link_values.choice(("", *PATCHING.metrics)),
           (("", "the model's first measure is used"),)),
-    "pt_dir": Field(PATCH_DIRECTIONS[0], link_values.choice(PATCH_DIRECTIONS)),
-    "pt_map": Field(PATCH_MAPS[0], link_values.choice(PATCH_MAPS)),
+    "pt_dir": Field(PATCHING.directions[0], link_values.choice(PATCHING.directions)),
+    "pt_map": Field(PATCHING.maps[0], link_values.choice(PATCHING.maps)),
     # pt_stack: the stream map's
     "pt_stack": Field("", link_values.choice(("", "encoder", "decoder")),
           (("", "the first stack is drawn"),)),
@@ -164,8 +160,8 @@ FIELDS: dict[str, Field] = {
     "pt_rlayer": Field(-1, link_values.integer(-1, MAX_LAYERS - 1),
           ((-1, "the last layer receives"),)),
     "pt_rhead": Field(0, link_values.integer(0, MAX_HEADS - 1)),
-    "pt_rside": Field("k", link_values.choice(PATCH_SIDES)),
-    "pt_ln": Field(PATCH_LAYER_NORMS[0], link_values.choice(PATCH_LAYER_NORMS)),  # the receiver's LayerNorm
+    "pt_rside": Field("k", link_values.choice(PATCHING.sides)),
+    "pt_ln": Field(PATCHING.layer_norms[0], link_values.choice(PATCHING.layer_norms)),  # the receiver's LayerNorm
     "pt_bypos": Field(False, link_values.flag),  # a heads or path map by position
     "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS), ((-1, "no cell is opened"),)),
     "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN), ((-1, "no cell is opened"),)),

@@ -10,7 +10,8 @@ reads the line; the answer is each position where the in-context rule's next tok
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 import numpy as np
 import tensorflow as tf
@@ -18,6 +19,7 @@ import tensorflow as tf
 from transformer.analysis import patch_maps, patching
 from transformer.analysis.patch_maps import PatchMap
 from transformer.analysis.patching import Inputs, Metric
+from transformer.core import patching as core_patching
 from transformer.core.masks import padding_mask, target_mask
 from transformer.live.sources import source_of
 from transformer.runtime.device import resolve_device
@@ -36,6 +38,31 @@ TASK_METRICS = {"induction": ("attention", "logprob")}  # a task's own, where th
 def metrics_of(task: str) -> tuple:
     """The metrics a model of ``task`` can be measured by, the default first."""
     return TASK_METRICS.get(task, SEQ2SEQ_METRICS)
+
+
+@dataclass(frozen=True)
+class PatchingTerms:
+    """Patching's vocabulary as the pages offer it, one object at the door: the maps, directions, metrics (with
+    their labels and which a task has), receivers' sides and LayerNorm readings, and the smallest gap normalised."""
+
+    maps: tuple = patch_maps.MAP_KINDS
+    directions: tuple = patching.DIRECTIONS
+    metrics: tuple = patching.METRICS
+    metric_labels: MappingProxyType = field(default_factory=lambda: MappingProxyType(METRIC_LABELS))
+    sides: tuple = core_patching.SIDES
+    layer_norms: tuple = patching.LAYER_NORMS
+    min_gap: float = patching.MIN_PATCH_GAP
+
+    @staticmethod
+    def metrics_of(task: str) -> tuple:
+        return metrics_of(task)
+
+    @staticmethod
+    def gap_too_small(clean_value: float, corrupt_value: float) -> bool:
+        return patching.gap_too_small(clean_value, corrupt_value)
+
+
+PATCHING = PatchingTerms()
 
 
 @dataclass(frozen=True)
