@@ -143,7 +143,7 @@ describe = PricedCall("describe", _registry.describe, _prices.describe, lane=Fal
 upload = PricedCall("upload", _registry.upload, _prices.upload, lane=False)
 decode = PricedCall("decode", _decode.decode, _prices.decode)
 head_roles = PricedCall("head_roles", _head_roles.head_roles, _prices.head_roles)
-measure_ablation = PricedCall("measure_ablation", _importance.measure, _prices.measure_ablation,
+measure_ablation = PricedCall("measure_ablation", _importance.measure_ablation, _prices.measure_ablation,
                               keep=_importance.keep_measure)
 head_importance = PricedCall("head_importance", _importance.head_importance, _prices.head_importance)
 induction_study = PricedCall("induction_study", _induction.induction_study, _prices.induction_study)

@@ -14,7 +14,7 @@ from transformer.core.masks import padding_mask, target_mask
 from transformer.core.shape import STACKS
 from transformer.live.decode import decode
 from transformer.live.head_roles import head_roles, repeated_lines
-from transformer.live.importance import head_importance, measure
+from transformer.live.importance import head_importance, measure_ablation
 from transformer.live.plan import resolved
 from transformer.tasks import PAD_ID, make_batch
 from transformer.training.pretrained import load_pretrained
@@ -122,9 +122,9 @@ def test_the_importance_measure_is_the_models_loss_with_and_without_a_head():
     rng = np.random.default_rng(0)  # measure's examples: the task's sources drawn from seed 0
     sources = [pretrained.rules.sample(rng, pretrained.lengths) for _ in range(40)]
     batch = make_batch(pretrained.rules, pretrained.vocab, sources, pretrained.lengths[1])
-    loss, accuracy = measure("reverse", (), 40)
+    loss, accuracy = measure_ablation("reverse", (), 40)
     assert loss == pytest.approx(_reference_loss(pretrained.model, *batch), abs=1e-4) and accuracy > 0.9
-    ablated_loss, _ = measure("reverse", (("cross", 0, 1),), 40)
+    ablated_loss, _ = measure_ablation("reverse", (("cross", 0, 1),), 40)
     hook = HeadAblation({("cross", 0): (1,)}, "zero")
     assert ablated_loss == pytest.approx(_reference_loss(pretrained.model, *batch, hook=hook), abs=1e-4)
     assert ablated_loss > loss

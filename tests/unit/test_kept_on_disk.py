@@ -135,7 +135,7 @@ def test_a_heads_ablation_measured_before_a_restart_is_read_from_the_data_direct
             "drawn = []\n"
             "draw = importance._examples\n"
             "importance._examples = lambda *arguments: drawn.append(arguments) or draw(*arguments)\n"
-            "found = importance.measure('reverse', (('cross', 0, 1),), count=50)\n"
+            "found = importance.measure_ablation('reverse', (('cross', 0, 1),), count=50)\n"
             "print(found, 'measured' if drawn else 'read')\n")
     first = _in_a_fresh_process(code, tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]

@@ -147,18 +147,18 @@ def _keep(key: tuple, kept_key: str, value: tuple) -> None:
 
 def is_kept(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
             device: str = "/CPU:0") -> bool:
-    """Whether `measure` of these is kept (this process or the data directory): it then costs nothing."""
+    """Whether `measure_ablation` of these is kept (this process or the data directory): it then costs nothing."""
     _check(count, kind)
     return _recalled(*_keys(name, ablate, count, kind, seed, device))
 
 
 def keep_measure(value: tuple, name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
                  device: str = "/CPU:0") -> None:
-    """Keep ``value``, a `measure` made elsewhere (the background lane's process), as if measured here."""
+    """Keep ``value``, a `measure_ablation` made elsewhere (the background lane's process), as if measured here."""
     _keep(*_keys(name, ablate, count, kind, seed, device), tuple(value))
 
 
-def measure(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
+def measure_ablation(name: str, ablate: tuple = (), count: int = 200, kind: str = "zero", seed: int = 0,
             device: str = "/CPU:0") -> tuple[float, float]:
     """``(loss, exact accuracy)`` of the trained model ``name`` with the heads ``ablate`` (``(stack, layer, head)``
     triples) ablated, on ``count`` fresh examples of its task drawn from ``seed``; remembered. ValueError for an
@@ -204,17 +204,17 @@ def heads_of(name: str) -> list[tuple[str, int, int]]:
 def head_importance(name: str, count: int = 200, kind: str = "zero", seed: int = 0, device: str = "/CPU:0",
                     on_progress=None) -> Importance:
     """Every head of the trained model ``name`` ablated in turn (``kind``: "zero" or "mean") on ``count`` fresh
-    examples of its task drawn from ``seed`` (`measure`, remembered). ``on_progress(done, total)`` after each
+    examples of its task drawn from ``seed`` (`measure_ablation`, remembered). ``on_progress(done, total)`` after each
     head. ValueError for an unknown model, kind or count."""
     _check(count, kind)
     started = time.perf_counter()
-    base_loss, base_accuracy = measure(name, (), count, kind, seed, device)
+    base_loss, base_accuracy = measure_ablation(name, (), count, kind, seed, device)
     triples = heads_of(name)
     _, layers, heads = triples[-1]
     loss_change = np.full((len(STACKS), layers + 1, heads + 1), np.nan)
     accuracy_change = np.full((len(STACKS), layers + 1, heads + 1), np.nan)
     for done, (stack, layer, head) in enumerate(triples, start=1):
-        value, accuracy = measure(name, ((stack, layer, head),), count, kind, seed, device)
+        value, accuracy = measure_ablation(name, ((stack, layer, head),), count, kind, seed, device)
         loss_change[STACKS.index(stack), layer, head] = value - base_loss
         accuracy_change[STACKS.index(stack), layer, head] = accuracy - base_accuracy
         if on_progress:
@@ -223,5 +223,5 @@ def head_importance(name: str, count: int = 200, kind: str = "zero", seed: int =
                       time.perf_counter() - started)
 
 
-__all__ = ["MAX_EXAMPLES", "Importance", "head_importance", "heads_of", "is_kept", "keep_measure", "measure",
+__all__ = ["MAX_EXAMPLES", "Importance", "head_importance", "heads_of", "is_kept", "keep_measure", "measure_ablation",
            "measured"]
