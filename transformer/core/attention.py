@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from transformer.core.dropout import apply_dropout, dropout_layer
 from transformer.core.linear import Linear
-from transformer.core.relative_positions import alibi_bias, rotary
+from transformer.core.relative_positions import ROPE_BASE, alibi_bias, rotary
 from transformer.core.shape import check_heads, check_kv_heads
 
 
@@ -203,6 +203,8 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
       positions: ``"rope"`` rotates queries and keys by their positions (RoFormer), ``"alibi"`` adds
         ``-slope_h·|i − j|`` to head h's logits (Press et al. 2022); None: neither (the paper's positions
         are added to the embeddings, outside this layer).
+      use_bias: the four projections add a bias (the paper); False: none (a Llama).
+      rope_base: RoPE's base (θ_i = base^(−2i/d_k); 10000 in RoFormer).
 
     Call arguments:
       query: ``(B, N_q, d_model)``.
@@ -217,7 +219,8 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
       before dropout, so they are what the picture of a head should show.
     """
 
-    def __init__(self, d_model, num_heads, dropout=0.0, num_kv_heads=None, positions=None, **kwargs):
+    def __init__(self, d_model, num_heads, dropout=0.0, num_kv_heads=None, positions=None, use_bias=True,
+                 rope_base=ROPE_BASE, **kwargs):
         super().__init__(**kwargs)
         check_heads(d_model, num_heads)
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
@@ -230,10 +233,11 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         self.depth = d_model // num_heads  # d_k = d_v
         self.dropout = dropout
         self.positions = positions
-        self.transform_query = Linear(d_model, name="transform_query")
-        self.transform_key = Linear(num_kv_heads * self.depth, name="transform_key")
-        self.transform_value = Linear(num_kv_heads * self.depth, name="transform_value")
-        self.transform_out = Linear(d_model, name="transform_out")
+        self.use_bias, self.rope_base = use_bias, rope_base
+        self.transform_query = Linear(d_model, use_bias=use_bias, name="transform_query")
+        self.transform_key = Linear(num_kv_heads * self.depth, use_bias=use_bias, name="transform_key")
+        self.transform_value = Linear(num_kv_heads * self.depth, use_bias=use_bias, name="transform_value")
+        self.transform_out = Linear(d_model, use_bias=use_bias, name="transform_out")
         self.weights_dropout = dropout_layer(dropout)  # None at rate 0
         self.site = None  # ("encoder" | "decoder" | "cross", layer index), given by the block that holds it
 
@@ -281,8 +285,8 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
         k = self.split_heads(key, self.num_kv_heads)  # (B, H_kv, N_k, d_k)
         v = self.split_heads(value, self.num_kv_heads)  # (B, H_kv, N_k, d_v)
         if self.positions == "rope":
-            q = rotary(q, start + tf.range(batch_and_length(query)[1]))  # (B, H, N_q, d_k)
-            k = rotary(k, start + tf.range(batch_and_length(key)[1]))  # (B, H_kv, N_k, d_k)
+            q = rotary(q, start + tf.range(batch_and_length(query)[1]), self.rope_base)  # (B, H, N_q, d_k)
+            k = rotary(k, start + tf.range(batch_and_length(key)[1]), self.rope_base)  # (B, H_kv, N_k, d_k)
         return q, k, v
 
     def cached_heads(self, query, key, value, cache):
@@ -353,5 +357,6 @@ class MultiHeadAttention(MaskConsumer, keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(d_model=self.d_model, num_heads=self.num_heads, dropout=self.dropout,
-                      num_kv_heads=self.num_kv_heads, positions=self.positions)
+                      num_kv_heads=self.num_kv_heads, positions=self.positions, use_bias=self.use_bias,
+                      rope_base=self.rope_base)
         return config

@@ -10,23 +10,33 @@ import keras
 from transformer.core.attention import MaskConsumer, MultiHeadAttention
 from transformer.core.dropout import apply_dropout, dropout_layer
 from transformer.core.linear import Linear
-from transformer.core.shape import check_norm
+from transformer.core.shape import LAYER_STYLE, check_layer_style, check_norm
 
 
 def _register(cls):
     return keras.saving.register_keras_serializable(package="attention_lab")(cls)
 
 
+def make_norm(norm_layer: str, epsilon: float, name: str):
+    """A LayerNorm (``"layer"``: ``(x − mean) / sqrt(var + ε) · γ + β``) or an RMSNorm (``"rms"``:
+    ``x / sqrt(mean(x²) + ε) · γ``) over the last axis, as Keras has them."""
+    if norm_layer == "rms":
+        return keras.layers.RMSNormalization(epsilon=epsilon, name=name)
+    return keras.layers.LayerNormalization(epsilon=epsilon, name=name)
+
+
 @_register
 class FeedForward(keras.layers.Layer):
-    """Position-wise FFN(x) = max(0, x·W1 + b1)·W2 + b2: ``(B, N, d_model)`` -> same shape."""
+    """Position-wise FFN(x) = max(0, x·W1 + b1)·W2 + b2: ``(B, N, d_model)`` -> same shape (no biases when
+    ``use_bias`` is False)."""
 
-    def __init__(self, d_model, d_ff, **kwargs):
+    def __init__(self, d_model, d_ff, use_bias=True, **kwargs):
         super().__init__(**kwargs)
         self.d_model = d_model
         self.d_ff = d_ff
-        self.hidden = Linear(d_ff, activation="relu", name="hidden")
-        self.project = Linear(d_model, name="project")
+        self.use_bias = use_bias
+        self.hidden = Linear(d_ff, activation="relu", use_bias=use_bias, name="hidden")
+        self.project = Linear(d_model, use_bias=use_bias, name="project")
 
     def build(self, x_shape):
         self.hidden.build(x_shape)
@@ -37,13 +47,39 @@ class FeedForward(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(d_model=self.d_model, d_ff=self.d_ff)
+        config.update(d_model=self.d_model, d_ff=self.d_ff, use_bias=self.use_bias)
+        return config
+
+
+@_register
+class GatedFeedForward(keras.layers.Layer):
+    """SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer"; a Llama's): ``(SiLU(x·W_gate) ⊙ x·W_up)·W_down``,
+    SiLU(z) = z·σ(z): ``(B, N, d_model)`` -> same shape, ``d_ff`` the gate's and the up projection's width."""
+
+    def __init__(self, d_model, d_ff, use_bias=False, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model, self.d_ff, self.use_bias = d_model, d_ff, use_bias
+        self.gate = Linear(d_ff, activation="silu", use_bias=use_bias, name="gate")
+        self.up = Linear(d_ff, use_bias=use_bias, name="up")
+        self.down = Linear(d_model, use_bias=use_bias, name="down")
+
+    def build(self, x_shape):
+        self.gate.build(x_shape)
+        self.up.build(x_shape)
+        self.down.build(tuple(x_shape[:-1]) + (self.d_ff,))
+
+    def call(self, x):
+        return self.down(self.gate(x) * self.up(x))  # (B, N, d_ff) ⊙ (B, N, d_ff) -> (B, N, d_model)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(d_model=self.d_model, d_ff=self.d_ff, use_bias=self.use_bias)
         return config
 
 
 @_register
 class ResidualBlock(MaskConsumer, keras.layers.Layer):
-    """A sublayer with its residual connection and LayerNorm.
+    """A sublayer with its residual connection and LayerNorm (an RMSNorm with ``norm_layer="rms"``: `make_norm`).
 
     ``norm="post"`` (the paper): ``LayerNorm(x + Dropout(sublayer(x, *args)))``; ``norm="pre"`` (GPT-2 and
     most models since): ``x + Dropout(sublayer(LayerNorm(x), *args))``. The sublayer gets ``x`` (normed first
@@ -51,14 +87,15 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
     its weights), the block returns ``(y, extra)``; otherwise just ``y`` ``(B, N, d_model)``.
     """
 
-    def __init__(self, sublayer, dropout=0.0, norm="post", **kwargs):
+    def __init__(self, sublayer, dropout=0.0, norm="post", norm_layer="layer", norm_epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
         check_norm(norm)
         self.sublayer = sublayer
         self.dropout = dropout
         self.norm = norm
+        self.norm_layer, self.norm_epsilon = norm_layer, norm_epsilon  # `make_norm`'s
         self.dropout_layer = dropout_layer(dropout)  # None at rate 0
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="layer_norm")
+        self.layer_norm = make_norm(norm_layer, norm_epsilon, "layer_norm")
 
     def build(self, x_shape):
         if not self.sublayer.built:  # a cross-attention sublayer is built by its parent
@@ -81,7 +118,7 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(sublayer=keras.saving.serialize_keras_object(self.sublayer), dropout=self.dropout,
-                      norm=self.norm)
+                      norm=self.norm, norm_layer=self.norm_layer, norm_epsilon=self.norm_epsilon)
         return config
 
     @classmethod
@@ -91,20 +128,34 @@ class ResidualBlock(MaskConsumer, keras.layers.Layer):
         return cls(**config)
 
 
-_SIZES = ("d_model", "num_heads", "d_ff", "dropout", "num_kv_heads", "positions", "norm")
+_SIZES = ("d_model", "num_heads", "d_ff", "dropout", "num_kv_heads", "positions", "norm", *LAYER_STYLE)
 
 
-def _keep_sizes(layer, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm) -> None:
-    """Check and keep on ``layer`` the hyper-parameters every block and stack shares (`_SIZES`)."""
+def _keep_sizes(layer, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm, style: dict) -> None:
+    """Check and keep on ``layer`` the hyper-parameters every block and stack shares (`_SIZES`; ``style``: the
+    `LAYER_STYLE` keys given, the rest the paper's)."""
     if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff < 0:
         raise ValueError(f"d_ff must be 0 (no feed-forward) or a positive integer. Received: d_ff={d_ff!r}")
     check_norm(norm)
-    for name, value in zip(_SIZES, (d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm)):
+    style = {**LAYER_STYLE, **style}
+    check_layer_style(**style)
+    for name, value in zip(_SIZES, (d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm,
+                                    *style.values())):
         setattr(layer, name, value)
 
 
 def _sizes_config(layer) -> dict:
     return {name: getattr(layer, name) for name in _SIZES}
+
+
+def _style_of(layer) -> dict:
+    """The `LAYER_STYLE` keys of a block or stack, as it keeps them."""
+    return {name: getattr(layer, name) for name in LAYER_STYLE}
+
+
+def _style_options(kwargs: dict) -> dict:
+    """The `LAYER_STYLE` keys taken out of a layer's keyword arguments (the rest go to Keras)."""
+    return {name: kwargs.pop(name) for name in LAYER_STYLE if name in kwargs}
 
 
 class _BlockConfig(keras.layers.Layer):
@@ -114,20 +165,28 @@ class _BlockConfig(keras.layers.Layer):
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None, norm="post",
                  **kwargs):
+        style = _style_options(kwargs)
         super().__init__(**kwargs)
-        _keep_sizes(self, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm)
+        _keep_sizes(self, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm, style)
+
+    def residual(self, sublayer, name):
+        """``sublayer`` in its residual block, with this block's norm (post or pre; LayerNorm or RMSNorm)."""
+        return ResidualBlock(sublayer, self.dropout, self.norm, self.norm_layer, self.norm_epsilon, name=name)
 
     def attention_block(self, name, positions=None):
         attention = MultiHeadAttention(self.d_model, self.num_heads, num_kv_heads=self.num_kv_heads,
-                                       positions=positions, name="attention")
-        return ResidualBlock(attention, self.dropout, self.norm, name=name)
+                                       positions=positions, use_bias=self.use_bias, rope_base=self.rope_base,
+                                       name="attention")
+        return self.residual(attention, name)
 
     def make_feed_forward_block(self):
-        """The feed-forward sublayer in its residual block, or None when ``d_ff`` is 0."""
+        """The feed-forward sublayer (ReLU or SwiGLU: ``ffn``) in its residual block, or None when
+        ``d_ff`` is 0."""
         if not self.d_ff:
             return None
-        return ResidualBlock(FeedForward(self.d_model, self.d_ff, name="feed_forward"), self.dropout, self.norm,
-                             name="feed_forward_block")
+        kind = GatedFeedForward if self.ffn == "swiglu" else FeedForward
+        return self.residual(kind(self.d_model, self.d_ff, use_bias=self.use_bias, name="feed_forward"),
+                             "feed_forward_block")
 
     def feed_forward(self, x, training):
         """``(B, N, d_model)`` through the feed-forward block, or as it is without one."""
@@ -244,20 +303,21 @@ class _Stack(keras.layers.Layer):
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None,
                  norm="post", **kwargs):
+        style = _style_options(kwargs)
         super().__init__(**kwargs)
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"num_layers must be a positive integer. Received: num_layers={num_layers!r}")
         self.num_layers = num_layers
-        _keep_sizes(self, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm)
+        _keep_sizes(self, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm, style)
         self.blocks = [
             self.block_class(d_model, num_heads, d_ff, dropout, num_kv_heads=num_kv_heads, positions=positions,
-                             norm=norm, name=f"block_{index}", **self.block_options())
+                             norm=norm, name=f"block_{index}", **_style_of(self), **self.block_options())
             for index in range(num_layers)
         ]
         for index, block in enumerate(self.blocks):
             for stack, attention in block.attentions.items():
                 attention.site = (stack, index)
-        self.final_norm = keras.layers.LayerNormalization(epsilon=1e-6, name="final_norm") if norm == "pre" else None
+        self.final_norm = make_norm(self.norm_layer, self.norm_epsilon, "final_norm") if norm == "pre" else None
 
     def block_options(self) -> dict:
         return {}

@@ -37,23 +37,26 @@ class Linear(keras.layers.Layer):
     ``(d_in, units)`` then ``bias`` ``(units,)``, in Dense's order, so weight files match.
     """
 
-    def __init__(self, units: int, activation=None, **kwargs):
+    def __init__(self, units: int, activation=None, use_bias: bool = True, **kwargs):
         super().__init__(**kwargs)
         self.units = units
         self.activation = keras.activations.get(activation)
+        self.use_bias = use_bias  # False: ``activation(x · kernel)``, no bias weight (a Llama's projections)
 
     def build(self, input_shape):
         self.kernel = self.add_weight(name="kernel", shape=(input_shape[-1], self.units),
                                       initializer="zeros" if getattr(_ZEROED, "on", False) else "glorot_uniform")
-        self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
+        self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros") if self.use_bias else None
 
     def call(self, x):
-        return self.activation(tf.matmul(x, self.kernel) + self.bias)  # (..., units)
+        y = tf.matmul(x, self.kernel)  # (..., units)
+        return self.activation(y if self.bias is None else y + self.bias)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)
 
     def get_config(self):
         config = super().get_config()
-        config.update(units=self.units, activation=keras.activations.serialize(self.activation))
+        config.update(units=self.units, activation=keras.activations.serialize(self.activation),
+                      use_bias=self.use_bias)
         return config

@@ -17,9 +17,11 @@ from transformer.core.masks import cached_causal_mask
 from transformer.core.positional import ScaledEmbedding, in_attention, position_layer
 from transformer.core.shape import (
     ARCHITECTURE_STACKS,
+    LAYER_STYLE,
     PAPER,
     check_architecture,
     check_heads,
+    check_layer_style,
     check_norm,
 )
 
@@ -107,6 +109,10 @@ class Transformer(keras.Model):
       architecture: ``"encoder-decoder"`` (the paper); ``"decoder-only"`` (GPT: one causal stack over the
         target side ``tgt``, no cross-attention, next-token logits); ``"encoder-only"`` (BERT: one bidirectional
         stack over ``src``, logits at every source position).
+      scale_embeddings: token embeddings multiplied by sqrt(d_model) (the paper); False: as they are (a Llama).
+      norm_layer, norm_epsilon, ffn, use_bias, rope_base: how each block is built (`LAYER_STYLE`: the
+        paper's LayerNorm, ReLU feed-forward and biases; a Llama's: ``"rms"``, ``"swiglu"``, no biases, its own
+        RoPE base).
 
     Call arguments:
       src: ``(B, N_s)`` int token ids (None in a decoder-only model).  tgt: ``(B, N_t)`` int token ids (None in
@@ -147,9 +153,12 @@ class Transformer(keras.Model):
         max_len=512,
         norm=PAPER.norm,
         architecture=PAPER.architecture,
+        scale_embeddings=True,
         **kwargs,
     ):
+        style = {name: kwargs.pop(name, default) for name, default in LAYER_STYLE.items()}
         super().__init__(**kwargs)
+        check_layer_style(**style)
         check_heads(d_model, num_heads)
         check_norm(norm)
         check_architecture(architecture)
@@ -171,18 +180,19 @@ class Transformer(keras.Model):
         self.share_output_weights = share_output_weights
         self.positions, self.num_kv_heads, self.max_len = positions, num_kv_heads, max_len
         self.norm, self.architecture = norm, architecture
+        self.scale_embeddings, self.style = scale_embeddings, style
 
-        inside = dict(num_kv_heads=num_kv_heads, positions=in_attention(positions), norm=norm)
+        inside = dict(num_kv_heads=num_kv_heads, positions=in_attention(positions), norm=norm, **style)
         self.source_embedding = self.source_positions = self.encoder = None
         self.target_embedding = self.target_positions = self.decoder = None
         if self.has_encoder:
-            self.source_embedding = ScaledEmbedding(src_vocab_size, d_model, name="source_embedding")
+            self.source_embedding = ScaledEmbedding(src_vocab_size, d_model, scale_embeddings, name="source_embedding")
             self.source_positions = position_layer(positions, d_model, dropout, max_len, "source_positions")
             self.encoder = Encoder(num_encoder_layers, d_model, num_heads, d_ff, dropout, name="encoder", **inside)
         if self.has_decoder:
             self.target_embedding = (
                 self.source_embedding if share_embeddings
-                else ScaledEmbedding(tgt_vocab_size, d_model, name="target_embedding")
+                else ScaledEmbedding(tgt_vocab_size, d_model, scale_embeddings, name="target_embedding")
             )
             self.target_positions = position_layer(positions, d_model, dropout, max_len, "target_positions")
             self.decoder = Decoder(num_decoder_layers, d_model, num_heads, d_ff, dropout, name="decoder",
@@ -333,5 +343,6 @@ class Transformer(keras.Model):
             dropout=self.dropout, share_embeddings=self.share_embeddings,
             share_output_weights=self.share_output_weights, positions=self.positions,
             num_kv_heads=self.num_kv_heads, max_len=self.max_len, norm=self.norm, architecture=self.architecture,
+            scale_embeddings=self.scale_embeddings, **self.style,
         )
         return config

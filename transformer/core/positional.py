@@ -65,16 +65,17 @@ class PositionalEncoding(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="attention_lab")
 class ScaledEmbedding(keras.layers.Layer):
-    """Token embedding multiplied by sqrt(d_model): ``(B, N)`` ids -> ``(B, N, d_model)``.
+    """Token embedding multiplied by sqrt(d_model) (unless ``scale`` is False): ``(B, N)`` ids -> ``(B, N, d_model)``.
 
     ``embeddings`` is the ``(vocab_size, d_model)`` matrix, shareable with the
     pre-softmax projection.
     """
 
-    def __init__(self, vocab_size, d_model, **kwargs):
+    def __init__(self, vocab_size, d_model, scale=True, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.d_model = d_model
+        self.scale = scale  # False: the rows as they are (a Llama's embeddings are not multiplied)
         self.embed = keras.layers.Embedding(vocab_size, d_model, name="embed")
 
     def build(self, tokens_shape=None):
@@ -85,11 +86,12 @@ class ScaledEmbedding(keras.layers.Layer):
         return self.embed.embeddings  # (V, D)
 
     def call(self, tokens):
-        return self.embed(tokens) * math.sqrt(self.d_model)  # (B, N, D)
+        embedded = self.embed(tokens)  # (B, N, D)
+        return embedded * math.sqrt(self.d_model) if self.scale else embedded
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, d_model=self.d_model)
+        config.update(vocab_size=self.vocab_size, d_model=self.d_model, scale=self.scale)
         return config
 
 

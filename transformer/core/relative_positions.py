@@ -10,17 +10,17 @@ import math
 import numpy as np
 import tensorflow as tf
 
-ROPE_BASE = 10000.0
+ROPE_BASE = 10000.0  # RoFormer's (the spec's LAYER_STYLE default, which a test keeps equal)
 
 
-def rotary_frequencies(d):
-    """θ_i = 10000^(−2i/d) for the ``d / 2`` pairs (2i, 2i+1): ``(d/2,)`` float32."""
-    return tf.pow(ROPE_BASE, -tf.range(0, d, 2, dtype=tf.float32) / float(d))  # (d/2,)
+def rotary_frequencies(d, base=ROPE_BASE):
+    """θ_i = base^(−2i/d) for the ``d / 2`` pairs (2i, 2i+1): ``(d/2,)`` float32 (RoFormer's base: 10000)."""
+    return tf.pow(float(base), -tf.range(0, d, 2, dtype=tf.float32) / float(d))  # (d/2,)
 
 
-def rotary(x, positions):
+def rotary(x, positions, base=ROPE_BASE):
     """Rotary position embedding (Su et al., RoFormer, eq. 34): each pair of dimensions (2i, 2i+1) of the
-    vector at position m rotated by the angle m·θ_i, θ_i = 10000^(−2i/d).
+    vector at position m rotated by the angle m·θ_i, θ_i = base^(−2i/d) (10000 in the paper; a Llama sets its own).
 
     Args:
       x: ``(..., N, d)`` with even d.  positions: ``(N,)`` the position m of each row.
@@ -30,7 +30,7 @@ def rotary(x, positions):
     d = x.shape[-1]
     if d is None or d % 2:
         raise ValueError(f"rotary needs an even last dimension d. Received: x.shape={tuple(x.shape)}")
-    angles = tf.cast(positions, tf.float32)[:, None] * rotary_frequencies(d)[None, :]  # (N, d/2)
+    angles = tf.cast(positions, tf.float32)[:, None] * rotary_frequencies(d, base)[None, :]  # (N, d/2)
     cos, sin = tf.cast(tf.cos(angles), x.dtype), tf.cast(tf.sin(angles), x.dtype)  # (N, d/2) each
     even, odd = x[..., 0::2], x[..., 1::2]  # (..., N, d/2) each
     rotated = tf.stack([even * cos - odd * sin, even * sin + odd * cos], axis=-1)  # (..., N, d/2, 2)

@@ -37,6 +37,26 @@ def check_norm(norm) -> None:
 
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
 
+# How a block is built beyond its sizes: the paper's (LayerNorm, a ReLU feed-forward, biases) or a Llama's (RMSNorm,
+# a SwiGLU feed-forward, no biases); `LAYER_STYLE` holds the paper's, `Transformer`'s defaults.
+NORM_LAYERS = ("layer", "rms")  # LayerNorm (Ba et al. 2016), RMSNorm (Zhang & Sennrich 2019)
+FEED_FORWARDS = ("relu", "swiglu")  # max(0, xW1)W2 (the paper), (SiLU(xW_gate) ⊙ xW_up)W_down (Shazeer 2020)
+LAYER_STYLE = {"norm_layer": "layer", "norm_epsilon": 1e-6, "ffn": "relu", "use_bias": True,
+               "rope_base": 10000.0}
+
+
+def check_layer_style(norm_layer, norm_epsilon, ffn, use_bias, rope_base) -> None:
+    """Raise ValueError naming the offending values unless they are a layer style `Transformer` can build."""
+    if norm_layer not in NORM_LAYERS:
+        raise ValueError(f"norm_layer must be one of {NORM_LAYERS}. Received: norm_layer={norm_layer!r}")
+    if ffn not in FEED_FORWARDS:
+        raise ValueError(f"ffn (the feed-forward) must be one of {FEED_FORWARDS}. Received: ffn={ffn!r}")
+    if not isinstance(use_bias, bool):
+        raise ValueError(f"use_bias must be True or False. Received: use_bias={use_bias!r}")
+    for name, value in (("norm_epsilon", norm_epsilon), ("rope_base", rope_base)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{name} must be a positive number. Received: {name}={value!r}")
+
 # The live engine's limits (a trained model's own shape is checked by its training)
 MAX_D_MODEL = 1024
 MAX_D_FF = 4096
