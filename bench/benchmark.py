@@ -11,7 +11,8 @@ Every figure is measured in the same run as its reference:
   3. payload: bytes of each chart sent to the browser;
   4. retraces and model builds over 100 random moves; block-wise attention at N = 4096 (peak memory
      in a fresh process, agreement with full attention);
-  5. memory over 300 reruns, and cold start from `make run` to the first chart.
+  5. memory over 300 reruns, and cold start from `make run` to the first chart;
+  6. the real language model (SmolLM2-135M): loading it, its forward pass beside the induction model's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from compute_bench import compute, long_sequences, new_seed_on_the_largest_model  # noqa: E402
 from first_moves import first_moves  # noqa: E402
 from induction_bench import live_induction_training, query_key_head_change  # noqa: E402
+from real_model_bench import real_model  # noqa: E402
 from report import ROWS, steal_note, stolen_seconds, write_section  # noqa: E402
 from slider_bench import MOVES_NOTE, slider_latency  # noqa: E402
 from sweep import sweep  # noqa: E402
@@ -49,6 +51,7 @@ PARTS = {
     "sweep": sweep,
     "first": first_moves,
     "why": why,
+    "real": real_model,
 }
 
 

