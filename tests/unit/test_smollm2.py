@@ -3,6 +3,8 @@ reader, run by `transformer.core.model.Transformer`, checked against an independ
 the same dequantised weights (tests/support/llama_reference.py), and its byte-level BPE against Hugging Face's
 tokenizers library built from the file's own vocabulary and merges."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tokenizers
@@ -10,7 +12,7 @@ from llama_reference import llama_forward
 
 from transformer.core.masks import target_mask
 from transformer.external.byte_bpe import pieces
-from transformer.external.gguf_llama import llama_model, read_llama, smollm2_path
+from transformer.external.gguf_llama import SMOLLM2_SHAPE, llama_model, read_llama, smollm2_path
 
 pytestmark = pytest.mark.slow
 
@@ -35,11 +37,12 @@ def _run(model, ids):
     return np.asarray(logits)[0], [np.asarray(w)[0] for w in attention["decoder"]]
 
 
-def test_the_file_says_it_is_smollm2_135m():
-    shape = read_llama(smollm2_path()).shape
+def test_the_file_says_it_is_smollm2_135m_as_the_engine_writes_it_before_reading_it(llama):
+    shape = llama.shape
     assert (shape.layers, shape.d_model, shape.heads, shape.kv_heads, shape.d_ff, shape.vocab) == \
         (30, 576, 9, 3, 1536, 49152)
     assert shape.rope_base == 100_000.0 and shape.epsilon == pytest.approx(1e-5)
+    assert dataclasses.replace(shape, epsilon=1e-5) == SMOLLM2_SHAPE  # what its source prices it with, unread
 
 
 def test_the_labs_logits_and_every_heads_attention_agree_with_numpy_on_the_dequantised_file(llama, model):
@@ -96,3 +99,35 @@ def _merges() -> list:
     from gguf import GGUFReader  # noqa: PLC0415
 
     return GGUFReader(str(smollm2_path())).fields["tokenizer.ggml.merges"].contents()
+
+
+def test_run_live_draws_its_30_layers_of_9_heads_over_its_own_pieces(llama, model):
+    """`weights="smollm2"`: the engine's own run (the plan, the model cache, the masks) on the target lines."""
+    from transformer.live.config import LiveConfig
+    from transformer.live.run import run_live
+
+    config = LiveConfig(weights="smollm2", architecture="decoder-only", target_text="The capital of France is\n"
+                        "One, two, three, four,", seq_len=8)
+    result = run_live(config)
+    assert result.attention["decoder"].shape == (30, 2, 9, 8, 8) and (result.layers, result.heads) == (30, 9)
+    assert result.target_tokens[0] == ("The", " capital", " of", " France", " is", "<pad>", "<pad>", "<pad>")
+    _, direct = _run(model, llama.vocabulary.encode("One, two, three, four,"))
+    np.testing.assert_allclose(result.attention["decoder"][:, 1], np.stack(direct), atol=1e-5)  # the same model
+    first = result.attention["decoder"][:, 0]  # (L, H, N, N): the padded line's real queries never see a pad
+    assert np.all(first[:, :, :5, 5:] == 0)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"architecture": "encoder-decoder"}, "decoder-only model"),
+    ({"ablate": (("decoder", 0, 0),)}, "not ablated here yet"),
+    ({"seq_len": 512, "target_text": "a\n" * 16}, "attention maps would need"),  # 30 layers × 9 heads, its own
+])
+def test_what_it_cannot_run_is_refused_at_its_own_size_before_it_loads(change, message):
+    from dataclasses import replace
+
+    from transformer.live.config import LiveConfig
+    from transformer.live.plan import resolved
+
+    config = replace(LiveConfig(weights="smollm2", architecture="decoder-only", target_text="The cat"), **change)
+    with pytest.raises(ValueError, match=message):
+        resolved(config)

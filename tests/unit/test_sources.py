@@ -4,7 +4,7 @@ nothing is loaded to answer."""
 import numpy as np
 import pytest
 
-from transformer.live.sources import External, RandomWeights, Trained, source_of
+from transformer.live.sources import External, RandomWeights, RealModel, Trained, source_of
 from transformer.tasks import get_task
 from transformer.tasks.corruption import CORRUPTIONS
 from transformer.tasks.induction import LINE_LENGTHS, PROBE_SEGMENTS, repeated_line
@@ -15,6 +15,7 @@ from transformer.tasks.induction import LINE_LENGTHS, PROBE_SEGMENTS, repeated_l
     ("dates", Trained, False, True),
     ("induction", Trained, False, True),
     ("hub:bert_tiny_en_uncased", External, True, False),
+    ("smollm2", RealModel, False, False),
 ])
 def test_a_source_says_whether_it_is_from_outside_and_whether_patching_runs_on_it(weights, kind, outside, patchable):
     source = source_of(weights)

@@ -10,6 +10,7 @@ lab's `rotary`: the rows are used as they are. Weights are ``(out, in)`` in the 
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import importlib.metadata
 from dataclasses import dataclass
@@ -59,6 +60,11 @@ class LlamaShape:
                     architecture="decoder-only", share_output_weights=True, dropout=0.0, scale_embeddings=False,
                     norm_layer="rms", norm_epsilon=self.epsilon, ffn="swiglu", use_bias=False,
                     rope_base=self.rope_base, max_len=self.context)
+
+
+SMOLLM2_SHAPE = LlamaShape(layers=30, d_model=576, heads=9, kv_heads=3, d_ff=1536, vocab=49_152, rope_base=100_000.0,
+                           epsilon=1e-5, context=8192)  # what its file says (tests/unit/test_smollm2.py reads it)
+SMOLLM2_PAD_ID = 2  # the file's padding token (<|im_end|>): a typed line never reads as it (`byte_bpe`)
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,15 @@ def llama_model(llama: LlamaFile, device: str = "/CPU:0") -> Transformer:
         model.build(None, (None, None))
         model.set_weights(lab_weights(model, llama))
     return model
+
+
+@functools.cache
+def smollm2_vocabulary() -> ByteBPE:
+    """SmolLM2's byte-level BPE, read once from its file (its tensors are not dequantised for it)."""
+    from gguf import GGUFReader  # noqa: PLC0415
+
+    reader = GGUFReader(str(smollm2_path()))
+    return ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
 
 
 def _give_back_freed_memory() -> None:

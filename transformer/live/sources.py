@@ -9,7 +9,7 @@ reading is below its types).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import tensorflow as tf
@@ -18,11 +18,14 @@ from transformer.core import tokens
 from transformer.core.ablation import check_ablation
 from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, ModelShape, check_range
 from transformer.external import MAX_TOKENS
+from transformer.external.gguf_llama import SMOLLM2_SHAPE, load_smollm2
 from transformer.external.registry import check_key, describe, is_external
-from transformer.live.config import VOCAB_SIZE, LiveConfig
+from transformer.live.config import VOCAB_SIZE, LiveConfig, check_budget
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
 from transformer.live.model_cache import shape_key
 from transformer.live.outside import OUTSIDE_STEPS, decode_outside, encode_outside, run_outside
+from transformer.live.real_lines import real_lines
+from transformer.live.run_cost import check_cost, live_cost
 from transformer.tasks import PAD, PAD_ID, START, get_task
 from transformer.tasks.corruption import CORRUPTIONS
 from transformer.tasks.induction import NO_RULE
@@ -251,11 +254,57 @@ class External(ModelSource):
                               device=device, **settings)
 
 
+class RealModel(ModelSource):
+    """A real language model the lab's own Transformer runs (SmolLM2-135M, read from its installed GGUF:
+    `transformer.external.gguf_llama`): its own shape, tokens (byte-level BPE) and causal mask. The engine runs it;
+    the pages do not offer it yet (docs/real_model.md)."""
+
+    kind = "real"
+    supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False, own_masks=True,
+                        outside=False, patching=False)
+
+    def check(self, config: LiveConfig) -> tuple:
+        """Its one stack, no ablation, and what its maps and forward pass would cost, at its own size."""
+        if config.architecture != "decoder-only":
+            raise ValueError(f"{self.weights} is a decoder-only model. Received: architecture={config.architecture!r}")
+        if config.ablate:
+            raise ValueError(f"Heads of {self.weights} are not ablated here yet. Received: {len(config.ablate)} heads")
+        shape, _ = self.priced_shape(config)
+        lines = len(tokens.text_lines(config.target_text, "target"))
+        check_budget(replace(config, num_heads=shape.num_heads, num_layers=shape.num_layers), lines)
+        check_cost(live_cost(config, lines, shape=shape, vocab=SMOLLM2_SHAPE.vocab))
+        return ()
+
+    def priced_shape(self, config: LiveConfig | None) -> tuple:
+        llama = SMOLLM2_SHAPE
+        return ModelShape(d_model=llama.d_model, num_heads=llama.heads, d_ff=llama.d_ff, num_layers=llama.layers,
+                          positions="rope", num_kv_heads=llama.kv_heads, norm="pre",
+                          architecture="decoder-only"), llama.vocab
+
+    def default_lines(self, length: int) -> tuple[str | None, int]:
+        return EXTERNAL_EXAMPLE, EXTERNAL_LENGTH
+
+    def loader(self, device: str):
+        return lambda: load_smollm2(device)[0]
+
+    def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
+        batches = real_lines(config)
+        with tf.device(device):
+            return Inputs(batches, (), make_masks(replace(config, mask_family="paper", padding_masks=True,
+                                                          look_ahead_mask=True), batches), means)
+
+
+REAL_MODELS = {"smollm2": RealModel}  # the real language models' ``weights`` names
+
+
 def source_of(weights: str) -> ModelSource:
-    """The source a ``weights`` value names: ``"random"``, a model from outside (``hub:`` / ``upload:``,
-    `transformer.external.registry`), else a trained model's name (checked when a configuration is resolved)."""
+    """The source a ``weights`` value names: ``"random"``, a real language model (`REAL_MODELS`), a model from
+    outside (``hub:`` / ``upload:``, `transformer.external.registry`), else a trained model's name (checked when a
+    configuration is resolved)."""
     if weights == RANDOM:
         return RandomWeights(weights)
+    if weights in REAL_MODELS:
+        return REAL_MODELS[weights](weights)
     return External(weights) if is_external(weights) else Trained(weights)
 
 

@@ -1,0 +1,26 @@
+"""A real language model's lines (SmolLM2, `transformer.external.gguf_llama`): each target line in its own
+byte-level BPE pieces, padded with its padding token; the pieces shown as text (a leading space is a space)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from transformer.core import tokens
+from transformer.external.gguf_llama import SMOLLM2_PAD_ID, smollm2_vocabulary
+from transformer.live.config import LiveConfig
+from transformer.live.inputs import Batches, notices
+from transformer.tasks import PAD
+
+
+def real_lines(config: LiveConfig) -> Batches:
+    """``config``'s target lines as SmolLM2 reads them, at most ``seq_len`` pieces each; the same batch on both sides
+    (a decoder-only model reads one line), its padding id `SMOLLM2_PAD_ID`. ValueError for empty or too many lines."""
+    vocabulary = smollm2_vocabulary()
+    lines = [vocabulary.encode(text) for text in tokens.text_lines(config.target_text, "target")]
+    length = config.seq_len
+    ids = np.array([line[:length] + [SMOLLM2_PAD_ID] * max(0, length - len(line)) for line in lines], np.int32)
+    shown = tuple(tuple(vocabulary.token_text(i) for i in line[:length]) + (PAD,) * max(0, length - len(line))
+                  for line in lines)
+    lengths = tuple(len(line) for line in lines)
+    batch = tokens.EncodedBatch(ids, shown, lengths, tuple(n > length for n in lengths))  # (B, N)
+    return Batches(batch, batch, (SMOLLM2_PAD_ID,), notices(batch, batch, (SMOLLM2_PAD_ID,), length))
