@@ -131,3 +131,18 @@ def test_what_it_cannot_run_is_refused_at_its_own_size_before_it_loads(change, m
     config = replace(LiveConfig(weights="smollm2", architecture="decoder-only", target_text="The cat"), **change)
     with pytest.raises(ValueError, match=message):
         resolved(config)
+
+
+def test_decode_continues_a_prompt_in_its_own_pieces_and_its_cache_keeps_three_key_value_heads():
+    """`transformer.live.decode.decode` on it: " Paris" first; the key/value cache holds 3 heads, not 9 (GQA: a
+    third of the bytes), 2 (K, V) × 30 layers × 3 × T positions read × 64 × 4 bytes; cached and whole runs agree."""
+    from transformer.live.config import LiveConfig
+    from transformer.live.decode import decode
+
+    decoding = decode(LiveConfig(weights="smollm2", architecture="decoder-only", target_text="The cat"),
+                      "The capital of France is", max_steps=2)
+    assert decoding.steps[0].chosen == " Paris" and decoding.prediction.startswith(" Paris")
+    assert decoding.prompt == ("The", " capital", " of", " France", " is") and decoding.kv_heads == 3
+    read = len(decoding.prompt) + len(decoding.steps) - 1  # the last piece chosen is not read back
+    assert decoding.cache_bytes == 2 * 30 * 3 * read * 64 * 4
+    assert decoding.cache_gap < 1e-3 and decoding.steps[0].self_attention.shape == (30, 9, 5)

@@ -65,6 +65,7 @@ class LlamaShape:
 SMOLLM2_SHAPE = LlamaShape(layers=30, d_model=576, heads=9, kv_heads=3, d_ff=1536, vocab=49_152, rope_base=100_000.0,
                            epsilon=1e-5, context=8192)  # what its file says (tests/unit/test_smollm2.py reads it)
 SMOLLM2_PAD_ID = 2  # the file's padding token (<|im_end|>): a typed line never reads as it (`byte_bpe`)
+SMOLLM2_EOS_ID = 2  # and its end of text: a continuation stops there
 
 
 @dataclass(frozen=True)

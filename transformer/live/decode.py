@@ -39,16 +39,20 @@ def _source_line(pretrained: Pretrained, text: str) -> Line:
 
 def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: float = 1.0, top_k: int = 0,
            top_p: float = 1.0, seed: int = 0, max_steps: int | None = None) -> Decoding:
-    """Decode ``text`` step by step with ``config``'s model: a trained model's answer to the source line, or a
-    random decoder-only model's continuation of the prompt (`PROMPT_STEPS` tokens). ValueError naming bad settings,
-    tokens outside the model's vocabulary, or a model that does not decode."""
+    """Decode ``text`` step by step with ``config``'s model: a trained model's answer to the source line, a random
+    decoder-only model's or a real language model's continuation of the prompt (`PROMPT_STEPS` tokens).
+    ValueError naming bad settings, tokens outside the model's vocabulary, or a model that does not decode."""
     checked = resolved(config)
     own = checked.source.own_decoding(config, text.strip(), checked.device, max_steps, sample=sample,
                                       temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     if own is not None:  # a model from outside: transformer.live.outside
         return own
     trained = checked.source.supports.predictions  # a trained model answers its task
-    if trained:
+    prompt = checked.source.own_prompt(text.strip())  # a model that reads its own pieces (a real language model)
+    write = " ".join
+    if prompt is not None:
+        line, vocabulary, write, default_steps = prompt.line, prompt.vocabulary, prompt.write, PROMPT_STEPS
+    elif trained:
         pretrained = load_pretrained(config.weights, checked.device)
         line, vocabulary = _source_line(pretrained, text.strip()), pretrained.vocab
         default_steps = PROMPT_STEPS if pretrained.decoder_only else \
@@ -76,7 +80,7 @@ def decode(config: LiveConfig, text: str, *, sample: bool = False, temperature: 
         prediction, expected = pretrained.rules.target_text(chosen), pretrained.expected(text)
         source = tuple(vocabulary.decode(line.src[0]))
     else:
-        prediction, expected, source = " ".join(chosen), None, ()
+        prediction, expected, source = write(chosen), None, ()
     model = entry.model
     return Decoding(config.weights, source, steps, prediction, expected, tuple(cache.arrays()), cache.bytes(), gap,
                     vocabulary, model.num_layers, model.num_heads, device_label(entry.device),

@@ -3,10 +3,15 @@ byte-level BPE pieces, padded with its padding token; the pieces shown as text (
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from transformer.core import tokens
-from transformer.external.gguf_llama import SMOLLM2_PAD_ID, smollm2_vocabulary
+from transformer.decoding.search import Line
+from transformer.external.byte_bpe import ByteBPE
+from transformer.external.gguf_llama import SMOLLM2_EOS_ID, SMOLLM2_PAD_ID, smollm2_vocabulary
 from transformer.live.config import LiveConfig
 from transformer.live.inputs import Batches, notices
 from transformer.tasks import PAD
@@ -24,3 +29,36 @@ def real_lines(config: LiveConfig) -> Batches:
     lengths = tuple(len(line) for line in lines)
     batch = tokens.EncodedBatch(ids, shown, lengths, tuple(n > length for n in lengths))  # (B, N)
     return Batches(batch, batch, (SMOLLM2_PAD_ID,), notices(batch, batch, (SMOLLM2_PAD_ID,), length))
+
+
+@dataclass(frozen=True)
+class PieceVocabulary:
+    """Its byte-level BPE as decoding reads a vocabulary: ``decode(ids)`` the pieces as text (a leading space a
+    space), ``len`` its size."""
+
+    bpe: ByteBPE
+
+    def decode(self, ids) -> list[str]:
+        return [self.bpe.token_text(int(token_id)) for token_id in ids]
+
+    def __len__(self) -> int:
+        return len(self.bpe.tokens)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt as a model that reads its own pieces continues it: the `Line` decoded, its vocabulary, and how the
+    chosen pieces are written (joined as they are: a piece carries its own space)."""
+
+    line: Line
+    vocabulary: PieceVocabulary
+    write: Callable[[list], str] = "".join
+
+
+def real_prompt(text: str) -> Prompt:
+    """``text`` in SmolLM2's pieces, continued until its end token at most; ValueError for an empty prompt."""
+    vocabulary = smollm2_vocabulary()
+    ids = vocabulary.encode(text)
+    if not ids:
+        raise ValueError("The prompt is empty: type a few words for the model to continue.")
+    return Prompt(Line(None, ids, len(vocabulary.tokens), SMOLLM2_EOS_ID), PieceVocabulary(vocabulary))

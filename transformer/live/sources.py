@@ -24,7 +24,7 @@ from transformer.live.config import VOCAB_SIZE, LiveConfig, check_budget
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
 from transformer.live.model_cache import shape_key
 from transformer.live.outside import OUTSIDE_STEPS, decode_outside, encode_outside, run_outside
-from transformer.live.real_lines import real_lines
+from transformer.live.real_lines import real_lines, real_prompt
 from transformer.live.run_cost import check_cost, live_cost
 from transformer.tasks import PAD, PAD_ID, START, get_task
 from transformer.tasks.corruption import CORRUPTIONS
@@ -135,6 +135,11 @@ class ModelSource:
     def own_decoding(self, config: LiveConfig, text: str, device: str, max_steps: int | None, **settings):
         """`decode`'s `Decoding` of ``text`` (``settings``: sample, temperature, top_k, top_p, seed), for a model
         that decodes itself; None: the lab's own model decodes it."""
+        return None
+
+    def own_prompt(self, text: str):
+        """A `transformer.live.real_lines.Prompt` for a model that reads a prompt in its own pieces; None: the
+        lab's reading (a trained model's tokens, or the live text's vocabulary)."""
         return None
 
 
@@ -286,6 +291,9 @@ class RealModel(ModelSource):
 
     def loader(self, device: str):
         return lambda: load_smollm2(device)[0]
+
+    def own_prompt(self, text: str):
+        return real_prompt(text)
 
     def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
         batches = real_lines(config)
