@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -239,8 +240,58 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     weights = np.asarray(weights, dtype=np.float32)  # (P, N_q, N_k)
     mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape[-2:])  # (N_q, N_k)
     padded = np.zeros(mask.shape[-1], bool) if padded_keys is None else np.asarray(padded_keys, bool)  # (N_k,)
-    panels, _, n_k = weights.shape
     titles = list(names) if titles is None else list(titles)
+    grid = _grid(weights.shape[0], weights.shape[2], columns, titles, query_labels, key_labels, panel_px=panel_px,
+                 gap_px=gap_px, top_px=top_px, show_ticks=show_ticks, right_px=right_px, fit_px=fit_px)
+    layout = dict(height=grid.height, showlegend=False, annotations=[], plot_bgcolor="white",
+                  margin=dict(t=grid.top, l=grid.y_labels_px, r=right_px, b=grid.x_labels_px), meta=grid.meta)
+    shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
+    traces, outlines = [], []  # the click side's outlines of position 0, every panel of every row
+    for row in range(grid.rows):
+        first, last = row * grid.columns, min(grid.panels, (row + 1) * grid.columns)
+        categories, blocked, ticks = _row_categories(key_labels, last - first, grid.gap, mask, grid.tick_step,
+                                                     padded)
+        masked_any = bool(np.isfinite(blocked).any())  # False: nothing masked (hidden specials), no grey layer
+        traces += _row_traces(row, shown[first:last], names[first:last], categories, grid.gap, blocked,
+                              query_labels, click_meta(click_factor, grid.n_k + grid.gap, click_start),
+                              value_name)[0 if masked_any else 1:]
+        starts = [column * (grid.n_k + grid.gap) for column in range(last - first)]  # each panel's first category
+        if focus is not None:
+            layout.setdefault("shapes", []).extend(focus_outlines(row, starts, grid.n_k, len(query_labels), *focus))
+        if click_side is not None:
+            outlines += focus_outlines(row, starts, grid.n_k, len(query_labels), click_side, 0)
+        _label_row(layout, grid, row, titles[first:last], starts, row_titles, categories, ticks,
+                   None if masked_any else categories, show_ticks)
+    if click_side is not None and click_factor == 1:
+        layout["meta"] = {**layout["meta"], "focus": focus_meta(click_side, focus, outlines)}
+    return traces, layout
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """A grid of weight panels laid out: ``columns`` to a row (``rows`` rows of ``panels``), ``gap`` blank
+    categories between two panels of ``n_k`` keys, a row ``full_row`` categories wide; the figure's ``height``,
+    ``top`` margin and rows' ``y_domains``; its label margins, tick step and ``meta`` (min width)."""
+
+    panels: int
+    n_k: int
+    columns: int
+    gap: int
+    full_row: int
+    rows: int
+    height: int
+    top: int
+    y_domains: list
+    y_labels_px: int
+    x_labels_px: int
+    tick_step: int
+    meta: dict
+
+
+def _grid(panels: int, n_k: int, columns: int, titles: list, query_labels, key_labels, *, panel_px: int,
+          gap_px: int, top_px: int, show_ticks: bool, right_px: int, fit_px: int | None) -> _Grid:
+    """How `weight_rows` lays out ``panels`` panels of ``n_k`` keys: fewer to a row where a narrow column (``fit_px``)
+    or every key's label needs it."""
     y_labels_px = label_px(query_labels, show_ticks)
     x_labels_px = label_px(key_labels, show_ticks, rotated=True)
     nominal_px = fit_px or NOMINAL_WIDTH_PX
@@ -256,41 +307,29 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     if show_ticks:  # every key labelled where fewer panels to a row leave room for it
         columns = labelled_columns(columns, n_k, LABELLED_WIDTH_PX - y_labels_px - right_px, gap_px)
     gap, meta = gap_and_meta(columns)
-    full_row = columns * n_k + (columns - 1) * gap
-    title_px = TITLE_PX if any(titles) else 4
     rows = -(-panels // columns)
-    height, top, y_domains = _row_geometry(rows, panel_px=panel_px, x_labels_px=x_labels_px, title_px=title_px,
-                                           top_px=top_px)
-    layout = dict(height=height, showlegend=False, annotations=[], plot_bgcolor="white",
-                  margin=dict(t=top, l=y_labels_px, r=right_px, b=x_labels_px), meta=meta)
-    shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
+    height, top, y_domains = _row_geometry(rows, panel_px=panel_px, x_labels_px=x_labels_px,
+                                           title_px=TITLE_PX if any(titles) else 4, top_px=top_px)
     tick_step = max(1, math.ceil(n_k * TICK_PX * columns / (TICK_WIDTH_PX - y_labels_px - right_px)))
-    traces, outlines = [], []  # the click side's outlines of position 0, every panel of every row
-    for row in range(rows):
-        first, last = row * columns, min(panels, (row + 1) * columns)
-        categories, blocked, ticks = _row_categories(key_labels, last - first, gap, mask, tick_step, padded)
-        masked_any = bool(np.isfinite(blocked).any())  # False: nothing masked (hidden specials), no grey layer
-        traces += _row_traces(row, shown[first:last], names[first:last], categories, gap, blocked, query_labels,
-                              click_meta(click_factor, n_k + gap, click_start), value_name)[0 if masked_any else 1:]
-        starts = [column * (n_k + gap) for column in range(last - first)]  # each panel's first category
-        if focus is not None:
-            layout.setdefault("shapes", []).extend(focus_outlines(row, starts, n_k, len(query_labels), *focus))
-        if click_side is not None:
-            outlines += focus_outlines(row, starts, n_k, len(query_labels), click_side, 0)
-        # Titles sit on the row's x axis, over each panel's middle key: a zoom into one panel moves the shared
-        # axis, and Plotly hides a title whose key leaves the range (on the paper, it would name another picture).
-        layout["annotations"] += [_note(title, start + (n_k - 1) / 2, y_domains[row][1], "center", "bottom",
-                                        xref=axis_ids(row)[0], font=dict(size=14))
-                                  for title, start in zip(titles[first:last], starts) if title]
-        width = len(categories) / full_row  # the same cell size on every row
-        if row_titles:
-            layout["annotations"].append(_note(row_titles[row], width, sum(y_domains[row]) / 2, "left", "middle",
-                                               textangle=90))
-        layout.update(_axes(row, [0.0, width], y_domains[row], show_ticks, ticks, x_count=len(categories),
-                            x_categories=None if masked_any else categories))  # no grey layer names the gaps
-    if click_side is not None and click_factor == 1:
-        layout["meta"] = {**layout["meta"], "focus": focus_meta(click_side, focus, outlines)}
-    return traces, layout
+    return _Grid(panels, n_k, columns, gap, columns * n_k + (columns - 1) * gap, rows, height, top, y_domains,
+                 y_labels_px, x_labels_px, tick_step, meta)
+
+
+def _label_row(layout: dict, grid: _Grid, row: int, titles: list, starts: list, row_titles, categories, ticks,
+               named_categories, show_ticks: bool) -> None:
+    """Row ``row``'s panel titles, its row title and its pair of axes, into ``layout``."""
+    y_domain = grid.y_domains[row]
+    # Titles sit on the row's x axis, over each panel's middle key: a zoom into one panel moves the shared axis, and
+    # Plotly hides a title whose key leaves the range (on the paper, it would name another picture).
+    layout["annotations"] += [_note(title, start + (grid.n_k - 1) / 2, y_domain[1], "center", "bottom",
+                                    xref=axis_ids(row)[0], font=dict(size=14))
+                              for title, start in zip(titles, starts) if title]
+    width = len(categories) / grid.full_row  # the same cell size on every row
+    if row_titles:
+        layout["annotations"].append(_note(row_titles[row], width, sum(y_domain) / 2, "left", "middle",
+                                           textangle=90))
+    layout.update(_axes(row, [0.0, width], y_domain, show_ticks, ticks, x_count=len(categories),
+                        x_categories=named_categories))  # no grey layer names the gaps
 
 
 def focus_meta(side: str, focus, outlines: list[dict]) -> dict:
