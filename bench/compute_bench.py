@@ -196,7 +196,7 @@ def patching_maps():
 
     for name, metric in (("dates", "logit_diff"), ("induction", "attention")):
         seed = int(time.time()) % 100_000
-        line = patching.default_line(name, seed)
+        line = patching.patching_line(name, seed)
         lines = patching.patching_lines(name, line, seed=seed, metric=metric)
         model = load_pretrained(name).model
         model(*lines.clean_inputs.rows(1))  # the model's first run (weights, TensorFlow's first ops) is not the map's

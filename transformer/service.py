@@ -74,8 +74,7 @@ from transformer.live.head_roles import (
     example_lines,
     repeated_lines,
 )
-from transformer.live.heavy import LaneFull
-from transformer.live.heavy import lane as heavy_lane
+from transformer.live.heavy import LaneFull, heavy_lane
 from transformer.live.images import IMAGE_MODELS, example_image, image_task
 from transformer.live.importance import heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
@@ -160,12 +159,12 @@ attention_walkthrough = PricedCall("attention_walkthrough", _walkthrough.attenti
                                    _prices.attention_walkthrough)
 keras_difference = PricedCall("keras_difference", _walkthrough.keras_difference, _prices.keras_difference)
 score_terms = PricedCall("score_terms", _score_terms.score_terms, _prices.score_terms)  # why a head attends
-patching_line = PricedCall("patching_line", _patching.default_line, _prices.patching_line)  # a fresh clean line
+patching_line = PricedCall("patching_line", _patching.patching_line, _prices.patching_line)  # a fresh clean line
 patching_study = PricedCall("patching_study", _patching.patching_study, _prices.patching_study)  # one map
-patching_cell = PricedCall("patching_cell", _patching.cell_runs, _prices.patching_cell)  # a cell's three runs
+patching_cell = PricedCall("patching_cell", _patching.patching_cell, _prices.patching_cell)  # a cell's three runs
 value_norms = PricedCall("value_norms", _value_norms.value_norms, _prices.value_norms)  # ‖α·f(x)‖ (Kobayashi et al.)
 warm_up_device = PricedCall("warm_up_device", _warm_up.warm_up_device, _prices.warm_up_device, lane=False)
-rebuild_trained = PricedCall("rebuild_trained", worker.rebuild, _prices.rebuild_trained, lane=False)  # kept here
+rebuild_trained = PricedCall("rebuild_trained", worker.rebuild_trained, _prices.rebuild_trained, lane=False)  # here
 register_vision = PricedCall("register_vision", _register_vision, _prices.register_vision, lane=False)
 run_cost = PricedCall("run_cost", _run.run_cost, _prices.run_cost, lane=False)  # a run_live's, read off its lines
 calibrate = PricedCall("calibrate", _calibration.calibrate, _calibration.price, lane=False)  # at start-up

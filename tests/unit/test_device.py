@@ -71,7 +71,7 @@ ENTRY_POINTS = (
     "spec = TrainSpec(task='copy', d_model=16, num_heads=2, d_ff=32, num_layers=1, steps=2, batch=4, max_len=4)\n"
     "train(spec, device=device)\n"
     "trained = worker.run_job(spec, choice, lambda kind, payload: None, lambda: False)\n"
-    "worker.rebuild(spec, trained, device)\n"
+    "worker.rebuild_trained(spec, trained, device)\n"
     "print(sorted({{scope for _, scope in fake_gpu.OPS}}, key=str), len(fake_gpu.OPS))\n"
 )
 

@@ -18,7 +18,7 @@ SEEDS = (11, 12, 13)  # fresh lines: neither the model's training seed nor the p
 def test_a_corruption_keeps_the_length_and_changes_the_answer(task):
     rules = get_task(task)
     for seed in range(20):
-        line = live.default_line(task, seed)
+        line = live.patching_line(task, seed)
         clean = rules.source_tokens(line)
         corrupted = corrupt(rules, clean, seed)
         assert len(corrupted) == len(clean) and corrupted != clean
@@ -35,7 +35,7 @@ def test_a_dates_corruption_changes_the_part_asked_for_in_the_same_form():
 
 
 def test_an_induction_corruption_replaces_the_first_occurrence_with_fresh_syllables():
-    line = live.default_line("induction", 4).split()
+    line = live.patching_line("induction", 4).split()
     first, second, size = repeated_segment(line)
     corrupted = corrupt(get_task("induction"), line, 4)
     assert corrupted[second:] == line[second:] and corrupted[:first] == line[:first]
@@ -53,7 +53,7 @@ def test_bad_lines_and_models_are_value_errors_naming_them():
         live.patching_lines("hub:gpt2_base_en", "a b c")
     with pytest.raises(ValueError, match="corruption are known"):
         live.patching_lines("match", "a b c")
-    line = live.default_line("induction", 0)
+    line = live.patching_line("induction", 0)
     with pytest.raises(ValueError, match="corrupted line has none"):
         live.patching_lines("induction", line, metric="logit_diff")
     with pytest.raises(ValueError, match="induction head"):
@@ -75,7 +75,7 @@ def test_induction_k_composition_restores_the_induction_heads_attention():
     model = load_pretrained("induction").model
     restored = {side: [] for side in "qkv"}
     for seed in range(10, 20):
-        lines = live.patching_lines("induction", live.default_line("induction", seed), seed=seed, metric="attention")
+        lines = live.patching_lines("induction", live.patching_line("induction", seed), seed=seed, metric="attention")
         senders = tuple(f"L0H{h}" for h in previous_token_heads(model, lines.clean_inputs))
         assert senders, "no previous-token head in layer 0"
         clean_value, corrupt_value = P.ends(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric)
@@ -92,7 +92,7 @@ def test_dates_the_encoder_output_at_a_fields_positions_carries_that_field(seed)
     """The encoder's output patched at the corrupted field's positions restores >= 90 % of the logit difference on
     the answer's digits of that field; every other position together restores <= 10 %."""
     model = load_pretrained("dates").model
-    line = live.default_line("dates", seed)
+    line = live.patching_line("dates", seed)
     found = {}
     for part in ("day", "month", "year"):
         try:
@@ -124,7 +124,7 @@ def test_a_study_and_its_three_runs():
 def test_a_path_into_an_induction_head_is_measured_by_that_heads_own_weight():
     """One previous-token head alone restores little of one layer-1 head's weight; together they restore most: their
     parts add up in the score before the softmax (docs/patching.md)."""
-    line = live.default_line("induction", 1)
+    line = live.patching_line("induction", 1)
     study = live.patching_study(live.PatchRequest("induction", line, seed=1, metric="attention", kind="path",
                                                   receiver=("decoder", 1, 2, "k")))
     assert study.map.metric.heads == (2,) and study.map.columns[:2] == ("token", "position")

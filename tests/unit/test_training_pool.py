@@ -92,7 +92,7 @@ def test_a_finished_runs_weights_rebuild_the_same_model():
     sent = []
     trained = worker.Trained([np.asarray(a) for a in result.model.get_weights()], result.accuracy, 1.0, 5,
                              result.history)
-    model, vocab = worker.rebuild(spec, trained, "/CPU:0")
+    model, vocab = worker.rebuild_trained(spec, trained, "/CPU:0")
     ids = np.array([[1, 5, 6, 7, 2]], np.int32)
     np.testing.assert_allclose(np.asarray(model(ids, ids)[0]), np.asarray(
         result.model(ids, ids)[0]), rtol=1e-6, atol=1e-6)

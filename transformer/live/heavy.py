@@ -264,7 +264,7 @@ _LANE: HeavyLane | None = None
 _LANE_LOCK = threading.Lock()
 
 
-def lane() -> HeavyLane:
+def heavy_lane() -> HeavyLane:
     """The server's one background lane (started on first use)."""
     global _LANE
     with _LANE_LOCK:

@@ -105,7 +105,7 @@ def _model(name: str, device: str) -> Pretrained:
     return pretrained
 
 
-def default_line(name: str, seed: int = 0, device: str = "auto") -> str:
+def patching_line(name: str, seed: int = 0, device: str = "auto") -> str:
     """A fresh clean line of the model's task drawn from ``seed`` (an induction line with its segment of 8–20)."""
     pretrained = _model(name, resolve_device(device))
     return pretrained.rules.fresh_line(np.random.default_rng(seed), pretrained.lengths)
@@ -312,6 +312,6 @@ def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: i
                      tuple(_predicted(logits, pretrained.vocab) for logits, _ in runs), values)
 
 
-def cell_runs(request: PatchRequest, row: int, column: int, view_stack: str, view_layer: int) -> ThreeRuns:
+def patching_cell(request: PatchRequest, row: int, column: int, view_stack: str, view_layer: int) -> ThreeRuns:
     """`three_runs` of ``request``'s map (remembered, so not made again)."""
     return three_runs(patching_study(request), row, column, view_stack, view_layer, device=request.device)

@@ -62,7 +62,7 @@ def run_job(spec, device: str, send, should_stop) -> Trained:
                    steps, result.history)
 
 
-def rebuild(spec, trained: Trained, device: str):
+def rebuild_trained(spec, trained: Trained, device: str):
     """The trained model in this process, on ``device``: ``(model, vocabulary)``."""
     import tensorflow as tf  # noqa: PLC0415
 
