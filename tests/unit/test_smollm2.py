@@ -146,3 +146,27 @@ def test_decode_continues_a_prompt_in_its_own_pieces_and_its_cache_keeps_three_k
     read = len(decoding.prompt) + len(decoding.steps) - 1  # the last piece chosen is not read back
     assert decoding.cache_bytes == 2 * 30 * 3 * read * 64 * 4
     assert decoding.cache_gap < 1e-3 and decoding.steps[0].self_attention.shape == (30, 9, 5)
+
+
+@pytest.mark.parametrize("damage", ["cut after 5 MB", "cut after its header's first 1,000 bytes", "noise", "empty"])
+def test_a_damaged_file_is_a_message_naming_it_not_a_traceback(tmp_path, damage):
+    with smollm2_path().open("rb") as file:
+        start = file.read(5_000_000)
+    data = {"cut after 5 MB": start, "cut after its header's first 1,000 bytes": start[:1000],
+            "noise": np.random.default_rng(0).bytes(4096), "empty": b""}[damage]
+    (tmp_path / "model.gguf").write_bytes(data)
+    with pytest.raises(ValueError, match="The GGUF file 'model.gguf'"):
+        read_llama(tmp_path / "model.gguf")
+
+
+def test_where_the_wheel_is_not_installed_it_says_how_to_install_it(monkeypatch):
+    import importlib.metadata
+
+    from transformer.external import gguf_llama
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    with pytest.raises(ValueError, match="make run. installs it"):
+        gguf_llama.smollm2_path()

@@ -107,8 +107,11 @@ def read_llama(path) -> LlamaFile:
         rope_base=float(_value(reader, "llama.rope.freq_base")),
         epsilon=float(_value(reader, "llama.attention.layer_norm_rms_epsilon")),
         context=int(_value(reader, "llama.context_length")))
-    weights = {tensor.name: np.asarray(dequantize(tensor.data, tensor.tensor_type), np.float32)
-               for tensor in reader.tensors}
+    try:
+        weights = {tensor.name: np.asarray(dequantize(tensor.data, tensor.tensor_type), np.float32)
+                   for tensor in reader.tensors}
+    except (ValueError, IndexError, NotImplementedError) as error:
+        raise ValueError(f"The GGUF file {Path(path).name!r} has a tensor that could not be read: {error}") from None
     vocabulary = ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
     return LlamaFile(shape, weights, vocabulary, int(_value(reader, "tokenizer.ggml.bos_token_id")),
                      int(_value(reader, "tokenizer.ggml.eos_token_id")))
