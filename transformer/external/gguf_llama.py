@@ -62,8 +62,6 @@ class LlamaShape:
                     rope_base=self.rope_base, max_len=self.context)
 
 
-SMOLLM2_SHAPE = LlamaShape(layers=30, d_model=576, heads=9, kv_heads=3, d_ff=1536, vocab=49_152, rope_base=100_000.0,
-                           epsilon=1e-5, context=8192)  # what its file says (tests/unit/test_smollm2.py reads it)
 SMOLLM2_PAD_ID = 2  # the file's padding token (<|im_end|>): a typed line never reads as it (`byte_bpe`)
 SMOLLM2_EOS_ID = 2  # and its end of text: a continuation stops there
 
@@ -87,11 +85,10 @@ def _value(reader, key: str):
     return field.contents()
 
 
-def read_llama(path) -> LlamaFile:
-    """The Llama in the GGUF file ``path``, every tensor dequantised to float32; ValueError for a file that is not
-    one (another architecture, a missing key, a damaged file)."""
+def _reader(path):
+    """llama.cpp's reader on ``path`` (its tensors mapped, not read), a Llama's; ValueError for a file that is not
+    one (another architecture, a damaged file)."""
     from gguf import GGUFReader  # noqa: PLC0415 (llama.cpp's reader: only where a GGUF is read)
-    from gguf.quants import dequantize  # noqa: PLC0415
 
     try:
         reader = GGUFReader(str(path))
@@ -99,7 +96,11 @@ def read_llama(path) -> LlamaFile:
         raise ValueError(f"The GGUF file {Path(path).name!r} could not be read: {error}") from None
     if _value(reader, "general.architecture") != "llama":
         raise ValueError(f"Only Llama GGUF files are read here. Received: {_value(reader, 'general.architecture')!r}")
-    shape = LlamaShape(
+    return reader
+
+
+def _shape_of(reader) -> LlamaShape:
+    return LlamaShape(
         layers=int(_value(reader, "llama.block_count")), d_model=int(_value(reader, "llama.embedding_length")),
         heads=int(_value(reader, "llama.attention.head_count")),
         kv_heads=int(_value(reader, "llama.attention.head_count_kv")),
@@ -107,13 +108,25 @@ def read_llama(path) -> LlamaFile:
         rope_base=float(_value(reader, "llama.rope.freq_base")),
         epsilon=float(_value(reader, "llama.attention.layer_norm_rms_epsilon")),
         context=int(_value(reader, "llama.context_length")))
+
+
+def _vocabulary_of(reader) -> ByteBPE:
+    return ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
+
+
+def read_llama(path) -> LlamaFile:
+    """The Llama in the GGUF file ``path``, every tensor dequantised to float32; ValueError for a file that is not
+    one (another architecture, a missing key, a damaged file)."""
+    from gguf.quants import dequantize  # noqa: PLC0415
+
+    reader = _reader(path)
+    shape = _shape_of(reader)
     try:
         weights = {tensor.name: np.asarray(dequantize(tensor.data, tensor.tensor_type), np.float32)
                    for tensor in reader.tensors}
     except (ValueError, IndexError, NotImplementedError) as error:
         raise ValueError(f"The GGUF file {Path(path).name!r} has a tensor that could not be read: {error}") from None
-    vocabulary = ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
-    return LlamaFile(shape, weights, vocabulary, int(_value(reader, "tokenizer.ggml.bos_token_id")),
+    return LlamaFile(shape, weights, _vocabulary_of(reader), int(_value(reader, "tokenizer.ggml.bos_token_id")),
                      int(_value(reader, "tokenizer.ggml.eos_token_id")))
 
 
@@ -159,12 +172,15 @@ def llama_model(llama: LlamaFile, device: str = "/CPU:0") -> Transformer:
 
 
 @functools.cache
-def smollm2_vocabulary() -> ByteBPE:
-    """SmolLM2's byte-level BPE, read once from its file (its tensors are not dequantised for it)."""
-    from gguf import GGUFReader  # noqa: PLC0415
+def smollm2_header() -> tuple[LlamaShape, ByteBPE]:
+    """SmolLM2's shape and byte-level BPE, read once from its file's keys (its tensors are not dequantised for them:
+    what its source prices and reads lines with before the model loads)."""
+    reader = _reader(smollm2_path())
+    return _shape_of(reader), _vocabulary_of(reader)
 
-    reader = GGUFReader(str(smollm2_path()))
-    return ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
+
+def smollm2_vocabulary() -> ByteBPE:
+    return smollm2_header()[1]
 
 
 def _give_back_freed_memory() -> None:

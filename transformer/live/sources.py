@@ -18,7 +18,7 @@ from transformer.core import tokens
 from transformer.core.ablation import check_ablation
 from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, ModelShape, check_range
 from transformer.external import MAX_TOKENS
-from transformer.external.gguf_llama import SMOLLM2_SHAPE, load_smollm2
+from transformer.external.gguf_llama import load_smollm2, smollm2_header
 from transformer.external.registry import check_key, describe, is_external
 from transformer.live.config import VOCAB_SIZE, LiveConfig, check_budget
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
@@ -277,11 +277,11 @@ class RealModel(ModelSource):
         shape, _ = self.priced_shape(config)
         lines = len(tokens.text_lines(config.target_text, "target"))
         check_budget(replace(config, num_heads=shape.num_heads, num_layers=shape.num_layers), lines)
-        check_cost(live_cost(config, lines, shape=shape, vocab=SMOLLM2_SHAPE.vocab))
+        check_cost(live_cost(config, lines, shape=shape, vocab=smollm2_header()[0].vocab))
         return ()
 
     def priced_shape(self, config: LiveConfig | None) -> tuple:
-        llama = SMOLLM2_SHAPE
+        llama = smollm2_header()[0]  # its file's keys, read once (its weights are not)
         return ModelShape(d_model=llama.d_model, num_heads=llama.heads, d_ff=llama.d_ff, num_layers=llama.layers,
                           positions="rope", num_kv_heads=llama.kv_heads, norm="pre",
                           architecture="decoder-only"), llama.vocab
