@@ -129,7 +129,8 @@ def result(job: Job) -> TrainResult:
 
 
 def is_image_job(job: Job) -> bool:
-    return isinstance(job.spec, VisionSpec)
+    """A Vision Transformer's training job: its spec reads images (`ModelShape.reads_images`)."""
+    return job.spec.reads_images
 
 
 def register(job: Job) -> str:

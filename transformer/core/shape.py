@@ -10,6 +10,7 @@ The live configuration (`transformer.live.config.LiveConfig`), a training run (`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 STACKS = ("encoder", "decoder", "cross")  # encoder self-attention, decoder self-attention, cross-attention
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
@@ -110,6 +111,8 @@ def _accepts(check, *values) -> bool:
 
 @dataclass(frozen=True)
 class ModelShape:
+    reads_images: ClassVar[bool] = False  # a training run of a Vision Transformer (`VisionSpec`) reads images
+
     d_model: int = 64  # model width
     num_heads: int = 4  # H, divides d_model
     d_ff: int = 256  # feed-forward inner width; 0: no feed-forward sublayer (attention-only)

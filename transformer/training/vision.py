@@ -8,6 +8,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import ClassVar
 
 import keras
 import numpy as np
@@ -26,6 +27,8 @@ class VisionSpec(ModelShape):
     """One training run of a Vision Transformer: its shape (a `ModelShape`: a pre-norm encoder with learned
     positions, its own defaults) and how it is trained (Adam at ``learning_rate``, fresh images each step for match,
     shifted training digits for digits)."""
+
+    reads_images: ClassVar[bool] = True
 
     d_ff: int = 0  # attention-only unless asked
     positions: str = "learned"

@@ -45,9 +45,9 @@ def run_job(spec, device: str, send, should_stop) -> Trained:
     ``send(kind, payload)`` with each progress row and timeline snapshot; ``should_stop()`` ends it early."""
     from transformer.runtime.device import resolve_device  # noqa: PLC0415  (TensorFlow: imported in the worker)
     from transformer.training.train import train  # noqa: PLC0415
-    from transformer.training.vision import VisionSpec, train_vision  # noqa: PLC0415
+    from transformer.training.vision import train_vision  # noqa: PLC0415
 
-    if isinstance(spec, VisionSpec):  # an image task: no timeline (its heads have no token roles to score)
+    if spec.reads_images:  # an image task: no timeline (its heads have no token roles to score)
         result = train_vision(spec, on_progress=lambda *row: send("progress", row), should_stop=should_stop,
                               log_every=max(1, spec.steps // PROGRESS_POINTS), device=resolve_device(device))
         steps = result.history[-1][0] if result.history else 0
