@@ -241,8 +241,9 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     mask = np.broadcast_to(np.asarray(mask, dtype=bool), weights.shape[-2:])  # (N_q, N_k)
     padded = np.zeros(mask.shape[-1], bool) if padded_keys is None else np.asarray(padded_keys, bool)  # (N_k,)
     titles = list(names) if titles is None else list(titles)
-    grid = _grid(weights.shape[0], weights.shape[2], columns, titles, query_labels, key_labels, panel_px=panel_px,
-                 gap_px=gap_px, top_px=top_px, show_ticks=show_ticks, right_px=right_px, fit_px=fit_px)
+    grid = _grid(weights.shape[0], weights.shape[2], columns, titles=titles, query_labels=query_labels,
+                 key_labels=key_labels, panel_px=panel_px, gap_px=gap_px, top_px=top_px, show_ticks=show_ticks,
+                 right_px=right_px, fit_px=fit_px)
     layout = dict(height=grid.height, showlegend=False, annotations=[], plot_bgcolor="white",
                   margin=dict(t=grid.top, l=grid.y_labels_px, r=right_px, b=grid.x_labels_px), meta=grid.meta)
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
@@ -260,8 +261,9 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
             layout.setdefault("shapes", []).extend(focus_outlines(row, starts, grid.n_k, len(query_labels), *focus))
         if click_side is not None:
             outlines += focus_outlines(row, starts, grid.n_k, len(query_labels), click_side, 0)
-        _label_row(layout, grid, row, titles[first:last], starts, row_titles, categories, ticks,
-                   None if masked_any else categories, show_ticks)
+        _label_row(layout, grid, row, titles=titles[first:last], starts=starts, row_titles=row_titles,
+                   categories=categories, ticks=ticks, named_categories=None if masked_any else categories,
+                   show_ticks=show_ticks)
     if click_side is not None and click_factor == 1:
         layout["meta"] = {**layout["meta"], "focus": focus_meta(click_side, focus, outlines)}
     return traces, layout
@@ -288,7 +290,7 @@ class _Grid:
     meta: dict
 
 
-def _grid(panels: int, n_k: int, columns: int, titles: list, query_labels, key_labels, *, panel_px: int,
+def _grid(panels: int, n_k: int, columns: int, *, titles: list, query_labels, key_labels, panel_px: int,
           gap_px: int, top_px: int, show_ticks: bool, right_px: int, fit_px: int | None) -> _Grid:
     """How `weight_rows` lays out ``panels`` panels of ``n_k`` keys: fewer to a row where a narrow column (``fit_px``)
     or every key's label needs it."""
@@ -315,7 +317,7 @@ def _grid(panels: int, n_k: int, columns: int, titles: list, query_labels, key_l
                  y_labels_px, x_labels_px, tick_step, meta)
 
 
-def _label_row(layout: dict, grid: _Grid, row: int, titles: list, starts: list, row_titles, categories, ticks,
+def _label_row(layout: dict, grid: _Grid, row: int, *, titles: list, starts: list, row_titles, categories, ticks,
                named_categories, show_ticks: bool) -> None:
     """Row ``row``'s panel titles, its row title and its pair of axes, into ``layout``."""
     y_domain = grid.y_domains[row]
