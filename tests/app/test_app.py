@@ -1056,7 +1056,8 @@ def test_the_cost_page_measures_one_layer_on_a_click_and_keeps_the_longest_n_in_
               and t.get("xaxis") == "x"]
     assert len(series) == 5 and all(list(t["x"]) == [64, 128, 256, 512] for t in series)
     text = " ".join(m.value for m in at.markdown)
-    assert "time ∝ N^" in text and "from N = 256 to 512" in text  # fitted over the upper range
+    fitted = text.count("from N = 256 to 512")  # fitted over the upper range, or said to disagree: timing noise
+    assert fitted == text.count("time ∝ N^") and fitted + text.count("its runs disagree") == 5, text
     assert "each of the 5 runs alone" in text and "Against the full mask" in text  # read against the noise (#52.15)
     assert "**full mask, all KV heads**: 50% at N = 64, 89% at N = 512, half from N = 64" in text
     assert [shape["x0"] for shape in figure["layout"]["shapes"]] == [64, 64]  # the red line, on both panels
