@@ -61,6 +61,19 @@ def test_the_terms_sum_to_the_models_own_scaled_scores_in_every_stack_and_layer(
         assert (f"{heads['H']}0" in split.query_parts) == (layer == 1)  # earlier layers' heads, never its own
 
 
+def test_a_llama_style_models_terms_sum_to_its_scores_and_its_bias_part_is_zero():
+    """RMSNorm (no centring, no offset), SwiGLU, projections without bias, RoPE at a Llama's base (SmolLM2's
+    layers): the split holds the RMSNorm's scale at the stream's, and with no bias anywhere the bias part is 0."""
+    model = _model(norm="pre", positions="rope", architecture="decoder-only", num_kv_heads=2, norm_layer="rms",
+                   ffn="swiglu", use_bias=False, rope_base=100000.0, scale_embeddings=False)
+    for layer, head in itertools.product((0, 1), (0, 3)):
+        split = score_terms(model, "decoder", layer, head, *_inputs())
+        allowed = ~np.isnan(split.scores)
+        np.testing.assert_allclose(split.terms.sum(axis=(0, 1))[allowed], split.scores[allowed], atol=2e-5)
+        bias = split.query_parts.index("bias")
+        assert np.nanmax(np.abs(split.terms[bias])) == 0 and np.nanmax(np.abs(split.terms[:, -1])) == 0
+
+
 def test_the_split_of_a_pre_norm_first_layer_equals_a_numpy_reference():
     """Layer 0 of a pre-norm encoder: parts token (embedding · √d), position (sinusoidal), bias; LayerNorm with
     the stream's scale held: each part centred and scaled by γ/σ, β in the bias part; q_p = p·W_q (+ b_q for the

@@ -58,11 +58,17 @@ def _copy_weights(layer, reference):
     pairs = [(dense[0], layer.transform_query, heads), (dense[1], layer.transform_key, kv_heads),
              (dense[2], layer.transform_value, kv_heads)]
     for theirs, ours, count in pairs:
-        kernel, bias = (w.numpy() for w in ours.weights)
+        kernel, bias = _kernel_and_bias(ours)
         theirs.set_weights([kernel.reshape(width, count, depth), bias.reshape(count, depth)])
-    kernel, bias = (w.numpy() for w in layer.transform_out.weights)
+    kernel, bias = _kernel_and_bias(layer.transform_out)
     dense[3].set_weights([kernel.reshape(heads, depth, width), bias])
     return reference
+
+
+def _kernel_and_bias(linear) -> tuple:
+    """A projection's ``(kernel (D_in, D_out), bias (D_out,))``: a zero bias for one without (a Llama's)."""
+    kernel, *bias = (w.numpy() for w in linear.weights)
+    return kernel, bias[0] if bias else np.zeros(kernel.shape[-1], kernel.dtype)
 
 
 def keras_gaps(layer, twin, query, key, value, mask) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -44,8 +45,13 @@ class ScoreTerms:
 
 def _layer_norm_parts(parts: dict, layer_norm) -> dict:
     """``parts`` {name: (B, N, D)} through ``layer_norm`` with its scale held at the whole stream's: their sum is
-    ``layer_norm(Σ parts)``."""
+    ``layer_norm(Σ parts)``. A LayerNorm centres each part and adds its offset to the bias part; an RMSNorm
+    (``x / sqrt(mean(x²) + ε) · g``, a Llama's) neither centres nor offsets."""
     whole = tf.add_n(list(parts.values()))  # (B, N, D)
+    if isinstance(layer_norm, keras.layers.RMSNormalization):
+        scale = layer_norm.scale * tf.math.rsqrt(tf.reduce_mean(tf.square(whole), -1, keepdims=True)
+                                                 + layer_norm.epsilon)  # (B, N, D)
+        return {name: part * scale for name, part in parts.items()}
     _, variance = tf.nn.moments(whole, axes=[-1], keepdims=True)  # (B, N, 1)
     scale = layer_norm.gamma / tf.sqrt(variance + layer_norm.epsilon)  # (B, N, D)
     normed = {name: (part - tf.reduce_mean(part, -1, keepdims=True)) * scale for name, part in parts.items()}
@@ -60,7 +66,8 @@ def _head_outputs(attention, found: dict, prefix: str) -> tuple[dict, tf.Tensor]
     context = found["weights"] @ found["value_heads"]  # (B, H, N_q, d_v)
     kernel = tf.reshape(attention.transform_out.kernel, (attention.num_heads, attention.depth, -1))  # (H, d_v, D)
     shares = tf.einsum("bhqv,hvd->hbqd", context, kernel)  # (H, B, N_q, D)
-    return {f"{prefix}{head}": shares[head] for head in range(attention.num_heads)}, attention.transform_out.bias
+    bias = attention.transform_out.bias
+    return {f"{prefix}{head}": shares[head] for head in range(attention.num_heads)}, 0.0 if bias is None else bias
 
 
 def _with_sublayer(block, parts: dict, sublayer_parts: dict, extra_bias) -> dict:
@@ -190,7 +197,8 @@ def _projected(linear, parts: dict) -> dict:
     """Each part times the kernel; the bias part also gets the layer's bias."""
     projected = {name: part @ linear.kernel for name, part in parts.items()}  # (B, N, units)
     bias = _named(parts, BIAS)
-    projected[bias] = projected[bias] + linear.bias
+    if linear.bias is not None:  # a Llama's projections have none
+        projected[bias] = projected[bias] + linear.bias
     return projected
 
 
