@@ -17,7 +17,8 @@ encoding = result.positional_encoding
 length, d_model = encoding.shape
 d_k = d_model // result.heads
 PICTURED = 256  # positions in the RoPE and ALiBi pictures: a (N, N) picture a head at N = 4096 is 64 MB of JSON
-views = data.position_views(min(length, PICTURED), d_k, result.heads)
+rope_base = model_config.source().rope_base()  # RoFormer's 10,000, or a real model's own
+views = data.position_views(min(length, PICTURED), d_k, result.heads, rope_base)
 chosen = state.current_values()["positions"]
 ALIBI_PICTURED = 64  # positions a side of each head's bias (eight heads of 256 × 256 were 2.9 MB of JSON)
 
@@ -69,8 +70,10 @@ def sinusoid_section() -> None:
 def rope_section() -> None:
     section_header("Rotary positions (RoPE)", "rope")
     st.markdown("RoFormer rotates each pair of dimensions (2i, 2i+1) of every query and key in every head by the angle "
-                "m·θ_i, θ_i = 10000^(−2i/d_k), m the position. Nothing is added to the embeddings; the dot product of "
-                "a query at m and a key at n then depends on m − n only.")
+                f"m·θ_i, θ_i = {rope_base:,.0f}^(−2i/d_k), m the position"
+                + (" (this model's own base; RoFormer's is 10,000)" if rope_base != 10000 else "")
+                + ". Nothing is added to the embeddings; the dot product of a query at m and a key at n then depends "
+                "on m − n only.")
     if length > PICTURED:
         st.caption(f"The first {PICTURED} of {length} positions.")
     if views.rope_angles is None:
@@ -78,7 +81,7 @@ def rope_section() -> None:
     else:
         left, right = st.columns(2)
         with left:
-            plot(positional.rope_angles_figure(views.rope_angles), "rope_angles")
+            plot(positional.rope_angles_figure(views.rope_angles, rope_base), "rope_angles")
         with right:
             plot(positional.rope_offset_figure(views.rope_dots), "rope_offsets")
 

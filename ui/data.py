@@ -269,9 +269,9 @@ def head_importance(name: str, count: int, kind: str, device: str):
 
 
 @door(max_entries=8)
-def position_views(length: int, d_k: int, heads: int):
-    """RoPE's angles and rotated dot products, ALiBi's biases (cached)."""
-    return service.position_views(length, d_k, heads)
+def position_views(length: int, d_k: int, heads: int, rope_base: float):
+    """RoPE's angles and rotated dot products (its base: the model's), ALiBi's biases (cached)."""
+    return service.position_views(length, d_k, heads, rope_base=rope_base)
 
 
 @door(max_entries=4)

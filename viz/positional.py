@@ -129,8 +129,9 @@ def similarity_figure(encoding) -> go.Figure:
                     height=420)))
 
 
-def rope_angles_figure(angles) -> go.Figure:
-    """RoPE's rotation angle m·θ_i (mod 2π) for each position m and dimension pair i: ``(N, d_k/2)``."""
+def rope_angles_figure(angles, base: float = 10000.0) -> go.Figure:
+    """RoPE's rotation angle m·θ_i (mod 2π) for each position m and dimension pair i: ``(N, d_k/2)``; ``base``:
+    θ_i = base^(−2i/d_k), named in the title."""
     angles = np.asarray(angles, dtype=np.float32)
     wrapped = np.mod(angles, 2 * np.pi)  # (N, d_k/2)
     return fixed_margins(figure(  # a title of two short lines: one long line was cut off in a 540 px column
@@ -138,7 +139,7 @@ def rope_angles_figure(angles) -> go.Figure:
                    colorscale="Twilight", zmin=0, zmax=2 * np.pi, colorbar=dict(title="angle mod 2π"),
                    hovertemplate="position %{y}<br>pair %{x}<br>angle %{customdata:.3f} rad<extra></extra>"),
         layout=dict(xaxis_title="dimension pair i (2i, 2i+1)", yaxis_title="position m", yaxis_autorange="reversed",
-                    height=380, title=left_title("rotation angle m·θ_i<br>θ_i = 10000^(−2i/d_k)"))),
+                    height=380, title=left_title(f"rotation angle m·θ_i<br>θ_i = {base:.0f}^(−2i/d_k)"))),
         top=60)
 
 

@@ -86,3 +86,19 @@ def test_scaled_embedding_multiplies_by_sqrt_d_model():
     np.testing.assert_allclose(out[0, 0], layer.embeddings.numpy()[3] * 4.0, rtol=1e-6)
     clone = ScaledEmbedding.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
+
+
+@pytest.mark.parametrize("base", [10000.0, 100000.0])
+def test_position_views_rotate_by_the_models_own_rope_base(base):
+    """The Positional encoding page's RoPE pictures at a model's own base (SmolLM2's is 100,000): m·base^(−2i/d_k)
+    from NumPy, and rotated dot products that depend on m − n only."""
+    from transformer.service import position_views
+
+    length, d_k = 12, 8
+    views = position_views(length, d_k, 4, rope_base=base)
+    expected = np.arange(length)[:, None] * base ** (-np.arange(0, d_k, 2) / d_k)[None, :]  # (N, d_k/2)
+    np.testing.assert_allclose(views.rope_angles, expected, rtol=1e-5)
+    for offset in range(-length + 1, length):
+        assert np.ptp(np.diagonal(views.rope_dots, offset)) < 1e-4
+    with pytest.raises(ValueError, match="rope_base=1"):
+        position_views(length, d_k, 4, rope_base=1)

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from transformer.core.positional import alibi_bias, alibi_slopes, rotary, rotary_frequencies
+from transformer.core.relative_positions import ROPE_BASE
 
 
 @dataclass(frozen=True)
@@ -23,15 +24,19 @@ class PositionViews:
     alibi_bias: np.ndarray
 
 
-def position_views(length: int, d_k: int, heads: int, seed: int = 0) -> PositionViews:
+def position_views(length: int, d_k: int, heads: int, seed: int = 0, rope_base: float = ROPE_BASE) -> PositionViews:
+    """RoPE's angles and rotated dot products (θ_i = rope_base^(−2i/d_k)) and ALiBi's slopes and biases."""
     if not (isinstance(length, int) and length >= 1 and isinstance(d_k, int) and d_k >= 1):
         raise ValueError(f"length and d_k must be positive integers. Received: length={length!r}, d_k={d_k!r}")
+    if not rope_base > 1:
+        raise ValueError(f"RoPE's base must be above 1. Received: rope_base={rope_base!r}")
     angles = dots = None
     if d_k % 2 == 0:
         positions = tf.range(length)  # (N,)
-        angles = (tf.cast(positions, tf.float32)[:, None] * rotary_frequencies(d_k)[None, :]).numpy()  # (N, d_k/2)
+        frequencies = rotary_frequencies(d_k, rope_base)  # (d_k/2,)
+        angles = (tf.cast(positions, tf.float32)[:, None] * frequencies[None, :]).numpy()  # (N, d_k/2)
         q, k = np.random.default_rng(seed).standard_normal((2, 1, d_k)).astype(np.float32)  # (1, d_k) each
-        rotated_q = rotary(np.repeat(q, length, 0), positions)  # (N, d_k): q at every position
-        rotated_k = rotary(np.repeat(k, length, 0), positions)  # (N, d_k)
+        rotated_q = rotary(np.repeat(q, length, 0), positions, rope_base)  # (N, d_k): q at every position
+        rotated_k = rotary(np.repeat(k, length, 0), positions, rope_base)  # (N, d_k)
         dots = tf.matmul(rotated_q, rotated_k, transpose_b=True).numpy()  # (N, N)
     return PositionViews(angles, dots, alibi_slopes(heads), alibi_bias(heads, length, length).numpy())
