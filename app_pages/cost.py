@@ -62,9 +62,9 @@ def memory_note(measured: bool, on_gpu: bool) -> str:
 def timed_size(values: dict) -> tuple[int, int, str]:
     """``(d_model, heads, whose)``: the size of the model the sidebar shows (a trained model's own, a model from
     outside's width and heads), or the sidebar's sliders; ``whose`` says which, in words."""
-    spec = model_config.source().spec()
+    spec = model_config.source().own_shape()
     if spec is not None:
-        return spec.d_model, spec.num_heads, "the sidebar's trained model's size"
+        return spec.d_model, spec.num_heads, "the sidebar's model's own size"
     if model_config.supports().outside:
         try:
             info = describe(values["weights"])

@@ -14,6 +14,7 @@ from ui.text import count
 from ui.weights import use_weights, weight_choices, weights_label
 from viz.decoding import cache_heatmaps, distribution, look_ahead_row, step_attention
 
+REAL_PROMPT = "The capital of France is"
 openings.show("decode")
 name = state.read(F.weights)  # the sidebar's model, as on every page
 config = model_config.live_config()
@@ -29,6 +30,13 @@ if outside:
                 "has written so far (its look-ahead mask lets the newest position see only those) and chooses the "
                 "next token from its distribution. It runs whole on the prefix at each step (no key/value cache "
                 "here).")
+elif model_config.supports().language:
+    st.markdown("A real language model continues a prompt: at each step it reads the prompt and what it has written "
+                "so far (the look-ahead mask lets the newest position see only those) and chooses the next piece of "
+                f"text from its {model_config.source().priced_shape(config)[1]:,}. It keeps each layer's keys and "
+                f"values as it goes (the key/value cache, below: {config.kv_heads} key/value heads serve its "
+                f"{config.num_heads} query heads, {config.kv_heads / config.num_heads:.0%} of the cache one per "
+                "head would take).")
 elif prompting and trained:
     st.markdown("A decoder-only model continues a prompt: at each step it reads the prompt and what it has written "
                 "so far (the look-ahead mask lets the newest position see only those) and chooses the next token. "
@@ -66,6 +74,8 @@ st.caption(f"The sidebar's model: **{weights_label(name)}**" + (f", {config.arch
                                                               if prompting else "") + " (change it in the sidebar).")
 if outside:
     example = " ".join(config.source_text.splitlines()[0].split()[:4]) or "1 2 3"
+elif model_config.supports().language:
+    example = REAL_PROMPT  # a fact it knows: " Paris" (docs/real_model.md)
 elif prompting and not trained:
     example = " ".join(config.target_text.splitlines()[0].split()[:4]) or "1 2 3"
 else:

@@ -29,8 +29,9 @@ family_columns = st.columns([3, 2])
 if model_config.supports().own_masks:  # the family is the random-weights model's: a trained model runs with its own
     family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, default="paper",
                                                  key="_own_mask_family", disabled=True, required=True)
-    family_columns[1].caption("**Locked by the trained model:** it runs with the masks it was trained with (the "
-                              "paper's) on every page. Seeded random weights bring back your family "
+    family_columns[1].caption("**Locked by the sidebar's model:** it runs with its own masks on every page (a "
+                              "trained model the paper's, as it was trained; a real language model causal, with "
+                              "padding). Seeded random weights bring back your family "
                               f"({state.read(F.mask_family)}).")
 else:
     family = family_columns[0].segmented_control("Self-attention mask", MASK_FAMILIES, key=F.mask_family,

@@ -54,8 +54,9 @@ if not _patchable(model):
     st.info("Patching needs a trained model whose task says what the right answer is and how to corrupt a line "
             f"({', '.join(sorted(CORRUPTIONS))}): the sidebar's **Weights** are "
             f"{'seeded random weights' if model_config.supports(model).shape else as_text(weights_label(model))}. "
-            "A model from outside runs without the lab's hook, so it cannot be patched. Choose one here or under "
-            "Weights.", icon=":material/call_split:")
+            "A model from outside runs without the lab's hook, so it cannot be patched; a real language model "
+            "has no task that says its right answer and corruption (its patching is not built yet). Choose one "
+            "here or under Weights.", icon=":material/call_split:")
     with st.container(horizontal=True):
         for name in models:
             st.button(f"Patch {weights_label(name).removeprefix('Trained: ')}", key=f"patch_with_{name}",

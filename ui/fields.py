@@ -16,6 +16,7 @@ from transformer.service import (
     MASK_FAMILIES,
     MAX_HEADS,
     MAX_LAYERS,
+    MAX_MODEL_LAYERS,
     MAX_SEQ_LEN,
     NORMS,
     PATCHING,
@@ -90,7 +91,7 @@ FIELDS: dict[str, Field] = {
     "ablation": Field("zero", link_values.choice(ABLATIONS)),
     # page controls
     "stack": Field("encoder", link_values.choice(STACK_CHOICES)),
-    "layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
+    "layer": Field(0, link_values.integer(0, MAX_MODEL_LAYERS - 1)),
     "element": Field(0, link_values.integer(0, 15)),
     "head": Field(0, link_values.integer(0, MAX_HEADS - 1)),
     "pad_mask": Field(True, link_values.flag),
@@ -132,7 +133,7 @@ FIELDS: dict[str, Field] = {
     "img_pick": Field(0, link_values.integer(0, 2**31 - 1)),
     "img_flip": Field([], link_values.pixels),
     "img_from": Field(0, link_values.integer(0, 16)),
-    "qk_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),  # the Heads page's query–key space
+    "qk_layer": Field(0, link_values.integer(0, MAX_MODEL_LAYERS - 1)),  # the Heads page's query–key space
     "qk_head": Field(0, link_values.integer(0, MAX_HEADS - 1)),
     "qk_colour": Field("position", link_values.choice(QK_COLOURINGS)),
     # the Induction page
@@ -184,7 +185,7 @@ FIELDS: dict[str, Field] = {
     "dec_seed": Field(0, link_values.integer(0, 2**31 - 1)),
     "dec_step": Field(0, link_values.integer(0, 64)),
     "dec_play": Field(False, link_values.flag),
-    "dec_cache_layer": Field(0, link_values.integer(0, MAX_LAYERS - 1)),
+    "dec_cache_layer": Field(0, link_values.integer(0, MAX_MODEL_LAYERS - 1)),
 }
 
 

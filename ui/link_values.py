@@ -12,6 +12,7 @@ from transformer.service import (
     MAX_HEADS,
     MAX_LAYERS,
     RANDOM,
+    REAL_MODELS,
     SESSION_PREFIX,
     SHIPPED,
     VISION_PREFIX,
@@ -64,11 +65,12 @@ def _trained_here(raw: str, prefix: str) -> bool:
 
 
 def weights(raw: str) -> str:
-    if raw == RANDOM or raw in SHIPPED or _trained_here(raw, SESSION_PREFIX):
+    if raw == RANDOM or raw in SHIPPED or raw in REAL_MODELS or _trained_here(raw, SESSION_PREFIX):
         return raw
     if is_external(raw):
         return check_key(raw)
-    raise ValueError(f"must be random, {', '.join(SHIPPED)}, a session model, hub:<preset> or upload:<hash>")
+    raise ValueError(f"must be random, {', '.join([*SHIPPED, *REAL_MODELS])}, a session model, hub:<preset> or "
+                     "upload:<hash>")
 
 
 def image_model(raw: str) -> str:

@@ -4,7 +4,9 @@ stack)."""
 
 from __future__ import annotations
 
-from transformer.service import LiveConfig, ModelSource, Supports, source_of
+import dataclasses
+
+from transformer.service import LiveConfig, ModelShape, ModelSource, Supports, source_of
 from ui import link_values, state
 
 
@@ -29,6 +31,21 @@ def architecture() -> str:
     return state.trained_options(values["weights"]).get("arch", values["arch"])
 
 
+def own_shape_options(weights: str) -> dict:
+    """`ModelShape`'s keyword arguments of a model whose sizes are its own (a trained model's spec, a real model's
+    file): the configuration carries the sizes it runs with, whatever the sidebar's fields hold; {} else. Its
+    architecture, norm and positions stay the fields' (a link asking for others is told the model's)."""
+    own = source(weights).own_shape()
+    if own is None:
+        return {}
+    return {**state.shape_options(state.current_values()),
+            **{name: getattr(own, name) for name in OWN_SIZES}}
+
+
+OWN_SIZES = tuple(field.name for field in dataclasses.fields(ModelShape)
+                  if field.name not in ("architecture", "norm", "positions"))
+
+
 TRAINED_MASKS = dict(mask_family="paper", padding_masks=True, look_ahead_mask=True)  # a trained model's own masks
 
 
@@ -36,7 +53,7 @@ def live_config(**overrides) -> LiveConfig:
     """The engine configuration the sidebar describes (pages may override mask toggles). A trained model runs with
     the masks it was trained with, whatever the Masks page or a page's switches say (they show it locked)."""
     values = state.current_values()
-    shape = state.shape_options(values)
+    shape = own_shape_options(values["weights"]) or state.shape_options(values)
     config = LiveConfig(
         **{**shape, "architecture": architecture() if supports(values["weights"]).outside
            else shape["architecture"]},

@@ -78,6 +78,9 @@ def _retrain_offer(bar) -> None:
 
 
 def _locked_caption(bar, name: str) -> None:
+    if model_config.source(name).task() is None:
+        _real_caption(bar, name)
+        return
     spec = spec_of(name)  # read, not loaded
     bar.caption(
         f"**Locked by the trained model:** an {spec.architecture}, {spec.norm}-norm, d_model={spec.d_model}, "
@@ -93,6 +96,19 @@ def _locked_caption(bar, name: str) -> None:
                                     "the decoder reads `<s>` + the model's own prediction, so the target text is "
                                     "not used.")
     )
+
+
+def _real_caption(bar, name: str) -> None:
+    """A real language model's own shape, said once above its greyed controls."""
+    source = model_config.source(name)
+    shape, vocabulary = source.priced_shape(None)
+    bar.caption(
+        f"**Locked by the model:** {source.title()}, read from its own file (docs/real_model.md): a "
+        f"{shape.architecture} with {shape.norm}-norm (RMSNorm), d_model={shape.d_model}, "
+        f"{count(shape.num_heads, 'head')} sharing {count(shape.kv_heads, 'key/value head')}, a SwiGLU "
+        f"feed-forward of {shape.d_ff}, {count(shape.num_layers, 'layer')}, rotary positions and {vocabulary:,} "
+        "byte-level BPE pieces. The greyed controls show its own sizes, which cannot change. It reads the **target** "
+        "lines, any text, in its own pieces (a leading space is part of a piece).")
 
 
 def _with(choices, value) -> list:
@@ -157,7 +173,7 @@ def settle() -> tuple[list, object, object]:
     """Before anything is drawn: a linked model opened, a model this server lacks replaced by random weights (and
     said), every dependent control's options followed (`options_follow`) and a KV-heads value its heads cannot
     take reset. Returns the Weights options, the model from outside in use (None when the sidebar's model is the
-    lab's) and a trained model's spec (None for random weights)."""
+    lab's) and the shape a trained or real model has of its own (None for random weights)."""
     weights.open_linked_model()
     info = external_model.opened()
     weight_options = weights.weight_choices()
@@ -170,7 +186,7 @@ def settle() -> tuple[list, object, object]:
     if info is not None and model_config.supports(chosen).outside:  # its own shape: none of the sidebar's
         return weight_options, info, None
     info = None
-    spec = None if model_config.supports(chosen).shape else spec_of(chosen)
+    spec = None if model_config.supports(chosen).shape else model_config.source(chosen).own_shape()
     if not spec:
         options_follow(F.heads, [str(h) for h in choices.head_choices(state.read(F.d_model))])
     heads = spec.num_heads if spec else state.read(F.heads)
@@ -216,7 +232,8 @@ def _draw_shape(bar, spec) -> None:
                   help="Only divisors of d_model: each head gets d_k = d_model / h dimensions.")
     heads = spec.num_heads if spec else state.read(F.heads)
     if heads > 1:
-        shown.control(bar.select_slider, "KV heads", F.kv_heads, lambda s: 0, options=choices.kv_head_choices(heads),
+        shown.control(bar.select_slider, "KV heads", F.kv_heads, lambda s: s.num_kv_heads or 0,
+                      options=choices.kv_head_choices(heads),
                       format_func=lambda k: kv_label(heads, k),
                       help="Key/value heads (grouped-query attention): each serves heads / KV heads query "
                       "heads. Fewer means a smaller key/value cache when decoding.")
@@ -233,13 +250,19 @@ def _draw_shape(bar, spec) -> None:
                   format_func=lambda width: "0 (none)" if width == 0 else str(width),
                   help="Inner width of the position-wise feed-forward network; 0: no feed-forward sublayer (an "
                   "attention-only model, as in the interpretability papers).")
-    shown.control(bar.slider, "Layers (N)", F.layers, lambda s: s.num_layers, min_value=1, max_value=MAX_LAYERS,
+    shown.control(bar.slider, "Layers (N)", F.layers, lambda s: s.num_layers, min_value=1,
+                  max_value=max(MAX_LAYERS, spec.num_layers if spec else 0),
                   help="Layers of each stack (encoder layers = decoder layers).")
-    ablation_controls(bar, spec)
+    if model_config.supports().ablation:
+        ablation_controls(bar, spec)
+    else:
+        bar.caption("Its heads are not ablated here: the Heads page ranks them without it.")
 
 
-def _draw_input(bar, spec) -> None:
-    """The length, the seed, the pads and the lines: which boxes the model reads said on them."""
+def _draw_input(bar, own) -> None:
+    """The length, the seed, the pads and the lines: which boxes the model reads said on them. ``own``: the shape
+    a trained or real model has of its own (its pads are its own; a trained model's seed and lines too)."""
+    spec = model_config.source().spec()  # a trained model's: its seed, and the decoder reading its own prediction
     shown = _ModelControls(spec, state.read(F.weights))
     bar.select_slider("Sequence length", options=choices.seq_len_choices(state.read(F.seq_len)), key=F.seq_len,
                       help="Every line is right-padded with the first pad symbol or cut to this length. The slider "
@@ -250,8 +273,9 @@ def _draw_input(bar, spec) -> None:
                   "drawn from the seed and its place in the model: changing the heads keeps every weight, and adding "
                   "a layer or changing d_ff keeps the ones the two models share (a trained model: its training's).")
     bar.subheader("Input")
-    shown.control(bar.text_input, "Pad symbols", F.pads, lambda s: "<pad>", max_chars=200,
-                  help="One or several, separated by spaces. The first one pads short lines.")
+    _ModelControls(own, state.read(F.weights)).control(
+        bar.text_input, "Pad symbols", F.pads, lambda s: "<pad>", max_chars=200,
+        help="One or several, separated by spaces. The first one pads short lines.")
     stacks = ARCHITECTURE_STACKS[model_config.architecture()]
     # which text boxes the model reads (a trained model reads the source lines, whatever its stacks)
     reads_source, reads_target = "encoder" in stacks or spec is not None, "decoder" in stacks
@@ -262,7 +286,7 @@ def _draw_input(bar, spec) -> None:
                   placeholder="A trained model's decoder reads <s> and its own prediction.",
                   help="One line per source line (the decoder's input)." if reads_target
                   else "An encoder-only model has no decoder: it reads the source lines alone.")
-    if not (reads_source and reads_target) and spec is None:
+    if not (reads_source and reads_target) and own is None:
         bar.caption(f"A {state.read(F.arch)} model reads the **{'target' if reads_target else 'source'}** lines "
                     "only; the other box keeps its lines for the other architectures.")
 

@@ -33,12 +33,14 @@ def default_of(key: str, weights: str):
     own = trained_options(weights) if key in ("arch", "norm", "positions") else {}
     if key in own:
         return own[key]
-    if key not in ("src", "seq_len"):
+    if key not in ("src", "tgt", "seq_len"):
         return FIELDS[key].default
-    lines, length = source_of(weights).default_lines(FIELDS[F.seq_len].default)  # the model's own, where they differ
+    source = source_of(weights)
+    lines, length = source.default_lines(FIELDS[F.seq_len].default)  # the model's own, where they differ
     if key == "seq_len":
         return length
-    return FIELDS[key].default if lines is None else lines
+    own_box = "tgt" if source.reads_side == "target" else "src"
+    return FIELDS[key].default if lines is None or key != own_box else lines
 
 
 def parse_url(query: dict) -> tuple[dict, list[str]]:
@@ -324,5 +326,5 @@ def shape_fields(shape) -> dict:
 def trained_options(weights: str) -> dict:
     """The options a trained model fixes, under their field names (``arch``, ``norm``, ``positions``); {} for
     random weights, a model from outside or an unknown name. Read from its spec: nothing loads."""
-    spec = source_of(weights).spec()
+    spec = source_of(weights).own_shape()
     return {} if spec is None else {key: shape_fields(spec)[key] for key in ("arch", "norm", "positions")}

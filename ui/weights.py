@@ -12,6 +12,7 @@ from transformer.service import (
     get_task,
     kept_label,
     missing_reason,
+    real_models,
     source_of,
     spec_of,
     task_of,
@@ -21,12 +22,12 @@ from ui.state import F
 
 
 def weight_choices() -> list[str]:
-    """The Weights list: random weights, the shipped models, this session's trained ones and its models from
-    outside (the one in use among them)."""
+    """The Weights list: random weights, the shipped models, the real language models installed here, this
+    session's trained ones and its models from outside (the one in use among them)."""
     current = state.value(F.weights)
     yours = list(state.get(external_model.EXTERNAL_MODELS, {})) + \
         ([current] if model_config.supports(current).outside else [])
-    return [RANDOM] + available() + list(state.get(state.MY_MODELS, [])) + list(dict.fromkeys(
+    return [RANDOM] + available() + real_models() + list(state.get(state.MY_MODELS, [])) + list(dict.fromkeys(
         yours))
 
 
@@ -50,6 +51,8 @@ def open_linked_model() -> None:
 
 
 def weights_label(name: str) -> str:
+    if model_config.source(name).title() is not None:
+        return model_config.source(name).title()
     if model_config.supports(name).shape:
         return "Seeded random weights"
     if model_config.supports(name).outside:
@@ -87,6 +90,9 @@ def after_change() -> None:
         state.put(F.arch, "encoder-decoder")  # back from a model from outside's one stack
     if model_config.supports(name).shape:
         return
+    if model_config.source(name).task() is None:  # a real language model: any text is its lines
+        _own_lines_and_shape(name)
+        return
     task, spec = get_task(task_of(name)), spec_of(name)  # read, not loaded: no TensorFlow here
     if not _reads(task, state.value(F.src)):
         state.put(F.src, task.example)
@@ -98,6 +104,16 @@ def after_change() -> None:
         state.notify(f"The {spec.task} model is an {spec.architecture} with {spec.norm}-norm, {spec.positions} "
                      "positions and a key/value head per head: the Architecture, Norm, Positions and KV heads "
                      "controls are back at its own.")
+
+
+def _own_lines_and_shape(name: str) -> None:
+    """A real language model: its own architecture, norm and positions, its example in the target box where that
+    holds the lab's toy lines, a length that holds the example, and no ablated heads."""
+    own = state.trained_options(name)
+    example, length = model_config.source(name).default_lines(state.FIELDS[F.seq_len].default)
+    if state.value(F.tgt) == state.FIELDS[F.tgt].default:
+        own[F.tgt] = example
+    state.update(own, seq_len=max(state.value(F.seq_len), length), ablate=[])
 
 
 def _reads(task, text: str) -> bool:

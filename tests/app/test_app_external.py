@@ -146,10 +146,3 @@ def test_a_fixed_length_upload_opens_at_its_length_and_a_short_line_is_told_in_w
     assert "exactly 8 tokens" in said and "expected shape" not in said, said
 
 
-def test_a_link_to_the_real_model_opens_random_weights_with_a_notice_until_the_pages_offer_it():
-    """The engine runs SmolLM2 (`weights=smollm2`, docs/real_model.md); the link and the Weights list do not offer
-    it yet: a link naming it is said to be ignored and the page draws random weights, no traceback."""
-    at = open_page("attention", {"weights": "smollm2"})
-    assert not at.exception
-    assert any("Ignored the link's weights='smollm2'" in warning.value for warning in at.warning)
-    assert at.session_state["weights"] == "random"

@@ -46,7 +46,7 @@ def test_the_masks_page_shows_the_family_locked_for_a_trained_model():
     no_errors(at)
     locked = [control for control in at.get("button_group") if control.disabled]
     assert locked, "the family control is not locked"
-    assert "Locked by the trained model" in _texts(at)
+    assert "Locked by the sidebar's model" in _texts(at)
 
 
 def test_a_trained_models_mask_switches_are_locked_on():

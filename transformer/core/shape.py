@@ -62,6 +62,7 @@ def check_layer_style(norm_layer, norm_epsilon, ffn, use_bias, rope_base) -> Non
 MAX_D_MODEL = 1024
 MAX_D_FF = 4096
 MAX_LAYERS = 6
+MAX_MODEL_LAYERS = 48  # the deepest model a page reads: a real language model's or one from outside
 MAX_HEADS = 64
 
 

