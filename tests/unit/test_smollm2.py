@@ -168,3 +168,15 @@ def test_where_the_wheel_is_not_installed_it_says_how_to_install_it(monkeypatch)
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
     with pytest.raises(ValueError, match="make run. installs it"):
         gguf_llama.smollm2_path()
+
+
+@pytest.mark.parametrize("missing", ["token_embd.weight", "blk.7.ffn_norm.weight", "blk.29.attn_q.weight"])
+def test_a_file_lacking_a_tensor_is_a_message_naming_it(llama, model, missing):
+    """A GGUF with the right keys and a tensor gone (another layout, or a partial file): ValueError, not KeyError."""
+    from dataclasses import replace
+
+    from transformer.external.gguf_llama import lab_weights
+
+    partial = replace(llama, weights={name: array for name, array in llama.weights.items() if name != missing})
+    with pytest.raises(ValueError, match=f"no tensor '{missing}'"):
+        lab_weights(model, partial)

@@ -133,20 +133,25 @@ def read_llama(path) -> LlamaFile:
 def lab_weights(model: Transformer, llama: LlamaFile) -> list:
     """``llama``'s tensors in the order of ``model.weights`` (a `Transformer` of ``llama.shape.model_options()``),
     kernels transposed to ``(in, out)``; ValueError naming a tensor the file lacks or of another shape."""
-    def kernel(name):
-        return llama.weights[name].T  # (out, in) -> (in, out)
+    def tensor(name):
+        if name not in llama.weights:
+            raise ValueError(f"The GGUF file has no tensor {name!r}: it is not a Llama of this layout")
+        return llama.weights[name]
 
-    by_path = {"target_embedding/embed/embeddings": llama.weights["token_embd.weight"],
-               "decoder/final_norm/scale": llama.weights["output_norm.weight"]}
+    def kernel(name):
+        return tensor(name).T  # (out, in) -> (in, out)
+
+    by_path = {"target_embedding/embed/embeddings": tensor("token_embd.weight"),
+               "decoder/final_norm/scale": tensor("output_norm.weight")}
     for index in range(llama.shape.layers):
         block, gguf = f"decoder/block_{index}", f"blk.{index}"
         attention, ffn = f"{block}/self_attention_block/attention", f"{block}/feed_forward_block/feed_forward"
-        by_path |= {f"{block}/self_attention_block/layer_norm/scale": llama.weights[f"{gguf}.attn_norm.weight"],
+        by_path |= {f"{block}/self_attention_block/layer_norm/scale": tensor(f"{gguf}.attn_norm.weight"),
                     f"{attention}/transform_query/kernel": kernel(f"{gguf}.attn_q.weight"),
                     f"{attention}/transform_key/kernel": kernel(f"{gguf}.attn_k.weight"),
                     f"{attention}/transform_value/kernel": kernel(f"{gguf}.attn_v.weight"),
                     f"{attention}/transform_out/kernel": kernel(f"{gguf}.attn_output.weight"),
-                    f"{block}/feed_forward_block/layer_norm/scale": llama.weights[f"{gguf}.ffn_norm.weight"],
+                    f"{block}/feed_forward_block/layer_norm/scale": tensor(f"{gguf}.ffn_norm.weight"),
                     f"{ffn}/gate/kernel": kernel(f"{gguf}.ffn_gate.weight"),
                     f"{ffn}/up/kernel": kernel(f"{gguf}.ffn_up.weight"),
                     f"{ffn}/down/kernel": kernel(f"{gguf}.ffn_down.weight")}
