@@ -44,6 +44,13 @@ LESSONS = (
     Lesson("What the trained dates model reads", "attention", {"weights": "dates", "stack": "cross", "layer": "1"},
            "Cross-attention of the trained dates model: each character it writes reads the source characters it "
            "comes from, and nothing reads the weekday."),
+    Lesson("An attention sink in a real model", "attention", {"weights": "smollm2", "layer": "18"},
+           "SmolLM2-135M, a real language model, in layer 18: almost every query of every head puts nearly all its "
+           "weight on the first piece, whatever it is: an attention sink (Xiao et al. 2023). Layers 0–1 spread "
+           "theirs; move the layer to see where it begins."),
+    Lesson("A real previous-token head", "attention", {"weights": "smollm2", "layer": "16", "view": "Head view"},
+           "Head 0 of SmolLM2's layer 16 reads the piece just before each one, on any text: the diagonal below "
+           "the main one. A previous-token head, the same habit the induction model learned in its layer 0."),
     Lesson("Induction heads", "induction", {},
            "A two-layer attention-only model continues a segment it saw earlier in the line: a previous-token head "
            "in layer 0 and induction heads in layer 1, and ablating them costs the copy."),

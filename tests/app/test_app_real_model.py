@@ -125,3 +125,22 @@ def test_every_attention_view_draws_smollm2(view, cells):
     titles = [spec["layout"].get("title", {}).get("text", "") for spec in specs(at)]
     assert titles[0].startswith("9 heads (d_k = 64)") and (len(titles) >= 2 or view in ("Checks", "Statistics"))
     assert ("value-weighted norms" in titles[0]) == (cells == "norms")
+
+
+def test_the_real_model_lessons_show_a_sink_and_a_previous_token_head():
+    """Home's two lessons on SmolLM2 draw what they say: layer 18's heads give the first piece most of each row;
+    layer 16's head 0 gives each piece's predecessor most of its row."""
+    from ui.lessons import LESSONS
+
+    sink, previous = (next(lesson for lesson in LESSONS if lesson.title == title)
+                      for title in ("An attention sink in a real model", "A real previous-token head"))
+    at = open_page(sink.page, sink.params)
+    no_errors(at)
+    heads = np.stack(weight_panels(specs(at)[0]))  # (9, N, N) the first line's
+    rows = ~np.isnan(heads[0]).all(axis=1)
+    assert np.nanmean(heads[:, rows, 0][:, 1:]) > 0.8  # every query after the first: its weight on position 0
+    at = open_page(previous.page, previous.params)
+    no_errors(at)
+    head0 = weight_panels(specs(at)[0])[0]  # (N, N)
+    before = np.diagonal(head0, offset=-1)[1:]  # each query's weight on the piece before it, from query 2 (NaN: pads)
+    assert np.nanmean(before) > 0.5 and np.isfinite(before).sum() >= 5, np.round(before, 2)
