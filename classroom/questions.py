@@ -161,7 +161,10 @@ class NextToken(QuestionKind):
     name, title = "next", "What will the model write next?"
 
     def check(self, shown: dict, given: dict) -> dict:
-        token = " ".join(str(given.get("token", "")).split())
+        """A piece picked among those offered is kept exactly (a real model's " Paris" is not "Paris"); a typed
+        one is tidied (its spaces trimmed and single)."""
+        raw = str(given.get("token", ""))
+        token = raw if raw in shown.get("options", ()) else " ".join(raw.split())
         if not token or len(token) > MAX_TOKEN_CHARS:
             raise ValueError(f"The answer is one token of 1 to {MAX_TOKEN_CHARS} characters. Received: "
                              f"{token[:60]!r}")

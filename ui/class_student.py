@@ -14,7 +14,7 @@ from classroom.store import AnswerTooSoon, ClassError, Question, StoreUnavailabl
 from ui import class_room, state
 from ui.class_views import POLL_S, or_unavailable, tally_figure, unavailable
 from ui.controls import plot
-from ui.text import as_text, count, percent
+from ui.text import as_text, count, percent, piece_text
 from viz.class_tally import cell_picker, cells_marked, key_picker
 
 
@@ -76,7 +76,7 @@ def answer_pick(code: str, key: str, question: Question, mine: dict | None) -> N
 
 def answer_token(code: str, key: str, question: Question, mine: dict | None) -> None:
     options = question.shown["options"]
-    picked = st.radio("The next token", options, format_func=as_text, key=f"class_token_{question.number}",
+    picked = st.radio("The next token", options, format_func=piece_text, key=f"class_token_{question.number}",
                       index=None if mine is None else options.index(mine["token"]))
     if picked is not None and (mine is None or picked != mine["token"]):
         _answer(code, key, question.number, {"token": picked})

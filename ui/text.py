@@ -29,6 +29,13 @@ def as_text(text) -> str:
     return _ACTIVE.sub(lambda found: "\\" + found.group(0), inert).replace("\n", "  \n")
 
 
+def piece_text(piece) -> str:
+    """A token as a label shows it (`as_text`), a leading space drawn as "␣" (a real model's " Paris" and "Paris"
+    are two pieces, and a label would hide the space)."""
+    piece = str(piece)
+    return as_text("␣" + piece[1:] if piece.startswith(" ") else piece)
+
+
 def count(number: int, noun: str, plural: str | None = None) -> str:
     """``number`` and ``noun``, the noun plural unless the number is one (``plural``: when not noun + "s")."""
     return f"{number} {noun if number == 1 else plural or noun + 's'}"

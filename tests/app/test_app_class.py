@@ -196,3 +196,21 @@ def test_a_students_key_is_in_the_class_pages_address_only(classes):
     assert student.session_state[state.CLASS_LINK]["student"] == key  # still this session's student
     student.switch_page("app_pages/class_room.py").run()
     assert student.query_params["student"] == key
+
+
+@pytest.mark.slow
+def test_a_teacher_asks_what_smollm2_writes_next_and_its_options_are_its_own_pieces(classes):
+    """Issue 89's class question on the real model: Decode on "The capital of France is" asks what comes next; the
+    answer is the piece its run chose (" Paris"), among its most probable pieces, a leading space kept."""
+    started = classes.start()
+    teacher = teacher_on("decode", started.code, started.teacher_key, {"weights": "smollm2", "seq_len": "16"})
+    pressed = [button for button in teacher.button if button.label == "Run it"]  # priced past the light budget
+    teacher = pressed[0].click().run(timeout=300) if pressed else teacher
+    teacher = ask_the_class(teacher)
+    no_errors(teacher)
+    assert any("asked" in success.value for success in teacher.sidebar.success), [e.value for e in teacher.error]
+    question = classes.history(started.code, started.teacher_key)[0][0]
+    assert question.kind == "next" and question.answer["token"] == " Paris", question.answer
+    assert " Paris" in question.shown["options"] and len(question.shown["options"]) >= 3
+    student = classes.join(started.code)
+    assert classes.answer(started.code, student, 1, {"token": " Paris"})

@@ -50,6 +50,17 @@ def test_a_pick_one_and_a_typed_token_are_right_or_wrong():
             check_given("next", {}, bad)
 
 
+def test_an_offered_piece_keeps_its_leading_space():
+    """A real language model's pieces carry their space (" Paris" is not "Paris", and both may be offered): a
+    piece picked among those offered is kept exactly; a typed one is still tidied."""
+    shown = {"options": [" Paris", "Paris", " the"]}
+    assert check_given("next", shown, {"token": " Paris"}) == {"token": " Paris"}
+    assert check_given("next", shown, {"token": "Paris"}) == {"token": "Paris"}
+    assert mark("next", shown, {"token": " Paris"}, {"token": "Paris"}) == Mark(False, 0.0)
+    with pytest.raises(ValueError, match="one of the tokens offered"):
+        check_given("next", shown, {"token": "  London"})
+
+
 def test_the_classroom_package_imports_no_framework_and_no_other_part_of_the_app():
     """classroom/ is plain Python, NumPy and SQLAlchemy: the pages reach it through ui/class_room.py."""
     import ast
