@@ -110,6 +110,10 @@ if trained and spec_of(weights).architecture == "decoder-only":
                 "a repeated segment with the induction heads, the previous-token heads or the others ablated.")
     st.page_link(Page.INDUCTION.file, label="Induction heads", icon=":material/content_copy:")
     st.stop()
+if not trained and model_config.supports().language:
+    st.markdown("A real language model has no task here whose loss and accuracy would say what a head is worth: "
+                "ablate heads in the sidebar and watch its attention, and its next piece on the Decode page, change.")
+    st.stop()
 if not trained:
     st.markdown("Pick a trained model under **Weights** to measure what each head is worth: each head is ablated in "
                 "turn and the model's loss and exact accuracy on fresh examples of its task are measured again. "

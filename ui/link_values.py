@@ -10,7 +10,7 @@ from transformer.service import (
     ABLATIONS,
     IMAGE_MODELS,
     MAX_HEADS,
-    MAX_LAYERS,
+    MAX_MODEL_LAYERS,
     RANDOM,
     REAL_MODELS,
     SESSION_PREFIX,
@@ -110,8 +110,8 @@ def ablate(raw: str) -> list[str]:
     """``"c0.1 e1.0"`` -> the codes of heads that could exist (`head_triple`), sorted; whether this model has
     them is the engine's to say."""
     triples = sorted({head_triple(code) for code in raw.split()})
-    if any(layer >= MAX_LAYERS or head >= MAX_HEADS for _, layer, head in triples):
-        raise ValueError(f"layers go from 0 to {MAX_LAYERS - 1} and heads from 0 to {MAX_HEADS - 1}")
+    if any(layer >= MAX_MODEL_LAYERS or head >= MAX_HEADS for _, layer, head in triples):
+        raise ValueError(f"layers go from 0 to {MAX_MODEL_LAYERS - 1} and heads from 0 to {MAX_HEADS - 1}")
     return [head_code(*triple) for triple in triples]
 
 

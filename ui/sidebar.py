@@ -253,10 +253,7 @@ def _draw_shape(bar, spec) -> None:
     shown.control(bar.slider, "Layers (N)", F.layers, lambda s: s.num_layers, min_value=1,
                   max_value=max(MAX_LAYERS, spec.num_layers if spec else 0),
                   help="Layers of each stack (encoder layers = decoder layers).")
-    if model_config.supports().ablation:
-        ablation_controls(bar, spec)
-    else:
-        bar.caption("Its heads are not ablated here: the Heads page ranks them without it.")
+    ablation_controls(bar, spec)
 
 
 def _draw_input(bar, own) -> None:

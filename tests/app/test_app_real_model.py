@@ -78,7 +78,7 @@ def test_the_heads_page_ranks_smollm2s_270_heads_on_its_lines():
     assert all(scores.shape == (30, 9) for scores in maps.values()) and "first token" in maps, names
     sink = np.nanmean(maps["first token"], axis=1)  # (30,) each layer's mean over its heads
     assert sink[3:].mean() > 0.5 > sink[:2].max(), np.round(sink, 2)  # the attention sink from layer 3 on
-    assert "ablated here" in " ".join(c.value for c in at.sidebar.caption)
+    assert "no task here whose loss and accuracy" in _said(at)
 
 
 def test_decode_continues_the_capital_of_france_with_paris_and_keeps_three_kv_heads():
@@ -144,3 +144,23 @@ def test_the_real_model_lessons_show_a_sink_and_a_previous_token_head():
     head0 = weight_panels(specs(at)[0])[0]  # (N, N)
     before = np.diagonal(head0, offset=-1)[1:]  # each query's weight on the piece before it, from query 2 (NaN: pads)
     assert np.nanmean(before) > 0.5 and np.isfinite(before).sum() >= 5, np.round(before, 2)
+
+
+@pytest.mark.parametrize("ablation", ["zero", "mean"])
+def test_heads_ablated_in_the_sidebar_change_smollm2s_later_layers_as_the_engine_does(ablation):
+    """Its two strongest previous-token heads (layer 16 head 0, layer 11 head 1) ablated: layer 20's weights are
+    the engine's own run with them ablated, and differ from the whole model's."""
+    line = {"tgt": "The capital of France is Paris.", "seq_len": "8", "layer": "20"}
+    at = open_page("attention", {"weights": "smollm2", "ablate": "d11.1 d16.0", "ablation": ablation, **line})
+    no_errors(at)
+    assert at.sidebar.multiselect(key="ablate").value == ["d11.1", "d16.0"]
+    drawn = np.stack(weight_panels(specs(at)[0]))  # (9, N, N)
+    config = LiveConfig(weights="smollm2", architecture="decoder-only", norm="pre", positions="rope",
+                        target_text=line["tgt"], seq_len=8)
+    whole = run_live(config, stacks=("decoder",), lines=(0,)).attention["decoder"][20, 0]
+    heads = (("decoder", 11, 1), ("decoder", 16, 0))
+    ablated = run_live(LiveConfig(**{**config.__dict__, "ablate": heads, "ablation": ablation}),
+                       stacks=("decoder",), lines=(0,)).attention["decoder"][20, 0]
+    real = np.isfinite(drawn)
+    np.testing.assert_allclose(drawn[real], ablated[real], atol=1e-5)
+    assert np.abs(drawn[real] - whole[real]).max() > 1e-3

@@ -292,20 +292,19 @@ class RealModel(ModelSource):
 
     kind = "real"
     reads_side = "target"  # one causal stack over the target lines, as the lab's decoder-only models
-    supports = Supports(ablation=False, masks=False, shape=False, inside=True, predictions=False, own_masks=True,
+    supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=False, own_masks=True,
                         outside=False, patching=False, language=True)
 
     def check(self, config: LiveConfig) -> tuple:
-        """Its one stack, no ablation, and what its maps and forward pass would cost, at its own size."""
+        """Its one stack, the heads to ablate (of its own layers and heads), and what its maps and forward pass
+        would cost, at its own size."""
         if config.architecture != "decoder-only":
             raise ValueError(f"{self.weights} is a decoder-only model. Received: architecture={config.architecture!r}")
-        if config.ablate:
-            raise ValueError(f"Heads of {self.weights} are not ablated here yet. Received: {len(config.ablate)} heads")
         shape, _ = self.priced_shape(config)
         lines = len(tokens.text_lines(config.target_text, "target"))
         check_budget(replace(config, num_heads=shape.num_heads, num_layers=shape.num_layers), lines)
         check_cost(live_cost(config, lines, shape=shape, vocab=smollm2_header()[0].vocab))
-        return ()
+        return check_ablation(config.ablate, config.ablation, config.stacks, shape.num_layers, shape.num_heads)
 
     def priced_shape(self, config: LiveConfig | None) -> tuple:
         llama = smollm2_header()[0]  # its file's keys, read once (its weights are not)
