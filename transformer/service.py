@@ -59,6 +59,7 @@ from transformer.live import head_roles as _head_roles
 from transformer.live import images as _images
 from transformer.live import importance as _importance
 from transformer.live import induction as _induction
+from transformer.live import loading as _loading
 from transformer.live import patching as _patching
 from transformer.live import prices as _prices
 from transformer.live import query_key as _query_key
@@ -142,6 +143,8 @@ TF_VERSION = tf.__version__
 attention_cost = PricedCall("attention_cost", _cost.attention_cost, _prices.attention_cost)
 position_views = PricedCall("position_views", _position_views.position_views, _prices.position_views)
 describe = PricedCall("describe", _registry.describe, _prices.describe, lane=False)  # it loads into this server
+load_model = PricedCall("load_model", _loading.load_model, _prices.load_model, lane=False)  # into this server
+needs_loading = _loading.needs_loading
 upload = PricedCall("upload", _registry.upload, _prices.upload, lane=False)
 decode = PricedCall("decode", _decode.decode, _prices.decode)
 head_roles = PricedCall("head_roles", _head_roles.head_roles, _prices.head_roles)
@@ -210,6 +213,6 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "warm_up_device",
            "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCHING", "patching_cell", "patching_line",
            "patching_study", "PatchRequest",
-           "ModelSource", "source_of", "REAL_MODELS", "real_models",
+           "ModelSource", "source_of", "REAL_MODELS", "real_models", "load_model", "needs_loading",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",
            "NeedsLane", "PricedCall", "call_key", "prepaid", "shared_engine", "price_of", "calibrate", "engine_rate"]

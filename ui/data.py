@@ -68,7 +68,8 @@ def price_text(call_name: str, *args, **kwargs) -> str:
 def _or_stop(compute, *args, **kwargs):
     """``compute(*args, **kwargs)`` with the engine thread shared: a call priced past the light budget runs in the
     background lane after a press (`ui.heavy_runs`), then ``compute`` again with that result; on bad input a
-    message, and the page stops."""
+    message, and the page stops. A model whose loading is long is loaded first, after a press (`_loaded_first`)."""
+    _loaded_first(args, kwargs)
     try:
         with service.shared_engine():
             return compute(*args, **kwargs)
@@ -84,6 +85,23 @@ def _or_stop(compute, *args, **kwargs):
         st.error(as_text(f"The computation failed ({type(error).__name__}): {str(error)[:500]}"),
                  icon=":material/warning:")
     st.stop()
+
+
+def _loaded_first(args: tuple, kwargs: dict) -> None:
+    """Where a call names a model whose loading is long (a real language model's file) and this server has not
+    loaded it: what loading costs, said, and a button that loads it once for every session; the page stops until
+    then (no page's move waits for it unannounced, and it is not loaded again for each lane run)."""
+    for config in (value for value in (*args, *kwargs.values()) if isinstance(value, LiveConfig)):
+        if service.needs_loading(config.weights, config.device):
+            cost = service.load_model.price(config.weights, config.device)
+            st.info(f"Before it runs: {as_text(cost.what)}, {cost.duration()} and {cost.bytes / 2**20:,.0f} MB of "
+                    "memory. Every session on this server then uses it; while it loads, the server's other sessions "
+                    "wait.", icon=":material/download:")
+            if st.button("Load it", key="load_model", type="primary", icon=":material/download:"):
+                with st.spinner(f"{as_text(cost.what)[0].upper()}{as_text(cost.what)[1:]}…"):
+                    service.load_model(config.weights, config.device)
+                st.rerun()
+            st.stop()
 
 
 def _beside_the_run(config, stack: str, lines, light, call: str, /, *args, **kwargs):

@@ -9,8 +9,18 @@ from chart_support import FIRST_PLOT, PLOT
 pytestmark = pytest.mark.browser
 
 
+def _loaded(page) -> None:
+    """Load it where the server has not yet: the page says what loading costs and waits for **Load it**."""
+    load = page.get_by_role("button", name="Load it")
+    if load.count():
+        assert page.get_by_text("once on this server").count() >= 1
+        load.click()
+        wait_idle(page)
+
+
 def test_a_link_opens_smollm2_on_the_attention_page_over_its_own_pieces(page, server):
     open_page(page, server, "attention?weights=smollm2")
+    _loaded(page)
     wait_for_charts(page)
     drawn = page.evaluate(f"""() => {{
         const plot = {FIRST_PLOT};
@@ -25,6 +35,7 @@ def test_a_link_opens_smollm2_on_the_attention_page_over_its_own_pieces(page, se
 
 def test_decode_on_smollm2_continues_the_capital_of_france_with_paris(page, server):
     open_page(page, server, "decode?weights=smollm2")
+    _loaded(page)
     run_it = page.get_by_role("button", name="Run it")
     if run_it.count():  # priced past this server's light budget: the background lane, after a press
         run_it.click()

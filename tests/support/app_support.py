@@ -12,12 +12,16 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def open_page(page, query=None):
+def open_page(page, query=None, load_models: bool = True):
+    """``page`` opened with ``query``'s link values; ``load_models``: a model whose loading is long (a real
+    language model) loaded as a person presses **Load it** (`ui.data._loaded_first`), where this process lacks it."""
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.switch_page(f"app_pages/{page}.py")
-    return at.run()
+    at = at.run()
+    load = [button for button in at.button if button.key == "load_model"]
+    return load[0].click().run(timeout=300) if load_models and load else at
 
 
 def specs(at) -> list[dict]:

@@ -117,7 +117,7 @@ def test_run_live_draws_its_30_layers_of_9_heads_over_its_own_pieces(llama, mode
 
 @pytest.mark.parametrize("change, message", [
     ({"architecture": "encoder-decoder"}, "decoder-only model"),
-    ({"ablate": (("decoder", 0, 0),)}, "not ablated here yet"),
+    ({"ablate": (("decoder", 30, 0),)}, "layers 0 to 29, heads 0 to 8"),  # its own, not the configuration's
     ({"seq_len": 512, "target_text": "a\n" * 16}, "attention maps would need"),  # 30 layers × 9 heads, its own
 ])
 def test_what_it_cannot_run_is_refused_at_its_own_size_before_it_loads(change, message):
@@ -180,3 +180,22 @@ def test_a_file_lacking_a_tensor_is_a_message_naming_it(llama, model, missing):
     partial = replace(llama, weights={name: array for name, array in llama.weights.items() if name != missing})
     with pytest.raises(ValueError, match=f"no tensor '{missing}'"):
         lab_weights(model, partial)
+
+
+def test_its_loading_is_priced_until_this_process_holds_it(monkeypatch):
+    """A run of it is priced with its load (7.5 s, once a process) where the model cache lacks it, and without it
+    once loaded (`transformer.live.loading`)."""
+    from transformer.live import prices
+    from transformer.live.config import LiveConfig
+    from transformer.live.loading import load_model, needs_loading
+    from transformer.live.model_cache import ModelCache
+
+    config = LiveConfig(weights="smollm2", architecture="decoder-only", norm="pre", positions="rope",
+                        target_text="The capital of France is", seq_len=8)
+    load_model("smollm2", "cpu")
+    assert not needs_loading("smollm2", "cpu") and prices.load_model("smollm2", "cpu").extra_seconds == 0
+    loaded = prices.run_live(config, ("decoder",), None)
+    monkeypatch.setattr(ModelCache, "holds", lambda self, key: False)
+    assert needs_loading("smollm2", "cpu") and not needs_loading("random", "cpu")
+    cold = prices.run_live(config, ("decoder",), None)
+    assert cold.extra_seconds - loaded.extra_seconds == 7.5 and cold.heavy and cold.bytes >= 730 * 2**20

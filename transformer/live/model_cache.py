@@ -220,6 +220,11 @@ class ModelCache:
             release_kernels()
             self._evicted = 0
 
+    def holds(self, key) -> bool:
+        """Whether the model of ``key`` is built and kept (no build, no wait for one)."""
+        with self._lock:
+            return key in self._entries
+
     def entry(self, key, seed: int = 0, load=None) -> CachedModel:
         """`get`, with random weights re-drawn in place when the seed changed (no rebuild, no retrace); a loaded
         model (``load``) keeps its weights. Call on the engine thread (`transformer.live.plan.Plan.model`)."""

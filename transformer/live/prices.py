@@ -91,7 +91,7 @@ def _forward(config, stacks, lines) -> RunCost:
         return NOTHING.said("no model run")
     count = _lines(config, "target" if config.architecture == "decoder-only" else "source")
     count = min(count, tokens.MAX_LINES) if lines is None else len(lines)
-    return live_cost(config, count, **_shape(config))
+    return live_cost(config, count, **_shape(config)) + load_model(config.weights, config.device)
 
 
 def run_live(config, stacks, lines, **_) -> RunCost:
@@ -320,6 +320,17 @@ def describe(key, **_) -> RunCost:
         return NOTHING.said("a model from outside, loaded")
     size = stored_bytes(key)
     return RunCost(0.0, 3 * size, "loading a model from outside", 1, extra_seconds=size / LOAD_BYTES_PER_SECOND)
+
+
+def load_model(weights, device="auto", **_) -> RunCost:
+    """Reading and building a model whose loading is long (a real language model's file), once a process."""
+    from transformer.runtime.device import resolve_device  # noqa: PLC0415
+
+    source = source_of(weights)
+    if source.loaded(resolve_device(device)):
+        return NOTHING.said("the model, loaded")
+    return RunCost(0.0, source.load_bytes, f"loading {source.title() or weights} from its file, once on this server",
+                   1, extra_seconds=source.load_seconds)
 
 
 def upload(data, **_) -> RunCost:

@@ -30,7 +30,7 @@ from transformer.external.gguf_llama import load_smollm2, smollm2_header, smollm
 from transformer.external.registry import check_key, describe, is_external
 from transformer.live.config import VOCAB_SIZE, LiveConfig, check_budget
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
-from transformer.live.model_cache import shape_key
+from transformer.live.model_cache import MODELS, shape_key
 from transformer.live.outside import OUTSIDE_STEPS, decode_outside, encode_outside, run_outside
 from transformer.live.real_lines import real_lines, real_prompt
 from transformer.live.run_cost import check_cost, live_cost
@@ -78,6 +78,8 @@ class ModelSource:
     kind: ClassVar[str]
     supports: ClassVar[Supports]
     reads_side: ClassVar[str] = "source"  # the lines its default_lines are: a real model's are its target lines
+    load_seconds: ClassVar[float] = 0.0  # reading and building it, where that is long (a real model's file)
+    load_bytes: ClassVar[int] = 0  # what loading it adds to the process
     bounded: ClassVar[bool] = False  # a file from outside: its runs in the background lane are held to their estimate
 
     def __init__(self, weights: str):
@@ -136,6 +138,11 @@ class ModelSource:
     def model_key(self, config: LiveConfig, device: str) -> tuple:
         """What its built (and traced) model depends on, on ``device``: `transformer.live.model_cache`'s key."""
         return (self.kind, self.weights, device)
+
+    def loaded(self, device: str) -> bool:
+        """Whether its model is ready in this process on ``device``: one whose loading is long (`load_seconds`)
+        must be loaded first (`transformer.live.loading`); the others load as they run."""
+        return not self.load_seconds or MODELS.holds(self.model_key(None, device))
 
     def loader(self, device: str):
         """None when the model is built from the configuration's shape (random weights); else a function that
@@ -292,6 +299,8 @@ class RealModel(ModelSource):
 
     kind = "real"
     reads_side = "target"  # one causal stack over the target lines, as the lab's decoder-only models
+    load_seconds = 7.5  # its file read, dequantised and built: 5.5–7.7 s on 2 cores (BENCHMARKS.md)
+    load_bytes = 730 * 2**20  # the server's resident memory after loading it (BENCHMARKS.md)
     supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=False, own_masks=True,
                         outside=False, patching=False, language=True)
 

@@ -1,0 +1,24 @@
+"""Loading a model whose loading is long (a real language model's file: `ModelSource.load_seconds`) into this
+process's model cache, as its own priced call: the pages load it after a press that says what it costs, so that no
+page's move waits for it unannounced."""
+
+from __future__ import annotations
+
+from transformer.live.model_cache import MODELS
+from transformer.live.sources import source_of
+from transformer.runtime.device import resolve_device
+
+
+def needs_loading(weights: str, device: str = "auto") -> bool:
+    """Whether ``weights``' model must be loaded (`load_model`) before it runs on ``device`` here."""
+    return not source_of(weights).loaded(resolve_device(device))
+
+
+def load_model(weights: str, device: str = "auto") -> bool:
+    """``weights``' model read and built into this process's model cache on ``device`` (nothing for one that loads
+    as it runs); True once it is held."""
+    source, resolved = source_of(weights), resolve_device(device)
+    loader = source.loader(resolved)
+    if loader is not None and source.load_seconds:
+        MODELS.entry(source.model_key(None, resolved), load=loader)
+    return True
