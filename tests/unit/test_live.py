@@ -602,3 +602,20 @@ def test_line_counts_that_differ_run_the_sources_lines_and_say_what_was_filled(c
 def test_a_decoder_only_model_reads_its_target_lines_whatever_the_source_has(cache):
     result = run_live(replace(BASE, architecture="decoder-only", source_text="1 2"), cache)
     assert result.attention["decoder"].shape[1] == 3
+
+
+def test_a_large_loaded_model_makes_room_in_the_model_cache_by_its_own_bytes():
+    """A loaded model whose size its source states (a real language model's `load_bytes`) evicts what would put
+    the cache over its budget; a trained model's (no size stated) makes no room, as before."""
+    import keras
+
+    def small():
+        return keras.Sequential([keras.Input((4,)), keras.layers.Dense(4)])  # 20 float32 weights: 80 bytes
+
+    cache = ModelCache(size=4, budget_bytes=1000)
+    cache.entry(("trained", "a", "/CPU:0"), load=small)
+    cache.entry(("trained", "b", "/CPU:0"), load=small)
+    assert cache.holds(("trained", "a", "/CPU:0")) and cache.holds(("trained", "b", "/CPU:0"))
+    cache.entry(("real", "big", "/CPU:0"), load=small, load_bytes=950)
+    assert not cache.holds(("trained", "a", "/CPU:0")) and not cache.holds(("trained", "b", "/CPU:0"))
+    assert cache.holds(("real", "big", "/CPU:0"))

@@ -20,5 +20,5 @@ def load_model(weights: str, device: str = "auto") -> bool:
     source, resolved = source_of(weights), resolve_device(device)
     loader = source.loader(resolved)
     if loader is not None and source.load_seconds:
-        MODELS.entry(source.model_key(None, resolved), load=loader)
+        MODELS.entry(source.model_key(None, resolved), load=loader, load_bytes=source.load_bytes)
     return True

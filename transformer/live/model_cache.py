@@ -193,14 +193,15 @@ class ModelCache:
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key, seed: int = 0, load=None) -> CachedModel:
+    def get(self, key, seed: int = 0, load=None, load_bytes: int = 0) -> CachedModel:
         """The model of ``key`` (`transformer.live.sources.ModelSource.model_key`), unless cached: random weights
-        drawn from ``seed``, or, with ``load``, the model it returns (a trained model's, small: no room made)."""
+        drawn from ``seed``, or, with ``load``, the model it returns (``load_bytes``: the room it needs; 0 for a
+        trained model's, small: no room made)."""
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key]
-            self._make_room(0 if load else model_bytes(key))
+            self._make_room(load_bytes if load else model_bytes(key))
             entry = build_cached_model(key, seed, load)
             self.builds += 1
             self._entries[key] = entry
@@ -225,10 +226,10 @@ class ModelCache:
         with self._lock:
             return key in self._entries
 
-    def entry(self, key, seed: int = 0, load=None) -> CachedModel:
+    def entry(self, key, seed: int = 0, load=None, load_bytes: int = 0) -> CachedModel:
         """`get`, with random weights re-drawn in place when the seed changed (no rebuild, no retrace); a loaded
         model (``load``) keeps its weights. Call on the engine thread (`transformer.live.plan.Plan.model`)."""
-        entry = self.get(key, seed, load)  # a new model is drawn from the seed as it is built
+        entry = self.get(key, seed, load, load_bytes)  # a new model is drawn from the seed as it is built
         if load is None and entry.seed != seed:
             with tf.device(entry.device):
                 seed_weights(entry.model, seed)

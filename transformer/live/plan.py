@@ -41,7 +41,8 @@ class Resolved:
     def model(self, cache: ModelCache = MODELS) -> CachedModel:
         """The built model (random weights of the configuration's shape and seed, or the loaded one), from
         ``cache``. Call on the engine thread."""
-        return cache.entry(self.model_key, self.config.seed, self.source.loader(self.device))
+        return cache.entry(self.model_key, self.config.seed, self.source.loader(self.device),
+                           self.source.load_bytes)
 
     def require_inside(self, what: str) -> None:
         """ValueError unless the model runs as the lab's own (``what`` cannot be read from outside it)."""
