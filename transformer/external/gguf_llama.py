@@ -114,12 +114,12 @@ def _vocabulary_of(reader) -> ByteBPE:
     return ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
 
 
-def read_llama(path) -> LlamaFile:
+def read_llama(path, reader=None) -> LlamaFile:
     """The Llama in the GGUF file ``path``, every tensor dequantised to float32; ValueError for a file that is not
-    one (another architecture, a missing key, a damaged file)."""
+    one (another architecture, a missing key, a damaged file). ``reader``: the file's reader where one is open."""
     from gguf.quants import dequantize  # noqa: PLC0415
 
-    reader = _reader(path)
+    reader = reader or _reader(path)
     shape = _shape_of(reader)
     try:
         weights = {tensor.name: np.asarray(dequantize(tensor.data, tensor.tensor_type), np.float32)
@@ -177,10 +177,17 @@ def llama_model(llama: LlamaFile, device: str = "/CPU:0") -> Transformer:
 
 
 @functools.cache
+def _smollm2_reader():
+    """SmolLM2's file opened by llama.cpp's reader (2–5 s: its keys and 49,152 tokens parsed), kept until its model
+    loads (`load_smollm2` reads its tensors through it, then lets it go)."""
+    return _reader(smollm2_path())
+
+
+@functools.cache
 def smollm2_header() -> tuple[LlamaShape, ByteBPE]:
     """SmolLM2's shape and byte-level BPE, read once from its file's keys (its tensors are not dequantised for them:
     what its source prices and reads lines with before the model loads)."""
-    reader = _reader(smollm2_path())
+    reader = _smollm2_reader()
     return _shape_of(reader), _vocabulary_of(reader)
 
 
@@ -201,9 +208,10 @@ def _give_back_freed_memory() -> None:
 def load_smollm2(device: str = "/CPU:0") -> tuple[Transformer, ByteBPE, LlamaShape]:
     """SmolLM2-135M-Instruct as the lab's `Transformer` on ``device``, its vocabulary and its shape; the file's
     arrays are let go once the model holds its weights. ValueError where the weights are not installed."""
-    llama = read_llama(smollm2_path())
+    llama = read_llama(smollm2_path(), _smollm2_reader())  # the reader its header was read with: parsed once
     model = llama_model(llama, device)
     vocabulary, shape = llama.vocabulary, llama.shape
     del llama
+    _smollm2_reader.cache_clear()  # its file's mapping let go with the arrays read from it
     _give_back_freed_memory()
     return model, vocabulary, shape
