@@ -10,7 +10,7 @@ import keras
 from transformer.core.attention import MaskConsumer, MultiHeadAttention
 from transformer.core.dropout import apply_dropout, dropout_layer
 from transformer.core.linear import Linear
-from transformer.core.shape import LAYER_STYLE, check_layer_style, check_norm
+from transformer.core.shape import LAYER_STYLE, check_layer_style, check_norm, pop_layer_style
 
 
 def _register(cls):
@@ -153,11 +153,6 @@ def _style_of(layer) -> dict:
     return {name: getattr(layer, name) for name in LAYER_STYLE}
 
 
-def _style_options(kwargs: dict) -> dict:
-    """The `LAYER_STYLE` keys taken out of a layer's keyword arguments (the rest go to Keras)."""
-    return {name: kwargs.pop(name) for name in LAYER_STYLE if name in kwargs}
-
-
 class _BlockConfig(keras.layers.Layer):
     """Stores the hyper-parameters every encoder/decoder layer shares. ``num_kv_heads``: key/value heads of
     every attention (None: H); ``positions``: ``"rope"`` or ``"alibi"`` in self-attention, else None;
@@ -165,7 +160,7 @@ class _BlockConfig(keras.layers.Layer):
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None, norm="post",
                  **kwargs):
-        style = _style_options(kwargs)
+        style = pop_layer_style(kwargs)
         super().__init__(**kwargs)
         _keep_sizes(self, d_model, num_heads, d_ff, dropout, num_kv_heads, positions, norm, style)
 
@@ -303,7 +298,7 @@ class _Stack(keras.layers.Layer):
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, num_kv_heads=None, positions=None,
                  norm="post", **kwargs):
-        style = _style_options(kwargs)
+        style = pop_layer_style(kwargs)
         super().__init__(**kwargs)
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ValueError(f"num_layers must be a positive integer. Received: num_layers={num_layers!r}")

@@ -23,6 +23,7 @@ from transformer.core.shape import (
     check_heads,
     check_layer_style,
     check_norm,
+    pop_layer_style,
 )
 
 
@@ -156,7 +157,7 @@ class Transformer(keras.Model):
         scale_embeddings=True,
         **kwargs,
     ):
-        style = {name: kwargs.pop(name, default) for name, default in LAYER_STYLE.items()}
+        style = {**LAYER_STYLE, **pop_layer_style(kwargs)}  # checked here, before any block is made
         super().__init__(**kwargs)
         check_layer_style(**style)
         check_heads(d_model, num_heads)

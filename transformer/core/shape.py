@@ -46,6 +46,12 @@ LAYER_STYLE = {"norm_layer": "layer", "norm_epsilon": 1e-6, "ffn": "relu", "use_
                "rope_base": 10000.0}
 
 
+def pop_layer_style(options: dict) -> dict:
+    """The `LAYER_STYLE` keys taken out of a layer's keyword arguments ``options`` (the rest go to Keras): those
+    given, the paper's left to the defaults."""
+    return {name: options.pop(name) for name in LAYER_STYLE if name in options}
+
+
 def check_layer_style(norm_layer, norm_epsilon, ffn, use_bias, rope_base) -> None:
     """Raise ValueError naming the offending values unless they are a layer style `Transformer` can build."""
     if norm_layer not in NORM_LAYERS:
