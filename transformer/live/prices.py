@@ -333,6 +333,22 @@ def load_model(weights, device="auto", **_) -> RunCost:
                    1, extra_seconds=source.load_seconds)
 
 
+def real_patch_map(weights, pair=None, kind="heads", direction="denoise", device="auto", **_) -> RunCost:
+    """A real model's patching map: each head (L × H) or each layer's stream at each position ((L + 1) × N) patched
+    alone, 64 runs a batch (`transformer.analysis.patching.ROWS`), and the two unpatched runs; its load if due."""
+    from transformer.analysis.patching import ROWS  # noqa: PLC0415
+    from transformer.live.real_patching import IOI  # noqa: PLC0415
+
+    shape, vocab = model_shape(weights)
+    pair = pair or IOI
+    n = max(len(source_of(weights).vocabulary().encode(line)) for line in (pair.clean, pair.corrupt))
+    runs = shape.num_layers * shape.num_heads if kind == "heads" else (shape.num_layers + 1) * n
+    batch = live_cost(LiveConfig(), min(runs, ROWS), n, n, shape=shape, vocab=vocab)
+    return RunCost(batch.flops * (runs + 2) / min(runs, ROWS), batch.bytes,
+                   f"{runs} patched runs of {weights} over {n} pieces", -(-runs // ROWS) + 2) \
+        + load_model(weights, device)
+
+
 def upload(data, **_) -> RunCost:
     return RunCost(0.0, 3 * len(data), "reading an uploaded model", 1,
                    extra_seconds=len(data) / LOAD_BYTES_PER_SECOND)

