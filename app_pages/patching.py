@@ -13,7 +13,7 @@ from transformer.service import (
     get_task,
     spec_of,
 )
-from ui import choices, data, model_config, openings, state
+from ui import choices, data, model_config, openings, real_patching_view, state
 from ui.controls import PERSIST, options_follow, plot
 from ui.state import F
 from ui.text import as_text
@@ -48,15 +48,17 @@ def _patchable(name: str) -> bool:
 
 
 model = state.read(F.weights)  # the sidebar's model, as on every page
+if model_config.supports(model).language:
+    real_patching_view.draw(model, state.value(F.device), DIRECTION_LABELS)
+    st.stop()
 if not _patchable(model):
     models = sorted((name for name in weight_choices() if _patchable(name)),
                     key=lambda name: (name not in choices.PATCH_MODELS, name))
     st.info("Patching needs a trained model whose task says what the right answer is and how to corrupt a line "
             f"({', '.join(sorted(CORRUPTIONS))}): the sidebar's **Weights** are "
             f"{'seeded random weights' if model_config.supports(model).shape else as_text(weights_label(model))}. "
-            "A model from outside runs without the lab's hook, so it cannot be patched; a real language model "
-            "has no task that says its right answer and corruption (its patching is not built yet). Choose one "
-            "here or under Weights.", icon=":material/call_split:")
+            "A model from outside runs without the lab's hook, so it cannot be patched. Choose one here or under "
+            "Weights.", icon=":material/call_split:")
     with st.container(horizontal=True):
         for name in models:
             st.button(f"Patch {weights_label(name).removeprefix('Trained: ')}", key=f"patch_with_{name}",

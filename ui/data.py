@@ -388,6 +388,12 @@ def patching_study(request):
     return service.patching_study(request)
 
 
+@door(max_entries=8)
+def real_patch_map(weights: str, pair, kind: str, direction: str, device: str):
+    """A real language model's patching map of two typed lines (cached; a long run: the background lane)."""
+    return service.real_patch_map(weights, pair, kind, direction, device)
+
+
 @door(max_entries=16)
 def patching_cell(request, row: int, column: int, view_stack: str, view_layer: int):
     """The clean, patched and corrupted runs of one cell of ``request``'s map."""

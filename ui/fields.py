@@ -148,6 +148,9 @@ FIELDS: dict[str, Field] = {
     "pt_corrupt": Field("", link_values.text(400),
           (("", "the corrupted line is the task's corruption of the clean one"),)),
     "pt_part": Field("", link_values.choice(("", *DATE_PARTS)), (("", "any part of the date is corrupted"),)),
+    # a real language model's two answers, one piece each ("": indirect-object identification's)
+    "pt_answer": Field("", link_values.text(40), (("", "the clean answer is IOI's"),)),
+    "pt_canswer": Field("", link_values.text(40), (("", "the corrupted answer is IOI's"),)),
     "pt_metric": Field("", link_values.choice(("", *PATCHING.metrics)),
           (("", "the model's first measure is used"),)),
     "pt_dir": Field(PATCHING.directions[0], link_values.choice(PATCHING.directions)),
