@@ -94,7 +94,8 @@ def test_decode_with_mean_ablation_decodes_with_the_pages_means():
 
 
 @pytest.mark.parametrize("query, says", [
-    ({"ablate": "e9.0"}, "Ignored the link's ablate='e9.0'"),
+    ({"ablate": "e48.0"}, "Ignored the link's ablate='e48.0'"),  # past any model's layers (a real one has 30)
+    ({"ablate": "e9.0"}, "This model has no encoder L9 H0"),  # a layer a real model has, this one not
     ({"ablate": "x0.0"}, "is not a head such as e0.1"),
     ({"ablate": "e1.7"}, "This model has no encoder L1 H7"),
     ({"ablation": "half"}, "Ignored the link's ablation='half'"),
