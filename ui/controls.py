@@ -111,11 +111,11 @@ def mask_toggles(stack: str, column=st) -> tuple[bool, bool]:
                        "for a causal model, the look-ahead mask.")
         return True, True
     if model_config.supports().own_masks:  # locked on, as it runs: the random-weights model's switches keep theirs
-        column.toggle("Padding mask", value=True, disabled=True, key="_own_pad_mask",
-                      help="The trained model runs with the masks it was trained with.")
-        column.toggle("Look-ahead mask", value=True, disabled=True, key="_own_future_mask",
-                      help="The trained model runs with the masks it was trained with.")
-        column.caption("Locked on: a trained model runs with the masks it was trained with.")
+        why = ("The real language model runs with its own masks: causal, and padding." if
+               model_config.supports().language else "The trained model runs with the masks it was trained with.")
+        column.toggle("Padding mask", value=True, disabled=True, key="_own_pad_mask", help=why)
+        column.toggle("Look-ahead mask", value=True, disabled=True, key="_own_future_mask", help=why)
+        column.caption(f"Locked on. {why}")
         return True, True
     padding = column.toggle("Padding mask", key=F.pad_mask, help="Off: padded keys may be attended to.", **PERSIST)
     future = column.toggle("Look-ahead mask", key=F.future_mask, disabled=stack == "encoder",

@@ -30,6 +30,7 @@ def test_a_link_opens_smollm2_with_its_own_sizes_locked_and_its_example_lines():
     assert "SmolLM2-135M" in at.sidebar.selectbox(key="weights").format_func("smollm2")
     assert any("Locked by the model:** SmolLM2-135M" in caption.value for caption in at.sidebar.caption)
     assert at.slider(key="layer").max == 29 and at.slider(key="layer").value == 12  # the link's layer, of 30
+    assert any("real language model runs with its own masks: causal" in c.value for c in at.caption)  # not "trained"
 
 
 def test_the_attention_page_draws_the_engines_weights_of_smollm2_over_its_own_pieces():
