@@ -415,6 +415,8 @@ def _field_values():
         "img_from": strategies.integers(0, 16),
         "pt_seed": strategies.integers(0, 2**31 - 1), "pt_clean": texts,
         "pt_corrupt": texts, "pt_part": strategies.sampled_from(("", *DATE_PARTS)),
+        "pt_answer": strategies.sampled_from(("", " Mary")) | strategies.text(max_size=40),
+        "pt_canswer": strategies.sampled_from(("", " John")) | strategies.text(max_size=40),
         "pt_ln": strategies.sampled_from(PATCHING.layer_norms), "pt_bypos": strategies.booleans(),
         "pt_metric": strategies.sampled_from(("", *PATCHING.metrics)),
         "pt_dir": strategies.sampled_from(PATCHING.directions), "pt_map": strategies.sampled_from(PATCHING.maps),
