@@ -10,6 +10,7 @@ and offers to retry; nothing acknowledged is lost)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -112,7 +113,10 @@ class ClassStore:
         options = {"pool_pre_ping": True}
         if url.startswith("sqlite"):
             options = {"connect_args": {"check_same_thread": False, "timeout": 5}}
-        if url == "sqlite://":  # in memory (no data directory): one connection, or each would see a database of its own
+        # In memory (no data directory): one connection, or each would see a database of its own; its transactions
+        # then take turns (`_serial`), or two threads' would interleave on it and one's writes be lost.
+        self._serial = threading.RLock() if url == "sqlite://" else contextlib.nullcontext()
+        if url == "sqlite://":
             options["poolclass"] = StaticPool
         self.engine = create_engine(url, **options)
         if url.startswith("sqlite"):
@@ -134,7 +138,7 @@ class ClassStore:
     def _run(self, work):
         """``work(connection)`` in one transaction; a database that went away mid-call raises StoreUnavailable."""
         try:
-            with self._begin() as connection:
+            with self._serial, self._begin() as connection:
                 return work(connection)
         except (OperationalError, DriverInterfaceError) as error:
             raise StoreUnavailable(_why(error)) from error
