@@ -243,3 +243,5 @@ def test_a_real_patch_map_is_priced_as_its_runs_and_refuses_other_maps():
     assert "434 patched runs" in stream.what and stream.flops > heads.flops
     with pytest.raises(ValueError, match="kind='path'"):
         real_patch_map("smollm2", kind="path")
+    with pytest.raises(ValueError, match="real language model"):  # priced only once its lines are checked
+        prices.real_patch_map("random")

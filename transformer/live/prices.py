@@ -337,11 +337,11 @@ def real_patch_map(weights, pair=None, kind="heads", direction="denoise", device
     """A real model's patching map: each head (L × H) or each layer's stream at each position ((L + 1) × N) patched
     alone, 64 runs a batch (`transformer.analysis.patching.ROWS`), and the two unpatched runs; its load if due."""
     from transformer.analysis.patching import ROWS  # noqa: PLC0415
-    from transformer.live.real_patching import IOI  # noqa: PLC0415
+    from transformer.live.real_patching import IOI, real_pair_inputs  # noqa: PLC0415
 
+    clean, _, _ = real_pair_inputs(weights, pair or IOI)  # its lines checked, as the map will: ValueError first
+    n = clean.tgt.shape[1]
     shape, vocab = model_shape(weights)
-    pair = pair or IOI
-    n = max(len(source_of(weights).vocabulary().encode(line)) for line in (pair.clean, pair.corrupt))
     runs = shape.num_layers * shape.num_heads if kind == "heads" else (shape.num_layers + 1) * n
     batch = live_cost(LiveConfig(), min(runs, ROWS), n, n, shape=shape, vocab=vocab)
     return RunCost(batch.flops * (runs + 2) / min(runs, ROWS), batch.bytes,
