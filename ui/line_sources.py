@@ -20,12 +20,13 @@ def line_controls(source_column, count_column, trained: bool) -> tuple[str, dict
         state.put(F.roles_lines, sources[0])
     lines_from = source_column.radio("Lines", sources, key=F.roles_lines, format_func=LINE_LABELS.get, **PERSIST,
                                      help="One sentence says little: what a head does shows on many lines. Repeated "
-                                     "random tokens (a segment written twice) are where induction heads show.")
+                                     "random tokens (a segment written twice) are where induction heads show: for a "
+                                     "real language model, words it reads as one piece each.")
     count = count_column.select_slider("How many lines", choices.ROLE_LINE_COUNTS, key=F.roles_count,
                                        disabled=lines_from == "lines", **PERSIST)
     weights = state.read(F.weights)
     if lines_from == "repeated":
-        text = repeated_lines(count, SEGMENT, state.read(F.seed))
+        text = repeated_lines(count, SEGMENT, state.read(F.seed), weights)
         return lines_from, dict(source_text=text, target_text=text, seq_len=2 * SEGMENT)
     if lines_from == "examples":
         return lines_from, dict(source_text=example_lines(task_of(weights), count), seq_len=max(

@@ -82,6 +82,22 @@ def test_the_heads_page_ranks_smollm2s_270_heads_on_its_lines():
     assert "no task here whose loss and accuracy" in _said(at)
 
 
+def test_the_heads_page_finds_smollm2s_induction_heads_on_repeated_random_words():
+    """Repeated random tokens, for a real model, are its own one-piece words: the induction map's strongest heads
+    are the engine's (layers 17–18), as tests/unit/test_smollm2.py checks against NumPy."""
+    at = open_page("heads", {"weights": "smollm2", "roles_lines": "repeated", "roles_count": "8"})
+    no_errors(at)
+    assert "head roles over 8 lines of 20 tokens" in " ".join(warning.value for warning in at.warning)
+    at = next(button for button in at.button if button.label == "Run it").click().run(timeout=600)
+    no_errors(at)
+    roles = specs(at)[0]
+    names = [annotation["text"] for annotation in roles["layout"]["annotations"]][:5]
+    induction = dict(zip(names, heatmaps(roles)))["induction"]  # (30, 9)
+    layer, _ = np.unravel_index(np.nanargmax(induction), induction.shape)
+    assert layer in (17, 18) and np.nanmax(induction) > 0.7, np.round(induction, 2)
+    assert "t1" not in _said(at)
+
+
 def test_decode_continues_the_capital_of_france_with_paris_and_keeps_three_kv_heads():
     at = open_page("decode", {"weights": "smollm2"})
     no_errors(at)

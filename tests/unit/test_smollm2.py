@@ -35,6 +35,19 @@ def _run(model, ids):
     return np.asarray(logits)[0], [np.asarray(w)[0] for w in attention["decoder"]]
 
 
+def _reference(llama, ids) -> tuple:
+    """The independent NumPy forward pass of the file's dequantised weights: logits ``(N, V)``, ``L × (H, N, N)``."""
+    layers = [{"attn_norm": llama.weights[f"blk.{i}.attn_norm.weight"], "q": llama.weights[f"blk.{i}.attn_q.weight"].T,
+               "k": llama.weights[f"blk.{i}.attn_k.weight"].T, "v": llama.weights[f"blk.{i}.attn_v.weight"].T,
+               "o": llama.weights[f"blk.{i}.attn_output.weight"].T,
+               "ffn_norm": llama.weights[f"blk.{i}.ffn_norm.weight"],
+               "gate": llama.weights[f"blk.{i}.ffn_gate.weight"].T, "up": llama.weights[f"blk.{i}.ffn_up.weight"].T,
+               "down": llama.weights[f"blk.{i}.ffn_down.weight"].T} for i in range(30)]
+    weights = {"embedding": llama.weights["token_embd.weight"], "layers": layers,
+               "final_norm": llama.weights["output_norm.weight"]}
+    return llama_forward(weights, ids, heads=9, kv_heads=3, base=100_000.0, epsilon=llama.shape.epsilon)
+
+
 def test_the_file_says_it_is_smollm2_135m_as_the_engine_writes_it_before_reading_it(llama):
     shape = llama.shape
     assert (shape.layers, shape.d_model, shape.heads, shape.kv_heads, shape.d_ff, shape.vocab) == \
@@ -46,16 +59,7 @@ def test_the_file_says_it_is_smollm2_135m_as_the_engine_writes_it_before_reading
 def test_the_labs_logits_and_every_heads_attention_agree_with_numpy_on_the_dequantised_file(llama, model):
     ids = llama.vocabulary.encode("Alice and Bob went to the market. Alice bought apples and Bob")
     logits, attention = _run(model, ids)
-    layers = [{"attn_norm": llama.weights[f"blk.{i}.attn_norm.weight"], "q": llama.weights[f"blk.{i}.attn_q.weight"].T,
-               "k": llama.weights[f"blk.{i}.attn_k.weight"].T, "v": llama.weights[f"blk.{i}.attn_v.weight"].T,
-               "o": llama.weights[f"blk.{i}.attn_output.weight"].T,
-               "ffn_norm": llama.weights[f"blk.{i}.ffn_norm.weight"],
-               "gate": llama.weights[f"blk.{i}.ffn_gate.weight"].T, "up": llama.weights[f"blk.{i}.ffn_up.weight"].T,
-               "down": llama.weights[f"blk.{i}.ffn_down.weight"].T} for i in range(30)]
-    weights = {"embedding": llama.weights["token_embd.weight"], "layers": layers,
-               "final_norm": llama.weights["output_norm.weight"]}
-    expected_logits, expected_attention = llama_forward(weights, ids, heads=9, kv_heads=3, base=100_000.0,
-                                                        epsilon=llama.shape.epsilon)
+    expected_logits, expected_attention = _reference(llama, ids)
     assert np.abs(logits - expected_logits).max() <= 1e-3
     assert max(np.abs(attention[layer] - expected_attention[layer]).max() for layer in range(30)) <= 1e-3
 
@@ -75,6 +79,27 @@ def test_most_layers_put_most_of_every_querys_weight_on_the_first_token(llama, m
     _, attention = _run(model, llama.vocabulary.encode("The teacher told the student that she was right."))
     sink = np.array([float(layer[:, 1:, 0].mean()) for layer in attention])  # every head, every query but the first
     assert sink[3:].mean() > 0.6 and (sink[3:] > 0.5).sum() >= 22 and sink[:2].max() < 0.3, np.round(sink, 2)
+
+
+def test_its_induction_heads_are_found_on_repeated_random_words_as_numpy_finds_them(llama, model):
+    """Lines of 10 random words written twice, each word one piece (`repeated_lines` for it): the Heads page's
+    induction score over 4 lines, from the engine's run, equals the same score from the NumPy reference's weights,
+    and layers 17–18 hold its induction heads (L18 H6 0.92, L17 H4 0.86, L17 H5 0.82 over 20 lines here)."""
+    from transformer.analysis.heads import batch_role_scores
+    from transformer.live.config import LiveConfig
+    from transformer.live.head_roles import head_roles, repeated_lines
+
+    text = repeated_lines(4, 10, seed=3, weights="smollm2")
+    lines = [llama.vocabulary.encode(line) for line in text.splitlines()]
+    assert all(len(ids) == 20 and ids[11:] == ids[1:10] for ids in lines), lines  # one piece a word; " w0" ≠ "w0"
+    found = head_roles(LiveConfig(weights="smollm2", architecture="decoder-only", norm="pre", positions="rope",
+                                  target_text=text, source_text=text, seq_len=20), "decoder").scores["induction"]
+    ids = np.array(lines)  # (4, 20)
+    reference = np.stack([np.stack(_reference(llama, line)[1]) for line in lines], axis=1)  # (L, 4, H, N, N)
+    expected = batch_role_scores(reference, ids, np.ones_like(ids, bool))["induction"]  # (30, 9)
+    assert np.abs(found - expected).max() < 1e-3
+    best = sorted(zip(found.ravel(), np.ndindex(found.shape)), reverse=True)[:3]
+    assert all(layer in (17, 18) and score > 0.6 for score, (layer, _) in best), best
 
 
 def test_the_tokenizer_matches_hugging_faces_bpe_built_from_the_files_vocabulary(llama):

@@ -119,10 +119,10 @@ def _every_line(config: LiveConfig, stack: str) -> tuple:
             *(np.concatenate([part[index] for part in parts]) for index in (1, 2, 3)))
 
 
-def repeated_lines(count: int, segment: int, seed: int = 0, symbols: list[str] | None = None) -> str:
+def repeated_lines(count: int, segment: int, seed: int = 0, weights: str = "random") -> str:
     """``count`` lines, each a random segment of ``segment`` tokens written twice (induction heads show on them):
-    tokens ``t0`` … ``t499``, or drawn from ``symbols`` (a trained model's)."""
-    vocabulary = symbols or [f"t{i}" for i in range(500)]
+    tokens ``t0`` … ``t499``, or the words ``weights``' model reads as one piece each (a real model's)."""
+    vocabulary = source_of(weights).line_words() or [f"t{i}" for i in range(500)]
     ids = repeated_random_tokens(np.random.default_rng(seed), count, segment, len(vocabulary))  # (count, 2·segment)
     return "\n".join(" ".join(vocabulary[i] for i in row) for row in ids)
 

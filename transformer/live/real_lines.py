@@ -3,8 +3,10 @@ byte-level BPE pieces, padded with its padding token; the pieces shown as text (
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -29,6 +31,23 @@ def real_lines(config: LiveConfig) -> Batches:
     lengths = tuple(len(line) for line in lines)
     batch = tokens.EncodedBatch(ids, shown, lengths, tuple(n > length for n in lengths))  # (B, N)
     return Batches(batch, batch, (SMOLLM2_PAD_ID,), notices(batch, batch, (SMOLLM2_PAD_ID,), length))
+
+
+WORD = re.compile(r"[a-z]{3,9}")  # a word its repeated lines are made of
+
+
+@cache
+def real_words() -> tuple[str, ...]:
+    """SmolLM2's lower-case words of 3–9 letters that are one piece alone and one piece after a space: a line of them
+    joined by spaces is read as one piece a word (a repeated line's segment: `head_roles.repeated_lines`)."""
+    vocabulary = smollm2_vocabulary()
+    words = []
+    for token_id in range(len(vocabulary.tokens)):
+        text = vocabulary.token_text(token_id)
+        if text[:1] == " " and WORD.fullmatch(text[1:]) and len(vocabulary.encode(text[1:])) == 1 \
+                and vocabulary.encode(text) == [token_id]:
+            words.append(text[1:])
+    return tuple(words)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from transformer.live.config import VOCAB_SIZE, LiveConfig, check_budget
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
 from transformer.live.model_cache import MODELS, shape_key
 from transformer.live.outside import OUTSIDE_STEPS, decode_outside, encode_outside, run_outside
-from transformer.live.real_lines import real_lines, real_prompt
+from transformer.live.real_lines import real_lines, real_prompt, real_words
 from transformer.live.run_cost import check_cost, live_cost
 from transformer.tasks import PAD, PAD_ID, START, get_task
 from transformer.tasks.corruption import CORRUPTIONS
@@ -168,6 +168,11 @@ class ModelSource:
     def own_decoding(self, config: LiveConfig, text: str, device: str, max_steps: int | None, **settings):
         """`decode`'s `Decoding` of ``text`` (``settings``: sample, temperature, top_k, top_p, seed), for a model
         that decodes itself; None: the lab's own model decodes it."""
+        return None
+
+    def line_words(self) -> tuple[str, ...] | None:
+        """The words a line of random words is drawn from, each one token of its own (a real model's pieces); None:
+        the lab's ``t0`` … ``t499``."""
         return None
 
     def own_prompt(self, text: str):
@@ -351,6 +356,9 @@ class RealModel(ModelSource):
 
     def own_prompt(self, text: str):
         return real_prompt(text)
+
+    def line_words(self) -> tuple[str, ...]:
+        return real_words()
 
     def encode(self, config: LiveConfig, device: str, ablate: tuple = (), means=None) -> Inputs:
         batches = real_lines(config)
