@@ -1,5 +1,8 @@
 """SmolLM2-135M in Chromium (issue 89): its link opens the Attention page on its 9 heads over its own pieces with
-its sizes locked in the sidebar, and Decode continues "The capital of France is" with " Paris"."""
+its sizes locked in the sidebar, Decode continues "The capital of France is" with " Paris", Heads finds its
+induction heads and Patching maps indirect-object identification."""
+
+import json
 
 import pytest
 from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
@@ -50,3 +53,56 @@ def test_decode_on_smollm2_continues_the_capital_of_france_with_paris(page, serv
     assert top == " Paris", top
     assert page.get_by_text("A real language model continues a prompt").count() >= 1
     assert page.get_by_test_id("stException").count() == 0
+
+
+def _pressed(page) -> None:
+    """Press **Run it** where the run is priced past the light budget (the background lane), and wait."""
+    run_it = page.get_by_role("button", name="Run it")
+    if run_it.count():
+        run_it.click()
+        wait_idle(page)
+
+
+def _heatmap(page, title: str, name: str | None = None) -> list:
+    """The z of the first drawn chart whose title has ``title``: its heatmap under the annotation ``name`` (None:
+    its first heatmap), as rows of numbers."""
+    page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(plot =>
+        (plot.layout.title?.text || "").includes({title!r}))""", timeout=240_000)
+    return page.evaluate(f"""() => {{
+        const plot = [...document.querySelectorAll("{PLOT}")].find(p => (p.layout.title?.text || "").includes(
+            {title!r}));
+        const maps = plot._fullData.filter(t => t.type === "heatmap");
+        const names = (plot.layout.annotations || []).map(a => a.text);
+        const wanted = {json.dumps(name)};
+        const map = maps[wanted === null ? 0 : names.indexOf(wanted)];
+        return Array.from(map.z, row => Array.from(row, v => v === null ? NaN : v)); }}""")
+
+
+def _strongest(rows: list) -> tuple[int, int]:
+    best = max((value, layer, head) for layer, row in enumerate(rows) for head, value in enumerate(row)
+               if value == value)  # NaN is not a score
+    return best[1], best[2]
+
+
+def test_heads_on_smollm2_finds_its_induction_heads_on_repeated_words(page, server):
+    """The Heads page on 4 lines of repeated one-piece words: the induction map's strongest head is in layer 17 or
+    18, as the engine finds against NumPy (tests/unit/test_smollm2.py)."""
+    open_page(page, server, "heads?weights=smollm2&roles_lines=repeated&roles_count=4")
+    _loaded(page)
+    _pressed(page)
+    induction = _heatmap(page, "role scores over 4 lines", "induction")
+    assert (len(induction), len(induction[0])) == (30, 9)
+    assert _strongest(induction)[0] in (17, 18), induction[17:19]
+    assert page.get_by_test_id("stException").count() == 0 and not page.evaluate(CHART_TEXT_PROBLEMS)
+
+
+def test_patching_on_smollm2_maps_ioi_and_layer_23_head_3_restores_most(page, server):
+    """The Patching page's heads map on indirect-object identification (its default lines), after a press: 30 × 9
+    cells, the strongest L23 H3 (0.58 of the clean − corrupted gap, docs/real_model.md)."""
+    open_page(page, server, "patching?weights=smollm2")
+    _loaded(page)
+    _pressed(page)
+    restored = _heatmap(page, "clean − corrupted")
+    assert (len(restored), len(restored[0])) == (30, 9)
+    assert _strongest(restored) == (23, 3), restored[23]
+    assert page.get_by_test_id("stException").count() == 0 and not page.evaluate(CHART_TEXT_PROBLEMS)
