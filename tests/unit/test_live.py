@@ -619,3 +619,20 @@ def test_a_large_loaded_model_makes_room_in_the_model_cache_by_its_own_bytes():
     cache.entry(("real", "big", "/CPU:0"), load=small, load_bytes=950)
     assert not cache.holds(("trained", "a", "/CPU:0")) and not cache.holds(("trained", "b", "/CPU:0"))
     assert cache.holds(("real", "big", "/CPU:0"))
+
+
+def test_a_loaded_model_asked_for_without_its_loader_keeps_its_weights():
+    """`ModelCache.entry(key)` of a held loaded model (a real model's, a trained one's) returns it as it is: only
+    random weights are re-drawn from a seed (a loaded model asked for by its key alone was re-drawn at random)."""
+    import keras
+
+    def loaded():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4)])
+        model.set_weights([np.full((4, 4), 0.25, np.float32), np.zeros(4, np.float32)])
+        return model
+
+    cache = ModelCache(size=4)
+    key = ("real", "loaded", "/CPU:0")
+    cache.entry(key, load=loaded)
+    again = cache.entry(key)  # its key alone, as a caller that knows it is held
+    assert np.array_equal(again.model.get_weights()[0], np.full((4, 4), 0.25, np.float32))

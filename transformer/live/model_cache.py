@@ -228,9 +228,10 @@ class ModelCache:
 
     def entry(self, key, seed: int = 0, load=None, load_bytes: int = 0) -> CachedModel:
         """`get`, with random weights re-drawn in place when the seed changed (no rebuild, no retrace); a loaded
-        model (``load``) keeps its weights. Call on the engine thread (`transformer.live.plan.Plan.model`)."""
+        model keeps its weights, asked for with its ``load`` or by its key alone (its ``seed`` is None). Call on
+        the engine thread (`transformer.live.plan.Plan.model`)."""
         entry = self.get(key, seed, load, load_bytes)  # a new model is drawn from the seed as it is built
-        if load is None and entry.seed != seed:
+        if load is None and entry.seed is not None and entry.seed != seed:
             with tf.device(entry.device):
                 seed_weights(entry.model, seed)
             entry.seed = seed
