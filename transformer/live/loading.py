@@ -16,9 +16,12 @@ def needs_loading(weights: str, device: str = "auto") -> bool:
 
 def load_model(weights: str, device: str = "auto") -> bool:
     """``weights``' model read and built into this process's model cache on ``device`` (nothing for one that loads
-    as it runs); True once it is held."""
+    as it runs), and the attention functions its pages run traced (`ModelSource.traced_on_load`: the trace is
+    part of the priced load, not an unpriced wait on the idle engine); True once it is held."""
     source, resolved = source_of(weights), resolve_device(device)
     loader = source.loader(resolved)
     if loader is not None and source.load_seconds:
-        MODELS.entry(source.model_key(None, resolved), load=loader, load_bytes=source.load_bytes)
+        entry = MODELS.entry(source.model_key(None, resolved), load=loader, load_bytes=source.load_bytes)
+        for stacks in source.traced_on_load:
+            entry.attention_function(stacks).trace()
     return True
