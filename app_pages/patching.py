@@ -21,12 +21,8 @@ from ui.weights import use_weights, weight_choices, weights_label
 from viz.labels import position_labels, written_labels
 from viz.patching import patch_map_figure, three_runs_figure
 
-DIRECTION_LABELS = {"denoise": "denoise: clean into corrupted (what restores the answer)",
-                    "noise": "noise: corrupted into clean (what destroys it)"}
 MAP_LABELS = {"heads": "each head's output", "stream": "the residual stream (layer × position)",
               "path": "paths into one head (sender → receiver)"}
-SIDE_LABELS = {"q": "query", "k": "key", "v": "value"}
-LAYER_NORM_LABELS = {"held": "held at each run's scale", "recomputed": "recomputed on the patched stream"}
 
 openings.show("patching")
 openings.how("Two runs of one trained model: on a **clean** line and on a **corrupted** one of the same length whose "
@@ -49,7 +45,7 @@ def _patchable(name: str) -> bool:
 
 model = state.read(F.weights)  # the sidebar's model, as on every page
 if model_config.supports(model).language:
-    real_patching_view.draw(model, state.value(F.device), DIRECTION_LABELS)
+    real_patching_view.draw(model, state.value(F.device), model_config.source(model).own_shape())
     st.stop()
 if not _patchable(model):
     models = sorted((name for name in weight_choices() if _patchable(name)),
@@ -93,7 +89,8 @@ if spec.task == "dates":
 elif state.value(F.pt_part):
     state.put(F.pt_part, "")
 how = st.columns(2)
-direction = how[0].radio("Direction", PATCHING.directions, key=F.pt_dir, format_func=DIRECTION_LABELS.get, **PERSIST)
+direction = how[0].radio("Direction", PATCHING.directions, key=F.pt_dir, format_func=choices.PATCH_DIRECTION_LABELS.get,
+                         **PERSIST)
 kind = how[1].radio("Map", PATCHING.maps, key=F.pt_map, format_func=MAP_LABELS.get, **PERSIST)
 streams = tuple(stack for stack in ("encoder", "decoder") if stack in stacks)
 stream, receiver, layer_norm = "", (), PATCHING.layer_norms[0]
@@ -132,10 +129,10 @@ if kind == "path":
     head = picks[2].selectbox("Receiver head", list(range(spec.num_heads)), key=F.pt_rhead, **PERSIST,
                               format_func=lambda h: f"H{h}")
     side = picks[3].radio("Its input", PATCHING.sides, key=F.pt_rside, horizontal=True,
-                          format_func=SIDE_LABELS.get, **PERSIST)
+                          format_func=choices.PATCH_SIDE_LABELS.get, **PERSIST)
     receiver = (receiver_stack, layers[-1] if layer < 0 else layer, head, side)
     layer_norm = st.radio("The receiver's LayerNorm", PATCHING.layer_norms, key=F.pt_ln, horizontal=True,
-                          format_func=LAYER_NORM_LABELS.get, **PERSIST,
+                          format_func=choices.PATCH_NORM_LABELS.get, **PERSIST,
                           help="Held: every LayerNorm at its own run's scale, so the senders' parts add up exactly. "
                                "Recomputed: the receiver's LayerNorm run again on the patched stream, as path "
                                "patching does in Wang et al. (2022).")

@@ -26,6 +26,10 @@ IMPORTANCE_COUNTS = (50, 100, 200, 500)  # examples each head's ablation is meas
 EXPLANATION_COUNTS = (10, 25, 50, 100, 200)  # examples the explanations are scored on
 INDUCTION_COUNTS = (50, 100, 200, 500)  # fresh lines the Induction page measures on
 COST_MAXIMA = (256, 512, 1024, 2048, 4096)  # the Cost page's longest length
+PATCH_DIRECTION_LABELS = {"denoise": "denoise: clean into corrupted (what restores the answer)",
+                          "noise": "noise: corrupted into clean (what destroys it)"}
+PATCH_SIDE_LABELS = {"q": "query", "k": "key", "v": "value"}  # a path's receiver input
+PATCH_NORM_LABELS = {"held": "held at each run's scale", "recomputed": "recomputed on the patched stream"}
 PATCH_MODELS = ("dates", "induction")  # the Patching page offers these first when the sidebar's model is not one
 
 

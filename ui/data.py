@@ -389,9 +389,10 @@ def patching_study(request):
 
 
 @door(max_entries=8)
-def real_patch_map(weights: str, pair, kind: str, direction: str, device: str):
+def real_patch_map(weights: str, pair, kind: str, direction: str, device: str, receiver: tuple = (),
+                   layer_norm: str = "held"):
     """A real language model's patching map of two typed lines (cached; a long run: the background lane)."""
-    return service.real_patch_map(weights, pair, kind, direction, device)
+    return service.real_patch_map(weights, pair, kind, direction, device, receiver, layer_norm)
 
 
 @door(max_entries=16)

@@ -161,7 +161,7 @@ FIELDS: dict[str, Field] = {
     # pt_rstack: the receiver's
     "pt_rstack": Field("", link_values.choice(("", *STACK_CHOICES)),
           (("", "the model's last stack receives"),)),
-    "pt_rlayer": Field(-1, link_values.integer(-1, MAX_LAYERS - 1),
+    "pt_rlayer": Field(-1, link_values.integer(-1, MAX_MODEL_LAYERS - 1),
           ((-1, "the last layer receives"),)),
     "pt_rhead": Field(0, link_values.integer(0, MAX_HEADS - 1)),
     "pt_rside": Field("k", link_values.choice(PATCHING.sides)),

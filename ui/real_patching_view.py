@@ -1,21 +1,23 @@
 """The Patching page on a real language model: two typed lines of as many pieces and their answers
-(indirect-object identification's by default), a heads or stream map (`transformer.service.real_patch_map`)."""
+(indirect-object identification's by default), a heads, stream or path map (`transformer.service.real_patch_map`)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from transformer.service import IOI, PATCHING, RealPair
-from ui import data, state
+from ui import choices, data, state
 from ui.controls import PERSIST, plot
 from ui.state import F
 from ui.text import as_text
 from viz.patching import patch_map_figure
 
-REAL_MAPS = {"heads": "each head's output", "stream": "the residual stream (layer × piece)"}
+REAL_MAPS = {"heads": "each head's output", "stream": "the residual stream (layer × piece)",
+             "path": "paths into one head (sender → receiver)"}
 
 
-def draw(weights: str, device: str, direction_labels: dict) -> None:
+
+def draw(weights: str, device: str, shape) -> None:
     """The lines, answers and map controls, then the map (after a press: it runs the whole model hundreds of
     times)."""
     st.markdown("A real language model's lines are typed: a **clean** line and a **corrupted** one of as many "
@@ -31,14 +33,36 @@ def draw(weights: str, device: str, direction_labels: dict) -> None:
         answers[1].text_input("The corrupted line's answer", key=F.pt_canswer, placeholder=IOI.corrupt_answer,
                               **PERSIST) or IOI.corrupt_answer)
     how = st.columns(2)
-    direction = how[0].radio("Direction", PATCHING.directions, key=F.pt_dir, format_func=direction_labels.get,
-                             **PERSIST)
-    if state.value(F.pt_map) not in REAL_MAPS:  # paths are not offered on it
-        state.put(F.pt_map, "heads")
+    direction = how[0].radio("Direction", PATCHING.directions, key=F.pt_dir,
+                             format_func=choices.PATCH_DIRECTION_LABELS.get, **PERSIST)
     kind = how[1].radio("Map", tuple(REAL_MAPS), key=F.pt_map, format_func=REAL_MAPS.get, **PERSIST)
-    found = data.real_patch_map(weights, pair, kind, direction, device)
+    receiver, layer_norm = _receiver(shape.num_layers, shape.num_heads) if kind == "path" else ((), "held")
+    found = data.real_patch_map(weights, pair, kind, direction, device, receiver, layer_norm)
     cells = [[site.label for site in row] for row in found.sites]
+    what = (f"each sender's path into L{receiver[0]} H{receiver[1]} {receiver[2].upper()}" if receiver
+            else REAL_MAPS[kind])
+    title = f"{as_text(weights)}: {what} patched alone ({direction})"
     plot(patch_map_figure(found.values, found.raw, found.rows, found.columns, cells,
-                          PATCHING.metric_labels["logit_diff"],
-                          f"{as_text(weights)}: {REAL_MAPS[kind]} patched alone ({direction})",
-                          gap=(found.clean_value, found.corrupt_value)), "real_patch_map")
+                          PATCHING.metric_labels["logit_diff"], title, gap=(found.clean_value, found.corrupt_value)),
+         "real_patch_map")
+
+
+def _receiver(layers: int, heads: int) -> tuple[tuple, str]:
+    """The path's receiver ``(layer, head, side)`` and its norm, from the page's pickers (the link's fields)."""
+    picks = st.columns(3)
+    if state.value(F.pt_rlayer) >= layers:
+        state.put(F.pt_rlayer, -1)
+    layer = picks[0].selectbox("Receiver's layer", [-1, *range(layers)], key=F.pt_rlayer, **PERSIST,
+                               format_func=lambda n: f"L{layers - 1} (the last)" if n < 0 else f"L{n}")
+    if state.value(F.pt_rhead) >= heads:
+        state.put(F.pt_rhead, 0)
+    head = picks[1].selectbox("Receiver head", list(range(heads)), key=F.pt_rhead, format_func=lambda h: f"H{h}",
+                              **PERSIST)
+    side = picks[2].radio("Its input", PATCHING.sides, key=F.pt_rside, horizontal=True,
+                          format_func=choices.PATCH_SIDE_LABELS.get, **PERSIST)
+    layer_norm = st.radio("The receiver's RMSNorm", PATCHING.layer_norms, key=F.pt_ln, horizontal=True,
+                          format_func=choices.PATCH_NORM_LABELS.get, **PERSIST,
+                          help="Held: every norm at its own run's scale, so the senders' parts add up exactly. "
+                               "Recomputed: the receiver's norm run again on the patched stream, as path patching "
+                               "does in Wang et al. (2022).")
+    return (layers - 1 if layer < 0 else layer, head, side), layer_norm

@@ -225,3 +225,20 @@ def test_the_patching_page_maps_smollm2s_heads_on_typed_lines_after_a_press():
     model = MODELS.entry(source.model_key(None, device), load=source.loader(device)).model
     clean, corrupt = ends(model, *real_pair_inputs("smollm2", RealPair(*lines.values(), " Mary", " John")))
     assert f"clean − corrupted {clean:.3f} − {corrupt:.3f}" in found["layout"]["title"]["text"]
+
+
+def test_the_patching_page_maps_paths_into_a_head_of_smollm2_from_its_link():
+    """A path map from the link (IOI's lines, into L23 H3's value input): the pickers show the receiver it ran with,
+    the map has a column a sender and all of them together, and that column is the engine's (0.58 of the gap)."""
+    at = open_page("patching", {"weights": "smollm2", "pt_map": "path", "pt_rlayer": "23", "pt_rhead": "3",
+                                "pt_rside": "v"})
+    no_errors(at)
+    assert "234 patched runs of smollm2 over 14 pieces" in " ".join(warning.value for warning in at.warning)
+    assert (at.selectbox(key="pt_rlayer").value, at.selectbox(key="pt_rhead").value, at.radio(key="pt_rside").value) \
+        == (23, 3, "v")
+    at = next(button for button in at.button if button.label == "Run it").click().run(timeout=600)
+    no_errors(at)
+    (found,) = specs(at)
+    (values,) = heatmaps(found)[0]  # one row: the receiver
+    assert len(values) == 234 and "path into L23 H3 V" in found["layout"]["title"]["text"]
+    assert abs(values[-1] - 0.58) < 0.05, values[-1]  # every sender together: what the head's whole output carries

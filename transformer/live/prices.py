@@ -333,16 +333,21 @@ def load_model(weights, device="auto", **_) -> RunCost:
                    1, extra_seconds=source.load_seconds)
 
 
-def real_patch_map(weights, pair=None, kind="heads", direction="denoise", device="auto", **_) -> RunCost:
-    """A real model's patching map: each head (L × H) or each layer's stream at each position ((L + 1) × N) patched
-    alone, 64 runs a batch (`transformer.analysis.patching.ROWS`), and the two unpatched runs; its load if due."""
+def real_patch_map(weights, pair=None, kind="heads", direction="denoise", device="auto", receiver=(),
+                   layer_norm="held", **_) -> RunCost:
+    """A real model's patching map: each head (L × H), each layer's stream at each position ((L + 1) × N), or each
+    sender into a receiver in layer l (its l layers' heads and feed-forwards; token, position, bias; all together)
+    patched alone, 64 runs a batch (`transformer.analysis.patching.ROWS`), and the two unpatched runs; its load if
+    due."""
     from transformer.analysis.patching import ROWS  # noqa: PLC0415
-    from transformer.live.real_patching import IOI, real_pair_inputs  # noqa: PLC0415
+    from transformer.live.real_patching import IOI, check_map, path_receiver, real_pair_inputs  # noqa: PLC0415
 
+    check_map(kind, direction, layer_norm)
     clean, _, _ = real_pair_inputs(weights, pair or IOI)  # its lines checked, as the map will: ValueError first
     n = clean.tgt.shape[1]
     shape, vocab = model_shape(weights)
-    runs = shape.num_layers * shape.num_heads if kind == "heads" else (shape.num_layers + 1) * n
+    runs = {"heads": shape.num_layers * shape.num_heads, "stream": (shape.num_layers + 1) * n,
+            "path": path_receiver(weights, receiver)[1] * (shape.num_heads + 1) + 4 if kind == "path" else 0}[kind]
     batch = live_cost(LiveConfig(), min(runs, ROWS), n, n, shape=shape, vocab=vocab)
     return RunCost(batch.flops * (runs + 2) / min(runs, ROWS), batch.bytes,
                    f"{runs} patched runs of {weights} over {n} pieces", -(-runs // ROWS) + 2) \

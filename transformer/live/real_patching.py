@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer.analysis.patch_maps import MAP_KINDS, PatchMap, patch_map
-from transformer.analysis.patching import DIRECTIONS, Inputs, Metric
+from transformer.analysis.patching import DIRECTIONS, LAYER_NORMS, Inputs, Metric
 from transformer.core.masks import target_mask
+from transformer.core.patching import SIDES
 from transformer.live.loading import load_model
 from transformer.live.model_cache import MODELS
 from transformer.live.sources import source_of
@@ -62,16 +63,39 @@ def real_pair_inputs(weights: str, pair: RealPair) -> tuple[Inputs, Inputs, Metr
 
 
 def real_patch_map(weights: str, pair: RealPair = IOI, kind: str = "heads", direction: str = "denoise",
-                   device: str = "auto") -> PatchMap:
-    """One map of ``pair`` on the real model ``weights`` (`MAP_KINDS`: each head's output, or the residual stream at
-    each layer and position), normalised 0 = the corrupted run, 1 = the clean one."""
-    if kind not in MAP_KINDS[:2] or direction not in DIRECTIONS:
-        raise ValueError(f"A real model's map is one of {MAP_KINDS[:2]}, {DIRECTIONS}. Received: kind={kind!r}, "
-                         f"direction={direction!r}")
+                   device: str = "auto", receiver: tuple = (), layer_norm: str = "held") -> PatchMap:
+    """One map of ``pair`` on the real model ``weights`` (`MAP_KINDS`: each head's output, the residual stream at
+    each layer and position, or each sender's path into ``receiver`` ``(layer, head, side)`` of its one stack, the
+    receiver's norm ``layer_norm`` held or recomputed), normalised 0 = the corrupted run, 1 = the clean one."""
+    check_map(kind, direction, layer_norm)
     clean, corrupt, metric = real_pair_inputs(weights, pair)
+    into = path_receiver(weights, receiver) if kind == "path" else ()
     resolved = resolve_device(device)
     load_model(weights, device)
     source = source_of(weights)
     model = MODELS.entry(source.model_key(None, resolved), load=source.loader(resolved),
                          load_bytes=source.load_bytes).model
-    return patch_map(model, clean, corrupt, metric, kind, direction, stack="decoder")
+    return patch_map(model, clean, corrupt, metric, kind, direction, stack="decoder", receiver=into,
+                     layer_norm=layer_norm)
+
+
+def check_map(kind: str, direction: str, layer_norm: str) -> None:
+    """ValueError naming a map, direction or receiver's norm a real model's map does not have."""
+    if kind not in MAP_KINDS or direction not in DIRECTIONS or layer_norm not in LAYER_NORMS:
+        raise ValueError(f"A real model's map is one of {MAP_KINDS}, {DIRECTIONS}, its norm one of {LAYER_NORMS}. "
+                         f"Received: kind={kind!r}, direction={direction!r}, layer_norm={layer_norm!r}")
+
+
+def path_receiver(weights: str, receiver: tuple) -> tuple:
+    """``receiver`` ``(layer, head, side)`` as the maps name it, ``("decoder", layer, head, side)`` (a real model's
+    one causal stack); ValueError naming a layer, head or side it does not have."""
+    shape = source_of(weights).own_shape()
+    if len(receiver) != 3:
+        raise ValueError(f"A path's receiver is (layer, head, side). Received: receiver={receiver!r}")
+    layer, head, side = receiver
+    if not (isinstance(layer, int) and 0 <= layer < shape.num_layers and isinstance(head, int)
+            and 0 <= head < shape.num_heads and side in SIDES):
+        raise ValueError(f"A path's receiver is a layer from 0 to {shape.num_layers - 1}, "
+                         f"a head from 0 to {shape.num_heads - 1} and one of {SIDES}. Received: layer={layer!r}, "
+                         f"head={head!r}, side={side!r}")
+    return ("decoder", layer, head, side)
