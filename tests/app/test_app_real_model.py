@@ -228,17 +228,32 @@ def test_the_patching_page_maps_smollm2s_heads_on_typed_lines_after_a_press():
 
 
 def test_the_patching_page_maps_paths_into_a_head_of_smollm2_from_its_link():
-    """A path map from the link (IOI's lines, into L23 H3's value input): the pickers show the receiver it ran with,
-    the map has a column a sender and all of them together, and that column is the engine's (0.58 of the gap)."""
-    at = open_page("patching", {"weights": "smollm2", "pt_map": "path", "pt_rlayer": "23", "pt_rhead": "3",
+    """A path map from the link (IOI's lines, into L5 H3's value input: 5 layers' senders, 54 runs): the pickers
+    show the receiver it ran with, the map has a column a sender and all of them together, and that column is the
+    engine's own patched run of every sender at once."""
+    from transformer.analysis.patch_maps import senders
+    from transformer.analysis.patching import PathSite, ends, normalised, patched_values
+    from transformer.live.model_cache import MODELS
+    from transformer.live.real_patching import IOI, real_pair_inputs
+    from transformer.live.sources import source_of
+    from transformer.runtime.device import resolve_device
+
+    at = open_page("patching", {"weights": "smollm2", "pt_map": "path", "pt_rlayer": "5", "pt_rhead": "3",
                                 "pt_rside": "v"})
     no_errors(at)
-    assert "234 patched runs of smollm2 over 14 pieces" in " ".join(warning.value for warning in at.warning)
     assert (at.selectbox(key="pt_rlayer").value, at.selectbox(key="pt_rhead").value, at.radio(key="pt_rside").value) \
-        == (23, 3, "v")
+        == (5, 3, "v")
+    assert "54 patched runs of smollm2 over 14 pieces" in " ".join(warning.value for warning in at.warning)
     at = next(button for button in at.button if button.label == "Run it").click().run(timeout=600)
     no_errors(at)
     (found,) = specs(at)
     (values,) = heatmaps(found)[0]  # one row: the receiver
-    assert len(values) == 234 and "path into L23 H3 V" in found["layout"]["title"]["text"]
-    assert abs(values[-1] - 0.58) < 0.05, values[-1]  # every sender together: what the head's whole output carries
+    assert len(values) == 54 and "path into L5 H3 V" in found["layout"]["title"]["text"]
+    source, device = source_of("smollm2"), resolve_device("auto")
+    model = MODELS.entry(source.model_key(None, device), load=source.loader(device)).model
+    clean, corrupt, metric = real_pair_inputs("smollm2", IOI)
+    receiver = ("decoder", 5, 3, "v")
+    everyone = PathSite(senders(model, clean, receiver), (receiver,))
+    expected = normalised(patched_values(model, clean, corrupt, [(everyone,)], metric),
+                          *ends(model, clean, corrupt, metric))[0]
+    assert abs(values[-1] - expected) < 1e-4, (values[-1], expected)
