@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from transformer.core.linear import zero_kernels
 from transformer.core.model import Transformer
 from transformer.external.byte_bpe import ByteBPE
 from transformer.external.kept_index import kept_index
@@ -235,8 +236,9 @@ def llama_model(llama: LlamaFile, device: str = "/CPU:0") -> Transformer:
     import tensorflow as tf  # noqa: PLC0415
 
     with tf.device(device):
-        model = Transformer(llama.shape.vocab, llama.shape.vocab, **llama.shape.model_options())
-        model.build(None, (None, None))
+        with zero_kernels():  # every kernel is set from the file next: no Glorot draws (0.5 s, 26 MB here)
+            model = Transformer(llama.shape.vocab, llama.shape.vocab, **llama.shape.model_options())
+            model.build(None, (None, None))
         model.set_weights(lab_weights(model, llama))
     return model
 
