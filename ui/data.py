@@ -396,6 +396,13 @@ def real_patch_map(weights: str, pair, kind: str, direction: str, device: str, r
 
 
 @door(max_entries=16)
+def real_patch_cell(weights: str, pair, kind: str, direction: str, device: str, receiver: tuple, layer_norm: str,
+                    cell: tuple, layer: int):
+    """One cell of a real model's map, its three runs (cached)."""
+    return service.real_patch_cell(weights, pair, kind, direction, device, receiver, layer_norm, cell, layer)
+
+
+@door(max_entries=16)
 def patching_cell(request, row: int, column: int, view_stack: str, view_layer: int):
     """The clean, patched and corrupted runs of one cell of ``request``'s map."""
     return service.patching_cell(request, row, column, view_stack, view_layer)

@@ -167,7 +167,8 @@ FIELDS: dict[str, Field] = {
     "pt_rside": Field("k", link_values.choice(PATCHING.sides)),
     "pt_ln": Field(PATCHING.layer_norms[0], link_values.choice(PATCHING.layer_norms)),  # the receiver's LayerNorm
     "pt_bypos": Field(False, link_values.flag),  # a heads or path map by position
-    "pt_row": Field(-1, link_values.integer(-1, 4 * MAX_LAYERS), ((-1, "no cell is opened"),)),
+    "pt_row": Field(-1, link_values.integer(-1, max(4 * MAX_LAYERS, MAX_MODEL_LAYERS + 1)),  # a real model's stream
+                    ((-1, "no cell is opened"),)),
     "pt_col": Field(-1, link_values.integer(-1, MAX_SEQ_LEN), ((-1, "no cell is opened"),)),
     "pt_head": Field(-1, link_values.integer(-1, MAX_HEADS - 1),
           ((-1, "the cell's own head is shown"),)),

@@ -10,7 +10,7 @@ from ui import choices, data, state
 from ui.controls import PERSIST, plot
 from ui.state import F
 from ui.text import as_text
-from viz.patching import patch_map_figure
+from viz.patching import patch_map_figure, three_runs_figure
 
 REAL_MAPS = {"heads": "each head's output", "stream": "the residual stream (layer × piece)",
              "path": "paths into one head (sender → receiver)"}
@@ -42,9 +42,43 @@ def draw(weights: str, device: str, shape) -> None:
     what = (f"each sender's path into L{receiver[0]} H{receiver[1]} {receiver[2].upper()}" if receiver
             else REAL_MAPS[kind])
     title = f"{as_text(weights)}: {what} patched alone ({direction})"
+    chosen = (state.value(F.pt_row), state.value(F.pt_col))
+    inside = 0 <= chosen[0] < len(found.rows) and 0 <= chosen[1] < len(found.columns)
     plot(patch_map_figure(found.values, found.raw, found.rows, found.columns, cells,
-                          PATCHING.metric_labels["logit_diff"], title, gap=(found.clean_value, found.corrupt_value)),
-         "real_patch_map")
+                          PATCHING.metric_labels["logit_diff"], title, chosen if inside else None,
+                          gap=(found.clean_value, found.corrupt_value)), "real_patch_map", on_click=_open)
+    st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes it further away. Click "
+               "a cell to open its run between the clean and the corrupted one; click it again to close it.")
+    if inside:
+        _cell(weights, (pair, kind, direction, device, receiver, layer_norm), found.sites[chosen[0]][chosen[1]],
+              chosen, shape)
+
+
+def _open(cell: dict) -> None:
+    row, column = int(cell.get("query", -1)), int(cell.get("key", -1))
+    same = (state.value(F.pt_row), state.value(F.pt_col)) == (row, column)
+    state.update(pt_row=-1 if same else row, pt_col=-1 if same else column, pt_head=-1)
+
+
+def _cell(weights: str, asked: tuple, site, chosen: tuple, shape) -> None:
+    """The opened cell's three runs: one head of the layer it patches (a path: its receiver's), the clean run's
+    pieces on the axes, each run's next piece after the last."""
+    pair, kind, direction, device, receiver, layer_norm = asked
+    layer = receiver[0] if kind == "path" else min(site.layer, shape.num_layers - 1)
+    head = state.value(F.pt_head)
+    head = (receiver[1] if kind == "path" else getattr(site, "head", 0)) if not 0 <= head < shape.num_heads else head
+    shown = st.selectbox("Head drawn in the three runs", list(range(shape.num_heads)), index=head,
+                         format_func=lambda h: f"L{layer} H{h}", key="pt_head_pick")
+    if shown != head:
+        state.put(F.pt_head, shown)
+    opened = data.real_patch_cell(weights, pair, kind, direction, device, receiver, layer_norm, chosen, layer)
+    three = opened.runs
+    st.markdown(f"**{as_text(site.label)}** patched ({direction})")
+    plot(three_runs_figure(three.attention, opened.pieces, opened.pieces, three.runs, three.values, shown, f"L{layer}"),
+         "patch_runs")
+    written = st.columns(3)
+    for column, run, pieces in zip(written, three.runs, three.predictions):
+        column.caption(as_text(f"{run}: after the last piece the model writes {pieces[-1]!r}"))
 
 
 def _receiver(layers: int, heads: int) -> tuple[tuple, str]:

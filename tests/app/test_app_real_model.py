@@ -257,3 +257,24 @@ def test_the_patching_page_maps_paths_into_a_head_of_smollm2_from_its_link():
     expected = normalised(patched_values(model, clean, corrupt, [(everyone,)], metric),
                           *ends(model, clean, corrupt, metric))[0]
     assert abs(values[-1] - expected) < 1e-4, (values[-1], expected)
+
+
+def test_a_cell_of_smollm2s_heads_map_opens_its_three_runs_from_the_link():
+    """IOI's heads map with L23 H3's cell opened (as a click sets it): the map runs once after a press, then the
+    cell's three runs draw layer 23's head 3, the patched run restoring what the map's cell says (0.58), and each
+    run's next piece is said (" Mary" clean, " John" corrupted)."""
+    at = open_page("patching", {"weights": "smollm2", "pt_row": "23", "pt_col": "3"})
+    no_errors(at)
+    at = next(button for button in at.button if button.label == "Run it").click().run(timeout=600)
+    no_errors(at)
+    if any(button.label == "Run it" for button in at.button):  # the cell's own runs, priced past the light budget
+        at = next(button for button in at.button if button.label == "Run it").click().run(timeout=600)
+        no_errors(at)
+    found, runs = specs(at)
+    assert heatmaps(found)[0][23, 3] == pytest.approx(0.584, abs=0.01)
+    titles = [annotation["text"] for annotation in runs["layout"]["annotations"]]
+    assert titles[:3] == ["clean: restored +100%", "patched: restored +58%", "corrupted: restored +0%"], titles
+    assert at.selectbox(key="pt_head_pick").value == 3
+    said = _said(at)
+    assert "clean: after the last piece the model writes ' Mary'" in said
+    assert "corrupted: after the last piece the model writes ' John'" in said

@@ -102,6 +102,18 @@ def path_position_grid(model, inputs: Inputs, receiver: tuple, layer_norm: str =
             tuple(tuple(PathSite(group, (receiver,), layer_norm, p) for p in range(length)) for group, _ in groups))
 
 
+def map_grid(model, inputs: Inputs, kind: str, stack: str = "", receiver: tuple = (), layer_norm: str = "held",
+             by_position: bool = False) -> tuple[tuple, tuple, tuple]:
+    """`patch_map`'s rows, columns and each cell's site for ``kind`` (`MAP_KINDS`), nothing patched yet."""
+    if kind == "heads":
+        return head_position_grid(model, inputs, stack) if by_position else head_grid(model)
+    if kind == "stream":
+        return stream_grid(model, inputs, stack)
+    if by_position:
+        return path_position_grid(model, inputs, tuple(receiver), layer_norm)
+    return path_grid(model, inputs, tuple(receiver), layer_norm)
+
+
 def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, direction: str = "denoise",
               stack: str = "", receiver: tuple = (), progress=None, layer_norm: str = "held",
               by_position: bool = False) -> PatchMap:
@@ -112,14 +124,7 @@ def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, 
     if kind not in MAP_KINDS:
         raise ValueError(f"The map must be one of {MAP_KINDS}. Received: {kind!r}")
     clean_value, corrupt_value = ends(model, clean, corrupt, metric)
-    if kind == "heads":
-        rows, columns, sites = head_position_grid(model, clean, stack) if by_position else head_grid(model)
-    elif kind == "stream":
-        rows, columns, sites = stream_grid(model, clean, stack)
-    elif by_position:
-        rows, columns, sites = path_position_grid(model, clean, tuple(receiver), layer_norm)
-    else:
-        rows, columns, sites = path_grid(model, clean, tuple(receiver), layer_norm)
+    rows, columns, sites = map_grid(model, clean, kind, stack, receiver, layer_norm, by_position)
     flat = [(site,) for row in sites for site in row]
     raw = patched_values(model, clean, corrupt, flat, metric, direction, progress=progress)
     raw = raw.reshape(len(rows), len(columns))

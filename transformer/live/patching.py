@@ -297,19 +297,28 @@ def three_runs(study: PatchingStudy, row: int, column: int, stack: str, layer: i
     device = resolve_device(device)
     pretrained = load_pretrained(study.lines.name, device)
     model, lines, site = pretrained.model, study.lines, grid[row][column]
+    with tf.device(device):
+        return cell_runs(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, site=site,
+                         direction=study.map.direction, ends=(study.map.clean_value, study.map.corrupt_value),
+                         stack=stack, layer=layer, vocab=pretrained.vocab)
+
+
+def cell_runs(model, clean: Inputs, corrupt: Inputs, metric: Metric, *, site, direction: str, ends: tuple,
+              stack: str, layer: int, vocab) -> ThreeRuns:
+    """``site`` patched (``direction``) beside ``clean``'s and ``corrupt``'s own runs: the attention of ``stack``'s
+    layer ``layer`` in each, the argmax token at each position (``vocab.decode``), and the metric normalised by
+    ``ends`` (the clean and the corrupted value). ValueError for a layer the model lacks."""
     if stack not in model.stacks or not 0 <= layer < model.num_layers:
         raise ValueError(f"This model's attention is {model.stacks} × layers 0 to {model.num_layers - 1}. "
                          f"Received: {stack!r} L{layer}")
-    with tf.device(device):
-        runs = [patching.plain_run(model, lines.clean_inputs),
-                patching.patched_run(model, lines.clean_inputs, lines.corrupt_inputs, (site,), study.map.direction),
-                patching.plain_run(model, lines.corrupt_inputs)]
-    values = tuple(float(patching.normalised(lines.metric.value(logits[None], {s: [w[None] for w in layers]
-                                                                              for s, layers in attention.items()}),
-                                             study.map.clean_value, study.map.corrupt_value)[0])
+    runs = [patching.plain_run(model, clean), patching.patched_run(model, clean, corrupt, (site,), direction),
+            patching.plain_run(model, corrupt)]
+    values = tuple(float(patching.normalised(metric.value(logits[None], {s: [w[None] for w in layers]
+                                                                        for s, layers in attention.items()}),
+                                             *ends)[0])
                    for logits, attention in runs)  # a run as a batch of one, as the metric reads it
     return ThreeRuns(site, ("clean", "patched", "corrupted"), tuple(attention[stack][layer] for _, attention in runs),
-                     tuple(_predicted(logits, pretrained.vocab) for logits, _ in runs), values)
+                     tuple(_predicted(logits, vocab) for logits, _ in runs), values)
 
 
 def patching_cell(request: PatchRequest, row: int, column: int, view_stack: str, view_layer: int) -> ThreeRuns:

@@ -354,6 +354,23 @@ def real_patch_map(weights, pair=None, kind="heads", direction="denoise", device
         + load_model(weights, device)
 
 
+def real_patch_cell(weights, pair=None, kind="heads", direction="denoise", device="auto", receiver=(),
+                    layer_norm="held", cell=(0, 0), layer=0, **_) -> RunCost:
+    """One cell of a real model's map: its two ends, its three runs and the map's grid (a walk of the stream for a
+    path): six runs of one line; its load if due."""
+    from transformer.live.real_patching import IOI, check_map, path_receiver, real_pair_inputs  # noqa: PLC0415
+
+    check_map(kind, direction, layer_norm)
+    clean, _, _ = real_pair_inputs(weights, pair or IOI)
+    if kind == "path":
+        path_receiver(weights, receiver)
+    n = clean.tgt.shape[1]
+    shape, vocab = model_shape(weights)
+    one = live_cost(LiveConfig(), 1, n, n, shape=shape, vocab=vocab)
+    return RunCost(one.flops * 6, one.bytes, f"one cell's three runs of {weights} over {n} pieces", 6) \
+        + load_model(weights, device)
+
+
 def upload(data, **_) -> RunCost:
     return RunCost(0.0, 3 * len(data), "reading an uploaded model", 1,
                    extra_seconds=len(data) / LOAD_BYTES_PER_SECOND)

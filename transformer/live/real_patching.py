@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import tensorflow as tf
 
-from transformer.analysis.patch_maps import MAP_KINDS, PatchMap, patch_map
-from transformer.analysis.patching import DIRECTIONS, LAYER_NORMS, Inputs, Metric
+from transformer.analysis.patch_maps import MAP_KINDS, PatchMap, map_grid, patch_map
+from transformer.analysis.patching import DIRECTIONS, LAYER_NORMS, Inputs, Metric, ends
 from transformer.core.masks import target_mask
 from transformer.core.patching import SIDES
 from transformer.live.loading import load_model
 from transformer.live.model_cache import MODELS
+from transformer.live.patching import ThreeRuns, cell_runs
+from transformer.live.real_lines import PieceVocabulary
 from transformer.live.sources import source_of
 from transformer.runtime.device import resolve_device
 
@@ -70,13 +73,47 @@ def real_patch_map(weights: str, pair: RealPair = IOI, kind: str = "heads", dire
     check_map(kind, direction, layer_norm)
     clean, corrupt, metric = real_pair_inputs(weights, pair)
     into = path_receiver(weights, receiver) if kind == "path" else ()
+    return patch_map(_model(weights, device), clean, corrupt, metric, kind, direction, stack="decoder",
+                     receiver=into, layer_norm=layer_norm)
+
+
+@dataclass(frozen=True)
+class RealCell:
+    """One cell's three runs (`ThreeRuns`: each run's attention of the asked-for layer, its next piece at every
+    position, the logit difference normalised) and the clean line's pieces, as the model read them."""
+
+    runs: ThreeRuns
+    pieces: tuple
+
+
+def real_patch_cell(weights: str, pair: RealPair = IOI, kind: str = "heads", direction: str = "denoise",
+                    device: str = "auto", receiver: tuple = (), layer_norm: str = "held", cell: tuple = (0, 0),
+                    layer: int = 0) -> RealCell:
+    """The cell ``(row, column)`` of `real_patch_map`'s map (same arguments) patched alone, beside the clean and the
+    corrupted run, with the attention of layer ``layer`` (`RealCell`). The map is not run: its grid and its two ends
+    are. ValueError for a cell or layer it lacks."""
+    check_map(kind, direction, layer_norm)
+    clean, corrupt, metric = real_pair_inputs(weights, pair)
+    into = path_receiver(weights, receiver) if kind == "path" else ()
+    model = _model(weights, device)
+    _, _, sites = map_grid(model, clean, kind, "decoder", into, layer_norm)
+    row, column = cell
+    if not (0 <= row < len(sites) and 0 <= column < len(sites[0])):
+        raise ValueError(f"The map has {len(sites)} rows and {len(sites[0])} columns. Received: cell {cell!r}")
+    vocabulary = PieceVocabulary(source_of(weights).vocabulary())
+    with tf.device(resolve_device(device)):
+        runs = cell_runs(model, clean, corrupt, metric, site=sites[row][column], direction=direction,
+                         ends=ends(model, clean, corrupt, metric), stack="decoder", layer=layer, vocab=vocabulary)
+    return RealCell(runs, tuple(vocabulary.decode(clean.tgt[0])))
+
+
+def _model(weights: str, device: str):
+    """``weights``' model, loaded (once a process) and held by the model cache."""
     resolved = resolve_device(device)
     load_model(weights, device)
     source = source_of(weights)
-    model = MODELS.entry(source.model_key(None, resolved), load=source.loader(resolved),
-                         load_bytes=source.load_bytes).model
-    return patch_map(model, clean, corrupt, metric, kind, direction, stack="decoder", receiver=into,
-                     layer_norm=layer_norm)
+    return MODELS.entry(source.model_key(None, resolved), load=source.loader(resolved),
+                        load_bytes=source.load_bytes).model
 
 
 def check_map(kind: str, direction: str, layer_norm: str) -> None:
