@@ -133,13 +133,13 @@ def attention_moves(quick: bool) -> None:
 def ioi_maps() -> None:
     """Indirect-object identification's three maps on SmolLM2 (`transformer.live.real_patching`), each timed once,
     eagerly (the model loaded before): heads, stream, and each sender's path into L23 H3's value input."""
-    from transformer.live.real_patching import IOI, real_patch_map
+    from transformer.live.real_patching import RealPatchRequest, real_patch_map
 
     for kind, what, receiver in (("heads", "each head (30 × 9)", ()),
                                  ("stream", "the stream at each layer and piece (31 × 14)", ()),
                                  ("path", "each of 233 senders into L23 H3's value input", (23, 3, "v"))):
         started = time.perf_counter()
-        found = real_patch_map("smollm2", IOI, kind, receiver=receiver)
+        found = real_patch_map(RealPatchRequest("smollm2", kind=kind, receiver=receiver))
         best = np.unravel_index(np.argmax(found.values), found.values.shape)
         row("real", f"IOI patching map, {what} patched alone: its strongest cell",
             f"{time.perf_counter() - started:.0f} s ({found.rows[best[0]]} {found.columns[best[1]]}: "

@@ -148,7 +148,7 @@ load_model = PricedCall("load_model", _loading.load_model, _prices.load_model, l
 needs_loading = _loading.needs_loading
 real_patch_map = PricedCall("real_patch_map", _real_patching.real_patch_map, _prices.real_patch_map)
 real_patch_cell = PricedCall("real_patch_cell", _real_patching.real_patch_cell, _prices.real_patch_cell)
-RealPair, IOI = _real_patching.RealPair, _real_patching.IOI
+RealPair, RealPatchRequest, IOI = _real_patching.RealPair, _real_patching.RealPatchRequest, _real_patching.IOI
 upload = PricedCall("upload", _registry.upload, _prices.upload, lane=False)
 decode = PricedCall("decode", _decode.decode, _prices.decode)
 head_roles = PricedCall("head_roles", _head_roles.head_roles, _prices.head_roles)
@@ -218,6 +218,6 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "without_keys", "EngineStopped", "CORRUPTIONS", "DATE_PARTS", "PATCHING", "patching_cell", "patching_line",
            "patching_study", "PatchRequest",
            "ModelSource", "source_of", "REAL_MODELS", "real_models", "load_model", "needs_loading",
-           "real_patch_map", "real_patch_cell", "RealPair", "IOI",
+           "real_patch_map", "real_patch_cell", "RealPair", "RealPatchRequest", "IOI",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",
            "NeedsLane", "PricedCall", "call_key", "prepaid", "shared_engine", "price_of", "calibrate", "engine_rate"]

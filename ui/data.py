@@ -389,17 +389,15 @@ def patching_study(request):
 
 
 @door(max_entries=8)
-def real_patch_map(weights: str, pair, kind: str, direction: str, device: str, receiver: tuple = (),
-                   layer_norm: str = "held"):
+def real_patch_map(request):
     """A real language model's patching map of two typed lines (cached; a long run: the background lane)."""
-    return service.real_patch_map(weights, pair, kind, direction, device, receiver, layer_norm)
+    return service.real_patch_map(request)
 
 
 @door(max_entries=16)
-def real_patch_cell(weights: str, pair, kind: str, direction: str, device: str, receiver: tuple, layer_norm: str,
-                    cell: tuple, layer: int):
+def real_patch_cell(request, cell: tuple, layer: int):
     """One cell of a real model's map, its three runs (cached)."""
-    return service.real_patch_cell(weights, pair, kind, direction, device, receiver, layer_norm, cell, layer)
+    return service.real_patch_cell(request, cell, layer)
 
 
 @door(max_entries=16)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.service import IOI, PATCHING, RealPair
+from transformer.service import IOI, PATCHING, RealPair, RealPatchRequest
 from ui import choices, data, state
 from ui.controls import PERSIST, plot
 from ui.state import F
@@ -37,7 +37,8 @@ def draw(weights: str, device: str, shape) -> None:
                              format_func=choices.PATCH_DIRECTION_LABELS.get, **PERSIST)
     kind = how[1].radio("Map", tuple(REAL_MAPS), key=F.pt_map, format_func=REAL_MAPS.get, **PERSIST)
     receiver, layer_norm = _receiver(shape.num_layers, shape.num_heads) if kind == "path" else ((), "held")
-    found = data.real_patch_map(weights, pair, kind, direction, device, receiver, layer_norm)
+    request = RealPatchRequest(weights, pair, kind, direction, receiver, layer_norm, device)
+    found = data.real_patch_map(request)
     cells = [[site.label for site in row] for row in found.sites]
     what = (f"each sender's path into L{receiver[0]} H{receiver[1]} {receiver[2].upper()}" if receiver
             else REAL_MAPS[kind])
@@ -50,8 +51,7 @@ def draw(weights: str, device: str, shape) -> None:
     st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes it further away. Click "
                "a cell to open its run between the clean and the corrupted one; click it again to close it.")
     if inside:
-        _cell(weights, (pair, kind, direction, device, receiver, layer_norm), found.sites[chosen[0]][chosen[1]],
-              chosen, shape)
+        _cell(request, found.sites[chosen[0]][chosen[1]], chosen, shape)
 
 
 def _open(cell: dict) -> None:
@@ -60,20 +60,20 @@ def _open(cell: dict) -> None:
     state.update(pt_row=-1 if same else row, pt_col=-1 if same else column, pt_head=-1)
 
 
-def _cell(weights: str, asked: tuple, site, chosen: tuple, shape) -> None:
+def _cell(request: RealPatchRequest, site, chosen: tuple, shape) -> None:
     """The opened cell's three runs: one head of the layer it patches (a path: its receiver's), the clean run's
     pieces on the axes, each run's next piece after the last."""
-    pair, kind, direction, device, receiver, layer_norm = asked
-    layer = receiver[0] if kind == "path" else min(site.layer, shape.num_layers - 1)
+    receiver = request.receiver
+    layer = receiver[0] if receiver else min(site.layer, shape.num_layers - 1)
     head = state.value(F.pt_head)
-    head = (receiver[1] if kind == "path" else getattr(site, "head", 0)) if not 0 <= head < shape.num_heads else head
+    head = (receiver[1] if receiver else getattr(site, "head", 0)) if not 0 <= head < shape.num_heads else head
     shown = st.selectbox("Head drawn in the three runs", list(range(shape.num_heads)), index=head,
                          format_func=lambda h: f"L{layer} H{h}", key="pt_head_pick")
     if shown != head:
         state.put(F.pt_head, shown)
-    opened = data.real_patch_cell(weights, pair, kind, direction, device, receiver, layer_norm, chosen, layer)
+    opened = data.real_patch_cell(request, chosen, layer)
     three = opened.runs
-    st.markdown(f"**{as_text(site.label)}** patched ({direction})")
+    st.markdown(f"**{as_text(site.label)}** patched ({request.direction})")
     plot(three_runs_figure(three.attention, opened.pieces, opened.pieces, three.runs, three.values, shown, f"L{layer}"),
          "patch_runs")
     written = st.columns(3)

@@ -276,6 +276,15 @@ def test_ioi_patching_finds_the_heads_that_read_the_repeated_name(model):
     assert np.argmax(restored) == 3 and restored[3] > 0.4, np.round(restored, 2)
     weights = np.asarray(model(None, clean.tgt, tgt_mask=clean.tgt_mask)[1]["decoder"][23])  # (1, H, N, N)
     assert np.argmax(weights[0, 3, -1]) == 9  # from "to" to the second " John"
+    from transformer.live.real_patching import RealPatchRequest, real_patch_cell
+
+    opened = real_patch_cell(RealPatchRequest("smollm2"), (23, 3), 23)  # the page's cell: one patched run alone
+    assert opened.runs.values == pytest.approx((1.0, restored[3], 0.0), abs=1e-4)
+    assert [pieces[-1] for pieces in opened.runs.predictions] == [" Mary", " Mary", " John"]
+    assert opened.pieces[9] == " John" and np.allclose(opened.runs.attention[0], weights[0], atol=1e-5)
+    for cell, layer, message in (((30, 0), 23, "30 rows and 9 columns"), ((0, 0), 30, "layers 0 to 29")):
+        with pytest.raises(ValueError, match=message):
+            real_patch_cell(RealPatchRequest("smollm2"), cell, layer)
 
 
 @pytest.mark.parametrize("pair, message", [
@@ -296,23 +305,28 @@ def test_a_real_patch_map_is_priced_as_its_runs_and_refuses_what_it_cannot_map()
     of layer 23 (23 layers × (9 heads + 1 feed-forward); token, position, bias; all together) a patched run, 64 a
     batch: past the light budget (the background lane); a receiver it does not have is named."""
     from transformer.live import prices
-    from transformer.live.real_patching import real_patch_map
+    from transformer.live.real_patching import RealPatchRequest as Asked
+    from transformer.live.real_patching import real_patch_cell, real_patch_map
 
-    heads, stream = (prices.real_patch_map("smollm2", kind=kind) for kind in ("heads", "stream"))
+    heads, stream = (prices.real_patch_map(Asked("smollm2", kind=kind)) for kind in ("heads", "stream"))
     assert "270 patched runs of smollm2 over 14 pieces" in heads.what and heads.calls >= 5 + 2 and heads.heavy
     assert "434 patched runs" in stream.what and stream.flops > heads.flops
-    path = prices.real_patch_map("smollm2", kind="path", receiver=(23, 3, "v"))
+    path = prices.real_patch_map(Asked("smollm2", kind="path", receiver=(23, 3, "v")))
     assert "234 patched runs" in path.what and path.heavy
+    cell = prices.real_patch_cell(Asked("smollm2"), (23, 3), 23)
+    assert "one cell's three runs of smollm2 over 14 pieces" in cell.what and cell.flops < heads.flops / 20
     for receiver, message in (((), "is \\(layer, head, side\\)"), ((30, 0, "q"), "layer=30"),
                               ((-1, 0, "q"), "layer=-1"), ((5, 9, "q"), "head=9"), ((5, 0, "x"), "side='x'")):
         with pytest.raises(ValueError, match=message):
-            prices.real_patch_map("smollm2", kind="path", receiver=receiver)
+            prices.real_patch_map(Asked("smollm2", kind="path", receiver=receiver))
         with pytest.raises(ValueError, match=message):
-            real_patch_map("smollm2", kind="path", receiver=receiver)
+            real_patch_map(Asked("smollm2", kind="path", receiver=receiver))
+        with pytest.raises(ValueError, match=message):
+            real_patch_cell(Asked("smollm2", kind="path", receiver=receiver), (0, 0), 0)
     with pytest.raises(ValueError, match="kind='paths'"):
-        prices.real_patch_map("smollm2", kind="paths")
+        prices.real_patch_map(Asked("smollm2", kind="paths"))
     with pytest.raises(ValueError, match="real language model"):  # priced only once its lines are checked
-        prices.real_patch_map("random")
+        prices.real_patch_map(Asked("random"))
 
 
 def test_ioi_paths_into_layer_23_head_3s_values_carry_its_effect_from_layer_0s_feed_forward(model):
@@ -321,9 +335,9 @@ def test_ioi_paths_into_layer_23_head_3s_values_carry_its_effect_from_layer_0s_f
     layer 0's feed-forward (0.31: the names' identity), then layer 21's (0.18); with the receiver's RMSNorm
     recomputed, those two sites move by under 0.05 (0.02 here)."""
     from transformer.analysis.patching import PathSite, ends, normalised, patched_values
-    from transformer.live.real_patching import IOI, real_pair_inputs, real_patch_map
+    from transformer.live.real_patching import IOI, RealPatchRequest, real_pair_inputs, real_patch_map
 
-    found = real_patch_map("smollm2", kind="path", receiver=(23, 3, "v"))
+    found = real_patch_map(RealPatchRequest("smollm2", kind="path", receiver=(23, 3, "v")))
     values = dict(zip(found.columns, found.values[0]))
     assert len(found.columns) == 234 and abs(values["all together"] - 0.58) < 0.05, values["all together"]
     singles = {name: value for name, value in values.items() if name != "all together"}

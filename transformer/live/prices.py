@@ -333,42 +333,33 @@ def load_model(weights, device="auto", **_) -> RunCost:
                    1, extra_seconds=source.load_seconds)
 
 
-def real_patch_map(weights, pair=None, kind="heads", direction="denoise", device="auto", receiver=(),
-                   layer_norm="held", **_) -> RunCost:
+def real_patch_map(request, **_) -> RunCost:
     """A real model's patching map: each head (L × H), each layer's stream at each position ((L + 1) × N), or each
     sender into a receiver in layer l (its l layers' heads and feed-forwards; token, position, bias; all together)
     patched alone, 64 runs a batch (`transformer.analysis.patching.ROWS`), and the two unpatched runs; its load if
-    due."""
+    due. Its lines and receiver are checked first, as the map will: ValueError before any price."""
     from transformer.analysis.patching import ROWS  # noqa: PLC0415
-    from transformer.live.real_patching import IOI, check_map, path_receiver, real_pair_inputs  # noqa: PLC0415
 
-    check_map(kind, direction, layer_norm)
-    clean, _, _ = real_pair_inputs(weights, pair or IOI)  # its lines checked, as the map will: ValueError first
+    clean, _, _, into = request.checked()
     n = clean.tgt.shape[1]
-    shape, vocab = model_shape(weights)
+    shape, vocab = model_shape(request.weights)
     runs = {"heads": shape.num_layers * shape.num_heads, "stream": (shape.num_layers + 1) * n,
-            "path": path_receiver(weights, receiver)[1] * (shape.num_heads + 1) + 4 if kind == "path" else 0}[kind]
+            "path": into[1] * (shape.num_heads + 1) + 4 if into else 0}[request.kind]
     batch = live_cost(LiveConfig(), min(runs, ROWS), n, n, shape=shape, vocab=vocab)
     return RunCost(batch.flops * (runs + 2) / min(runs, ROWS), batch.bytes,
-                   f"{runs} patched runs of {weights} over {n} pieces", -(-runs // ROWS) + 2) \
-        + load_model(weights, device)
+                   f"{runs} patched runs of {request.weights} over {n} pieces", -(-runs // ROWS) + 2) \
+        + load_model(request.weights, request.device)
 
 
-def real_patch_cell(weights, pair=None, kind="heads", direction="denoise", device="auto", receiver=(),
-                    layer_norm="held", cell=(0, 0), layer=0, **_) -> RunCost:
+def real_patch_cell(request, cell=(0, 0), layer=0, **_) -> RunCost:
     """One cell of a real model's map: its two ends, its three runs and the map's grid (a walk of the stream for a
     path): six runs of one line; its load if due."""
-    from transformer.live.real_patching import IOI, check_map, path_receiver, real_pair_inputs  # noqa: PLC0415
-
-    check_map(kind, direction, layer_norm)
-    clean, _, _ = real_pair_inputs(weights, pair or IOI)
-    if kind == "path":
-        path_receiver(weights, receiver)
+    clean, _, _, _ = request.checked()
     n = clean.tgt.shape[1]
-    shape, vocab = model_shape(weights)
+    shape, vocab = model_shape(request.weights)
     one = live_cost(LiveConfig(), 1, n, n, shape=shape, vocab=vocab)
-    return RunCost(one.flops * 6, one.bytes, f"one cell's three runs of {weights} over {n} pieces", 6) \
-        + load_model(weights, device)
+    return RunCost(one.flops * 6, one.bytes, f"one cell's three runs of {request.weights} over {n} pieces", 6) \
+        + load_model(request.weights, request.device)
 
 
 def upload(data, **_) -> RunCost:

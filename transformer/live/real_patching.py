@@ -65,16 +65,43 @@ def real_pair_inputs(weights: str, pair: RealPair) -> tuple[Inputs, Inputs, Metr
     return inputs[0], inputs[1], Metric("logit_diff", (len(lines[0]) - 1,), answers[:1], answers[1:])
 
 
-def real_patch_map(weights: str, pair: RealPair = IOI, kind: str = "heads", direction: str = "denoise",
-                   device: str = "auto", receiver: tuple = (), layer_norm: str = "held") -> PatchMap:
-    """One map of ``pair`` on the real model ``weights`` (`MAP_KINDS`: each head's output, the residual stream at
-    each layer and position, or each sender's path into ``receiver`` ``(layer, head, side)`` of its one stack, the
-    receiver's norm ``layer_norm`` held or recomputed), normalised 0 = the corrupted run, 1 = the clean one."""
-    check_map(kind, direction, layer_norm)
-    clean, corrupt, metric = real_pair_inputs(weights, pair)
-    into = path_receiver(weights, receiver) if kind == "path" else ()
-    return patch_map(_model(weights, device), clean, corrupt, metric, kind, direction, stack="decoder",
-                     receiver=into, layer_norm=layer_norm)
+@dataclass(frozen=True)
+class RealPatchRequest:
+    """One patching map asked of the real language model ``weights``, from the page to the engine as one value
+    (hashable: the cache's key): the typed ``pair``, which map (`MAP_KINDS`) and its direction, a path map's
+    ``receiver`` ``(layer, head, side)`` of its one stack and the receiver's norm (`LAYER_NORMS`: held at each run's
+    scale, or recomputed on the patched stream)."""
+
+    weights: str
+    pair: RealPair = IOI
+    kind: str = "heads"
+    direction: str = "denoise"
+    receiver: tuple = ()
+    layer_norm: str = "held"
+    device: str = "auto"
+
+    def __post_init__(self):
+        path = self.kind == "path"
+        object.__setattr__(self, "receiver", tuple(self.receiver) if path else ())
+        object.__setattr__(self, "layer_norm", self.layer_norm if path else "held")
+
+    def checked(self) -> tuple[Inputs, Inputs, Metric, tuple]:
+        """The pair's two `Inputs`, its metric and the receiver as the maps name it (``()``: not a path map);
+        ValueError naming what the model cannot map (nothing is loaded)."""
+        if self.kind not in MAP_KINDS or self.direction not in DIRECTIONS or self.layer_norm not in LAYER_NORMS:
+            raise ValueError(f"A real model's map is one of {MAP_KINDS}, {DIRECTIONS}, its norm one of "
+                             f"{LAYER_NORMS}. Received: kind={self.kind!r}, direction={self.direction!r}, "
+                             f"layer_norm={self.layer_norm!r}")
+        clean, corrupt, metric = real_pair_inputs(self.weights, self.pair)
+        return clean, corrupt, metric, path_receiver(self.weights, self.receiver) if self.kind == "path" else ()
+
+
+def real_patch_map(request: RealPatchRequest) -> PatchMap:
+    """``request``'s map on its real model (each head's output, the residual stream at each layer and position, or
+    each sender's path into its receiver), normalised 0 = the corrupted run, 1 = the clean one."""
+    clean, corrupt, metric, into = request.checked()
+    return patch_map(_model(request.weights, request.device), clean, corrupt, metric, request.kind,
+                     request.direction, stack="decoder", receiver=into, layer_norm=request.layer_norm)
 
 
 @dataclass(frozen=True)
@@ -86,23 +113,19 @@ class RealCell:
     pieces: tuple
 
 
-def real_patch_cell(weights: str, pair: RealPair = IOI, kind: str = "heads", direction: str = "denoise",
-                    device: str = "auto", receiver: tuple = (), layer_norm: str = "held", cell: tuple = (0, 0),
-                    layer: int = 0) -> RealCell:
-    """The cell ``(row, column)`` of `real_patch_map`'s map (same arguments) patched alone, beside the clean and the
-    corrupted run, with the attention of layer ``layer`` (`RealCell`). The map is not run: its grid and its two ends
-    are. ValueError for a cell or layer it lacks."""
-    check_map(kind, direction, layer_norm)
-    clean, corrupt, metric = real_pair_inputs(weights, pair)
-    into = path_receiver(weights, receiver) if kind == "path" else ()
-    model = _model(weights, device)
-    _, _, sites = map_grid(model, clean, kind, "decoder", into, layer_norm)
+def real_patch_cell(request: RealPatchRequest, cell: tuple, layer: int) -> RealCell:
+    """The cell ``(row, column)`` of ``request``'s map patched alone, beside the clean and the corrupted run, with
+    the attention of layer ``layer`` (`RealCell`). The map is not run: its grid and its two ends are. ValueError for
+    a cell or layer it lacks."""
+    clean, corrupt, metric, into = request.checked()
+    model = _model(request.weights, request.device)
+    _, _, sites = map_grid(model, clean, request.kind, "decoder", into, request.layer_norm)
     row, column = cell
     if not (0 <= row < len(sites) and 0 <= column < len(sites[0])):
         raise ValueError(f"The map has {len(sites)} rows and {len(sites[0])} columns. Received: cell {cell!r}")
-    vocabulary = PieceVocabulary(source_of(weights).vocabulary())
-    with tf.device(resolve_device(device)):
-        runs = cell_runs(model, clean, corrupt, metric, site=sites[row][column], direction=direction,
+    vocabulary = PieceVocabulary(source_of(request.weights).vocabulary())
+    with tf.device(resolve_device(request.device)):
+        runs = cell_runs(model, clean, corrupt, metric, site=sites[row][column], direction=request.direction,
                          ends=ends(model, clean, corrupt, metric), stack="decoder", layer=layer, vocab=vocabulary)
     return RealCell(runs, tuple(vocabulary.decode(clean.tgt[0])))
 
@@ -114,13 +137,6 @@ def _model(weights: str, device: str):
     source = source_of(weights)
     return MODELS.entry(source.model_key(None, resolved), load=source.loader(resolved),
                         load_bytes=source.load_bytes).model
-
-
-def check_map(kind: str, direction: str, layer_norm: str) -> None:
-    """ValueError naming a map, direction or receiver's norm a real model's map does not have."""
-    if kind not in MAP_KINDS or direction not in DIRECTIONS or layer_norm not in LAYER_NORMS:
-        raise ValueError(f"A real model's map is one of {MAP_KINDS}, {DIRECTIONS}, its norm one of {LAYER_NORMS}. "
-                         f"Received: kind={kind!r}, direction={direction!r}, layer_norm={layer_norm!r}")
 
 
 def path_receiver(weights: str, receiver: tuple) -> tuple:
