@@ -7,7 +7,7 @@ import json
 import pytest
 from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
 from browser_support import wait_idle
-from chart_support import FIRST_PLOT, PLOT
+from chart_support import FIRST_PLOT, PLOT, click_chart
 
 pytestmark = pytest.mark.browser
 
@@ -106,3 +106,23 @@ def test_patching_on_smollm2_maps_ioi_and_layer_23_head_3_restores_most(page, se
     assert (len(restored), len(restored[0])) == (30, 9)
     assert _strongest(restored) == (23, 3), restored[23]
     assert page.get_by_test_id("stException").count() == 0 and not page.evaluate(CHART_TEXT_PROBLEMS)
+
+
+def test_a_click_on_a_cell_of_smollm2s_path_map_opens_its_three_runs(page, server):
+    """Paths into L5 H3's value input (54 runs): a click on the last cell (every sender together) opens the three
+    runs of layer 5 head 3 and puts the cell in the link."""
+    open_page(page, server, "patching?weights=smollm2&pt_map=path&pt_rlayer=5&pt_rhead=3&pt_rside=v")
+    _loaded(page)
+    _pressed(page)
+    _heatmap(page, "path into L5 H3 V")
+    page.locator(PLOT).first.scroll_into_view_if_needed()
+    click_chart(page, 0, 53, 0)  # the column "all together", the one row
+    page.wait_for_url("**pt_col=53**", timeout=60_000)
+    wait_idle(page)
+    _pressed(page)  # the cell's own six runs, where they are priced past the light budget
+    page.get_by_text("in the three runs").first.wait_for(timeout=120_000)
+    page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(plot =>
+        (plot.layout.title?.text || "").includes("L5 H3 in the three runs"))""", timeout=120_000)
+    assert "pt_row=0" in page.url
+    assert page.get_by_text("clean: after the last piece the model writes ' Mary'").count() == 1
+    assert page.get_by_test_id("stException").count() == 0
