@@ -50,7 +50,7 @@ def three_runs_figure(attention, query_tokens, key_tokens, runs, values, head: i
     """One head's weights ``(N_q, N_k)`` in each run of ``attention`` (a run's ``(H, N_q, N_k)``), side by side,
     titled by the run and its restored share ``values``."""
     queries, keys = position_labels(query_tokens), position_labels(key_tokens)
-    titles = [f"{run}: restored {value:+.0%}" for run, value in zip(runs, values)]
+    titles = [f"{run}<br>restored {value:+.0%}" for run, value in zip(runs, values)]  # two lines: three fit 390 px
     fig = make_subplots(1, len(runs), subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
     for index, (run, weights) in enumerate(zip(runs, attention)):
         head_weights = np.asarray(weights, np.float64)[head]  # (N_q, N_k)
@@ -61,6 +61,6 @@ def three_runs_figure(attention, query_tokens, key_tokens, runs, values, head: i
         category_axes(fig, row=1, col=index + 1)
     fig.update_layout(coloraxis=dict(colorscale=WEIGHT_COLORSCALE, cmin=0, cmax=1,
                                      colorbar=dict(title=dict(text="weight"), thickness=12)),
-                      height=max(300, 120 + 16 * len(queries)), margin=dict(t=60, l=90, r=20, b=90),
+                      height=max(330, 150 + 16 * len(queries)), margin=dict(t=90, l=90, r=20, b=90),
                       title=dict(text=f"{layer_label} H{head} in the three runs"))
     return fig

@@ -33,7 +33,7 @@ def test_the_stream_map_and_an_opened_cell_come_from_the_link():
     stream = decode(_titled(at, "the encoder stream<br>patched at one")["data"][0]["z"])
     assert stream.shape[0] == 3 and stream.max() > 0.3
     runs = _titled(at, "in the three runs")
-    assert [t["text"].split(":")[0] for t in runs["layout"]["annotations"][:3]] == ["clean", "patched", "corrupted"]
+    assert [t["text"].split("<br>")[0] for t in runs["layout"]["annotations"][:3]] == ["clean", "patched", "corrupted"]
     assert at.query_params["pt_map"] in ("stream", ["stream"])
 
 

@@ -273,7 +273,7 @@ def test_a_cell_of_smollm2s_heads_map_opens_its_three_runs_from_the_link():
     found, runs = specs(at)
     assert heatmaps(found)[0][23, 3] == pytest.approx(0.584, abs=0.01)
     titles = [annotation["text"] for annotation in runs["layout"]["annotations"]]
-    assert titles[:3] == ["clean: restored +100%", "patched: restored +58%", "corrupted: restored +0%"], titles
+    assert titles[:3] == ["clean<br>restored +100%", "patched<br>restored +58%", "corrupted<br>restored +0%"], titles
     assert at.selectbox(key="pt_head_pick").value == 3
     said = _said(at)
     assert "clean: after the last piece the model writes ' Mary'" in said

@@ -199,6 +199,10 @@ def test_a_path_names_its_receivers_and_a_site_says_whether_the_model_has_it():
     path = P.PathSite(("token",), (("decoder", 1, 2, "k"),))
     assert path.receivers == (P.Receiver("decoder", 1, 2, "k"),) == (("decoder", 1, 2, "k"),)
     assert path.label == "token → decoder L1 H2 K" and path.fits(model, clean)
+    three = P.PathSite(("token", "position", "L0H0"), path.receivers)
+    assert three.label == "token + position + L0H0 → decoder L1 H2 K"
+    many = P.PathSite(("token", "position", "L0H0", "L0H1", "L0FF"), path.receivers)  # a page's "all together"
+    assert many.label == "all 5 senders together (token … L0FF) → decoder L1 H2 K"
     assert not P.PathSite(("token",), (("decoder", 1, 2, "x"),)).fits(model, clean)
     assert not P.StreamSite("decoder", model.num_layers + 1, 0).fits(model, clean)
     malformed = r"no such site: PathSite\(senders=\('token',\), receivers=\(\('decoder', 1\),\)"

@@ -27,3 +27,15 @@ def test_a_gap_too_small_to_normalise_draws_the_raw_change():
     np.testing.assert_allclose(z, raw - 0.008)  # the change from the corrupted run, not a share of the gap
     assert fig.data[0].zmax == -fig.data[0].zmin == np.abs(raw - 0.008).max()
     assert "too small to normalise" in fig.layout.title.text and fig.data[0].colorbar.title.text == "change"
+
+
+def test_the_three_runs_titles_take_two_lines_so_three_fit_a_phone():
+    """Each run's title is its name over its restored share: three side by side fit 390 px (one line each overlapped
+    there: "clean: restored +100%" is wider than a third of a phone)."""
+    from viz.patching import three_runs_figure
+
+    weights = np.full((2, 3, 3), 1 / 3)
+    fig = three_runs_figure([weights] * 3, ["a", "b", "c"], ["a", "b", "c"], ("clean", "patched", "corrupted"),
+                            (1.0, 0.5, 0.0), 1, "L0")
+    titles = [annotation.text for annotation in fig.layout.annotations][:3]
+    assert titles == ["clean<br>restored +100%", "patched<br>restored +50%", "corrupted<br>restored +0%"], titles

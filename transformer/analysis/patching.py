@@ -128,8 +128,9 @@ class PathSite:
     def label(self) -> str:
         into = ", ".join(receiver.label for receiver in self.receivers)
         at = "" if self.position is None else f" at position {self.position}"
-        return f"{' + '.join(self.senders)}{at} → {into}" + (" (LayerNorm recomputed)" if self.layer_norm != "held"
-                                                              else "")
+        senders = (" + ".join(self.senders) if len(self.senders) <= 3
+                   else f"all {len(self.senders)} senders together ({self.senders[0]} … {self.senders[-1]})")
+        return f"{senders}{at} → {into}" + (" (LayerNorm recomputed)" if self.layer_norm != "held" else "")
 
     @property
     def said(self) -> str:
