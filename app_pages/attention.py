@@ -14,7 +14,7 @@ from transformer.service import (
     measured_checks,
     role_text,
 )
-from ui import choices, data, model_config, openings, token_views
+from ui import choices, data, model_config, openings, state, token_views
 from ui.controls import (
     PERSIST,
     STACK_NAMES,
@@ -35,6 +35,7 @@ from ui.controls import (
     view_picker,
     window_start_picker,
 )
+from ui.pages import Page
 from ui.state import F
 from ui.text import count
 from viz.attention import head_grid, model_view, single_head, window_starts
@@ -59,6 +60,21 @@ n_q, n_k = (len(tokens) for tokens in text.tokens_of(stack, element))
 blockwise = config.seq_len > FULL_ATTENTION_MAX
 with controls[1]:
     layer = layer_picker(layers)
+
+
+def _continue_on_decode(read: str) -> None:
+    """Open Decode on the line as the model read it, greedy, from its first step."""
+    state.open_page(Page.DECODE.file, dec_src=read, dec_step=0, dec_mode="greedy", dec_play=False)
+
+
+if model_config.supports(config.weights).language:  # a real language model: what it writes next is on Decode
+    read = "".join(piece for piece, real in zip(text.tokens_of(stack, element)[0], text.real_queries(stack, element))
+                   if real)
+    st.button(f"What does it write after line {element + 1}? Continue it on Decode", key="continue_on_decode",
+              on_click=_continue_on_decode, args=(read,), icon=":material/play_arrow:",
+              help="Decode continues the line as the model read it, one piece a step, each step's attention and "
+                   "its next pieces' probabilities beside it.")
+    state.follow_open_page()
 
 # Every control that decides what is computed comes first (the focus, the full-resolution window, the view);
 # the charts fill the places kept for them once the model has run with those values.

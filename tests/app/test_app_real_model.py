@@ -278,3 +278,16 @@ def test_a_cell_of_smollm2s_heads_map_opens_its_three_runs_from_the_link():
     said = _said(at)
     assert "clean: after the last piece the model writes ' Mary'" in said
     assert "corrupted: after the last piece the model writes ' John'" in said
+
+
+def test_the_attention_page_continues_a_line_of_smollm2_on_decode():
+    """A language model's Attention page offers what it writes next: the button opens Decode on the line as the
+    model read it (its pieces joined: IOI's line cut at 10 pieces), greedy, from step 0."""
+    at = open_page("attention", {"weights": "smollm2", "element": "1", "seq_len": "10"})
+    no_errors(at)
+    button = next(button for button in at.button if button.key == "continue_on_decode")
+    assert button.label == "What does it write after line 2? Continue it on Decode"
+    at = button.click().run()
+    no_errors(at)
+    assert at.session_state["dec_src"] == "When Mary and John went to the store, John"
+    assert (at.session_state["dec_step"], at.session_state["dec_mode"]) == (0, "greedy")
