@@ -16,10 +16,9 @@ REAL_MAPS = {"heads": "each head's output", "stream": "the residual stream (laye
              "path": "paths into one head (sender → receiver)"}
 
 
-
 def draw(weights: str, device: str, shape) -> None:
     """The lines, answers and map controls, then the map (after a press: it runs the whole model hundreds of
-    times)."""
+    times) and its opened cell; ``shape``: the model's own (its layers and heads for the pickers)."""
     st.markdown("A real language model's lines are typed: a **clean** line and a **corrupted** one of as many "
                 "pieces, each with the piece it should be followed by. The measure is the logit difference, clean − "
                 "corrupted answer, at the last piece. The example is indirect-object identification (Wang et al. "
