@@ -14,7 +14,7 @@ from transformer.service import (
     spec_of,
 )
 from ui import choices, data, model_config, openings, real_patching_view, state
-from ui.controls import PERSIST, options_follow, plot
+from ui.controls import PERSIST, options_follow, plot, toggle_patch_cell
 from ui.state import F
 from ui.text import as_text
 from ui.weights import use_weights, weight_choices, weights_label
@@ -170,12 +170,6 @@ for column, title, tokens, answer, predicted, value in (
 st.caption(f"Measured at the output positions {answer_positions}, where the two answers differ.")
 
 
-def _open(cell: dict) -> None:
-    row, column = int(cell.get("query", -1)), int(cell.get("key", -1))
-    same = (state.value(F.pt_row), state.value(F.pt_col)) == (row, column)
-    state.update(pt_row=-1 if same else row, pt_col=-1 if same else column, pt_head=-1)
-
-
 chosen = (state.value(F.pt_row), state.value(F.pt_col))
 inside = 0 <= chosen[0] < len(found.rows) and 0 <= chosen[1] < len(found.columns)
 columns = found.columns
@@ -202,7 +196,7 @@ if small:
 plot(patch_map_figure(found.values, found.raw, found.rows, columns,
                       [[site.label for site in row] for row in found.sites], metric_label,
                       f"{direction}: {title}", chosen if inside else None, gap=ends, normalise=not small),
-     "patch_map", on_click=_open)
+     "patch_map", on_click=toggle_patch_cell)
 st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes the answer further from "
            "the clean one; white: nothing changes. Click a cell to open its run between the clean and the corrupted "
            "one; click it again to close it.")

@@ -289,3 +289,12 @@ def parse_indices(text: str, limit: int, what: str) -> list[int]:
         st.warning(f"Ignored {what} {as_text(' '.join(bad[:5]))}: use whole numbers from 0 to {limit - 1}.",
                    icon=":material/warning:")
     return sorted(set(values))[:64]
+
+
+def toggle_patch_cell(cell: dict) -> None:
+    """A click on a patching map's cell (``query``: its row, ``key``: its column): it opens that cell's runs, or
+    closes them when it is the cell already open; the head drawn goes back to the cell's own."""
+    row, column = int(cell.get("query", -1)), int(cell.get("key", -1))
+    same = (state.value(F.pt_row), state.value(F.pt_col)) == (row, column)
+    state.update(pt_row=-1 if same else row, pt_col=-1 if same else column, pt_head=-1)
+

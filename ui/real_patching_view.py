@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.service import IOI, PATCHING, RealPair, RealPatchRequest
 from ui import choices, data, state
-from ui.controls import PERSIST, plot
+from ui.controls import PERSIST, plot, toggle_patch_cell
 from ui.state import F
 from ui.text import as_text
 from viz.patching import patch_map_figure, three_runs_figure
@@ -46,17 +46,11 @@ def draw(weights: str, device: str, shape) -> None:
     inside = 0 <= chosen[0] < len(found.rows) and 0 <= chosen[1] < len(found.columns)
     plot(patch_map_figure(found.values, found.raw, found.rows, found.columns, cells,
                           PATCHING.metric_labels["logit_diff"], title, chosen if inside else None,
-                          gap=(found.clean_value, found.corrupt_value)), "real_patch_map", on_click=_open)
+                          gap=(found.clean_value, found.corrupt_value)), "real_patch_map", on_click=toggle_patch_cell)
     st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes it further away. Click "
                "a cell to open its run between the clean and the corrupted one; click it again to close it.")
     if inside:
         _cell(request, found.sites[chosen[0]][chosen[1]], chosen, shape)
-
-
-def _open(cell: dict) -> None:
-    row, column = int(cell.get("query", -1)), int(cell.get("key", -1))
-    same = (state.value(F.pt_row), state.value(F.pt_col)) == (row, column)
-    state.update(pt_row=-1 if same else row, pt_col=-1 if same else column, pt_head=-1)
 
 
 def _cell(request: RealPatchRequest, site, chosen: tuple, shape) -> None:

@@ -222,7 +222,7 @@ def test_the_ends_are_exact(architecture, norm):
                   if stack in P.stream_stacks(model) for p in range(inputs.shape[1]))
     nothing, everything = P.patched_values(model, clean, corrupt, [(), whole], metric)
     assert abs(nothing - corrupt_value) < 1e-5 and abs(everything - clean_value) < 1e-5
-    noised = P.patched_values(model, clean, corrupt, [(), whole], metric, "noise")
+    noised = P.patched_values(model, clean, corrupt, [(), whole], metric, direction="noise")
     assert abs(noised[0] - clean_value) < 1e-5 and abs(noised[1] - corrupt_value) < 1e-5
 
 
@@ -278,7 +278,7 @@ def test_bad_input_is_a_value_error_naming_it():
     with pytest.raises(ValueError, match="metric must be one of"):
         P.ends(model, clean, corrupt, P.Metric("accuracy", (1,), (5,)))
     with pytest.raises(ValueError, match="direction must be one of"):
-        P.patched_values(model, clean, corrupt, [()], metric, "sideways")
+        P.patched_values(model, clean, corrupt, [()], metric, direction="sideways")
 
 
 def test_the_stream_hook_leaves_an_unpatched_run_as_it_was():

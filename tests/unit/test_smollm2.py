@@ -272,7 +272,8 @@ def test_ioi_patching_finds_the_heads_that_read_the_repeated_name(model):
     clean_value, corrupt_value = ends(model, clean, corrupt, metric)
     assert clean_value > 4 and corrupt_value < -4, (clean_value, corrupt_value)
     sites = [(HeadSite("decoder", 23, head),) for head in range(9)]
-    restored = normalised(patched_values(model, clean, corrupt, sites, metric, "denoise"), clean_value, corrupt_value)
+    restored = normalised(patched_values(model, clean, corrupt, sites, metric, direction="denoise"), clean_value,
+                          corrupt_value)
     assert np.argmax(restored) == 3 and restored[3] > 0.4, np.round(restored, 2)
     weights = np.asarray(model(None, clean.tgt, tgt_mask=clean.tgt_mask)[1]["decoder"][23])  # (1, H, N, N)
     assert np.argmax(weights[0, 3, -1]) == 9  # from "to" to the second " John"

@@ -102,7 +102,7 @@ def path_position_grid(model, inputs: Inputs, receiver: tuple, layer_norm: str =
             tuple(tuple(PathSite(group, (receiver,), layer_norm, p) for p in range(length)) for group, _ in groups))
 
 
-def map_grid(model, inputs: Inputs, kind: str, stack: str = "", receiver: tuple = (), layer_norm: str = "held",
+def map_grid(model, inputs: Inputs, kind: str, *, stack: str = "", receiver: tuple = (), layer_norm: str = "held",
              by_position: bool = False) -> tuple[tuple, tuple, tuple]:
     """`patch_map`'s rows, columns and each cell's site for ``kind`` (`MAP_KINDS`), nothing patched yet."""
     if kind == "heads":
@@ -124,9 +124,10 @@ def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, 
     if kind not in MAP_KINDS:
         raise ValueError(f"The map must be one of {MAP_KINDS}. Received: {kind!r}")
     clean_value, corrupt_value = ends(model, clean, corrupt, metric)
-    rows, columns, sites = map_grid(model, clean, kind, stack, receiver, layer_norm, by_position)
+    rows, columns, sites = map_grid(model, clean, kind, stack=stack, receiver=receiver, layer_norm=layer_norm,
+                                   by_position=by_position)
     flat = [(site,) for row in sites for site in row]
-    raw = patched_values(model, clean, corrupt, flat, metric, direction, progress=progress)
+    raw = patched_values(model, clean, corrupt, flat, metric, direction=direction, progress=progress)
     raw = raw.reshape(len(rows), len(columns))
     return PatchMap(kind, direction, metric, rows, columns, sites, normalised(raw, clean_value, corrupt_value), raw,
                     clean_value, corrupt_value)

@@ -426,7 +426,7 @@ def _hook(model, recorded: _Source, base: Inputs, source: Inputs, patches: list)
     return build.hook()
 
 
-def patched_values(model, clean: Inputs, corrupt: Inputs, patches: list, metric: Metric,
+def patched_values(model, clean: Inputs, corrupt: Inputs, patches: list, metric: Metric, *,
                    direction: str = "denoise", rows: int = ROWS,
                    progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """The metric of each patched run, ``(len(patches),)`` float64 (not normalised): ``patches`` is a list of

@@ -119,7 +119,8 @@ def real_patch_cell(request: RealPatchRequest, cell: tuple, layer: int) -> RealC
     a cell or layer it lacks."""
     clean, corrupt, metric, into = request.checked()
     model = _model(request.weights, request.device)
-    _, _, sites = map_grid(model, clean, request.kind, "decoder", into, request.layer_norm)
+    _, _, sites = map_grid(model, clean, request.kind, stack="decoder", receiver=into,
+                           layer_norm=request.layer_norm)
     row, column = cell
     if not (0 <= row < len(sites) and 0 <= column < len(sites[0])):
         raise ValueError(f"The map has {len(sites)} rows and {len(sites[0])} columns. Received: cell {cell!r}")

@@ -26,7 +26,7 @@ from transformer.core.shape import (
     check_range,
 )
 from transformer.external import MAX_TOKENS
-from transformer.external.gguf_llama import load_smollm2, smollm2_header, smollm2_path
+from transformer.external.gguf_llama import load_smollm2, smollm2_header, smollm2_path, smollm2_vocabulary
 from transformer.external.registry import check_key, describe, is_external
 from transformer.live.config import VOCAB_SIZE, LiveConfig, check_budget
 from transformer.live.inputs import Batches, Inputs, make_masks, notices
@@ -343,7 +343,7 @@ class RealModel(ModelSource):
 
     def vocabulary(self):
         """Its byte-level BPE (`transformer.external.byte_bpe.ByteBPE`), read from its file's keys."""
-        return smollm2_header()[1]
+        return smollm2_vocabulary()
 
     @classmethod
     def installed(cls) -> bool:
