@@ -120,7 +120,9 @@ def test_a_click_on_a_cell_of_smollm2s_path_map_opens_its_three_runs(page, serve
     page.wait_for_url("**pt_col=53**", timeout=60_000)
     wait_idle(page)
     _pressed(page)  # the cell's own six runs, where they are priced past the light budget
-    page.get_by_text("in the three runs").first.wait_for(timeout=120_000)
+    opened = page.get_by_text("patched (denoise)").first  # the cell's heading, above its chart
+    opened.wait_for(timeout=120_000)
+    opened.scroll_into_view_if_needed()  # a chart below the window is drawn once it comes into view
     page.wait_for_function(f"""() => [...document.querySelectorAll("{PLOT}")].some(plot =>
         (plot.layout.title?.text || "").includes("L5 H3 in the three runs"))""", timeout=120_000)
     assert "pt_row=0" in page.url
