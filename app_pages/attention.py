@@ -272,7 +272,7 @@ else:  # "Model view"
     plot(model_view(all_layers, view_of_line.mask, STACK_NAMES[stack] + (": value-weighted norms ‖α·f(x)‖"
                                                                          if model_scale else ""),
                     focus=drawn_focus, pooled=result.attention_factor, roles=roles, click_side=click_side,
-                    padded_keys=view_of_line.padded_keys, **model_scale),
+                    padded_keys=view_of_line.padded_keys, fit_px=fit_px("model_view"), **model_scale),
          "model_view", on_click=on_click)
     if roles is not None:
         st.caption("Hover a head for its strongest role on this line; the Heads page scores them over many lines.")

@@ -14,6 +14,8 @@ from viz.panels import panels_figure, weight_rows
 from viz.pooling import CELL_BUDGET, FULL_RESOLUTION, FULL_RESOLUTION_WINDOW, block_to_fit, max_pool, pooled_note
 from viz.style import left_title, title_lines, weight_coloraxis, wrap_title
 
+ROW_TITLE_PX = 22  # a model view's layer names, rotated, right of its rows
+
 
 def reduce_view(weights, mask, query_labels, key_labels, limit: int = FULL_RESOLUTION, pooled: int = 1):
     """Max-pool ``(..., N_q, N_k)`` weights and mask to at most ``limit`` cells per axis.
@@ -145,22 +147,25 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
                            padded_keys=None if padded_keys is None else np.asarray(padded_keys, bool)[cols])
 
 
-def _head_titles(heads: int, spelled_out: int = 8) -> list[str]:
+def _head_titles(heads: int, spelled_out: int = 8, phone: bool = False) -> list[str]:
     """``head 0`` … over each column of the model view; above ``spelled_out`` heads ``head 0, 1, 2 …``: a row of
-    32 "head h" titles is wider than the page."""
+    32 "head h" titles is wider than the page. On a phone ``H0, H1 …`` (the Heads page's names), which fit."""
+    if phone:
+        return [f"H{h}" for h in range(heads)]
     return [f"head {h}" if heads <= spelled_out or h == 0 else str(h) for h in range(heads)]
 
 
 def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, pooled: int = 1,
                roles=None, value_name: str = "weight", value_max: float = 1.0,
-               click_side: str | None = None, padded_keys=None) -> go.Figure:
-    """All layers × heads as small multiples, each pooled to at most ``limit`` cells.
+               click_side: str | None = None, padded_keys=None, fit_px: int | None = None) -> go.Figure:
+    """All layers × heads as small multiples, each pooled to at most ``limit`` cells, a row per layer.
 
     Args:
       weights: ``(L, H, N_q, N_k)``.  mask: ``(N_q, N_k)`` bool, True = may attend.
       focus: as `head_grid`'s, outlined in every panel.  pooled: as `head_grid`'s.
       roles: optional ``(L, H)`` text, each head's role (`transformer.analysis.heads.role_text`), in its hover.
       value_name, value_max, click_side, padded_keys: as `head_grid`'s.
+      fit_px: lay it out for a column this wide (a phone): shorter titles, panels as tall as they are wide.
     """
     weights = np.asarray(weights, dtype=np.float32)
     layers, heads = weights.shape[:2]
@@ -170,13 +175,19 @@ def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, poole
     )
     names = [f"layer {layer} head {h}" + (f" · {roles[layer][h]}" if roles is not None else "")
              for layer in range(layers) for h in range(heads)]
-    titles = _head_titles(heads) + [""] * (heads * (layers - 1))  # head names on the top row
+    titles = _head_titles(heads, phone=bool(fit_px)) + [""] * (heads * (layers - 1))  # head names on the top row
+    right_px = 96 if fit_px else 110
+    row_titles = [f"L{layer}" if fit_px else f"layer {layer}" for layer in range(layers)]  # a phone: as the titles
     traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
-                                 names, heads, titles=titles, row_titles=[f"layer {layer}" for layer in range(layers)],
-                                 panel_px=100, gap_px=8, show_ticks=False, top_px=44, right_px=110,
+                                 names, heads, titles=titles, row_titles=row_titles,
+                                 panel_px=100, gap_px=3 if fit_px else 8, show_ticks=False, top_px=44,
+                                 right_px=right_px,
                                  focus=pooled_focus(focus, factor), click_factor=factor, value_name=value_name,
-                                 click_side=click_side, padded_keys=pooled_keys(padded_keys, factor))
+                                 click_side=click_side, padded_keys=pooled_keys(padded_keys, factor),
+                                 fit_px=fit_px, wrap=False)
     layout["meta"] = {**layout["meta"], "click": True}
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
-    return panels_figure(traces, layout, title=left_title(stack_title + note),
-                         coloraxis=weight_coloraxis(value_name, value_max))
+    coloraxis = weight_coloraxis(value_name, value_max)
+    if fit_px:  # its bar right of the rows' titles, which 2 % of a phone's plot (Plotly's default) would cover
+        coloraxis["colorbar"] |= dict(x=1 + ROW_TITLE_PX / (fit_px - layout["margin"]["l"] - right_px), thickness=14)
+    return panels_figure(traces, layout, title=left_title(stack_title + note), coloraxis=coloraxis)

@@ -209,7 +209,7 @@ def _title_px(title: dict) -> int:
 
 def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *, titles=None, row_titles=None,
                 panel_px: int = 240, gap_px: int = 16, top_px: int = 40, show_ticks: bool = True,
-                right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None,
+                right_px: int = 90, focus=None, click_factor: int = 1, fit_px: int | None = None, wrap: bool = True,
                 value_name: str = "weight", click_start: tuple = (0, 0),
                 click_side: str | None = None, padded_keys=None) -> tuple[list[dict], dict]:
     """Heatmap trace dicts and a layout for panels of attention weights, ``columns`` panels to a row.
@@ -232,7 +232,8 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
       click_start: ``(query, key)`` of the first cell drawn (a cropped window), for the same.
       click_side: "query" or "key": a click on a cell focuses that side (the page's Attended by switch), and the
         browser draws the new outlines itself (``meta.focus``: `focus_meta`); None, or a pooled view: the server.
-      fit_px: lay the grid out for a column this wide (a phone): fewer panels to a row where needed.
+      fit_px: lay the grid out for a column this wide (a phone): fewer panels to a row where needed (unless
+        ``wrap`` is False: a row stays a row, e.g. a layer's heads), each panel no taller than its cells are wide.
       value_name: what the cells hold, in the hover ("weight"; a value-weighted norm: "‖α·f(x)‖").
       padded_keys: ``(N_k,)`` bool, True for a padding key: its blocked cells are sand, not the mask's grey (the
         padding mask apart from the look-ahead's), with their own hover; None: no key is padding.
@@ -243,7 +244,7 @@ def weight_rows(weights, mask, query_labels, key_labels, names, columns: int, *,
     titles = list(names) if titles is None else list(titles)
     grid = _grid(weights.shape[0], weights.shape[2], columns, titles=titles, query_labels=query_labels,
                  key_labels=key_labels, panel_px=panel_px, gap_px=gap_px, top_px=top_px, show_ticks=show_ticks,
-                 right_px=right_px, fit_px=fit_px)
+                 right_px=right_px, fit_px=fit_px, wrap=wrap)
     layout = dict(height=grid.height, showlegend=False, annotations=[], plot_bgcolor="white",
                   margin=dict(t=grid.top, l=grid.y_labels_px, r=right_px, b=grid.x_labels_px), meta=grid.meta)
     shown = np.where(mask, weights, np.nan).astype(np.float32)  # (P, N_q, N_k)
@@ -291,9 +292,9 @@ class _Grid:
 
 
 def _grid(panels: int, n_k: int, columns: int, *, titles: list, query_labels, key_labels, panel_px: int,
-          gap_px: int, top_px: int, show_ticks: bool, right_px: int, fit_px: int | None) -> _Grid:
-    """How `weight_rows` lays out ``panels`` panels of ``n_k`` keys: fewer to a row where a narrow column (``fit_px``)
-    or every key's label needs it."""
+          gap_px: int, top_px: int, show_ticks: bool, right_px: int, fit_px: int | None, wrap: bool) -> _Grid:
+    """How `weight_rows` lays out ``panels`` panels of ``n_k`` keys: fewer to a row where a narrow column (``fit_px``;
+    unless ``wrap`` is False) or every key's label needs it."""
     y_labels_px = label_px(query_labels, show_ticks)
     x_labels_px = label_px(key_labels, show_ticks, rotated=True)
     nominal_px = fit_px or NOMINAL_WIDTH_PX
@@ -304,17 +305,23 @@ def _grid(panels: int, n_k: int, columns: int, *, titles: list, query_labels, ke
         return gap, min_width_meta(titles, count, left_px=y_labels_px, right_px=right_px, gap_share=gap / (n_k + gap),
                                    min_panel_px=MIN_PANEL_PX if show_ticks else MIN_PANEL_PX // 2)
 
-    columns = fitting_columns(max(1, min(columns, panels)), fit_px,
-                              lambda count: gap_and_meta(count)[1]["min_width_px"])
+    columns = max(1, min(columns, panels))
+    if wrap:
+        columns = fitting_columns(columns, fit_px, lambda count: gap_and_meta(count)[1]["min_width_px"])
     if show_ticks:  # every key labelled where fewer panels to a row leave room for it
         columns = labelled_columns(columns, n_k, LABELLED_WIDTH_PX - y_labels_px - right_px, gap_px)
     gap, meta = gap_and_meta(columns)
-    rows = -(-panels // columns)
+    rows, full_row = -(-panels // columns), columns * n_k + (columns - 1) * gap
+    if fit_px:  # on a phone a panel is no taller than its cells are wide
+        cell_px = (fit_px - y_labels_px - right_px) / full_row
+        panel_px = min(panel_px, max(MIN_PANEL_PX // 2, round(cell_px * len(query_labels))))
+    top_titles_only = any(titles[:columns]) and not any(titles[columns:])  # room for them above the first row only
     height, top, y_domains = _row_geometry(rows, panel_px=panel_px, x_labels_px=x_labels_px,
-                                           title_px=TITLE_PX if any(titles) else 4, top_px=top_px)
+                                           title_px=TITLE_PX if any(titles[columns:]) else 4,
+                                           top_px=top_px + (TITLE_PX - 4 if top_titles_only else 0))
     tick_step = max(1, math.ceil(n_k * TICK_PX * columns / (TICK_WIDTH_PX - y_labels_px - right_px)))
-    return _Grid(panels, n_k, columns, gap, columns * n_k + (columns - 1) * gap, rows, height, top, y_domains,
-                 y_labels_px, x_labels_px, tick_step, meta)
+    return _Grid(panels, n_k, columns, gap, full_row, rows, height, top, y_domains, y_labels_px, x_labels_px,
+                 tick_step, meta)
 
 
 def _label_row(layout: dict, grid: _Grid, row: int, *, titles: list, starts: list, row_titles, categories, ticks,

@@ -7,7 +7,7 @@ import json
 import pytest
 from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
 from browser_support import wait_idle
-from chart_support import FIRST_PLOT, PLOT, click_chart
+from chart_support import CHART_CLASS, FIRST_PLOT, PLOT, click_chart
 
 pytestmark = pytest.mark.browser
 
@@ -33,6 +33,32 @@ def test_a_link_opens_smollm2_on_the_attention_page_over_its_own_pieces(page, se
     assert "1· capital" in drawn["ticks"] and not any("Ġ" in tick for tick in drawn["ticks"]), drawn["ticks"][:8]
     sidebar = page.get_by_test_id("stSidebar").inner_text()
     assert "Locked by the model: SmolLM2-135M" in sidebar and "576" in sidebar, sidebar[:600]
+    assert page.get_by_test_id("stException").count() == 0 and not page.evaluate(CHART_TEXT_PROBLEMS)
+
+
+def test_at_390_px_its_model_view_is_a_row_per_layer_of_square_panels_within_its_column(page, server):
+    """Its 30 × 9 heads on a phone were panels 27 px wide and 100 px tall, 4,034 px down, wider than the column."""
+    page.set_viewport_size({"width": 390, "height": 1600})
+    page.goto(f"{server}/attention?weights=smollm2&view=Model+view")  # on a phone the sidebar starts closed
+    wait_idle(page)
+    _loaded(page)
+    drawn = f"""() => [...document.querySelectorAll("{PLOT}")].find(plot => plot._fullLayout
+        && (plot.layout.title?.text || "").includes("Masked decoder self-attention"))"""
+    page.wait_for_selector(f".{CHART_CLASS}", state="attached", timeout=60_000)
+    page.wait_for_timeout(1000)
+    page.locator(f".{CHART_CLASS}").last.scroll_into_view_if_needed()  # a chart is drawn once in view
+    page.wait_for_function(drawn, timeout=60_000)
+    view = page.evaluate(f"""() => {{
+        const plot = ({drawn})(), full = plot._fullLayout, y = full.yaxis.domain;
+        return {{width: full.width, column: plot.parentElement.clientWidth, height: full.height,
+                 scrolls: plot.parentElement.scrollWidth > plot.parentElement.clientWidth,
+                 rows: plot.layout.annotations.filter(note => /^L\\d+$/.test(note.text)).length,
+                 panel: [plot.querySelector(".xy .nsewdrag").getBoundingClientRect().width / 9,
+                         (y[1] - y[0]) * (full.height - full.margin.t - full.margin.b)]}}; }}""")
+    assert view["width"] <= view["column"] + 1 and not view["scrolls"], view
+    assert view["rows"] == 30 and view["height"] < 1500, view
+    width, height = view["panel"]
+    assert 0.7 < height / width < 1.3, view  # a panel of gaps and cells: about as tall as it is wide
     assert page.get_by_test_id("stException").count() == 0 and not page.evaluate(CHART_TEXT_PROBLEMS)
 
 

@@ -173,6 +173,31 @@ def test_the_model_view_asks_for_the_width_at_which_its_first_title_stays_in_the
     assert [note.text for note in eight.layout.annotations][:8] == [f"head {h}" for h in range(8)]
 
 
+def _panel_px(view, width_px: float) -> tuple[float, float]:
+    """The first panel's drawn width and height (px) of a model view drawn ``width_px`` wide."""
+    margin, axis = view.layout.margin, view.layout.xaxis
+    plot_w, plot_h = width_px - margin.l - margin.r, view.layout.height - margin.t - margin.b
+    cell_px = (axis.domain[1] - axis.domain[0]) * plot_w / (axis.range[1] - axis.range[0])
+    keys = np.shape(view.data[1].z)[1]
+    return cell_px * keys, (view.layout.yaxis.domain[1] - view.layout.yaxis.domain[0]) * plot_h
+
+
+def test_the_model_view_keeps_title_room_for_its_top_row_only_and_fits_a_phone_with_a_row_per_layer():
+    """SmolLM2's 30 × 9 heads at 390 px were tall thin panels (27 × 100 px) 4,034 px down a column they were wider
+    than, each row keeping room for titles only the top row has (issue 89)."""
+    weights, mask = RNG.random((30, 9, 14, 14)).astype(np.float32), np.tril(np.ones((14, 14), bool))
+    wide = attention.model_view(weights, mask, "decoder")
+    second, first = wide.layout.yaxis2.domain, wide.layout.yaxis.domain
+    assert (first[0] - second[1]) * (wide.layout.height - wide.layout.margin.t - wide.layout.margin.b) < 14
+    phone = attention.model_view(weights, mask, "decoder", fit_px=358)
+    assert phone.layout.meta["min_width_px"] <= 358
+    assert [note.text for note in phone.layout.annotations][:9] == [f"H{h}" for h in range(9)]
+    assert sum(re.fullmatch(r"L\d+", note.text) is not None for note in phone.layout.annotations) == 30  # per layer
+    width, height = _panel_px(phone, 358)
+    assert 0.8 < height / width < 1.25, (width, height)  # square, as its cells are
+    assert phone.layout.height < 1400
+
+
 def test_every_panel_labels_the_same_keys_spaced_to_fit_a_wide_chart():
     """Spaced for a chart TICK_WIDTH_PX wide: they fit, and labelling more keys would not (the browser keeps
     fewer of them in a narrower chart: test_browser)."""
