@@ -5,6 +5,7 @@ and their mark. While the question is open, no message the server sends a studen
 
 import json
 import re
+import shutil
 import tempfile
 
 import pytest
@@ -20,8 +21,11 @@ DATA_DIR = tempfile.mkdtemp(prefix="al-class-")
 
 @pytest.fixture(scope="module")
 def server():
-    with app_server_for_browsers({"ATTENTION_LAB_DATA_DIR": DATA_DIR}) as base_url:
-        yield base_url
+    try:
+        with app_server_for_browsers({"ATTENTION_LAB_DATA_DIR": DATA_DIR}) as base_url:
+            yield base_url
+    finally:  # its class's database: one directory left in /tmp by every run before
+        shutil.rmtree(DATA_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
