@@ -60,7 +60,7 @@ def pooled_focus(focus, factor: int, offsets=(0, 0), shown=None):
     return along, index
 
 
-def head_grid(weights, mask, query_tokens, key_tokens, title="", columns: int = 4,
+def head_grid(weights, mask, query_tokens, key_tokens, title="", *, columns: int = 4,
               limit: int = FULL_RESOLUTION, names=None, focus=None, pooled: int = 1, key_positions=None,
               fit_px: int | None = None, value_name: str = "weight", value_max: float = 1.0,
               click_side: str | None = None, padded_keys=None) -> go.Figure:
@@ -115,7 +115,7 @@ def window_starts(length: int, size: int = FULL_RESOLUTION_WINDOW) -> list[int]:
     return sorted({*range(0, max(1, length - size + 1), step), max(0, length - size)})
 
 
-def single_head(weights, mask, query_tokens, key_tokens, title="", start=(0, 0),
+def single_head(weights, mask, query_tokens, key_tokens, title="", *, start=(0, 0),
                 size: int = FULL_RESOLUTION_WINDOW, focus=None, window: bool = False, value_name: str = "weight",
                 value_max: float = 1.0, click_side: str | None = None, padded_keys=None) -> go.Figure:
     """One ``(N_q, N_k)`` head at full resolution: every cell exact, never pooled.
@@ -155,7 +155,7 @@ def _head_titles(heads: int, spelled_out: int = 8, phone: bool = False) -> list[
     return [f"head {h}" if heads <= spelled_out or h == 0 else str(h) for h in range(heads)]
 
 
-def model_view(weights, mask, stack_title="", limit: int = 32, focus=None, pooled: int = 1,
+def model_view(weights, mask, stack_title="", *, limit: int = 32, focus=None, pooled: int = 1,
                roles=None, value_name: str = "weight", value_max: float = 1.0,
                click_side: str | None = None, padded_keys=None, fit_px: int | None = None) -> go.Figure:
     """All layers × heads as small multiples, each pooled to at most ``limit`` cells, a row per layer.

@@ -29,7 +29,7 @@ def row_scaled(values: np.ndarray) -> np.ndarray:
 
 
 def explanation_maps(maps: dict, source_tokens, target_tokens, aligned, width_px: int | None = None,
-                     read_tokens=None) -> go.Figure:
+                     *, read_tokens=None) -> go.Figure:
     """Args: maps: ``{method: (T, N_s)}`` each method's map of one example (rows: target tokens, columns: source
     tokens); aligned: for each target token the source index it comes from, or None; read_tokens: the token each
     output position reads (teacher forced: ``<s>`` and the answer so far), its row then named as every page names

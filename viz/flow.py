@@ -10,7 +10,7 @@ from viz.style import ALLOWED_COLOR, FOCUS_COLOR, TEMPLATE_JSON, left_title, wra
 
 
 def flow_beside_rollout(rollout: np.ndarray, flow: np.ndarray, key_tokens, query_label: str, layers: int,
-                        width_px: int | None = None) -> go.Figure:
+                        *, width_px: int | None = None) -> go.Figure:
     """Args: rollout, flow: ``(N_k,)`` one query's rows (each summing to 1 over the drawn keys); key_tokens: the
     N_k drawn keys' tokens; query_label: the query's position label; layers: how many layers they run through."""
     labels = position_labels(key_tokens)

@@ -115,7 +115,7 @@ def _legend_traces(heads) -> list[dict]:
                  name=f"head {h}", legendgroup=f"head {h}", hoverinfo="skip") for h in heads]
 
 
-def _strongest(weights, heads, index: int, labels, side: str, count: int = 3) -> str:
+def _strongest(weights, heads, index: int, labels, side: str, *, count: int = 3) -> str:
     """Hover text of a token: per head the keys it attends to most (a query) or the queries that attend to it
     most (a key), with their weights."""
     parts = []
@@ -139,7 +139,7 @@ def _token_trace(side: str, labels, hovers, blocked, first: int) -> dict:
                 meta=dict(side=side, first=first))
 
 
-def head_view(weights, mask, query_tokens, key_tokens, heads=None, focus=None, title: str = "",
+def head_view(weights, mask, query_tokens, key_tokens, *, heads=None, focus=None, title: str = "",
               min_weight: float = MIN_WEIGHT, max_lines: int = MAX_LINES, size: int = MAX_POSITIONS,
               start: tuple | None = None, width_px: int | None = None) -> go.Figure:
     """Lines from each query (left) to each key (right) of one layer, one colour a head.

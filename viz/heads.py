@@ -77,7 +77,7 @@ def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "no
                                             **axes, **layout), _validate=False)
 
 
-def role_grid(scores: dict, lines: int, title: str = "", columns: int = 3, pattern: str = "",
+def role_grid(scores: dict, lines: int, title: str = "", *, columns: int = 3, pattern: str = "",
               fit_px: int | None = None):
     """One heatmap per role, layers down, heads across, on the weights' fixed 0–1 scale. ``scores``: ``{role:
     (L, H)}`` (NaN: no row showed the pattern); ``lines``: how many lines each score averages over (hover)."""

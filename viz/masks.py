@@ -21,7 +21,7 @@ def _mask_trace(mask, query_labels, key_labels, panel: int = 0) -> dict:
                 hovertemplate="query %{y}<br>key %{x}<br>mask %{z} (1 = may attend, 0 = blocked)<extra></extra>")
 
 
-def mask_grid(masks, query_tokens, key_tokens, titles, columns: int = 3, fit_px: int | None = None) -> go.Figure:
+def mask_grid(masks, query_tokens, key_tokens, titles, *, columns: int = 3, fit_px: int | None = None) -> go.Figure:
     """One panel per batch element.
 
     Args:
