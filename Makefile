@@ -85,7 +85,7 @@ test: $(VENV)/.test $(NODE_TOOLS)
 	@echo "Engine packages: the $(MODE) set ($(RUNTIME_REQUIREMENTS)): $(GPU_WHY)."
 	$(BIN)/python -m pytest $(PYTEST_WORKERS) --durations=15
 
-# TensorFlow's devices, then one forward pass of the default model and of d_model 512 / N 512 on each, timed.
+# TensorFlow's devices, then a forward pass of the default model, of d_model 512 / N 512 and of SmolLM2 on each, timed.
 gpu-check: $(RUNTIME)
 	$(BIN)/python bench/gpu_check.py
 

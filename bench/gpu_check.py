@@ -1,7 +1,8 @@
 """`make gpu-check`: TensorFlow's devices, then one forward pass of the default model and of d_model 512 / N 512
 on each device, timed (first run: build and eager; then traced, the median of five); then, at N = 512, the maps
 copied whole against max-pooled on the device to 128 cells a side first (`run_live(pool_to=128)`), and how much of
-a traced run is the arithmetic (the maps reduced to one number on the device) and how much the copy."""
+a traced run is the arithmetic (the maps reduced to one number on the device) and how much the copy; last,
+SmolLM2-135M (the real language model) on each device: Load it, then the Attention page's run at N = 32 and 128."""
 
 import os
 import sys
@@ -47,6 +48,38 @@ def main() -> None:
                            {"stacks": ("encoder",), "lines": (0,)}}.items():
             print(f"{device_label(resolve_device(choice)):<32} {name:<40} "
                   + " ".join(f"{ms:>7.1f} ms" for ms in pooled_figures(config, call)))
+    real_model_rows(["cpu"] + (["auto"] if visible_gpus() else []))
+
+
+REAL_LINE = "When Mary and John went to the store, John gave a drink to Mary. " * 12
+
+
+def real_model_rows(choices: list[str]) -> None:
+    """SmolLM2-135M on each device: Load it (dequantised, built, its attention function traced), then the
+    Attention page's run of two lines at N = 32 and N = 128 (the median of five); a line saying why where its wheel
+    is not installed, and that the GPU was not measured on a machine without one."""
+    from transformer import LiveConfig, device_label, run_live
+    from transformer.external.gguf_llama import smollm2_path
+    from transformer.live.loading import load_model
+    from transformer.runtime.device import resolve_device
+
+    print(f"\n{'device':<32} {'SmolLM2-135M':<40} {'Load it':>10} {'N = 32':>10} {'N = 128':>10}")
+    try:
+        smollm2_path()
+    except ValueError as missing:
+        print(f"{'':<32} not measured: {missing}")
+        return
+    for choice in choices:
+        started = time.perf_counter()
+        load_model("smollm2", choice)
+        loaded = time.perf_counter() - started
+        passes = [median_ms(lambda n=n: run_live(LiveConfig(
+            weights="smollm2", architecture="decoder-only", target_text=f"{REAL_LINE}\n{REAL_LINE}", seq_len=n,
+            device=choice), stacks=("decoder",)), repeats=5) for n in (32, 128)]
+        print(f"{device_label(resolve_device(choice)):<32} {'loaded and traced; then two lines':<40} "
+              f"{loaded:>8.1f} s " + " ".join(f"{ms:>7.0f} ms" for ms in passes))
+    if "auto" not in choices:
+        print(f"{'a GPU':<32} not measured: TensorFlow sees no GPU here")
 
 
 def median_ms(function, repeats: int = 7) -> float:
