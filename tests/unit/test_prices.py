@@ -98,3 +98,25 @@ def test_kept_measures_and_scores_cost_nothing(monkeypatch, tmp_path):
     importance.keep_measure((1.0, 0.5), "reverse", (), 20, "zero", 0, "/CPU:0")
     assert service.measure_ablation.price("reverse", (), 20, "zero", 0, "/CPU:0").flops == 0
     assert service.measure_ablation("reverse", (), 20, "zero", 0, "/CPU:0") == (1.0, 0.5)
+
+
+def test_a_small_run_timed_slower_than_the_large_one_never_makes_the_engine_look_a_thousand_times_faster(
+        monkeypatch):
+    """A test server printed "813,083 GFLOP/s" (its small pass's median, 64 ms, above the large one's): every price
+    became ~0, and scoring six methods ran on the engine thread every session shares until a test gave up at 300 s.
+    The arithmetic of the large pass is taken as at least a third of its time: the rate stays within 3× of the large
+    pass's whole rate (1.8× here on a quiet host: 23 and 50 ms)."""
+    from transformer.live import calibration
+    from transformer.live.run_cost import live_cost
+    from transformer.runtime import engine_rate
+
+    kept = engine_rate.engine_rate()
+    seconds = {calibration.SMALL.seq_len: 0.064, calibration.LARGE.seq_len: 0.050}
+    monkeypatch.setattr(calibration, "_typical", lambda config, device, repeats: seconds[config.seq_len])
+    try:
+        rate = calibration.calibrate("cpu")
+    finally:
+        engine_rate.keep(kept)
+    whole = live_cost(calibration.LARGE, calibration.LARGE_LINES).flops / 0.050 / 1e9
+    assert whole <= rate.gflops <= 3 * whole, (rate.gflops, whole)
+    assert rate.call_seconds == 0.064
