@@ -104,14 +104,20 @@ def _loaded_first(args: tuple, kwargs: dict) -> None:
             st.stop()
 
 
-def _beside_the_run(config, stack: str, lines, light, call: str, /, *args, **kwargs):
-    """A view of ``stack`` beside its page's run: ``light()`` on the engine thread (cached) where that run is light;
-    where it is costly, ``call(*args, **kwargs)`` in the background lane under the page's press (a view computes at
-    most what the run does, and a costly page stops before its views until pressed)."""
-    estimate = _or_stop(service.run_cost, config, (stack,), lines)
+def _here_or_laned(estimate, here, call: str, /, *args, pressed: bool = False, **kwargs):
+    """``here()`` on the engine thread where ``estimate`` (a `RunCost`) is light; where it is costly, ``call(*args,
+    **kwargs)`` in the background lane, after a press (``pressed``: the page's own press asked already)."""
     if estimate.heavy:
-        return heavy_result(call, estimate, *args, pressed=True, **kwargs)
-    return light()
+        return heavy_result(call, estimate, *args, pressed=pressed, **kwargs)
+    return here()
+
+
+def _beside_the_run(config, stack: str, lines, light, call: str, /, *args, **kwargs):
+    """A view of ``stack`` beside its page's run, priced as that run: ``light()`` (cached) where the run is light,
+    else ``call(*args, **kwargs)`` in the lane under the page's press (a view computes at most what the run does,
+    and a costly page stops before its views until pressed)."""
+    estimate = _or_stop(service.run_cost, config, (stack,), lines)
+    return _here_or_laned(estimate, light, call, *args, pressed=True, **kwargs)
 
 
 # The page's own run, and the lines without attention
@@ -143,12 +149,12 @@ def run_live(config, *, stacks=(), lines=None, notices=True, windows=()):
 def _run_live_result(config, stacks: tuple, lines, windows: tuple):
     """`run_live`'s result: on the engine thread when its estimated cost is light (`run_cost`), else after a press,
     in the background lane (`ui.heavy_runs`)."""
-    if stacks:
-        estimate = _or_stop(service.run_cost, config, stacks, lines)
-        _or_stop(service.check_cost, estimate)  # before any cache: the limits hold for what was computed before
-        if estimate.heavy:
-            return heavy_result("run_live", estimate, config, stacks=stacks, lines=lines, windows=windows)
-    return _or_stop(_run_live, config, stacks, lines, windows)
+    here = functools.partial(_or_stop, _run_live, config, stacks, lines, windows)
+    if not stacks:
+        return here()
+    estimate = _or_stop(service.run_cost, config, stacks, lines)
+    _or_stop(service.check_cost, estimate)  # before any cache: the limits hold for what was computed before
+    return _here_or_laned(estimate, here, "run_live", config, stacks=stacks, lines=lines, windows=windows)
 
 
 @door(max_entries=12)
@@ -339,11 +345,8 @@ def attention_cost(d_model: int, heads: int, device: str, longest: int):
     press)."""
     lengths = tuple(n for n in service.COST_LENGTHS if n <= longest)
     estimate = service.measure_cost(d_model, heads, lengths, COST_REPEATS)
-    if estimate.heavy:
-        series = heavy_result("attention_cost", estimate, d_model, heads, device, lengths, pressed=True,
-                              repeats=COST_REPEATS)
-    else:
-        series = _attention_cost(d_model, heads, device, longest)
+    series = _here_or_laned(estimate, lambda: _attention_cost(d_model, heads, device, longest), "attention_cost",
+                            d_model, heads, device, lengths, pressed=True, repeats=COST_REPEATS)
     _MEASURED.add((d_model, heads, device, longest))
     return series
 
