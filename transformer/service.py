@@ -83,7 +83,15 @@ from transformer.live.importance import heads_of, measured
 from transformer.live.induction import GROUP_LABELS, GROUPS
 from transformer.live.model_cache import shape_bytes
 from transformer.live.patching import PATCHING, PatchRequest
-from transformer.live.priced_calls import NeedsLane, PricedCall, call_key, prepaid, shared_engine
+from transformer.live.priced_calls import (
+    NeedsLane,
+    PricedCall,
+    call_key,
+    lane_loads,
+    prepaid,
+    shared_engine,
+)
+from transformer.live.prices import in_the_lane
 from transformer.live.run_cost import RunCost, check_cost, measure_cost
 from transformer.live.sources import (
     EXTERNAL_EXAMPLE,
@@ -220,4 +228,5 @@ __all__ = ["TF_VERSION", "device_label", "data_dir",
            "ModelSource", "source_of", "REAL_MODELS", "real_models", "load_model", "needs_loading",
            "real_patch_map", "real_patch_cell", "RealPair", "RealPatchRequest", "IOI",
            "LaneFull", "RunCost", "check_cost", "heavy_lane", "measure_cost", "run_cost",
-           "NeedsLane", "PricedCall", "call_key", "prepaid", "shared_engine", "price_of", "calibrate", "engine_rate"]
+           "NeedsLane", "PricedCall", "call_key", "in_the_lane", "lane_loads", "prepaid", "shared_engine", "price_of",
+           "calibrate", "engine_rate"]

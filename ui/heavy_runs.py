@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from transformer.service import LaneFull, call_key, check_cost, heavy_lane
+from transformer.service import LaneFull, call_key, check_cost, heavy_lane, in_the_lane, lane_loads
 from ui import state
 from ui.runtime import client_address, session_alive, session_id
 from ui.text import as_text
@@ -33,12 +33,14 @@ def heavy_result(call: str, cost, *args, pressed: bool = False, memory: int = 0,
             return _RESULTS[key]
     lane = heavy_lane()
     _stop_on_error(check_cost, cost)
+    loads = _stop_on_error(lane_loads, args, kwargs)
+    cost = in_the_lane(cost, loads, lane.holds)  # the lane's child is a process of its own: it loads what it lacks
     if not (pressed or key in state.get(state.HEAVY_PRESSED, set())):
         _ask(cost, key)
     state.setdefault(state.HEAVY_PRESSED, set()).add(key)
     lane.owner_alive = session_alive
     run = _stop_on_error(lane.submit, session_id(), call, *args, flops=cost.flops, client=client_address(),
-                         memory=memory, **kwargs)
+                         memory=memory, loads=loads, **kwargs)
     _follow(lane, run, cost)
     if run.status != "done":
         st.error(as_text(run.error or "The background run was cancelled."), icon=":material/warning:")

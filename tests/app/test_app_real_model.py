@@ -204,22 +204,26 @@ def test_the_patching_page_maps_smollm2s_heads_on_typed_lines_after_a_press():
     """Typed lines and answers on a real model (IOI's by default): the heads map runs in the background lane after
     a press, and its clean − corrupted gap is the engine's own two runs' (`real_pair_inputs`, `ends`)."""
     from transformer.analysis.patching import ends
+    from transformer.live.heavy import heavy_lane
     from transformer.live.loading import load_model
     from transformer.live.model_cache import MODELS
     from transformer.live.real_patching import RealPair, real_pair_inputs
     from transformer.live.sources import source_of
+    from transformer.runtime.device import resolve_device
 
     lines = {"pt_clean": "When Mary and John went, John saw", "pt_corrupt": "When Mary and John went, Mary saw"}
     at = open_page("patching", {"weights": "smollm2", **lines})
     no_errors(at)
-    assert "270 patched runs of smollm2 over 8 pieces" in " ".join(warning.value for warning in at.warning)
+    asked = " ".join(warning.value for warning in at.warning)
+    assert "270 patched runs of smollm2 over 8 pieces" in asked
+    lane_loads_it = not heavy_lane().holds(("smollm2", resolve_device("auto")))  # the lane's child: its own process
+    assert ("after loading SmolLM2-135M (a real language model) from its file, in the background lane's own process"
+            in asked) == lane_loads_it, asked
     assert not specs(at)  # nothing runs before the press
     at = next(button for button in at.button if button.label == "Run it").click().run(timeout=600)
     no_errors(at)
     (found,) = specs(at)
     assert heatmaps(found)[0].shape == (30, 9)
-    from transformer.runtime.device import resolve_device
-
     load_model("smollm2", "auto")
     source, device = source_of("smollm2"), resolve_device("auto")
     model = MODELS.entry(source.model_key(None, device), load=source.loader(device)).model

@@ -174,3 +174,36 @@ def test_an_outside_models_run_is_bounded_in_its_address_space():
     with pytest.raises(MemoryError), _bounded(1 << 20):
         bytearray(MEMORY_HEADROOM + (64 << 20))
     assert len(bytearray(MEMORY_HEADROOM + (64 << 20))) > MEMORY_HEADROOM  # the bound is lifted after the run
+
+
+@pytest.mark.slow
+def test_the_lanes_child_holds_what_its_finished_runs_loaded_until_it_ends():
+    """The child is a process of its own: a model the server holds it loads again, once, and loses when it ends."""
+    lane = HeavyLane()
+    load = ("smollm2", "cpu")
+    try:
+        assert not lane.holds(load)
+        done = _wait(lane.submit("student-a", "run_live", LiveConfig(seq_len=5), loads=frozenset({load})))
+        assert done.status == "done" and lane.holds(load)
+        cancelled = lane.submit("student-b", "run_live", LONG)
+        lane.cancel(cancelled)  # its process is killed, and what it held with it
+        assert cancelled.status == "cancelled" and not lane.holds(load)
+    finally:
+        lane.close()
+
+
+def test_a_lane_runs_price_has_the_childs_load_of_a_real_model_it_does_not_hold():
+    from transformer.live.priced_calls import lane_loads
+    from transformer.live.prices import in_the_lane
+    from transformer.live.sources import source_of
+    from transformer.runtime.device import resolve_device
+
+    real = LiveConfig(weights="smollm2", architecture="decoder-only", device="cpu")
+    loads = lane_loads((real,), {"other": LiveConfig()})
+    assert loads == {("smollm2", resolve_device("cpu"))} and lane_loads((LiveConfig(),), {}) == frozenset()
+    run = run_cost(LiveConfig())
+    first = in_the_lane(run, loads, holds=lambda load: False)
+    assert first.seconds() == pytest.approx(run.seconds() + source_of("smollm2").load_seconds, abs=0.05)
+    assert first.bytes == source_of("smollm2").load_bytes > run.bytes
+    assert "after loading SmolLM2-135M" in first.what and "background lane's own process" in first.what
+    assert in_the_lane(run, loads, holds=lambda load: True) == run  # a child that loaded it before runs at once

@@ -56,6 +56,7 @@ class HeavyRun:
     flops: float = 0.0
     client: str = ""
     memory: int = 0  # a bound on the bytes the run may add to the child's address space (0: none)
+    loads: frozenset = frozenset()  # what the child loads for it where it does not hold it yet (`HeavyLane.holds`)
     key: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     status: str = "waiting"
     result: object = None
@@ -84,6 +85,7 @@ class HeavyLane:
         self.owner_alive = lambda owner: True
         self.gflops: float | None = None  # measured on this server: flops / seconds of the last finished run
         self.restarts = 0  # children ended to cancel a run
+        self._held: set = set()  # what the child holds: the ``loads`` of its runs that finished
         self._lock = threading.Lock()
         self._waiting: list[HeavyRun] = []
         self._running: HeavyRun | None = None
@@ -94,10 +96,11 @@ class HeavyLane:
         self._thread.start()
 
     def submit(self, owner: str, call: str, *args, flops: float = 0.0, client: str = "", memory: int = 0,
-               **kwargs) -> HeavyRun:
+               loads: frozenset = frozenset(), **kwargs) -> HeavyRun:
         """``call`` (a `CALLS` name) of ``args`` for ``owner`` of ``client``: the owner's run of the same call if it
         has one, else a new one in place of the owner's last; `LaneFull` past `QUEUE_LIMIT` waiting or past
-        `CLIENT_LIMIT` runs of ``client``. ``memory``: the run's address-space bound beyond the child's (0: none)."""
+        `CLIENT_LIMIT` runs of ``client``. ``memory``: the run's address-space bound beyond the child's (0: none);
+        ``loads``: what the child loads for it and then holds (a long-loading model's name and device)."""
         if call not in CALLS:
             raise ValueError(f"The background lane runs {sorted(CALLS)}. Received: {call!r}")
         with self._lock:
@@ -116,10 +119,16 @@ class HeavyLane:
             if len(self._waiting) >= QUEUE_LIMIT:
                 raise LaneFull(f"{len(self._waiting)} long runs are waiting for the background lane, the most this "
                                "server queues: try again in a minute.")
-            run = HeavyRun(owner, call, args, kwargs, flops, client, memory)
+            run = HeavyRun(owner, call, args, kwargs, flops, client, memory, frozenset(loads))
             self._waiting.append(run)
             self._start_next()
         return run
+
+    def holds(self, load) -> bool:
+        """Whether the child holds ``load`` (one of a finished run's ``loads``): a child ended (idle, cancelled,
+        dead) holds nothing, and the next run's child loads it again."""
+        with self._lock:
+            return load in self._held
 
     def cancel(self, run: HeavyRun) -> None:
         """End ``run``: waiting, it leaves the queue; running, its process is killed."""
@@ -189,7 +198,7 @@ class HeavyLane:
                 self._child.wait(5)
         if self._connection is not None:
             self._connection.close()
-        self._child, self._connection = None, None
+        self._child, self._connection, self._held = None, None, set()
 
     # -- the dispatcher thread -----------------------------------------------------------------------------------
 
@@ -224,6 +233,7 @@ class HeavyLane:
             run.ended = time.monotonic()
             if kind == "done":
                 run.status, run.result = "done", payload
+                self._held |= run.loads
                 if run.flops and run.ended > run.started:
                     self.gflops = run.flops / (run.ended - run.started) / 1e9
             else:

@@ -61,6 +61,18 @@ class NeedsLane(Exception):
             on_engine_thread(self.call.keep)(result, *self.args, **self.kwargs)
 
 
+def lane_loads(args: tuple, kwargs: dict) -> frozenset:
+    """``(weights, device)`` of each model whose loading is long (`ModelSource.load_seconds`) named by a call of
+    these arguments (a `LiveConfig`, a patching request): the background lane's child, a process of its own, loads
+    it before the run where it does not hold it (`HeavyLane.holds`)."""
+    from transformer.live.sources import source_of  # noqa: PLC0415
+    from transformer.runtime.device import resolve_device  # noqa: PLC0415
+
+    named = [value for value in (*args, *kwargs.values()) if isinstance(getattr(value, "weights", None), str)]
+    return frozenset((value.weights, resolve_device(getattr(value, "device", "auto"))) for value in named
+                     if source_of(value.weights).load_seconds)
+
+
 @contextlib.contextmanager
 def shared_engine():
     """Within it, this thread's priced calls run on the engine thread only when light (`PricedCall`)."""
@@ -136,4 +148,4 @@ class PricedCall:
         return f"PricedCall({self.name!r}, {self.target!r})"
 
 
-__all__ = ["NeedsLane", "PricedCall", "call_key", "prepaid", "price_of", "shared_engine"]
+__all__ = ["NeedsLane", "PricedCall", "call_key", "lane_loads", "prepaid", "price_of", "shared_engine"]

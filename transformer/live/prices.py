@@ -326,11 +326,25 @@ def load_model(weights, device="auto", **_) -> RunCost:
     """Reading and building a model whose loading is long (a real language model's file), once a process."""
     from transformer.runtime.device import resolve_device  # noqa: PLC0415
 
-    source = source_of(weights)
-    if source.loaded(resolve_device(device)):
+    if source_of(weights).loaded(resolve_device(device)):
         return NOTHING.said("the model, loaded")
-    return RunCost(0.0, source.load_bytes, f"loading {source.title() or weights} from its file, once on this server",
-                   1, extra_seconds=source.load_seconds)
+    return loading(weights, "once on this server")
+
+
+def loading(weights: str, where: str) -> RunCost:
+    """Loading ``weights``' model (its `ModelSource.load_seconds` and `load_bytes`) ``where`` it is said to load."""
+    source = source_of(weights)
+    return RunCost(0.0, source.load_bytes, f"loading {source.title() or weights} from its file, {where}", 1,
+                   extra_seconds=source.load_seconds)
+
+
+def in_the_lane(cost: RunCost, loads: frozenset, holds) -> RunCost:
+    """``cost`` with each of ``loads`` (`priced_calls.lane_loads`) the lane's child does not hold (``holds(load)``
+    False) loaded first: its seconds and bytes added, and said."""
+    for weights, _ in sorted(load for load in loads if not holds(load)):
+        load = loading(weights, "in the background lane's own process")
+        cost = (cost + load).said(f"{cost.what}, after {load.what}")
+    return cost
 
 
 def real_patch_map(request, **_) -> RunCost:
