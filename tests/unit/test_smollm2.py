@@ -50,7 +50,7 @@ def _reference(llama, ids) -> tuple:
 
 def test_the_file_says_it_is_smollm2_135m_as_the_engine_writes_it_before_reading_it(llama):
     shape = llama.shape
-    assert (shape.layers, shape.d_model, shape.heads, shape.kv_heads, shape.d_ff, shape.vocab) == \
+    assert (shape.num_layers, shape.d_model, shape.num_heads, shape.num_kv_heads, shape.d_ff, shape.vocab) == \
         (30, 576, 9, 3, 1536, 49152)
     assert shape.rope_base == 100_000.0 and shape.epsilon == pytest.approx(1e-5)
     assert smollm2_header()[0] == shape  # what its source prices it with, its tensors unread

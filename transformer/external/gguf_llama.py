@@ -19,6 +19,7 @@ import numpy as np
 
 from transformer.core.linear import zero_kernels
 from transformer.core.model import Transformer
+from transformer.core.shape import ModelShape
 from transformer.external.byte_bpe import ByteBPE
 from transformer.external.kept_index import kept_index
 from transformer.runtime.freed_memory import give_back_freed_memory
@@ -42,29 +43,32 @@ def smollm2_path() -> Path:
 
 @dataclass(frozen=True)
 class LlamaShape:
-    """What a Llama GGUF says of its model."""
+    """What a Llama GGUF says of its model, under the spec's names (`ModelShape`)."""
 
-    layers: int
+    num_layers: int
     d_model: int
-    heads: int
-    kv_heads: int
+    num_heads: int
+    num_kv_heads: int
     d_ff: int
     vocab: int
     rope_base: float
     epsilon: float
     context: int
 
+    def model_shape(self) -> ModelShape:
+        """Its shape as the lab's spec holds it: a decoder-only stack, pre-norm, RoPE (what prices and locks it)."""
+        return ModelShape(d_model=self.d_model, num_heads=self.num_heads, d_ff=self.d_ff, num_layers=self.num_layers,
+                          positions="rope", num_kv_heads=self.num_kv_heads, norm="pre", architecture="decoder-only")
+
     def model_options(self) -> dict:
         """`Transformer`'s arguments for this shape: a decoder-only stack, pre-RMSNorm, SwiGLU, no biases, RoPE,
         unscaled tied embeddings."""
-        return dict(d_model=self.d_model, num_heads=self.heads, num_kv_heads=self.kv_heads, d_ff=self.d_ff,
-                    num_encoder_layers=self.layers, num_decoder_layers=self.layers, positions="rope", norm="pre",
-                    architecture="decoder-only", share_output_weights=True, dropout=0.0, scale_embeddings=False,
-                    norm_layer="rms", norm_epsilon=self.epsilon, ffn="swiglu", use_bias=False,
-                    rope_base=self.rope_base, max_len=self.context)
+        return {**self.model_shape().model_options(), "share_output_weights": True, "dropout": 0.0,
+                "scale_embeddings": False, "norm_layer": "rms", "norm_epsilon": self.epsilon, "ffn": "swiglu",
+                "use_bias": False, "rope_base": self.rope_base, "max_len": self.context}
 
 
-HEADER_VERSION = 1  # the layout of a header kept as JSON (`llama_header`)
+HEADER_VERSION = 2  # the layout of a header kept as JSON (`llama_header`; 2: the spec's names)
 SMOLLM2_PAD_ID = 2  # the file's padding token (<|im_end|>): a typed line never reads as it (`byte_bpe`)
 SMOLLM2_EOS_ID = 2  # and its end of text: a continuation stops there
 
@@ -104,9 +108,9 @@ def _reader(path):
 
 def _shape_of(reader) -> LlamaShape:
     return LlamaShape(
-        layers=int(_value(reader, "llama.block_count")), d_model=int(_value(reader, "llama.embedding_length")),
-        heads=int(_value(reader, "llama.attention.head_count")),
-        kv_heads=int(_value(reader, "llama.attention.head_count_kv")),
+        num_layers=int(_value(reader, "llama.block_count")), d_model=int(_value(reader, "llama.embedding_length")),
+        num_heads=int(_value(reader, "llama.attention.head_count")),
+        num_kv_heads=int(_value(reader, "llama.attention.head_count_kv")),
         d_ff=int(_value(reader, "llama.feed_forward_length")), vocab=len(_value(reader, "tokenizer.ggml.tokens")),
         rope_base=float(_value(reader, "llama.rope.freq_base")),
         epsilon=float(_value(reader, "llama.attention.layer_norm_rms_epsilon")),
@@ -209,7 +213,7 @@ def lab_weights(model: Transformer, llama: LlamaFile) -> list:
 
     by_path = {"target_embedding/embed/embeddings": tensor("token_embd.weight"),
                "decoder/final_norm/scale": tensor("output_norm.weight")}
-    for index in range(llama.shape.layers):
+    for index in range(llama.shape.num_layers):
         block, gguf = f"decoder/block_{index}", f"blk.{index}"
         attention, ffn = f"{block}/self_attention_block/attention", f"{block}/feed_forward_block/feed_forward"
         by_path |= {f"{block}/self_attention_block/layer_norm/scale": tensor(f"{gguf}.attn_norm.weight"),

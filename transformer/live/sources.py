@@ -325,9 +325,7 @@ class RealModel(ModelSource):
 
     def priced_shape(self, config: LiveConfig | None) -> tuple:
         llama = smollm2_header()[0]  # its file's keys, read once (its weights are not)
-        return ModelShape(d_model=llama.d_model, num_heads=llama.heads, d_ff=llama.d_ff, num_layers=llama.layers,
-                          positions="rope", num_kv_heads=llama.kv_heads, norm="pre",
-                          architecture="decoder-only"), llama.vocab
+        return llama.model_shape(), llama.vocab
 
     def default_lines(self, length: int) -> tuple[str | None, int]:
         return REAL_EXAMPLE, REAL_LENGTH
