@@ -6,6 +6,8 @@ own hover; matrices longer than 128 positions are max-pooled and titled so.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -155,6 +157,22 @@ def _head_titles(heads: int, spelled_out: int = 8, phone: bool = False) -> list[
     return [f"head {h}" if heads <= spelled_out or h == 0 else str(h) for h in range(heads)]
 
 
+@dataclass(frozen=True)
+class _ModelViewStyle:
+    """How the model view names and spaces its grid: on a desktop, or on a phone (``phone``: short head titles;
+    rows named as the titles, "L3"; narrow gaps; a colour bar beside the row names)."""
+
+    phone: bool
+    right_px: int
+    gap_px: int
+
+    def row_title(self, layer: int) -> str:
+        return f"L{layer}" if self.phone else f"layer {layer}"
+
+
+_DESKTOP_VIEW, _PHONE_VIEW = _ModelViewStyle(False, 110, 8), _ModelViewStyle(True, 96, 3)
+
+
 def model_view(weights, mask, stack_title="", *, limit: int = 32, focus=None, pooled: int = 1,
                roles=None, value_name: str = "weight", value_max: float = 1.0,
                click_side: str | None = None, padded_keys=None, fit_px: int | None = None) -> go.Figure:
@@ -175,19 +193,19 @@ def model_view(weights, mask, stack_title="", *, limit: int = 32, focus=None, po
     )
     names = [f"layer {layer} head {h}" + (f" · {roles[layer][h]}" if roles is not None else "")
              for layer in range(layers) for h in range(heads)]
-    titles = _head_titles(heads, phone=bool(fit_px)) + [""] * (heads * (layers - 1))  # head names on the top row
-    right_px = 96 if fit_px else 110
-    row_titles = [f"L{layer}" if fit_px else f"layer {layer}" for layer in range(layers)]  # a phone: as the titles
+    style = _PHONE_VIEW if fit_px else _DESKTOP_VIEW
+    titles = _head_titles(heads, phone=style.phone) + [""] * (heads * (layers - 1))  # head names on the top row
     traces, layout = weight_rows(shown.reshape(layers * heads, *shown.shape[-2:]), shown_mask, q_labels, k_labels,
-                                 names, heads, titles=titles, row_titles=row_titles,
-                                 panel_px=100, gap_px=3 if fit_px else 8, show_ticks=False, top_px=44,
-                                 right_px=right_px,
+                                 names, heads, titles=titles, row_titles=[style.row_title(i) for i in range(layers)],
+                                 panel_px=100, gap_px=style.gap_px, show_ticks=False, top_px=44,
+                                 right_px=style.right_px,
                                  focus=pooled_focus(focus, factor), click_factor=factor, value_name=value_name,
                                  click_side=click_side, padded_keys=pooled_keys(padded_keys, factor),
                                  fit_px=fit_px, wrap=False)
     layout["meta"] = {**layout["meta"], "click": True}
     note = f" (max-pooled {factor}×{factor})" if factor > 1 else ""
     coloraxis = weight_coloraxis(value_name, value_max)
-    if fit_px:  # its bar right of the rows' titles, which 2 % of a phone's plot (Plotly's default) would cover
-        coloraxis["colorbar"] |= dict(x=1 + ROW_TITLE_PX / (fit_px - layout["margin"]["l"] - right_px), thickness=14)
+    if style.phone:  # its bar right of the rows' titles, which 2 % of a phone's plot (Plotly's default) would cover
+        plot_px = fit_px - layout["margin"]["l"] - style.right_px
+        coloraxis["colorbar"] |= dict(x=1 + ROW_TITLE_PX / plot_px, thickness=14)
     return panels_figure(traces, layout, title=left_title(stack_title + note), coloraxis=coloraxis)
