@@ -185,7 +185,7 @@ def stepped_chart(key: str, group: str, index: int, count: int, identity, figure
                default={protocol.COLUMN_PX: 0}, **{f"on_{protocol.COLUMN_PX}_change": _width_reported})
 
 
-def chart(fig, key: str, on_click=None, hidden=None, on_hide=None, column: int = 0, on_cells=None) -> None:
+def chart(fig, *, key: str, on_click=None, hidden=None, on_hide=None, column: int = 0, on_cells=None) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``; the same key updates the same chart in place.
 
     ``on_click``: called (before the rerun it starts) with ``{"query": i, "key": j}`` (a heatmap cell) or one of

@@ -227,7 +227,7 @@ def not_for_external_model(what: str) -> None:
         st.stop()
 
 
-def plot(fig, key: str, on_click=None, hidden=None, on_hide=None, on_cells=None) -> None:
+def plot(fig, key: str, *, on_click=None, hidden=None, on_hide=None, on_cells=None) -> None:
     """Draw ``fig`` with ui.chart under a page-wide key (Streamlit's theme is not applied: our colours stay);
     ``on_click``, ``hidden``, ``on_hide``, ``on_cells``: see `ui.chart.chart`."""
     chart(fig, key=f"fig_{key}", on_click=on_click, hidden=hidden, on_hide=on_hide,

@@ -18,7 +18,7 @@ _component = st.components.v2.component(STEPPER_NAME, js=frontend(*BUNDLES["step
                                         isolate_styles=False)
 
 
-def stepper(group: str, index: int, names: list[str], captions: list[list[tuple[str, str]]], on_step,
+def stepper(group: str, index: int, names: list[str], captions: list[list[tuple[str, str]]], *, on_step,
             label: str = "Step") -> None:
     """Draw ``group``'s control at step ``index`` (0-based) of ``len(names)``; ``names``: what each step is called
     beside ``label``; ``captions``: each step's caption as ``[(text, style), …]`` (style "", "b", "code" or "b code";

@@ -112,7 +112,7 @@ def line_view(result, stack: str, line: int, hide_specials: bool, layer: int = 0
                     int(hidden.sum()), result.padding_keys(stack, line)[kept])
 
 
-def exact_windows(seq_len: int, n_q: int, n_k: int, full_res: tuple | None, head_view: bool, focus) -> dict:
+def exact_windows(seq_len: int, n_q: int, n_k: int, *, full_res: tuple | None, head_view: bool, focus) -> dict:
     """The windows a block-wise run (N > 512) keeps exact, ``{"full_res" | "head_view": (first query, first key,
     size)}``: the full-resolution head's (``full_res``: its pickers' first query and key, None while it is
     closed) and the head view's positions around ``focus`` while that view is on; empty at N ≤ 512."""

@@ -47,7 +47,7 @@ def _no_score(values: np.ndarray, name: str, why: str) -> dict | None:
 GRID_PANEL_PX = 160  # a layers × heads panel's least width: fewer across where a narrow chart has no room
 
 
-def _grid(panels, title: str, columns: int, heatmaps: list[dict], why: str = "nothing to average",
+def _grid(panels, title: str, columns: int, heatmaps: list[dict], *, why: str = "nothing to average",
           fit_px: int | None = None, **layout) -> go.Figure:
     """``panels`` (name, values) in a grid ``columns`` across, one heatmap dict each (``heatmaps``: layers down,
     heads across, category axes), the names above them, a NaN cell grey with "—" (``why`` in its hover); laid out

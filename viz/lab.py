@@ -11,7 +11,7 @@ from viz.pooling import FULL_RESOLUTION
 from viz.style import DIVERGING_SCALE, MASKED_COLOR, TEMPLATE_JSON, WEIGHT_COLORSCALE, figure, fixed_margins
 
 
-def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, limit: int = FULL_RESOLUTION):
+def _stage_traces(values, row_labels, column_labels, mask=None, weights=False, *, limit: int = FULL_RESOLUTION):
     """One stage's heatmap (and its blocked cells, grey), as trace dicts, and the subtitle of its shape:
     ``(traces, subtitle)``.
 

@@ -159,7 +159,7 @@ def panel_layout(titles, columns: int, *, x_labels_px: int = 6, y_labels_px: int
     return layout
 
 
-def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None, x_count=None,
+def _axes(index: int, x_domain, y_domain, labelled: bool = True, x_tickvals=None, *, x_count=None,
           x_categories=None) -> dict:
     """The category x and y axes of panel (or row) ``index``: no automargin, y top to bottom.
 
