@@ -194,8 +194,8 @@ if small:
                "change from the corrupted run instead, in the measure's own units. Another line, part or measure "
                "may give a wider gap.", icon=":material/straighten:")
 plot(patch_map_figure(found.values, found.raw, found.rows, columns,
-                      [[site.label for site in row] for row in found.sites], metric_label,
-                      f"{direction}: {title}", chosen if inside else None, gap=ends, normalise=not small),
+                      [[site.label for site in row] for row in found.sites], metric=metric_label,
+                      title=f"{direction}: {title}", chosen=chosen if inside else None, gap=ends, normalise=not small),
      "patch_map", on_click=toggle_patch_cell)
 st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes the answer further from "
            "the clean one; white: nothing changes. Click a cell to open its run between the clean and the corrupted "

@@ -45,7 +45,7 @@ def draw(weights: str, device: str, shape) -> None:
     chosen = (state.value(F.pt_row), state.value(F.pt_col))
     inside = 0 <= chosen[0] < len(found.rows) and 0 <= chosen[1] < len(found.columns)
     plot(patch_map_figure(found.values, found.raw, found.rows, found.columns, cells,
-                          PATCHING.metric_labels["logit_diff"], title, chosen if inside else None,
+                          metric=PATCHING.metric_labels["logit_diff"], title=title, chosen=chosen if inside else None,
                           gap=(found.clean_value, found.corrupt_value)), "real_patch_map", on_click=toggle_patch_cell)
     st.caption("Red: the patch brings the clean answer back (1 = all of it); blue: it pushes it further away. Click "
                "a cell to open its run between the clean and the corrupted one; click it again to close it.")

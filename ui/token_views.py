@@ -310,9 +310,9 @@ def terms_section(result, config, stack: str, layer: int, line: int, focus) -> N
         return
     grid = split.terms[:, :, 0, key]  # (P_q, P_k)
     preference = preference_terms(split.terms, 0, key).sum(axis=0)  # (P_k,)
-    plot(score_terms_view(grid, preference, split.query_parts, split.key_parts, query_tokens, key_tokens, head,
-                          query, key, float(split.scores[0, key]), float(split.weights[0, key]),
-                          width_px=fit_px("score_terms")), "score_terms")
+    plot(score_terms_view(grid, preference, split.query_parts, split.key_parts, query_tokens, key_tokens,
+                          head=head, query=query, key=key, score=float(split.scores[0, key]),
+                          weight=float(split.weights[0, key]), width_px=fit_px("score_terms")), "score_terms")
     st.caption("Each score q·k/√d_k is a sum of terms, one for each pair of parts of the residual stream: the "
                "token embedding, the positions, every earlier head's output, every feed-forward's, and the biases "
                "(LayerNorm's scale held at its value for that position, as TransformerLens folds it). The bars: how "

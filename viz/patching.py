@@ -14,7 +14,7 @@ from viz.style import DIVERGING_SCALE, FOCUS_COLOR, MASKED_COLOR, WEIGHT_COLORSC
 RESTORED_LIMIT = 1.0  # the colour scale's ends: ±1 (a cell beyond keeps the end colour, its hover says the value)
 
 
-def patch_map_figure(values, raw, rows, columns, cells, metric: str, title: str, chosen=None,
+def patch_map_figure(values, raw, rows, columns, cells, *, metric: str, title: str, chosen=None,
                      gap: tuple | None = None, normalise: bool = True) -> go.Figure:
     """``values (R, C)`` restored shares (NaN: no site), ``raw`` the metric's own values, ``rows``/``columns`` the
     labels, ``cells (R, C)`` each cell's site as text; ``chosen``: ``(row, column)`` outlined; ``gap``: the

@@ -19,7 +19,7 @@ VALUES_SHOWN_UP_TO = 12  # parts a side; more and the numbers on the cells no lo
 WIDE_MIN_PX = 620  # the grid beside the bars; a narrower column (a phone) gets them one above the other
 
 
-def score_terms_view(grid: np.ndarray, preference: np.ndarray, query_parts, key_parts, query_tokens, key_tokens,
+def score_terms_view(grid: np.ndarray, preference: np.ndarray, query_parts, key_parts, query_tokens, key_tokens, *,
                      head: int, query: int, key: int, score: float, weight: float,
                      width_px: int | None = None) -> go.Figure:
     """Args: grid: ``(P_q, P_k)`` the terms of query ``query``'s score for key ``key`` (they sum to ``score``);

@@ -871,7 +871,8 @@ def test_the_score_terms_view_draws_the_grid_and_the_key_side_bars_with_the_winn
     parts = ("token", "position", "L0H0", "bias")
     grid = np.arange(16, dtype=np.float32).reshape(4, 4) - 8
     preference = np.array([0.1, 2.0, -0.5, 0.0], np.float32)
-    fig = score_terms_view(grid, preference, parts, parts, ["a", "b", "a"], ["a", "b", "a"], 1, 2, 0, -8.0, 0.25)
+    fig = score_terms_view(grid, preference, parts, parts, ["a", "b", "a"], ["a", "b", "a"], head=1, query=2, key=0,
+                           score=-8.0, weight=0.25)
     heatmap, bars = fig.data
     assert list(heatmap.y) == list(parts) and list(heatmap.x) == list(parts)
     assert heatmap.zmin == -8 and heatmap.zmax == 8  # a diverging scale around 0: logits, not weights

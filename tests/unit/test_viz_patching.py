@@ -11,7 +11,8 @@ ROWS, COLUMNS, CELLS = ("L0",), ("H0", "H1"), [["L0 H0", "L0 H1"]]
 
 def test_a_map_of_restored_shares_keeps_its_fixed_scale_and_names_the_gap():
     raw = np.array([[1.0, 0.5]])
-    fig = patch_map_figure(normalised(raw, 1.0, 0.0), raw, ROWS, COLUMNS, CELLS, "logprob", "t", gap=(1.0, 0.0))
+    fig = patch_map_figure(normalised(raw, 1.0, 0.0), raw, ROWS, COLUMNS, CELLS, metric="logprob", title="t",
+                           gap=(1.0, 0.0))
     trace = fig.data[0]
     assert (trace.zmin, trace.zmax) == (-1.0, 1.0) and "1 clean" in trace.colorbar.ticktext
     assert "clean − corrupted 1.000 − 0.000 = 1.000" in fig.layout.title.text
@@ -21,7 +22,7 @@ def test_a_gap_too_small_to_normalise_draws_the_raw_change():
     """Lines ranged from −0.003 to 1.05: divided by 0.003, a patch's float noise read as tens of percent."""
     assert gap_too_small(0.010, 0.008) and not gap_too_small(1.0, 0.0) and MIN_PATCH_GAP > 0.002
     raw = np.array([[0.0105, 0.0070]])
-    fig = patch_map_figure(normalised(raw, 0.010, 0.008), raw, ROWS, COLUMNS, CELLS, "logprob", "t",
+    fig = patch_map_figure(normalised(raw, 0.010, 0.008), raw, ROWS, COLUMNS, CELLS, metric="logprob", title="t",
                            gap=(0.010, 0.008), normalise=False)
     z = np.asarray(fig.data[0].z, float)
     np.testing.assert_allclose(z, raw - 0.008)  # the change from the corrupted run, not a share of the gap

@@ -114,7 +114,7 @@ def map_grid(model, inputs: Inputs, kind: str, *, stack: str = "", receiver: tup
     return path_grid(model, inputs, tuple(receiver), layer_norm)
 
 
-def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, direction: str = "denoise",
+def patch_map(model, clean: Inputs, corrupt: Inputs, metric: Metric, kind: str, *, direction: str = "denoise",
               stack: str = "", receiver: tuple = (), progress=None, layer_norm: str = "held",
               by_position: bool = False) -> PatchMap:
     """Every site of ``kind`` (`MAP_KINDS`) patched alone: ``"heads"`` each head's output, ``"stream"`` the residual

@@ -254,8 +254,9 @@ def _study(request: PatchRequest, progress) -> PatchingStudy:
     with tf.device(device):
         default_stack = model.stacks[-1] if request.by_position else patching.stream_stacks(model)[0]
         found = patch_maps.patch_map(model, lines.clean_inputs, lines.corrupt_inputs, lines.metric, request.kind,
-                                     request.direction, request.stack or default_stack, request.receiver, progress,
-                                     request.layer_norm, request.by_position)
+                                     direction=request.direction, stack=request.stack or default_stack,
+                                     receiver=request.receiver, progress=progress, layer_norm=request.layer_norm,
+                                     by_position=request.by_position)
         predictions = tuple(_predicted(patching.plain_run(model, inputs)[0], pretrained.vocab)
                             for inputs in (lines.clean_inputs, lines.corrupt_inputs))
     return PatchingStudy(lines, found, predictions)

@@ -101,7 +101,7 @@ def real_patch_map(request: RealPatchRequest) -> PatchMap:
     each sender's path into its receiver), normalised 0 = the corrupted run, 1 = the clean one."""
     clean, corrupt, metric, into = request.checked()
     return patch_map(_model(request.weights, request.device), clean, corrupt, metric, request.kind,
-                     request.direction, stack="decoder", receiver=into, layer_norm=request.layer_norm)
+                     direction=request.direction, stack="decoder", receiver=into, layer_norm=request.layer_norm)
 
 
 @dataclass(frozen=True)
