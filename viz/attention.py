@@ -91,12 +91,12 @@ def head_grid(weights, mask, query_tokens, key_tokens, title="", *, columns: int
     note = pooled_note(factor, (len(query_tokens), len(key_tokens)))
     first, *more = title.split("<br>")  # a second line of the title stays the second line
     title = wrap_title("<br>".join([" — ".join(filter(None, (first, note))), *more]), fit_px)
-    return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns, title,
+    return _heatmap_panels(shown, shown_mask, q_labels, k_labels, names, columns=columns, title=title,
                            focus=pooled_focus(focus, factor), factor=factor, fit_px=fit_px, value_name=value_name,
                            value_max=value_max, click_side=click_side, padded_keys=pooled_keys(padded_keys, factor))
 
 
-def _heatmap_panels(weights, mask, q_labels, k_labels, names, columns, title, panel_px=240, focus=None,
+def _heatmap_panels(weights, mask, q_labels, k_labels, names, *, columns: int, title: str, panel_px=240, focus=None,
                     factor: int = 1, fit_px: int | None = None, value_name: str = "weight",
                     value_max: float = 1.0, start: tuple = (0, 0), click_side: str | None = None,
                     padded_keys=None) -> go.Figure:
@@ -142,8 +142,8 @@ def single_head(weights, mask, query_tokens, key_tokens, title="", *, start=(0, 
                 f"of {n_q}×{n_k}")
     else:
         note = f"full resolution {n_q}×{n_k}" if max(n_q, n_k) > FULL_RESOLUTION else ""
-    return _heatmap_panels(shown[None], mask[rows, cols], labels_q, labels_k, [name], 1,
-                           " — ".join(filter(None, (title, note))), panel_px=420,
+    return _heatmap_panels(shown[None], mask[rows, cols], labels_q, labels_k, [name], columns=1,
+                           title=" — ".join(filter(None, (title, note))), panel_px=420,
                            focus=pooled_focus(focus, 1, (q0, k0), (shown_q, shown_k)), value_name=value_name,
                            value_max=value_max, start=(q0, k0), click_side=click_side,
                            padded_keys=None if padded_keys is None else np.asarray(padded_keys, bool)[cols])
