@@ -7,6 +7,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TensorFlow's C++ start-up 
 # Models trained in a test are kept in memory only, unless a test gives them a data directory of its own
 # (tests/unit/test_kept_on_disk.py): nothing lands in the user's cache, and no test reads another's.
 os.environ.setdefault("ATTENTION_LAB_DATA_DIR", "off")
+# The background lane's child at the tests' own priority: at its default nice 19 it yields to the other test process
+# (the same session, so the same scheduling group), and with both cores busy there one of SmolLM2's maps, priced at
+# 33 s, was still running after 240 s (at nice 0: 65 s). That it yields to its own server is its unit test's
+# (tests/unit/test_heavy_lane.py sets a niceness and reads it back), not the pages'.
+os.environ.setdefault("ATTENTION_LAB_HEAVY_NICE", "0")
 
 
 def pytest_collection_modifyitems(items):

@@ -2,6 +2,7 @@
 its sizes locked in the sidebar, Decode continues "The capital of France is" with " Paris", Heads finds its
 induction heads and Patching maps indirect-object identification."""
 
+import contextlib
 import json
 import time
 
@@ -9,6 +10,7 @@ import pytest
 from browser_pages import CHART_TEXT_PROBLEMS, open_page, wait_for_charts
 from browser_support import wait_idle
 from chart_support import CHART_CLASS, FIRST_PLOT, PLOT, click_chart
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = pytest.mark.browser
 
@@ -75,15 +77,19 @@ def _pressing_until(page, done: str, timeout_s: float = 240) -> None:
     On time out, what the page shows instead (a message, the lane's place, a price)."""
     deadline = time.monotonic() + timeout_s
     while not page.evaluate(done):
-        run_it = page.get_by_role("button", name="Run it")
-        if run_it.count():
-            run_it.first.click()
-            wait_idle(page)
-        elif time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             shown = page.get_by_test_id("stMain").inner_text()
             raise AssertionError(f"not drawn after {timeout_s:.0f} s: {done}; the page shows: {shown[-2500:]}")
-        else:
+        run_it = page.get_by_role("button", name="Run it")
+        asking = run_it.count()
+        if not asking:
             page.wait_for_timeout(500)
+            continue
+        with contextlib.suppress(PlaywrightTimeout):  # a button the click's own rerun took away: it was pressed
+            run_it.first.click(timeout=5_000)
+        with contextlib.suppress(PlaywrightTimeout):  # pressed: the page follows the run until it ends
+            page.wait_for_function(f"""() => [...document.querySelectorAll("button")].filter(
+                b => b.innerText.trim() === "Run it").length < {asking}""", timeout=60_000)
 
 
 def test_decode_on_smollm2_continues_the_capital_of_france_with_paris(page, server):
