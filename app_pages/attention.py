@@ -248,7 +248,7 @@ elif view == "Neuron view" and not inside:
     st.info("The neuron view reads the queries and keys inside the lab's own model; a model from outside is read "
             "through its weights.", icon=":material/info:")
 elif view == "Neuron view":
-    token_views.neuron_section(result, config, stack, layer, element, focus)
+    token_views.neuron_section(result, config, stack=stack, layer=layer, line=element, focus=focus)
 elif view == "Score terms" and not inside:
     st.info("The score is split inside the lab's own models; a model from outside is read through its weights.",
             icon=":material/info:")
@@ -256,7 +256,7 @@ elif view == "Score terms" and config.ablate:
     st.info("The score is split in the whole model: clear the ablated heads in the sidebar to see why a head "
             "attends.", icon=":material/info:")
 elif view == "Score terms":
-    token_views.terms_section(result, config, stack, layer, element, focus)
+    token_views.terms_section(result, config, stack=stack, layer=layer, line=element, focus=focus)
 else:  # "Model view"
     shown_heads = min(heads, MODEL_VIEW_HEADS)
     st.caption(f"Every layer × head of the {STACK_NAMES[stack].lower()}, line {element + 1}, each max-pooled to "

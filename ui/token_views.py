@@ -298,7 +298,7 @@ def layer_weights(result, stack: str, layer: int, line: int) -> np.ndarray:
     return result.attention[stack][layer, result.lines.index(line) if result.lines else line]
 
 
-def terms_section(result, config, stack: str, layer: int, line: int, focus) -> None:
+def terms_section(result, config, *, stack: str, layer: int, line: int, focus) -> None:
     """Why one head attends: the query–key pair's score split by the parts of the residual stream, and what in the
     key made it win against the other keys the query may see."""
     query_tokens, key_tokens = result.tokens_of(stack, line)
@@ -321,7 +321,7 @@ def terms_section(result, config, stack: str, layer: int, line: int, focus) -> N
                "previous-token heads (K-composition).")
 
 
-def neuron_section(result, config, stack: str, layer: int, line: int, focus) -> None:
+def neuron_section(result, config, *, stack: str, layer: int, line: int, focus) -> None:
     """q, k, q∘k, the logit and the softmax of one head's query–key pair, read off the live tensors."""
     walk = data.attention_walkthrough(config, stack, layer)
     q, k = walk.tensors["query_heads"][line], walk.tensors["key_heads"][line]  # (H, N_q, d_k), (H, N_k, d_k)
